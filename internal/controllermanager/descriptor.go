@@ -1,0 +1,51 @@
+// Package controllermanager wires the controllers of internal/controller/* into one
+// process: a shared informer factory, one leader-election Lease, and the --controllers
+// flag that picks which ones run. It holds no controller logic itself.
+package controllermanager
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ControllerContext is what every controller is started with.
+type ControllerContext struct {
+	// Client talks to the apiserver; each controller should wrap it with its own user
+	// agent where that helps debugging.
+	Client kubernetes.Interface
+	// Config is the rest config Client was made from (for dynamic or metadata clients).
+	Config *rest.Config
+	// Informers is shared by all controllers; the manager starts it after every
+	// controller has registered its informers.
+	Informers informers.SharedInformerFactory
+	// Options are the controller-manager's flags that controllers read.
+	Options Options
+}
+
+// Options are the controller-manager flags that reach controllers.
+type Options struct {
+	// ConcurrentSyncs is the number of workers per controller (upstream has one flag per
+	// controller; one number is enough here until a controller needs its own).
+	ConcurrentSyncs int
+	// NodeMonitorGracePeriod: a node whose Lease is older than this becomes Unknown.
+	NodeMonitorGracePeriod time.Duration
+	// ClusterCIDR is the range node IPAM hands podCIDRs out of; NodeCIDRMaskSize the
+	// size of each.
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
+	// TerminatedPodGCThreshold: podgc deletes terminated pods beyond this many.
+	TerminatedPodGCThreshold int
+}
+
+// Descriptor names a controller and starts it. Start registers the informers it needs
+// and launches its goroutines under ctx; it must not block.
+type Descriptor struct {
+	Name string
+	// DisabledByDefault controllers run only when named in --controllers.
+	DisabledByDefault bool
+	Start             func(ctx context.Context, cc *ControllerContext) error
+}
