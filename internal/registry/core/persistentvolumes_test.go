@@ -45,7 +45,9 @@ func TestPersistentVolumeValidate(t *testing.T) {
 			[]string{`spec.capacity[storage]: Invalid value: "0": must be greater than zero`}},
 		{"no source", func(pv *corev1.PersistentVolume) { pv.Spec.HostPath = nil },
 			[]string{"spec: Required value: must specify a volume type"}},
-		{"bad access mode", func(pv *corev1.PersistentVolume) { pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadSometimes"} },
+		{"bad access mode", func(pv *corev1.PersistentVolume) {
+			pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadSometimes"}
+		},
 			[]string{`spec.accessModes: Unsupported value: "ReadSometimes": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"`}},
 	}
 	for _, tc := range tests {

@@ -49,9 +49,14 @@ func TestReplicationControllerValidate(t *testing.T) {
 			[]string{`spec.template.metadata.labels: Invalid value: {"app":"web"}: ` + "`selector` does not match template `labels`"}},
 		{"negative replicas", func(rc *corev1.ReplicationController) { rc.Spec.Replicas = ptrTo(int32(-1)) },
 			[]string{"spec.replicas: Invalid value: -1: must be greater than or equal to 0"}},
-		{"restart policy", func(rc *corev1.ReplicationController) { rc.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
+		{"restart policy", func(rc *corev1.ReplicationController) {
+			rc.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		},
 			[]string{`spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"`}},
-		{"no template", func(rc *corev1.ReplicationController) { rc.Spec.Template = nil; rc.Spec.Selector = map[string]string{"app": "web"} },
+		{"no template", func(rc *corev1.ReplicationController) {
+			rc.Spec.Template = nil
+			rc.Spec.Selector = map[string]string{"app": "web"}
+		},
 			[]string{"spec.template: Required value"}},
 		{"bad container", func(rc *corev1.ReplicationController) { rc.Spec.Template.Spec.Containers[0].Image = "" },
 			[]string{"spec.template.spec.containers[0].image: Required value"}},
