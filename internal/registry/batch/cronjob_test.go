@@ -69,7 +69,9 @@ func TestCronJobValidate(t *testing.T) {
 			[]wantError{{"spec.startingDeadlineSeconds", field.ErrorTypeInvalid}}},
 		{"negative history", func(cj *batchv1.CronJob) { cj.Spec.FailedJobsHistoryLimit = ptr(int32(-1)) },
 			[]wantError{{"spec.failedJobsHistoryLimit", field.ErrorTypeInvalid}}},
-		{"template restart always", func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+		{"template restart always", func(cj *batchv1.CronJob) {
+			cj.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		},
 			[]wantError{{"spec.jobTemplate.spec.template.spec.restartPolicy", field.ErrorTypeRequired}}},
 		{"template selector", func(cj *batchv1.CronJob) {
 			cj.Spec.JobTemplate.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
