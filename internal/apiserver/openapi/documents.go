@@ -21,7 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
 	"mizzen/internal/registry"
@@ -79,7 +79,7 @@ func (d *Documents) V3Keys() []string {
 // (or pointers to values) of further struct types whose definitions the v2 document
 // should carry even if no operation refers to them.
 func Build(resources []*registry.Resource, extraTypes ...any) (*Documents, error) {
-	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[runtimeschema.GroupVersion][]*pathItem{}}
+	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[schema.GroupVersion][]*pathItem{}}
 	if err := b.addResources(resources); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func Build(resources []*registry.Resource, extraTypes ...any) (*Documents, error
 type builder struct {
 	defs *definitions
 	gvks map[string][]gvk // definition name -> x-kubernetes-group-version-kind
-	byGV map[runtimeschema.GroupVersion][]*pathItem
+	byGV map[schema.GroupVersion][]*pathItem
 	// misc holds the paths outside any group version: /api/, /apis/, /apis/<g>/, /version/.
 	misc map[string][]*pathItem
 }
@@ -189,7 +189,7 @@ func (b *builder) addMiscPaths(groups map[string][]string) {
 	}
 	group := b.mustAdd(metav1.APIGroup{})
 	for g := range groups {
-		gv := runtimeschema.GroupVersion{Group: g}
+		gv := schema.GroupVersion{Group: g}
 		item := get("/apis/"+g+"/", "get"+operationPrefix(gv)+"APIGroup", groupTag(g), group)
 		item.operations[0].description = "get information of a group"
 		b.misc["apis/"+g] = []*pathItem{item}
@@ -213,7 +213,7 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 			all[item.path] = item.renderV2()
 		}
 	}
-	defsV2 := make(map[string]*schema, len(b.defs.byName))
+	defsV2 := make(map[string]*jsonSchema, len(b.defs.byName))
 	for name, def := range b.defs.byName {
 		defsV2[name] = def.toV2()
 	}
@@ -290,7 +290,7 @@ func (b *builder) marshalV3(items []*pathItem) ([]byte, error) {
 			}
 		}
 	}
-	schemas := make(map[string]*schema, len(reached))
+	schemas := make(map[string]*jsonSchema, len(reached))
 	for name := range reached {
 		schemas[name] = b.defs.byName[name].toV3()
 	}

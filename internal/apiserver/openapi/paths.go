@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/registry"
 )
@@ -61,7 +61,7 @@ type pathItem struct {
 
 // apiPrefix is how a group version is addressed: "api/v1" for the core group,
 // "apis/<group>/<version>" otherwise; it is also the key of its v3 document.
-func apiPrefix(gv runtimeschema.GroupVersion) string {
+func apiPrefix(gv schema.GroupVersion) string {
 	if gv.Group == "" {
 		return "api/" + gv.Version
 	}
@@ -86,7 +86,7 @@ func upperFirst(s string) string {
 }
 
 // operationPrefix is the group-version part of operation ids ("AppsV1", "CoreV1").
-func operationPrefix(gv runtimeschema.GroupVersion) string {
+func operationPrefix(gv schema.GroupVersion) string {
 	var b strings.Builder
 	for _, w := range groupWords(gv.Group) {
 		b.WriteString(upperFirst(w))
@@ -107,12 +107,12 @@ func groupTag(group string) string {
 }
 
 // tag is the operation tag of a group version ("apps_v1", "rbacAuthorization_v1").
-func tag(gv runtimeschema.GroupVersion) string {
+func tag(gv schema.GroupVersion) string {
 	return groupTag(gv.Group) + "_" + gv.Version
 }
 
 // setTags tags every operation of items with the group version's tag.
-func setTags(items []*pathItem, gv runtimeschema.GroupVersion) []*pathItem {
+func setTags(items []*pathItem, gv schema.GroupVersion) []*pathItem {
 	for _, item := range items {
 		for _, op := range item.operations {
 			op.tags = []string{tag(gv)}
@@ -320,7 +320,7 @@ func resourcePaths(r *registry.Resource, names resourceNames, q queryParams) []*
 
 // resourcesPath is the group version's own path, listing its resources
 // (GET /apis/apps/v1/).
-func resourcesPath(gv runtimeschema.GroupVersion, resourceList string) *pathItem {
+func resourcesPath(gv schema.GroupVersion, resourceList string) *pathItem {
 	return setTags([]*pathItem{{path: "/" + apiPrefix(gv) + "/", operations: []*operation{{
 		method: "get", description: "get available resources", id: "get" + operationPrefix(gv) + "APIResources",
 		consumes:  []string{"application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "application/cbor"},

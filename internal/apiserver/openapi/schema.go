@@ -7,27 +7,27 @@ import (
 	"strings"
 )
 
-// schema is one JSON schema as both documents write it. The exported fields are what
+// jsonSchema is one JSON schema as both documents write it. The exported fields are what
 // is serialized; the unexported ones carry what differs between OpenAPI v2 and v3 and
 // are applied by toV2 and toV3. Fields are declared in the order of their JSON names,
 // so that the output reads alphabetically like upstream's.
-type schema struct {
-	Ref                  string             `json:"$ref,omitempty"`
-	AdditionalProperties *schema            `json:"additionalProperties,omitempty"`
-	AllOf                []*schema          `json:"allOf,omitempty"`
-	Default              any                `json:"default,omitempty"`
-	Description          string             `json:"description,omitempty"`
-	Format               string             `json:"format,omitempty"`
-	Items                *schema            `json:"items,omitempty"`
-	OneOf                []*schema          `json:"oneOf,omitempty"`
-	Properties           map[string]*schema `json:"properties,omitempty"`
-	Required             []string           `json:"required,omitempty"`
-	Type                 string             `json:"type,omitempty"`
-	GroupVersionKinds    []gvk              `json:"x-kubernetes-group-version-kind,omitempty"`
-	ListMapKeys          []string           `json:"x-kubernetes-list-map-keys,omitempty"`
-	ListType             string             `json:"x-kubernetes-list-type,omitempty"`
-	PatchMergeKey        string             `json:"x-kubernetes-patch-merge-key,omitempty"`
-	PatchStrategy        string             `json:"x-kubernetes-patch-strategy,omitempty"`
+type jsonSchema struct {
+	Ref                  string                 `json:"$ref,omitempty"`
+	AdditionalProperties *jsonSchema            `json:"additionalProperties,omitempty"`
+	AllOf                []*jsonSchema          `json:"allOf,omitempty"`
+	Default              any                    `json:"default,omitempty"`
+	Description          string                 `json:"description,omitempty"`
+	Format               string                 `json:"format,omitempty"`
+	Items                *jsonSchema            `json:"items,omitempty"`
+	OneOf                []*jsonSchema          `json:"oneOf,omitempty"`
+	Properties           map[string]*jsonSchema `json:"properties,omitempty"`
+	Required             []string               `json:"required,omitempty"`
+	Type                 string                 `json:"type,omitempty"`
+	GroupVersionKinds    []gvk                  `json:"x-kubernetes-group-version-kind,omitempty"`
+	ListMapKeys          []string               `json:"x-kubernetes-list-map-keys,omitempty"`
+	ListType             string                 `json:"x-kubernetes-list-type,omitempty"`
+	PatchMergeKey        string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
+	PatchStrategy        string                 `json:"x-kubernetes-patch-strategy,omitempty"`
 
 	// refName names the definition this schema refers to; Ref is derived from it.
 	refName string
@@ -78,12 +78,12 @@ func typeDescription(name string) string {
 
 // definitions derives named schemas from Go types by reflection.
 type definitions struct {
-	byName map[string]*schema
+	byName map[string]*jsonSchema
 	byType map[reflect.Type]string
 }
 
 func newDefinitions() *definitions {
-	return &definitions{byName: map[string]*schema{}, byType: map[reflect.Type]string{}}
+	return &definitions{byName: map[string]*jsonSchema{}, byType: map[reflect.Type]string{}}
 }
 
 // definitionName is upstream's name for a Go type: the package path with its domain
@@ -120,7 +120,7 @@ func (d *definitions) add(t reflect.Type) (string, error) {
 	}
 	name := definitionName(t)
 	d.byType[t] = name
-	def := &schema{Description: typeDescription(name)}
+	def := &jsonSchema{Description: typeDescription(name)}
 	d.byName[name] = def
 
 	zero := reflect.Zero(t).Interface()
@@ -152,7 +152,7 @@ func (d *definitions) add(t reflect.Type) (string, error) {
 
 // addFields adds the JSON fields of struct t to def, descending into inlined
 // embedded structs (TypeMeta) with their own descriptions.
-func (d *definitions) addFields(def *schema, t reflect.Type) error {
+func (d *definitions) addFields(def *jsonSchema, t reflect.Type) error {
 	var docs map[string]string
 	if doc, ok := reflect.Zero(t).Interface().(swaggerDocumented); ok {
 		docs = doc.SwaggerDoc()
@@ -192,7 +192,7 @@ func (d *definitions) addFields(def *schema, t reflect.Type) error {
 		prop.zero = zeroDefault(f.Type, omitEmpty)
 		applyPatchTags(prop, f.Tag)
 		if def.Properties == nil {
-			def.Properties = map[string]*schema{}
+			def.Properties = map[string]*jsonSchema{}
 		}
 		def.Properties[name] = prop
 		if !omitEmpty {
@@ -207,7 +207,7 @@ func (d *definitions) addFields(def *schema, t reflect.Type) error {
 // map list keyed by it, a merged list without key is a set. Lists without patch tags
 // are left without x-kubernetes-list-type (upstream takes it from +listType comments,
 // which reflection cannot see).
-func applyPatchTags(s *schema, tag reflect.StructTag) {
+func applyPatchTags(s *jsonSchema, tag reflect.StructTag) {
 	strategy := tag.Get("patchStrategy")
 	key := tag.Get("patchMergeKey")
 	s.PatchStrategy = strategy
@@ -228,13 +228,13 @@ func applyPatchTags(s *schema, tag reflect.StructTag) {
 	}
 }
 
-func isScalar(s *schema) bool {
+func isScalar(s *jsonSchema) bool {
 	return s != nil && s.refName == "" && s.Type != "" && s.Type != "object" && s.Type != "array"
 }
 
 // schemaFor returns the schema of a value of type t: a reference for named structs,
 // an inline schema otherwise.
-func (d *definitions) schemaFor(t reflect.Type) (*schema, error) {
+func (d *definitions) schemaFor(t reflect.Type) (*jsonSchema, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -244,32 +244,32 @@ func (d *definitions) schemaFor(t reflect.Type) (*schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &schema{refName: name}, nil
+		return &jsonSchema{refName: name}, nil
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {
-			return &schema{Type: "string", Format: "byte"}, nil
+			return &jsonSchema{Type: "string", Format: "byte"}, nil
 		}
 		items, err := d.schemaFor(t.Elem())
 		if err != nil {
 			return nil, err
 		}
 		items.zero = zeroDefault(t.Elem(), false)
-		return &schema{Type: "array", Items: items}, nil
+		return &jsonSchema{Type: "array", Items: items}, nil
 	case reflect.Map:
 		values, err := d.schemaFor(t.Elem())
 		if err != nil {
 			return nil, err
 		}
 		values.zero = zeroDefault(t.Elem(), false)
-		return &schema{Type: "object", AdditionalProperties: values}, nil
+		return &jsonSchema{Type: "object", AdditionalProperties: values}, nil
 	case reflect.Interface:
-		return &schema{Type: "object"}, nil
+		return &jsonSchema{Type: "object"}, nil
 	}
 	typ, format := scalarType(t.Kind())
 	if typ == "" {
 		return nil, fmt.Errorf("openapi: cannot describe Go type %v", t)
 	}
-	return &schema{Type: typ, Format: format}, nil
+	return &jsonSchema{Type: typ, Format: format}, nil
 }
 
 // scalarType maps a Go kind to an OpenAPI type and format, as openapi-gen does.
@@ -320,7 +320,7 @@ func zeroDefault(t reflect.Type, omitEmpty bool) any {
 }
 
 // references returns the names of the definitions s refers to directly.
-func (s *schema) references(visit func(string)) {
+func (s *jsonSchema) references(visit func(string)) {
 	if s == nil {
 		return
 	}
@@ -335,7 +335,7 @@ func (s *schema) references(visit func(string)) {
 }
 
 // toV2 renders s as OpenAPI v2 writes it: plain $ref siblings, no defaults.
-func (s *schema) toV2() *schema {
+func (s *jsonSchema) toV2() *jsonSchema {
 	if s == nil {
 		return nil
 	}
@@ -346,13 +346,13 @@ func (s *schema) toV2() *schema {
 	}
 	out.Items = s.Items.toV2()
 	out.AdditionalProperties = s.AdditionalProperties.toV2()
-	out.Properties = mapSchemas(s.Properties, (*schema).toV2)
+	out.Properties = mapSchemas(s.Properties, (*jsonSchema).toV2)
 	return &out
 }
 
 // toV3 renders s as OpenAPI v3 writes it: a reference with siblings is wrapped in
 // allOf, defaults are written, and multi-typed values use oneOf.
-func (s *schema) toV3() *schema {
+func (s *jsonSchema) toV3() *jsonSchema {
 	if s == nil {
 		return nil
 	}
@@ -360,9 +360,9 @@ func (s *schema) toV3() *schema {
 	out.zero, out.oneOfTypes = nil, nil
 	out.Default = s.zero
 	if s.refName != "" {
-		ref := &schema{Ref: "#/components/schemas/" + s.refName}
+		ref := &jsonSchema{Ref: "#/components/schemas/" + s.refName}
 		if out.Description != "" || out.Default != nil {
-			out.AllOf = []*schema{ref}
+			out.AllOf = []*jsonSchema{ref}
 		} else {
 			out.Ref = ref.Ref
 		}
@@ -370,20 +370,20 @@ func (s *schema) toV3() *schema {
 	if len(s.oneOfTypes) > 0 {
 		out.Type = ""
 		for _, t := range s.oneOfTypes {
-			out.OneOf = append(out.OneOf, &schema{Type: t})
+			out.OneOf = append(out.OneOf, &jsonSchema{Type: t})
 		}
 	}
 	out.Items = s.Items.toV3()
 	out.AdditionalProperties = s.AdditionalProperties.toV3()
-	out.Properties = mapSchemas(s.Properties, (*schema).toV3)
+	out.Properties = mapSchemas(s.Properties, (*jsonSchema).toV3)
 	return &out
 }
 
-func mapSchemas(in map[string]*schema, f func(*schema) *schema) map[string]*schema {
+func mapSchemas(in map[string]*jsonSchema, f func(*jsonSchema) *jsonSchema) map[string]*jsonSchema {
 	if in == nil {
 		return nil
 	}
-	out := make(map[string]*schema, len(in))
+	out := make(map[string]*jsonSchema, len(in))
 	for k, v := range in {
 		out[k] = f(v)
 	}
