@@ -301,3 +301,40 @@ func assertRow(t *testing.T, got, want []interface{}) {
 		}
 	}
 }
+
+func TestPodIPsNormalizedAndValidated(t *testing.T) {
+	tests := []struct {
+		name             string
+		status           corev1.PodStatus
+		wantIP           string
+		wantIPs          []corev1.PodIP
+		wantErrs         []string
+		wantHostIP       string
+		wantHostIPsCount int
+	}{
+		{"podIP fills podIPs", corev1.PodStatus{PodIP: "10.1.0.5", HostIP: "192.168.1.2"}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}}, nil, "192.168.1.2", 1},
+		{"podIPs fill podIP", corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "fd00::5"}}}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "fd00::5"}}, nil, "", 0},
+		{"podIP wins a disagreement", corev1.PodStatus{PodIP: "10.1.0.6", PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}}}, "10.1.0.6", []corev1.PodIP{{IP: "10.1.0.6"}}, nil, "", 0},
+		{"two IPv4 addresses", corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "10.1.0.6"}}}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "10.1.0.6"}},
+			[]string{`status.podIPs: Invalid value: ["10.1.0.5","10.1.0.6"]: may specify no more than one IP for each IP family`}, "", 0},
+		{"not an IP", corev1.PodStatus{PodIP: "pod"}, "pod", []corev1.PodIP{{IP: "pod"}},
+			[]string{`status.podIPs[0].ip: Invalid value: "pod": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := newPod("p")
+			pod := old.DeepCopy()
+			pod.Status = tc.status
+			r := podsResource()
+			// The kubelet writes status through the status subresource, which skips Default.
+			r.Strategy.PrepareForUpdate(context.Background(), pod, old)
+			if pod.Status.PodIP != tc.wantIP || !equality.Semantic.DeepEqual(pod.Status.PodIPs, tc.wantIPs) {
+				t.Errorf("podIP %q podIPs %v, want %q %v", pod.Status.PodIP, pod.Status.PodIPs, tc.wantIP, tc.wantIPs)
+			}
+			if pod.Status.HostIP != tc.wantHostIP || len(pod.Status.HostIPs) != tc.wantHostIPsCount {
+				t.Errorf("hostIP %q hostIPs %v", pod.Status.HostIP, pod.Status.HostIPs)
+			}
+			assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), pod, old), tc.wantErrs)
+		})
+	}
+}
