@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -215,4 +216,57 @@ func TestValidatePodTemplateSpec(t *testing.T) {
 		"spec.template.spec.containers[0].image: Required value",
 		"spec.template.spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template",
 	})
+}
+
+func TestValidatePodSpecScheduling(t *testing.T) {
+	nodeAffinity := func(reqs ...corev1.NodeSelectorRequirement) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}}
+	}
+	const reqPath = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+	tests := []struct {
+		name   string
+		mutate func(s *corev1.PodSpec)
+		want   []string
+	}{
+		{"valid node affinity", func(s *corev1.PodSpec) {
+			s.Affinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}})
+		}, nil},
+		{"In without values", func(s *corev1.PodSpec) {
+			s.Affinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn})
+		}, []string{reqPath + ".values: Required value: must be specified when `operator` is 'In' or 'NotIn'"}},
+		{"Exists with values", func(s *corev1.PodSpec) {
+			s.Affinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpExists, Values: []string{"a"}})
+		}, []string{reqPath + ".values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"}},
+		{"no node selector terms", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+		}, []string{"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one node selector term"}},
+		{"anti-affinity without topology key", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}}
+		}, []string{"spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey: Required value: can not be empty"}},
+		{"weight out of range", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 0, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "zone"}}}}}
+		}, []string{"spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100"}},
+		{"topology spread", func(s *corev1.PodSpec) {
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: "Maybe"}}
+		}, []string{"spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+			`spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: "DoNotSchedule", "ScheduleAnyway"`}},
+		{"dns none without nameservers", func(s *corev1.PodSpec) {
+			s.DNSPolicy = corev1.DNSNone
+			s.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"svc.cluster.local."}}
+		}, []string{"spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"}},
+		{"negative run as user", func(s *corev1.PodSpec) { s.SecurityContext.RunAsUser = ptrTo(int64(-1)) },
+			[]string{"spec.securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive"}},
+		{"host alias IP", func(s *corev1.PodSpec) { s.HostAliases = []corev1.HostAlias{{IP: "nope", Hostnames: []string{"db"}}} },
+			[]string{`spec.hostAliases[0].ip: Invalid value: "nope": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			tc.mutate(s)
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
 }

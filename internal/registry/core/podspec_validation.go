@@ -88,6 +88,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	if spec.Resources != nil {
 		errs = append(errs, validateResources(spec.Resources, fldPath.Child("resources"))...)
 	}
+	errs = append(errs, validatePodSpecExtras(spec, fldPath)...)
 	return errs
 }
 
