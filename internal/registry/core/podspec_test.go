@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -269,4 +270,23 @@ func TestValidatePodSpecScheduling(t *testing.T) {
 			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
 		})
 	}
+}
+
+func TestHostNetworkPorts(t *testing.T) {
+	spec := validPodSpec()
+	spec.HostNetwork = true
+	spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}}
+	// A template may leave the host port to pod defaulting.
+	assertErrors(t, ValidatePodSpec(spec, field.NewPath("spec")), nil)
+
+	spec.Containers[0].Ports[0].HostPort = 8080
+	assertErrors(t, ValidatePodSpec(spec, field.NewPath("spec")),
+		[]string{"spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true"})
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: *spec}
+	pod.Spec.Containers[0].Ports[0].HostPort = 0
+	assertErrors(t, podsResource().Strategy.Validate(context.Background(), pod),
+		[]string{"spec.containers[0].ports[0].hostPort: Invalid value: 0: must match `containerPort` when `hostNetwork` is true"})
+	podsResource().Strategy.Default(pod)
+	assertErrors(t, podsResource().Strategy.Validate(context.Background(), pod), nil)
 }

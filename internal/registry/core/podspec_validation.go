@@ -46,6 +46,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	errs = append(errs, validateInitContainers(spec.InitContainers, containerNames, volumes, spec, fldPath.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, volumes, spec, fldPath.Child("containers"))...)
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
+	errs = append(errs, validateHostNetworkPorts(spec, false, fldPath)...)
 
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNSPolicy(spec, fldPath)...)
@@ -429,6 +430,25 @@ func validateHostPorts(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLis
 	}
 	check(spec.InitContainers, fldPath.Child("initContainers"))
 	check(spec.Containers, fldPath.Child("containers"))
+	return errs
+}
+
+// validateHostNetworkPorts requires host ports to equal container ports on the host
+// network. A template may leave the host port out (0): it is defaulted when the pod
+// is created; a pod may not.
+func validateHostNetworkPorts(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) field.ErrorList {
+	if !spec.HostNetwork {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, c := range spec.Containers {
+		for j, p := range c.Ports {
+			if (isPod || p.HostPort != 0) && p.HostPort != p.ContainerPort {
+				errs = append(errs, field.Invalid(fldPath.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"),
+					p.HostPort, "must match `containerPort` when `hostNetwork` is true"))
+			}
+		}
+	}
 	return errs
 }
 
