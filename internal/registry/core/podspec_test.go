@@ -290,3 +290,39 @@ func TestHostNetworkPorts(t *testing.T) {
 	podsResource().Strategy.Default(pod)
 	assertErrors(t, podsResource().Strategy.Validate(context.Background(), pod), nil)
 }
+
+func TestValidateContainerEnv(t *testing.T) {
+	fieldRef := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	}
+	tests := []struct {
+		name    string
+		env     []corev1.EnvVar
+		envFrom []corev1.EnvFromSource
+		want    []string
+	}{
+		{"valid", []corev1.EnvVar{
+			{Name: "POD", ValueFrom: fieldRef("metadata.name")},
+			{Name: "APP", ValueFrom: fieldRef("metadata.labels['app']")},
+			{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+			{Name: "PASS", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}},
+		}, []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}, nil},
+		{"unknown field path", []corev1.EnvVar{{Name: "X", ValueFrom: fieldRef("spec.hostname")}}, nil,
+			[]string{`spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.hostname": supported values: "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"`}},
+		{"value and valueFrom", []corev1.EnvVar{{Name: "X", Value: "v", ValueFrom: fieldRef("metadata.name")}}, nil,
+			[]string{`spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when ` + "`value`" + ` is not empty`}},
+		{"secret key missing", []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}}, nil,
+			[]string{"spec.containers[0].env[0].valueFrom.secretKeyRef.key: Required value"}},
+		{"unknown resource", []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.gpu"}}}}, nil,
+			[]string{`spec.containers[0].env[0].valueFrom.resourceFieldRef.resource: Unsupported value: "limits.gpu": supported values: "limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"`}},
+		{"env from nothing", nil, []corev1.EnvFromSource{{Prefix: "P_"}},
+			[]string{"spec.containers[0].envFrom: Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			s.Containers[0].Env, s.Containers[0].EnvFrom = tc.env, tc.envFrom
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
+}
