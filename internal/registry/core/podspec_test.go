@@ -326,3 +326,26 @@ func TestValidateContainerEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateExtendedResources(t *testing.T) {
+	tests := []struct {
+		name             string
+		requests, limits corev1.ResourceList
+		want             []string
+	}{
+		{"gpu limit only", nil, corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil},
+		{"gpu request only", corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil,
+			[]string{"spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"}},
+		{"gpu request below limit", corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, corev1.ResourceList{"example.com/gpu": resource.MustParse("2")},
+			[]string{`spec.containers[0].resources.requests[example.com/gpu]: Invalid value: "1": must be equal to example.com/gpu limit of 2`}},
+		{"unknown standard resource", corev1.ResourceList{"gpu": resource.MustParse("1")}, nil,
+			[]string{`spec.containers[0].resources.requests[gpu]: Invalid value: "gpu": must be a standard resource for containers`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			s.Containers[0].Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
+}

@@ -689,11 +689,28 @@ func validateResources(r *corev1.ResourceRequirements, fldPath *field.Path) fiel
 		p := reqPath.Key(string(name))
 		errs = append(errs, validateResourceName(name, p)...)
 		errs = append(errs, validateNonNegativeQuantity(q, p)...)
-		if limit, ok := r.Limits[name]; ok && q.Cmp(limit) > 0 {
+		limit, hasLimit := r.Limits[name]
+		switch {
+		case !isOvercommitable(name) && !hasLimit:
+			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
+		case !isOvercommitable(name) && q.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+		case hasLimit && q.Cmp(limit) > 0:
 			errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
 		}
 	}
 	return errs
+}
+
+// isOvercommitable: extended resources (a domain other than kubernetes.io) and huge
+// pages cannot be overcommitted, so their request must equal their limit.
+func isOvercommitable(name corev1.ResourceName) bool {
+	s := string(name)
+	if strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) {
+		return false
+	}
+	domain, _, qualified := strings.Cut(s, "/")
+	return !qualified || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || strings.HasPrefix(s, "requests.")
 }
 
 func validateNonNegativeQuantity(q resource.Quantity, fldPath *field.Path) field.ErrorList {
