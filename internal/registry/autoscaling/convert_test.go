@@ -194,3 +194,24 @@ func TestV1Strategy(t *testing.T) {
 		{"spec.maxReplicas", field.ErrorTypeInvalid},
 	})
 }
+
+func TestV1UpdateKeepsStatusAnnotations(t *testing.T) {
+	stored, err := v2ToV1(fullV2())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client read the object long ago: its copy has stale status annotations.
+	update := stored.DeepCopy()
+	update.Annotations[metricStatusesAnnotation] = `[]`
+	delete(update.Annotations, conditionsAnnotation)
+	update.Spec.MaxReplicas = 20
+	HorizontalPodAutoscalersV1().Strategy.PrepareForUpdate(context.Background(), update, stored)
+	for _, key := range []string{metricStatusesAnnotation, conditionsAnnotation} {
+		if update.Annotations[key] != stored.Annotations[key] {
+			t.Errorf("%s = %q, want the stored %q", key, update.Annotations[key], stored.Annotations[key])
+		}
+	}
+	if update.Spec.MaxReplicas != 20 || update.Annotations["team"] != "web" {
+		t.Errorf("update = %+v", update)
+	}
+}

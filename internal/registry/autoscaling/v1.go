@@ -32,7 +32,30 @@ func (hpaV1Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	viaV2(obj, func(hpa *autoscalingv2.HorizontalPodAutoscaler) { hpaStrategy{}.PrepareForCreate(ctx, hpa) })
 }
 
-func (hpaV1Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {}
+// PrepareForUpdate keeps the status a v1 object carries in annotations (current
+// metrics, conditions) as stored, as the server keeps the status fields: a client
+// updating the spec must not roll them back to what it read.
+func (hpaV1Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	o, ok1 := obj.(*autoscalingv1.HorizontalPodAutoscaler)
+	oldO, ok2 := old.(*autoscalingv1.HorizontalPodAutoscaler)
+	if !ok1 || !ok2 {
+		return
+	}
+	annotations := make(map[string]string, len(o.Annotations))
+	for k, v := range o.Annotations {
+		annotations[k] = v
+	}
+	for _, key := range []string{metricStatusesAnnotation, conditionsAnnotation} {
+		delete(annotations, key)
+		if v, found := oldO.Annotations[key]; found {
+			annotations[key] = v
+		}
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	o.Annotations = annotations
+}
 
 func (hpaV1Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	hpa, err := asV2(obj)
