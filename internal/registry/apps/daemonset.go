@@ -8,6 +8,7 @@ import (
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -76,10 +77,15 @@ func (daemonSetStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Obje
 }
 
 func validateDaemonSetSpec(spec *appsv1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateRequiredSelector(spec.Selector, "daemonset", fldPath.Child("selector"))
-	if sel, err := metav1.LabelSelectorAsSelector(spec.Selector); err == nil && spec.Selector != nil && !sel.Matches(labels.Set(spec.Template.Labels)) {
+	// Unlike the other workloads, a missing selector is reported only as one that does
+	// not match the template, as upstream does.
+	allErrs := metavalidation.ValidateLabelSelector(spec.Selector, metavalidation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))
+	if sel, err := metav1.LabelSelectorAsSelector(spec.Selector); err == nil && !sel.Matches(labels.Set(spec.Template.Labels)) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("template", "metadata", "labels"), spec.Template.Labels,
 			"`selector` does not match template `labels`"))
+	}
+	if sel := spec.Selector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("selector"), sel, "empty selector is invalid for daemonset"))
 	}
 	tp := fldPath.Child("template")
 	allErrs = append(allErrs, core.ValidatePodTemplateSpec(&spec.Template, tp)...)
@@ -117,7 +123,7 @@ func validateDaemonSetUpdateStrategy(s *appsv1.DaemonSetUpdateStrategy, fldPath 
 		}
 		return allErrs
 	default:
-		return field.ErrorList{field.NotSupported(fldPath.Child("type"), s.Type,
+		return field.ErrorList{field.NotSupported(fldPath, *s,
 			[]string{string(appsv1.RollingUpdateDaemonSetStrategyType), string(appsv1.OnDeleteDaemonSetStrategyType)})}
 	}
 }

@@ -50,7 +50,9 @@ func TestDaemonSetValidate(t *testing.T) {
 	}{
 		{"valid", func(*appsv1.DaemonSet) {}, nil},
 		{"no selector", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = nil },
-			[]wantError{{"spec.selector", field.ErrorTypeRequired}}},
+			[]wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
+		{"empty selector", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = &metav1.LabelSelector{} },
+			[]wantError{{"spec.selector", field.ErrorTypeInvalid}}},
 		{"mismatch", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Labels = map[string]string{"x": "y"} },
 			[]wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
 		{"surge and unavailable", func(ds *appsv1.DaemonSet) {
@@ -64,7 +66,7 @@ func TestDaemonSetValidate(t *testing.T) {
 				MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromString("101%"))}
 		}, []wantError{{"spec.updateStrategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid}}},
 		{"unknown strategy", func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Sometimes" },
-			[]wantError{{"spec.updateStrategy.type", field.ErrorTypeNotSupported}}},
+			[]wantError{{"spec.updateStrategy", field.ErrorTypeNotSupported}}},
 		{"active deadline", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.ActiveDeadlineSeconds = ptr(int64(1)) },
 			[]wantError{{"spec.template.spec.activeDeadlineSeconds", field.ErrorTypeInvalid}}},
 	}
