@@ -153,21 +153,35 @@ func (jobStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 	return append(allErrs, validateJobSpec(&job.Spec, field.NewPath("spec"))...)
 }
 
-// validateGeneratedSelector checks that a job without manualSelector selects exactly
-// its own pods: by its uid.
+// validateGeneratedSelector checks that a job without manualSelector carries the
+// generated labels on its pod template and selects by them: a client that sets its own
+// selector must say manualSelector.
 func validateGeneratedSelector(job *batchv1.Job) field.ErrorList {
-	if job.Spec.ManualSelector != nil && *job.Spec.ManualSelector {
+	if (job.Spec.ManualSelector != nil && *job.Spec.ManualSelector) || job.Spec.Selector == nil {
 		return nil
 	}
 	var allErrs field.ErrorList
 	if job.UID == "" {
 		allErrs = append(allErrs, field.Required(field.NewPath("metadata", "uid"), ""))
 	}
-	if job.Spec.Selector == nil {
-		return append(allErrs, field.Required(field.NewPath("spec", "selector"), ""))
+	expected := labels.Set{
+		legacyControllerUIDLabel:   string(job.UID),
+		legacyJobNameLabel:         job.Name,
+		batchv1.ControllerUidLabel: string(job.UID),
+		batchv1.JobNameLabel:       job.Name,
 	}
-	sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
-	if err != nil || !sel.Matches(labels.Set{batchv1.ControllerUidLabel: string(job.UID)}) {
+	labelsPath := field.NewPath("spec", "template", "metadata", "labels")
+	for _, key := range []string{legacyControllerUIDLabel, legacyJobNameLabel, batchv1.ControllerUidLabel, batchv1.JobNameLabel} {
+		want := expected[key]
+		got, found := job.Spec.Template.Labels[key]
+		switch {
+		case !found:
+			allErrs = append(allErrs, field.Required(labelsPath.Key(key), fmt.Sprintf("must be '%s'", want)))
+		case got != want:
+			allErrs = append(allErrs, field.Invalid(labelsPath.Key(key), job.Spec.Template.Labels, fmt.Sprintf("must be '%s'", want)))
+		}
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector); err == nil && !sel.Matches(expected) {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("spec", "selector"), job.Spec.Selector, "`selector` not auto-generated"))
 	}
 	return allErrs

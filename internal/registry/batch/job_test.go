@@ -179,6 +179,9 @@ func TestJobValidate(t *testing.T) {
 		}, []wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
 		{"manual without selector", func(j *batchv1.Job) { j.Spec.ManualSelector = ptr(true) },
 			[]wantError{{"spec.selector", field.ErrorTypeRequired}}},
+		{"generated label set by the client", func(j *batchv1.Job) {
+			j.Spec.Template.Labels = map[string]string{"batch.kubernetes.io/job-name": "other"}
+		}, []wantError{{"spec.template.metadata.labels[batch.kubernetes.io/job-name]", field.ErrorTypeInvalid}}},
 		{"pod failure policy needs Never", func(j *batchv1.Job) {
 			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
