@@ -25,6 +25,7 @@ import (
 	"mizzen/internal/etcd"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/catalog"
 	"mizzen/internal/storage"
 )
 
@@ -110,7 +111,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 
 	resources := opts.Resources
 	if resources == nil {
-		resources = AllResources()
+		resources = catalog.All()
 	}
 	var openAPI http.Handler
 	if opts.OpenAPI != nil {

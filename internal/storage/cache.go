@@ -169,7 +169,7 @@ func (c *Cache) Run(ctx context.Context) error {
 		default:
 			close(c.ready)
 		}
-		if err := c.follow(ctx, rev); err != nil {
+		if err := c.follow(ctx, rev); err != nil && ctx.Err() == nil {
 			c.log.Warn("watch cache: etcd watch ended, reloading", "err", err)
 		}
 	}
