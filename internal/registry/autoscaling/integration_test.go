@@ -46,7 +46,6 @@ func startWithHPAs(t *testing.T) *rest.Config {
 	return cp.AdminConfig
 }
 
-
 func TestHPAVersionsAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
