@@ -2,10 +2,12 @@ package apps
 
 import (
 	"context"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -62,8 +64,42 @@ func (daemonSetStrategy) Default(obj runtime.Object) {
 	core.DefaultPodSpec(&ds.Spec.Template.Spec)
 }
 
+// PrepareForCreate clears the status and starts the template generation at 1.
 func (daemonSetStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	obj.(*appsv1.DaemonSet).Status = appsv1.DaemonSetStatus{}
+	ds := obj.(*appsv1.DaemonSet)
+	ds.Status = appsv1.DaemonSetStatus{}
+	setTemplateGeneration(ds, 1)
+}
+
+// PrepareForUpdate keeps the template generation a client cannot set, and counts one
+// more when the pod template changes.
+func (daemonSetStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	ds, oldDS := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+	generation := templateGeneration(oldDS)
+	if !apiequality.Semantic.DeepEqual(ds.Spec.Template, oldDS.Spec.Template) {
+		generation++
+	}
+	setTemplateGeneration(ds, generation)
+}
+
+// templateGeneration reads the generation of a daemonset's pod template. apps/v1 has no
+// field for it: upstream keeps it in the deprecated.daemonset.template.generation
+// annotation, which clients (and the daemonset controller) read.
+func templateGeneration(ds *appsv1.DaemonSet) int64 {
+	n, err := strconv.ParseInt(ds.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func setTemplateGeneration(ds *appsv1.DaemonSet, generation int64) {
+	annotations := make(map[string]string, len(ds.Annotations)+1)
+	for k, v := range ds.Annotations {
+		annotations[k] = v
+	}
+	annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(generation, 10)
+	ds.Annotations = annotations
 }
 
 func (daemonSetStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {

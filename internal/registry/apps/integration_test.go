@@ -202,6 +202,16 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		if !reflect.DeepEqual(ds.Spec.UpdateStrategy.RollingUpdate, &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &one, MaxSurge: &zero}) {
 			t.Errorf("updateStrategy = %+v", ds.Spec.UpdateStrategy)
 		}
+		if got := ds.Annotations["deprecated.daemonset.template.generation"]; got != "1" {
+			t.Errorf("template generation = %q, want 1", got)
+		}
+		ds.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+		if ds, err = c.AppsV1().DaemonSets("default").Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ds.Annotations["deprecated.daemonset.template.generation"]; got != "2" || ds.Generation != 2 {
+			t.Errorf("after a template change: template generation %q, generation %d", got, ds.Generation)
+		}
 		if tbl := table(t, c, "daemonsets", "agent"); len(tbl.Rows) != 1 || tbl.Rows[0].Cells[6] != "<none>" {
 			t.Errorf("table = %+v", tbl.Rows)
 		}
