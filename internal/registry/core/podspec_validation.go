@@ -559,12 +559,14 @@ func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.E
 func validateResources(r *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := fldPath.Child("limits"), fldPath.Child("requests")
-	for name, q := range r.Limits {
+	for _, name := range sortedResourceNames(r.Limits) {
+		q := r.Limits[name]
 		p := limPath.Key(string(name))
 		errs = append(errs, validateResourceName(name, p)...)
 		errs = append(errs, validateNonNegativeQuantity(q, p)...)
 	}
-	for name, q := range r.Requests {
+	for _, name := range sortedResourceNames(r.Requests) {
+		q := r.Requests[name]
 		p := reqPath.Key(string(name))
 		errs = append(errs, validateResourceName(name, p)...)
 		errs = append(errs, validateNonNegativeQuantity(q, p)...)

@@ -148,9 +148,12 @@ func TestServicePrinter(t *testing.T) {
 		},
 		want: []interface{}{"web", "NodePort", "10.96.0.10", "<none>", "80:30080/TCP,53/UDP", "3h", "app=web"},
 	}, {
-		name:   "pending load balancer",
-		mutate: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer; s.Spec.ClusterIPs = []string{"10.96.0.10"} },
-		want:   []interface{}{"web", "LoadBalancer", "10.96.0.10", "<pending>", "80/TCP", "3h", "app=web"},
+		name: "pending load balancer",
+		mutate: func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Spec.ClusterIPs = []string{"10.96.0.10"}
+		},
+		want: []interface{}{"web", "LoadBalancer", "10.96.0.10", "<pending>", "80/TCP", "3h", "app=web"},
 	}, {
 		name: "load balancer with ingress and external IP",
 		mutate: func(s *corev1.Service) {
