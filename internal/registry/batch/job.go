@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
@@ -31,8 +33,13 @@ const (
 	legacyControllerUIDLabel = "controller-uid"
 )
 
-// maxPodFailurePolicyRules caps spec.podFailurePolicy.rules, as upstream.
-const maxPodFailurePolicyRules = 20
+// Limits upstream puts on job specs.
+const (
+	maxPodFailurePolicyRules  = 20
+	maxSuccessPolicyRules     = 20
+	maxSucceededIndexesLength = 64 * 1024
+	maxManagedByLength        = 63
+)
 
 // Jobs describes batch/v1 jobs.
 func Jobs() *registry.Resource {
@@ -150,7 +157,16 @@ func generateSelector(job *batchv1.Job) {
 func (jobStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	job := obj.(*batchv1.Job)
 	allErrs := validateGeneratedSelector(job)
-	return append(allErrs, validateJobSpec(&job.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateJobSpec(&job.Spec, field.NewPath("spec"))...)
+	// An Indexed job's pods are named <job>-<index>, which must be a DNS label.
+	if m, n := job.Spec.CompletionMode, job.Spec.Completions; m != nil && *m == batchv1.IndexedCompletion && n != nil && *n > 0 {
+		hostname := fmt.Sprintf("%s-%d", job.Name, *n-1)
+		if len(validation.IsDNS1123Label(hostname)) > 0 {
+			allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "name"), job.Name,
+				fmt.Sprintf("will not able to create pod with invalid DNS label: %s", hostname)))
+		}
+	}
+	return allErrs
 }
 
 // validateGeneratedSelector checks that a job without manualSelector carries the
@@ -253,6 +269,20 @@ func validateJobTemplateSpecCommon(spec *batchv1.JobSpec, fldPath *field.Path) f
 	if spec.PodFailurePolicy != nil {
 		allErrs = append(allErrs, validatePodFailurePolicy(spec, fldPath)...)
 	}
+	if spec.SuccessPolicy != nil {
+		if !indexed {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("completionMode"), spec.CompletionMode, "requires indexed completion mode"))
+		} else {
+			allErrs = append(allErrs, validateSuccessPolicy(spec, fldPath.Child("successPolicy"))...)
+		}
+	}
+	if mb := spec.ManagedBy; mb != nil {
+		p := fldPath.Child("managedBy")
+		allErrs = append(allErrs, validation.IsDomainPrefixedPath(p, *mb)...)
+		if len(*mb) > maxManagedByLength {
+			allErrs = append(allErrs, field.TooLong(p, "", maxManagedByLength))
+		}
+	}
 	if p := spec.PodReplacementPolicy; p != nil {
 		switch {
 		case spec.PodFailurePolicy != nil && *p != batchv1.Failed:
@@ -276,6 +306,89 @@ func validateJobTemplateSpecCommon(spec *batchv1.JobSpec, fldPath *field.Path) f
 			[]corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
 	}
 	return allErrs
+}
+
+// validateSuccessPolicy checks the rules of an Indexed job's successPolicy.
+func validateSuccessPolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	rulesPath := fldPath.Child("rules")
+	rules := spec.SuccessPolicy.Rules
+	if len(rules) == 0 {
+		allErrs = append(allErrs, field.Required(rulesPath, "at least one rules must be specified when the successPolicy is specified"))
+	}
+	if len(rules) > maxSuccessPolicyRules {
+		allErrs = append(allErrs, field.TooMany(rulesPath, len(rules), maxSuccessPolicyRules))
+	}
+	completions := int32(0)
+	if spec.Completions != nil {
+		completions = *spec.Completions
+	}
+	for i, rule := range rules {
+		p := rulesPath.Index(i)
+		if rule.SucceededCount == nil && rule.SucceededIndexes == nil {
+			allErrs = append(allErrs, field.Required(p, "at least one of succeededCount or succeededIndexes must be specified"))
+		}
+		var indexes int32
+		if rule.SucceededIndexes != nil {
+			ip := p.Child("succeededIndexes")
+			if len(*rule.SucceededIndexes) > maxSucceededIndexesLength {
+				allErrs = append(allErrs, field.TooLong(ip, "", maxSucceededIndexesLength))
+			}
+			n, err := countIndexes(*rule.SucceededIndexes, completions)
+			if err != nil {
+				allErrs = append(allErrs, field.Invalid(ip, *rule.SucceededIndexes, fmt.Sprintf("error parsing succeededIndexes: %s", err)))
+			}
+			indexes = n
+		}
+		if c := rule.SucceededCount; c != nil {
+			cp := p.Child("succeededCount")
+			allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*c), cp)...)
+			if *c > completions {
+				allErrs = append(allErrs, field.Invalid(cp, *c, fmt.Sprintf("must be less than or equal to %d (the number of specified completions)", completions)))
+			}
+			if rule.SucceededIndexes != nil && *c > indexes {
+				allErrs = append(allErrs, field.Invalid(cp, *c, fmt.Sprintf("must be less than or equal to %d (the number of indexes in the specified succeededIndexes field)", indexes)))
+			}
+		}
+	}
+	return allErrs
+}
+
+// countIndexes parses an index list such as "1,3-5,7": increasing, non-overlapping
+// indexes and ranges below completions. It returns how many indexes the list names.
+func countIndexes(list string, completions int32) (int32, error) {
+	var total int32
+	prev := int64(-1)
+	for _, part := range strings.Split(list, ",") {
+		bounds := strings.Split(part, "-")
+		if len(bounds) > 2 {
+			return 0, fmt.Errorf("the fragment %q violates the requirement that an index interval can have at most two parts separated by '-'", part)
+		}
+		var nums []int64
+		for _, b := range bounds {
+			n, err := strconv.ParseInt(b, 10, 32)
+			if err != nil {
+				return 0, fmt.Errorf("cannot convert string to integer for index: %q", b)
+			}
+			if n < 0 {
+				return 0, fmt.Errorf("too small index: %d", n)
+			}
+			if n >= int64(completions) {
+				return 0, fmt.Errorf("too large index: %d", n)
+			}
+			nums = append(nums, n)
+		}
+		first, last := nums[0], nums[len(nums)-1]
+		if first > last {
+			return 0, fmt.Errorf("the fragment %q violates the requirement that the first index is not greater than the second index", part)
+		}
+		if first <= prev {
+			return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", prev, first)
+		}
+		total += int32(last - first + 1)
+		prev = last
+	}
+	return total, nil
 }
 
 // validatePodFailurePolicy checks the rules of a job spec's podFailurePolicy; specPath
