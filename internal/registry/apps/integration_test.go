@@ -71,6 +71,39 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 	jc := kubernetes.NewForConfigOrDie(&jsonCfg)
 	ctx := context.Background()
 
+	t.Run("discovery", func(t *testing.T) {
+		list, err := c.Discovery().ServerResourcesForGroupVersion("apps/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]struct {
+			kind, singular string
+			short          []string
+			all            bool
+		}{
+			"deployments":         {"Deployment", "deployment", []string{"deploy"}, true},
+			"replicasets":         {"ReplicaSet", "replicaset", []string{"rs"}, true},
+			"daemonsets":          {"DaemonSet", "daemonset", []string{"ds"}, true},
+			"statefulsets":        {"StatefulSet", "statefulset", []string{"sts"}, true},
+			"controllerrevisions": {"ControllerRevision", "controllerrevision", nil, false},
+		}
+		seen := map[string]bool{}
+		for _, r := range list.APIResources {
+			w, ok := want[r.Name]
+			if !ok {
+				continue
+			}
+			seen[r.Name] = true
+			if r.Kind != w.kind || r.SingularName != w.singular || !r.Namespaced || len(r.ShortNames) != len(w.short) ||
+				(len(w.short) > 0 && !reflect.DeepEqual(r.ShortNames, w.short)) || reflect.DeepEqual(r.Categories, []string{"all"}) != w.all {
+				t.Errorf("discovery of %s = %+v", r.Name, r)
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("discovery lists %v of %d resources", seen, len(want))
+		}
+	})
+
 	t.Run("deployment defaults, table and scale", func(t *testing.T) {
 		d, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "web"},
