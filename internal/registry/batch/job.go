@@ -102,6 +102,9 @@ func (jobStrategy) Default(obj runtime.Object) {
 func (jobStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	job := obj.(*batchv1.Job)
 	job.Status = batchv1.JobStatus{}
+	// spec.scheduling belongs to the alpha WorkloadWithJob feature, off by default:
+	// upstream drops it.
+	job.Spec.Scheduling = nil
 	if job.Spec.ManualSelector == nil || !*job.Spec.ManualSelector {
 		generateSelector(job)
 	}
@@ -109,6 +112,13 @@ func (jobStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	// stored object; the generated labels are part of what it copies.
 	if len(job.Labels) == 0 && job.Spec.Template.Labels != nil {
 		job.Labels = copyLabels(job.Spec.Template.Labels)
+	}
+}
+
+// PrepareForUpdate drops spec.scheduling (alpha, off) unless the job already had it.
+func (jobStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	if job := obj.(*batchv1.Job); old.(*batchv1.Job).Spec.Scheduling == nil {
+		job.Spec.Scheduling = nil
 	}
 }
 

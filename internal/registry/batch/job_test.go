@@ -122,6 +122,14 @@ func TestJobCreateGeneratesSelector(t *testing.T) {
 		t.Errorf("status not cleared: %+v", j.Status)
 	}
 
+	// The alpha spec.scheduling is dropped, as with its feature gate off.
+	gang := newJob()
+	gang.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{}
+	createErrors(Jobs(), gang)
+	if gang.Spec.Scheduling != nil {
+		t.Errorf("scheduling = %+v, want dropped", gang.Spec.Scheduling)
+	}
+
 	// Labels the client set on the job are kept.
 	own := newJob()
 	own.Labels = map[string]string{"team": "math"}
