@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -92,7 +93,8 @@ func TestJSONWireFormat(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(&back, fullAPIService()) {
+	// metav1.Time decodes into local time, so compare semantically.
+	if !apiequality.Semantic.DeepEqual(&back, fullAPIService()) {
 		t.Errorf("JSON round trip changed the object:\n got %+v\nwant %+v", back, fullAPIService())
 	}
 }
