@@ -5,6 +5,7 @@ package apiregistration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -87,8 +88,18 @@ func (apiServiceStrategy) Validate(_ context.Context, obj runtime.Object) field.
 	return validateAPIService(obj.(*apiregistrationv1.APIService))
 }
 
+// ValidateUpdate also checks the status, which the server routes through updates of
+// the status subresource.
 func (apiServiceStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	return validateAPIService(obj.(*apiregistrationv1.APIService))
+	svc := obj.(*apiregistrationv1.APIService)
+	allErrs := validateAPIService(svc)
+	statuses := []string{string(apiregistrationv1.ConditionTrue), string(apiregistrationv1.ConditionFalse), string(apiregistrationv1.ConditionUnknown)}
+	for i, c := range svc.Status.Conditions {
+		if !slices.Contains(statuses, string(c.Status)) {
+			allErrs = append(allErrs, field.NotSupported(field.NewPath("status", "conditions").Index(i).Child("status"), c.Status, statuses))
+		}
+	}
+	return allErrs
 }
 
 func validateAPIService(svc *apiregistrationv1.APIService) field.ErrorList {

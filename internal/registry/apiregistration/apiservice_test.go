@@ -113,3 +113,14 @@ func TestAPIServicePrint(t *testing.T) {
 		})
 	}
 }
+
+func TestAPIServiceStatusValidation(t *testing.T) {
+	r := findResource(t, "apiservices")
+	old := metricsAPIService()
+	r.Strategy.Default(old)
+	updated := old.DeepCopy()
+	updated.Status.Conditions = []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: "Maybe"}}
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), []fieldErr{{field.ErrorTypeNotSupported, "status.conditions[0].status"}})
+	updated.Status.Conditions[0].Status = apiregistrationv1.ConditionFalse
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), nil)
+}
