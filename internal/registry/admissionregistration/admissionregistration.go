@@ -111,5 +111,5 @@ func (configurationStrategy) Validate(_ context.Context, obj runtime.Object) fie
 // ValidateUpdate applies the checks introduced after v1 only when the stored object
 // already passed them, so that old configurations stay updatable.
 func (configurationStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validateConfiguration(hooksOf(obj), optionsFor(hooksOf(old)))
+	return validateConfiguration(hooksOf(obj), updateOptions(hooksOf(obj), hooksOf(old)))
 }

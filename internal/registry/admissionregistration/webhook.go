@@ -3,6 +3,7 @@ package admissionregistration
 import (
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -56,20 +57,24 @@ func defaultHook(h hook) {
 }
 
 // validationOptions are the checks that an update may skip when the stored object
-// predates them.
+// predates them, as upstream relaxes them.
 type validationOptions struct {
 	requireRecognizedReviewVersion bool
 	requireUniqueNames             bool
 	requireNoSideEffects           bool
+	allowInvalidLabelValues        bool
+	ignoreMatchConditions          bool
 }
 
-var strictOptions = validationOptions{true, true, true}
+var strictOptions = validationOptions{requireRecognizedReviewVersion: true, requireUniqueNames: true, requireNoSideEffects: true}
 
-func optionsFor(old []hook) validationOptions {
+// updateOptions relaxes each check the stored hooks already failed, and skips match
+// conditions when the update leaves them as they were.
+func updateOptions(hooks, old []hook) validationOptions {
 	opts := strictOptions
 	names := map[string]bool{}
 	for _, h := range old {
-		if !hasAcceptedReviewVersion(h.AdmissionReviewVersions) {
+		if len(h.AdmissionReviewVersions) > 0 && !hasAcceptedReviewVersion(h.AdmissionReviewVersions) {
 			opts.requireRecognizedReviewVersion = false
 		}
 		if names[h.Name] {
@@ -78,6 +83,17 @@ func optionsFor(old []hook) validationOptions {
 		names[h.Name] = true
 		if h.SideEffects == nil || !slices.Contains(noSideEffectClasses, string(*h.SideEffects)) {
 			opts.requireNoSideEffects = false
+		}
+		for _, s := range []*metav1.LabelSelector{*h.NamespaceSelector, *h.ObjectSelector} {
+			if s != nil && len(metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, nil)) > 0 {
+				opts.allowInvalidLabelValues = true
+			}
+		}
+	}
+	opts.ignoreMatchConditions = len(hooks) == len(old)
+	for i := range old {
+		if opts.ignoreMatchConditions && !reflect.DeepEqual(hooks[i].MatchConditions, old[i].MatchConditions) {
+			opts.ignoreMatchConditions = false
 		}
 	}
 	return opts
@@ -122,31 +138,35 @@ func validateHook(h hook, opts validationOptions, fldPath *field.Path) field.Err
 	if p := *h.MatchPolicy; p != nil && !slices.Contains(supportedMatchPolicies, string(*p)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("matchPolicy"), *p, supportedMatchPolicies))
 	}
+	allowedSideEffects := supportedSideEffectClasses
+	if opts.requireNoSideEffects {
+		allowedSideEffects = noSideEffectClasses
+	}
+	if h.SideEffects == nil {
+		allErrs = append(allErrs, field.Required(fldPath.Child("sideEffects"), "must specify one of "+strings.Join(allowedSideEffects, ", ")))
+	} else if !slices.Contains(allowedSideEffects, string(*h.SideEffects)) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("sideEffects"), *h.SideEffects, allowedSideEffects))
+	}
+	if t := *h.TimeoutSeconds; t != nil && (*t > 30 || *t < 1) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeoutSeconds"), *t, "the timeout value must be between 1 and 30 seconds"))
+	}
+	selectorOpts := metav1validation.LabelSelectorValidationOptions{AllowInvalidLabelValueInSelector: opts.allowInvalidLabelValues}
+	if s := *h.NamespaceSelector; s != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(s, selectorOpts, fldPath.Child("namespaceSelector"))...)
+	}
+	if s := *h.ObjectSelector; s != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(s, selectorOpts, fldPath.Child("objectSelector"))...)
+	}
 	if h.ReinvocationPolicy != nil {
 		if p := *h.ReinvocationPolicy; p != nil && !slices.Contains(supportedReinvocation, string(*p)) {
 			allErrs = append(allErrs, field.NotSupported(fldPath.Child("reinvocationPolicy"), *p, supportedReinvocation))
 		}
 	}
-	if s := *h.NamespaceSelector; s != nil {
-		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("namespaceSelector"))...)
-	}
-	if s := *h.ObjectSelector; s != nil {
-		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("objectSelector"))...)
-	}
-	sideEffectsPath := fldPath.Child("sideEffects")
-	switch {
-	case h.SideEffects == nil:
-		allErrs = append(allErrs, field.Required(sideEffectsPath, "must specify one of "+strings.Join(supportedSideEffectClasses, ", ")))
-	case !slices.Contains(supportedSideEffectClasses, string(*h.SideEffects)):
-		allErrs = append(allErrs, field.NotSupported(sideEffectsPath, *h.SideEffects, supportedSideEffectClasses))
-	case opts.requireNoSideEffects && !slices.Contains(noSideEffectClasses, string(*h.SideEffects)):
-		allErrs = append(allErrs, field.NotSupported(sideEffectsPath, *h.SideEffects, noSideEffectClasses))
-	}
-	if t := *h.TimeoutSeconds; t != nil && (*t > 30 || *t < 1) {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeoutSeconds"), *t, "the timeout value must be between 1 and 30 seconds"))
-	}
 	allErrs = append(allErrs, validateClientConfig(h.ClientConfig, fldPath.Child("clientConfig"))...)
-	return append(allErrs, validateMatchConditions(h.MatchConditions, fldPath.Child("matchConditions"))...)
+	if !opts.ignoreMatchConditions {
+		allErrs = append(allErrs, validateMatchConditions(h.MatchConditions, fldPath.Child("matchConditions"))...)
+	}
+	return allErrs
 }
 
 func hasAcceptedReviewVersion(versions []string) bool {

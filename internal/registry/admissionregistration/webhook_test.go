@@ -182,3 +182,28 @@ func TestWebhookPrint(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhookSideEffectsMessage(t *testing.T) {
+	r := findResource(t, "validatingwebhookconfigurations")
+	c := validValidating()
+	c.Webhooks[0].SideEffects = nil
+	r.Strategy.Default(c)
+	errs := r.Strategy.Validate(ctx, c)
+	if len(errs) != 1 || errs[0].Detail != "must specify one of None, NoneOnDryRun" {
+		t.Errorf("errors = %v", errs)
+	}
+}
+
+// Unchanged match conditions are not re-validated on update, as upstream does, so
+// that objects stored before a rule tightened stay updatable.
+func TestWebhookUpdateKeepsUnchangedMatchConditions(t *testing.T) {
+	r := findResource(t, "validatingwebhookconfigurations")
+	old := validValidating()
+	old.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "Bad Name!", Expression: "true"}}
+	r.Strategy.Default(old)
+	updated := old.DeepCopy()
+	updated.Webhooks[0].TimeoutSeconds = ptr.To[int32](5)
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), nil)
+	updated.Webhooks[0].MatchConditions[0].Expression = "false"
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), []fieldErr{{field.ErrorTypeInvalid, "webhooks[0].matchConditions[0].name"}})
+}
