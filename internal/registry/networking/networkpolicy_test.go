@@ -103,3 +103,18 @@ func TestNetworkPolicyPrint(t *testing.T) {
 		t.Errorf("row = %#v, want %#v", got, want)
 	}
 }
+
+func TestNetworkPolicyUpdateKeepsStoredSelectorValues(t *testing.T) {
+	r := findResource(t, "networkpolicies")
+	old := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"a": "-bad-"}}}}
+	r.Strategy.Default(old)
+	updated := old.DeepCopy()
+	updated.Labels = map[string]string{"touched": "yes"}
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), nil)
+	fresh := old.DeepCopy()
+	fresh.Spec.PodSelector.MatchLabels = map[string]string{"a": "ok"}
+	fixedOld := fresh.DeepCopy()
+	fresh.Spec.PodSelector.MatchLabels["b"] = "-bad-"
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, fresh, fixedOld), []fieldErr{{field.ErrorTypeInvalid, "spec.podSelector.matchLabels"}})
+}
