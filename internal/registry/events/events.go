@@ -7,6 +7,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -199,7 +200,10 @@ func (eventStrategy) Validate(_ context.Context, obj runtime.Object) field.Error
 func (eventStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	ev, oldEv := asCore(obj), asCore(old)
 	allErrs := validateEvent(ev)
-	allErrs = append(allErrs, validateSeries(ev)...)
+	// A series is checked only when the update changes it.
+	if !reflect.DeepEqual(ev.Series, oldEv.Series) {
+		allErrs = append(allErrs, validateSeries(ev)...)
+	}
 	immutable := func(newVal, oldVal interface{}, name string) {
 		allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(newVal, oldVal, field.NewPath(name))...)
 	}

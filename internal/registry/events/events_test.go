@@ -176,6 +176,15 @@ func TestEventValidateUpdate(t *testing.T) {
 		{field.ErrorTypeInvalid, "involvedObject"}, {field.ErrorTypeInvalid, "message"}, {field.ErrorTypeInvalid, "eventTime"},
 	})
 
+	// A stored series is not re-checked when the update leaves it alone.
+	storedBad := old.DeepCopy()
+	storedBad.Series = &eventsv1.EventSeries{Count: 1, LastObservedTime: eventTime}
+	untouched := storedBad.DeepCopy()
+	untouched.Labels = map[string]string{"seen": "yes"}
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, untouched, storedBad), nil)
+	untouched.Series.Count = 0
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, untouched, storedBad), []fieldErr{{field.ErrorTypeInvalid, "series.count"}})
+
 	nanos := old.DeepCopy()
 	nanos.EventTime = metav1.NewMicroTime(eventTime.Add(300 * time.Nanosecond))
 	assertErrs(t, r.Strategy.ValidateUpdate(ctx, nanos, old), nil)
