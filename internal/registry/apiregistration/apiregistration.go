@@ -77,6 +77,11 @@ func printAPIService(obj runtime.Object) []interface{} {
 
 type apiServiceStrategy struct{ registry.BaseStrategy }
 
+// PrepareForCreate starts an APIService with no status: availability is observed.
+func (apiServiceStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	obj.(*apiregistrationv1.APIService).Status = apiregistrationv1.APIServiceStatus{}
+}
+
 func (apiServiceStrategy) Default(obj runtime.Object) {
 	if s := obj.(*apiregistrationv1.APIService).Spec.Service; s != nil && s.Port == nil {
 		port := defaultServicePort

@@ -124,3 +124,13 @@ func TestAPIServiceStatusValidation(t *testing.T) {
 	updated.Status.Conditions[0].Status = apiregistrationv1.ConditionFalse
 	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), nil)
 }
+
+func TestAPIServiceStatusClearedOnCreate(t *testing.T) {
+	r := findResource(t, "apiservices")
+	svc := metricsAPIService()
+	svc.Status.Conditions = []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue}}
+	r.Strategy.PrepareForCreate(ctx, svc)
+	if len(svc.Status.Conditions) != 0 {
+		t.Errorf("status kept on create: %+v", svc.Status)
+	}
+}

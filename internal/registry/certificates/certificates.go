@@ -1,7 +1,8 @@
 // Package certificates describes the certificates.k8s.io/v1 certificatesigningrequests
 // resource, with its defaulting, validation and printing as upstream Kubernetes does
-// them. Recording who made a request (spec.username, uid, groups, extra) is the
-// server's job, done from the authenticated user; nothing here sets those fields.
+// them. Who made a request (spec.username, uid, groups, extra) is never taken from the
+// client: on create the fields are set from the Requestor the server puts in the
+// request's context with WithRequestor, and left empty without one.
 package certificates
 
 import (
@@ -107,7 +108,41 @@ func conditionSummary(csr *certificatesv1.CertificateSigningRequest) string {
 	return status
 }
 
+// Requestor is the authenticated user who creates a request.
+type Requestor struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+}
+
+type requestorKey struct{}
+
+// WithRequestor returns a context that tells PrepareForCreate who is creating.
+func WithRequestor(ctx context.Context, r Requestor) context.Context {
+	return context.WithValue(ctx, requestorKey{}, r)
+}
+
 type csrStrategy struct{ registry.BaseStrategy }
+
+// PrepareForCreate replaces what the client claimed about itself with the
+// authenticated user, and starts the request with no status: a client cannot create
+// an approved request.
+func (csrStrategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	csr := obj.(*certificatesv1.CertificateSigningRequest)
+	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
+	if r, ok := ctx.Value(requestorKey{}).(Requestor); ok {
+		csr.Spec.Username, csr.Spec.UID = r.Name, r.UID
+		csr.Spec.Groups = append([]string(nil), r.Groups...)
+		if len(r.Extra) > 0 {
+			csr.Spec.Extra = map[string]certificatesv1.ExtraValue{}
+			for k, v := range r.Extra {
+				csr.Spec.Extra[k] = append(certificatesv1.ExtraValue(nil), v...)
+			}
+		}
+	}
+	csr.Status = certificatesv1.CertificateSigningRequestStatus{}
+}
 
 func (csrStrategy) Default(obj runtime.Object) {
 	csr := obj.(*certificatesv1.CertificateSigningRequest)

@@ -143,3 +143,27 @@ func TestCSRFieldsAndPrint(t *testing.T) {
 		})
 	}
 }
+
+func TestCSRRequestorComesFromTheServer(t *testing.T) {
+	r := Resources()[0]
+	forged := func() *certificatesv1.CertificateSigningRequest {
+		return &certificatesv1.CertificateSigningRequest{
+			Spec: certificatesv1.CertificateSigningRequestSpec{Username: "system:admin", Groups: []string{"system:masters"},
+				Extra: map[string]certificatesv1.ExtraValue{"x": {"y"}}},
+			Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
+				{Type: "Approved", Status: corev1.ConditionTrue}}},
+		}
+	}
+	anonymous := forged()
+	r.Strategy.PrepareForCreate(ctx, anonymous)
+	if anonymous.Spec.Username != "" || anonymous.Spec.Groups != nil || anonymous.Spec.Extra != nil || len(anonymous.Status.Conditions) != 0 {
+		t.Errorf("client-supplied identity or status kept: %+v", anonymous)
+	}
+	csr := forged()
+	r.Strategy.PrepareForCreate(WithRequestor(ctx, Requestor{Name: "system:node:n1", UID: "u1",
+		Groups: []string{"system:nodes", "system:authenticated"}}), csr)
+	want := certificatesv1.CertificateSigningRequestSpec{Username: "system:node:n1", UID: "u1", Groups: []string{"system:nodes", "system:authenticated"}}
+	if !reflect.DeepEqual(csr.Spec, want) {
+		t.Errorf("spec = %+v, want %+v", csr.Spec, want)
+	}
+}

@@ -49,6 +49,11 @@ func ingresses() *registry.Resource {
 
 type ingressStrategy struct{ registry.BaseStrategy }
 
+// PrepareForCreate starts an ingress with no status: only its controller reports one.
+func (ingressStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{}
+}
+
 func (ingressStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	ing := obj.(*networkingv1.Ingress)
 	allErrs := validateIngressSpec(&ing.Spec, field.NewPath("spec"))

@@ -151,3 +151,13 @@ func TestIngressStatusValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestIngressStatusClearedOnCreate(t *testing.T) {
+	r := findResource(t, "ingresses")
+	ing := validIngress()
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
+	r.Strategy.PrepareForCreate(ctx, ing)
+	if len(ing.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("status kept on create: %+v", ing.Status)
+	}
+}

@@ -130,3 +130,12 @@ func TestVolumeAttachment(t *testing.T) {
 		t.Errorf("row = %#v, want %#v", got, want)
 	}
 }
+
+func TestVolumeAttachmentStatusClearedOnCreate(t *testing.T) {
+	r := findResource(t, "volumeattachments")
+	va := &storagev1.VolumeAttachment{Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+	r.Strategy.PrepareForCreate(ctx, va)
+	if va.Status.Attached {
+		t.Errorf("status kept on create")
+	}
+}

@@ -48,6 +48,11 @@ func volumeAttachments() *registry.Resource {
 
 type volumeAttachmentStrategy struct{ registry.BaseStrategy }
 
+// PrepareForCreate starts an attachment with no status: only the attacher reports one.
+func (volumeAttachmentStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
+}
+
 const exactlyOneSource = "must specify exactly one of inlineVolumeSpec and persistentVolumeName"
 
 func (volumeAttachmentStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
