@@ -6,6 +6,7 @@
 package certificates
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -45,6 +46,8 @@ func Resources() []*registry.Resource {
 		Kind:         "CertificateSigningRequest",
 		SingularName: "certificatesigningrequest",
 		ShortNames:   []string{"csr"},
+		// Upstream does not restrict what requests are called.
+		ValidateName: func(string, bool) []string { return nil },
 		New:          func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
 		NewList:      func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 		Strategy:     csrStrategy{},
@@ -160,11 +163,36 @@ func (csrStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) 
 }
 
 func (csrStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validateCSR(obj.(*certificatesv1.CertificateSigningRequest))
+	return validateCSR(obj.(*certificatesv1.CertificateSigningRequest), nil)
 }
 
-func (csrStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	return validateCSR(obj.(*certificatesv1.CertificateSigningRequest))
+// ValidateUpdate also guards the status, which the server routes through updates of
+// the status subresource: decisions (Approved, Denied, Failed) cannot be withdrawn
+// and an issued certificate cannot be replaced. mizzen has no approval subresource
+// yet, so approval conditions are added through the status, unlike upstream.
+func (csrStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	csr, oldCSR := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
+	allErrs := validateCSR(csr, oldCSR)
+	conditionsPath := field.NewPath("status", "conditions")
+	for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed} {
+		if countConditions(csr, t) < countConditions(oldCSR, t) {
+			allErrs = append(allErrs, field.Forbidden(conditionsPath, fmt.Sprintf("updates may not remove a condition of type %q", t)))
+		}
+	}
+	if !bytes.Equal(csr.Status.Certificate, oldCSR.Status.Certificate) && len(oldCSR.Status.Certificate) > 0 {
+		allErrs = append(allErrs, field.Forbidden(field.NewPath("status", "certificate"), "updates may not modify existing certificate content"))
+	}
+	return allErrs
+}
+
+func countConditions(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) int {
+	n := 0
+	for _, c := range csr.Status.Conditions {
+		if c.Type == t {
+			n++
+		}
+	}
+	return n
 }
 
 var validUsages = []string{
@@ -174,7 +202,9 @@ var validUsages = []string{
 	"server auth", "signing", "timestamping",
 }
 
-func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
+// validateCSR checks a request; old is the stored request on update (nil on create),
+// whose existing oddities stay accepted as upstream keeps them.
+func validateCSR(csr, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
 	var allErrs field.ErrorList
 	specPath := field.NewPath("spec")
 	if err := checkRequest(csr.Spec.Request); err != nil {
@@ -182,20 +212,26 @@ func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList 
 	}
 	usagesPath := specPath.Child("usages")
 	if len(csr.Spec.Usages) == 0 {
-		allErrs = append(allErrs, field.Required(usagesPath, "usages must be provided"))
+		allErrs = append(allErrs, field.Required(usagesPath, ""))
 	}
-	seen := map[certificatesv1.KeyUsage]bool{}
-	for i, u := range csr.Spec.Usages {
-		if !slices.Contains(validUsages, string(u)) {
-			allErrs = append(allErrs, field.NotSupported(usagesPath.Index(i), u, validUsages))
+	if old == nil || !hasUnknownUsage(old.Spec.Usages) {
+		for i, u := range csr.Spec.Usages {
+			if !slices.Contains(validUsages, string(u)) {
+				allErrs = append(allErrs, field.NotSupported(usagesPath.Index(i), u, validUsages))
+			}
 		}
-		if seen[u] {
-			allErrs = append(allErrs, field.Duplicate(usagesPath.Index(i), u))
+	}
+	if old == nil || !hasDuplicateUsage(old.Spec.Usages) {
+		seen := map[certificatesv1.KeyUsage]bool{}
+		for i, u := range csr.Spec.Usages {
+			if seen[u] {
+				allErrs = append(allErrs, field.Duplicate(usagesPath.Index(i), u))
+			}
+			seen[u] = true
 		}
-		seen[u] = true
 	}
 	signerPath := specPath.Child("signerName")
-	if csr.Spec.SignerName == legacyUnknownSignerName {
+	if csr.Spec.SignerName == legacyUnknownSignerName && (old == nil || old.Spec.SignerName != legacyUnknownSignerName) {
 		allErrs = append(allErrs, field.Invalid(signerPath, csr.Spec.SignerName, "the legacy signerName is not allowed via this API version"))
 	} else {
 		allErrs = append(allErrs, validateSignerName(csr.Spec.SignerName, signerPath)...)
@@ -203,7 +239,68 @@ func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList 
 	if e := csr.Spec.ExpirationSeconds; e != nil && *e < minExpirationSeconds {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("expirationSeconds"), *e, "may not specify a duration less than 600 seconds (10 minutes)"))
 	}
-	return append(allErrs, validateConditions(csr, field.NewPath("status", "conditions"))...)
+	allErrs = append(allErrs, validateConditions(csr, old, field.NewPath("status", "conditions"))...)
+	// A certificate is checked when it is set or changed.
+	if old == nil || !bytes.Equal(csr.Status.Certificate, old.Status.Certificate) {
+		if err := checkCertificate(csr.Status.Certificate); err != nil {
+			allErrs = append(allErrs, field.Invalid(field.NewPath("status", "certificate"), "<certificate data>", err.Error()))
+		}
+	}
+	return allErrs
+}
+
+func hasUnknownUsage(usages []certificatesv1.KeyUsage) bool {
+	for _, u := range usages {
+		if !slices.Contains(validUsages, string(u)) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasDuplicateUsage(usages []certificatesv1.KeyUsage) bool {
+	seen := map[certificatesv1.KeyUsage]bool{}
+	for _, u := range usages {
+		if seen[u] {
+			return true
+		}
+		seen[u] = true
+	}
+	return false
+}
+
+// checkCertificate accepts an empty certificate, or one or more PEM CERTIFICATE
+// blocks without headers that each hold parseable certificates.
+func checkCertificate(data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	blocks := 0
+	for {
+		block, rest := pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return fmt.Errorf("only CERTIFICATE PEM blocks are allowed, found %q", block.Type)
+		}
+		if len(block.Headers) != 0 {
+			return errors.New("no PEM block headers are permitted")
+		}
+		blocks++
+		certs, err := x509.ParseCertificates(block.Bytes)
+		if err != nil {
+			return err
+		}
+		if len(certs) == 0 {
+			return errors.New("found CERTIFICATE PEM block containing 0 certificates")
+		}
+		data = rest
+	}
+	if blocks == 0 {
+		return errors.New("must contain at least one CERTIFICATE PEM block")
+	}
+	return nil
 }
 
 // checkRequest checks that the request is a PEM-encoded, correctly signed PKCS#10
@@ -255,39 +352,62 @@ func validateSignerName(signer string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-var conditionStatuses = []string{string(corev1.ConditionFalse), string(corev1.ConditionTrue), string(corev1.ConditionUnknown)}
+var (
+	conditionStatuses = []string{string(corev1.ConditionFalse), string(corev1.ConditionTrue), string(corev1.ConditionUnknown)}
+	// Decisions can only be true.
+	trueOnlyConditions = []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed}
+)
 
-func validateConditions(csr *certificatesv1.CertificateSigningRequest, fldPath *field.Path) field.ErrorList {
+func validateConditions(csr, old *certificatesv1.CertificateSigningRequest, fldPath *field.Path) field.ErrorList {
+	// Stored requests keep what they already had.
+	var allowBoth, allowDuplicates, allowEmptyType bool
+	if old != nil {
+		allowBoth = countConditions(old, certificatesv1.CertificateApproved) > 0 && countConditions(old, certificatesv1.CertificateDenied) > 0
+		seen := map[certificatesv1.RequestConditionType]bool{}
+		for _, c := range old.Status.Conditions {
+			allowDuplicates = allowDuplicates || seen[c.Type]
+			allowEmptyType = allowEmptyType || c.Type == ""
+			seen[c.Type] = true
+		}
+	}
 	var allErrs field.ErrorList
 	seen := map[certificatesv1.RequestConditionType]bool{}
 	var approved, denied bool
 	for i, c := range csr.Status.Conditions {
 		condPath := fldPath.Index(i)
-		if c.Type == "" {
+		if c.Type == "" && !allowEmptyType {
 			allErrs = append(allErrs, field.Required(condPath.Child("type"), ""))
 		}
-		if !slices.Contains(conditionStatuses, string(c.Status)) {
-			allErrs = append(allErrs, field.NotSupported(condPath.Child("status"), c.Status, conditionStatuses))
+		allowed := conditionStatuses
+		if slices.Contains(trueOnlyConditions, c.Type) {
+			allowed = []string{string(corev1.ConditionTrue)}
 		}
-		if seen[c.Type] {
-			allErrs = append(allErrs, field.Duplicate(condPath.Child("type"), c.Type))
+		switch {
+		case c.Status == "":
+			allErrs = append(allErrs, field.Required(condPath.Child("status"), ""))
+		case !slices.Contains(allowed, string(c.Status)):
+			allErrs = append(allErrs, field.NotSupported(condPath.Child("status"), c.Status, allowed))
 		}
-		seen[c.Type] = true
-		switch c.Type {
-		case certificatesv1.CertificateApproved:
-			approved = true
-			if c.Status != corev1.ConditionTrue {
-				allErrs = append(allErrs, field.Invalid(condPath.Child("status"), c.Status, "Approved condition may only be set to True"))
+		if !allowBoth {
+			switch c.Type {
+			case certificatesv1.CertificateApproved:
+				approved = true
+				if denied {
+					allErrs = append(allErrs, field.Invalid(fldPath, c.Type, "Approved and Denied conditions are mutually exclusive"))
+				}
+			case certificatesv1.CertificateDenied:
+				denied = true
+				if approved {
+					allErrs = append(allErrs, field.Invalid(fldPath, c.Type, "Approved and Denied conditions are mutually exclusive"))
+				}
 			}
-		case certificatesv1.CertificateDenied:
-			denied = true
-			if c.Status != corev1.ConditionTrue {
-				allErrs = append(allErrs, field.Invalid(condPath.Child("status"), c.Status, "Denied condition may only be set to True"))
-			}
 		}
-	}
-	if approved && denied {
-		allErrs = append(allErrs, field.Invalid(fldPath, csr.Status.Conditions, "Approved and Denied conditions are mutually exclusive"))
+		if !allowDuplicates {
+			if seen[c.Type] {
+				allErrs = append(allErrs, field.Duplicate(condPath.Child("type"), c.Type))
+			}
+			seen[c.Type] = true
+		}
 	}
 	return allErrs
 }

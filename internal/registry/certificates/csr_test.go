@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"math/big"
 	"reflect"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,7 +70,9 @@ func TestCSRValidate(t *testing.T) {
 		}, []fieldErr{{field.ErrorTypeInvalid, "status.conditions"}}},
 		{"approved false", func(c *certificatesv1.CertificateSigningRequest) {
 			c.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: "Approved", Status: corev1.ConditionFalse}}
-		}, []fieldErr{{field.ErrorTypeInvalid, "status.conditions[0].status"}}},
+		}, []fieldErr{{field.ErrorTypeNotSupported, "status.conditions[0].status"}}},
+		{"not a certificate", func(c *certificatesv1.CertificateSigningRequest) { c.Status.Certificate = []byte("junk") },
+			[]fieldErr{{field.ErrorTypeInvalid, "status.certificate"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,4 +170,58 @@ func TestCSRRequestorComesFromTheServer(t *testing.T) {
 	if !reflect.DeepEqual(csr.Spec, want) {
 		t.Errorf("spec = %+v, want %+v", csr.Spec, want)
 	}
+}
+
+func TestCSRStatusUpdates(t *testing.T) {
+	r := Resources()[0]
+	old := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "csr-1"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: newRequestPEM(t), SignerName: "example.com/signer",
+			Usages: []certificatesv1.KeyUsage{"client auth"}},
+		Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
+			{Type: "Approved", Status: corev1.ConditionTrue}}},
+	}
+	tests := []struct {
+		name   string
+		mutate func(*certificatesv1.CertificateSigningRequest)
+		want   []fieldErr
+	}{
+		{"add a custom condition", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: "example.com/Checked", Status: corev1.ConditionFalse})
+		}, nil},
+		{"withdraw the approval", func(c *certificatesv1.CertificateSigningRequest) { c.Status.Conditions = nil },
+			[]fieldErr{{field.ErrorTypeForbidden, "status.conditions"}}},
+		{"condition without status", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: "example.com/Checked"})
+		}, []fieldErr{{field.ErrorTypeRequired, "status.conditions[1].status"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := old.DeepCopy()
+			tt.mutate(c)
+			assertErrs(t, r.Strategy.ValidateUpdate(ctx, c, old), tt.want)
+		})
+	}
+
+	issued := old.DeepCopy()
+	issued.Status.Certificate = selfSignedPEM(t)
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, issued, old), nil)
+	replaced := issued.DeepCopy()
+	replaced.Status.Certificate = selfSignedPEM(t)
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, replaced, issued), []fieldErr{{field.ErrorTypeForbidden, "status.certificate"}})
+}
+
+func selfSignedPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "alice"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
