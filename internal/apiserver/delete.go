@@ -32,7 +32,14 @@ func (s *Server) deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 		return nil, err
 	}
 	if len(data) > 0 {
-		if _, _, err := s.codecs.json.Decode(data, &schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}, opts); err != nil {
+		ser := s.codecs.json
+		switch requestMediaType(r) {
+		case mediaProtobuf:
+			ser = s.codecs.protobuf
+		case mediaYAML:
+			ser = s.codecs.yaml
+		}
+		if _, _, err := ser.Decode(data, &schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}, opts); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding DeleteOptions: %v", err))
 		}
 	}

@@ -212,7 +212,6 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for seg, rc := range c.resources {
 		rc.items.Clear(false)
 		for _, e := range loaded[seg] {
@@ -225,7 +224,98 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	}
 	c.rv = rev
 	c.rvChanged.Broadcast()
+	c.mu.Unlock()
+	c.prefillHistory(ctx, rev)
 	return rev, nil
+}
+
+// prefillHistory loads the changes that led up to rev from etcd's own history, so a
+// client that watched a previous apiserver process (or this one before a reload) can
+// resume from its last resource version instead of listing again. Whatever etcd has
+// compacted away is simply not there; watches from before it get 410 Gone.
+func (c *Cache) prefillHistory(ctx context.Context, rev int64) {
+	if rev <= 1 {
+		return // a new etcd: no history
+	}
+	from := rev - historySize + 1
+	if from < 1 {
+		from = 1
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	wch := c.client.Watch(wctx, Prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
+	var events []*clientv3.Event
+	for resp := range wch {
+		if resp.Err() != nil || resp.CompactRevision != 0 {
+			return
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision > rev {
+				continue
+			}
+			events = append(events, ev)
+		}
+		if resp.Header.Revision >= rev && (len(resp.Events) == 0 || resp.Events[len(resp.Events)-1].Kv.ModRevision >= rev) {
+			break
+		}
+		if len(events) > 0 && events[len(events)-1].Kv.ModRevision >= rev {
+			break
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rv != rev {
+		return // the cache moved on meanwhile; keep what it has
+	}
+	perResource := map[*resourceCache][]*Event{}
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		rc := c.resources[segmentOf(key)]
+		if rc == nil {
+			continue
+		}
+		var prev *Entry
+		if ev.PrevKv != nil {
+			prev, _ = c.newEntry(rc, key, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		}
+		var event *Event
+		if ev.Type == clientv3.EventTypePut {
+			e, err := c.newEntry(rc, key, ev.Kv.Value, ev.Kv.ModRevision)
+			if err != nil {
+				continue
+			}
+			typ := watch.Modified
+			if prev == nil {
+				typ = watch.Added
+			}
+			event = &Event{Type: typ, Entry: e, Prev: prev, RV: ev.Kv.ModRevision}
+		} else {
+			if prev == nil {
+				continue
+			}
+			e, err := c.entryFor(rc, key, prev.Object.DeepCopyObject(), ev.Kv.ModRevision)
+			if err != nil {
+				continue
+			}
+			event = &Event{Type: watch.Deleted, Entry: e, Prev: prev, RV: ev.Kv.ModRevision}
+		}
+		perResource[rc] = append(perResource[rc], event)
+	}
+	for _, rc := range c.resources {
+		evs := perResource[rc]
+		if len(evs) > len(rc.history) {
+			evs = evs[len(evs)-len(rc.history):]
+		}
+		for i, ev := range evs {
+			rc.history[i] = ev
+		}
+		rc.histLen, rc.histNext = len(evs), len(evs)%len(rc.history)
+		// Everything after from-1 is known, for every resource.
+		rc.startRV = from - 1
+		if len(perResource[rc]) > len(rc.history) {
+			rc.startRV = evs[0].RV - 1
+		}
+	}
 }
 
 func (c *Cache) follow(ctx context.Context, rev int64) error {
@@ -462,7 +552,9 @@ func (c *Cache) Watch(segment string, opts WatchOptions) (*Watcher, error) {
 var initialEventsEndMarker = &Entry{Key: "k8s.io/initial-events-end"}
 
 // IsInitialEventsEnd reports whether a bookmark event ends the initial events.
-func (e *Event) IsInitialEventsEnd() bool { return e.Type == watch.Bookmark && e.Prev == initialEventsEndMarker }
+func (e *Event) IsInitialEventsEnd() bool {
+	return e.Type == watch.Bookmark && e.Prev == initialEventsEndMarker
+}
 
 func (c *Cache) bookmarkLoop(ctx context.Context) {
 	tick := time.NewTicker(30 * time.Second)

@@ -35,4 +35,6 @@ func (e *KeyError) Error() string {
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-func keyErr(err error, key, detail string) error { return &KeyError{Err: err, Key: key, Detail: detail} }
+func keyErr(err error, key, detail string) error {
+	return &KeyError{Err: err, Key: key, Detail: detail}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -35,10 +36,21 @@ func StartServer(t testing.TB) *Server {
 // and start it again on the same state.
 func StartWithDir(t testing.TB, dir string) *Server {
 	t.Helper()
+	return StartWithDirPort(t, dir, "0")
+}
+
+// StartWithDirPort is StartWithDir on a given port ("0" for any free one), so a
+// restarted server is reachable at the address clients already use.
+func StartWithDirPort(t testing.TB, dir, port string) *Server {
+	t.Helper()
+	portNum, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatalf("bad port %q", port)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// Logs go to stderr: a test's own logger may not be written after the test ends.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cp, err := server.Start(ctx, server.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0, Log: log})
+	cp, err := server.Start(ctx, server.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: portNum, Log: log})
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the apiserver: %v", err)
