@@ -10,11 +10,11 @@
 package openapi
 
 import (
-	"crypto/sha512"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	openapiv2 "github.com/google/gnostic-models/openapiv2"
@@ -35,34 +35,54 @@ const (
 
 // Documents holds the serialized OpenAPI documents and serves them.
 type Documents struct {
-	v2      servedDoc
-	v2Proto servedDoc
-	v3Index servedDoc
+	v2      storedDoc
+	v3Index storedDoc
 	// v3 maps a document's key ("apis/apps/v1", "api/v1", "apis", "version") to it.
-	v3 map[string]servedDoc
+	v3 map[string]storedDoc
+
+	// The protobuf form of v2 is made on first request: it costs a lot to build
+	// and only clients falling back from v3 ask for it.
+	v2ProtoOnce sync.Once
+	v2Proto     storedDoc
+	v2ProtoErr  error
 }
 
-// servedDoc is one serialized document.
-type servedDoc struct {
-	data         []byte
-	etag         string // upstream's form: the SHA-512 of the JSON bytes in upper-case hex
-	lastModified time.Time
-}
-
-func newServedDoc(data []byte, etag string, now time.Time) servedDoc {
-	if etag == "" {
-		etag = fmt.Sprintf("%X", sha512.Sum512(data))
-	}
-	return servedDoc{data: data, etag: etag, lastModified: now}
-}
-
-// Size is the number of bytes the documents hold, for memory accounting.
+// Size is the number of bytes the documents hold (compressed), for memory
+// accounting; it includes the v2 protobuf form once a client has asked for it.
 func (d *Documents) Size() int {
-	n := len(d.v2.data) + len(d.v2Proto.data) + len(d.v3Index.data)
+	n := len(d.v2.gz) + len(d.v3Index.gz) + len(d.v2Proto.gz)
 	for _, doc := range d.v3 {
-		n += len(doc.data)
+		n += len(doc.gz)
 	}
 	return n
+}
+
+// UncompressedSize is the total length of the documents as served.
+func (d *Documents) UncompressedSize() int {
+	n := d.v2.size + d.v3Index.size + d.v2Proto.size
+	for _, doc := range d.v3 {
+		n += doc.size
+	}
+	return n
+}
+
+// protoV2 returns the v2 document in gnostic's protobuf form, building it once.
+func (d *Documents) protoV2() (storedDoc, error) {
+	d.v2ProtoOnce.Do(func() {
+		data, err := d.v2.bytes()
+		if err != nil {
+			d.v2ProtoErr = err
+			return
+		}
+		pb, err := toProtoV2(data)
+		if err != nil {
+			d.v2ProtoErr = err
+			return
+		}
+		// One ETag for both forms, as upstream: responses vary by Accept.
+		d.v2Proto, d.v2ProtoErr = newStoredDoc(pb, d.v2.etag, d.v2.lastModified)
+	})
+	return d.v2Proto, d.v2ProtoErr
 }
 
 // V3Keys lists the keys of the v3 documents ("api/v1", "apis/apps/v1", ...), sorted.
@@ -79,7 +99,7 @@ func (d *Documents) V3Keys() []string {
 // (or pointers to values) of further struct types whose definitions the v2 document
 // should carry even if no operation refers to them.
 func Build(resources []*registry.Resource, extraTypes ...any) (*Documents, error) {
-	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[schema.GroupVersion][]*pathItem{}}
+	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[schema.GroupVersion][]*pathItem{}, v3Defs: map[string]json.RawMessage{}}
 	if err := b.addResources(resources); err != nil {
 		return nil, err
 	}
@@ -99,6 +119,8 @@ type builder struct {
 	defs *definitions
 	gvks map[string][]gvk // definition name -> x-kubernetes-group-version-kind
 	byGV map[schema.GroupVersion][]*pathItem
+	// v3Defs caches serialized v3 definitions, shared by the v3 documents.
+	v3Defs map[string]json.RawMessage
 	// misc holds the paths outside any group version: /api/, /apis/, /apis/<g>/, /version/.
 	misc map[string][]*pathItem
 }
@@ -198,7 +220,7 @@ func (b *builder) addMiscPaths(groups map[string][]string) {
 
 // serialize renders and marshals every document.
 func (b *builder) serialize(now time.Time) (*Documents, error) {
-	d := &Documents{v3: map[string]servedDoc{}}
+	d := &Documents{v3: map[string]storedDoc{}}
 
 	all := map[string]any{}
 	v3Docs := map[string][]*pathItem{}
@@ -208,9 +230,10 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 	for key, items := range b.misc {
 		v3Docs[key] = items
 	}
+	params := sharedParams{}
 	for _, items := range v3Docs {
 		for _, item := range items {
-			all[item.path] = item.renderV2()
+			all[item.path] = item.renderV2(params)
 		}
 	}
 	defsV2 := make(map[string]*jsonSchema, len(b.defs.byName))
@@ -222,19 +245,16 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 		"info":                map[string]string{"title": infoTitle, "version": infoVersion},
 		"paths":               all,
 		"definitions":         defsV2,
+		"parameters":          params,
 		"securityDefinitions": map[string]any{"BearerToken": bearerToken},
 		"security":            []map[string][]string{{"BearerToken": {}}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("openapi: marshal v2: %w", err)
 	}
-	d.v2 = newServedDoc(v2, "", now)
-	pb, err := toProtoV2(v2)
-	if err != nil {
+	if d.v2, err = newStoredDoc(v2, "", now); err != nil {
 		return nil, err
 	}
-	// One ETag for both forms, as upstream: responses vary by Accept.
-	d.v2Proto = newServedDoc(pb, d.v2.etag, now)
 
 	index := map[string]map[string]string{}
 	for key, items := range v3Docs {
@@ -242,7 +262,10 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 		if err != nil {
 			return nil, fmt.Errorf("openapi: marshal v3 %s: %w", key, err)
 		}
-		doc := newServedDoc(data, "", now)
+		doc, err := newStoredDoc(data, "", now)
+		if err != nil {
+			return nil, err
+		}
 		d.v3[key] = doc
 		index[key] = map[string]string{"serverRelativeURL": serverRelativeURL(key, doc.etag)}
 	}
@@ -250,7 +273,9 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.v3Index = newServedDoc(indexData, "", now)
+	if d.v3Index, err = newStoredDoc(indexData, "", now); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -266,6 +291,20 @@ func toProtoV2(jsonDoc []byte) ([]byte, error) {
 
 var bearerToken = map[string]string{
 	"type": "apiKey", "name": "authorization", "in": "header", "description": "Bearer Token authentication",
+}
+
+// v3Definition returns the serialized v3 form of a definition, marshalling it once
+// however many documents carry it.
+func (b *builder) v3Definition(name string) (json.RawMessage, error) {
+	if raw, ok := b.v3Defs[name]; ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(b.defs.byName[name].toV3())
+	if err != nil {
+		return nil, err
+	}
+	b.v3Defs[name] = raw
+	return raw, nil
 }
 
 // marshalV3 renders one v3 document with the paths given and every definition they
@@ -290,9 +329,13 @@ func (b *builder) marshalV3(items []*pathItem) ([]byte, error) {
 			}
 		}
 	}
-	schemas := make(map[string]*jsonSchema, len(reached))
+	schemas := make(map[string]json.RawMessage, len(reached))
 	for name := range reached {
-		schemas[name] = b.defs.byName[name].toV3()
+		raw, err := b.v3Definition(name)
+		if err != nil {
+			return nil, err
+		}
+		schemas[name] = raw
 	}
 	return json.Marshal(map[string]any{
 		"openapi": "3.0.0",

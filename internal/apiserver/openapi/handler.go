@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,18 +46,25 @@ func (d *Documents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Documents) serveV2(w http.ResponseWriter, r *http.Request) {
+	json := func() (storedDoc, error) { return d.v2, nil }
 	offers := []offer{
-		{mediaJSON, mediaJSON, d.v2},
-		{mediaProtoV2, mediaProtoV2, d.v2Proto},
-		{mediaProtoV2Deprecated, mediaProtoV2, d.v2Proto},
+		{mediaJSON, mediaJSON, json},
+		{mediaProtoV2, mediaProtoV2, d.protoV2},
+		{mediaProtoV2Deprecated, mediaProtoV2, d.protoV2},
 	}
 	o, ok := negotiate(r, offers)
 	if !ok {
 		http.Error(w, "the OpenAPI v2 document is served as application/json or "+mediaProtoV2, http.StatusNotAcceptable)
 		return
 	}
+	doc, err := o.doc()
+	if err != nil {
+		slog.ErrorContext(r.Context(), "building the OpenAPI v2 protobuf document", "err", err)
+		http.Error(w, "the OpenAPI v2 document is unavailable in this form", http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-cache, private")
-	serveDoc(w, r, o.doc, o.contentType)
+	serveDoc(w, r, doc, o.contentType)
 }
 
 func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) {
@@ -65,7 +73,7 @@ func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) 
 		http.NotFound(w, r)
 		return
 	}
-	if _, ok := negotiate(r, []offer{{mediaJSON, mediaJSON, doc}}); !ok {
+	if _, ok := negotiate(r, []offer{{accepted: mediaJSON}}); !ok {
 		http.Error(w, "OpenAPI v3 documents are served as application/json", http.StatusNotAcceptable)
 		return
 	}
@@ -89,7 +97,7 @@ func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) 
 type offer struct {
 	accepted    string
 	contentType string
-	doc         servedDoc
+	doc         func() (storedDoc, error)
 }
 
 // negotiate picks the first offer matching the client's Accept header, taking the
@@ -110,12 +118,24 @@ func negotiate(r *http.Request, offers []offer) (offer, bool) {
 	return offer{}, false
 }
 
-// serveDoc writes a document with its ETag; http.ServeContent answers conditional
-// (If-None-Match) and HEAD requests.
-func serveDoc(w http.ResponseWriter, r *http.Request, doc servedDoc, contentType string) {
+// serveDoc writes a document with its ETag, compressed if the client accepts gzip;
+// http.ServeContent answers conditional (If-None-Match) and HEAD requests.
+func serveDoc(w http.ResponseWriter, r *http.Request, doc storedDoc, contentType string) {
 	h := w.Header()
 	h.Add("Vary", "Accept")
+	h.Add("Vary", "Accept-Encoding")
 	h.Set("Content-Type", contentType)
 	h.Set("Etag", `"`+doc.etag+`"`)
-	http.ServeContent(w, r, "", doc.lastModified, bytes.NewReader(doc.data))
+	body := doc.gz
+	if acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+	} else {
+		var err error
+		if body, err = doc.bytes(); err != nil {
+			slog.ErrorContext(r.Context(), "decompressing an OpenAPI document", "err", err)
+			http.Error(w, "the OpenAPI document is unavailable", http.StatusInternalServerError)
+			return
+		}
+	}
+	http.ServeContent(w, r, "", doc.lastModified, bytes.NewReader(body))
 }

@@ -1,6 +1,8 @@
 package openapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -64,6 +66,31 @@ func TestServeHTTP(t *testing.T) {
 		name: "v2 preference by q value", path: "/openapi/v2",
 		header:     map[string]string{"Accept": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf;q=0.5, application/json"},
 		wantStatus: http.StatusOK, wantType: "application/json",
+	}, {
+		name: "v2 compressed for a client accepting gzip", path: "/openapi/v2",
+		header:     map[string]string{"Accept-Encoding": "gzip"},
+		wantStatus: http.StatusOK, wantType: "application/json",
+		wantHeaders: map[string]string{"Content-Encoding": "gzip"},
+		check: func(t *testing.T, body []byte) {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(data, plain(t, docs.v2)) {
+				t.Errorf("gunzipped body differs from the document (err %v)", err)
+			}
+		},
+	}, {
+		name: "v2 uncompressed when gzip is refused", path: "/openapi/v2",
+		header:     map[string]string{"Accept-Encoding": "br, gzip;q=0"},
+		wantStatus: http.StatusOK, wantType: "application/json",
+		wantHeaders: map[string]string{"Content-Encoding": ""},
+		check: func(t *testing.T, body []byte) {
+			if !bytes.Equal(body, plain(t, docs.v2)) {
+				t.Error("body differs from the document")
+			}
+		},
 	}, {
 		name: "v2 unacceptable type", path: "/openapi/v2",
 		header:     map[string]string{"Accept": "text/html"},

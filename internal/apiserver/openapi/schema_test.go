@@ -23,13 +23,23 @@ func lookup(doc any, keys ...string) (any, bool) {
 	return doc, true
 }
 
-func decode(t *testing.T, data []byte) map[string]any {
+func decode(t *testing.T, stored storedDoc) map[string]any {
 	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
+	if err := json.Unmarshal(plain(t, stored), &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// plain returns a stored document uncompressed.
+func plain(t *testing.T, doc storedDoc) []byte {
+	t.Helper()
+	data, err := doc.bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 const (
@@ -39,9 +49,9 @@ const (
 
 func TestDocumentContents(t *testing.T) {
 	docs := buildTestDocuments(t)
-	v2 := decode(t, docs.v2.data)
-	apps := decode(t, docs.v3["apis/apps/v1"].data)
-	core := decode(t, docs.v3["api/v1"].data)
+	v2 := decode(t, docs.v2)
+	apps := decode(t, docs.v3["apis/apps/v1"])
+	core := decode(t, docs.v3["api/v1"])
 	def2 := func(name string, keys ...string) []string { return append([]string{v2Defs, name}, keys...) }
 	def3 := func(name string, keys ...string) []string {
 		return append([]string{v3Defs, "schemas", name}, keys...)
@@ -198,7 +208,7 @@ func matches(got, want any) bool {
 
 func TestQueryParameters(t *testing.T) {
 	docs := buildTestDocuments(t)
-	apps := decode(t, docs.v3["apis/apps/v1"].data)
+	apps := decode(t, docs.v3["apis/apps/v1"])
 	const ns = "/apis/apps/v1/namespaces/{namespace}/deployments"
 	tests := []struct {
 		path, method string
@@ -238,7 +248,7 @@ func TestQueryParameters(t *testing.T) {
 
 func TestV3DocumentsHoldOnlyWhatTheyReach(t *testing.T) {
 	docs := buildTestDocuments(t)
-	core := decode(t, docs.v3["api/v1"].data)
+	core := decode(t, docs.v3["api/v1"])
 	if _, ok := lookup(core, v3Defs, "schemas", "io.k8s.api.apps.v1.Deployment"); ok {
 		t.Error("api/v1 document holds apps/v1 Deployment")
 	}
@@ -249,7 +259,7 @@ func TestV3DocumentsHoldOnlyWhatTheyReach(t *testing.T) {
 	}
 	// Every reference in every document resolves within it.
 	for key, doc := range docs.v3 {
-		decoded := decode(t, doc.data)
+		decoded := decode(t, doc)
 		schemas, _ := lookup(decoded, v3Defs, "schemas")
 		walkRefs(decoded, func(ref string) {
 			name := ref[len("#/components/schemas/"):]
@@ -309,7 +319,7 @@ func TestExtraTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := lookup(decode(t, docs.v2.data), v2Defs, "mizzen.internal.apiserver.openapi.testType")
+	got, ok := lookup(decode(t, docs.v2), v2Defs, "mizzen.internal.apiserver.openapi.testType")
 	if !ok {
 		t.Fatal("extra type missing from v2 definitions")
 	}
