@@ -78,7 +78,7 @@ func TestKubectlExplain(t *testing.T) {
 			"DESCRIPTION:\n    Deployment enables declarative updates for Pods and ReplicaSets.\n",
 			"  apiVersion\t<string>\n",
 			"  metadata\t<ObjectMeta>\n",
-			"  spec\t<DeploymentSpec>\n",
+			"  spec\t<DeploymentSpec> -required-\n", // +required in k8s.io/api 0.37
 			"  status\t<DeploymentStatus>\n",
 		},
 	}, {
