@@ -101,6 +101,11 @@ func TestKubectlExplain(t *testing.T) {
 		fields: []string{"metadata", "creationTimestamp"},
 		want:   []string{"FIELD: creationTimestamp <string>\n"},
 	}, {
+		name:   "enum",
+		gvr:    podsGVR,
+		fields: []string{"spec", "restartPolicy"},
+		want:   []string{"FIELD: restartPolicy <string>\nENUM:\n    Always\n    Never\n    OnFailure\n"},
+	}, {
 		name:      "pods recursive",
 		gvr:       podsGVR,
 		recursive: true,

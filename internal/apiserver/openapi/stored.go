@@ -27,7 +27,7 @@ func newStoredDoc(data []byte, etag string, now time.Time) (storedDoc, error) {
 		etag = fmt.Sprintf("%X", sha512.Sum512(data))
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return storedDoc{}, err
 	}
