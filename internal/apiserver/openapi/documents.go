@@ -154,7 +154,7 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 	}
 	b.addGVK(common.status, gvk{Version: "v1", Kind: "Status"})
 
-	groups := map[string][]string{} // group -> versions, in order of first appearance
+	groups := map[string]bool{} // the named groups served
 	for _, r := range resources {
 		if r.New == nil {
 			return fmt.Errorf("openapi: resource %s has no New function", r.GroupVersionResource())
@@ -178,8 +178,8 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 		}
 		if _, seen := b.byGV[gv]; !seen {
 			b.byGV[gv] = []*pathItem{resourcesPath(gv, common.resourceList)}
-			if gv.Group != "" && !contains(groups[gv.Group], gv.Version) {
-				groups[gv.Group] = append(groups[gv.Group], gv.Version)
+			if gv.Group != "" {
+				groups[gv.Group] = true
 			}
 			b.addGVK(common.deleteOptions, gvk{Group: gv.Group, Version: gv.Version, Kind: "DeleteOptions"})
 			b.addGVK(common.watchEvent, gvk{Group: gv.Group, Version: gv.Version, Kind: "WatchEvent"})
@@ -192,29 +192,26 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 
 // addMiscPaths adds the discovery and version paths, each in its own v3 document as
 // upstream serves them.
-func (b *builder) addMiscPaths(groups map[string][]string) {
-	get := func(path, id, tag, ref string) *pathItem {
-		return &pathItem{path: path, operations: []*operation{{
-			method: "get", id: id, tags: []string{tag}, consumes: objectMediaTypes, produces: objectMediaTypes,
-			description: map[string]string{
-				"version": "get the version information for this server",
-				"core":    "get available API versions",
-				"apis":    "get available API versions",
-			}[tag],
+func (b *builder) addMiscPaths(groups map[string]bool) {
+	get := func(path, id, tag, description, ref string) []*pathItem {
+		return []*pathItem{{path: path, operations: []*operation{{
+			method: "get", id: id, tags: []string{tag}, description: description,
+			consumes: objectMediaTypes, produces: objectMediaTypes,
 			responses: []response{{"200", "OK", ref}, {"401", "Unauthorized", ""}},
-		}}}
+		}}}}
 	}
 	b.misc = map[string][]*pathItem{
-		"api":     {get("/api/", "getCoreAPIVersions", "core", b.mustAdd(metav1.APIVersions{}))},
-		"apis":    {get("/apis/", "getAPIVersions", "apis", b.mustAdd(metav1.APIGroupList{}))},
-		"version": {get("/version/", "getCodeVersion", "version", b.mustAdd(version.Info{}))},
+		"api": get("/api/", "getCoreAPIVersions", "core", "get available API versions",
+			b.mustAdd(metav1.APIVersions{})),
+		"apis": get("/apis/", "getAPIVersions", "apis", "get available API versions",
+			b.mustAdd(metav1.APIGroupList{})),
+		"version": get("/version/", "getCodeVersion", "version", "get the version information for this server",
+			b.mustAdd(version.Info{})),
 	}
 	group := b.mustAdd(metav1.APIGroup{})
 	for g := range groups {
-		gv := schema.GroupVersion{Group: g}
-		item := get("/apis/"+g+"/", "get"+operationPrefix(gv)+"APIGroup", groupTag(g), group)
-		item.operations[0].description = "get information of a group"
-		b.misc["apis/"+g] = []*pathItem{item}
+		id := "get" + operationPrefix(schema.GroupVersion{Group: g}) + "APIGroup"
+		b.misc["apis/"+g] = get("/apis/"+g+"/", id, groupTag(g), "get information of a group", group)
 	}
 }
 
