@@ -351,3 +351,40 @@ func TestBuildRejectsResourceWithoutNew(t *testing.T) {
 		t.Error("Build accepted a resource without New")
 	}
 }
+
+func TestPathParameters(t *testing.T) {
+	docs := buildTestDocuments(t)
+	apps := decode(t, docs.v3["apis/apps/v1"])
+	list := []string{"allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "shardSelector", "timeoutSeconds", "watch"}
+	with := func(extra ...string) []string {
+		out := append(append([]string{}, list...), extra...)
+		sort.Strings(out)
+		return out
+	}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/apis/apps/v1/namespaces/{namespace}/deployments", []string{"namespace", "pretty"}},
+		{"/apis/apps/v1/namespaces/{namespace}/deployments/{name}", []string{"name", "namespace", "pretty"}},
+		{"/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale", []string{"name", "namespace", "pretty"}},
+		{"/apis/apps/v1/deployments", with("pretty")},
+		{"/apis/apps/v1/watch/deployments", with("pretty")},
+		{"/apis/apps/v1/watch/namespaces/{namespace}/deployments", with("namespace", "pretty")},
+		{"/apis/apps/v1/watch/namespaces/{namespace}/deployments/{name}", with("name", "namespace", "pretty")},
+	}
+	for _, tt := range tests {
+		params, ok := lookup(apps, "paths", tt.path, "parameters")
+		if !ok {
+			t.Errorf("%s: no parameters", tt.path)
+			continue
+		}
+		var names []string
+		for _, p := range params.([]any) {
+			names = append(names, p.(map[string]any)["name"].(string))
+		}
+		if !reflect.DeepEqual(names, tt.want) {
+			t.Errorf("%s parameters = %v, want %v", tt.path, names, tt.want)
+		}
+	}
+}
