@@ -5,8 +5,14 @@
 //
 // Schemas are derived by reflection: JSON tags name the properties, omitempty makes a
 // property optional, SwaggerDoc methods give the descriptions, the patchStrategy and
-// patchMergeKey tags give the strategic-merge-patch extensions. The documents are built
-// once; only their serialized bytes are kept.
+// patchMergeKey tags give the strategic-merge-patch extensions. What only the types'
+// comments say (+optional/+required, +listType, +mapType, +enum, +default) comes from
+// a table that go generate extracts from the API sources (internal/markergen). The
+// documents are built once; only their serialized, gzip-compressed bytes are kept.
+//
+// Not described: enum value explanations in descriptions, +default=ref(...)
+// defaults, and subresources the registry does not model (pods/log, exec, attach,
+// portforward, proxy, binding, eviction, ephemeralcontainers, resize).
 package openapi
 
 import (

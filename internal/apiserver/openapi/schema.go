@@ -28,14 +28,14 @@ type jsonSchema struct {
 	GroupVersionKinds    []gvk                  `json:"x-kubernetes-group-version-kind,omitempty"`
 	ListMapKeys          []string               `json:"x-kubernetes-list-map-keys,omitempty"`
 	ListType             string                 `json:"x-kubernetes-list-type,omitempty"`
-	PatchMergeKey        string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
 	MapType              string                 `json:"x-kubernetes-map-type,omitempty"`
+	PatchMergeKey        string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
 	PatchStrategy        string                 `json:"x-kubernetes-patch-strategy,omitempty"`
 
 	// refName names the definition this schema refers to; Ref is derived from it.
 	refName string
-	// zero is the default upstream's v3 document writes for a non-optional field:
-	// {} for structs, the zero value for scalars. v2 documents carry no defaults.
+	// zero is the default the v3 document writes (see zeroDefault and +default);
+	// v2 documents carry no defaults, as upstream prunes them.
 	zero any
 	// oneOfTypes replaces Type in v3 for types that accept several JSON types
 	// (IntOrString, Quantity).
