@@ -47,14 +47,27 @@ type typeInfo struct {
 func main() {
 	out := flag.String("o", "zz_generated_markers.go", "output file")
 	flag.Parse()
+	src, err := generate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out, src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
 
+// generate returns the formatted source of the generated file.
+func generate() ([]byte, error) {
 	types := map[string]*typeInfo{}
 	enumTypes := map[string]bool{}
 	consts := map[string][]string{} // Go type name -> string constant values
 	for _, src := range sources {
-		dir := moduleDir(src.module)
+		dir, err := moduleDir(src.module)
+		if err != nil {
+			return nil, err
+		}
 		root := filepath.Join(dir, src.subdir)
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return err
 			}
@@ -66,7 +79,7 @@ func main() {
 			return scanPackage(path, pkgPath, types, enumTypes, consts)
 		})
 		if err != nil {
-			log.Fatal(err)
+			return nil, err
 		}
 	}
 
@@ -133,19 +146,19 @@ func main() {
 
 	src, err := format.Source(b.Bytes())
 	if err != nil {
-		log.Fatalf("formatting: %v", err)
+		return nil, fmt.Errorf("formatting: %w", err)
 	}
-	if err := os.WriteFile(*out, src, 0o644); err != nil {
-		log.Fatal(err)
-	}
+	return src, nil
 }
 
-func moduleDir(module string) string {
+// moduleDir is where the go command keeps the source of a module the main module
+// requires.
+func moduleDir(module string) (string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
 	if err != nil {
-		log.Fatalf("locating %s: %v", module, err)
+		return "", fmt.Errorf("locating %s: %w", module, err)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
 
 func scanPackage(dir, pkgPath string, types map[string]*typeInfo, enumTypes map[string]bool, consts map[string][]string) error {
