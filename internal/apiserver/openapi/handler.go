@@ -68,7 +68,8 @@ func (d *Documents) serveV2(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) {
-	doc, found := d.v3[strings.TrimSuffix(key, "/")]
+	key = strings.TrimSuffix(key, "/")
+	doc, found := d.v3[key]
 	if !found {
 		http.NotFound(w, r)
 		return
