@@ -122,8 +122,8 @@ func TestServeHTTP(t *testing.T) {
 					t.Errorf("index %s = %q, want %q", key, got, want)
 				}
 			}
-			if len(index.Paths) != 6 {
-				t.Errorf("index has %d paths, want 6: %v", len(index.Paths), index.Paths)
+			if keys := docs.V3Keys(); len(index.Paths) != 6 || len(keys) != 6 {
+				t.Errorf("index has %d paths and V3Keys %v, want 6: %v", len(index.Paths), keys, index.Paths)
 			}
 		},
 	}, {
