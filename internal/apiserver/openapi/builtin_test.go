@@ -76,7 +76,7 @@ func TestAllBuiltinTypes(t *testing.T) {
 		len(resources), len(docs.v3)-3-countGroups(resources), docs.Size(), docs.UncompressedSize(), docs.v2.size, len(docs.v3),
 		int64(after.HeapAlloc)-int64(before.HeapAlloc), after.TotalAlloc-before.TotalAlloc)
 
-	pbDoc, err := docs.protoV2()
+	pbDoc, err := docs.v2Proto.get()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,8 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"sync"
 	"time"
 
-	openapiv2 "github.com/google/gnostic-models/openapiv2"
-	"google.golang.org/protobuf/proto"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,53 +39,36 @@ const (
 // Documents holds the serialized OpenAPI documents and serves them.
 type Documents struct {
 	v2      storedDoc
+	v2Proto *protoDoc
 	v3Index storedDoc
 	// v3 maps a document's key ("apis/apps/v1", "api/v1", "apis", "version") to it.
-	v3 map[string]storedDoc
-
-	// The protobuf form of v2 is made on first request: it costs a lot to build
-	// and only clients falling back from v3 ask for it.
-	v2ProtoOnce sync.Once
-	v2Proto     storedDoc
-	v2ProtoErr  error
+	v3      map[string]storedDoc
+	v3Proto map[string]*protoDoc
 }
 
 // Size is the number of bytes the documents hold (compressed), for memory
-// accounting; it includes the v2 protobuf form once a client has asked for it.
+// accounting; it includes protobuf forms once clients have asked for them.
 func (d *Documents) Size() int {
-	n := len(d.v2.gz) + len(d.v3Index.gz) + len(d.v2Proto.gz)
-	for _, doc := range d.v3 {
-		n += len(doc.gz)
-	}
-	return n
+	held, _ := d.sizes()
+	return held
 }
 
 // UncompressedSize is the total length of the documents as served.
 func (d *Documents) UncompressedSize() int {
-	n := d.v2.size + d.v3Index.size + d.v2Proto.size
-	for _, doc := range d.v3 {
-		n += doc.size
-	}
-	return n
+	_, served := d.sizes()
+	return served
 }
 
-// protoV2 returns the v2 document in gnostic's protobuf form, building it once.
-func (d *Documents) protoV2() (storedDoc, error) {
-	d.v2ProtoOnce.Do(func() {
-		data, err := d.v2.bytes()
-		if err != nil {
-			d.v2ProtoErr = err
-			return
-		}
-		pb, err := toProtoV2(data)
-		if err != nil {
-			d.v2ProtoErr = err
-			return
-		}
-		// One ETag for both forms, as upstream: responses vary by Accept.
-		d.v2Proto, d.v2ProtoErr = newStoredDoc(pb, d.v2.etag, d.v2.lastModified)
-	})
-	return d.v2Proto, d.v2ProtoErr
+func (d *Documents) sizes() (held, served int) {
+	add := func(h, s int) { held, served = held+h, served+s }
+	add(len(d.v2.gz), d.v2.size)
+	add(len(d.v3Index.gz), d.v3Index.size)
+	add(d.v2Proto.sizes())
+	for key, doc := range d.v3 {
+		add(len(doc.gz), doc.size)
+		add(d.v3Proto[key].sizes())
+	}
+	return held, served
 }
 
 // V3Keys lists the keys of the v3 documents ("api/v1", "apis/apps/v1", ...), sorted.
@@ -223,7 +203,7 @@ func (b *builder) addMiscPaths(groups map[string]bool) {
 
 // serialize renders and marshals every document.
 func (b *builder) serialize(now time.Time) (*Documents, error) {
-	d := &Documents{v3: map[string]storedDoc{}}
+	d := &Documents{v3: map[string]storedDoc{}, v3Proto: map[string]*protoDoc{}}
 
 	all := map[string]any{}
 	v3Docs := map[string][]*pathItem{}
@@ -258,6 +238,7 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 	if d.v2, err = newStoredDoc(v2, "", now); err != nil {
 		return nil, err
 	}
+	d.v2Proto = &protoDoc{source: d.v2, toPB: toProtoV2}
 
 	index := map[string]map[string]string{}
 	for key, items := range v3Docs {
@@ -270,6 +251,7 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 			return nil, err
 		}
 		d.v3[key] = doc
+		d.v3Proto[key] = &protoDoc{source: doc, toPB: toProtoV3}
 		index[key] = map[string]string{"serverRelativeURL": serverRelativeURL(key, doc.etag)}
 	}
 	indexData, err := json.Marshal(map[string]any{"paths": index})
@@ -280,16 +262,6 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// toProtoV2 converts the v2 JSON document to gnostic's protobuf form, which client-go's
-// discovery client asks for.
-func toProtoV2(jsonDoc []byte) ([]byte, error) {
-	doc, err := openapiv2.ParseDocument(jsonDoc)
-	if err != nil {
-		return nil, fmt.Errorf("openapi: v2 document does not parse as OpenAPI v2: %w", err)
-	}
-	return proto.Marshal(doc)
 }
 
 var bearerToken = map[string]string{

@@ -17,6 +17,8 @@ const (
 	mediaJSON              = "application/json"
 	mediaProtoV2           = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 	mediaProtoV2Deprecated = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	mediaProtoV3           = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+	mediaProtoV3Deprecated = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
 )
 
 // serverRelativeURL is the hashed address of a v3 document in the v3 index.
@@ -49,8 +51,8 @@ func (d *Documents) serveV2(w http.ResponseWriter, r *http.Request) {
 	json := func() (storedDoc, error) { return d.v2, nil }
 	offers := []offer{
 		{mediaJSON, mediaJSON, json},
-		{mediaProtoV2, mediaProtoV2, d.protoV2},
-		{mediaProtoV2Deprecated, mediaProtoV2, d.protoV2},
+		{mediaProtoV2, mediaProtoV2, d.v2Proto.get},
+		{mediaProtoV2Deprecated, mediaProtoV2, d.v2Proto.get},
 	}
 	o, ok := negotiate(r, offers)
 	if !ok {
@@ -74,8 +76,14 @@ func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) 
 		http.NotFound(w, r)
 		return
 	}
-	if _, ok := negotiate(r, []offer{{accepted: mediaJSON}}); !ok {
-		http.Error(w, "OpenAPI v3 documents are served as application/json", http.StatusNotAcceptable)
+	json := func() (storedDoc, error) { return doc, nil }
+	o, ok := negotiate(r, []offer{
+		{mediaJSON, mediaJSON, json},
+		{mediaProtoV3, mediaProtoV3, d.v3Proto[key].get},
+		{mediaProtoV3Deprecated, mediaProtoV3, d.v3Proto[key].get},
+	})
+	if !ok {
+		http.Error(w, "OpenAPI v3 documents are served as application/json or "+mediaProtoV3, http.StatusNotAcceptable)
 		return
 	}
 	if hash := r.URL.Query().Get("hash"); hash != "" {
@@ -90,7 +98,13 @@ func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) 
 	} else {
 		w.Header().Set("Cache-Control", "no-cache, private")
 	}
-	serveDoc(w, r, doc, mediaJSON)
+	served, err := o.doc()
+	if err != nil {
+		slog.ErrorContext(r.Context(), "building an OpenAPI v3 protobuf document", "key", key, "err", err)
+		http.Error(w, "the OpenAPI v3 document is unavailable in this form", http.StatusInternalServerError)
+		return
+	}
+	serveDoc(w, r, served, o.contentType)
 }
 
 // offer is one form a document can be served in: accepted names the media type a
