@@ -12,6 +12,7 @@ import (
 	"mizzen/internal/registry/coordination"
 	"mizzen/internal/registry/core"
 	"mizzen/internal/registry/discovery"
+	"mizzen/internal/registry/events"
 	"mizzen/internal/registry/networking"
 	"mizzen/internal/registry/rbac"
 	"mizzen/internal/registry/scheduling"
@@ -28,6 +29,7 @@ func All() []*registry.Resource {
 		certificates.Resources(),
 		coordination.Resources(),
 		discovery.Resources(),
+		events.Resources(),
 		networking.Resources(),
 		rbac.Resources(),
 		scheduling.Resources(),
