@@ -1,6 +1,8 @@
 package restgroups
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +42,15 @@ func TestEventsThroughBothAPIs(t *testing.T) {
 	}
 	if core.InvolvedObject.Name != "web" || core.Message != created.Note || core.ReportingController != "example.com/scheduler" {
 		t.Errorf("core view = %+v", core)
+	}
+
+	// kubectl get events.events.k8s.io
+	lines := render(t, table(t, c.CoreV1().RESTClient(), "/apis/events.k8s.io/v1/namespaces/default/events"), false)
+	if len(lines) != 2 || !reflect.DeepEqual(strings.Fields(lines[0]), []string{"LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}) {
+		t.Fatalf("output:\n%s", strings.Join(lines, "\n"))
+	}
+	if got := strings.Fields(lines[1])[1:]; !reflect.DeepEqual(got, strings.Fields("Normal Scheduled pod/web Successfully assigned default/web to node-1")) {
+		t.Errorf("row after LAST SEEN = %q", got)
 	}
 
 	_, err = c.EventsV1().Events("default").Create(ctx, &eventsv1.Event{
