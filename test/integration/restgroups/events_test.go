@@ -85,3 +85,32 @@ func TestEventsFieldSelectorsUseV1Names(t *testing.T) {
 		t.Errorf("regarding.name=web matched %d events, want 1", len(list.Items))
 	}
 }
+
+// A watch on events.k8s.io/v1 sees events written through core/v1, in the v1 shape.
+func TestEventsWatchAcrossAPIs(t *testing.T) {
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
+	w, err := c.EventsV1().Events("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := c.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "node.1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web"},
+		Reason:         "Started", Message: "Started container web", Type: "Normal", Count: 3,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		got, ok := ev.Object.(*eventsv1.Event)
+		if !ok {
+			t.Fatalf("watch delivered %T", ev.Object)
+		}
+		if got.Regarding.Name != "web" || got.Note != "Started container web" || got.DeprecatedCount != 3 {
+			t.Errorf("watched event = %+v", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no watch event within 30s")
+	}
+}
