@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"mizzen/internal/testing/apiserver"
@@ -113,4 +114,27 @@ func TestEventsWatchAcrossAPIs(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no watch event within 30s")
 	}
+}
+
+// client-go's events recorder (events.k8s.io/v1) counts repeats by patching a series.
+func TestEventsSeriesPatch(t *testing.T) {
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
+	events := c.EventsV1().Events("default")
+	if _, err := events.Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "web.3"}, EventTime: metav1.NewMicroTime(time.Now()),
+		ReportingController: "example.com/scheduler", ReportingInstance: "s1", Action: "Scheduling", Reason: "FailedScheduling",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web"}, Note: "0/1 nodes", Type: "Warning",
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"series":{"count":2,"lastObservedTime":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00") + `"}}`)
+	got, err := events.Patch(ctx, "web.3", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Series == nil || got.Series.Count != 2 {
+		t.Errorf("series = %+v", got.Series)
+	}
+	_, err = events.Patch(ctx, "web.3", types.MergePatchType, []byte(`{"note":"changed"}`), metav1.PatchOptions{})
+	wantInvalid(t, err, cause{metav1.CauseTypeFieldValueInvalid, "message"})
 }
