@@ -156,6 +156,13 @@ func (d *definitions) add(t reflect.Type) (string, error) {
 	return name, nil
 }
 
+func derefType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
 // goName names a Go type by package path and name, as markedType and enumValues
 // look types up.
 func goName(t reflect.Type) string {
@@ -204,6 +211,11 @@ func (d *definitions) addFields(def *jsonSchema, t reflect.Type) error {
 		}
 		fm := marks.fields[name]
 		prop.Description = docs[name]
+		if values := enumValues(goName(derefType(f.Type))); len(values) > 0 {
+			// As upstream, only a field of an enum type itself, not a list of them.
+			prop.Enum = values
+			prop.Description = describeEnum(prop.Description, values)
+		}
 		prop.zero = zeroDefault(f.Type, omitEmpty)
 		if fm.defaultJSON != "" {
 			if err := json.Unmarshal([]byte(fm.defaultJSON), &prop.zero); err != nil {
@@ -293,7 +305,7 @@ func (d *definitions) schemaFor(t reflect.Type) (*jsonSchema, error) {
 	if typ == "" {
 		return nil, fmt.Errorf("openapi: cannot describe Go type %v", t)
 	}
-	return &jsonSchema{Type: typ, Format: format, Enum: enumValues(goName(t))}, nil
+	return &jsonSchema{Type: typ, Format: format}, nil
 }
 
 // scalarType maps a Go kind to an OpenAPI type and format, as openapi-gen does.
