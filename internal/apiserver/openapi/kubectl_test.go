@@ -141,6 +141,13 @@ func TestKubectlExplainCommand(t *testing.T) {
 			"\n      ports\t<[]ContainerPort>\n        containerPort\t<integer> -required-\n",
 		},
 	}, {
+		// The legacy explain reads the v2 document (protobuf) instead.
+		args: []string{"explain", "deployment.spec.replicas", "--output=plaintext-openapiv2"},
+		want: []string{"KIND:     Deployment\nVERSION:  apps/v1\n\nFIELD:    replicas <integer>\n\nDESCRIPTION:\n     Number of desired pods."},
+	}, {
+		args: []string{"explain", "pods.spec.containers", "--output=plaintext-openapiv2"},
+		want: []string{"RESOURCE: containers <[]Object>\n", "   image\t<string>\n", "   name\t<string> -required-\n"},
+	}, {
 		args: []string{"explain", "deploy.spec.strategy.rollingUpdate.maxSurge"},
 		want: []string{"FIELD: maxSurge <IntOrString>\n"},
 	}, {
