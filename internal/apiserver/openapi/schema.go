@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 )
 
@@ -149,10 +148,10 @@ func (d *definitions) add(t reflect.Type) (string, error) {
 			def.Description = s
 		}
 	}
+	// Required keeps the fields' declaration order, as upstream writes it.
 	if err := d.addFields(def, t); err != nil {
 		return "", err
 	}
-	sort.Strings(def.Required)
 	return name, nil
 }
 

@@ -91,6 +91,7 @@ func TestDocumentContents(t *testing.T) {
 		{"v2 no enum on a list of enum values", v2, def2("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "properties", "accessModes", "items"), `{"type":"string"}`, []string{"enum"}},
 		{"v2 +optional without omitempty is optional", v2, def2("io.k8s.api.apps.v1.DeploymentCondition"), `{"type":"object"}`, []string{"required"}},
 		{"v2 +required with omitempty is required", v2, def2("io.k8s.api.apps.v1.Deployment", "required"), `["spec"]`, nil},
+		{"v2 required in declaration order", v2, def2("io.k8s.api.core.v1.NodeCondition", "required"), `["type","status"]`, nil},
 		{"v2 Time", v2, def2("io.k8s.apimachinery.pkg.apis.meta.v1.Time"), `{"type":"string","format":"date-time"}`, []string{"properties"}},
 		{"v2 IntOrString", v2, def2("io.k8s.apimachinery.pkg.util.intstr.IntOrString"), `{"type":"string","format":"int-or-string"}`, []string{"oneOf"}},
 		{"v2 Quantity", v2, def2("io.k8s.apimachinery.pkg.api.resource.Quantity"), `{"type":"string"}`, []string{"oneOf", "format"}},
@@ -332,7 +333,7 @@ func TestExtraTypes(t *testing.T) {
 	if !ok {
 		t.Fatal("extra type missing from v2 definitions")
 	}
-	want := `{"type":"object","required":["Untagged","plain","ratio"],"properties":{
+	want := `{"type":"object","required":["plain","Untagged","ratio"],"properties":{
 		"plain":{"type":"string"},"optional":{"type":"integer","format":"int64"},"Untagged":{"type":"boolean"},
 		"labels":{"type":"object","additionalProperties":{"type":"string"}},"ratio":{"type":"number","format":"double"}}}`
 	var w any
