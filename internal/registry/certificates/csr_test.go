@@ -225,3 +225,15 @@ func selfSignedPEM(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+func TestCSRNames(t *testing.T) {
+	r := Resources()[0]
+	for _, name := range []string{"node-csr-AbC_123", "system:node:n1", "UPPER"} {
+		if msgs := r.ValidateName(name, false); len(msgs) != 0 {
+			t.Errorf("%q rejected: %v", name, msgs)
+		}
+	}
+	if msgs := r.ValidateName("a/b", false); len(msgs) == 0 {
+		t.Errorf("a name with '/' was accepted")
+	}
+}
