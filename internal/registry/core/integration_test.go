@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"mizzen/internal/testing/apiserver"
 )
@@ -20,14 +19,9 @@ import (
 // what a client sees: defaulted objects, validation errors as Status causes,
 // field selectors, subresources and server-side tables.
 
-// startClients returns a client with client-go's default (protobuf) encoding and
-// one that sends JSON.
-func startClients(t *testing.T) (*kubernetes.Clientset, *kubernetes.Clientset) {
+func startClient(t *testing.T) *kubernetes.Clientset {
 	t.Helper()
-	cfg := apiserver.Start(t)
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType = "application/json"
-	return kubernetes.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(jsonCfg)
+	return kubernetes.NewForConfigOrDie(apiserver.Start(t))
 }
 
 // wantInvalid checks a 422 Invalid error carrying exactly the given cause.
@@ -46,7 +40,7 @@ func wantInvalid(t *testing.T, err error, field string, causeType metav1.CauseTy
 }
 
 func TestIntegrationCoreV1(t *testing.T) {
-	c, jsonClient := startClients(t)
+	c := startClient(t)
 	ctx := context.Background()
 
 	t.Run("pod create is defaulted and Pending", func(t *testing.T) {
@@ -212,9 +206,7 @@ func TestIntegrationCoreV1(t *testing.T) {
 			t.Errorf("scale = %+v", scale)
 		}
 		scale.Spec.Replicas = 3
-		// JSON: the apiserver decodes a scale update body as JSON whatever its
-		// Content-Type, so client-go's default protobuf body fails (reported).
-		if _, err := jsonClient.CoreV1().ReplicationControllers("default").UpdateScale(ctx, "rc", scale, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.CoreV1().ReplicationControllers("default").UpdateScale(ctx, "rc", scale, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err = c.CoreV1().ReplicationControllers("default").Get(ctx, "rc", metav1.GetOptions{})
