@@ -332,6 +332,10 @@ func validateContainers(containers []corev1.Container, volumes sets.Set[string],
 		taken.Insert(c.Name)
 		errs = append(errs, validateContainer(c, volumes, idxPath)...)
 		errs = append(errs, validateProbes(c, idxPath)...)
+		if c.RestartPolicy != nil {
+			// Only init containers can be sidecars.
+			errs = append(errs, field.Forbidden(idxPath.Child("restartPolicy"), "may not be set for non-init containers"))
+		}
 	}
 	return errs
 }
