@@ -191,8 +191,6 @@ func validatePodUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList 
 	allowed.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
 	allowed.Tolerations = pod.Spec.Tolerations
 	allowed.SchedulingGates = pod.Spec.SchedulingGates
-	// Ephemeral containers change only through their own subresource.
-	allowed.EphemeralContainers = pod.Spec.EphemeralContainers
 	if g := old.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 &&
 		pod.Spec.TerminationGracePeriodSeconds != nil && *pod.Spec.TerminationGracePeriodSeconds == 1 {
 		allowed.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
