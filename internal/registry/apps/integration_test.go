@@ -145,6 +145,25 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("deployment status", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Status = appsv1.DeploymentStatus{Replicas: 4, UpdatedReplicas: 4, ReadyReplicas: 5}
+		_, err = c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		if got := causes(t, err); !reflect.DeepEqual(got, []string{"status.readyReplicas"}) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+		d.Status.ReadyReplicas = 3
+		if d, err = c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if tbl := table(t, c, "deployments", "web"); tbl.Rows[0].Cells[1] != "3/4" {
+			t.Errorf("READY = %v, want 3/4", tbl.Rows[0].Cells[1])
+		}
+	})
+
 	t.Run("deployment invalid", func(t *testing.T) {
 		tmpl := podTemplate()
 		tmpl.Labels = map[string]string{"app": "db"}
