@@ -78,7 +78,7 @@ func TestKubectlExplain(t *testing.T) {
 			"DESCRIPTION:\n    Deployment enables declarative updates for Pods and ReplicaSets.\n",
 			"  apiVersion\t<string>\n",
 			"  metadata\t<ObjectMeta>\n",
-			"  spec\t<DeploymentSpec>\n",
+			"  spec\t<DeploymentSpec> -required-\n", // +required in k8s.io/api 0.37
 			"  status\t<DeploymentStatus>\n",
 		},
 	}, {
@@ -100,6 +100,11 @@ func TestKubectlExplain(t *testing.T) {
 		gvr:    podsGVR,
 		fields: []string{"metadata", "creationTimestamp"},
 		want:   []string{"FIELD: creationTimestamp <string>\n"},
+	}, {
+		name:   "enum",
+		gvr:    podsGVR,
+		fields: []string{"spec", "restartPolicy"},
+		want:   []string{"FIELD: restartPolicy <string>\nENUM:\n    Always\n    Never\n    OnFailure\n"},
 	}, {
 		name:      "pods recursive",
 		gvr:       podsGVR,

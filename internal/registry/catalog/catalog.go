@@ -4,8 +4,11 @@ package catalog
 
 import (
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/admissionregistration"
+	"mizzen/internal/registry/apiregistration"
 	"mizzen/internal/registry/apps"
 	"mizzen/internal/registry/batch"
+	"mizzen/internal/registry/certificates"
 	"mizzen/internal/registry/coordination"
 	"mizzen/internal/registry/core"
 	"mizzen/internal/registry/discovery"
@@ -22,12 +25,15 @@ func All() []*registry.Resource {
 		core.Resources(),
 		apps.Resources(),
 		batch.Resources(),
+		certificates.Resources(),
 		coordination.Resources(),
 		discovery.Resources(),
 		networking.Resources(),
 		rbac.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),
+		admissionregistration.Resources(),
+		apiregistration.Resources(),
 	} {
 		all = append(all, group...)
 	}
