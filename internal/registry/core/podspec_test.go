@@ -28,6 +28,13 @@ func TestDefaultPodSpec(t *testing.T) {
 			SecurityContext: &corev1.PodSecurityContext{},
 		},
 	}, {
+		name: "deprecated service account mirrors the name",
+		in:   corev1.PodSpec{DeprecatedServiceAccount: "old-client"},
+		want: corev1.PodSpec{ServiceAccountName: "old-client", DeprecatedServiceAccount: "old-client",
+			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			TerminationGracePeriodSeconds: ptrTo(int64(30)), SchedulerName: "default-scheduler",
+			SecurityContext: &corev1.PodSecurityContext{}},
+	}, {
 		name: "explicit values are kept",
 		in: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, DNSPolicy: corev1.DNSDefault,
 			TerminationGracePeriodSeconds: ptrTo(int64(5)), SchedulerName: "mine",

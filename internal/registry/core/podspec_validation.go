@@ -31,9 +31,16 @@ func ValidatePodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) fie
 	return errs
 }
 
-// ValidatePodSpec checks a defaulted pod spec with upstream's most commonly hit rules,
-// worded as upstream words them. fldPath is the spec's path, e.g. field.NewPath("spec").
+// ValidatePodSpec checks a defaulted pod template's spec with upstream's most commonly
+// hit rules, worded as upstream words them. fldPath is the spec's path, e.g.
+// field.NewPath("spec", "template", "spec"). Pods get the same rules and a few more.
 func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+	return validatePodSpec(spec, false, fldPath)
+}
+
+// validatePodSpec is ValidatePodSpec for a pod (isPod) or a template, which may leave
+// out what pod defaulting fills in.
+func validatePodSpec(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	volumes, volErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	errs = append(errs, volErrs...)
@@ -45,7 +52,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	errs = append(errs, validateInitContainers(spec.InitContainers, containerNames, volumes, spec, fldPath.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, volumes, spec, fldPath.Child("containers"))...)
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
-	errs = append(errs, validateHostNetworkPorts(spec, false, fldPath)...)
+	errs = append(errs, validateHostNetworkPorts(spec, isPod, fldPath)...)
 
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNSPolicy(spec, fldPath)...)
