@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -120,6 +121,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		if openAPI, err = opts.OpenAPI(resources); err != nil {
 			return nil, err
 		}
+		// Building the documents is the start-up's largest transient allocation.
+		debug.FreeOSMemory()
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
