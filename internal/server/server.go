@@ -179,8 +179,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 		// Every watch is a stream; informers multiplex many over one connection.
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	go func() {
 		err := httpServer.ServeTLS(listener, "", "")
