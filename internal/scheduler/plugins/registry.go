@@ -45,10 +45,10 @@ func Registry() map[string]Factory {
 		ImageLocalityName: func(_ json.RawMessage, h framework.Handle) (framework.Plugin, error) {
 			return &ImageLocality{handle: h}, nil
 		},
-		// InterPodAffinityName:              NewInterPodAffinity,
-		// PodTopologySpreadName:              NewPodTopologySpread,
-		// VolumeBindingName:                  NewVolumeBinding,
-		// DefaultPreemptionName:              NewDefaultPreemption,
+		InterPodAffinityName:  NewInterPodAffinity,
+		PodTopologySpreadName: NewPodTopologySpread,
+		VolumeBindingName:     NewVolumeBinding,
+		DefaultPreemptionName: NewDefaultPreemption,
 		DefaultBinderName: func(_ json.RawMessage, h framework.Handle) (framework.Plugin, error) {
 			return &DefaultBinder{handle: h}, nil
 		},
@@ -92,4 +92,8 @@ func normalizeScores(maxPriority int64, reverse bool, scores []framework.NodeSco
 		}
 		scores[i].Score = s
 	}
+}
+
+func errMissingState(plugin string) error {
+	return fmt.Errorf("reading %q from cycleState: not found", "PreFilter"+plugin)
 }
