@@ -250,3 +250,9 @@ func keysOf(m map[string]bool) string {
 	}
 	return strings.Join(out, ",")
 }
+
+func pollUntil(cond func() (bool, error)) error {
+	return wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+		return cond()
+	})
+}
