@@ -182,7 +182,7 @@ func TestPodTopologySpreadFilter(t *testing.T) {
 			want: map[string]string{"a1": skew, "a2": skew, "b1": "", "nolabel": missing},
 		},
 		{
-			name:  "nodeTaintsPolicy Honor excludes tainted nodes' domains",
+			name: "nodeTaintsPolicy Honor excludes tainted nodes' domains",
 			nodes: append(zones()[:3:3], func() *v1.Node {
 				n := mkNode("c1", 4000, 4096, "zone", "c")
 				n.Spec.Taints = []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}
