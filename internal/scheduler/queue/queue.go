@@ -7,6 +7,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -562,4 +563,35 @@ func (n *nominator) forNode(nodeName string) []*framework.PodInfo {
 		return nil
 	}
 	return append([]*framework.PodInfo(nil), list...)
+}
+
+// Dump lists pod keys per queue: active in pop order, backoff in expiry order, and the
+// unschedulable pool (gated pods included) by key. For tests and debugging.
+func (q *Queue) Dump() map[string][]string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := map[string][]string{}
+	drain := func(h *podHeap) []string {
+		c := newPodHeap(h.less)
+		for _, p := range h.items {
+			c.AddOrUpdate(p)
+		}
+		var keys []string
+		for c.Len() > 0 {
+			keys = append(keys, c.PopHead().Key())
+		}
+		return keys
+	}
+	out[Active] = drain(q.activeQ)
+	out[Backoff] = drain(q.backoffQ)
+	for key, p := range q.unschedulable {
+		if p.Gated {
+			out[Gated] = append(out[Gated], key)
+		} else {
+			out[Unschedulable] = append(out[Unschedulable], key)
+		}
+	}
+	sort.Strings(out[Unschedulable])
+	sort.Strings(out[Gated])
+	return out
 }
