@@ -29,14 +29,20 @@ var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
 // testEnv is a scheduler running against client-go's fake clientset, with the
 // pods/binding subresource emulated (the fake tracker does not implement it).
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	client *fake.Clientset
 	sched  *Scheduler
 }
 
-func startScheduler(t *testing.T, cfg *config.Configuration, objs ...runtime.Object) *testEnv {
+func startScheduler(t testing.TB, cfg *config.Configuration, objs ...runtime.Object) *testEnv {
 	t.Helper()
-	client := fake.NewClientset(objs...)
+	return startSchedulerWith(t, fake.NewClientset(objs...), cfg)
+}
+
+// startSchedulerWith runs the scheduler against a given fake clientset. Benchmarks pass
+// the simple clientset, whose tracker does not rebuild a REST mapper on every write.
+func startSchedulerWith(t testing.TB, client *fake.Clientset, cfg *config.Configuration) *testEnv {
+	t.Helper()
 	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "binding" {
 			return false, nil, nil

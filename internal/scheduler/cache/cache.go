@@ -283,7 +283,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	if len(c.dirty) == 0 {
 		return
 	}
-	membershipChanged := false
+	membershipChanged, rebuild := false, false
 	for name := range c.dirty {
 		ni, ok := c.nodes[name]
 		if !ok || ni.Node() == nil {
@@ -298,6 +298,9 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		if _, had := snap.nodeInfoMap[name]; !had {
 			membershipChanged = true
 		}
+		if membershipChanged || rebuild || !snap.replace(clone) {
+			rebuild = true
+		}
 		snap.nodeInfoMap[name] = clone
 	}
 	c.dirty = map[string]struct{}{}
@@ -308,7 +311,9 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		}
 		sort.Strings(snap.names)
 	}
-	snap.rebuildLists()
+	if membershipChanged || rebuild {
+		snap.rebuildLists()
+	}
 	snap.generation = c.generation
 }
 

@@ -13,7 +13,9 @@ type Snapshot struct {
 	list                          []*framework.NodeInfo
 	havePodsWithAffinity          []*framework.NodeInfo
 	havePodsWithRequiredAntiAffin []*framework.NodeInfo
-	generation                    int64
+	// index maps a node name to its position in list, for in-place updates.
+	index      map[string]int
+	generation int64
 }
 
 // NewEmptySnapshot returns a snapshot to be filled by Cache.UpdateSnapshot.
@@ -33,11 +35,13 @@ func NewSnapshot(nodeInfos ...*framework.NodeInfo) *Snapshot {
 }
 
 func (s *Snapshot) rebuildLists() {
+	s.index = make(map[string]int, len(s.names))
 	s.list = s.list[:0]
 	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
 	s.havePodsWithRequiredAntiAffin = s.havePodsWithRequiredAntiAffin[:0]
 	for _, name := range s.names {
 		ni := s.nodeInfoMap[name]
+		s.index[name] = len(s.list)
 		s.list = append(s.list, ni)
 		if len(ni.PodsWithAffinity) > 0 {
 			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
@@ -46,6 +50,23 @@ func (s *Snapshot) rebuildLists() {
 			s.havePodsWithRequiredAntiAffin = append(s.havePodsWithRequiredAntiAffin, ni)
 		}
 	}
+}
+
+// replace swaps in a new version of a listed node; it reports false when the lists must
+// be rebuilt instead (the node's presence in the affinity lists changes, or it is in one).
+func (s *Snapshot) replace(ni *framework.NodeInfo) bool {
+	name := ni.Node().Name
+	old := s.nodeInfoMap[name]
+	i, ok := s.index[name]
+	if !ok || old == nil {
+		return false
+	}
+	if len(old.PodsWithAffinity)+len(ni.PodsWithAffinity)+len(old.PodsWithRequiredAntiAffinity)+len(ni.PodsWithRequiredAntiAffinity) > 0 {
+		return false
+	}
+	s.nodeInfoMap[name] = ni
+	s.list[i] = ni
+	return true
 }
 
 // NodeInfos implements framework.SharedLister.

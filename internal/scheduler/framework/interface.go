@@ -30,8 +30,8 @@ type StateKey string
 
 // CycleState carries data between one pod's extension points in one scheduling cycle.
 type CycleState struct {
-	mu      sync.RWMutex
-	storage map[StateKey]StateData
+	// storage is a sync.Map: written in sequential phases, read by parallel workers.
+	storage sync.Map
 	// SkipFilterPlugins and SkipScorePlugins list plugins whose PreFilter/PreScore
 	// returned Skip, so the framework does not call them later in the cycle.
 	SkipFilterPlugins map[string]bool
@@ -40,22 +40,21 @@ type CycleState struct {
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
-	return &CycleState{storage: map[StateKey]StateData{}, SkipFilterPlugins: map[string]bool{}, SkipScorePlugins: map[string]bool{}}
+	return &CycleState{SkipFilterPlugins: map[string]bool{}, SkipScorePlugins: map[string]bool{}}
 }
 
 // Read returns the value at key.
 func (c *CycleState) Read(key StateKey) (StateData, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d, ok := c.storage[key]
-	return d, ok
+	d, ok := c.storage.Load(key)
+	if !ok {
+		return nil, false
+	}
+	return d.(StateData), true
 }
 
 // Write stores a value at key.
 func (c *CycleState) Write(key StateKey, val StateData) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.storage[key] = val
+	c.storage.Store(key, val)
 }
 
 // Clone deep-copies the state for a preemption simulation.
@@ -63,12 +62,11 @@ func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	out := NewCycleState()
-	for k, v := range c.storage {
-		out.storage[k] = v.Clone()
-	}
+	c.storage.Range(func(k, v any) bool {
+		out.storage.Store(k, v.(StateData).Clone())
+		return true
+	})
 	for k, v := range c.SkipFilterPlugins {
 		out.SkipFilterPlugins[k] = v
 	}

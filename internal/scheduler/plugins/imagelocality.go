@@ -22,26 +22,60 @@ type ImageLocality struct {
 	handle framework.Handle
 }
 
-var _ framework.ScorePlugin = (*ImageLocality)(nil)
+var (
+	_ framework.PreScorePlugin = (*ImageLocality)(nil)
+	_ framework.ScorePlugin    = (*ImageLocality)(nil)
+)
+
+// podImages holds each container's image as written and normalized.
+type podImages struct {
+	names      [][2]string
+	totalNodes int
+}
+
+func (p *podImages) Clone() framework.StateData { return p }
+
+const imageLocalityKey framework.StateKey = "PreScore" + ImageLocalityName
+
+// PreScore normalizes the pod's image names once.
+func (pl *ImageLocality) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
+	state.Write(imageLocalityKey, newPodImages(pod, len(pl.handle.SnapshotSharedLister().NodeInfos().List())))
+	return nil
+}
+
+func newPodImages(pod *v1.Pod, totalNodes int) *podImages {
+	p := &podImages{totalNodes: totalNodes}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			p.names = append(p.names, [2]string{list[i].Image, normalizedImageName(list[i].Image)})
+		}
+	}
+	return p
+}
 
 // Name implements framework.Plugin.
 func (*ImageLocality) Name() string { return ImageLocalityName }
 
 // Score implements framework.ScorePlugin.
-func (pl *ImageLocality) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
-	total := len(pl.handle.SnapshotSharedLister().NodeInfos().List())
-	if total == 0 {
+func (pl *ImageLocality) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	var images *podImages
+	if d, ok := state.Read(imageLocalityKey); ok {
+		images = d.(*podImages)
+	} else {
+		images = newPodImages(pod, len(pl.handle.SnapshotSharedLister().NodeInfos().List()))
+	}
+	if images.totalNodes == 0 {
 		return 0, nil
 	}
 	var sum int64
-	containers := 0
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			containers++
-			st := lookupImage(ni.ImageStates, list[i].Image)
-			if st != nil {
-				sum += int64(float64(st.Size) * float64(st.NumNodes) / float64(total))
-			}
+	containers := len(images.names)
+	for _, names := range images.names {
+		st, ok := ni.ImageStates[names[0]]
+		if !ok {
+			st = ni.ImageStates[names[1]]
+		}
+		if st != nil {
+			sum += int64(float64(st.Size) * float64(st.NumNodes) / float64(images.totalNodes))
 		}
 	}
 	maxThreshold := imageMaxContainerThreshold * int64(containers)
@@ -55,14 +89,6 @@ func (pl *ImageLocality) Score(_ context.Context, _ *framework.CycleState, pod *
 		return 0, nil
 	}
 	return framework.MaxNodeScore * (sum - imageMinThreshold) / (maxThreshold - imageMinThreshold), nil
-}
-
-// lookupImage matches the name as written and in its normalized docker.io form.
-func lookupImage(states map[string]*framework.ImageStateSummary, image string) *framework.ImageStateSummary {
-	if st, ok := states[image]; ok {
-		return st
-	}
-	return states[normalizedImageName(image)]
 }
 
 func normalizedImageName(image string) string {
