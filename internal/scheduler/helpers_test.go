@@ -43,22 +43,7 @@ func startScheduler(t testing.TB, cfg *config.Configuration, objs ...runtime.Obj
 // the simple clientset, whose tracker does not rebuild a REST mapper on every write.
 func startSchedulerWith(t testing.TB, client *fake.Clientset, cfg *config.Configuration) *testEnv {
 	t.Helper()
-	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "binding" {
-			return false, nil, nil
-		}
-		b := action.(clienttesting.CreateAction).GetObject().(*v1.Binding)
-		obj, err := client.Tracker().Get(podsGVR, action.GetNamespace(), b.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		pod := obj.(*v1.Pod).DeepCopy()
-		if pod.Spec.NodeName != "" {
-			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), b.Name, fmt.Errorf("pod %v is already assigned to node %q", b.Name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = b.Target.Name
-		return true, b, client.Tracker().Update(podsGVR, pod, action.GetNamespace())
-	})
+	addBindingReactor(client)
 	if cfg == nil {
 		cfg = &config.Configuration{}
 	}
@@ -260,5 +245,25 @@ func keysOf(m map[string]bool) string {
 func pollUntil(cond func() (bool, error)) error {
 	return wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
 		return cond()
+	})
+}
+
+// addBindingReactor emulates the pods/binding subresource, which the fake tracker lacks.
+func addBindingReactor(client *fake.Clientset) {
+	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		b := action.(clienttesting.CreateAction).GetObject().(*v1.Binding)
+		obj, err := client.Tracker().Get(podsGVR, action.GetNamespace(), b.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*v1.Pod).DeepCopy()
+		if pod.Spec.NodeName != "" {
+			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), b.Name, fmt.Errorf("pod %v is already assigned to node %q", b.Name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		return true, b, client.Tracker().Update(podsGVR, pod, action.GetNamespace())
 	})
 }

@@ -90,7 +90,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	return runWithClient(ctx, client, cfg, opts, logger)
+}
 
+// runWithClient is Run after the client exists: events, informers, metrics, and either
+// scheduling directly or under leader election.
+func runWithClient(ctx context.Context, client kubernetes.Interface, cfg *config.Configuration, opts Options, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
