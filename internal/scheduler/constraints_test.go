@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -416,5 +417,22 @@ func TestVolumeBinding(t *testing.T) {
 	env.createPod(pod("missing", 100, 0, withClaim("nope")))
 	if _, msg := env.waitUnschedulable("default", "missing"); msg != `0/2 nodes are available: persistentvolumeclaim "nope" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling..` {
 		t.Errorf("message %q", msg)
+	}
+}
+
+func TestPriorityClassWithoutAdmission(t *testing.T) {
+	// The apiserver did not fill spec.priority: the scheduler resolves the class itself,
+	// so the high-priority pod still preempts.
+	env := startScheduler(t, nil,
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "critical"}, Value: 1000},
+		node("n1", 1000, 4096),
+		pod("low", 1000, 0, onNode("n1")),
+	)
+	env.createPod(pod("vip", 1000, 0, func(p *v1.Pod) { p.Spec.PriorityClassName = "critical" }))
+	if n := env.waitScheduled("default", "vip"); n != "n1" {
+		t.Errorf("vip placed on %q", n)
+	}
+	if _, err := env.client.CoreV1().Pods("default").Get(context.Background(), "low", metav1.GetOptions{}); err == nil {
+		t.Error("low-priority pod was not preempted")
 	}
 }

@@ -55,6 +55,7 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 			if pod == nil {
 				return
 			}
+			pod = s.priority.resolve(pod)
 			if pod.Spec.NodeName != "" {
 				s.assignedPodAdded(pod)
 			} else if s.responsibleFor(pod) && pod.DeletionTimestamp == nil {
@@ -66,6 +67,7 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 			if oldPod == nil || newPod == nil {
 				return
 			}
+			oldPod, newPod = s.priority.resolve(oldPod), s.priority.resolve(newPod)
 			switch {
 			case oldPod.Spec.NodeName == "" && newPod.Spec.NodeName != "":
 				s.queue.Delete(newPod)

@@ -262,13 +262,13 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk *framework.Fram
 		}
 		// Nodes left out by PreFilter count in the failure message, as upstream.
 		if len(nodes) < len(allNodes) {
-			filteredOut := framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) [NodeAffinity]")
+			filteredOut := framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", pfResult.Plugins))
 			for _, n := range allNodes {
 				if _, ok := pfResult.NodeNames[n.Node().Name]; !ok {
 					diagnosis.NodeToStatus[n.Node().Name] = filteredOut
 				}
 			}
-			diagnosis.UnschedulablePlugins.Insert("NodeAffinity")
+			diagnosis.UnschedulablePlugins.Insert(pfResult.Plugins...)
 		}
 	}
 	feasible, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diagnosis, nodes)

@@ -216,6 +216,7 @@ type Scheduler struct {
 	client    kubernetes.Interface
 	factory   informers.SharedInformerFactory
 	podLister corelisters.PodLister
+	priority  priorityResolver
 	logger    *slog.Logger
 
 	cache    *cache.Cache
@@ -244,6 +245,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		client:    client,
 		factory:   factory,
 		podLister: factory.Core().V1().Pods().Lister(),
+		priority:  priorityResolver{classes: factory.Scheduling().V1().PriorityClasses().Lister()},
 		logger:    logger,
 		cache:     cache.New(),
 		snapshot:  cache.NewEmptySnapshot(),

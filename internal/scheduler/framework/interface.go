@@ -84,6 +84,8 @@ type Plugin interface {
 // PreFilterResult narrows the nodes to evaluate; nil NodeNames means all nodes.
 type PreFilterResult struct {
 	NodeNames map[string]struct{}
+	// Plugins names the plugins whose results were intersected (set by the framework).
+	Plugins []string
 }
 
 // PreFilterPlugin runs once per pod before filtering.

@@ -304,8 +304,9 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 		}
 		if r != nil && r.NodeNames != nil {
 			if result == nil {
-				result = &PreFilterResult{NodeNames: r.NodeNames}
+				result = &PreFilterResult{NodeNames: r.NodeNames, Plugins: []string{pl.Name()}}
 			} else {
+				result.Plugins = append(result.Plugins, pl.Name())
 				merged := map[string]struct{}{}
 				for n := range result.NodeNames {
 					if _, ok := r.NodeNames[n]; ok {
@@ -316,7 +317,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 			}
 			if len(result.NodeNames) == 0 {
 				rejectors.Insert(pl.Name())
-				return nil, NewStatus(UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) ["+pl.Name()+"] simultaneously").WithPlugin(pl.Name()), rejectors
+				return nil, NewStatus(UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v simultaneously", result.Plugins)).WithPlugin(pl.Name()), rejectors
 			}
 		}
 	}
