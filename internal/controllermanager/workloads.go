@@ -1,8 +1,25 @@
 package controllermanager
 
+import (
+	"context"
+
+	"k8s.io/utils/clock"
+
+	"mizzen/internal/controller/replicaset"
+)
+
 // workloadControllers lists the controllers that run workloads: deployment, replicaset,
 // replicationcontroller, daemonset, statefulset, job, cronjob, ttl-after-finished,
 // disruption.
 func workloadControllers() []Descriptor {
-	return nil
+	return []Descriptor{
+		{Name: "replicaset", Start: func(ctx context.Context, cc *ControllerContext) error {
+			replicaset.NewReplicaSet(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "replicationcontroller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			replicaset.NewReplicationController(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+	}
 }
