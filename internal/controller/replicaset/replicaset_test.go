@@ -47,7 +47,7 @@ func ownedBy(rs *appsv1.ReplicaSet) podOpt {
 		p.OwnerReferences = []metav1.OwnerReference{*util.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
 	}
 }
-func onNode(n string) podOpt           { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+func onNode(n string) podOpt          { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
 func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
 func labelled(l map[string]string) podOpt {
 	return func(p *corev1.Pod) { p.Labels = l }
