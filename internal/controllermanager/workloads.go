@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/controller/deployment"
 	"mizzen/internal/controller/replicaset"
 )
 
@@ -13,6 +14,10 @@ import (
 // disruption.
 func workloadControllers() []Descriptor {
 	return []Descriptor{
+		{Name: "deployment", Start: func(ctx context.Context, cc *ControllerContext) error {
+			deployment.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
 		{Name: "replicaset", Start: func(ctx context.Context, cc *ControllerContext) error {
 			replicaset.NewReplicaSet(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
