@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mizzen/internal/controller/deployment"
+	"mizzen/internal/controller/job"
 	"mizzen/internal/controller/replicaset"
 )
 
@@ -24,6 +25,10 @@ func workloadControllers() []Descriptor {
 		}},
 		{Name: "replicationcontroller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			replicaset.NewReplicationController(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "job", Start: func(ctx context.Context, cc *ControllerContext) error {
+			job.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 	}

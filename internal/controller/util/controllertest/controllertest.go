@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -19,7 +21,8 @@ import (
 )
 
 // GenerateNames makes the fake clientset fill in metadata.name from generateName with
-// a counter (name-1, name-2, ...), as the apiserver would with random suffixes.
+// a counter (name-1, name-2, ...) and give every created object a UID, as the
+// apiserver would.
 func GenerateNames(client *fake.Clientset) {
 	var mu sync.Mutex
 	n := 0
@@ -29,13 +32,18 @@ func GenerateNames(client *fake.Clientset) {
 			return false, nil, nil
 		}
 		obj, ok := create.GetObject().(metav1.Object)
-		if !ok || obj.GetName() != "" || obj.GetGenerateName() == "" {
+		if !ok {
 			return false, nil, nil
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		n++
-		obj.SetName(fmt.Sprintf("%s%d", obj.GetGenerateName(), n))
-		mu.Unlock()
+		if obj.GetName() == "" && obj.GetGenerateName() != "" {
+			obj.SetName(fmt.Sprintf("%s%d", obj.GetGenerateName(), n))
+		}
+		if obj.GetUID() == "" {
+			obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), n)))
+		}
 		return false, nil, nil
 	})
 }
@@ -92,4 +100,31 @@ func Writes(client *fake.Clientset) []string {
 		out = append(out, fmt.Sprintf("%s %s %s/%s", verb, res, a.GetNamespace(), name))
 	}
 	return out
+}
+
+// WaitForCache polls until store holds exactly the objects that list returns (by
+// namespace/name and deep equality): the informer has caught up with the fake apiserver.
+func WaitForCache(t *testing.T, store interface{ List() []any }, list func() []any) {
+	t.Helper()
+	key := func(o any) string {
+		m := o.(metav1.Object)
+		return m.GetNamespace() + "/" + m.GetName()
+	}
+	Eventually(t, "informer cache to catch up", func() bool {
+		want := map[string]any{}
+		for _, o := range list() {
+			want[key(o)] = o
+		}
+		got := store.List()
+		if len(got) != len(want) {
+			return false
+		}
+		for _, o := range got {
+			w, ok := want[key(o)]
+			if !ok || !equality.Semantic.DeepEqual(w, o) {
+				return false
+			}
+		}
+		return true
+	})
 }
