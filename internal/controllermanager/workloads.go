@@ -5,9 +5,11 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/controller/cronjob"
 	"mizzen/internal/controller/deployment"
 	"mizzen/internal/controller/job"
 	"mizzen/internal/controller/replicaset"
+	"mizzen/internal/controller/ttlafterfinished"
 )
 
 // workloadControllers lists the controllers that run workloads: deployment, replicaset,
@@ -29,6 +31,14 @@ func workloadControllers() []Descriptor {
 		}},
 		{Name: "job", Start: func(ctx context.Context, cc *ControllerContext) error {
 			job.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "cronjob", Start: func(ctx context.Context, cc *ControllerContext) error {
+			cronjob.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "ttl-after-finished", Start: func(ctx context.Context, cc *ControllerContext) error {
+			ttlafterfinished.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 	}
