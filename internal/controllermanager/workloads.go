@@ -7,6 +7,7 @@ import (
 
 	"mizzen/internal/controller/cronjob"
 	"mizzen/internal/controller/deployment"
+	"mizzen/internal/controller/disruption"
 	"mizzen/internal/controller/job"
 	"mizzen/internal/controller/replicaset"
 	"mizzen/internal/controller/ttlafterfinished"
@@ -39,6 +40,10 @@ func workloadControllers() []Descriptor {
 		}},
 		{Name: "ttl-after-finished", Start: func(ctx context.Context, cc *ControllerContext) error {
 			ttlafterfinished.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "disruption", Start: func(ctx context.Context, cc *ControllerContext) error {
+			disruption.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 	}
