@@ -310,7 +310,6 @@ func (c *Controller) scaleOf(ns string, ref *metav1.OwnerReference) (types.UID, 
 	return "", 0, fmt.Errorf("pods controlled by a %s are not supported with a percentage or maxUnavailable budget", ref.Kind)
 }
 
-
 // liveDisruptedPods keeps the entries of status.disruptedPods (written by the eviction
 // API) whose pods still exist, are not yet being deleted and were evicted less than
 // DeletionTimeout ago; it returns when the oldest live entry expires.
