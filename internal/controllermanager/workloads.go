@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mizzen/internal/controller/cronjob"
+	"mizzen/internal/controller/daemonset"
 	"mizzen/internal/controller/deployment"
 	"mizzen/internal/controller/disruption"
 	"mizzen/internal/controller/job"
@@ -44,6 +45,10 @@ func workloadControllers() []Descriptor {
 		}},
 		{Name: "disruption", Start: func(ctx context.Context, cc *ControllerContext) error {
 			disruption.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "daemonset", Start: func(ctx context.Context, cc *ControllerContext) error {
+			daemonset.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 	}
