@@ -11,6 +11,7 @@ import (
 	"mizzen/internal/controller/disruption"
 	"mizzen/internal/controller/job"
 	"mizzen/internal/controller/replicaset"
+	"mizzen/internal/controller/statefulset"
 	"mizzen/internal/controller/ttlafterfinished"
 )
 
@@ -49,6 +50,10 @@ func workloadControllers() []Descriptor {
 		}},
 		{Name: "daemonset", Start: func(ctx context.Context, cc *ControllerContext) error {
 			daemonset.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "statefulset", Start: func(ctx context.Context, cc *ControllerContext) error {
+			statefulset.New(cc.Client, cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 	}

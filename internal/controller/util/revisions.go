@@ -168,3 +168,25 @@ func (h History) Prune(ctx context.Context, revs []*appsv1.ControllerRevision, c
 	}
 	return nil
 }
+
+// TemplateFromRevision reads back the pod template a revision made by TemplatePatch holds.
+func TemplateFromRevision(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template map[string]any `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rev.Name, err)
+	}
+	delete(data.Spec.Template, "$patch")
+	raw, err := json.Marshal(data.Spec.Template)
+	if err != nil {
+		return nil, err
+	}
+	var tpl corev1.PodTemplateSpec
+	if err := json.Unmarshal(raw, &tpl); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", rev.Name, err)
+	}
+	return &tpl, nil
+}
