@@ -18,16 +18,25 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/controller/cronjob"
+	"mizzen/internal/controller/daemonset"
 	"mizzen/internal/controller/deployment"
+	"mizzen/internal/controller/disruption"
 	"mizzen/internal/controller/job"
 	"mizzen/internal/controller/replicaset"
+	"mizzen/internal/controller/statefulset"
 	"mizzen/internal/testing/apiserver"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-// cluster starts the apiserver and the deployment, replicaset and job controllers.
+// cluster starts the apiserver and the workload controllers (the cronjob controller on
+// clk).
 func cluster(t *testing.T) (context.Context, kubernetes.Interface) {
+	return clusterWithClock(t, clock.RealClock{})
+}
+
+func clusterWithClock(t *testing.T, clk clock.Clock) (context.Context, kubernetes.Interface) {
 	t.Helper()
 	cfg := apiserver.Start(t)
 	client := kubernetes.NewForConfigOrDie(cfg)
@@ -37,6 +46,10 @@ func cluster(t *testing.T) (context.Context, kubernetes.Interface) {
 	deployment.New(client, f, clock.RealClock{}).Run(ctx, 2)
 	replicaset.NewReplicaSet(client, f, clock.RealClock{}).Run(ctx, 2)
 	job.New(client, f, clock.RealClock{}).Run(ctx, 2)
+	statefulset.New(client, f, clock.RealClock{}).Run(ctx, 2)
+	daemonset.New(client, f, clock.RealClock{}).Run(ctx, 2)
+	disruption.New(client, f, clock.RealClock{}).Run(ctx, 2)
+	cronjob.New(client, f, clk).Run(ctx, 2)
 	f.Start(ctx.Done())
 	return ctx, client
 }
