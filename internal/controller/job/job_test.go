@@ -418,3 +418,13 @@ func TestCompletedIndexesFormat(t *testing.T) {
 		t.Errorf("parse %v", got)
 	}
 }
+
+func TestJobManagedElsewhereIsLeftAlone(t *testing.T) {
+	j := newJob(2, 2)
+	j.Spec.ManagedBy = ptr("example.com/multikueue")
+	w := newWorld(t, j)
+	w.mustSync()
+	if n := len(w.pods()); n != 0 {
+		t.Errorf("created %d pods for a Job managed by another controller", n)
+	}
+}

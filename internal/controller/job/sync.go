@@ -59,6 +59,10 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if m := cached.Spec.ManagedBy; m != nil && *m != batchv1.JobControllerName {
+		// Another controller (e.g. Kueue's MultiKueue) owns this Job's pods and status.
+		return nil
+	}
 	job := cached.DeepCopy()
 	sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
 	if err != nil || job.Spec.Selector == nil {
