@@ -428,3 +428,34 @@ func TestJobManagedElsewhereIsLeftAlone(t *testing.T) {
 		t.Errorf("created %d pods for a Job managed by another controller", n)
 	}
 }
+
+func TestSuccessPolicyEndsAnIndexedJobEarly(t *testing.T) {
+	j := newJob(3, 3)
+	j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+	j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+		{SucceededIndexes: ptr("0-2"), SucceededCount: ptr(int32(3))},
+		{SucceededIndexes: ptr("0")}, // the leader finishing is enough
+	}}
+	w := newWorld(t, j)
+	w.mustSync()
+	for _, p := range w.pods() {
+		if p.Annotations[CompletionIndexKey] == "0" {
+			w.finish(p, 0)
+		}
+	}
+	w.mustSync()
+	got := w.job()
+	if c := jobCondition(got, batchv1.JobSuccessCriteriaMet); c == nil || c.Reason != batchv1.JobReasonSuccessPolicy || c.Message != "Matched rules at index 1" {
+		t.Fatalf("SuccessCriteriaMet = %+v", c)
+	}
+	if n := len(running(w.pods())); n != 0 {
+		t.Errorf("%d pods still running after the success policy matched", n)
+	}
+	w.mustSync()
+	if c := jobCondition(w.job(), batchv1.JobComplete); c == nil || c.Reason != batchv1.JobReasonSuccessPolicy {
+		t.Errorf("Complete = %+v", c)
+	}
+	if w.job().Status.Failed != 0 {
+		t.Errorf("failed = %d; pods stopped after success are not failures", w.job().Status.Failed)
+	}
+}

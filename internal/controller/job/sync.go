@@ -249,6 +249,9 @@ func (s *jobSync) run(ctx context.Context) error {
 			finishing = s.setCondition(batchv1.JobFailureTarget, ReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
 		case s.pastActiveDeadline():
 			finishing = s.setCondition(batchv1.JobFailureTarget, ReasonDeadlineExceeded, "Job was active longer than specified deadline")
+		case s.indexed() && s.job.Spec.SuccessPolicy != nil && successPolicyRule(s.job.Spec.SuccessPolicy, completed, limit) >= 0:
+			finishing = s.setCondition(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonSuccessPolicy,
+				fmt.Sprintf("Matched rules at index %d", successPolicyRule(s.job.Spec.SuccessPolicy, completed, limit)))
 		case s.succeededEnough(succeeded, completed, len(active)):
 			finishing = s.setCondition(batchv1.JobSuccessCriteriaMet, ReasonCompletionsReached, "Reached expected number of succeeded pods")
 		}
@@ -369,6 +372,29 @@ func (s *jobSync) succeededEnough(succeeded int32, completed map[int]bool, activ
 		// No completions: one success is enough once nothing else runs.
 		return succeeded > 0 && active == 0
 	}
+}
+
+// successPolicyRule returns the index of the first successPolicy rule that the
+// completed indexes meet, or -1.
+func successPolicyRule(policy *batchv1.SuccessPolicy, completed map[int]bool, limit int) int {
+	for i, rule := range policy.Rules {
+		switch {
+		case rule.SucceededIndexes != nil:
+			wanted := parseIndexes(*rule.SucceededIndexes, limit)
+			done := 0
+			for idx := range wanted {
+				if completed[idx] {
+					done++
+				}
+			}
+			if (rule.SucceededCount != nil && done >= int(*rule.SucceededCount)) || (rule.SucceededCount == nil && done == len(wanted)) {
+				return i
+			}
+		case rule.SucceededCount != nil && len(completed) >= int(*rule.SucceededCount):
+			return i
+		}
+	}
+	return -1
 }
 
 func (s *jobSync) condition(t batchv1.JobConditionType) *batchv1.JobCondition {
@@ -611,7 +637,7 @@ func (s *jobSync) newPod(index int) *corev1.Pod {
 		pod.Spec.Hostname = fmt.Sprintf("%s-%d", s.job.Name, index)
 	}
 	env := corev1.EnvVar{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + CompletionIndexKey + "']"}}}
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + CompletionIndexKey + "']"}}}
 	for i := range pod.Spec.Containers {
 		pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env, env)
 	}
