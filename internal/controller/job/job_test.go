@@ -459,3 +459,39 @@ func TestSuccessPolicyEndsAnIndexedJobEarly(t *testing.T) {
 		t.Errorf("failed = %d; pods stopped after success are not failures", w.job().Status.Failed)
 	}
 }
+
+func TestBackoffLimitPerIndex(t *testing.T) {
+	j := newJob(2, 2)
+	j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+	j.Spec.BackoffLimitPerIndex = ptr(int32(1))
+	w := newWorld(t, j)
+	w.mustSync()
+	index := func(i string) *corev1.Pod {
+		for _, p := range running(w.pods()) {
+			if p.Annotations[CompletionIndexKey] == i {
+				return p
+			}
+		}
+		t.Fatalf("no running pod for index %s", i)
+		return nil
+	}
+	w.finish(index("1"), 0)
+	w.finish(index("0"), 1)
+	w.mustSync()
+	w.clock.Step(time.Minute) // past the back-off
+	w.mustSync()
+	retry := index("0")
+	if got := retry.Annotations[batchv1.JobIndexFailureCountAnnotation]; got != "1" {
+		t.Errorf("retry of index 0 carries failure count %q, want 1", got)
+	}
+	w.finish(retry, 1) // second failure: beyond backoffLimitPerIndex 1
+	w.mustSync()
+	w.mustSync()
+	got := w.job()
+	if got.Status.FailedIndexes == nil || *got.Status.FailedIndexes != "0" || got.Status.CompletedIndexes != "1" {
+		t.Errorf("failedIndexes %v completedIndexes %q, want 0 and 1", got.Status.FailedIndexes, got.Status.CompletedIndexes)
+	}
+	if c := jobCondition(got, batchv1.JobFailed); c == nil || c.Reason != batchv1.JobReasonFailedIndexes {
+		t.Errorf("Failed = %+v, want reason FailedIndexes", c)
+	}
+}

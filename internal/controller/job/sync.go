@@ -40,6 +40,8 @@ type jobSync struct {
 	now   time.Time
 	pods  []*corev1.Pod
 	dirty bool
+	// failedIndexes are the indexes that exhausted backoffLimitPerIndex.
+	failedIndexes map[int]bool
 }
 
 // Sync reconciles the Job (or orphaned pod) named by key.
@@ -139,6 +141,10 @@ func (s *jobSync) run(ctx context.Context) error {
 		limit = int(n)
 	}
 	completed := parseIndexes(s.st.CompletedIndexes, limit)
+	s.failedIndexes = map[int]bool{}
+	if s.perIndex() && s.st.FailedIndexes != nil {
+		s.failedIndexes = parseIndexes(*s.st.FailedIndexes, limit)
+	}
 	var ignored []*corev1.Pod
 	var failJobMessage string
 	var active, terminating []*corev1.Pod
@@ -231,6 +237,18 @@ func (s *jobSync) run(ctx context.Context) error {
 		}
 		s.st.Failed++
 		s.dirty = true
+		if p, ok := podsByUID[uid]; ok && s.perIndex() {
+			if i := podIndex(p); i >= 0 && i < limit {
+				action, _ := matchFailurePolicy(job.Spec.PodFailurePolicy, p)
+				if (action != nil && *action == batchv1.PodFailurePolicyActionFailIndex) || indexFailureCount(p)+1 > *job.Spec.BackoffLimitPerIndex {
+					s.failedIndexes[i] = true
+				}
+			}
+		}
+	}
+	if s.perIndex() {
+		failedIndexes := formatIndexes(s.failedIndexes)
+		s.st.FailedIndexes = &failedIndexes
 	}
 	uncounted.Succeeded, uncounted.Failed = stillSucceeded, stillFailed
 	if s.indexed() {
@@ -245,7 +263,11 @@ func (s *jobSync) run(ctx context.Context) error {
 		switch {
 		case failJobMessage != "":
 			finishing = s.setCondition(batchv1.JobFailureTarget, ReasonPodFailurePolicy, failJobMessage)
-		case failed > s.backoffLimit():
+		case s.perIndex() && job.Spec.MaxFailedIndexes != nil && len(s.failedIndexes) > int(*job.Spec.MaxFailedIndexes):
+			finishing = s.setCondition(batchv1.JobFailureTarget, batchv1.JobReasonMaxFailedIndexesExceeded, "Job has exceeded the specified maximal number of failed indexes")
+		case s.perIndex() && len(s.failedIndexes) > 0 && len(completed)+len(s.failedIndexes) >= limit:
+			finishing = s.setCondition(batchv1.JobFailureTarget, batchv1.JobReasonFailedIndexes, "Job has failed indexes")
+		case !s.perIndex() && failed > s.backoffLimit():
 			finishing = s.setCondition(batchv1.JobFailureTarget, ReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
 		case s.pastActiveDeadline():
 			finishing = s.setCondition(batchv1.JobFailureTarget, ReasonDeadlineExceeded, "Job was active longer than specified deadline")
@@ -340,6 +362,36 @@ func (c *Controller) markUncounting(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.uncounting[uid] = true
+}
+
+// perIndex: an Indexed Job with backoffLimitPerIndex counts failures per index.
+func (s *jobSync) perIndex() bool {
+	return s.indexed() && s.job.Spec.BackoffLimitPerIndex != nil
+}
+
+// indexFailureCount is how many times the pod's index had failed before it was made.
+func indexFailureCount(p *corev1.Pod) int32 {
+	n, err := strconv.Atoi(p.Annotations[batchv1.JobIndexFailureCountAnnotation])
+	if err != nil {
+		return 0
+	}
+	return int32(n)
+}
+
+// nextIndexFailureCount is the failure count for a new pod of index: one more than the
+// latest failed pod of that index carried.
+func (s *jobSync) nextIndexFailureCount(index int) int32 {
+	var n int32
+	for _, p := range s.pods {
+		if podIndex(p) == index && p.Status.Phase == corev1.PodFailed {
+			if action, _ := matchFailurePolicy(s.job.Spec.PodFailurePolicy, p); action != nil && *action == batchv1.PodFailurePolicyActionIgnore {
+				n = max(n, indexFailureCount(p))
+				continue
+			}
+			n = max(n, indexFailureCount(p)+1)
+		}
+	}
+	return n
 }
 
 func (s *jobSync) suspended() bool {
@@ -490,7 +542,7 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 		sort.SliceStable(active, func(i, j int) bool { return podIndex(active[i]) < podIndex(active[j]) })
 		for _, p := range active {
 			i := podIndex(p)
-			if i < 0 || i >= int(n) || completed[i] || seen[i] {
+			if i < 0 || i >= int(n) || completed[i] || s.failedIndexes[i] || seen[i] {
 				toDelete = append(toDelete, p)
 				continue
 			}
@@ -502,7 +554,7 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 			keep = keep[:parallelism]
 		}
 		for i := 0; i < int(n) && len(keep)+len(toCreate) < parallelism; i++ {
-			if !completed[i] && !seen[i] {
+			if !completed[i] && !s.failedIndexes[i] && !seen[i] {
 				toCreate = append(toCreate, i)
 			}
 		}
@@ -632,6 +684,9 @@ func (s *jobSync) newPod(index int) *corev1.Pod {
 		pod.Labels = map[string]string{}
 	}
 	pod.Annotations[CompletionIndexKey] = idx
+	if s.perIndex() {
+		pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(s.nextIndexFailureCount(index)))
+	}
 	pod.Labels[CompletionIndexKey] = idx
 	if pod.Spec.Hostname == "" {
 		pod.Spec.Hostname = fmt.Sprintf("%s-%d", s.job.Name, index)
