@@ -28,6 +28,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -51,6 +52,9 @@ type Controller struct {
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *util.Expectations
 	clock        clock.Clock
+	// failedPods spaces out the replacement of failed daemon pods per DaemonSet and
+	// node (1s doubling to 15 minutes), so a pod failing at once does not hot-loop.
+	failedPods *flowcontrol.Backoff
 }
 
 // New returns the daemonset controller with its informers registered on f.
@@ -63,6 +67,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		client: client, sets: dsInf.Lister(), nodes: nodeInf.Lister(), pods: podInf.Lister(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("daemonset"), expectations: util.NewExpectations(clk.Now), clock: clk,
+		failedPods: flowcontrol.NewFakeBackOff(time.Second, 15*time.Minute, clk),
 	}
 	dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
@@ -163,6 +168,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	c.failedPods.GC()
 	ds := cached.DeepCopy()
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil || sel.Empty() {
@@ -275,6 +281,12 @@ func (s *dsSync) manage() (createOn []string, remove []*corev1.Pod) {
 			var running []*corev1.Pod
 			for _, p := range live {
 				if util.IsPodTerminal(p) {
+					backoffKey := s.key + "/" + node.Name
+					if s.c.failedPods.IsInBackOffSinceUpdate(backoffKey, s.now) {
+						s.c.queue.AddAfter(s.key, s.c.failedPods.Get(backoffKey))
+						continue
+					}
+					s.c.failedPods.Next(backoffKey, s.now)
 					remove = append(remove, p)
 				} else {
 					running = append(running, p)

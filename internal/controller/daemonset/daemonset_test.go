@@ -344,3 +344,40 @@ func TestRevisionDataRollsBack(t *testing.T) {
 		t.Errorf("newest revision %d data %s, want revision 2 holding the agent:1 template", newest.Revision, newest.Data.Raw)
 	}
 }
+
+func TestFailedPodIsReplacedWithBackoff(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	client := fake.NewClientset(newDaemonSet("agent:1"), node("a", nil))
+	controllertest.GenerateNames(client)
+	f := informers.NewSharedInformerFactory(client, 0)
+	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clk)}
+	controllertest.StartInformers(t, ctx, f)
+	fail := func() {
+		for _, p := range w.pods() {
+			p.Status.Phase = corev1.PodFailed
+			if _, err := client.CoreV1().Pods("kube-system").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.sync()
+	fail()
+	w.sync() // first failure: replaced at once
+	w.sync()
+	if pods := w.pods(); len(pods) != 1 || pods[0].Status.Phase == corev1.PodFailed {
+		t.Fatalf("want one fresh pod after the first failure, have %d", len(pods))
+	}
+	fail()
+	w.sync()
+	if pods := w.pods(); len(pods) != 1 || pods[0].Status.Phase != corev1.PodFailed {
+		t.Fatalf("failed pod replaced again within the back-off")
+	}
+	clk.Step(3 * time.Second)
+	w.sync()
+	w.sync()
+	if pods := w.pods(); len(pods) != 1 || pods[0].Status.Phase == corev1.PodFailed {
+		t.Fatalf("failed pod not replaced after the back-off")
+	}
+}

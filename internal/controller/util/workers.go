@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -70,7 +71,12 @@ func processNext(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLim
 	}
 	defer q.Done(key)
 	if err := sync(ctx, key); err != nil {
-		log.Info("sync failed, will retry", "key", key, "err", err)
+		level := slog.LevelInfo
+		if apierrors.IsConflict(err) {
+			// A write raced a newer version than the cache held: routine, retried.
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, "sync failed, will retry", "key", key, "err", err)
 		q.AddRateLimited(key)
 		return true
 	}
