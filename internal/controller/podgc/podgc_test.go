@@ -28,9 +28,11 @@ func pod(name string, opts ...podOpt) *corev1.Pod {
 }
 
 func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
-func onNode(n string) podOpt            { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+func onNode(n string) podOpt          { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
 func createdAt(minute int) podOpt {
-	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(epoch.Add(time.Duration(minute) * time.Minute)) }
+	return func(p *corev1.Pod) {
+		p.CreationTimestamp = metav1.NewTime(epoch.Add(time.Duration(minute) * time.Minute))
+	}
 }
 func terminating() podOpt {
 	return func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }

@@ -63,7 +63,6 @@ func RunKeyWorkers(ctx context.Context, name string, q workqueue.TypedRateLimiti
 	wg.Wait()
 }
 
-
 func processNext(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLimitingInterface[string],
 	syncKey func(ctx context.Context, key string) error) bool {
 	key, quit := q.Get()
