@@ -3,6 +3,9 @@ package util
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 	"log/slog"
 	"sync"
 
@@ -70,11 +73,34 @@ func processNext(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLim
 		return false
 	}
 	defer q.Done(key)
-	if err := syncKey(ctx, key); err != nil {
+	err := syncKey(ctx, key)
+	var later *RequeueAfterError
+	if errors.As(err, &later) {
+		q.Forget(key)
+		q.AddAfter(key, later.After)
+		return true
+	}
+	if err != nil {
 		log.WarnContext(ctx, "sync failed; will retry", "key", key, "err", err)
 		q.AddRateLimited(key)
 		return true
 	}
 	q.Forget(key)
 	return true
+}
+
+// RequeueAfterError tells RunKeyWorkers to look at the key again after a delay without
+// counting it as a failure: the object is waiting for something that sends no event.
+type RequeueAfterError struct {
+	After  time.Duration
+	Reason string
+}
+
+func (e *RequeueAfterError) Error() string {
+	return fmt.Sprintf("requeue after %s: %s", e.After, e.Reason)
+}
+
+// RequeueAfter returns a RequeueAfterError.
+func RequeueAfter(d time.Duration, reason string) error {
+	return &RequeueAfterError{After: d, Reason: reason}
 }
