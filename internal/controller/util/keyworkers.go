@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
