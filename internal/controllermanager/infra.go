@@ -11,7 +11,9 @@ import (
 	"mizzen/internal/controller/endpointslice"
 	"mizzen/internal/controller/namespace"
 	"mizzen/internal/controller/nodeipam"
+	"mizzen/internal/controller/nodelifecycle"
 	"mizzen/internal/controller/podgc"
+	"mizzen/internal/controller/resourcequota"
 	"mizzen/internal/controller/rootcacertpublisher"
 	"mizzen/internal/controller/serviceaccount"
 )
@@ -42,6 +44,15 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
+		{Name: nodelifecycle.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod)
+			if err != nil {
+				return err
+			}
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
 		{Name: nodeipam.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
 			if cc.Options.ClusterCIDR == "" {
 				return errors.New("no --cluster-cidr: node IPAM has nothing to allocate from")
@@ -65,6 +76,19 @@ func infraControllers() []Descriptor {
 			}
 			core := cc.Informers.Core().V1()
 			c := rootcacertpublisher.New(cc.Client, cc.Options.RootCA, core.Namespaces(), core.ConfigMaps())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: resourcequota.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			meta, disc, err := dynamicClients(cc)
+			if err != nil {
+				return err
+			}
+			core := cc.Informers.Core().V1()
+			c := resourcequota.New(cc.Client, meta, disc, resourcequota.Informers{
+				Quotas: core.ResourceQuotas(), Pods: core.Pods(), Services: core.Services(),
+				ConfigMaps: core.ConfigMaps(), Secrets: core.Secrets(), PVCs: core.PersistentVolumeClaims(),
+			})
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
