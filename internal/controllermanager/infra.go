@@ -9,6 +9,7 @@ import (
 
 	"mizzen/internal/controller/endpoints"
 	"mizzen/internal/controller/endpointslice"
+	"mizzen/internal/controller/garbagecollector"
 	"mizzen/internal/controller/namespace"
 	"mizzen/internal/controller/nodeipam"
 	"mizzen/internal/controller/nodelifecycle"
@@ -33,6 +34,14 @@ func infraControllers() []Descriptor {
 			core := cc.Informers.Core().V1()
 			c := endpointslice.New(cc.Client, core.Services(), core.Pods(), core.Nodes(), cc.Informers.Discovery().V1().EndpointSlices())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: garbagecollector.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			meta, disc, err := dynamicClients(cc)
+			if err != nil {
+				return err
+			}
+			go garbagecollector.New(meta, disc).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 		{Name: namespace.Name, Start: func(ctx context.Context, cc *ControllerContext) error {

@@ -144,14 +144,18 @@ func TestQuotaUsage(t *testing.T) {
 		},
 		{
 			story: "a BestEffort quota counts only pods without requests or limits",
-			quota: quota(map[string]string{"pods": "5"}, func(q *corev1.ResourceQuota) { q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort} }),
+			quota: quota(map[string]string{"pods": "5"}, func(q *corev1.ResourceQuota) {
+				q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
+			}),
 			observed: []runtime.Object{pod("guaranteed", corev1.PodRunning, resources("1", "1Gi", "1", "1Gi")),
 				pod("besteffort", corev1.PodRunning, corev1.ResourceRequirements{})},
 			want: map[string]string{"pods": "1"},
 		},
 		{
 			story: "a Terminating quota counts only pods with an active deadline",
-			quota: quota(map[string]string{"pods": "5"}, func(q *corev1.ResourceQuota) { q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating} }),
+			quota: quota(map[string]string{"pods": "5"}, func(q *corev1.ResourceQuota) {
+				q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}
+			}),
 			observed: []runtime.Object{pod("service", corev1.PodRunning), func() *corev1.Pod {
 				p := pod("batch", corev1.PodRunning)
 				p.Spec.ActiveDeadlineSeconds = &deadline
