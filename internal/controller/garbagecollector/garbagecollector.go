@@ -40,6 +40,9 @@ const Name = "garbage-collector"
 // rediscoverPeriod is how often new resource types are looked for, as upstream.
 const rediscoverPeriod = 30 * time.Second
 
+// cacheSyncTimeout bounds the wait for every resource's first list at start.
+const cacheSyncTimeout = time.Minute
+
 // Controller collects garbage; its queue holds object keys (resource, namespace, name).
 type Controller struct {
 	metadata  metadata.Interface
@@ -73,9 +76,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		}
 	}, rediscoverPeriod)
 	// Acting before the caches are full could remove a foreground finalizer while
-	// dependents of a not-yet-listed type remain.
-	synced := func() bool { return c.monitors.allSynced() }
-	util.RunKeyWorkers(ctx, Name, c.queue, workers, c.sync, synced)
+	// dependents of a not-yet-listed type remain; but a resource that cannot be listed
+	// must not stop collection for good, so the wait is bounded, as upstream.
+	syncCtx, cancel := context.WithTimeout(ctx, cacheSyncTimeout)
+	if !cache.WaitForCacheSync(syncCtx.Done(), c.monitors.allSynced) && ctx.Err() == nil {
+		slog.WarnContext(ctx, "garbage collector: not every resource could be listed; collecting anyway", "waited", cacheSyncTimeout)
+	}
+	cancel()
+	util.RunKeyWorkers(ctx, Name, c.queue, workers, c.sync)
 }
 
 // discover starts monitors for resource types not yet watched.
