@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -38,14 +39,14 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 
 // startManager runs the controller-manager with the given controllers against the
 // test apiserver until the test ends.
-func startManager(t *testing.T, cfg *rest.Config, controllers ...string) {
+func startManager(t *testing.T, cfg *rest.Config, nodeGrace time.Duration, controllers ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- controllermanager.Run(ctx, cfg, controllermanager.RunOptions{
 			Options: controllermanager.Options{
-				ConcurrentSyncs: 2, NodeMonitorGracePeriod: 40 * time.Second,
+				ConcurrentSyncs: 2, NodeMonitorGracePeriod: nodeGrace,
 				ClusterCIDR: "10.244.0.0/16", NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 100,
 			},
 			Controllers: controllers,
@@ -97,7 +98,7 @@ func TestGarbageCollectorAgainstAPIServer(t *testing.T) {
 	requireServed(t, cfg, "rbac.authorization.k8s.io/v1/roles", "coordination.k8s.io/v1/leases")
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	startManager(t, cfg, "garbage-collector")
+	startManager(t, cfg, 40*time.Second, "garbage-collector")
 
 	eventually(t, "the lease names this manager", func(ctx context.Context) (bool, error) {
 		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
@@ -168,7 +169,8 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 		"v1/nodes", "v1/resourcequotas", "v1/persistentvolumeclaims", "v1/pods", "v1/services")
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	startManager(t, cfg)
+	// A short grace period lets the node story run in seconds.
+	startManager(t, cfg, 2*time.Second)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "story"}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
@@ -262,6 +264,60 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 		eventually(t, "node-a has a /24 out of 10.244.0.0/16", func(ctx context.Context) (bool, error) {
 			n, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 			return err == nil && n.Spec.PodCIDR == "10.244.0.0/24" && len(n.Spec.PodCIDRs) == 1, err
+		})
+	})
+
+	t.Run("a node whose kubelet falls silent becomes Unknown and its pods are evicted", func(t *testing.T) {
+		for _, name := range []string{"kube-node-lease"} {
+			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+		node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := metav1.Now()
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now}}
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		renew := metav1.NewMicroTime(time.Now())
+		holder := "node-b"
+		if _, err := client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-b"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stranded"},
+			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := client.CoreV1().Pods("story").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "node-b is Ready=Unknown with the unreachable taints", func(ctx context.Context) (bool, error) {
+			n, err := client.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			unknown := false
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionUnknown && c.Reason == "NodeStatusUnknown" {
+					unknown = true
+				}
+			}
+			taints := 0
+			for _, taint := range n.Spec.Taints {
+				if taint.Key == corev1.TaintNodeUnreachable {
+					taints++
+				}
+			}
+			return unknown && taints == 2, nil
+		})
+		eventually(t, "the pod without a toleration is being deleted", func(ctx context.Context) (bool, error) {
+			p, err := client.CoreV1().Pods("story").Get(ctx, "stranded", metav1.GetOptions{})
+			return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), nil
 		})
 	})
 
