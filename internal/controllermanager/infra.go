@@ -64,7 +64,7 @@ func infraControllers() []Descriptor {
 		}},
 		{Name: nodeipam.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
 			if cc.Options.ClusterCIDR == "" {
-				return errors.New("no --cluster-cidr: node IPAM has nothing to allocate from")
+				return notConfigured("no --cluster-cidr to allocate pod CIDRs from")
 			}
 			c, err := nodeipam.New(cc.Client, cc.Informers.Core().V1().Nodes(), cc.Options.ClusterCIDR, cc.Options.NodeCIDRMaskSize)
 			if err != nil {
@@ -81,7 +81,7 @@ func infraControllers() []Descriptor {
 		}},
 		{Name: rootcacertpublisher.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
 			if len(cc.Options.RootCA) == 0 {
-				return errors.New("no CA bundle to publish: the client config has no CA and --root-ca-file is unset")
+				return notConfigured("no CA bundle: the client config has no CA and --root-ca-file is unset")
 			}
 			core := cc.Informers.Core().V1()
 			c := rootcacertpublisher.New(cc.Client, cc.Options.RootCA, core.Namespaces(), core.ConfigMaps())

@@ -91,7 +91,11 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 			Options:   opts.Options,
 		}
 		for _, d := range chosen {
-			if err := d.Start(ctx, cc); err != nil {
+			var skipped *notConfiguredError
+			if err := d.Start(ctx, cc); errors.As(err, &skipped) {
+				slog.InfoContext(ctx, "controller not started", "controller", d.Name, "reason", skipped.reason)
+				continue
+			} else if err != nil {
 				slog.ErrorContext(ctx, "controller failed to start", "controller", d.Name, "err", err)
 				continue
 			}
@@ -150,6 +154,14 @@ func runElected(ctx context.Context, client kubernetes.Interface, opts RunOption
 		return nil
 	}
 }
+
+// notConfiguredError is returned by a Descriptor's Start when the flags leave the
+// controller nothing to do (as upstream skips node IPAM without a cluster CIDR).
+type notConfiguredError struct{ reason string }
+
+func (e *notConfiguredError) Error() string { return "not configured: " + e.reason }
+
+func notConfigured(reason string) error { return &notConfiguredError{reason: reason} }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {

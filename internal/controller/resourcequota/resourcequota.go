@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +62,15 @@ type Controller struct {
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string]
 	now        func() time.Time
+
+	// discovered caches the served resources for counting count/<resource>.<group>.
+	mu           sync.Mutex
+	discovered   []util.DiscoveredResource
+	discoveredAt time.Time
 }
+
+// discoveryTTL is how long the list of served resources is reused.
+const discoveryTTL = 30 * time.Second
 
 // New registers the controller's handlers. The metadata and discovery clients count
 // resources that have no typed informer here (count/<resource>.<group>).
@@ -249,15 +258,30 @@ func (c *Controller) count(ctx context.Context, namespace string, name corev1.Re
 	return resource.Quantity{Format: resource.DecimalSI}, nil
 }
 
+// servedResources returns the listable resources, rediscovered at most every discoveryTTL.
+func (c *Controller) servedResources() ([]util.DiscoveredResource, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.discovered != nil && c.now().Sub(c.discoveredAt) < discoveryTTL {
+		return c.discovered, nil
+	}
+	resources, err := util.DiscoverResources(c.discovery, "list")
+	if err != nil && len(resources) == 0 {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	c.discovered, c.discoveredAt = resources, c.now()
+	return resources, nil
+}
+
 // countOf lists any resource through the metadata client at its discovered version.
 func (c *Controller) countOf(ctx context.Context, namespace string, gr schema.GroupResource) (resource.Quantity, error) {
 	zero := *resource.NewQuantity(0, resource.DecimalSI)
 	if c.metadata == nil || c.discovery == nil {
 		return zero, nil
 	}
-	resources, err := util.DiscoverResources(c.discovery, "list")
-	if err != nil && len(resources) == 0 {
-		return zero, fmt.Errorf("discovery: %w", err)
+	resources, err := c.servedResources()
+	if err != nil {
+		return zero, err
 	}
 	for _, r := range resources {
 		if r.GVR.GroupResource() != gr || !r.Namespaced {
