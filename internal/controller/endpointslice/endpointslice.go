@@ -203,13 +203,6 @@ func (c *Controller) expect(key string, created, deleted []string) {
 func (c *Controller) apply(ctx context.Context, key string, p *plan) error {
 	var created, deleted []string
 	defer func() { c.expect(key, created, deleted) }()
-	api := func(ns string) interface {
-		Create(context.Context, *discovery.EndpointSlice, metav1.CreateOptions) (*discovery.EndpointSlice, error)
-		Update(context.Context, *discovery.EndpointSlice, metav1.UpdateOptions) (*discovery.EndpointSlice, error)
-		Delete(context.Context, string, metav1.DeleteOptions) error
-	} {
-		return c.client.DiscoveryV1().EndpointSlices(ns)
-	}
 	stamp := func(s *discovery.EndpointSlice) {
 		if p.triggerTime.IsZero() {
 			return
@@ -221,7 +214,7 @@ func (c *Controller) apply(ctx context.Context, key string, p *plan) error {
 	}
 	for _, s := range p.creates {
 		stamp(s)
-		out, err := api(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+		out, err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
 		if apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
@@ -232,12 +225,12 @@ func (c *Controller) apply(ctx context.Context, key string, p *plan) error {
 	}
 	for _, s := range p.updates {
 		stamp(s)
-		if _, err := api(s.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update endpoint slice %s: %w", s.Name, err)
 		}
 	}
 	for _, s := range p.deletes {
-		err := api(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete endpoint slice %s: %w", s.Name, err)
 		}
