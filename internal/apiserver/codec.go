@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"sigs.k8s.io/yaml"
 )
 
 // Media types the server reads and writes.
@@ -145,6 +147,13 @@ func (c *codecs) decodeInto(mediaType string, data []byte, defaults schema.Group
 			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got %q", mediaType), 0, false)
 	}
 	obj, gvk, derr := ser.Decode(data, &defaults, into)
+	if derr != nil && mediaType != mediaProtobuf && runtime.IsNotRegisteredError(derr) {
+		// Say what upstream says when the body names another group or version.
+		var tm metav1.TypeMeta
+		if yaml.Unmarshal(data, &tm) == nil && tm.APIVersion != "" && tm.APIVersion != defaults.GroupVersion().String() {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, defaults.GroupVersion().String()))
+		}
+	}
 	if derr != nil {
 		if runtime.IsStrictDecodingError(derr) && obj == into {
 			strictErr = derr

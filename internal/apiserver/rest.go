@@ -479,11 +479,11 @@ func (s *Server) validateCreate(ctx context.Context, h *resourceHandler, obj run
 	return nil
 }
 
-func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, old runtime.Object) error {
+func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, old runtime.Object, withStrategy bool) error {
 	acc, oldAcc := accessor(obj), accessor(old)
 	errs := apivalidation.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
-	if h.Strategy != nil {
+	if h.Strategy != nil && withStrategy {
 		errs = append(errs, h.Strategy.ValidateUpdate(ctx, obj, old)...)
 	}
 	if len(errs) > 0 {
@@ -704,10 +704,12 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			copyField(obj, current, "Status")
 		}
 		prepareUpdateMeta(acc, curAcc, obj, current)
-		if h.Strategy != nil {
+		// A binding writes the fields a client may never change (spec.nodeName) and
+		// skips the resource's own update rules, as upstream's binding does.
+		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		if err := s.validateUpdate(ctx, h, obj, current); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll); err != nil {
 			return nil, err
 		}
 		if err := s.admit(ctx, "update", h, obj, current); err != nil {

@@ -106,19 +106,20 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *reques
 	s.writeObject(w, http.StatusOK, scaleOf(h, obj), format.mediaType)
 }
 
-// newScale decodes the Scale a client sent (whole, or as a patch of the current one).
-func (s *Server) newScale(h *resourceHandler, current runtime.Object, verb, patchType string, data []byte) (*autoscalingv1.Scale, error) {
+// newScale decodes the Scale a client sent (whole, or as a patch of the current one);
+// contentType is the body's media type or patch type.
+func (s *Server) newScale(h *resourceHandler, current runtime.Object, verb, contentType string, data []byte) (*autoscalingv1.Scale, error) {
 	scaleHandler := &resourceHandler{Resource: scaleResource}
 	cur := scaleOf(h, current)
 	if verb == "patch" {
-		patched, err := s.applyPatch(nil, &http.Request{}, scaleHandler, cur, patchType, data)
+		patched, err := s.applyPatch(nil, &http.Request{}, scaleHandler, cur, contentType, data)
 		if err != nil {
 			return nil, err
 		}
 		return patched.(*autoscalingv1.Scale), nil
 	}
 	scale := &autoscalingv1.Scale{}
-	if _, err := s.codecs.decodeInto(mediaJSON, data, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), scale); err != nil {
+	if _, err := s.codecs.decodeInto(contentType, data, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), scale); err != nil {
 		return nil, err
 	}
 	return scale, nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -26,6 +27,7 @@ import (
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/catalog"
+	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/storage"
 )
 
@@ -153,7 +155,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		stopCache()
 		return nil, err
 	}
-	if err := srv.Bootstrap(ctx); err != nil {
+	var initial []runtime.Object
+	for _, pc := range scheduling.SystemPriorityClasses() {
+		initial = append(initial, pc)
+	}
+	if err := srv.Bootstrap(ctx, initial...); err != nil {
 		stopCache()
 		return nil, fmt.Errorf("creating the initial objects: %w", err)
 	}
@@ -169,6 +175,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			NextProtos:   []string{"h2", "http/1.1"},
 		},
 		ReadHeaderTimeout: 30 * time.Second,
+		// Every watch is a stream; informers multiplex many over one connection.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	go func() {

@@ -78,7 +78,7 @@ func TestKubectlExplain(t *testing.T) {
 			"DESCRIPTION:\n    Deployment enables declarative updates for Pods and ReplicaSets.\n",
 			"  apiVersion\t<string>\n",
 			"  metadata\t<ObjectMeta>\n",
-			"  spec\t<DeploymentSpec>\n",
+			"  spec\t<DeploymentSpec> -required-\n", // +required in k8s.io/api 0.37
 			"  status\t<DeploymentStatus>\n",
 		},
 	}, {
@@ -100,6 +100,11 @@ func TestKubectlExplain(t *testing.T) {
 		gvr:    podsGVR,
 		fields: []string{"metadata", "creationTimestamp"},
 		want:   []string{"FIELD: creationTimestamp <string>\n"},
+	}, {
+		name:   "enum",
+		gvr:    podsGVR,
+		fields: []string{"spec", "restartPolicy"},
+		want:   []string{"FIELD: restartPolicy <string>\nENUM:\n    Always\n    Never\n    OnFailure\n"},
 	}, {
 		name:      "pods recursive",
 		gvr:       podsGVR,
@@ -201,25 +206,36 @@ func sameGVs(got, want []schema.GroupVersion) bool {
 	return true
 }
 
-func TestQueryParamVerifierV3FieldValidation(t *testing.T) {
+// TestQueryParamVerifiers runs kubectl's checks for server-side field validation:
+// the v3 one kubectl uses, and the v2 one it falls back to.
+func TestQueryParamVerifiers(t *testing.T) {
 	cfg := newTestServer(t)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier := resource.NewQueryParamVerifierV3(dyn, newOpenAPIClient(t, cfg), resource.QueryParamFieldValidation)
-	for _, gvk := range []schema.GroupVersionKind{
-		{Group: "apps", Version: "v1", Kind: "Deployment"},
-		{Version: "v1", Kind: "Pod"},
-		{Version: "v1", Kind: "Node"},
-	} {
-		if err := verifier.HasSupport(gvk); err != nil {
-			t.Errorf("HasSupport(%v) = %v, want supported", gvk, err)
-		}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A kind the documents do not describe is not supported.
-	if err := verifier.HasSupport(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}); err == nil {
-		t.Error("HasSupport(StatefulSet) = nil for a kind that is not served")
+	verifiers := map[string]resource.Verifier{
+		"v3": resource.NewQueryParamVerifierV3(dyn, dc.OpenAPIV3(), resource.QueryParamFieldValidation),
+		"v2": resource.NewQueryParamVerifier(dyn, dc, resource.QueryParamFieldValidation),
+	}
+	for name, verifier := range verifiers {
+		for _, gvk := range []schema.GroupVersionKind{
+			{Group: "apps", Version: "v1", Kind: "Deployment"},
+			{Version: "v1", Kind: "Pod"},
+			{Version: "v1", Kind: "Node"},
+		} {
+			if err := verifier.HasSupport(gvk); err != nil {
+				t.Errorf("%s HasSupport(%v) = %v, want supported", name, gvk, err)
+			}
+		}
+		// A kind the documents do not describe is not supported.
+		if err := verifier.HasSupport(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}); err == nil {
+			t.Errorf("%s HasSupport(StatefulSet) = nil for a kind that is not served", name)
+		}
 	}
 }
 

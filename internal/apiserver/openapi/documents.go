@@ -5,20 +5,23 @@
 //
 // Schemas are derived by reflection: JSON tags name the properties, omitempty makes a
 // property optional, SwaggerDoc methods give the descriptions, the patchStrategy and
-// patchMergeKey tags give the strategic-merge-patch extensions. The documents are built
-// once; only their serialized bytes are kept.
+// patchMergeKey tags give the strategic-merge-patch extensions. What only the types'
+// comments say (+optional/+required, +listType, +mapType, +enum, +default) comes from
+// a table that go generate extracts from the API sources (internal/markergen). The
+// documents are built once; only their serialized, gzip-compressed bytes are kept.
+//
+// Not described: enum value explanations in descriptions, +default=ref(...)
+// defaults, and subresources the registry does not model (pods/log, exec, attach,
+// portforward, proxy, binding, eviction, ephemeralcontainers, resize).
 package openapi
 
 import (
-	"crypto/sha512"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
 	"time"
 
-	openapiv2 "github.com/google/gnostic-models/openapiv2"
-	"google.golang.org/protobuf/proto"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,34 +38,37 @@ const (
 
 // Documents holds the serialized OpenAPI documents and serves them.
 type Documents struct {
-	v2      servedDoc
-	v2Proto servedDoc
-	v3Index servedDoc
+	v2      storedDoc
+	v2Proto *protoDoc
+	v3Index storedDoc
 	// v3 maps a document's key ("apis/apps/v1", "api/v1", "apis", "version") to it.
-	v3 map[string]servedDoc
+	v3      map[string]storedDoc
+	v3Proto map[string]*protoDoc
 }
 
-// servedDoc is one serialized document.
-type servedDoc struct {
-	data         []byte
-	etag         string // upstream's form: the SHA-512 of the JSON bytes in upper-case hex
-	lastModified time.Time
-}
-
-func newServedDoc(data []byte, etag string, now time.Time) servedDoc {
-	if etag == "" {
-		etag = fmt.Sprintf("%X", sha512.Sum512(data))
-	}
-	return servedDoc{data: data, etag: etag, lastModified: now}
-}
-
-// Size is the number of bytes the documents hold, for memory accounting.
+// Size is the number of bytes the documents hold (compressed), for memory
+// accounting; it includes protobuf forms once clients have asked for them.
 func (d *Documents) Size() int {
-	n := len(d.v2.data) + len(d.v2Proto.data) + len(d.v3Index.data)
-	for _, doc := range d.v3 {
-		n += len(doc.data)
+	held, _ := d.sizes()
+	return held
+}
+
+// UncompressedSize is the total length of the documents as served.
+func (d *Documents) UncompressedSize() int {
+	_, served := d.sizes()
+	return served
+}
+
+func (d *Documents) sizes() (held, served int) {
+	add := func(h, s int) { held, served = held+h, served+s }
+	add(len(d.v2.gz), d.v2.size)
+	add(len(d.v3Index.gz), d.v3Index.size)
+	add(d.v2Proto.sizes())
+	for key, doc := range d.v3 {
+		add(len(doc.gz), doc.size)
+		add(d.v3Proto[key].sizes())
 	}
-	return n
+	return held, served
 }
 
 // V3Keys lists the keys of the v3 documents ("api/v1", "apis/apps/v1", ...), sorted.
@@ -79,7 +85,7 @@ func (d *Documents) V3Keys() []string {
 // (or pointers to values) of further struct types whose definitions the v2 document
 // should carry even if no operation refers to them.
 func Build(resources []*registry.Resource, extraTypes ...any) (*Documents, error) {
-	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[schema.GroupVersion][]*pathItem{}}
+	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[schema.GroupVersion][]*pathItem{}, v3Defs: map[string]json.RawMessage{}}
 	if err := b.addResources(resources); err != nil {
 		return nil, err
 	}
@@ -99,6 +105,8 @@ type builder struct {
 	defs *definitions
 	gvks map[string][]gvk // definition name -> x-kubernetes-group-version-kind
 	byGV map[schema.GroupVersion][]*pathItem
+	// v3Defs caches serialized v3 definitions, shared by the v3 documents.
+	v3Defs map[string]json.RawMessage
 	// misc holds the paths outside any group version: /api/, /apis/, /apis/<g>/, /version/.
 	misc map[string][]*pathItem
 }
@@ -132,7 +140,7 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 	}
 	b.addGVK(common.status, gvk{Version: "v1", Kind: "Status"})
 
-	groups := map[string][]string{} // group -> versions, in order of first appearance
+	groups := map[string]bool{} // the named groups served
 	for _, r := range resources {
 		if r.New == nil {
 			return fmt.Errorf("openapi: resource %s has no New function", r.GroupVersionResource())
@@ -156,8 +164,8 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 		}
 		if _, seen := b.byGV[gv]; !seen {
 			b.byGV[gv] = []*pathItem{resourcesPath(gv, common.resourceList)}
-			if gv.Group != "" && !contains(groups[gv.Group], gv.Version) {
-				groups[gv.Group] = append(groups[gv.Group], gv.Version)
+			if gv.Group != "" {
+				groups[gv.Group] = true
 			}
 			b.addGVK(common.deleteOptions, gvk{Group: gv.Group, Version: gv.Version, Kind: "DeleteOptions"})
 			b.addGVK(common.watchEvent, gvk{Group: gv.Group, Version: gv.Version, Kind: "WatchEvent"})
@@ -170,35 +178,32 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 
 // addMiscPaths adds the discovery and version paths, each in its own v3 document as
 // upstream serves them.
-func (b *builder) addMiscPaths(groups map[string][]string) {
-	get := func(path, id, tag, ref string) *pathItem {
-		return &pathItem{path: path, operations: []*operation{{
-			method: "get", id: id, tags: []string{tag}, consumes: objectMediaTypes, produces: objectMediaTypes,
-			description: map[string]string{
-				"version": "get the version information for this server",
-				"core":    "get available API versions",
-				"apis":    "get available API versions",
-			}[tag],
+func (b *builder) addMiscPaths(groups map[string]bool) {
+	get := func(path, id, tag, description, ref string) []*pathItem {
+		return []*pathItem{{path: path, operations: []*operation{{
+			method: "get", id: id, tags: []string{tag}, description: description,
+			consumes: objectMediaTypes, produces: objectMediaTypes,
 			responses: []response{{"200", "OK", ref}, {"401", "Unauthorized", ""}},
-		}}}
+		}}}}
 	}
 	b.misc = map[string][]*pathItem{
-		"api":     {get("/api/", "getCoreAPIVersions", "core", b.mustAdd(metav1.APIVersions{}))},
-		"apis":    {get("/apis/", "getAPIVersions", "apis", b.mustAdd(metav1.APIGroupList{}))},
-		"version": {get("/version/", "getCodeVersion", "version", b.mustAdd(version.Info{}))},
+		"api": get("/api/", "getCoreAPIVersions", "core", "get available API versions",
+			b.mustAdd(metav1.APIVersions{})),
+		"apis": get("/apis/", "getAPIVersions", "apis", "get available API versions",
+			b.mustAdd(metav1.APIGroupList{})),
+		"version": get("/version/", "getCodeVersion", "version", "get the version information for this server",
+			b.mustAdd(version.Info{})),
 	}
 	group := b.mustAdd(metav1.APIGroup{})
 	for g := range groups {
-		gv := schema.GroupVersion{Group: g}
-		item := get("/apis/"+g+"/", "get"+operationPrefix(gv)+"APIGroup", groupTag(g), group)
-		item.operations[0].description = "get information of a group"
-		b.misc["apis/"+g] = []*pathItem{item}
+		id := "get" + operationPrefix(schema.GroupVersion{Group: g}) + "APIGroup"
+		b.misc["apis/"+g] = get("/apis/"+g+"/", id, groupTag(g), "get information of a group", group)
 	}
 }
 
 // serialize renders and marshals every document.
 func (b *builder) serialize(now time.Time) (*Documents, error) {
-	d := &Documents{v3: map[string]servedDoc{}}
+	d := &Documents{v3: map[string]storedDoc{}, v3Proto: map[string]*protoDoc{}}
 
 	all := map[string]any{}
 	v3Docs := map[string][]*pathItem{}
@@ -208,9 +213,10 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 	for key, items := range b.misc {
 		v3Docs[key] = items
 	}
+	params := sharedParams{}
 	for _, items := range v3Docs {
 		for _, item := range items {
-			all[item.path] = item.renderV2()
+			all[item.path] = item.renderV2(params)
 		}
 	}
 	defsV2 := make(map[string]*jsonSchema, len(b.defs.byName))
@@ -222,19 +228,17 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 		"info":                map[string]string{"title": infoTitle, "version": infoVersion},
 		"paths":               all,
 		"definitions":         defsV2,
+		"parameters":          params,
 		"securityDefinitions": map[string]any{"BearerToken": bearerToken},
 		"security":            []map[string][]string{{"BearerToken": {}}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("openapi: marshal v2: %w", err)
 	}
-	d.v2 = newServedDoc(v2, "", now)
-	pb, err := toProtoV2(v2)
-	if err != nil {
+	if d.v2, err = newStoredDoc(v2, "", now); err != nil {
 		return nil, err
 	}
-	// One ETag for both forms, as upstream: responses vary by Accept.
-	d.v2Proto = newServedDoc(pb, d.v2.etag, now)
+	d.v2Proto = &protoDoc{source: d.v2, toPB: toProtoV2}
 
 	index := map[string]map[string]string{}
 	for key, items := range v3Docs {
@@ -242,30 +246,40 @@ func (b *builder) serialize(now time.Time) (*Documents, error) {
 		if err != nil {
 			return nil, fmt.Errorf("openapi: marshal v3 %s: %w", key, err)
 		}
-		doc := newServedDoc(data, "", now)
+		doc, err := newStoredDoc(data, "", now)
+		if err != nil {
+			return nil, err
+		}
 		d.v3[key] = doc
+		d.v3Proto[key] = &protoDoc{source: doc, toPB: toProtoV3}
 		index[key] = map[string]string{"serverRelativeURL": serverRelativeURL(key, doc.etag)}
 	}
 	indexData, err := json.Marshal(map[string]any{"paths": index})
 	if err != nil {
 		return nil, err
 	}
-	d.v3Index = newServedDoc(indexData, "", now)
-	return d, nil
-}
-
-// toProtoV2 converts the v2 JSON document to gnostic's protobuf form, which client-go's
-// discovery client asks for.
-func toProtoV2(jsonDoc []byte) ([]byte, error) {
-	doc, err := openapiv2.ParseDocument(jsonDoc)
-	if err != nil {
-		return nil, fmt.Errorf("openapi: v2 document does not parse as OpenAPI v2: %w", err)
+	if d.v3Index, err = newStoredDoc(indexData, "", now); err != nil {
+		return nil, err
 	}
-	return proto.Marshal(doc)
+	return d, nil
 }
 
 var bearerToken = map[string]string{
 	"type": "apiKey", "name": "authorization", "in": "header", "description": "Bearer Token authentication",
+}
+
+// v3Definition returns the serialized v3 form of a definition, marshalling it once
+// however many documents carry it.
+func (b *builder) v3Definition(name string) (json.RawMessage, error) {
+	if raw, ok := b.v3Defs[name]; ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(b.defs.byName[name].toV3())
+	if err != nil {
+		return nil, err
+	}
+	b.v3Defs[name] = raw
+	return raw, nil
 }
 
 // marshalV3 renders one v3 document with the paths given and every definition they
@@ -290,9 +304,13 @@ func (b *builder) marshalV3(items []*pathItem) ([]byte, error) {
 			}
 		}
 	}
-	schemas := make(map[string]*jsonSchema, len(reached))
+	schemas := make(map[string]json.RawMessage, len(reached))
 	for name := range reached {
-		schemas[name] = b.defs.byName[name].toV3()
+		raw, err := b.v3Definition(name)
+		if err != nil {
+			return nil, err
+		}
+		schemas[name] = raw
 	}
 	return json.Marshal(map[string]any{
 		"openapi": "3.0.0",

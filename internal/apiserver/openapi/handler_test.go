@@ -1,6 +1,8 @@
 package openapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	openapiv2 "github.com/google/gnostic-models/openapiv2"
+	openapiv3 "github.com/google/gnostic-models/openapiv3"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -65,6 +68,31 @@ func TestServeHTTP(t *testing.T) {
 		header:     map[string]string{"Accept": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf;q=0.5, application/json"},
 		wantStatus: http.StatusOK, wantType: "application/json",
 	}, {
+		name: "v2 compressed for a client accepting gzip", path: "/openapi/v2",
+		header:     map[string]string{"Accept-Encoding": "gzip"},
+		wantStatus: http.StatusOK, wantType: "application/json",
+		wantHeaders: map[string]string{"Content-Encoding": "gzip"},
+		check: func(t *testing.T, body []byte) {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(data, plain(t, docs.v2)) {
+				t.Errorf("gunzipped body differs from the document (err %v)", err)
+			}
+		},
+	}, {
+		name: "v2 uncompressed when gzip is refused", path: "/openapi/v2",
+		header:     map[string]string{"Accept-Encoding": "br, gzip;q=0"},
+		wantStatus: http.StatusOK, wantType: "application/json",
+		wantHeaders: map[string]string{"Content-Encoding": ""},
+		check: func(t *testing.T, body []byte) {
+			if !bytes.Equal(body, plain(t, docs.v2)) {
+				t.Error("body differs from the document")
+			}
+		},
+	}, {
 		name: "v2 unacceptable type", path: "/openapi/v2",
 		header:     map[string]string{"Accept": "text/html"},
 		wantStatus: http.StatusNotAcceptable,
@@ -95,8 +123,8 @@ func TestServeHTTP(t *testing.T) {
 					t.Errorf("index %s = %q, want %q", key, got, want)
 				}
 			}
-			if len(index.Paths) != 6 {
-				t.Errorf("index has %d paths, want 6: %v", len(index.Paths), index.Paths)
+			if keys := docs.V3Keys(); len(index.Paths) != 6 || len(keys) != 6 {
+				t.Errorf("index has %d paths and V3Keys %v, want 6: %v", len(index.Paths), keys, index.Paths)
 			}
 		},
 	}, {
@@ -125,8 +153,22 @@ func TestServeHTTP(t *testing.T) {
 		name: "v3 unknown group version", path: "/openapi/v3/apis/batch/v1",
 		wantStatus: http.StatusNotFound,
 	}, {
-		name: "v3 protobuf is not offered", path: "/openapi/v3/apis/apps/v1",
-		header:     map[string]string{"Accept": "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"},
+		name: "v3 as protobuf", path: "/openapi/v3/apis/apps/v1?hash=" + appsHash,
+		header:     map[string]string{"Accept": "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"},
+		wantStatus: http.StatusOK, wantType: "application/com.github.proto-openapi.spec.v3.v1.0+protobuf",
+		wantHeaders: map[string]string{"Cache-Control": "public, immutable", "Etag": `"` + appsHash + `"`},
+		check: func(t *testing.T, body []byte) {
+			var doc openapiv3.Document
+			if err := proto.Unmarshal(body, &doc); err != nil || doc.Openapi != "3.0.0" {
+				t.Errorf("v3 protobuf: openapi %q, err %v", doc.Openapi, err)
+			}
+			if doc.GetComponents().GetSchemas() == nil || len(doc.GetComponents().GetSchemas().GetAdditionalProperties()) == 0 {
+				t.Error("v3 protobuf has no schemas")
+			}
+		},
+	}, {
+		name: "v3 unacceptable type", path: "/openapi/v3/apis/apps/v1",
+		header:     map[string]string{"Accept": "text/html"},
 		wantStatus: http.StatusNotAcceptable,
 	}, {
 		name: "unknown path", path: "/openapi/v4",
@@ -188,5 +230,34 @@ func TestHashedURLExpiresInAYear(t *testing.T) {
 	}
 	if days := time.Until(expires).Hours() / 24; days < 364 || days > 367 {
 		t.Errorf("Expires is %.0f days away, want a year", days)
+	}
+}
+
+// TestProtobufFormsAreBuiltOnDemand checks that the protobuf forms cost nothing until
+// asked for, and are built once.
+func TestProtobufFormsAreBuiltOnDemand(t *testing.T) {
+	docs := buildTestDocuments(t)
+	fetch := func(path, accept string) []byte {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		docs.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, rec.Code)
+		}
+		return rec.Body.Bytes()
+	}
+	jsonOnly := docs.Size()
+	first := fetch("/openapi/v2", mediaProtoV2Deprecated)
+	withV2 := docs.Size()
+	if withV2 <= jsonOnly {
+		t.Errorf("Size = %d after serving v2 protobuf, was %d", withV2, jsonOnly)
+	}
+	if again := fetch("/openapi/v2", mediaProtoV2); !bytes.Equal(first, again) || docs.Size() != withV2 {
+		t.Errorf("second v2 protobuf request differs or grew the documents (%d -> %d)", withV2, docs.Size())
+	}
+	fetch("/openapi/v3/api/v1", mediaProtoV3)
+	if docs.Size() <= withV2 {
+		t.Errorf("Size = %d after serving a v3 protobuf, was %d", docs.Size(), withV2)
 	}
 }

@@ -195,6 +195,15 @@ func sortParams(p []parameter) []parameter {
 	return p
 }
 
+// joinParams returns a new sorted slice of the parameters of all lists.
+func joinParams(lists ...[]parameter) []parameter {
+	var out []parameter
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return sortParams(out)
+}
+
 var prettyParam = parameter{
 	name: "pretty", in: "query", typ: "string",
 	description: "If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates a browser or command-line HTTP tool (curl and wget).",
@@ -271,7 +280,8 @@ func resourcePaths(r *registry.Resource, names resourceNames, q queryParams) []*
 			responses: []response{{"200", "OK", names.status}, {"202", "Accepted", names.status}, {"401", "Unauthorized", ""}}},
 	}})
 
-	subresource := func(sub, word, ref string, subGVK *gvk) *pathItem {
+	subresource := func(sub, ref string, subGVK *gvk) *pathItem {
+		word := sub
 		return &pathItem{path: collection + "/{name}/" + sub, params: named, operations: []*operation{
 			{method: "get", description: "read " + word + " of the specified " + kind, id: op("read", upperFirst(sub)),
 				action: "get", gvk: subGVK, consumes: anyMediaType, produces: objectMediaTypes, responses: ok(ref)},
@@ -284,25 +294,25 @@ func resourcePaths(r *registry.Resource, names resourceNames, q queryParams) []*
 		}}
 	}
 	if r.Scale != nil && names.scale != "" {
-		paths = append(paths, subresource("scale", "scale", names.scale, &gvk{Group: "autoscaling", Version: "v1", Kind: "Scale"}))
+		paths = append(paths, subresource("scale", names.scale, &gvk{Group: "autoscaling", Version: "v1", Kind: "Scale"}))
 	}
 	if r.HasStatus {
-		paths = append(paths, subresource("status", "status", names.object, objGVK))
+		paths = append(paths, subresource("status", names.object, objGVK))
 	}
 
 	if names.list != "" {
-		watchParams := append(append([]parameter{}, q.list...), shared...)
+		watchParams := joinParams(q.list, shared)
 		paths = append(paths,
-			&pathItem{path: watchCollection, params: sortParams(watchParams), operations: []*operation{{
+			&pathItem{path: watchCollection, params: watchParams, operations: []*operation{{
 				method: "get", id: op("watch", "List"), action: "watchlist", gvk: objGVK,
 				description: "watch individual changes to a list of " + kind + ". deprecated: use the 'watch' parameter with a list operation instead.",
 				consumes:    anyMediaType, produces: watchMediaTypes, responses: ok(names.watchEvent)}}},
-			&pathItem{path: watchCollection + "/{name}", params: sortParams(append(watchParams, nameParam(kind))), operations: []*operation{{
+			&pathItem{path: watchCollection + "/{name}", params: joinParams(watchParams, []parameter{nameParam(kind)}), operations: []*operation{{
 				method: "get", id: op("watch", ""), action: "watch", gvk: objGVK,
 				description: "watch changes to an object of kind " + kind + ". deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter.",
 				consumes:    anyMediaType, produces: watchMediaTypes, responses: ok(names.watchEvent)}}})
 		if r.Namespaced {
-			listParams := sortParams(append(append([]parameter{}, q.list...), prettyParam))
+			listParams := joinParams(q.list, []parameter{prettyParam})
 			allID := "list" + prefix + kind + "ForAllNamespaces"
 			watchAllID := "watch" + prefix + kind + "ListForAllNamespaces"
 			paths = append(paths,

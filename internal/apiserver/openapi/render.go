@@ -3,13 +3,21 @@ package openapi
 // Rendering of paths and operations into the two document formats. Path items and
 // operations become JSON objects (maps, so keys come out sorted like upstream's).
 
-func (p *pathItem) renderV2() map[string]any {
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// renderV2 renders the path item for the v2 document; its parameters are written
+// once into shared and referred to, as upstream does, since the long descriptions of
+// the list and delete options would otherwise repeat in every operation.
+func (p *pathItem) renderV2(shared sharedParams) map[string]any {
 	out := map[string]any{}
 	if len(p.params) > 0 {
-		out["parameters"] = paramsV2(p.params)
+		out["parameters"] = shared.refs(p.params)
 	}
 	for _, op := range p.operations {
-		params := paramsV2(op.params)
+		params := shared.refs(op.params)
 		if op.bodyRef != "" {
 			body := map[string]any{"name": "body", "in": "body", "schema": refV2(op.bodyRef)}
 			if op.method != "delete" {
@@ -100,17 +108,26 @@ func contentV3(mediaTypes []string, name string) map[string]any {
 	return content
 }
 
-func paramsV2(params []parameter) []map[string]any {
+// sharedParams is the v2 document's parameters section, keyed like upstream's: the
+// parameter's name and a short hash of its definition ("fieldManager-1a2b3c4d").
+type sharedParams map[string]map[string]any
+
+func (s sharedParams) refs(params []parameter) []map[string]any {
 	out := make([]map[string]any, 0, len(params))
 	for _, p := range params {
-		m := map[string]any{"name": p.name, "in": p.in, "type": p.typ, "uniqueItems": true}
-		if p.description != "" {
-			m["description"] = p.description
+		sum := sha256.Sum256([]byte(p.in + "\x00" + p.typ + "\x00" + p.description))
+		key := p.name + "-" + hex.EncodeToString(sum[:4])
+		if _, ok := s[key]; !ok {
+			m := map[string]any{"name": p.name, "in": p.in, "type": p.typ, "uniqueItems": true}
+			if p.description != "" {
+				m["description"] = p.description
+			}
+			if p.required {
+				m["required"] = true
+			}
+			s[key] = m
 		}
-		if p.required {
-			m["required"] = true
-		}
-		out = append(out, m)
+		out = append(out, map[string]any{"$ref": "#/parameters/" + key})
 	}
 	return out
 }

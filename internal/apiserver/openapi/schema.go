@@ -1,9 +1,9 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 )
 
@@ -17,6 +17,7 @@ type jsonSchema struct {
 	AllOf                []*jsonSchema          `json:"allOf,omitempty"`
 	Default              any                    `json:"default,omitempty"`
 	Description          string                 `json:"description,omitempty"`
+	Enum                 []string               `json:"enum,omitempty"`
 	Format               string                 `json:"format,omitempty"`
 	Items                *jsonSchema            `json:"items,omitempty"`
 	OneOf                []*jsonSchema          `json:"oneOf,omitempty"`
@@ -26,13 +27,14 @@ type jsonSchema struct {
 	GroupVersionKinds    []gvk                  `json:"x-kubernetes-group-version-kind,omitempty"`
 	ListMapKeys          []string               `json:"x-kubernetes-list-map-keys,omitempty"`
 	ListType             string                 `json:"x-kubernetes-list-type,omitempty"`
+	MapType              string                 `json:"x-kubernetes-map-type,omitempty"`
 	PatchMergeKey        string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
 	PatchStrategy        string                 `json:"x-kubernetes-patch-strategy,omitempty"`
 
 	// refName names the definition this schema refers to; Ref is derived from it.
 	refName string
-	// zero is the default upstream's v3 document writes for a non-optional field:
-	// {} for structs, the zero value for scalars. v2 documents carry no defaults.
+	// zero is the default the v3 document writes (see zeroDefault and +default);
+	// v2 documents carry no defaults, as upstream prunes them.
 	zero any
 	// oneOfTypes replaces Type in v3 for types that accept several JSON types
 	// (IntOrString, Quantity).
@@ -138,16 +140,32 @@ func (d *definitions) add(t reflect.Type) (string, error) {
 	}
 
 	def.Type = "object"
+	if m, ok := markedType(goName(t)); ok {
+		def.MapType = m.mapType
+	}
 	if doc, ok := zero.(swaggerDocumented); ok {
 		if s := doc.SwaggerDoc()[""]; s != "" {
 			def.Description = s
 		}
 	}
+	// Required keeps the fields' declaration order, as upstream writes it.
 	if err := d.addFields(def, t); err != nil {
 		return "", err
 	}
-	sort.Strings(def.Required)
 	return name, nil
+}
+
+func derefType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// goName names a Go type by package path and name, as markedType and enumValues
+// look types up.
+func goName(t reflect.Type) string {
+	return t.PkgPath() + "." + t.Name()
 }
 
 // addFields adds the JSON fields of struct t to def, descending into inlined
@@ -157,6 +175,8 @@ func (d *definitions) addFields(def *jsonSchema, t reflect.Type) error {
 	if doc, ok := reflect.Zero(t).Interface().(swaggerDocumented); ok {
 		docs = doc.SwaggerDoc()
 	}
+	marks, _ := markedType(goName(t))
+	markersDecide := hasMarkerData(t.PkgPath())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag, hasTag := f.Tag.Lookup("json")
@@ -188,14 +208,30 @@ func (d *definitions) addFields(def *jsonSchema, t reflect.Type) error {
 		if err != nil {
 			return fmt.Errorf("%s.%s: %w", t, f.Name, err)
 		}
+		fm := marks.fields[name]
 		prop.Description = docs[name]
+		if values := enumValues(goName(derefType(f.Type))); len(values) > 0 {
+			// As upstream, only a field of an enum type itself, not a list of them.
+			prop.Enum = values
+			prop.Description = describeEnum(prop.Description, values)
+		}
 		prop.zero = zeroDefault(f.Type, omitEmpty)
-		applyPatchTags(prop, f.Tag)
+		if fm.defaultJSON != "" {
+			if err := json.Unmarshal([]byte(fm.defaultJSON), &prop.zero); err != nil {
+				return fmt.Errorf("%s.%s: default %s: %w", t, f.Name, fm.defaultJSON, err)
+			}
+		}
+		applyPatchTags(prop, f.Tag, !markersDecide)
+		if fm.listType != "" {
+			prop.ListType, prop.ListMapKeys = fm.listType, fm.listMapKeys
+		}
+		prop.MapType = fm.mapType
 		if def.Properties == nil {
 			def.Properties = map[string]*jsonSchema{}
 		}
 		def.Properties[name] = prop
-		if !omitEmpty {
+		// upstream's rule: +required and +optional decide, else omitempty does.
+		if fm.required || (!omitEmpty && !fm.optional) {
 			def.Required = append(def.Required, name)
 		}
 	}
@@ -203,16 +239,15 @@ func (d *definitions) addFields(def *jsonSchema, t reflect.Type) error {
 }
 
 // applyPatchTags turns the patchStrategy and patchMergeKey struct tags into their
-// OpenAPI extensions and derives the list type they imply: a list merged by key is a
-// map list keyed by it, a merged list without key is a set. Lists without patch tags
-// are left without x-kubernetes-list-type (upstream takes it from +listType comments,
-// which reflection cannot see).
-func applyPatchTags(s *jsonSchema, tag reflect.StructTag) {
+// OpenAPI extensions. With deriveListType, for types whose +listType comments are
+// unknown, it also derives the list type the tags imply: a list merged by key is a
+// map list keyed by it, a merged list of scalars is a set.
+func applyPatchTags(s *jsonSchema, tag reflect.StructTag, deriveListType bool) {
 	strategy := tag.Get("patchStrategy")
 	key := tag.Get("patchMergeKey")
 	s.PatchStrategy = strategy
 	s.PatchMergeKey = key
-	if s.Type != "array" {
+	if s.Type != "array" || !deriveListType {
 		return
 	}
 	merges := false
@@ -292,17 +327,19 @@ func scalarType(k reflect.Kind) (typ, format string) {
 	return "", ""
 }
 
-// zeroDefault is the default a v3 document writes for a value of type t: {} for a
-// plain struct, the zero value for a scalar that is always serialized, and none for
-// pointers, collections and types with their own JSON form.
+// zeroDefault is the default a v3 document writes for a value of type t, as
+// upstream's generator enforces it: {} for a plain struct, the zero value for a
+// scalar that is always serialized, and none for pointers, collections and types
+// that unmarshal themselves.
 func zeroDefault(t reflect.Type, omitEmpty bool) any {
+	// Types that decode themselves take null for their zero value.
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil
+	}
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Array, reflect.Interface:
 		return nil
 	case reflect.Struct:
-		if _, special := reflect.Zero(t).Interface().(openAPITyped); special {
-			return nil
-		}
 		return map[string]any{}
 	}
 	if omitEmpty {

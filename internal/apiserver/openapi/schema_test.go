@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,13 +24,23 @@ func lookup(doc any, keys ...string) (any, bool) {
 	return doc, true
 }
 
-func decode(t *testing.T, data []byte) map[string]any {
+func decode(t *testing.T, stored storedDoc) map[string]any {
 	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
+	if err := json.Unmarshal(plain(t, stored), &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// plain returns a stored document uncompressed.
+func plain(t *testing.T, doc storedDoc) []byte {
+	t.Helper()
+	data, err := doc.bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 const (
@@ -39,9 +50,9 @@ const (
 
 func TestDocumentContents(t *testing.T) {
 	docs := buildTestDocuments(t)
-	v2 := decode(t, docs.v2.data)
-	apps := decode(t, docs.v3["apis/apps/v1"].data)
-	core := decode(t, docs.v3["api/v1"].data)
+	v2 := decode(t, docs.v2)
+	apps := decode(t, docs.v3["apis/apps/v1"])
+	core := decode(t, docs.v3["api/v1"])
 	def2 := func(name string, keys ...string) []string { return append([]string{v2Defs, name}, keys...) }
 	def3 := func(name string, keys ...string) []string {
 		return append([]string{v3Defs, "schemas", name}, keys...)
@@ -71,8 +82,16 @@ func TestDocumentContents(t *testing.T) {
 			`{"x-kubernetes-patch-strategy":"merge,retainKeys","x-kubernetes-patch-merge-key":"name"}`, nil},
 		{"v2 merged scalar list is a set", v2, def2("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "properties", "finalizers"),
 			`{"type":"array","items":{"type":"string"},"x-kubernetes-patch-strategy":"merge","x-kubernetes-list-type":"set"}`, nil},
-		{"v2 list without patch tags has no list type", v2, def2(podSpec, "properties", "tolerations"),
-			`{"type":"array"}`, []string{"x-kubernetes-list-type", "x-kubernetes-patch-strategy"}},
+		{"v2 list type from +listType", v2, def2(podSpec, "properties", "tolerations"),
+			`{"type":"array","x-kubernetes-list-type":"atomic"}`, []string{"x-kubernetes-patch-strategy", "x-kubernetes-list-map-keys"}},
+		{"v2 several list map keys", v2, def2(container, "properties", "ports"),
+			`{"x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["containerPort","protocol"],"x-kubernetes-patch-merge-key":"containerPort"}`, nil},
+		{"v2 atomic struct", v2, def2("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"), `{"x-kubernetes-map-type":"atomic"}`, nil},
+		{"v2 enum", v2, def2(podSpec, "properties", "restartPolicy"), `{"type":"string","enum":["Always","Never","OnFailure"]}`, nil},
+		{"v2 no enum on a list of enum values", v2, def2("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "properties", "accessModes", "items"), `{"type":"string"}`, []string{"enum"}},
+		{"v2 +optional without omitempty is optional", v2, def2("io.k8s.api.apps.v1.DeploymentCondition"), `{"type":"object"}`, []string{"required"}},
+		{"v2 +required with omitempty is required", v2, def2("io.k8s.api.apps.v1.Deployment", "required"), `["spec"]`, nil},
+		{"v2 required in declaration order", v2, def2("io.k8s.api.core.v1.NodeCondition", "required"), `["type","status"]`, nil},
 		{"v2 Time", v2, def2("io.k8s.apimachinery.pkg.apis.meta.v1.Time"), `{"type":"string","format":"date-time"}`, []string{"properties"}},
 		{"v2 IntOrString", v2, def2("io.k8s.apimachinery.pkg.util.intstr.IntOrString"), `{"type":"string","format":"int-or-string"}`, []string{"oneOf"}},
 		{"v2 Quantity", v2, def2("io.k8s.apimachinery.pkg.api.resource.Quantity"), `{"type":"string"}`, []string{"oneOf", "format"}},
@@ -124,6 +143,7 @@ func TestDocumentContents(t *testing.T) {
 		{"v3 list items", apps, def3(podSpec, "properties", "containers", "items"),
 			`{"allOf":[{"$ref":"#/components/schemas/io.k8s.api.core.v1.Container"}],"default":{}}`, nil},
 		{"v3 scalar items", apps, def3(container, "properties", "args", "items"), `{"type":"string","default":""}`, nil},
+		{"v3 +default", apps, def3("io.k8s.api.core.v1.ContainerPort", "properties", "protocol"), `{"type":"string","default":"TCP"}`, nil},
 		{"v3 Time field has no default", apps, def3("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "properties", "creationTimestamp"),
 			`{"allOf":[{"$ref":"#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Time"}]}`, []string{"default"}},
 		{"v3 map of quantities", apps, def3("io.k8s.api.core.v1.ResourceRequirements", "properties", "limits", "additionalProperties"),
@@ -198,7 +218,7 @@ func matches(got, want any) bool {
 
 func TestQueryParameters(t *testing.T) {
 	docs := buildTestDocuments(t)
-	apps := decode(t, docs.v3["apis/apps/v1"].data)
+	apps := decode(t, docs.v3["apis/apps/v1"])
 	const ns = "/apis/apps/v1/namespaces/{namespace}/deployments"
 	tests := []struct {
 		path, method string
@@ -238,7 +258,7 @@ func TestQueryParameters(t *testing.T) {
 
 func TestV3DocumentsHoldOnlyWhatTheyReach(t *testing.T) {
 	docs := buildTestDocuments(t)
-	core := decode(t, docs.v3["api/v1"].data)
+	core := decode(t, docs.v3["api/v1"])
 	if _, ok := lookup(core, v3Defs, "schemas", "io.k8s.api.apps.v1.Deployment"); ok {
 		t.Error("api/v1 document holds apps/v1 Deployment")
 	}
@@ -249,7 +269,7 @@ func TestV3DocumentsHoldOnlyWhatTheyReach(t *testing.T) {
 	}
 	// Every reference in every document resolves within it.
 	for key, doc := range docs.v3 {
-		decoded := decode(t, doc.data)
+		decoded := decode(t, doc)
 		schemas, _ := lookup(decoded, v3Defs, "schemas")
 		walkRefs(decoded, func(ref string) {
 			name := ref[len("#/components/schemas/"):]
@@ -309,11 +329,11 @@ func TestExtraTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := lookup(decode(t, docs.v2.data), v2Defs, "mizzen.internal.apiserver.openapi.testType")
+	got, ok := lookup(decode(t, docs.v2), v2Defs, "mizzen.internal.apiserver.openapi.testType")
 	if !ok {
 		t.Fatal("extra type missing from v2 definitions")
 	}
-	want := `{"type":"object","required":["Untagged","plain","ratio"],"properties":{
+	want := `{"type":"object","required":["plain","Untagged","ratio"],"properties":{
 		"plain":{"type":"string"},"optional":{"type":"integer","format":"int64"},"Untagged":{"type":"boolean"},
 		"labels":{"type":"object","additionalProperties":{"type":"string"}},"ratio":{"type":"number","format":"double"}}}`
 	var w any
@@ -332,5 +352,54 @@ func TestBuildRejectsResourceWithoutNew(t *testing.T) {
 	r[0].New = nil
 	if _, err := Build(r); err == nil {
 		t.Error("Build accepted a resource without New")
+	}
+}
+
+func TestPathParameters(t *testing.T) {
+	docs := buildTestDocuments(t)
+	apps := decode(t, docs.v3["apis/apps/v1"])
+	list := []string{"allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "shardSelector", "timeoutSeconds", "watch"}
+	with := func(extra ...string) []string {
+		out := append(append([]string{}, list...), extra...)
+		sort.Strings(out)
+		return out
+	}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/apis/apps/v1/namespaces/{namespace}/deployments", []string{"namespace", "pretty"}},
+		{"/apis/apps/v1/namespaces/{namespace}/deployments/{name}", []string{"name", "namespace", "pretty"}},
+		{"/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale", []string{"name", "namespace", "pretty"}},
+		{"/apis/apps/v1/deployments", with("pretty")},
+		{"/apis/apps/v1/watch/deployments", with("pretty")},
+		{"/apis/apps/v1/watch/namespaces/{namespace}/deployments", with("namespace", "pretty")},
+		{"/apis/apps/v1/watch/namespaces/{namespace}/deployments/{name}", with("name", "namespace", "pretty")},
+	}
+	for _, tt := range tests {
+		params, ok := lookup(apps, "paths", tt.path, "parameters")
+		if !ok {
+			t.Errorf("%s: no parameters", tt.path)
+			continue
+		}
+		var names []string
+		for _, p := range params.([]any) {
+			names = append(names, p.(map[string]any)["name"].(string))
+		}
+		if !reflect.DeepEqual(names, tt.want) {
+			t.Errorf("%s parameters = %v, want %v", tt.path, names, tt.want)
+		}
+	}
+}
+
+func TestEnumDescription(t *testing.T) {
+	docs := buildTestDocuments(t)
+	got, ok := lookup(decode(t, docs.v3["api/v1"]), v3Defs, "schemas", "io.k8s.api.core.v1.PodSpec", "properties", "restartPolicy", "description")
+	if !ok {
+		t.Fatal("restartPolicy has no description")
+	}
+	const suffix = "\n\nPossible enum values:\n - `\"Always\"`\n - `\"Never\"`\n - `\"OnFailure\"`"
+	if s := got.(string); !strings.HasSuffix(s, suffix) || len(s) == len(suffix) {
+		t.Errorf("restartPolicy description = %q, want the field's text then %q", s, suffix)
 	}
 }

@@ -51,8 +51,8 @@ func containerCells(containers []corev1.Container) (names, images string) {
 	return strings.Join(n, ","), strings.Join(im, ",")
 }
 
-// selectorString renders a label selector as the scale subresource and the deployment
-// printer do ("app=web"); an unconvertible selector yields "<invalid>" (printer) or "".
+// selectorString renders a label selector in its string form ("app=web,tier in (a,b)"),
+// as the scale subresource and the deployment printer show it.
 func selectorString(sel *metav1.LabelSelector) (string, error) {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {

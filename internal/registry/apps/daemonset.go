@@ -2,12 +2,15 @@ package apps
 
 import (
 	"context"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -61,8 +64,42 @@ func (daemonSetStrategy) Default(obj runtime.Object) {
 	core.DefaultPodSpec(&ds.Spec.Template.Spec)
 }
 
+// PrepareForCreate clears the status and starts the template generation at 1.
 func (daemonSetStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	obj.(*appsv1.DaemonSet).Status = appsv1.DaemonSetStatus{}
+	ds := obj.(*appsv1.DaemonSet)
+	ds.Status = appsv1.DaemonSetStatus{}
+	setTemplateGeneration(ds, 1)
+}
+
+// PrepareForUpdate keeps the template generation a client cannot set, and counts one
+// more when the pod template changes.
+func (daemonSetStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	ds, oldDS := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+	generation := templateGeneration(oldDS)
+	if !apiequality.Semantic.DeepEqual(ds.Spec.Template, oldDS.Spec.Template) {
+		generation++
+	}
+	setTemplateGeneration(ds, generation)
+}
+
+// templateGeneration reads the generation of a daemonset's pod template. apps/v1 has no
+// field for it: upstream keeps it in the deprecated.daemonset.template.generation
+// annotation, which clients (and the daemonset controller) read.
+func templateGeneration(ds *appsv1.DaemonSet) int64 {
+	n, err := strconv.ParseInt(ds.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func setTemplateGeneration(ds *appsv1.DaemonSet, generation int64) {
+	annotations := make(map[string]string, len(ds.Annotations)+1)
+	for k, v := range ds.Annotations {
+		annotations[k] = v
+	}
+	annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(generation, 10)
+	ds.Annotations = annotations
 }
 
 func (daemonSetStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -76,10 +113,15 @@ func (daemonSetStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Obje
 }
 
 func validateDaemonSetSpec(spec *appsv1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateRequiredSelector(spec.Selector, "daemonset", fldPath.Child("selector"))
-	if sel, err := metav1.LabelSelectorAsSelector(spec.Selector); err == nil && spec.Selector != nil && !sel.Matches(labels.Set(spec.Template.Labels)) {
+	// Unlike the other workloads, a missing selector is reported only as one that does
+	// not match the template, as upstream does.
+	allErrs := metavalidation.ValidateLabelSelector(spec.Selector, metavalidation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))
+	if sel, err := metav1.LabelSelectorAsSelector(spec.Selector); err == nil && !sel.Matches(labels.Set(spec.Template.Labels)) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("template", "metadata", "labels"), spec.Template.Labels,
 			"`selector` does not match template `labels`"))
+	}
+	if sel := spec.Selector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("selector"), sel, "empty selector is invalid for daemonset"))
 	}
 	tp := fldPath.Child("template")
 	allErrs = append(allErrs, core.ValidatePodTemplateSpec(&spec.Template, tp)...)
@@ -117,7 +159,7 @@ func validateDaemonSetUpdateStrategy(s *appsv1.DaemonSetUpdateStrategy, fldPath 
 		}
 		return allErrs
 	default:
-		return field.ErrorList{field.NotSupported(fldPath.Child("type"), s.Type,
+		return field.ErrorList{field.NotSupported(fldPath, *s,
 			[]string{string(appsv1.RollingUpdateDaemonSetStrategyType), string(appsv1.OnDeleteDaemonSetStrategyType)})}
 	}
 }

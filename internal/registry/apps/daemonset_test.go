@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -50,7 +51,9 @@ func TestDaemonSetValidate(t *testing.T) {
 	}{
 		{"valid", func(*appsv1.DaemonSet) {}, nil},
 		{"no selector", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = nil },
-			[]wantError{{"spec.selector", field.ErrorTypeRequired}}},
+			[]wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
+		{"empty selector", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = &metav1.LabelSelector{} },
+			[]wantError{{"spec.selector", field.ErrorTypeInvalid}}},
 		{"mismatch", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Labels = map[string]string{"x": "y"} },
 			[]wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
 		{"surge and unavailable", func(ds *appsv1.DaemonSet) {
@@ -64,7 +67,7 @@ func TestDaemonSetValidate(t *testing.T) {
 				MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromString("101%"))}
 		}, []wantError{{"spec.updateStrategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid}}},
 		{"unknown strategy", func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Sometimes" },
-			[]wantError{{"spec.updateStrategy.type", field.ErrorTypeNotSupported}}},
+			[]wantError{{"spec.updateStrategy", field.ErrorTypeNotSupported}}},
 		{"active deadline", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.ActiveDeadlineSeconds = ptr(int64(1)) },
 			[]wantError{{"spec.template.spec.activeDeadlineSeconds", field.ErrorTypeInvalid}}},
 	}
@@ -99,5 +102,41 @@ func TestDaemonSetPrinter(t *testing.T) {
 	none := newDaemonSet()
 	if cell := p.Row(none)[6]; cell != "<none>" {
 		t.Errorf("empty node selector printed %q, want <none>", cell)
+	}
+}
+
+func TestDaemonSetTemplateGeneration(t *testing.T) {
+	ctx := context.Background()
+	s := DaemonSets().Strategy
+	ds := newDaemonSet()
+	ds.Annotations = map[string]string{"deprecated.daemonset.template.generation": "7", "owner": "ops"}
+	s.Default(ds)
+	s.PrepareForCreate(ctx, ds)
+	if got := ds.Annotations; !reflect.DeepEqual(got, map[string]string{"deprecated.daemonset.template.generation": "1", "owner": "ops"}) {
+		t.Fatalf("annotations after create = %v", got)
+	}
+
+	tests := []struct {
+		name   string
+		mutate func(*appsv1.DaemonSet)
+		want   string
+	}{
+		{"template changed", func(d *appsv1.DaemonSet) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" }, "2"},
+		{"other spec changed", func(d *appsv1.DaemonSet) { d.Spec.MinReadySeconds = 5 }, "1"},
+		{"client sets the annotation", func(d *appsv1.DaemonSet) { d.Annotations["deprecated.daemonset.template.generation"] = "9" }, "1"},
+		{"client drops the annotation", func(d *appsv1.DaemonSet) { delete(d.Annotations, "deprecated.daemonset.template.generation") }, "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			updated := ds.DeepCopy()
+			tt.mutate(updated)
+			s.PrepareForUpdate(ctx, updated, ds)
+			if got := updated.Annotations["deprecated.daemonset.template.generation"]; got != tt.want {
+				t.Errorf("template generation = %q, want %q", got, tt.want)
+			}
+			if errs := s.ValidateUpdate(ctx, updated, ds); len(errs) != 0 {
+				t.Errorf("update rejected: %v", errs)
+			}
+		})
 	}
 }

@@ -130,8 +130,8 @@ func validateDeploymentStrategy(s *appsv1.DeploymentStrategy, fldPath *field.Pat
 		}
 		return append(allErrs, validateNotMoreThan100Percent(ru.MaxUnavailable, p.Child("maxUnavailable"))...)
 	default:
-		return field.ErrorList{field.NotSupported(fldPath.Child("type"), s.Type,
-			[]appsv1.DeploymentStrategyType{appsv1.RecreateDeploymentStrategyType, appsv1.RollingUpdateDeploymentStrategyType})}
+		return field.ErrorList{field.NotSupported(fldPath, *s,
+			[]string{string(appsv1.RecreateDeploymentStrategyType), string(appsv1.RollingUpdateDeploymentStrategyType)})}
 	}
 }
 

@@ -113,7 +113,7 @@ func TestDeploymentValidate(t *testing.T) {
 				RollingUpdate: &appsv1.RollingUpdateDeployment{}}
 		}, []wantError{{"spec.strategy.rollingUpdate", field.ErrorTypeForbidden}}},
 		{"unknown strategy", func(d *appsv1.Deployment) { d.Spec.Strategy.Type = "Blue" },
-			[]wantError{{"spec.strategy.type", field.ErrorTypeNotSupported}}},
+			[]wantError{{"spec.strategy", field.ErrorTypeNotSupported}}},
 		{"restart never", func(d *appsv1.Deployment) { d.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
 			[]wantError{{"spec.template.spec.restartPolicy", field.ErrorTypeNotSupported}}},
 		{"active deadline", func(d *appsv1.Deployment) { d.Spec.Template.Spec.ActiveDeadlineSeconds = ptr(int64(5)) },

@@ -68,7 +68,15 @@ func (cronJobStrategy) Default(obj runtime.Object) {
 }
 
 func (cronJobStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{}
+	cj := obj.(*batchv1.CronJob)
+	cj.Status = batchv1.CronJobStatus{}
+	cj.Spec.JobTemplate.Spec.Scheduling = nil // alpha WorkloadWithJob, off: dropped as for jobs
+}
+
+func (cronJobStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	if old.(*batchv1.CronJob).Spec.JobTemplate.Spec.Scheduling == nil {
+		obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Scheduling = nil
+	}
 }
 
 func (cronJobStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {

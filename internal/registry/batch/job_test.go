@@ -122,6 +122,14 @@ func TestJobCreateGeneratesSelector(t *testing.T) {
 		t.Errorf("status not cleared: %+v", j.Status)
 	}
 
+	// The alpha spec.scheduling is dropped, as with its feature gate off.
+	gang := newJob()
+	gang.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{}
+	createErrors(Jobs(), gang)
+	if gang.Spec.Scheduling != nil {
+		t.Errorf("scheduling = %+v, want dropped", gang.Spec.Scheduling)
+	}
+
 	// Labels the client set on the job are kept.
 	own := newJob()
 	own.Labels = map[string]string{"team": "math"}
@@ -179,6 +187,9 @@ func TestJobValidate(t *testing.T) {
 		}, []wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
 		{"manual without selector", func(j *batchv1.Job) { j.Spec.ManualSelector = ptr(true) },
 			[]wantError{{"spec.selector", field.ErrorTypeRequired}}},
+		{"generated label set by the client", func(j *batchv1.Job) {
+			j.Spec.Template.Labels = map[string]string{"batch.kubernetes.io/job-name": "other"}
+		}, []wantError{{"spec.template.metadata.labels[batch.kubernetes.io/job-name]", field.ErrorTypeInvalid}}},
 		{"pod failure policy needs Never", func(j *batchv1.Job) {
 			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
@@ -205,6 +216,44 @@ func TestJobValidate(t *testing.T) {
 			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}}}}
 		}, []wantError{{"spec.podReplacementPolicy", field.ErrorTypeNotSupported}}},
+		{"indexed name too long for pod hostnames", func(j *batchv1.Job) {
+			j.Name = "a23456789012345678901234567890123456789012345678901234567890"
+			j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+			j.Spec.Completions = ptr(int32(1000))
+		}, []wantError{{"metadata.name", field.ErrorTypeInvalid}}},
+		{"success policy", func(j *batchv1.Job) {
+			j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+			j.Spec.Completions = ptr(int32(10))
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+				{SucceededIndexes: ptr("0,2-4,9"), SucceededCount: ptr(int32(5))},
+				{SucceededCount: ptr(int32(10))},
+			}}
+		}, nil},
+		{"success policy rules", func(j *batchv1.Job) {
+			j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+			j.Spec.Completions = ptr(int32(10))
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+				{},
+				{SucceededIndexes: ptr("3-1")},
+				{SucceededIndexes: ptr("1,1")},
+				{SucceededIndexes: ptr("10")},
+				{SucceededIndexes: ptr("1-2"), SucceededCount: ptr(int32(3))},
+				{SucceededCount: ptr(int32(11))},
+			}}
+		}, []wantError{
+			{"spec.successPolicy.rules[0]", field.ErrorTypeRequired},
+			{"spec.successPolicy.rules[1].succeededIndexes", field.ErrorTypeInvalid},
+			{"spec.successPolicy.rules[2].succeededIndexes", field.ErrorTypeInvalid},
+			{"spec.successPolicy.rules[3].succeededIndexes", field.ErrorTypeInvalid},
+			{"spec.successPolicy.rules[4].succeededCount", field.ErrorTypeInvalid},
+			{"spec.successPolicy.rules[5].succeededCount", field.ErrorTypeInvalid},
+		}},
+		{"success policy needs indexed", func(j *batchv1.Job) {
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr(int32(1))}}}
+		}, []wantError{{"spec.completionMode", field.ErrorTypeInvalid}}},
+		{"managed by", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr("kueue.x-k8s.io/multikueue") }, nil},
+		{"managed by not a domain path", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr("kueue") },
+			[]wantError{{"spec.managedBy", field.ErrorTypeInvalid}}},
 		{"name too long for the label", func(j *batchv1.Job) { j.Name = "a23456789012345678901234567890123456789012345678901234567890abcd" },
 			[]wantError{{"spec.template.metadata.labels", field.ErrorTypeInvalid}, {"spec.template.metadata.labels", field.ErrorTypeInvalid}}},
 	}
@@ -316,5 +365,30 @@ func TestJobPrinter(t *testing.T) {
 			cells := append(append([]interface{}{"pi"}, tt.cells...), "pi", "perl:5.34", "batch.kubernetes.io/controller-uid="+piUID)
 			checkRow(t, p, j, 4, cells)
 		})
+	}
+}
+
+func TestCountIndexes(t *testing.T) {
+	tests := []struct {
+		list    string
+		want    int32
+		wantErr bool
+	}{
+		{"0", 1, false},
+		{"0,2-4,9", 5, false},
+		{"0-9", 10, false},
+		{"", 0, true},
+		{"a", 0, true},
+		{"1-2-3", 0, true},
+		{"4-2", 0, true},
+		{"2,1", 0, true},
+		{"1-3,3", 0, true},
+		{"10", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := countIndexes(tt.list, 10)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("countIndexes(%q) = %d, %v; want %d, error %v", tt.list, got, err, tt.want, tt.wantErr)
+		}
 	}
 }

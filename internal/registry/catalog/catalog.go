@@ -4,12 +4,18 @@ package catalog
 
 import (
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/admissionregistration"
+	"mizzen/internal/registry/apiregistration"
 	"mizzen/internal/registry/apps"
+	"mizzen/internal/registry/autoscaling"
 	"mizzen/internal/registry/batch"
+	"mizzen/internal/registry/certificates"
 	"mizzen/internal/registry/coordination"
 	"mizzen/internal/registry/core"
 	"mizzen/internal/registry/discovery"
+	"mizzen/internal/registry/events"
 	"mizzen/internal/registry/networking"
+	"mizzen/internal/registry/policy"
 	"mizzen/internal/registry/rbac"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/registry/storage"
@@ -21,13 +27,19 @@ func All() []*registry.Resource {
 	for _, group := range [][]*registry.Resource{
 		core.Resources(),
 		apps.Resources(),
+		autoscaling.Resources(),
 		batch.Resources(),
+		certificates.Resources(),
 		coordination.Resources(),
 		discovery.Resources(),
+		events.Resources(),
 		networking.Resources(),
+		policy.Resources(),
 		rbac.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),
+		admissionregistration.Resources(),
+		apiregistration.Resources(),
 	} {
 		all = append(all, group...)
 	}

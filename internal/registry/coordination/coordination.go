@@ -4,6 +4,7 @@ package coordination
 
 import (
 	"context"
+	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,17 +71,19 @@ func validateLeaseSpec(spec *coordinationv1.LeaseSpec, fldPath *field.Path) fiel
 	return allErrs
 }
 
-// validateStrategy accepts the built-in strategy and any domain-prefixed custom one.
+// validateStrategy accepts a Kubernetes-defined strategy, or a custom one named
+// "<domain>/<name>". Upstream reports problems at "<path>.strategy" below the
+// strategy's own path, and so does this.
 func validateStrategy(strategy coordinationv1.CoordinatedLeaseStrategy, fldPath *field.Path) field.ErrorList {
-	if strategy == coordinationv1.OldestEmulationVersion {
-		return nil
-	}
-	if strategy == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
 	var allErrs field.ErrorList
+	if !strings.Contains(string(strategy), "/") {
+		if strategy != coordinationv1.OldestEmulationVersion {
+			allErrs = append(allErrs, field.NotSupported(fldPath.Child("strategy"), strategy, []string{string(coordinationv1.OldestEmulationVersion)}))
+		}
+		return allErrs
+	}
 	for _, msg := range validation.IsQualifiedName(string(strategy)) {
-		allErrs = append(allErrs, field.Invalid(fldPath, strategy, msg))
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("strategy"), strategy, msg))
 	}
 	return allErrs
 }

@@ -29,8 +29,12 @@ func TestLeaseValidate(t *testing.T) {
 			[]fieldErr{{field.ErrorTypeForbidden, "spec.preferredHolder"}}},
 		{"preferred holder with strategy", coordinationv1.LeaseSpec{PreferredHolder: ptr.To("node-2"),
 			Strategy: ptr.To(coordinationv1.OldestEmulationVersion)}, nil},
+		// upstream reports strategy problems one level below the field
 		{"malformed strategy", coordinationv1.LeaseSpec{Strategy: ptr.To(coordinationv1.CoordinatedLeaseStrategy("a/b/c"))},
-			[]fieldErr{{field.ErrorTypeInvalid, "spec.strategy"}}},
+			[]fieldErr{{field.ErrorTypeInvalid, "spec.strategy.strategy"}}},
+		{"unknown built-in strategy", coordinationv1.LeaseSpec{Strategy: ptr.To(coordinationv1.CoordinatedLeaseStrategy("Newest"))},
+			[]fieldErr{{field.ErrorTypeNotSupported, "spec.strategy.strategy"}}},
+		{"custom strategy", coordinationv1.LeaseSpec{Strategy: ptr.To(coordinationv1.CoordinatedLeaseStrategy("example.com/fastest"))}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

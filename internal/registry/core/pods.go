@@ -31,8 +31,13 @@ func podsResource() *registry.Resource {
 		New:          func() runtime.Object { return &corev1.Pod{} },
 		NewList:      func() runtime.Object { return &corev1.PodList{} },
 		Strategy: strategy[*corev1.Pod]{
-			defaults:       defaultPod,
-			prepareCreate:  preparePodForCreate,
+			defaults: func(pod *corev1.Pod) {
+				defaultPod(pod)
+				normalizePodIPs(&pod.Status)
+			},
+			prepareCreate: preparePodForCreate,
+			// Status updates skip Default, so the IP fields are made consistent here too.
+			prepareUpdate:  func(_ context.Context, pod, _ *corev1.Pod) { normalizePodIPs(&pod.Status) },
 			validate:       validatePod,
 			validateCreate: validatePodCreate,
 			validateUpdate: validatePodUpdate,
@@ -58,9 +63,34 @@ func preparePodForCreate(_ context.Context, pod *corev1.Pod) {
 	}
 }
 
+// normalizePodIPs keeps podIP and podIPs (and hostIP and hostIPs) consistent, as
+// upstream's v1 conversion does: the single field wins when both are set and differ,
+// and each fills the other when only one is set.
+func normalizePodIPs(status *corev1.PodStatus) {
+	switch {
+	case status.PodIP != "" && (len(status.PodIPs) == 0 || status.PodIPs[0].IP != status.PodIP):
+		status.PodIPs = []corev1.PodIP{{IP: status.PodIP}}
+	case status.PodIP == "" && len(status.PodIPs) > 0:
+		status.PodIP = status.PodIPs[0].IP
+	}
+	switch {
+	case status.HostIP != "" && (len(status.HostIPs) == 0 || status.HostIPs[0].IP != status.HostIP):
+		status.HostIPs = []corev1.HostIP{{IP: status.HostIP}}
+	case status.HostIP == "" && len(status.HostIPs) > 0:
+		status.HostIP = status.HostIPs[0].IP
+	}
+}
+
 func validatePod(_ context.Context, pod *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
 	errs := ValidatePodSpec(&pod.Spec, specPath)
+	errs = append(errs, validatePodStatus(&pod.Status, field.NewPath("status"))...)
+	// ValidatePodSpec lets templates leave host ports out; a pod must have them.
+	for _, e := range validateHostNetworkPorts(&pod.Spec, true, specPath) {
+		if e.BadValue == int32(0) {
+			errs = append(errs, e)
+		}
+	}
 	for i, c := range pod.Spec.Containers {
 		if c.Image != strings.TrimSpace(c.Image) {
 			errs = append(errs, field.Invalid(specPath.Child("containers").Index(i).Child("image"), c.Image, "must not have leading or trailing whitespace"))
@@ -77,6 +107,55 @@ func validatePodCreate(_ context.Context, pod *corev1.Pod) field.ErrorList {
 	}
 	if pod.Spec.NodeName != "" && len(pod.Spec.SchedulingGates) > 0 {
 		errs = append(errs, field.Forbidden(specPath.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
+	return errs
+}
+
+// validatePodStatus checks the addresses and node names a kubelet or scheduler
+// reports.
+func validatePodStatus(status *corev1.PodStatus, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if status.NominatedNodeName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(status.NominatedNodeName) {
+			errs = append(errs, field.Invalid(fldPath.Child("nominatedNodeName"), status.NominatedNodeName, msg))
+		}
+	}
+	podIPs := make([]string, len(status.PodIPs))
+	for i, ip := range status.PodIPs {
+		podIPs[i] = ip.IP
+	}
+	errs = append(errs, validateIPList(podIPs, fldPath.Child("podIPs"))...)
+	hostIPs := make([]string, len(status.HostIPs))
+	for i, ip := range status.HostIPs {
+		hostIPs[i] = ip.IP
+	}
+	errs = append(errs, validateIPList(hostIPs, fldPath.Child("hostIPs"))...)
+	return errs
+}
+
+// validateIPList requires valid, distinct IPs, at most one of each family.
+func validateIPList(ips []string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	v4, v6 := 0, 0
+	for i, ip := range ips {
+		p := fldPath.Index(i).Child("ip")
+		ipErrs := validation.IsValidIP(p, ip)
+		errs = append(errs, ipErrs...)
+		if seen[ip] {
+			errs = append(errs, field.Duplicate(p, ip))
+		}
+		seen[ip] = true
+		if len(ipErrs) == 0 {
+			if strings.Contains(ip, ":") {
+				v6++
+			} else {
+				v4++
+			}
+		}
+	}
+	if v4 > 1 || v6 > 1 {
+		errs = append(errs, field.Invalid(fldPath, ips, "may specify no more than one IP for each IP family"))
 	}
 	return errs
 }

@@ -191,37 +191,37 @@ func TestPodPrinter(t *testing.T) {
 	}{{
 		name:   "pending unscheduled",
 		mutate: func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending },
-		want:   []interface{}{"web", "0/1", "Pending", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want:   []interface{}{"web", "0/1", "Pending", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "running and ready with restarts",
 		mutate: func(p *corev1.Pod) {
 			p.Spec.NodeName = "node-1"
 			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}},
 				ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: running, RestartCount: 3,
-					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: ago(2 * time.Minute)}}}}}
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: ago(20 * time.Minute)}}}}}
 		},
-		want: []interface{}{"web", "1/1", "Running", "3 (2m ago)", "5m", "10.1.0.5", "node-1", "<none>", "<none>"},
+		want: []interface{}{"web", "1/1", "Running", "3 (20m ago)", "15m", "10.1.0.5", "node-1", "<none>", "<none>"},
 	}, {
 		name: "crash loop",
 		mutate: func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, RestartCount: 4}}}
 		},
-		want: []interface{}{"web", "0/1", "CrashLoopBackOff", "4", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "0/1", "CrashLoopBackOff", "4", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "completed",
 		mutate: func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}}
 		},
-		want: []interface{}{"web", "0/1", "Completed", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "0/1", "Completed", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "error exit without reason",
 		mutate: func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}}}}
 		},
-		want: []interface{}{"web", "0/1", "ExitCode:2", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "0/1", "ExitCode:2", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "waiting for first init container",
 		mutate: func(p *corev1.Pod) {
@@ -230,7 +230,7 @@ func TestPodPrinter(t *testing.T) {
 				InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
 				ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}
 		},
-		want: []interface{}{"web", "0/1", "Init:0/1", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "0/1", "Init:0/1", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "init container failed",
 		mutate: func(p *corev1.Pod) {
@@ -238,7 +238,7 @@ func TestPodPrinter(t *testing.T) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending,
 				InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}}
 		},
-		want: []interface{}{"web", "0/1", "Init:Error", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "0/1", "Init:Error", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "init done, app initializing",
 		mutate: func(p *corev1.Pod) {
@@ -247,7 +247,7 @@ func TestPodPrinter(t *testing.T) {
 				InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}},
 				ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}
 		},
-		want: []interface{}{"web", "0/1", "PodInitializing", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "0/1", "PodInitializing", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "sidecar counts toward ready",
 		mutate: func(p *corev1.Pod) {
@@ -258,14 +258,14 @@ func TestPodPrinter(t *testing.T) {
 				InitContainerStatuses: []corev1.ContainerStatus{{Name: "proxy", Started: ptrTo(true), Ready: true, State: running}},
 				ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, State: running}}}
 		},
-		want: []interface{}{"web", "2/2", "Running", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "2/2", "Running", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "terminating",
 		mutate: func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: now}
 			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: running}}}
 		},
-		want: []interface{}{"web", "1/1", "Terminating", "0", "5m", "<none>", "<none>", "<none>", "<none>"},
+		want: []interface{}{"web", "1/1", "Terminating", "0", "15m", "<none>", "<none>", "<none>", "<none>"},
 	}, {
 		name: "scheduling gated with readiness gates",
 		mutate: func(p *corev1.Pod) {
@@ -274,13 +274,13 @@ func TestPodPrinter(t *testing.T) {
 				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated},
 				{Type: "a", Status: corev1.ConditionTrue}}}
 		},
-		want: []interface{}{"web", "0/1", "SchedulingGated", "0", "5m", "<none>", "<none>", "n2", "1/2"},
+		want: []interface{}{"web", "0/1", "SchedulingGated", "0", "15m", "<none>", "<none>", "n2", "1/2"},
 	}}
 	printer := podsResource().Printer
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := newPod("web")
-			pod.CreationTimestamp = ago(5 * time.Minute)
+			pod.CreationTimestamp = ago(15 * time.Minute)
 			tc.mutate(pod)
 			assertRow(t, printer.Row(pod), tc.want)
 		})
@@ -299,5 +299,42 @@ func assertRow(t *testing.T, got, want []interface{}) {
 		if got[i] != want[i] {
 			t.Errorf("cell %d = %#v, want %#v (row %#v)", i, got[i], want[i], got)
 		}
+	}
+}
+
+func TestPodIPsNormalizedAndValidated(t *testing.T) {
+	tests := []struct {
+		name             string
+		status           corev1.PodStatus
+		wantIP           string
+		wantIPs          []corev1.PodIP
+		wantErrs         []string
+		wantHostIP       string
+		wantHostIPsCount int
+	}{
+		{"podIP fills podIPs", corev1.PodStatus{PodIP: "10.1.0.5", HostIP: "192.168.1.2"}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}}, nil, "192.168.1.2", 1},
+		{"podIPs fill podIP", corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "fd00::5"}}}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "fd00::5"}}, nil, "", 0},
+		{"podIP wins a disagreement", corev1.PodStatus{PodIP: "10.1.0.6", PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}}}, "10.1.0.6", []corev1.PodIP{{IP: "10.1.0.6"}}, nil, "", 0},
+		{"two IPv4 addresses", corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "10.1.0.6"}}}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "10.1.0.6"}},
+			[]string{`status.podIPs: Invalid value: ["10.1.0.5","10.1.0.6"]: may specify no more than one IP for each IP family`}, "", 0},
+		{"not an IP", corev1.PodStatus{PodIP: "pod"}, "pod", []corev1.PodIP{{IP: "pod"}},
+			[]string{`status.podIPs[0].ip: Invalid value: "pod": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := newPod("p")
+			pod := old.DeepCopy()
+			pod.Status = tc.status
+			r := podsResource()
+			// The kubelet writes status through the status subresource, which skips Default.
+			r.Strategy.PrepareForUpdate(context.Background(), pod, old)
+			if pod.Status.PodIP != tc.wantIP || !equality.Semantic.DeepEqual(pod.Status.PodIPs, tc.wantIPs) {
+				t.Errorf("podIP %q podIPs %v, want %q %v", pod.Status.PodIP, pod.Status.PodIPs, tc.wantIP, tc.wantIPs)
+			}
+			if pod.Status.HostIP != tc.wantHostIP || len(pod.Status.HostIPs) != tc.wantHostIPsCount {
+				t.Errorf("hostIP %q hostIPs %v", pod.Status.HostIP, pod.Status.HostIPs)
+			}
+			assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), pod, old), tc.wantErrs)
+		})
 	}
 }

@@ -1,11 +1,13 @@
 package core
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -215,4 +217,135 @@ func TestValidatePodTemplateSpec(t *testing.T) {
 		"spec.template.spec.containers[0].image: Required value",
 		"spec.template.spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template",
 	})
+}
+
+func TestValidatePodSpecScheduling(t *testing.T) {
+	nodeAffinity := func(reqs ...corev1.NodeSelectorRequirement) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}}
+	}
+	const reqPath = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+	tests := []struct {
+		name   string
+		mutate func(s *corev1.PodSpec)
+		want   []string
+	}{
+		{"valid node affinity", func(s *corev1.PodSpec) {
+			s.Affinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}})
+		}, nil},
+		{"In without values", func(s *corev1.PodSpec) {
+			s.Affinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn})
+		}, []string{reqPath + ".values: Required value: must be specified when `operator` is 'In' or 'NotIn'"}},
+		{"Exists with values", func(s *corev1.PodSpec) {
+			s.Affinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpExists, Values: []string{"a"}})
+		}, []string{reqPath + ".values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"}},
+		{"no node selector terms", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+		}, []string{"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one node selector term"}},
+		{"anti-affinity without topology key", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}}
+		}, []string{"spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey: Required value: can not be empty"}},
+		{"weight out of range", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 0, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "zone"}}}}}
+		}, []string{"spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100"}},
+		{"topology spread", func(s *corev1.PodSpec) {
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: "Maybe"}}
+		}, []string{"spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+			`spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: "DoNotSchedule", "ScheduleAnyway"`}},
+		{"dns none without nameservers", func(s *corev1.PodSpec) {
+			s.DNSPolicy = corev1.DNSNone
+			s.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"svc.cluster.local."}}
+		}, []string{"spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"}},
+		{"negative run as user", func(s *corev1.PodSpec) { s.SecurityContext.RunAsUser = ptrTo(int64(-1)) },
+			[]string{"spec.securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive"}},
+		{"host alias IP", func(s *corev1.PodSpec) { s.HostAliases = []corev1.HostAlias{{IP: "nope", Hostnames: []string{"db"}}} },
+			[]string{`spec.hostAliases[0].ip: Invalid value: "nope": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			tc.mutate(s)
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
+}
+
+func TestHostNetworkPorts(t *testing.T) {
+	spec := validPodSpec()
+	spec.HostNetwork = true
+	spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}}
+	// A template may leave the host port to pod defaulting.
+	assertErrors(t, ValidatePodSpec(spec, field.NewPath("spec")), nil)
+
+	spec.Containers[0].Ports[0].HostPort = 8080
+	assertErrors(t, ValidatePodSpec(spec, field.NewPath("spec")),
+		[]string{"spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true"})
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: *spec}
+	pod.Spec.Containers[0].Ports[0].HostPort = 0
+	assertErrors(t, podsResource().Strategy.Validate(context.Background(), pod),
+		[]string{"spec.containers[0].ports[0].hostPort: Invalid value: 0: must match `containerPort` when `hostNetwork` is true"})
+	podsResource().Strategy.Default(pod)
+	assertErrors(t, podsResource().Strategy.Validate(context.Background(), pod), nil)
+}
+
+func TestValidateContainerEnv(t *testing.T) {
+	fieldRef := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	}
+	tests := []struct {
+		name    string
+		env     []corev1.EnvVar
+		envFrom []corev1.EnvFromSource
+		want    []string
+	}{
+		{"valid", []corev1.EnvVar{
+			{Name: "POD", ValueFrom: fieldRef("metadata.name")},
+			{Name: "APP", ValueFrom: fieldRef("metadata.labels['app']")},
+			{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+			{Name: "PASS", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}},
+		}, []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}, nil},
+		{"unknown field path", []corev1.EnvVar{{Name: "X", ValueFrom: fieldRef("spec.hostname")}}, nil,
+			[]string{`spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.hostname": supported values: "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"`}},
+		{"value and valueFrom", []corev1.EnvVar{{Name: "X", Value: "v", ValueFrom: fieldRef("metadata.name")}}, nil,
+			[]string{`spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when ` + "`value`" + ` is not empty`}},
+		{"secret key missing", []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}}, nil,
+			[]string{"spec.containers[0].env[0].valueFrom.secretKeyRef.key: Required value"}},
+		{"unknown resource", []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.gpu"}}}}, nil,
+			[]string{`spec.containers[0].env[0].valueFrom.resourceFieldRef.resource: Unsupported value: "limits.gpu": supported values: "limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"`}},
+		{"env from nothing", nil, []corev1.EnvFromSource{{Prefix: "P_"}},
+			[]string{"spec.containers[0].envFrom: Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			s.Containers[0].Env, s.Containers[0].EnvFrom = tc.env, tc.envFrom
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
+}
+
+func TestValidateExtendedResources(t *testing.T) {
+	tests := []struct {
+		name             string
+		requests, limits corev1.ResourceList
+		want             []string
+	}{
+		{"gpu limit only", nil, corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil},
+		{"gpu request only", corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil,
+			[]string{"spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"}},
+		{"gpu request below limit", corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, corev1.ResourceList{"example.com/gpu": resource.MustParse("2")},
+			[]string{`spec.containers[0].resources.requests[example.com/gpu]: Invalid value: "1": must be equal to example.com/gpu limit of 2`}},
+		{"unknown standard resource", corev1.ResourceList{"gpu": resource.MustParse("1")}, nil,
+			[]string{`spec.containers[0].resources.requests[gpu]: Invalid value: "gpu": must be a standard resource for containers`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			s.Containers[0].Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
 }

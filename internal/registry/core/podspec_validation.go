@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	errs = append(errs, validateInitContainers(spec.InitContainers, containerNames, volumes, spec, fldPath.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, volumes, spec, fldPath.Child("containers"))...)
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
+	errs = append(errs, validateHostNetworkPorts(spec, false, fldPath)...)
 
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNSPolicy(spec, fldPath)...)
@@ -88,6 +90,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	if spec.Resources != nil {
 		errs = append(errs, validateResources(spec.Resources, fldPath.Child("resources"))...)
 	}
+	errs = append(errs, validatePodSpecExtras(spec, fldPath)...)
 	return errs
 }
 
@@ -356,6 +359,7 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], fldPath *f
 	}
 	errs = append(errs, validateContainerPorts(c.Ports, fldPath.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, fldPath.Child("env"))...)
+	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
 	if c.Lifecycle != nil {
@@ -431,6 +435,25 @@ func validateHostPorts(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLis
 	return errs
 }
 
+// validateHostNetworkPorts requires host ports to equal container ports on the host
+// network. A template may leave the host port out (0): it is defaulted when the pod
+// is created; a pod may not.
+func validateHostNetworkPorts(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) field.ErrorList {
+	if !spec.HostNetwork {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, c := range spec.Containers {
+		for j, p := range c.Ports {
+			if (isPod || p.HostPort != 0) && p.HostPort != p.ContainerPort {
+				errs = append(errs, field.Invalid(fldPath.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"),
+					p.HostPort, "must match `containerPort` when `hostNetwork` is true"))
+			}
+		}
+	}
+	return errs
+}
+
 func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range env {
@@ -442,52 +465,148 @@ func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(idxPath.Child("name"), e.Name, msg))
 			}
 		}
-		if e.ValueFrom == nil {
-			continue
+		errs = append(errs, validateEnvValueFrom(e, idxPath.Child("valueFrom"))...)
+	}
+	return errs
+}
+
+// envFieldPaths are the pod fields an environment variable may read.
+var envFieldPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
+	"spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
+
+// envResourceFields are the container resources an environment variable may read.
+var envResourceFields = []string{"limits.cpu", "limits.ephemeral-storage", "limits.memory",
+	"requests.cpu", "requests.ephemeral-storage", "requests.memory"}
+
+func validateEnvValueFrom(e corev1.EnvVar, fldPath *field.Path) field.ErrorList {
+	vf := e.ValueFrom
+	if vf == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	n := 0
+	if vf.FieldRef != nil {
+		n++
+		errs = append(errs, validateEnvFieldRef(vf.FieldRef, fldPath.Child("fieldRef"))...)
+	}
+	if vf.ResourceFieldRef != nil {
+		n++
+		p := fldPath.Child("resourceFieldRef")
+		r := vf.ResourceFieldRef.Resource
+		switch {
+		case r == "":
+			errs = append(errs, field.Required(p.Child("resource"), ""))
+		case !slices.Contains(envResourceFields, r) && !strings.HasPrefix(r, "requests.hugepages-") && !strings.HasPrefix(r, "limits.hugepages-"):
+			errs = append(errs, field.NotSupported(p.Child("resource"), r, envResourceFields))
 		}
-		vf := e.ValueFrom
-		vfPath := idxPath.Child("valueFrom")
+	}
+	if vf.ConfigMapKeyRef != nil {
+		n++
+		errs = append(errs, validateKeySelector(vf.ConfigMapKeyRef.Name, vf.ConfigMapKeyRef.Key, fldPath.Child("configMapKeyRef"))...)
+	}
+	if vf.SecretKeyRef != nil {
+		n++
+		errs = append(errs, validateKeySelector(vf.SecretKeyRef.Name, vf.SecretKeyRef.Key, fldPath.Child("secretKeyRef"))...)
+	}
+	if vf.FileKeyRef != nil {
+		n++
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Invalid(fldPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+	case e.Value != "":
+		errs = append(errs, field.Invalid(fldPath, "", "may not be specified when `value` is not empty"))
+	case n > 1:
+		errs = append(errs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
+	}
+	return errs
+}
+
+func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, fldPath *field.Path) field.ErrorList {
+	if ref.APIVersion == "" {
+		return field.ErrorList{field.Required(fldPath.Child("apiVersion"), "")}
+	}
+	if ref.FieldPath == "" {
+		return field.ErrorList{field.Required(fldPath.Child("fieldPath"), "")}
+	}
+	if ref.APIVersion != "v1" {
+		return field.ErrorList{field.Invalid(fldPath.Child("fieldPath"), ref.FieldPath,
+			fmt.Sprintf("error converting fieldPath: unsupported pod version: %s", ref.APIVersion))}
+	}
+	path, subscript, subscripted := splitSubscript(ref.FieldPath)
+	if !subscripted {
+		if !slices.Contains(envFieldPaths, path) {
+			return field.ErrorList{field.NotSupported(fldPath.Child("fieldPath"), path, envFieldPaths)}
+		}
+		return nil
+	}
+	switch path {
+	case "metadata.annotations":
+		return metav1validation.ValidateLabelName(strings.ToLower(subscript), fldPath)
+	case "metadata.labels":
+		return metav1validation.ValidateLabelName(subscript, fldPath)
+	}
+	return field.ErrorList{field.Invalid(fldPath, path, "does not support subscript")}
+}
+
+// splitSubscript splits "metadata.labels['app']" into its path and key.
+func splitSubscript(fieldPath string) (path, subscript string, ok bool) {
+	if !strings.HasSuffix(fieldPath, "']") {
+		return fieldPath, "", false
+	}
+	open := strings.Index(fieldPath, "['")
+	if open < 0 {
+		return fieldPath, "", false
+	}
+	return fieldPath[:open], fieldPath[open+2 : len(fieldPath)-2], true
+}
+
+// validateKeySelector checks a config map or secret key reference.
+func validateKeySelector(name, key string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(fldPath.Child("name"), name, msg))
+	}
+	if key == "" {
+		return append(errs, field.Required(fldPath.Child("key"), ""))
+	}
+	for _, msg := range validation.IsConfigMapKey(key) {
+		errs = append(errs, field.Invalid(fldPath.Child("key"), key, msg))
+	}
+	return errs
+}
+
+func validateEnvFrom(sources []corev1.EnvFromSource, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, src := range sources {
+		idxPath := fldPath.Index(i)
+		if src.Prefix != "" {
+			for _, msg := range validation.IsRelaxedEnvVarName(src.Prefix) {
+				errs = append(errs, field.Invalid(idxPath.Child("prefix"), src.Prefix, msg))
+			}
+		}
 		n := 0
-		if vf.FieldRef != nil {
+		check := func(name string, p *field.Path) {
 			n++
-			if vf.FieldRef.FieldPath == "" {
-				errs = append(errs, field.Required(vfPath.Child("fieldRef", "fieldPath"), ""))
+			if name == "" {
+				errs = append(errs, field.Required(p.Child("name"), ""))
+				return
+			}
+			for _, msg := range validation.IsDNS1123Subdomain(name) {
+				errs = append(errs, field.Invalid(p.Child("name"), name, msg))
 			}
 		}
-		if vf.ResourceFieldRef != nil {
-			n++
-			if vf.ResourceFieldRef.Resource == "" {
-				errs = append(errs, field.Required(vfPath.Child("resourceFieldRef", "resource"), ""))
-			}
+		if src.ConfigMapRef != nil {
+			check(src.ConfigMapRef.Name, idxPath.Child("configMapRef"))
 		}
-		if vf.ConfigMapKeyRef != nil {
-			n++
-			if vf.ConfigMapKeyRef.Name == "" {
-				errs = append(errs, field.Required(vfPath.Child("configMapKeyRef", "name"), ""))
-			}
-			if vf.ConfigMapKeyRef.Key == "" {
-				errs = append(errs, field.Required(vfPath.Child("configMapKeyRef", "key"), ""))
-			}
-		}
-		if vf.SecretKeyRef != nil {
-			n++
-			if vf.SecretKeyRef.Name == "" {
-				errs = append(errs, field.Required(vfPath.Child("secretKeyRef", "name"), ""))
-			}
-			if vf.SecretKeyRef.Key == "" {
-				errs = append(errs, field.Required(vfPath.Child("secretKeyRef", "key"), ""))
-			}
-		}
-		if vf.FileKeyRef != nil {
-			n++
+		if src.SecretRef != nil {
+			check(src.SecretRef.Name, idxPath.Child("secretRef"))
 		}
 		switch {
 		case n == 0:
-			errs = append(errs, field.Invalid(vfPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+			errs = append(errs, field.Invalid(fldPath, "", "must specify one of: `configMapRef` or `secretRef`"))
 		case n > 1:
-			errs = append(errs, field.Invalid(vfPath, "", "may not have more than one field specified at a time"))
-		case e.Value != "":
-			errs = append(errs, field.Invalid(vfPath, "", "may not be specified when `value` is not empty"))
+			errs = append(errs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
 		}
 	}
 	return errs
@@ -559,20 +678,39 @@ func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.E
 func validateResources(r *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := fldPath.Child("limits"), fldPath.Child("requests")
-	for name, q := range r.Limits {
+	for _, name := range sortedResourceNames(r.Limits) {
+		q := r.Limits[name]
 		p := limPath.Key(string(name))
 		errs = append(errs, validateResourceName(name, p)...)
 		errs = append(errs, validateNonNegativeQuantity(q, p)...)
 	}
-	for name, q := range r.Requests {
+	for _, name := range sortedResourceNames(r.Requests) {
+		q := r.Requests[name]
 		p := reqPath.Key(string(name))
 		errs = append(errs, validateResourceName(name, p)...)
 		errs = append(errs, validateNonNegativeQuantity(q, p)...)
-		if limit, ok := r.Limits[name]; ok && q.Cmp(limit) > 0 {
+		limit, hasLimit := r.Limits[name]
+		switch {
+		case !isOvercommitable(name) && !hasLimit:
+			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
+		case !isOvercommitable(name) && q.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+		case hasLimit && q.Cmp(limit) > 0:
 			errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
 		}
 	}
 	return errs
+}
+
+// isOvercommitable: extended resources (a domain other than kubernetes.io) and huge
+// pages cannot be overcommitted, so their request must equal their limit.
+func isOvercommitable(name corev1.ResourceName) bool {
+	s := string(name)
+	if strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) {
+		return false
+	}
+	domain, _, qualified := strings.Cut(s, "/")
+	return !qualified || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || strings.HasPrefix(s, "requests.")
 }
 
 func validateNonNegativeQuantity(q resource.Quantity, fldPath *field.Path) field.ErrorList {

@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -112,8 +114,11 @@ func defaultService(s *corev1.Service) {
 	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
 		spec.AllocateLoadBalancerNodePorts = ptrTo(true)
 	}
+	// Clients may set either field; upstream keeps them in step.
 	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
 		spec.ClusterIPs = []string{spec.ClusterIP}
+	} else if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
+		spec.ClusterIP = spec.ClusterIPs[0]
 	}
 	if needsClusterIP(spec.Type) {
 		defaultIPFamilies(s)
@@ -157,6 +162,7 @@ func defaultIPFamilies(s *corev1.Service) {
 // it out (a PUT of the manifest the user first applied): the cluster IPs, the node
 // ports and the health check node port.
 func prepareServiceForUpdate(_ context.Context, s, old *corev1.Service) {
+	dropTypeDependentFields(s, old)
 	if needsClusterIP(s.Spec.Type) && needsClusterIP(old.Spec.Type) && s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
 		s.Spec.ClusterIP = old.Spec.ClusterIP
 		s.Spec.ClusterIPs = old.Spec.ClusterIPs
@@ -181,6 +187,46 @@ func prepareServiceForUpdate(_ context.Context, s, old *corev1.Service) {
 	}
 }
 
+// dropTypeDependentFields clears what the old type needed and the new one does not
+// (cluster IPs when moving to ExternalName, node ports when moving to ClusterIP, ...)
+// as long as the client left those fields as they were, as upstream does; a client
+// that changed them gets its values validated instead.
+func dropTypeDependentFields(s, old *corev1.Service) {
+	if needsClusterIP(old.Spec.Type) && !needsClusterIP(s.Spec.Type) &&
+		s.Spec.ClusterIP == old.Spec.ClusterIP && slices.Equal(s.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
+		s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = nil, nil
+	}
+	if needsNodePorts(old) && !needsNodePorts(s) {
+		for i := range s.Spec.Ports {
+			p := &s.Spec.Ports[i]
+			for _, o := range old.Spec.Ports {
+				if o.Port == p.Port && o.Protocol == p.Protocol && o.NodePort == p.NodePort {
+					p.NodePort = 0
+				}
+			}
+		}
+	}
+	if old.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if s.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+			s.Spec.HealthCheckNodePort = 0
+		}
+		if equality.Semantic.DeepEqual(s.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts) {
+			s.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if equality.Semantic.DeepEqual(s.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+			s.Spec.LoadBalancerClass = nil
+		}
+	}
+	if externallyAccessible(old) && !externallyAccessible(s) && s.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
+		s.Spec.ExternalTrafficPolicy = ""
+	}
+	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type == corev1.ServiceTypeExternalName &&
+		equality.Semantic.DeepEqual(s.Spec.InternalTrafficPolicy, old.Spec.InternalTrafficPolicy) {
+		s.Spec.InternalTrafficPolicy = nil
+	}
+}
+
 var supportedServiceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}
 
 func validateService(_ context.Context, s *corev1.Service) field.ErrorList {
@@ -192,10 +238,15 @@ func validateService(_ context.Context, s *corev1.Service) field.ErrorList {
 		errs = append(errs, field.Required(specPath.Child("ports"), ""))
 	}
 	switch spec.Type {
-	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+	case corev1.ServiceTypeClusterIP:
+	case corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+		if isHeadless(s) {
+			errs = append(errs, field.Invalid(specPath.Child("clusterIP"), spec.ClusterIP,
+				fmt.Sprintf("may not be set to 'None' for %s services", spec.Type)))
+		}
 	case corev1.ServiceTypeExternalName:
 		if spec.ClusterIP != "" {
-			errs = append(errs, field.Forbidden(specPath.Child("clusterIPs"), "may not be set for ExternalName services"))
+			errs = append(errs, field.Forbidden(specPath.Child("clusterIP"), "must be empty for ExternalName services"))
 		}
 		if spec.ExternalName == "" {
 			errs = append(errs, field.Required(specPath.Child("externalName"), ""))
@@ -314,22 +365,34 @@ func validateSessionAffinity(spec *corev1.ServiceSpec, specPath *field.Path) fie
 	return nil
 }
 
+// validateClusterIPs checks clusterIP against clusterIPs and the addresses
+// themselves; ExternalName services have none.
 func validateClusterIPs(s *corev1.Service, specPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	spec := &s.Spec
-	if len(spec.ClusterIPs) > 0 && spec.ClusterIP != spec.ClusterIPs[0] {
-		errs = append(errs, field.Invalid(specPath.Child("clusterIPs").Index(0), spec.ClusterIPs[0],
-			"must match `clusterIP` when set"))
+	if spec.Type == corev1.ServiceTypeExternalName {
+		return nil
+	}
+	var errs field.ErrorList
+	ipsPath := specPath.Child("clusterIPs")
+	switch {
+	case spec.ClusterIP != "" && len(spec.ClusterIPs) == 0:
+		errs = append(errs, field.Required(ipsPath, ""))
+	case spec.ClusterIP != "" && spec.ClusterIPs[0] != spec.ClusterIP:
+		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "first value must match `clusterIP`"))
+	case spec.ClusterIP == "" && len(spec.ClusterIPs) > 0:
+		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "must be empty when `clusterIP` is not specified"))
 	}
 	for i, ip := range spec.ClusterIPs {
-		if ip == corev1.ClusterIPNone {
-			if i > 0 || len(spec.ClusterIPs) > 1 {
-				errs = append(errs, field.Invalid(specPath.Child("clusterIPs").Index(i), ip,
-					"'None' must be the first and only value"))
+		if i == 0 && ip == corev1.ClusterIPNone {
+			if len(spec.ClusterIPs) > 1 {
+				errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "'None' must be the first and only value"))
 			}
 			continue
 		}
-		errs = append(errs, validation.IsValidIP(specPath.Child("clusterIPs").Index(i), ip)...)
+		errs = append(errs, validation.IsValidIP(ipsPath.Index(i), ip)...)
+	}
+	if len(spec.ClusterIPs) > 2 {
+		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "may only hold up to 2 values"))
 	}
 	return errs
 }
@@ -374,12 +437,15 @@ func validateServiceUpdate(_ context.Context, s, old *corev1.Service) field.Erro
 	if !needsClusterIP(s.Spec.Type) || !needsClusterIP(old.Spec.Type) || len(old.Spec.ClusterIPs) == 0 {
 		return nil
 	}
+	if isHeadless(s) && isHeadless(old) {
+		return nil
+	}
 	path := field.NewPath("spec", "clusterIPs").Index(0)
 	if len(s.Spec.ClusterIPs) == 0 {
-		return field.ErrorList{field.Invalid(path, []string{}, "primary clusterIP can not be unset")}
+		return field.ErrorList{field.Invalid(path, s.Spec.ClusterIPs, "primary clusterIP can not be unset")}
 	}
 	if s.Spec.ClusterIPs[0] != old.Spec.ClusterIPs[0] {
-		return field.ErrorList{field.Invalid(path, s.Spec.ClusterIPs[0], "may not change once set")}
+		return field.ErrorList{field.Invalid(path, s.Spec.ClusterIPs, "may not change once set")}
 	}
 	return nil
 }

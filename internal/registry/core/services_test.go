@@ -98,6 +98,13 @@ func TestServiceValidate(t *testing.T) {
 			[]string{`spec.selector: Invalid value: "not valid!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`}},
 		{"external name required", func(s *corev1.ServiceSpec) { s.Type = corev1.ServiceTypeExternalName; s.Selector = nil },
 			[]string{"spec.externalName: Required value"}},
+		{"headless node port", func(s *corev1.ServiceSpec) { s.Type = corev1.ServiceTypeNodePort; s.ClusterIP = "None" },
+			[]string{`spec.clusterIP: Invalid value: "None": may not be set to 'None' for NodePort services`}},
+		{"external name with cluster IP", func(s *corev1.ServiceSpec) {
+			s.Type, s.ExternalName, s.ClusterIP = corev1.ServiceTypeExternalName, "db.example.com", "10.96.0.5"
+		}, []string{"spec.clusterIP: Forbidden: must be empty for ExternalName services"}},
+		{"cluster IPs disagree", func(s *corev1.ServiceSpec) { s.ClusterIP, s.ClusterIPs = "10.96.0.5", []string{"10.96.0.6"} },
+			[]string{`spec.clusterIPs: Invalid value: ["10.96.0.6"]: first value must match ` + "`clusterIP`"}},
 		{"bad cluster IP", func(s *corev1.ServiceSpec) { s.ClusterIP = "10.0.0.300" },
 			[]string{`spec.clusterIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}},
 	}
@@ -126,7 +133,7 @@ func TestServiceUpdateKeepsAllocations(t *testing.T) {
 	changed := update.DeepCopy()
 	changed.Spec.ClusterIP, changed.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
 	assertErrors(t, strategy.ValidateUpdate(context.Background(), changed, old),
-		[]string{`spec.clusterIPs[0]: Invalid value: "10.96.0.11": may not change once set`})
+		[]string{`spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set`})
 }
 
 func TestServicePrinter(t *testing.T) {
@@ -148,9 +155,12 @@ func TestServicePrinter(t *testing.T) {
 		},
 		want: []interface{}{"web", "NodePort", "10.96.0.10", "<none>", "80:30080/TCP,53/UDP", "3h", "app=web"},
 	}, {
-		name:   "pending load balancer",
-		mutate: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer; s.Spec.ClusterIPs = []string{"10.96.0.10"} },
-		want:   []interface{}{"web", "LoadBalancer", "10.96.0.10", "<pending>", "80/TCP", "3h", "app=web"},
+		name: "pending load balancer",
+		mutate: func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Spec.ClusterIPs = []string{"10.96.0.10"}
+		},
+		want: []interface{}{"web", "LoadBalancer", "10.96.0.10", "<pending>", "80/TCP", "3h", "app=web"},
 	}, {
 		name: "load balancer with ingress and external IP",
 		mutate: func(s *corev1.Service) {
@@ -175,4 +185,33 @@ func TestServicePrinter(t *testing.T) {
 			assertRow(t, servicesResource().Printer.Row(s), tc.want)
 		})
 	}
+}
+
+func TestServiceTypeChangeDropsFields(t *testing.T) {
+	nodePort := newService(func(s *corev1.ServiceSpec) {
+		s.Type = corev1.ServiceTypeNodePort
+		s.ClusterIP = "10.96.0.10"
+		s.Ports[0].NodePort = 31000
+	})
+	strategy := servicesResource().Strategy
+	ctx := context.Background()
+
+	// kubectl edit: only the type changes to ClusterIP.
+	toClusterIP := nodePort.DeepCopy()
+	toClusterIP.Spec.Type = corev1.ServiceTypeClusterIP
+	strategy.Default(toClusterIP)
+	strategy.PrepareForUpdate(ctx, toClusterIP, nodePort)
+	if toClusterIP.Spec.Ports[0].NodePort != 0 || toClusterIP.Spec.ExternalTrafficPolicy != "" || toClusterIP.Spec.ClusterIP != "10.96.0.10" {
+		t.Errorf("NodePort -> ClusterIP: %+v", toClusterIP.Spec)
+	}
+	assertErrors(t, strategy.ValidateUpdate(ctx, toClusterIP, nodePort), nil)
+
+	toExternal := nodePort.DeepCopy()
+	toExternal.Spec.Type, toExternal.Spec.ExternalName, toExternal.Spec.Selector = corev1.ServiceTypeExternalName, "db.example.com", nil
+	strategy.Default(toExternal)
+	strategy.PrepareForUpdate(ctx, toExternal, nodePort)
+	if toExternal.Spec.ClusterIP != "" || toExternal.Spec.IPFamilies != nil || toExternal.Spec.InternalTrafficPolicy != nil || toExternal.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("NodePort -> ExternalName: %+v", toExternal.Spec)
+	}
+	assertErrors(t, strategy.ValidateUpdate(ctx, toExternal, nodePort), nil)
 }

@@ -49,6 +49,11 @@ func ingresses() *registry.Resource {
 
 type ingressStrategy struct{ registry.BaseStrategy }
 
+// PrepareForCreate starts an ingress with no status: only its controller reports one.
+func (ingressStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{}
+}
+
 func (ingressStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	ing := obj.(*networkingv1.Ingress)
 	allErrs := validateIngressSpec(&ing.Spec, field.NewPath("spec"))
@@ -60,8 +65,32 @@ func (ingressStrategy) Validate(_ context.Context, obj runtime.Object) field.Err
 	return allErrs
 }
 
+// ValidateUpdate also checks the status, which the server routes through updates of
+// the status subresource.
 func (ingressStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	return validateIngressSpec(&obj.(*networkingv1.Ingress).Spec, field.NewPath("spec"))
+	ing := obj.(*networkingv1.Ingress)
+	allErrs := validateIngressSpec(&ing.Spec, field.NewPath("spec"))
+	return append(allErrs, validateLoadBalancerStatus(&ing.Status.LoadBalancer, field.NewPath("status", "loadBalancer"))...)
+}
+
+// validateLoadBalancerStatus checks the addresses a controller reports.
+func validateLoadBalancerStatus(status *networkingv1.IngressLoadBalancerStatus, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, ing := range status.Ingress {
+		ingPath := fldPath.Child("ingress").Index(i)
+		if ing.IP != "" {
+			allErrs = append(allErrs, validation.IsValidIPForLegacyField(ingPath.Child("ip"), ing.IP, false, nil)...)
+		}
+		if ing.Hostname != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(ing.Hostname) {
+				allErrs = append(allErrs, field.Invalid(ingPath.Child("hostname"), ing.Hostname, msg))
+			}
+			if netutils.ParseIPSloppy(ing.Hostname) != nil {
+				allErrs = append(allErrs, field.Invalid(ingPath.Child("hostname"), ing.Hostname, "must be a DNS name, not an IP address"))
+			}
+		}
+	}
+	return allErrs
 }
 
 func validateIngressSpec(spec *networkingv1.IngressSpec, fldPath *field.Path) field.ErrorList {

@@ -130,3 +130,34 @@ func TestIngressPrint(t *testing.T) {
 		})
 	}
 }
+
+func TestIngressStatusValidation(t *testing.T) {
+	r := findResource(t, "ingresses")
+	old := validIngress()
+	tests := []struct {
+		name string
+		lb   []networkingv1.IngressLoadBalancerIngress
+		want []fieldErr
+	}{
+		{"valid", []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}, {Hostname: "lb.example.com"}}, nil},
+		{"bad IP", []networkingv1.IngressLoadBalancerIngress{{IP: "300.1.1.1"}}, []fieldErr{{field.ErrorTypeInvalid, "status.loadBalancer.ingress[0].ip"}}},
+		{"IP as hostname", []networkingv1.IngressLoadBalancerIngress{{Hostname: "192.0.2.1"}}, []fieldErr{{field.ErrorTypeInvalid, "status.loadBalancer.ingress[0].hostname"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ing := old.DeepCopy()
+			ing.Status.LoadBalancer.Ingress = tt.lb
+			assertErrs(t, r.Strategy.ValidateUpdate(ctx, ing, old), tt.want)
+		})
+	}
+}
+
+func TestIngressStatusClearedOnCreate(t *testing.T) {
+	r := findResource(t, "ingresses")
+	ing := validIngress()
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
+	r.Strategy.PrepareForCreate(ctx, ing)
+	if len(ing.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("status kept on create: %+v", ing.Status)
+	}
+}

@@ -71,28 +71,33 @@ func (networkPolicyStrategy) Default(obj runtime.Object) {
 }
 
 func (networkPolicyStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validateNetworkPolicySpec(&obj.(*networkingv1.NetworkPolicy).Spec, field.NewPath("spec"))
+	return validateNetworkPolicySpec(&obj.(*networkingv1.NetworkPolicy).Spec, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec"))
 }
 
-func (networkPolicyStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	return validateNetworkPolicySpec(&obj.(*networkingv1.NetworkPolicy).Spec, field.NewPath("spec"))
+// ValidateUpdate keeps accepting selector label values that the stored policy
+// already had before they were checked, as upstream does.
+func (networkPolicyStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	var opts metav1validation.LabelSelectorValidationOptions
+	if len(metav1validation.ValidateLabelSelector(&old.(*networkingv1.NetworkPolicy).Spec.PodSelector, opts, nil)) > 0 {
+		opts.AllowInvalidLabelValueInSelector = true
+	}
+	return validateNetworkPolicySpec(&obj.(*networkingv1.NetworkPolicy).Spec, opts, field.NewPath("spec"))
 }
 
 var (
-	selectorOptions        = metav1validation.LabelSelectorValidationOptions{}
 	supportedPolicyTypes   = []string{string(networkingv1.PolicyTypeIngress), string(networkingv1.PolicyTypeEgress)}
 	supportedPortProtocols = []string{string(corev1.ProtocolTCP), string(corev1.ProtocolUDP), string(corev1.ProtocolSCTP)}
 )
 
-func validateNetworkPolicySpec(spec *networkingv1.NetworkPolicySpec, fldPath *field.Path) field.ErrorList {
-	allErrs := metav1validation.ValidateLabelSelector(&spec.PodSelector, selectorOptions, fldPath.Child("podSelector"))
+func validateNetworkPolicySpec(spec *networkingv1.NetworkPolicySpec, opts metav1validation.LabelSelectorValidationOptions, fldPath *field.Path) field.ErrorList {
+	allErrs := metav1validation.ValidateLabelSelector(&spec.PodSelector, opts, fldPath.Child("podSelector"))
 	for i, rule := range spec.Ingress {
 		rulePath := fldPath.Child("ingress").Index(i)
 		for j := range rule.Ports {
 			allErrs = append(allErrs, validateNetworkPolicyPort(&rule.Ports[j], rulePath.Child("ports").Index(j))...)
 		}
 		for j := range rule.From {
-			allErrs = append(allErrs, validateNetworkPolicyPeer(&rule.From[j], rulePath.Child("from").Index(j))...)
+			allErrs = append(allErrs, validateNetworkPolicyPeer(&rule.From[j], opts, rulePath.Child("from").Index(j))...)
 		}
 	}
 	for i, rule := range spec.Egress {
@@ -101,7 +106,7 @@ func validateNetworkPolicySpec(spec *networkingv1.NetworkPolicySpec, fldPath *fi
 			allErrs = append(allErrs, validateNetworkPolicyPort(&rule.Ports[j], rulePath.Child("ports").Index(j))...)
 		}
 		for j := range rule.To {
-			allErrs = append(allErrs, validateNetworkPolicyPeer(&rule.To[j], rulePath.Child("to").Index(j))...)
+			allErrs = append(allErrs, validateNetworkPolicyPeer(&rule.To[j], opts, rulePath.Child("to").Index(j))...)
 		}
 	}
 	if len(spec.PolicyTypes) > len(supportedPolicyTypes) {
@@ -148,16 +153,16 @@ func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, fldPath *fi
 	return allErrs
 }
 
-func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, fldPath *field.Path) field.ErrorList {
+func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, opts metav1validation.LabelSelectorValidationOptions, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	peers := 0
 	if peer.PodSelector != nil {
 		peers++
-		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(peer.PodSelector, selectorOptions, fldPath.Child("podSelector"))...)
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(peer.PodSelector, opts, fldPath.Child("podSelector"))...)
 	}
 	if peer.NamespaceSelector != nil {
 		peers++
-		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, selectorOptions, fldPath.Child("namespaceSelector"))...)
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, opts, fldPath.Child("namespaceSelector"))...)
 	}
 	if peer.IPBlock != nil {
 		peers++

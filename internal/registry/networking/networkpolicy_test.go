@@ -103,3 +103,17 @@ func TestNetworkPolicyPrint(t *testing.T) {
 		t.Errorf("row = %#v, want %#v", got, want)
 	}
 }
+
+func TestNetworkPolicyUpdateKeepsStoredSelectorValues(t *testing.T) {
+	r := findResource(t, "networkpolicies")
+	old := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "a", Operator: metav1.LabelSelectorOpIn, Values: []string{"-bad-"}}}}}}
+	r.Strategy.Default(old)
+	updated := old.DeepCopy()
+	updated.Labels = map[string]string{"touched": "yes"}
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), nil)
+	fixedOld := old.DeepCopy()
+	fixedOld.Spec.PodSelector.MatchExpressions[0].Values = []string{"ok"}
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, old.DeepCopy(), fixedOld), []fieldErr{{field.ErrorTypeInvalid, "spec.podSelector.matchExpressions[0].values[0]"}})
+}

@@ -116,9 +116,11 @@ func (priorityClassStrategy) Validate(_ context.Context, obj runtime.Object) fie
 	return allErrs
 }
 
-func (s priorityClassStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+// ValidateUpdate checks only what may not change, as upstream does: a stored class
+// was validated when it was created.
+func (priorityClassStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	pc, oldPC := obj.(*schedulingv1.PriorityClass), old.(*schedulingv1.PriorityClass)
-	allErrs := s.Validate(ctx, obj)
+	var allErrs field.ErrorList
 	if pc.Value != oldPC.Value {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("value"), "may not be changed in an update."))
 	}

@@ -8,7 +8,6 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
@@ -18,6 +17,8 @@ import (
 const (
 	minTokenExpirationSeconds = 10 * 60
 	maxTokenExpirationSeconds = 1 << 32
+	// minAllocatableUpdatePeriodSeconds bounds how often the kubelet refreshes counts.
+	minAllocatableUpdatePeriodSeconds = 10
 )
 
 func csiDrivers() *registry.Resource {
@@ -27,16 +28,9 @@ func csiDrivers() *registry.Resource {
 		Resource:     "csidrivers",
 		Kind:         "CSIDriver",
 		SingularName: "csidriver",
-		ValidateName: func(name string, prefix bool) []string {
-			var msgs []string
-			if !prefix && len(name) > maxDriverNameLength {
-				msgs = append(msgs, validation.MaxLenError(maxDriverNameLength))
-			}
-			return append(msgs, apimachineryvalidation.NameIsDNSSubdomain(name, prefix)...)
-		},
-		New:      func() runtime.Object { return &storagev1.CSIDriver{} },
-		NewList:  func() runtime.Object { return &storagev1.CSIDriverList{} },
-		Strategy: csiDriverStrategy{},
+		New:          func() runtime.Object { return &storagev1.CSIDriver{} },
+		NewList:      func() runtime.Object { return &storagev1.CSIDriverList{} },
+		Strategy:     csiDriverStrategy{},
 		Printer: &registry.Printer{
 			Columns: []metav1.TableColumnDefinition{
 				registry.NameColumn,
@@ -107,7 +101,7 @@ func (csiDriverStrategy) Default(obj runtime.Object) {
 
 var (
 	supportedFSGroupPolicies = []string{string(storagev1.FileFSGroupPolicy), string(storagev1.NoneFSGroupPolicy), string(storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)}
-	supportedLifecycleModes  = []string{string(storagev1.VolumeLifecycleEphemeral), string(storagev1.VolumeLifecyclePersistent)}
+	supportedLifecycleModes  = []string{string(storagev1.VolumeLifecyclePersistent), string(storagev1.VolumeLifecycleEphemeral)}
 )
 
 func (csiDriverStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -123,11 +117,7 @@ func (csiDriverStrategy) Validate(_ context.Context, obj runtime.Object) field.E
 	required(spec.AttachRequired != nil, "attachedRequired")
 	required(spec.PodInfoOnMount != nil, "podInfoOnMount")
 	required(spec.StorageCapacity != nil, "storageCapacity")
-	required(spec.RequiresRepublish != nil, "requiresRepublish")
-	required(spec.SELinuxMount != nil, "seLinuxMount")
-	if spec.FSGroupPolicy == nil {
-		allErrs = append(allErrs, field.Required(fldPath.Child("fsGroupPolicy"), ""))
-	} else if !contains(supportedFSGroupPolicies, string(*spec.FSGroupPolicy)) {
+	if spec.FSGroupPolicy != nil && !contains(supportedFSGroupPolicies, string(*spec.FSGroupPolicy)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("fsGroupPolicy"), *spec.FSGroupPolicy, supportedFSGroupPolicies))
 	}
 	audiences := map[string]bool{}
@@ -135,21 +125,27 @@ func (csiDriverStrategy) Validate(_ context.Context, obj runtime.Object) field.E
 		trPath := fldPath.Child("tokenRequests").Index(i)
 		if audiences[tr.Audience] {
 			allErrs = append(allErrs, field.Duplicate(trPath.Child("audience"), tr.Audience))
+			continue
 		}
 		audiences[tr.Audience] = true
-		if tr.ExpirationSeconds != nil {
-			if *tr.ExpirationSeconds < minTokenExpirationSeconds {
-				allErrs = append(allErrs, field.Invalid(trPath.Child("expirationSeconds"), *tr.ExpirationSeconds, "may not specify a duration less than 10 minutes"))
-			}
-			if *tr.ExpirationSeconds > maxTokenExpirationSeconds {
-				allErrs = append(allErrs, field.Invalid(trPath.Child("expirationSeconds"), *tr.ExpirationSeconds, "may not specify a duration larger than 2^32 seconds"))
-			}
+		if tr.ExpirationSeconds == nil {
+			continue
+		}
+		if *tr.ExpirationSeconds < minTokenExpirationSeconds {
+			allErrs = append(allErrs, field.Invalid(trPath.Child("expirationSeconds"), *tr.ExpirationSeconds, "may not specify a duration less than 10 minutes"))
+		}
+		if *tr.ExpirationSeconds > maxTokenExpirationSeconds {
+			allErrs = append(allErrs, field.Invalid(trPath.Child("expirationSeconds"), *tr.ExpirationSeconds, "may not specify a duration larger than 2^32 seconds"))
 		}
 	}
-	for i, mode := range spec.VolumeLifecycleModes {
+	for _, mode := range spec.VolumeLifecycleModes {
 		if !contains(supportedLifecycleModes, string(mode)) {
-			allErrs = append(allErrs, field.NotSupported(fldPath.Child("volumeLifecycleModes").Index(i), mode, supportedLifecycleModes))
+			allErrs = append(allErrs, field.NotSupported(fldPath.Child("volumeLifecycleModes"), mode, supportedLifecycleModes))
 		}
+	}
+	required(spec.SELinuxMount != nil, "seLinuxMount")
+	if p := spec.NodeAllocatableUpdatePeriodSeconds; p != nil && *p < minAllocatableUpdatePeriodSeconds {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("nodeAllocatableUpdatePeriodSeconds"), *p, "must be greater than or equal to 10 seconds"))
 	}
 	return allErrs
 }
@@ -158,8 +154,7 @@ func (s csiDriverStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.
 	spec, oldSpec := &obj.(*storagev1.CSIDriver).Spec, &old.(*storagev1.CSIDriver).Spec
 	allErrs := s.Validate(ctx, obj)
 	specPath := field.NewPath("spec")
-	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.AttachRequired, oldSpec.AttachRequired, specPath.Child("attachRequired"))...)
-	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.FSGroupPolicy, oldSpec.FSGroupPolicy, specPath.Child("fsGroupPolicy"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.AttachRequired, oldSpec.AttachRequired, specPath.Child("attachedRequired"))...)
 	return append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.VolumeLifecycleModes, oldSpec.VolumeLifecycleModes, specPath.Child("volumeLifecycleModes"))...)
 }
 

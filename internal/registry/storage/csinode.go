@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	storagev1 "k8s.io/api/storage/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -62,17 +61,17 @@ func (csiNodeStrategy) Validate(_ context.Context, obj runtime.Object) field.Err
 			allErrs = append(allErrs, field.Duplicate(driverPath.Child("name"), d.Name))
 		}
 		names[d.Name] = true
+		// Upstream reports topology key problems at the driver's path.
 		keys := map[string]bool{}
-		keysPath := driverPath.Child("topologyKeys")
 		for _, key := range d.TopologyKeys {
 			if key == "" {
-				allErrs = append(allErrs, field.Required(keysPath, key))
+				allErrs = append(allErrs, field.Required(driverPath, key))
 			}
 			if keys[key] {
-				allErrs = append(allErrs, field.Duplicate(keysPath, key))
+				allErrs = append(allErrs, field.Duplicate(driverPath, key))
 			}
 			keys[key] = true
-			allErrs = append(allErrs, validateQualifiedName(key, keysPath)...)
+			allErrs = append(allErrs, validateQualifiedName(key, driverPath)...)
 		}
 	}
 	return allErrs
@@ -90,9 +89,7 @@ func (s csiNodeStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Ob
 			}
 			a, b := driver, oldDriver
 			a.Allocatable, b.Allocatable = nil, nil
-			if !reflect.DeepEqual(a, b) {
-				allErrs = append(allErrs, field.Invalid(field.NewPath("CSINodeDriver"), driver, "field is immutable"))
-			}
+			allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(a, b, field.NewPath("spec", "drivers"))...)
 		}
 	}
 	return allErrs

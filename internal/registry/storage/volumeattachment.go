@@ -2,12 +2,14 @@ package storage
 
 import (
 	"context"
+	"math"
 	"reflect"
 
 	storagev1 "k8s.io/api/storage/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
@@ -46,6 +48,11 @@ func volumeAttachments() *registry.Resource {
 
 type volumeAttachmentStrategy struct{ registry.BaseStrategy }
 
+// PrepareForCreate starts an attachment with no status: only the attacher reports one.
+func (volumeAttachmentStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
+}
+
 const exactlyOneSource = "must specify exactly one of inlineVolumeSpec and persistentVolumeName"
 
 func (volumeAttachmentStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -71,6 +78,40 @@ func (volumeAttachmentStrategy) Validate(_ context.Context, obj runtime.Object) 
 	}
 	for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(spec.NodeName, false) {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("nodeName"), spec.NodeName, msg))
+	}
+	return append(allErrs, validateAttachmentStatus(&obj.(*storagev1.VolumeAttachment).Status, field.NewPath("status"))...)
+}
+
+// Upstream's limits on what an attacher reports.
+const (
+	maxAttachmentMetadataSize = 256 * (1 << 10)
+	maxVolumeErrorMessageSize = 1024
+)
+
+func validateAttachmentStatus(status *storagev1.VolumeAttachmentStatus, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	size := 0
+	for k, v := range status.AttachmentMetadata {
+		size += len(k) + len(v)
+	}
+	if size > maxAttachmentMetadataSize {
+		allErrs = append(allErrs, field.TooLong(fldPath.Child("attachmentMetadata"), "", maxAttachmentMetadataSize))
+	}
+	for _, v := range []struct {
+		name string
+		e    *storagev1.VolumeError
+	}{{"attachError", status.AttachError}, {"detachError", status.DetachError}} {
+		name, e := v.name, v.e
+		if e == nil {
+			continue
+		}
+		if len(e.Message) > maxVolumeErrorMessageSize {
+			// upstream reports the metadata limit here
+			allErrs = append(allErrs, field.TooLong(fldPath.Child(name, "message"), "", maxAttachmentMetadataSize))
+		}
+		if e.ErrorCode != nil && *e.ErrorCode < 0 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(name, "errorCode"), *e.ErrorCode, validation.InclusiveRangeError(0, math.MaxInt32)))
+		}
 	}
 	return allErrs
 }
