@@ -44,8 +44,8 @@ const (
 )
 
 // conditionsSetUnknown are the conditions a silent node can no longer vouch for.
-var conditionsSetUnknown = []corev1.NodeConditionType{
-	corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure,
+func conditionsSetUnknown() []corev1.NodeConditionType {
+	return []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure}
 }
 
 // Controller watches node health; its queue holds node names.
@@ -199,7 +199,7 @@ func readyStatus(node *corev1.Node) corev1.ConditionStatus {
 func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now time.Time) (*corev1.Node, error) {
 	updated := node.DeepCopy()
 	changed := false
-	for _, typ := range conditionsSetUnknown {
+	for _, typ := range conditionsSetUnknown() {
 		i := slices.IndexFunc(updated.Status.Conditions, func(cond corev1.NodeCondition) bool { return cond.Type == typ })
 		if i < 0 {
 			updated.Status.Conditions = append(updated.Status.Conditions, corev1.NodeCondition{
