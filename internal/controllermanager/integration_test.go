@@ -170,13 +170,26 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 		"v1/nodes", "v1/resourcequotas", "v1/persistentvolumeclaims", "v1/pods", "v1/services")
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	// A short grace period lets the node story run in seconds.
-	startManager(t, cfg, 2*time.Second)
-
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "story"}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Before the manager starts, a pod is bound to a node that does not exist; pod GC's
+	// first pass, right after start, finds it.
+	ghost := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-a-ghost-node"},
+		Spec: corev1.PodSpec{NodeName: "ghost", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := client.CoreV1().Pods("story").Create(ctx, ghost, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A short grace period lets the node story run in seconds.
+	startManager(t, cfg, 2*time.Second)
+
+	t.Run("a pod bound to a node that does not exist is removed", func(t *testing.T) {
+		eventually(t, "pod story/on-a-ghost-node is gone", func(ctx context.Context) (bool, error) {
+			_, err := client.CoreV1().Pods("story").Get(ctx, "on-a-ghost-node", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
 
 	t.Run("a new namespace gets a default service account and the root CA", func(t *testing.T) {
 		eventually(t, "serviceaccount story/default exists", func(ctx context.Context) (bool, error) {
