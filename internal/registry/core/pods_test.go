@@ -148,6 +148,10 @@ func TestPodValidateUpdate(t *testing.T) {
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
 		}, []string{forbidden}},
 		{"node name change", func(p *corev1.Pod) { p.Spec.NodeName = "other" }, []string{forbidden}},
+		{"ephemeral container added", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "busybox", ImagePullPolicy: "Always", TerminationMessagePolicy: "File"}}}
+		}, []string{forbidden}},
 		{"remove toleration", func(p *corev1.Pod) { p.Spec.Tolerations = nil },
 			[]string{"spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"}},
 		{"image removed", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "" },

@@ -25,6 +25,12 @@ func DefaultPodSpec(spec *corev1.PodSpec) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = corev1.DefaultSchedulerName
 	}
+	// The deprecated serviceAccount field mirrors serviceAccountName, as upstream's
+	// v1 conversion keeps it; an old client may set only the deprecated one.
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}

@@ -28,6 +28,13 @@ func TestDefaultPodSpec(t *testing.T) {
 			SecurityContext: &corev1.PodSecurityContext{},
 		},
 	}, {
+		name: "deprecated service account mirrors the name",
+		in:   corev1.PodSpec{DeprecatedServiceAccount: "old-client"},
+		want: corev1.PodSpec{ServiceAccountName: "old-client", DeprecatedServiceAccount: "old-client",
+			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			TerminationGracePeriodSeconds: ptrTo(int64(30)), SchedulerName: "default-scheduler",
+			SecurityContext: &corev1.PodSecurityContext{}},
+	}, {
 		name: "explicit values are kept",
 		in: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, DNSPolicy: corev1.DNSDefault,
 			TerminationGracePeriodSeconds: ptrTo(int64(5)), SchedulerName: "mine",
@@ -195,6 +202,10 @@ func TestValidatePodSpec(t *testing.T) {
 		{"toleration seconds need NoExecute", func(s *corev1.PodSpec) {
 			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptrTo(int64(5))}}
 		}, []string{`spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when ` + "`tolerationSeconds`" + ` is set`}},
+		{"restart policy on an app container", func(s *corev1.PodSpec) {
+			always := corev1.ContainerRestartPolicyAlways
+			s.Containers[0].RestartPolicy = &always
+		}, []string{"spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"}},
 		{"two volume sources", func(s *corev1.PodSpec) {
 			s.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/x", Type: ptrTo(corev1.HostPathUnset)}
 		}, []string{`spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type`}},

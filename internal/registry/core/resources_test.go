@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
 )
@@ -143,4 +144,29 @@ func TestPodTemplates(t *testing.T) {
 
 	pt.Template.Spec.Containers[1].Image = ""
 	assertErrors(t, r.Strategy.Validate(context.Background(), pt), []string{"template.spec.containers[1].image: Required value"})
+}
+
+// TestStrategiesRejectOtherTypes: a strategy handed another resource's object
+// changes nothing and reports an internal error instead of panicking.
+func TestStrategiesRejectOtherTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, r := range Resources() {
+		if r.Strategy == nil {
+			continue
+		}
+		other := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+		r.Strategy.Default(other)
+		r.Strategy.PrepareForCreate(ctx, other)
+		r.Strategy.PrepareForUpdate(ctx, other, other)
+		if other.Name != "b" || len(other.Labels) != 0 {
+			t.Errorf("%s changed a Binding: %+v", r.Resource, other)
+		}
+		errs := r.Strategy.Validate(ctx, other)
+		if len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
+			t.Errorf("%s: Validate(Binding) = %v, want one internal error", r.Resource, errs)
+		}
+		if errs := r.Strategy.ValidateUpdate(ctx, r.New(), other); len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
+			t.Errorf("%s: ValidateUpdate(_, Binding) = %v, want one internal error", r.Resource, errs)
+		}
+	}
 }
