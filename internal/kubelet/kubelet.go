@@ -59,6 +59,9 @@ type Options struct {
 	Port int32
 	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
 	PodLogsDir string
+	// RootDir is the kubelet's state directory; its filesystem is the node's
+	// ephemeral-storage capacity. /var/lib/kubelet when empty.
+	RootDir string
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -114,6 +117,9 @@ func (o *Options) setDefaults() error {
 	if o.PodLogsDir == "" {
 		o.PodLogsDir = "/var/log/pods"
 	}
+	if o.RootDir == "" {
+		o.RootDir = "/var/lib/kubelet"
+	}
 	if o.ClusterDomain == "" {
 		o.ClusterDomain = "cluster.local"
 	}
@@ -140,7 +146,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("kubelet: node IP %q is not an IP address", o.NodeIP)
 	}
 	if o.Machine == nil {
-		m, err := readMachineInfo()
+		m, err := readMachineInfo(o.RootDir)
 		if err != nil {
 			return err
 		}

@@ -277,8 +277,9 @@ func detectNodeIP() (string, error) {
 	return "", fmt.Errorf("detecting node IP: no global unicast IPv4 address; pass a node IP")
 }
 
-// readMachineInfo reads the host's hardware and OS facts.
-func readMachineInfo() (*MachineInfo, error) {
+// readMachineInfo reads the host's hardware and OS facts; ephemeral storage is the size
+// of the filesystem holding rootDir (or / while rootDir does not exist yet).
+func readMachineInfo(rootDir string) (*MachineInfo, error) {
 	m := &MachineInfo{CPUCores: int64(runtime.NumCPU())}
 	mem, err := memTotal()
 	if err != nil {
@@ -286,7 +287,9 @@ func readMachineInfo() (*MachineInfo, error) {
 	}
 	m.MemoryBytes = mem
 	var st unix.Statfs_t
-	if err := unix.Statfs("/", &st); err == nil {
+	if err := unix.Statfs(rootDir, &st); err == nil {
+		m.EphemeralStorage = int64(st.Blocks) * st.Bsize
+	} else if err := unix.Statfs("/", &st); err == nil {
 		m.EphemeralStorage = int64(st.Blocks) * st.Bsize
 	}
 	m.MachineID = readTrimmed("/etc/machine-id")
