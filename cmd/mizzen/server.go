@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"mizzen/internal/server"
+)
+
+func init() { register(newServerCommand) }
+
+// serverFlags are shared by `mizzen server` and `mizzen apiserver`.
+type serverFlags struct {
+	dataDir     string
+	bindAddress string
+	securePort  int
+	etcdServers string
+	serviceCIDR string
+	disable     []string
+	verbose     bool
+}
+
+func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for the cluster's state: certificates, kubeconfigs, embedded etcd")
+	fl.StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
+	fl.IntVar(&f.securePort, "secure-port", 6443, "HTTPS port of the apiserver")
+	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
+	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
+	if withDisable {
+		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent)")
+	}
+}
+
+func (f *serverFlags) options() server.Options {
+	return server.Options{
+		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
+		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
+		OpenAPI: openAPIHandler,
+	}
+}
+
+func newServerCommand() *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a control plane: embedded etcd, apiserver, and the bundled components",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, d := range f.disable {
+				if !knownComponents[d] {
+					return fmt.Errorf("--disable: unknown component %q", d)
+				}
+			}
+			return runControlPlane(f.options())
+		},
+	}
+	f.add(cmd, true)
+	return cmd
+}
+
+// knownComponents are the names --disable accepts.
+var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true}
+
+// runControlPlane starts the control plane and waits for SIGINT or SIGTERM.
+func runControlPlane(opts server.Options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cp, err := server.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
+	<-cp.Done
+	return cp.Err
+}

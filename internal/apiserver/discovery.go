@@ -1,0 +1,216 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"mime"
+	"net/http"
+	"sort"
+	"strings"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	versioninfo "k8s.io/apimachinery/pkg/version"
+)
+
+// KubernetesVersion is the upstream release whose API mizzen serves.
+const KubernetesVersion = "v1.37.2"
+
+const aggregatedDiscoveryMedia = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// discoveryDocs are the discovery responses, built once: the API does not change while
+// the server runs.
+type discoveryDocs struct {
+	coreVersions []byte            // /api
+	groupList    []byte            // /apis
+	groups       map[string][]byte // /apis/<group>
+	resources    map[string][]byte // /api/v1, /apis/<group>/<version>
+	aggCore      []byte            // aggregated /api
+	aggGroups    []byte            // aggregated /apis
+}
+
+// subresourceVerbs lists the subresources the server serves and their verbs.
+func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourceDiscovery {
+	var subs []apidiscoveryv2.APISubresourceDiscovery
+	add := func(name string, kind *metav1.GroupVersionKind, verbs ...string) {
+		subs = append(subs, apidiscoveryv2.APISubresourceDiscovery{Subresource: name, ResponseKind: kind, Verbs: verbs})
+	}
+	own := &metav1.GroupVersionKind{Group: h.GroupVersion.Group, Version: h.GroupVersion.Version, Kind: h.Kind}
+	if h.HasStatus {
+		add("status", own, "get", "patch", "update")
+	}
+	if h.Scale != nil {
+		add("scale", &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, "get", "patch", "update")
+	}
+	switch h.GroupVersionResource() {
+	case podsGVR:
+		add("binding", &metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, "create")
+		add("eviction", &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, "create")
+	case namespacesGVR:
+		add("finalize", own, "update")
+	}
+	return subs
+}
+
+func (s *Server) buildDiscovery() *discoveryDocs {
+	d := &discoveryDocs{groups: map[string][]byte{}, resources: map[string][]byte{}}
+	byGV := map[string][]*resourceHandler{}
+	for _, h := range s.handlers {
+		gv := h.GroupVersion.String()
+		byGV[gv] = append(byGV[gv], h)
+	}
+	verbs := metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	apiResources := func(gv string) *metav1.APIResourceList {
+		list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
+		hs := byGV[gv]
+		sort.Slice(hs, func(i, j int) bool { return hs[i].Resource.Resource < hs[j].Resource.Resource })
+		for _, h := range hs {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name: h.Resource.Resource, SingularName: h.SingularName, Namespaced: h.Namespaced, Kind: h.Kind,
+				Verbs: verbs, ShortNames: h.ShortNames, Categories: h.Categories,
+			})
+			for _, sub := range s.subresources(h) {
+				list.APIResources = append(list.APIResources, metav1.APIResource{
+					Name: h.Resource.Resource + "/" + sub.Subresource, Namespaced: h.Namespaced,
+					Group: sub.ResponseKind.Group, Version: sub.ResponseKind.Version, Kind: sub.ResponseKind.Kind, Verbs: sub.Verbs,
+				})
+			}
+		}
+		return list
+	}
+	aggGroup := func(g groupInfo) apidiscoveryv2.APIGroupDiscovery {
+		out := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
+		for _, v := range g.versions {
+			gv := metav1.GroupVersion{Group: g.name, Version: v}.String()
+			vd := apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+			hs := byGV[gv]
+			sort.Slice(hs, func(i, j int) bool { return hs[i].Resource.Resource < hs[j].Resource.Resource })
+			for _, h := range hs {
+				scope := apidiscoveryv2.ScopeCluster
+				if h.Namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
+				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+					Resource:         h.Resource.Resource,
+					ResponseKind:     &metav1.GroupVersionKind{Group: g.name, Version: v, Kind: h.Kind},
+					Scope:            scope,
+					SingularResource: h.SingularName,
+					Verbs:            verbs,
+					ShortNames:       h.ShortNames,
+					Categories:       h.Categories,
+					Subresources:     s.subresources(h),
+				})
+			}
+			out.Versions = append(out.Versions, vd)
+		}
+		return out
+	}
+	mustJSON := func(v interface{}) []byte { b, _ := json.Marshal(v); return b }
+
+	d.coreVersions = mustJSON(&metav1.APIVersions{
+		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: s.cfg.ExternalAddress}},
+	})
+	groupList := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	aggGroups := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
+	aggCore := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
+	for _, g := range s.groups {
+		for _, v := range g.versions {
+			gv := metav1.GroupVersion{Group: g.name, Version: v}.String()
+			prefix := "/apis/" + gv
+			if g.name == "" {
+				prefix = "/api/" + v
+			}
+			d.resources[prefix] = mustJSON(apiResources(gv))
+		}
+		if g.name == "" {
+			aggCore.Items = append(aggCore.Items, aggGroup(g))
+			continue
+		}
+		group := metav1.APIGroup{Name: g.name}
+		for _, v := range g.versions {
+			group.Versions = append(group.Versions, metav1.GroupVersionForDiscovery{GroupVersion: g.name + "/" + v, Version: v})
+		}
+		group.PreferredVersion = group.Versions[0]
+		groupList.Groups = append(groupList.Groups, group)
+		single := group
+		single.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		d.groups["/apis/"+g.name] = mustJSON(&single)
+		aggGroups.Items = append(aggGroups.Items, aggGroup(g))
+	}
+	d.groupList = mustJSON(groupList)
+	d.aggCore = mustJSON(aggCore)
+	d.aggGroups = mustJSON(aggGroups)
+	return d
+}
+
+// sortVersions orders versions as Kubernetes prefers them: GA before beta before alpha,
+// newer before older.
+func sortVersions(vs []string) []string {
+	out := append([]string(nil), vs...)
+	sort.SliceStable(out, func(i, j int) bool { return versioninfo.CompareKubeAwareVersionStrings(out[i], out[j]) > 0 })
+	return out
+}
+
+// wantsAggregated reports whether the client asked for aggregated discovery first.
+func wantsAggregated(r *http.Request) bool {
+	for _, clause := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(clause))
+		if err != nil {
+			continue
+		}
+		if params["as"] == "APIGroupDiscoveryList" && params["g"] == "apidiscovery.k8s.io" && params["v"] == "v2" && mt == mediaJSON {
+			return true
+		}
+		if mt == mediaJSON || mt == "*/*" {
+			return false
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, contentType string, data []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+// serveDiscoveryRoot answers /api and /apis.
+func (s *Server) serveDiscoveryRoot(w http.ResponseWriter, r *http.Request) {
+	core := strings.TrimSuffix(r.URL.Path, "/") == "/api"
+	switch {
+	case wantsAggregated(r) && core:
+		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.aggCore)
+	case wantsAggregated(r):
+		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.aggGroups)
+	case core:
+		writeJSON(w, mediaJSON, s.discovery.coreVersions)
+	default:
+		writeJSON(w, mediaJSON, s.discovery.groupList)
+	}
+}
+
+// serveDiscovery answers /apis/<group> and /api/v1, /apis/<group>/<version>; it
+// reports whether the path was one of them.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	if data, ok := s.discovery.resources[path]; ok {
+		writeJSON(w, mediaJSON, data)
+		return true
+	}
+	if data, ok := s.discovery.groups[path]; ok {
+		writeJSON(w, mediaJSON, data)
+		return true
+	}
+	return false
+}
+
+func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+	v := version.MustParseSemantic(KubernetesVersion)
+	data, _ := json.Marshal(versioninfo.Info{
+		Major: "1", Minor: "37", GitVersion: KubernetesVersion, GitCommit: "mizzen", GitTreeState: "clean",
+		BuildDate: "2026-11-30T00:00:00Z", GoVersion: goVersion(), Compiler: "gc", Platform: platform(),
+		EmulationMajor: "1", EmulationMinor: "37", MinCompatibilityMajor: "1", MinCompatibilityMinor: fmtUint(v.Minor() - 1),
+	})
+	writeJSON(w, mediaJSON, data)
+}

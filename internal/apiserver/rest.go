@@ -1,0 +1,780 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"mizzen/internal/registry"
+	"mizzen/internal/storage"
+)
+
+// consistentReadTimeout bounds how long a read waits for the cache to catch up.
+const consistentReadTimeout = 3 * time.Second
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	if !h.Namespaced && info.Namespace != "" {
+		s.writeError(w, r, notFound())
+		return
+	}
+	if h.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
+		s.writeError(w, r, notFound())
+		return
+	}
+	if info.Subresource != "" {
+		s.serveSubresource(w, r, info, h)
+		return
+	}
+	switch info.Verb {
+	case "get":
+		s.get(w, r, info, h)
+	case "list":
+		s.list(w, r, info, h)
+	case "watch":
+		s.watch(w, r, info, h)
+	case "create":
+		if info.Name != "" {
+			s.writeError(w, r, methodNotAllowed(r, h))
+			return
+		}
+		s.create(w, r, info, h)
+	case "update":
+		s.update(w, r, info, h, updateMain)
+	case "patch":
+		s.patch(w, r, info, h, updateMain)
+	case "delete":
+		s.delete(w, r, info, h)
+	case "deletecollection":
+		s.deleteCollection(w, r, info, h)
+	default:
+		s.writeError(w, r, methodNotAllowed(r, h))
+	}
+}
+
+func methodNotAllowed(r *http.Request, h *resourceHandler) error {
+	return apierrors.NewMethodNotSupported(h.GroupVersionResource().GroupResource(), strings.ToLower(r.Method))
+}
+
+// get serves one object: from etcd for a consistent read, from the cache when the client
+// accepts any version (resourceVersion=0 or a given one).
+func (s *Server) get(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	format, err := negotiate(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.getObject(r.Context(), h, info.Namespace, info.Name, r.URL.Query().Get("resourceVersion"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, http.StatusOK, h, obj, format)
+}
+
+// getObject reads an object in the served version.
+func (s *Server) getObject(ctx context.Context, h *resourceHandler, namespace, name, rv string) (runtime.Object, error) {
+	gr := h.GroupVersionResource().GroupResource()
+	key := h.key(namespace, name)
+	var obj runtime.Object
+	if rv == "" {
+		obj = h.storage.New()
+		if err := s.store.Get(ctx, key, obj); err != nil {
+			return nil, storageError(err, gr, name)
+		}
+	} else {
+		minRV, err := parseRV(rv)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if err := s.cache.WaitFresh(ctx, minRV, consistentReadTimeout); err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		e, _, err := s.cache.Get(h.segment, key)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			return nil, apierrors.NewNotFound(gr, name)
+		}
+		obj = e.Object
+	}
+	return h.present(obj)
+}
+
+// respondObject writes a single object as the client asked: the object, a Table, or
+// its metadata only.
+func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, code int, h *resourceHandler, obj runtime.Object, format outputFormat) {
+	switch format.as {
+	case "Table":
+		table, err := s.toTable(h, []runtime.Object{obj}, r.URL.Query(), true)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		setMetaKind(table, "Table", format.asVersion)
+		s.writeObject(w, code, table, format.mediaType)
+	case "PartialObjectMetadata":
+		pom := toPartial(obj)
+		setMetaKind(pom, "PartialObjectMetadata", format.asVersion)
+		s.writeObject(w, code, pom, format.mediaType)
+	case "PartialObjectMetadataList":
+		s.writeError(w, r, apierrors.NewBadRequest("PartialObjectMetadataList is only returned for lists"))
+	default:
+		s.writeObject(w, code, obj, format.mediaType)
+	}
+}
+
+func setMetaKind(obj runtime.Object, kind, version string) {
+	if version == "" {
+		version = "v1"
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: metav1.GroupName, Version: version, Kind: kind})
+}
+
+func toPartial(obj runtime.Object) *metav1.PartialObjectMetadata {
+	acc := accessor(obj)
+	om := metav1.ObjectMeta{
+		Name: acc.GetName(), GenerateName: acc.GetGenerateName(), Namespace: acc.GetNamespace(),
+		UID: acc.GetUID(), ResourceVersion: acc.GetResourceVersion(), Generation: acc.GetGeneration(),
+		CreationTimestamp: acc.GetCreationTimestamp(), DeletionTimestamp: acc.GetDeletionTimestamp(),
+		DeletionGracePeriodSeconds: acc.GetDeletionGracePeriodSeconds(), Labels: acc.GetLabels(),
+		Annotations: acc.GetAnnotations(), OwnerReferences: acc.GetOwnerReferences(),
+		Finalizers: acc.GetFinalizers(), ManagedFields: acc.GetManagedFields(),
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: om}
+}
+
+// listOptions are the parsed query parameters of a list or watch.
+type listOptions struct {
+	labels        labels.Selector
+	fields        fields.Selector
+	rv            string
+	rvMatch       string
+	limit         int64
+	continueToken string
+	// watch only
+	bookmarks   bool
+	sendInitial *bool
+	timeout     time.Duration
+}
+
+func (s *Server) parseListOptions(q url.Values, h *resourceHandler, info *requestInfo) (*listOptions, error) {
+	o := &listOptions{rv: q.Get("resourceVersion"), rvMatch: q.Get("resourceVersionMatch"), continueToken: q.Get("continue")}
+	var err error
+	if o.labels, err = labels.Parse(q.Get("labelSelector")); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	fs := q.Get("fieldSelector")
+	if info.Name != "" {
+		// A watch of one object (legacy /watch/.../name) is a watch by name.
+		if fs != "" {
+			fs += ","
+		}
+		fs += "metadata.name=" + info.Name
+	}
+	if o.fields, err = fields.ParseSelector(fs); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	}
+	supported := objectFields(h.storage, h.storage.New())
+	for _, req := range o.fields.Requirements() {
+		if _, ok := supported[req.Field]; !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		if o.limit, err = strconv.ParseInt(l, 10, 64); err != nil || o.limit < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", l))
+		}
+	}
+	switch o.rvMatch {
+	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
+	default:
+		return nil, invalidParam("resourceVersionMatch", o.rvMatch, "must be one of NotOlderThan, Exact")
+	}
+	if o.rvMatch != "" && o.rv == "" && info.Verb != "watch" {
+		return nil, invalidParam("resourceVersionMatch", o.rvMatch, "resourceVersionMatch is forbidden unless resourceVersion is provided")
+	}
+	if o.continueToken != "" && o.rv != "" && o.rv != "0" {
+		return nil, invalidParam("resourceVersion", o.rv, "specifying resource version is not allowed when using continue")
+	}
+	if _, err := parseRV(o.rv); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	o.bookmarks = isTrue(q.Get("allowWatchBookmarks"))
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b := isTrue(v)
+		o.sendInitial = &b
+	}
+	if t := q.Get("timeoutSeconds"); t != "" {
+		secs, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || secs < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", t))
+		}
+		o.timeout = time.Duration(secs) * time.Second
+	}
+	return o, nil
+}
+
+func invalidParam(name, value, detail string) error {
+	return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "",
+		field.ErrorList{field.Invalid(field.NewPath(name), value, detail)})
+}
+
+// matcher returns the selector test for cache entries.
+func (o *listOptions) matcher() func(*storage.Entry) bool {
+	if o.labels.Empty() && o.fields.Empty() {
+		return nil
+	}
+	return func(e *storage.Entry) bool {
+		return o.labels.Matches(e.Labels) && o.fields.Matches(e.Fields)
+	}
+}
+
+// continueToken is the opaque continuation of a paged list, in upstream's shape.
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion int64  `json:"rv"`
+	StartKey        string `json:"start"`
+}
+
+func encodeContinue(rv int64, startKey string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rv, StartKey: startKey})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(token, prefix string) (int64, string, error) {
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return 0, "", err
+	}
+	var c continueToken
+	if err := json.Unmarshal(data, &c); err != nil {
+		return 0, "", err
+	}
+	if c.APIVersion != "meta.k8s.io/v1" || c.ResourceVersion <= 0 || !strings.HasPrefix(c.StartKey, prefix) {
+		return 0, "", fmt.Errorf("continue key is not valid")
+	}
+	return c.ResourceVersion, c.StartKey, nil
+}
+
+// list serves a collection. Without a limit it is served from the cache (after it has
+// caught up with etcd, unless resourceVersion=0 says any version will do); pages and
+// exact versions are read from etcd at a fixed revision, as upstream does.
+func (s *Server) list(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	format, err := negotiate(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts, err := s.parseListOptions(r.URL.Query(), h, info)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	objs, rv, cont, remaining, err := s.listObjects(r.Context(), h, info.Namespace, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont, RemainingItemCount: remaining}
+	switch format.as {
+	case "Table":
+		table, err := s.toTable(h, objs, r.URL.Query(), false)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		table.ListMeta = listMeta
+		setMetaKind(table, "Table", format.asVersion)
+		s.writeObject(w, http.StatusOK, table, format.mediaType)
+	case "PartialObjectMetadataList", "PartialObjectMetadata":
+		list := &metav1.PartialObjectMetadataList{ListMeta: listMeta, Items: make([]metav1.PartialObjectMetadata, 0, len(objs))}
+		for _, o := range objs {
+			list.Items = append(list.Items, *toPartial(o))
+		}
+		setMetaKind(list, "PartialObjectMetadataList", format.asVersion)
+		s.writeObject(w, http.StatusOK, list, format.mediaType)
+	default:
+		list := h.NewList()
+		if err := meta.SetList(list, objs); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		lm, _ := meta.ListAccessor(list)
+		lm.SetResourceVersion(listMeta.ResourceVersion)
+		lm.SetContinue(listMeta.Continue)
+		lm.SetRemainingItemCount(listMeta.RemainingItemCount)
+		list.GetObjectKind().SetGroupVersionKind(h.GroupVersion.WithKind(h.Kind + "List"))
+		s.writeObject(w, http.StatusOK, list, format.mediaType)
+	}
+}
+
+// listObjects returns the matching objects in the served version, the list's resource
+// version, and the continuation when more remain.
+func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace string, opts *listOptions) ([]runtime.Object, int64, string, *int64, error) {
+	gr := h.GroupVersionResource().GroupResource()
+	prefix := h.listPrefix(namespace)
+	requestedRV, _ := parseRV(opts.rv)
+	fromEtcd := opts.continueToken != "" || (opts.limit > 0 && opts.rv != "0") || opts.rvMatch == string(metav1.ResourceVersionMatchExact)
+	if !fromEtcd {
+		minRV := requestedRV
+		if opts.rv == "" {
+			cur, err := s.store.CurrentRevision(ctx)
+			if err != nil {
+				return nil, 0, "", nil, err
+			}
+			minRV = cur
+		}
+		if err := s.cache.WaitFresh(ctx, minRV, consistentReadTimeout); err != nil {
+			return nil, 0, "", nil, storageError(err, gr, "")
+		}
+		entries, rv, err := s.cache.List(h.segment, prefix, opts.matcher())
+		if err != nil {
+			return nil, 0, "", nil, err
+		}
+		out := make([]runtime.Object, 0, len(entries))
+		for _, e := range entries {
+			obj, err := h.present(e.Object)
+			if err != nil {
+				return nil, 0, "", nil, err
+			}
+			out = append(out, obj)
+		}
+		return out, rv, "", nil, nil
+	}
+	start, end := prefix, prefix[:len(prefix)-1]+"0" // '0' follows '/'
+	var rev int64
+	if opts.continueToken != "" {
+		crv, startKey, err := decodeContinue(opts.continueToken, prefix)
+		if err != nil {
+			return nil, 0, "", nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		}
+		rev, start = crv, startKey+"\x00"
+	} else if opts.rvMatch == string(metav1.ResourceVersionMatchExact) {
+		rev = requestedRV
+	} else if requestedRV > 0 {
+		// NotOlderThan: the latest state is at least that new.
+		rev = 0
+	}
+	match := opts.matcher()
+	keep := func(obj runtime.Object) bool {
+		if match == nil {
+			return true
+		}
+		acc := accessor(obj)
+		return opts.labels.Matches(labels.Set(acc.GetLabels())) && opts.fields.Matches(objectFields(h.storage, obj))
+	}
+	objs, readRev, lastKey, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
+	if err != nil {
+		if errors.Is(err, storage.ErrExpired) && opts.continueToken != "" {
+			return nil, 0, "", nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+		}
+		return nil, 0, "", nil, storageError(err, gr, "")
+	}
+	out := make([]runtime.Object, 0, len(objs))
+	for _, o := range objs {
+		p, err := h.present(o)
+		if err != nil {
+			return nil, 0, "", nil, err
+		}
+		out = append(out, p)
+	}
+	cont := ""
+	if lastKey != "" {
+		cont = encodeContinue(readRev, lastKey)
+	}
+	return out, readRev, cont, nil, nil
+}
+
+// decodeBody decodes a create or update body and applies fieldValidation: Strict
+// refuses unknown and duplicate fields, Warn (the default) reports them in Warning
+// headers, Ignore drops them.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, h *resourceHandler, data []byte, mediaType string) (runtime.Object, error) {
+	obj := h.New()
+	strictErr, err := s.codecs.decodeInto(mediaType, data, h.GroupVersionKind(), obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyFieldValidation(w, r, strictErr); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func applyFieldValidation(w http.ResponseWriter, r *http.Request, strictErr error) error {
+	if strictErr == nil {
+		return nil
+	}
+	var problems []string
+	if se, ok := strictErr.(interface{ Errors() []error }); ok {
+		for _, e := range se.Errors() {
+			problems = append(problems, e.Error())
+		}
+	} else {
+		problems = []string{strictErr.Error()}
+	}
+	switch r.URL.Query().Get("fieldValidation") {
+	case "Strict":
+		return apierrors.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
+	case "Ignore":
+		return nil
+	case "", "Warn":
+		for _, p := range problems {
+			if w == nil {
+				break
+			}
+			w.Header().Add("Warning", fmt.Sprintf("299 - %q", p))
+		}
+		return nil
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", r.URL.Query().Get("fieldValidation")))
+	}
+}
+
+func isDryRun(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
+
+func validateDryRun(r *http.Request) error {
+	for _, v := range r.URL.Query()["dryRun"] {
+		if v != metav1.DryRunAll {
+			return apierrors.NewBadRequest(fmt.Sprintf("Invalid dry run value: %q, supported values: %q", v, metav1.DryRunAll))
+		}
+	}
+	return nil
+}
+
+func nameFunc(r *registry.Resource) apivalidation.ValidateNameFunc {
+	if r.ValidateName != nil {
+		return r.ValidateName
+	}
+	return apivalidation.NameIsDNSSubdomain
+}
+
+// validateCreate runs the generic metadata checks and the resource's own.
+func (s *Server) validateCreate(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
+	acc := accessor(obj)
+	errs := apivalidation.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
+	if h.Strategy != nil {
+		errs = append(errs, h.Strategy.Validate(ctx, obj)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(h.GroupVersionKind().GroupKind(), acc.GetName(), errs)
+	}
+	return nil
+}
+
+func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, old runtime.Object, withStrategy bool) error {
+	acc, oldAcc := accessor(obj), accessor(old)
+	errs := apivalidation.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
+	if h.Strategy != nil && withStrategy {
+		errs = append(errs, h.Strategy.ValidateUpdate(ctx, obj, old)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(h.GroupVersionKind().GroupKind(), acc.GetName(), errs)
+	}
+	return nil
+}
+
+// checkNamespace applies the namespace lifecycle: objects may only be created in a
+// namespace that exists and is not being deleted.
+func (s *Server) checkNamespace(ctx context.Context, namespace string) error {
+	nsHandler := s.handlers[namespacesGVR]
+	if nsHandler == nil || namespace == "" {
+		return nil
+	}
+	key := nsHandler.key("", namespace)
+	var ns runtime.Object
+	if e, _, err := s.cache.Get(nsHandler.segment, key); err == nil && e != nil {
+		ns = e.Object
+	} else {
+		obj := nsHandler.New()
+		if err := s.store.Get(ctx, key, obj); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return apierrors.NewNotFound(namespacesGVR.GroupResource(), namespace)
+			}
+			return err
+		}
+		ns = obj
+	}
+	if accessor(ns).GetDeletionTimestamp() != nil {
+		return apierrors.NewForbidden(namespacesGVR.GroupResource(), namespace,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+	}
+	return nil
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	ctx := r.Context()
+	if err := validateDryRun(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := negotiate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.decodeBody(w, r, h, data, requestMediaType(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	created, err := s.createObject(ctx, h, info.Namespace, obj, isDryRun(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, http.StatusCreated, h, created, format)
+}
+
+// createObject runs the create chain for a decoded object and stores it.
+func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	acc := accessor(obj)
+	gr := h.GroupVersionResource().GroupResource()
+	if h.Namespaced {
+		if acc.GetNamespace() == "" {
+			acc.SetNamespace(namespace)
+		} else if acc.GetNamespace() != namespace {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		acc.SetNamespace("")
+	}
+	if acc.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	generated := acc.GetName() == "" && acc.GetGenerateName() != ""
+	if h.Strategy != nil {
+		h.Strategy.Default(obj)
+	}
+	prepareCreateMeta(acc, obj, time.Now())
+	if h.Strategy != nil {
+		h.Strategy.PrepareForCreate(ctx, obj)
+	}
+	if err := s.validateCreate(ctx, h, obj); err != nil {
+		return nil, err
+	}
+	if err := s.admit(ctx, "create", h, obj, nil); err != nil {
+		return nil, err
+	}
+	if h.Namespaced {
+		if err := s.checkNamespace(ctx, acc.GetNamespace()); err != nil {
+			return nil, err
+		}
+	}
+	release, err := s.beforeCreate(ctx, h, obj, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		release()
+		return obj, nil
+	}
+	stored, err := h.toStorage(obj)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		err = s.store.Create(ctx, h.key(acc.GetNamespace(), acc.GetName()), stored)
+		if errors.Is(err, storage.ErrAlreadyExists) && generated && attempt < 5 {
+			acc.SetName(generateName(acc.GetGenerateName()))
+			if sacc, e := meta.Accessor(stored); e == nil && stored != obj {
+				sacc.SetName(acc.GetName())
+			}
+			continue
+		}
+		break
+	}
+	if err != nil {
+		release()
+		return nil, storageError(err, gr, acc.GetName())
+	}
+	return h.present(stored)
+}
+
+// update replaces an object (or, with status, only its status).
+func (s *Server) update(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
+	if err := validateDryRun(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := negotiate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.decodeBody(w, r, h, data, requestMediaType(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	acc := accessor(obj)
+	if acc.GetName() != info.Name {
+		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.Name)))
+		return
+	}
+	if h.Namespaced {
+		if acc.GetNamespace() == "" {
+			acc.SetNamespace(info.Namespace)
+		} else if acc.GetNamespace() != info.Namespace {
+			s.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			return
+		}
+	}
+	if h.Strategy != nil && mode == updateMain {
+		h.Strategy.Default(obj)
+	}
+	updated, err := s.updateObject(r.Context(), h, info.Namespace, info.Name, mode, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, http.StatusOK, h, updated, format)
+}
+
+// updateObject runs the update chain: newObject computes the desired object from the
+// current one (in the served version); the server keeps system fields, keeps status or
+// spec apart, validates, and writes if the object did not change meanwhile.
+// updateMode says which part of an object an update may change.
+type updateMode int
+
+const (
+	updateMain   updateMode = iota // everything but the status (of resources with one)
+	updateStatus                   // only the status
+	updateAll                      // both (pods/binding)
+)
+
+func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace, name string, mode updateMode, dryRun bool, newObject func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	gr := h.GroupVersionResource().GroupResource()
+	var result runtime.Object
+	var deleted bool
+	update := func(stored runtime.Object) (runtime.Object, error) {
+		current, err := h.present(stored)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := newObject(current.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		acc, curAcc := accessor(obj), accessor(current)
+		if rv := acc.GetResourceVersion(); rv != "" && rv != curAcc.GetResourceVersion() {
+			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if uid := acc.GetUID(); uid != "" && uid != curAcc.GetUID() {
+			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curAcc.GetUID()))
+		}
+		if mode == updateStatus {
+			// Only the status changes through the status subresource.
+			full := current.DeepCopyObject()
+			copyField(full, obj, "Status")
+			accessor(full).SetResourceVersion(acc.GetResourceVersion())
+			obj, acc = full, accessor(full)
+		} else if h.HasStatus && mode == updateMain {
+			copyField(obj, current, "Status")
+		}
+		prepareUpdateMeta(acc, curAcc, obj, current)
+		// A binding writes the fields a client may never change (spec.nodeName) and
+		// skips the resource's own update rules, as upstream's binding does.
+		if h.Strategy != nil && mode != updateAll {
+			h.Strategy.PrepareForUpdate(ctx, obj, current)
+		}
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll); err != nil {
+			return nil, err
+		}
+		if err := s.admit(ctx, "update", h, obj, current); err != nil {
+			return nil, err
+		}
+		result = obj
+		// The last finalizer gone from an object being deleted: it goes now.
+		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && finishedGracePeriod(acc) && !blockedByNamespaceFinalizers(h, obj) {
+			deleted = true
+			if dryRun {
+				return nil, errDryRunDone
+			}
+			return nil, nil
+		}
+		if dryRun {
+			return nil, errDryRunDone
+		}
+		acc.SetResourceVersion("")
+		return h.toStorage(obj)
+	}
+	stored, _, err := s.store.GuaranteedUpdate(ctx, h.key(namespace, name), h.storage.New, update)
+	if errors.Is(err, errDryRunDone) {
+		return result, nil
+	}
+	if err != nil {
+		return nil, storageError(err, gr, name)
+	}
+	if deleted {
+		s.afterDelete(ctx, h, result)
+	}
+	return h.present(stored)
+}
+
+// errDryRunDone stops a dry-run update after every check, before the write.
+var errDryRunDone = errors.New("dry run")
+
+// finishedGracePeriod: an object waits for its grace period (pods, for the kubelet) to
+// be finished with before it can go.
+func finishedGracePeriod(acc metav1.Object) bool {
+	g := acc.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
+	if err := validateDryRun(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := negotiate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	patchType := requestMediaType(r)
+	updated, err := s.updateObject(r.Context(), h, info.Namespace, info.Name, mode, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		return s.applyPatch(w, r, h, current, patchType, data)
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, http.StatusOK, h, updated, format)
+}

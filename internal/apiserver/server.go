@@ -1,0 +1,273 @@
+// Package apiserver is mizzen's HTTP front: it authenticates requests, routes them to
+// the resource they name, and serves the generic REST verbs (get, list, watch, create,
+// update, patch, delete, deletecollection) for every resource in the registry, plus
+// discovery, the subresources, health and version. Storage lives in internal/storage;
+// everything resource-specific comes from internal/registry.
+package apiserver
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"mizzen/internal/registry"
+	"mizzen/internal/storage"
+)
+
+// Config is everything the server is built from.
+type Config struct {
+	Store     *storage.Store
+	Resources []*registry.Resource
+	// ClientCAs verifies client certificates (the only way in until the security work).
+	ClientCAs *x509.CertPool
+	// ServiceCIDR is where ClusterIPs come from; NodePortRange where nodePorts do.
+	ServiceCIDR  *net.IPNet
+	NodePortBase int
+	NodePortSize int
+	Log          *slog.Logger
+	// ExternalAddress is host:port as clients reach this server (for discovery).
+	ExternalAddress string
+	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
+	OpenAPI http.Handler
+	// Admission plugins, in order.
+	Admission []AdmissionPlugin
+}
+
+// Server serves the Kubernetes API.
+type Server struct {
+	cfg       Config
+	scheme    *runtime.Scheme
+	codecs    *codecs
+	store     *storage.Store
+	cache     *storage.Cache
+	handlers  map[schema.GroupVersionResource]*resourceHandler
+	groups    []groupInfo
+	services  *serviceAllocator
+	log       *slog.Logger
+	ready     atomic.Bool
+	discovery *discoveryDocs
+}
+
+// resourceHandler is one served resource with what the server derives from it.
+type resourceHandler struct {
+	*registry.Resource
+	// segment is the storage key segment; storage the resource whose type is stored.
+	segment string
+	storage *registry.Resource
+}
+
+// groupInfo lists a group's versions in preference order.
+type groupInfo struct {
+	name     string
+	versions []string
+}
+
+// segmentFor is the etcd key segment of a group-resource.
+func segmentFor(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource
+	}
+	return gr.Resource + "." + gr.Group
+}
+
+// New builds the server. Run must be called to start its watch cache.
+func New(cfg Config) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := metav1beta1.AddMetaToScheme(scheme); err != nil {
+		return nil, err
+	}
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log}
+
+	primary := map[schema.GroupResource]*registry.Resource{}
+	for _, r := range cfg.Resources {
+		gvk := r.GroupVersionKind()
+		if !scheme.Recognizes(gvk) {
+			scheme.AddKnownTypeWithName(gvk, r.New())
+			scheme.AddKnownTypeWithName(r.GroupVersion.WithKind(r.Kind+"List"), r.NewList())
+			metav1.AddToGroupVersion(scheme, r.GroupVersion)
+		}
+		if r.StorageResource == nil {
+			gr := r.GroupVersionResource().GroupResource()
+			if _, dup := primary[gr]; !dup {
+				primary[gr] = r
+			}
+		}
+	}
+	var cacheConfigs []storage.ResourceConfig
+	for gr, r := range primary {
+		r := r
+		cacheConfigs = append(cacheConfigs, storage.ResourceConfig{
+			Segment: segmentFor(gr), Kind: r.GroupVersionKind(), New: r.New,
+			Fields: func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
+		})
+	}
+	groupVersions := map[string][]string{}
+	var groupOrder []string
+	for _, r := range cfg.Resources {
+		h := &resourceHandler{Resource: r}
+		gr := r.GroupVersionResource().GroupResource()
+		if r.StorageResource != nil {
+			gr = *r.StorageResource
+		}
+		h.storage = primary[gr]
+		if h.storage == nil {
+			return nil, fmt.Errorf("resource %s: no resource stores %s", r.GroupVersionResource(), gr)
+		}
+		h.segment = segmentFor(gr)
+		s.handlers[r.GroupVersionResource()] = h
+		g := r.GroupVersion.Group
+		if _, ok := groupVersions[g]; !ok {
+			groupOrder = append(groupOrder, g)
+		}
+		if !contains(groupVersions[g], r.GroupVersion.Version) {
+			groupVersions[g] = append(groupVersions[g], r.GroupVersion.Version)
+		}
+	}
+	for _, g := range groupOrder {
+		s.groups = append(s.groups, groupInfo{name: g, versions: sortVersions(groupVersions[g])})
+	}
+	s.codecs = newCodecs(scheme)
+	s.cache = storage.NewCache(cfg.Store.Client(), cacheConfigs, cfg.Log)
+	if cfg.ServiceCIDR != nil {
+		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
+	}
+	s.discovery = s.buildDiscovery()
+	return s, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// objectFields is the field-selector set of an object: metadata.name and
+// metadata.namespace, plus what the resource adds.
+func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
+	set := fields.Set{}
+	if r.Fields != nil {
+		set = r.Fields(obj)
+		if set == nil {
+			set = fields.Set{}
+		}
+	}
+	if acc, err := meta.Accessor(obj); err == nil {
+		set["metadata.name"] = acc.GetName()
+		if r.Namespaced {
+			set["metadata.namespace"] = acc.GetNamespace()
+		}
+	}
+	return set
+}
+
+// Run starts the watch cache and blocks until ctx ends.
+func (s *Server) Run(ctx context.Context) error { return s.cache.Run(ctx) }
+
+// WaitCacheSynced waits until the watch cache has loaded.
+func (s *Server) WaitCacheSynced(ctx context.Context) error {
+	select {
+	case <-s.cache.Ready():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// MarkReady makes /readyz answer ok.
+func (s *Server) MarkReady() { s.ready.Store(true) }
+
+// ServeHTTP routes a request: health and version without credentials, everything else
+// only for an authenticated user.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch path {
+	case "/healthz", "/livez":
+		writeText(w, http.StatusOK, "ok")
+		return
+	case "/readyz":
+		if !s.ready.Load() {
+			writeText(w, http.StatusServiceUnavailable, "[-]informer-sync failed: not finished\nreadyz check failed")
+			return
+		}
+		writeText(w, http.StatusOK, "ok")
+		return
+	case "/version":
+		s.serveVersion(w, r)
+		return
+	}
+	if strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/") {
+		writeText(w, http.StatusOK, "ok")
+		return
+	}
+	user, ok := s.authenticate(r)
+	if !ok {
+		s.writeError(w, r, unauthorized())
+		return
+	}
+	ctx := withUser(r.Context(), user)
+	r = r.WithContext(ctx)
+	switch {
+	case path == "/api" || path == "/apis" || path == "/api/" || path == "/apis/":
+		s.serveDiscoveryRoot(w, r)
+		return
+	case strings.HasPrefix(path, "/openapi/"):
+		if s.cfg.OpenAPI != nil {
+			s.cfg.OpenAPI.ServeHTTP(w, r)
+			return
+		}
+	}
+	info := parseRequestInfo(r)
+	if info == nil || info.Resource == "" {
+		if s.serveDiscovery(w, r) {
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	}
+	if info.Resource == "" {
+		s.writeError(w, r, notFound())
+		return
+	}
+	h := s.handlers[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
+	if h == nil {
+		if info.Name == "" && s.serveDiscovery(w, r) {
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	}
+	s.serveResource(w, r, info, h)
+}
+
+func writeText(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(text))
+}

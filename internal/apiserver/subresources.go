@@ -1,0 +1,299 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/registry"
+)
+
+// scaleResource describes autoscaling/v1 Scale for decoding and patching scale bodies.
+var scaleResource = &registry.Resource{
+	GroupVersion: autoscalingv1.SchemeGroupVersion, Resource: "scale", Kind: "Scale",
+	New: func() runtime.Object { return &autoscalingv1.Scale{} },
+}
+
+var pdbGVR = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
+
+func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	gvr := h.GroupVersionResource()
+	switch {
+	case info.Subresource == "status" && h.HasStatus:
+		switch info.Verb {
+		case "get":
+			s.get(w, r, info, h)
+		case "update":
+			s.update(w, r, info, h, updateStatus)
+		case "patch":
+			s.patch(w, r, info, h, updateStatus)
+		default:
+			s.writeError(w, r, methodNotAllowed(r, h))
+		}
+	case info.Subresource == "scale" && h.Scale != nil:
+		s.serveScale(w, r, info, h)
+	case info.Subresource == "binding" && gvr == podsGVR && info.Verb == "create":
+		s.bind(w, r, info, h)
+	case info.Subresource == "eviction" && gvr == podsGVR && info.Verb == "create":
+		s.evict(w, r, info, h)
+	case info.Subresource == "finalize" && gvr == namespacesGVR && info.Verb == "update":
+		s.finalizeNamespace(w, r, info, h)
+	default:
+		s.writeError(w, r, notFound())
+	}
+}
+
+// scaleOf builds the autoscaling/v1 Scale view of a scalable object.
+func scaleOf(h *resourceHandler, obj runtime.Object) *autoscalingv1.Scale {
+	acc := accessor(obj)
+	spec, status, selector := h.Scale.Get(obj)
+	return &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: acc.GetName(), Namespace: acc.GetNamespace(), UID: acc.GetUID(),
+			ResourceVersion: acc.GetResourceVersion(), CreationTimestamp: acc.GetCreationTimestamp()},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: spec},
+		Status: autoscalingv1.ScaleStatus{Replicas: status, Selector: selector},
+	}
+}
+
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	format, err := negotiate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var obj runtime.Object
+	switch info.Verb {
+	case "get":
+		obj, err = s.getObject(r.Context(), h, info.Namespace, info.Name, r.URL.Query().Get("resourceVersion"))
+	case "update", "patch":
+		var data []byte
+		if data, err = readBody(r); err != nil {
+			break
+		}
+		patchType := requestMediaType(r)
+		obj, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateMain, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+			scale, err := s.newScale(h, current, info.Verb, patchType, data)
+			if err != nil {
+				return nil, err
+			}
+			if scale.Spec.Replicas < 0 {
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, info.Name, nil)
+			}
+			if scale.ResourceVersion != "" {
+				accessor(current).SetResourceVersion(scale.ResourceVersion)
+			}
+			h.Scale.Set(current, scale.Spec.Replicas)
+			return current, nil
+		})
+	default:
+		err = methodNotAllowed(r, h)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeObject(w, http.StatusOK, scaleOf(h, obj), format.mediaType)
+}
+
+// newScale decodes the Scale a client sent (whole, or as a patch of the current one);
+// contentType is the body's media type or patch type.
+func (s *Server) newScale(h *resourceHandler, current runtime.Object, verb, contentType string, data []byte) (*autoscalingv1.Scale, error) {
+	scaleHandler := &resourceHandler{Resource: scaleResource}
+	cur := scaleOf(h, current)
+	if verb == "patch" {
+		patched, err := s.applyPatch(nil, &http.Request{}, scaleHandler, cur, contentType, data)
+		if err != nil {
+			return nil, err
+		}
+		return patched.(*autoscalingv1.Scale), nil
+	}
+	scale := &autoscalingv1.Scale{}
+	if _, err := s.codecs.decodeInto(contentType, data, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), scale); err != nil {
+		return nil, err
+	}
+	return scale, nil
+}
+
+// bind assigns a pod to a node, as the scheduler does through pods/binding.
+func (s *Server) bind(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	binding := &corev1.Binding{}
+	if _, err := s.codecs.decodeInto(requestMediaType(r), data, corev1.SchemeGroupVersion.WithKind("Binding"), binding); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if binding.Name != "" && binding.Name != info.Name {
+		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", binding.Name, info.Name)))
+		return
+	}
+	if binding.Target.Name == "" {
+		s.writeError(w, r, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), info.Name, nil))
+		return
+	}
+	_, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateAll, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		pod := current.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		if binding.UID != "" && binding.UID != pod.UID {
+			return nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+		// Status is kept apart from spec on updates; binding sets both.
+		return pod, nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeStatus(w, metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == c.Type {
+			if status.Conditions[i].Status == c.Status {
+				return
+			}
+			status.Conditions[i] = c
+			return
+		}
+	}
+	status.Conditions = append(status.Conditions, c)
+}
+
+// evict deletes a pod unless a PodDisruptionBudget forbids it (429), as the eviction
+// subresource does upstream.
+func (s *Server) evict(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	ctx := r.Context()
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	eviction := &policyv1.Eviction{}
+	if _, err := s.codecs.decodeInto(requestMediaType(r), data, policyv1.SchemeGroupVersion.WithKind("Eviction"), eviction); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	podObj, err := s.getObject(ctx, h, info.Namespace, info.Name, "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	pod := podObj.(*corev1.Pod)
+	opts := eviction.DeleteOptions
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	// Pods that are not running cannot be disrupted: no budget applies.
+	if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+		if err := s.takeDisruption(ctx, pod); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if _, _, err := s.deleteObject(ctx, h, info.Namespace, info.Name, opts); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeStatus(w, metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+// takeDisruption uses up one allowed disruption of the pod's budget, or refuses.
+func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
+	ph := s.handlers[pdbGVR]
+	if ph == nil {
+		return nil
+	}
+	entries, _, err := s.cache.List(ph.segment, ph.listPrefix(pod.Namespace), nil)
+	if err != nil {
+		return err
+	}
+	var budgets []*policyv1.PodDisruptionBudget
+	for _, e := range entries {
+		pdb := e.Object.(*policyv1.PodDisruptionBudget)
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		budgets = append(budgets, pdb)
+	}
+	if len(budgets) > 1 {
+		return apierrors.NewInternalError(errors.New("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
+	}
+	if len(budgets) == 0 {
+		return nil
+	}
+	pdb := budgets[0]
+	_, err = s.updateObject(ctx, ph, pdb.Namespace, pdb.Name, updateStatus, false, func(current runtime.Object) (runtime.Object, error) {
+		cur := current.(*policyv1.PodDisruptionBudget)
+		if cur.Status.ObservedGeneration < cur.Generation || cur.Status.DisruptionsAllowed <= 0 {
+			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+			err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+				Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", cur.Name, cur.Status.DesiredHealthy, cur.Status.CurrentHealthy)})
+			return nil, err
+		}
+		cur.Status.DisruptionsAllowed--
+		if cur.Status.DisruptedPods == nil {
+			cur.Status.DisruptedPods = map[string]metav1.Time{}
+		}
+		cur.Status.DisruptedPods[pod.Name] = metav1.Now()
+		return cur, nil
+	})
+	return err
+}
+
+// finalizeNamespace replaces a namespace's spec.finalizers; with none left, a
+// namespace being deleted goes.
+func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sent := &corev1.Namespace{}
+	if _, err := s.codecs.decodeInto(requestMediaType(r), data, corev1.SchemeGroupVersion.WithKind("Namespace"), sent); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateMain, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		ns := current.(*corev1.Namespace)
+		if sent.ResourceVersion != "" {
+			ns.ResourceVersion = sent.ResourceVersion
+		}
+		ns.Spec.Finalizers = sent.Spec.Finalizers
+		return ns, nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	s.writeObject(w, http.StatusOK, obj, mediaJSON)
+}

@@ -1,0 +1,133 @@
+// Package etcd runs an etcd member inside the mizzen process (the embedded default of
+// `mizzen server`, and the `mizzen etcd` command for external clusters) and dials
+// external clusters.
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap"
+)
+
+// MemberConfig describes one etcd member.
+type MemberConfig struct {
+	Name    string
+	DataDir string
+	// ClientURLs to listen on for clients; empty means none (in-process client only).
+	ClientURLs []string
+	// PeerURLs to listen on for other members; empty means a loopback-only single member.
+	PeerURLs []string
+	// InitialCluster is "name=peerURL,..."; empty means a single-member cluster.
+	InitialCluster string
+	// ClusterState is "new" or "existing".
+	ClusterState string
+}
+
+// Member is a running etcd member.
+type Member struct {
+	etcd *embed.Etcd
+}
+
+func parseURLs(list []string) ([]url.URL, error) {
+	var out []url.URL
+	for _, s := range list {
+		u, err := url.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("bad URL %q: %w", s, err)
+		}
+		out = append(out, *u)
+	}
+	return out, nil
+}
+
+// Start runs a member and waits until it is ready to serve.
+func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, error) {
+	cfg := embed.NewConfig()
+	cfg.Name = mc.Name
+	if cfg.Name == "" {
+		cfg.Name = "default"
+	}
+	cfg.Dir = mc.DataDir
+	cfg.LogLevel = "error"
+	cfg.Logger = "zap"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	// The apiserver keeps its own history in the watch cache; etcd keeps five minutes.
+	cfg.AutoCompactionMode = "periodic"
+	cfg.AutoCompactionRetention = "5m"
+	cfg.SnapshotCount = 10000
+	cfg.Metrics = "basic"
+	var err error
+	if cfg.ListenClientUrls, err = parseURLs(mc.ClientURLs); err != nil {
+		return nil, err
+	}
+	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
+	if len(mc.PeerURLs) > 0 {
+		if cfg.ListenPeerUrls, err = parseURLs(mc.PeerURLs); err != nil {
+			return nil, err
+		}
+		cfg.AdvertisePeerUrls = cfg.ListenPeerUrls
+	} else {
+		// A single member still needs a peer URL; keep it on a loopback port nobody uses.
+		u, _ := url.Parse("http://127.0.0.1:0")
+		cfg.ListenPeerUrls = []url.URL{*u}
+		cfg.AdvertisePeerUrls = []url.URL{*u}
+	}
+	if mc.InitialCluster != "" {
+		cfg.InitialCluster = mc.InitialCluster
+	} else {
+		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	}
+	if mc.ClusterState != "" {
+		cfg.ClusterState = mc.ClusterState
+	}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcd failed: %w", err)
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("etcd did not become ready within 60s")
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+	log.Info("etcd ready", "name", cfg.Name, "dir", cfg.Dir)
+	return &Member{etcd: e}, nil
+}
+
+// Client returns an in-process client: no network hop between apiserver and etcd.
+func (m *Member) Client() *clientv3.Client { return v3client.New(m.etcd.Server) }
+
+// Done is closed when the member stops.
+func (m *Member) Done() <-chan struct{} { return m.etcd.Server.StopNotify() }
+
+// Close stops the member.
+func (m *Member) Close() { m.etcd.Close() }
+
+// Dial connects to an external cluster given as comma-separated client URLs.
+func Dial(ctx context.Context, servers string) (*clientv3.Client, error) {
+	endpoints := strings.Split(servers, ",")
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+		Context:     ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd %s: %w", servers, err)
+	}
+	return cli, nil
+}

@@ -1,0 +1,252 @@
+package apps_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"mizzen/internal/testing/apiserver"
+)
+
+// These tests run the apps/v1 resources in a real apiserver on embedded etcd and look
+// at them as client-go does.
+
+func podTemplate() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.27"}}},
+	}
+}
+
+func selector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+}
+
+// causes returns the field of each cause of an Invalid error, failing on other errors.
+func causes(t *testing.T, err error) []string {
+	t.Helper()
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("error = %v, want Invalid (422)", err)
+	}
+	var fields []string
+	for _, c := range err.(apierrors.APIStatus).Status().Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	return fields
+}
+
+// table gets a resource as kubectl get does, as a Table.
+func table(t *testing.T, c *kubernetes.Clientset, resource, name string) metav1.Table {
+	t.Helper()
+	raw, err := c.AppsV1().RESTClient().Get().Namespace("default").Resource(resource).Name(name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(context.Background()).Raw()
+	if err != nil {
+		t.Fatalf("table of %s/%s: %v", resource, name, err)
+	}
+	var tbl metav1.Table
+	if err := json.Unmarshal(raw, &tbl); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+func TestAppsAgainstAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an apiserver")
+	}
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg)
+	// The apiserver decodes a Scale body only as JSON so far (reported to the lead):
+	// scale updates go through a JSON client.
+	jsonCfg := *cfg
+	jsonCfg.ContentType = "application/json"
+	jc := kubernetes.NewForConfigOrDie(&jsonCfg)
+	ctx := context.Background()
+
+	t.Run("discovery", func(t *testing.T) {
+		list, err := c.Discovery().ServerResourcesForGroupVersion("apps/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]struct {
+			kind, singular string
+			short          []string
+			all            bool
+		}{
+			"deployments":         {"Deployment", "deployment", []string{"deploy"}, true},
+			"replicasets":         {"ReplicaSet", "replicaset", []string{"rs"}, true},
+			"daemonsets":          {"DaemonSet", "daemonset", []string{"ds"}, true},
+			"statefulsets":        {"StatefulSet", "statefulset", []string{"sts"}, true},
+			"controllerrevisions": {"ControllerRevision", "controllerrevision", nil, false},
+		}
+		seen := map[string]bool{}
+		for _, r := range list.APIResources {
+			w, ok := want[r.Name]
+			if !ok {
+				continue
+			}
+			seen[r.Name] = true
+			if r.Kind != w.kind || r.SingularName != w.singular || !r.Namespaced || len(r.ShortNames) != len(w.short) ||
+				(len(w.short) > 0 && !reflect.DeepEqual(r.ShortNames, w.short)) || reflect.DeepEqual(r.Categories, []string{"all"}) != w.all {
+				t.Errorf("discovery of %s = %+v", r.Name, r)
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("discovery lists %v of %d resources", seen, len(want))
+		}
+	})
+
+	t.Run("deployment defaults, table and scale", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec:       appsv1.DeploymentSpec{Selector: selector(), Template: podTemplate()},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pct := intstr.FromString("25%")
+		if *d.Spec.Replicas != 1 || *d.Spec.RevisionHistoryLimit != 10 || *d.Spec.ProgressDeadlineSeconds != 600 ||
+			!reflect.DeepEqual(d.Spec.Strategy.RollingUpdate, &appsv1.RollingUpdateDeployment{MaxUnavailable: &pct, MaxSurge: &pct}) ||
+			d.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways || d.Generation != 1 {
+			t.Errorf("created deployment = %+v", d)
+		}
+
+		tbl := table(t, c, "deployments", "web")
+		var names []string
+		for _, col := range tbl.ColumnDefinitions {
+			names = append(names, col.Name)
+		}
+		if !reflect.DeepEqual(names, []string{"Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"}) {
+			t.Errorf("columns = %v", names)
+		}
+		if len(tbl.Rows) != 1 {
+			t.Fatalf("rows = %v", tbl.Rows)
+		}
+		cells := tbl.Rows[0].Cells
+		if cells[0] != "web" || cells[1] != "0/1" || cells[5] != "nginx" || cells[6] != "nginx:1.27" || cells[7] != "app=web" {
+			t.Errorf("cells = %v", cells)
+		}
+
+		scale, err := c.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scale.Spec.Replicas != 1 || scale.Status.Selector != "app=web" {
+			t.Errorf("scale = %+v", scale)
+		}
+		scale.Spec.Replicas = 4
+		if _, err := jc.AppsV1().Deployments("default").UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 4 {
+			t.Errorf("after scale: %v, %v", d.Spec.Replicas, err)
+		}
+	})
+
+	t.Run("deployment invalid", func(t *testing.T) {
+		tmpl := podTemplate()
+		tmpl.Labels = map[string]string{"app": "db"}
+		_, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "mismatch"},
+			Spec:       appsv1.DeploymentSpec{Selector: selector(), Template: tmpl},
+		}, metav1.CreateOptions{})
+		if got := causes(t, err); !reflect.DeepEqual(got, []string{"spec.template.metadata.labels"}) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+	})
+
+	t.Run("deployment selector is immutable", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Selector.MatchLabels["tier"] = "front"
+		d.Spec.Template.Labels["tier"] = "front"
+		_, err = c.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{})
+		if got := causes(t, err); !reflect.DeepEqual(got, []string{"spec.selector"}) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+	})
+
+	t.Run("replicaset field selector", func(t *testing.T) {
+		_, err := c.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-1"},
+			Spec:       appsv1.ReplicaSetSpec{Selector: selector(), Template: podTemplate()},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sel, want := range map[string]int{"status.replicas=0": 1, "status.replicas=1": 0} {
+			list, err := c.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{FieldSelector: sel})
+			if err != nil {
+				t.Fatalf("%s: %v", sel, err)
+			}
+			if len(list.Items) != want {
+				t.Errorf("%s matched %d replicasets, want %d", sel, len(list.Items), want)
+			}
+		}
+	})
+
+	t.Run("statefulset", func(t *testing.T) {
+		ss, err := c.AppsV1().StatefulSets("default").Create(ctx, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db"},
+			Spec: appsv1.StatefulSetSpec{ServiceName: "db", Selector: selector(), Template: podTemplate(),
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ss.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement || *ss.Spec.UpdateStrategy.RollingUpdate.Partition != 0 ||
+			ss.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
+			*ss.Spec.VolumeClaimTemplates[0].Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+			t.Errorf("created statefulset = %+v", ss.Spec)
+		}
+		ss.Spec.ServiceName = "other"
+		_, err = c.AppsV1().StatefulSets("default").Update(ctx, ss, metav1.UpdateOptions{})
+		if got := causes(t, err); !reflect.DeepEqual(got, []string{"spec"}) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+		if tbl := table(t, c, "statefulsets", "db"); len(tbl.Rows) != 1 || tbl.Rows[0].Cells[1] != "0/1" {
+			t.Errorf("table = %+v", tbl.Rows)
+		}
+		scale, err := c.AppsV1().StatefulSets("default").GetScale(ctx, "db", metav1.GetOptions{})
+		if err != nil || scale.Status.Selector != "app=web" {
+			t.Errorf("scale = %+v, %v", scale, err)
+		}
+	})
+
+	t.Run("daemonset", func(t *testing.T) {
+		ds, err := c.AppsV1().DaemonSets("default").Create(ctx, &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+			Spec:       appsv1.DaemonSetSpec{Selector: selector(), Template: podTemplate()},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+		if !reflect.DeepEqual(ds.Spec.UpdateStrategy.RollingUpdate, &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &one, MaxSurge: &zero}) {
+			t.Errorf("updateStrategy = %+v", ds.Spec.UpdateStrategy)
+		}
+		if got := ds.Annotations["deprecated.daemonset.template.generation"]; got != "1" {
+			t.Errorf("template generation = %q, want 1", got)
+		}
+		ds.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+		if ds, err = c.AppsV1().DaemonSets("default").Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ds.Annotations["deprecated.daemonset.template.generation"]; got != "2" || ds.Generation != 2 {
+			t.Errorf("after a template change: template generation %q, generation %d", got, ds.Generation)
+		}
+		if tbl := table(t, c, "daemonsets", "agent"); len(tbl.Rows) != 1 || tbl.Rows[0].Cells[6] != "<none>" {
+			t.Errorf("table = %+v", tbl.Rows)
+		}
+	})
+}

@@ -1,0 +1,41 @@
+// Package catalog lists every built-in resource the apiserver serves, gathered from the
+// per-group registry packages. Adding a group means adding one line here.
+package catalog
+
+import (
+	"mizzen/internal/registry"
+	"mizzen/internal/registry/admissionregistration"
+	"mizzen/internal/registry/apiregistration"
+	"mizzen/internal/registry/apps"
+	"mizzen/internal/registry/batch"
+	"mizzen/internal/registry/certificates"
+	"mizzen/internal/registry/coordination"
+	"mizzen/internal/registry/core"
+	"mizzen/internal/registry/discovery"
+	"mizzen/internal/registry/networking"
+	"mizzen/internal/registry/rbac"
+	"mizzen/internal/registry/scheduling"
+	"mizzen/internal/registry/storage"
+)
+
+// All returns every built-in resource, core/v1 first.
+func All() []*registry.Resource {
+	var all []*registry.Resource
+	for _, group := range [][]*registry.Resource{
+		core.Resources(),
+		apps.Resources(),
+		batch.Resources(),
+		certificates.Resources(),
+		coordination.Resources(),
+		discovery.Resources(),
+		networking.Resources(),
+		rbac.Resources(),
+		scheduling.Resources(),
+		storage.Resources(),
+		admissionregistration.Resources(),
+		apiregistration.Resources(),
+	} {
+		all = append(all, group...)
+	}
+	return all
+}

@@ -1,0 +1,236 @@
+package core_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"mizzen/internal/testing/apiserver"
+)
+
+// These tests run the core/v1 registry behind a real mizzen apiserver and check
+// what a client sees: defaulted objects, validation errors as Status causes,
+// field selectors, subresources and server-side tables.
+
+func startClient(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	return kubernetes.NewForConfigOrDie(apiserver.Start(t))
+}
+
+// wantInvalid checks a 422 Invalid error carrying exactly the given cause.
+func wantInvalid(t *testing.T, err error, field string, causeType metav1.CauseType, messagePart string) {
+	t.Helper()
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("err = %v, want 422 Invalid", err)
+	}
+	status := err.(apierrors.APIStatus).Status()
+	for _, c := range status.Details.Causes {
+		if c.Field == field && c.Type == causeType && strings.Contains(c.Message, messagePart) {
+			return
+		}
+	}
+	t.Errorf("causes = %+v, want %s %s containing %q", status.Details.Causes, field, causeType, messagePart)
+}
+
+func TestIntegrationCoreV1(t *testing.T) {
+	c := startClient(t)
+	ctx := context.Background()
+
+	t.Run("pod create is defaulted and Pending", func(t *testing.T) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}
+		got, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := got.Spec
+		if s.RestartPolicy != corev1.RestartPolicyAlways || s.DNSPolicy != corev1.DNSClusterFirst || s.SchedulerName != "default-scheduler" ||
+			*s.TerminationGracePeriodSeconds != 30 || !*s.EnableServiceLinks || s.Containers[0].ImagePullPolicy != corev1.PullAlways ||
+			s.Containers[0].Ports[0].Protocol != corev1.ProtocolTCP || s.Containers[0].TerminationMessagePath != "/dev/termination-log" {
+			t.Errorf("pod spec not defaulted as upstream: %+v", s)
+		}
+		if got.Status.Phase != corev1.PodPending || got.Status.QOSClass != corev1.PodQOSBestEffort {
+			t.Errorf("status = %+v, want Pending and BestEffort", got.Status)
+		}
+	})
+
+	t.Run("pod without image is rejected", func(t *testing.T) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "noimage"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+		_, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		wantInvalid(t, err, "spec.containers[0].image", metav1.CauseTypeFieldValueRequired, "Required value")
+	})
+
+	t.Run("pod update may change only the image", func(t *testing.T) {
+		pod, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.Containers[0].Image = "nginx:1.27"
+		if pod, err = c.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("image update: %v", err)
+		}
+		pod.Spec.Containers[0].Ports[0].ContainerPort = 8080
+		_, err = c.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{})
+		wantInvalid(t, err, "spec", metav1.CauseTypeForbidden, "pod updates may not change fields other than")
+	})
+
+	t.Run("pod field selectors", func(t *testing.T) {
+		for _, tc := range []struct {
+			selector string
+			want     int
+		}{{"status.phase=Pending", 1}, {"spec.restartPolicy=Never", 0}, {"spec.nodeName=", 1}} {
+			list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{FieldSelector: tc.selector})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.selector, err)
+			}
+			if len(list.Items) != tc.want {
+				t.Errorf("%s matched %d pods, want %d", tc.selector, len(list.Items), tc.want)
+			}
+		}
+	})
+
+	t.Run("pods table", func(t *testing.T) {
+		table := &metav1.Table{}
+		err := c.CoreV1().RESTClient().Get().Namespace("default").Resource("pods").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, col := range table.ColumnDefinitions {
+			names = append(names, col.Name)
+		}
+		if want := []string{"Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"}; !slices.Equal(names, want) {
+			t.Errorf("columns = %v, want %v", names, want)
+		}
+		if len(table.Rows) != 1 || table.Rows[0].Cells[1] != "0/1" || table.Rows[0].Cells[2] != "Pending" || table.Rows[0].Cells[6] != "<none>" {
+			t.Errorf("rows = %+v", table.Rows)
+		}
+	})
+
+	t.Run("service defaults and node port range", func(t *testing.T) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+		got, err := c.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := got.Spec.Ports[0]
+		if p.Protocol != corev1.ProtocolTCP || p.TargetPort != intstr.FromInt32(80) || p.NodePort < 30000 || p.NodePort > 32767 {
+			t.Errorf("port = %+v", p)
+		}
+		if got.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster || got.Spec.SessionAffinity != corev1.ServiceAffinityNone ||
+			len(got.Spec.ClusterIPs) != 1 || got.Spec.ClusterIPs[0] != got.Spec.ClusterIP || *got.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
+			t.Errorf("spec = %+v", got.Spec)
+		}
+
+		// A PUT of the original manifest keeps the allocated IP and node port.
+		svc.ResourceVersion = got.ResourceVersion
+		again, err := c.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("update without allocated fields: %v", err)
+		}
+		if again.Spec.ClusterIP != got.Spec.ClusterIP || again.Spec.Ports[0].NodePort != p.NodePort {
+			t.Errorf("update changed allocations: %s/%d -> %s/%d", got.Spec.ClusterIP, p.NodePort, again.Spec.ClusterIP, again.Spec.Ports[0].NodePort)
+		}
+
+		bad := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: 80}}}}
+		_, err = c.CoreV1().Services("default").Create(ctx, bad, metav1.CreateOptions{})
+		wantInvalid(t, err, "spec.ports[0].nodePort", metav1.CauseTypeFieldValueInvalid, "The range of valid ports is 30000-32767")
+	})
+
+	t.Run("namespace gets finalizer, phase and name label", func(t *testing.T) {
+		ns, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ns.Spec.Finalizers, []corev1.FinalizerName{"kubernetes"}) || ns.Status.Phase != corev1.NamespaceActive ||
+			ns.Labels["kubernetes.io/metadata.name"] != "team-a" {
+			t.Errorf("namespace = %+v", ns)
+		}
+		_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team.b"}}, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) {
+			t.Errorf("namespace with a dot: err = %v, want Invalid", err)
+		}
+	})
+
+	t.Run("secrets merge stringData and check their type", func(t *testing.T) {
+		s, err := c.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+			StringData: map[string]string{"password": "hunter2"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Type != corev1.SecretTypeOpaque || string(s.Data["password"]) != "hunter2" || len(s.StringData) != 0 {
+			t.Errorf("secret = type %q data %q stringData %v", s.Type, s.Data, s.StringData)
+		}
+		_, err = c.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls"},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("x")}}, metav1.CreateOptions{})
+		wantInvalid(t, err, "data[tls.key]", metav1.CauseTypeFieldValueRequired, "Required value")
+	})
+
+	t.Run("immutable configmap", func(t *testing.T) {
+		cm, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "frozen"},
+			Data: map[string]string{"k": "v"}, Immutable: ptrTo(true)}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["k"] = "w"
+		_, err = c.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{})
+		wantInvalid(t, err, "data", metav1.CauseTypeForbidden, "field is immutable when `immutable` is set")
+	})
+
+	t.Run("replication controller defaults and scale", func(t *testing.T) {
+		rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc"}, Spec: corev1.ReplicationControllerSpec{
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rc"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+		got, err := c.CoreV1().ReplicationControllers("default").Create(ctx, rc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *got.Spec.Replicas != 1 || got.Spec.Selector["app"] != "rc" || got.Labels["app"] != "rc" {
+			t.Errorf("rc = replicas %d selector %v labels %v", *got.Spec.Replicas, got.Spec.Selector, got.Labels)
+		}
+		scale, err := c.CoreV1().ReplicationControllers("default").GetScale(ctx, "rc", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scale.Spec.Replicas != 1 || scale.Status.Selector != "app=rc" {
+			t.Errorf("scale = %+v", scale)
+		}
+		scale.Spec.Replicas = 3
+		if _, err := c.CoreV1().ReplicationControllers("default").UpdateScale(ctx, "rc", scale, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err = c.CoreV1().ReplicationControllers("default").Get(ctx, "rc", metav1.GetOptions{})
+		if err != nil || *got.Spec.Replicas != 3 {
+			t.Errorf("after scale: replicas %v err %v, want 3", got.Spec.Replicas, err)
+		}
+	})
+
+	t.Run("event field selector", func(t *testing.T) {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1"}, Reason: "Pulled", Type: "Normal",
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web"}}
+		if _, err := c.CoreV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for selector, want := range map[string]int{"involvedObject.name=web,reason=Pulled": 1, "involvedObject.kind=Node": 0} {
+			list, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: selector})
+			if err != nil {
+				t.Fatalf("%s: %v", selector, err)
+			}
+			if len(list.Items) != want {
+				t.Errorf("%s matched %d events, want %d", selector, len(list.Items), want)
+			}
+		}
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }

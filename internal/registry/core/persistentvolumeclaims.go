@@ -1,0 +1,121 @@
+package core
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"mizzen/internal/registry"
+)
+
+func persistentVolumeClaimsResource() *registry.Resource {
+	spec, status := corev1.PersistentVolumeClaimSpec{}.SwaggerDoc(), corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()
+	return &registry.Resource{
+		GroupVersion: corev1.SchemeGroupVersion,
+		Resource:     "persistentvolumeclaims",
+		Kind:         "PersistentVolumeClaim",
+		SingularName: "persistentvolumeclaim",
+		Namespaced:   true,
+		ShortNames:   []string{"pvc"},
+		New:          func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
+		NewList:      func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
+		Strategy: strategy[*corev1.PersistentVolumeClaim]{
+			defaults: func(pvc *corev1.PersistentVolumeClaim) {
+				if pvc.Status.Phase == "" {
+					pvc.Status.Phase = corev1.ClaimPending
+				}
+				defaultPVCSpec(&pvc.Spec)
+			},
+			prepareCreate: func(_ context.Context, pvc *corev1.PersistentVolumeClaim) {
+				pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
+			},
+			validate:       validatePersistentVolumeClaim,
+			validateUpdate: validatePersistentVolumeClaimUpdate,
+		},
+		Printer: printerFor([]metav1.TableColumnDefinition{
+			registry.NameColumn,
+			column("Status", "string", status["phase"]),
+			column("Volume", "string", spec["volumeName"]),
+			column("Capacity", "string", status["capacity"]),
+			column("Access Modes", "string", status["accessModes"]),
+			column("StorageClass", "string", "StorageClass of the pvc"),
+			column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+			registry.AgeColumn,
+			wideColumn("VolumeMode", "string", spec["volumeMode"]),
+		}, persistentVolumeClaimRow),
+		HasStatus: true,
+	}
+}
+
+func validatePersistentVolumeClaim(_ context.Context, pvc *corev1.PersistentVolumeClaim) field.ErrorList {
+	specPath := field.NewPath("spec")
+	spec := &pvc.Spec
+	errs := validateAccessModes(spec.AccessModes, specPath.Child("accessModes"), "at least 1 access mode is required")
+	storagePath := specPath.Child("resources").Key(string(corev1.ResourceStorage))
+	if q, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		errs = append(errs, field.Required(storagePath, ""))
+	} else {
+		errs = append(errs, validatePositiveQuantity(q, storagePath)...)
+	}
+	if spec.StorageClassName != nil && *spec.StorageClassName != "" {
+		errs = append(errs, validateStorageClassName(*spec.StorageClassName, specPath.Child("storageClassName"))...)
+	}
+	errs = append(errs, validateVolumeMode(spec.VolumeMode, specPath.Child("volumeMode"))...)
+	if spec.Selector != nil {
+		errs = append(errs, validateLabelSelector(spec.Selector, specPath.Child("selector"))...)
+	}
+	return errs
+}
+
+// validatePersistentVolumeClaimUpdate allows only a bigger storage request, a new
+// volume attributes class and binding to a volume; the rest of the spec is fixed.
+func validatePersistentVolumeClaimUpdate(_ context.Context, pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
+	allowed := old.Spec.DeepCopy()
+	allowed.Resources.Requests = pvc.Spec.Resources.Requests
+	allowed.VolumeAttributesClassName = pvc.Spec.VolumeAttributesClassName
+	if old.Spec.VolumeName == "" {
+		allowed.VolumeName = pvc.Spec.VolumeName
+	}
+	if !equality.Semantic.DeepEqual(*allowed, pvc.Spec) {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"),
+			"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")}
+	}
+	return nil
+}
+
+func persistentVolumeClaimRow(pvc *corev1.PersistentVolumeClaim) []interface{} {
+	phase := string(pvc.Status.Phase)
+	if pvc.DeletionTimestamp != nil {
+		phase = "Terminating"
+	}
+	capacity, modes := "", ""
+	if pvc.Spec.VolumeName != "" {
+		modes = accessModesString(pvc.Status.AccessModes)
+		q := pvc.Status.Capacity[corev1.ResourceStorage]
+		capacity = q.String()
+	}
+	class := ""
+	if a, ok := pvc.Annotations[storageClassAnnotation]; ok {
+		class = a
+	} else if pvc.Spec.StorageClassName != nil {
+		class = *pvc.Spec.StorageClassName
+	}
+	vac := "<unset>"
+	if pvc.Spec.VolumeAttributesClassName != nil {
+		vac = *pvc.Spec.VolumeAttributesClassName
+	}
+	mode := "<unset>"
+	if pvc.Spec.VolumeMode != nil {
+		mode = string(*pvc.Spec.VolumeMode)
+	}
+	return []interface{}{pvc.Name, phase, pvc.Spec.VolumeName, capacity, modes, class, vac, registry.Age(pvc.CreationTimestamp), mode}
+}
+
+func validateLabelSelector(s *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+	return metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, fldPath)
+}

@@ -1,0 +1,230 @@
+// Package server assembles the control plane: etcd (embedded, or an external cluster),
+// the apiserver over HTTPS with the cluster's certificates, and the objects every
+// cluster starts with. `mizzen server` and `mizzen apiserver` are thin flags over it;
+// the bundle adds the other components through their own Run functions.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/apiserver"
+	"mizzen/internal/etcd"
+	"mizzen/internal/pki"
+	"mizzen/internal/registry"
+	"mizzen/internal/registry/catalog"
+	"mizzen/internal/storage"
+)
+
+// Options configure the control plane.
+type Options struct {
+	DataDir     string
+	BindAddress string
+	SecurePort  int
+	// EtcdServers, when set, is an external cluster (comma-separated client URLs);
+	// otherwise etcd runs embedded with its data under DataDir/etcd.
+	EtcdServers string
+	// ServiceCIDR is where ClusterIPs come from.
+	ServiceCIDR string
+	// Resources served; nil means every built-in resource.
+	Resources []*registry.Resource
+	// OpenAPI serves /openapi/*, when set.
+	OpenAPI func(resources []*registry.Resource) (http.Handler, error)
+	Log     *slog.Logger
+}
+
+// ControlPlane is a running etcd + apiserver.
+type ControlPlane struct {
+	// AdminKubeconfig is the path of the cluster-admin kubeconfig.
+	AdminKubeconfig string
+	// AdminConfig is a rest config with cluster-admin credentials.
+	AdminConfig *rest.Config
+	// URL is where the apiserver listens.
+	URL  string
+	Done chan struct{}
+	// Err holds why it stopped, once Done is closed.
+	Err error
+}
+
+// Start brings up etcd and the apiserver and returns once /readyz would answer ok;
+// they stop when ctx ends.
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.BindAddress == "" {
+		opts.BindAddress = "0.0.0.0"
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.96.0.0/12"
+	}
+	_, serviceCIDR, err := net.ParseCIDR(opts.ServiceCIDR)
+	if err != nil || serviceCIDR.IP.To4() == nil {
+		return nil, fmt.Errorf("--service-cluster-ip-range %q: an IPv4 CIDR is required", opts.ServiceCIDR)
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	tlsDir := filepath.Join(opts.DataDir, "tls")
+	ca, err := pki.LoadOrCreateCA(tlsDir, "ca", "mizzen-ca")
+	if err != nil {
+		return nil, err
+	}
+
+	var client *clientv3.Client
+	var member *etcd.Member
+	if opts.EtcdServers != "" {
+		if client, err = etcd.Dial(ctx, opts.EtcdServers); err != nil {
+			return nil, err
+		}
+	} else {
+		member, err = etcd.Start(ctx, etcd.MemberConfig{Name: "mizzen", DataDir: filepath.Join(opts.DataDir, "etcd")}, log)
+		if err != nil {
+			return nil, err
+		}
+		client = member.Client()
+	}
+
+	listener, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)))
+	if err != nil {
+		if member != nil {
+			member.Close()
+		}
+		return nil, err
+	}
+	port := listener.Addr().(*net.TCPAddr).Port
+	localURL := "https://127.0.0.1:" + strconv.Itoa(port)
+
+	resources := opts.Resources
+	if resources == nil {
+		resources = catalog.All()
+	}
+	var openAPI http.Handler
+	if opts.OpenAPI != nil {
+		if openAPI, err = opts.OpenAPI(resources); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := apiserver.New(apiserver.Config{
+		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
+		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
+	})
+	if err != nil {
+		return nil, err
+	}
+	hosts, ips := servingNames(opts.BindAddress, srv.KubernetesServiceIP())
+	serving, err := ca.IssueServing("kube-apiserver", hosts, ips)
+	if err != nil {
+		return nil, err
+	}
+	servingPair, err := serving.TLS()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := ca.LoadOrIssueClient(tlsDir, "admin", "system:admin", []string{"system:masters"})
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(opts.DataDir, "admin.kubeconfig")
+	if err := pki.WriteKubeconfig(kubeconfig, localURL, ca.CertPEM, admin, "admin"); err != nil {
+		return nil, err
+	}
+
+	cp := &ControlPlane{AdminKubeconfig: kubeconfig, URL: localURL, Done: make(chan struct{})}
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	go func() { _ = srv.Run(cacheCtx) }()
+	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelReady()
+	if err := srv.WaitCacheSynced(readyCtx); err != nil {
+		stopCache()
+		return nil, err
+	}
+	if err := srv.Bootstrap(ctx); err != nil {
+		stopCache()
+		return nil, fmt.Errorf("creating the initial objects: %w", err)
+	}
+	srv.MarkReady()
+
+	httpServer := &http.Server{
+		Handler: srv,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{servingPair},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    ca.Pool(),
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		err := httpServer.ServeTLS(listener, "", "")
+		if !errors.Is(err, http.ErrServerClosed) {
+			cp.Err = err
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = httpServer.Shutdown(shutdownCtx)
+		stopCache()
+		_ = client.Close()
+		if member != nil {
+			member.Close()
+		}
+		close(cp.Done)
+	}()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cp.AdminConfig = cfg
+	log.Info("apiserver ready", "url", localURL, "kubeconfig", kubeconfig)
+	return cp, nil
+}
+
+// advertiseIP is the address clients are told to use.
+func advertiseIP(bind string) net.IP {
+	ip := net.ParseIP(bind)
+	if ip == nil || ip.IsUnspecified() {
+		return net.ParseIP("127.0.0.1")
+	}
+	return ip
+}
+
+// servingNames are the names and addresses the serving certificate is valid for.
+func servingNames(bind string, serviceIP net.IP) ([]string, []net.IP) {
+	hosts := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}
+	if serviceIP != nil {
+		ips = append(ips, serviceIP)
+	}
+	if ip := net.ParseIP(bind); ip != nil && !ip.IsUnspecified() {
+		ips = append(ips, ip)
+	} else if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() {
+				ips = append(ips, ipn.IP)
+			}
+		}
+	}
+	return hosts, ips
+}

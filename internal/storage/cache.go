@@ -1,0 +1,585 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Prefix is where every API object lives in etcd.
+const Prefix = "/registry/"
+
+// ResourceConfig tells the cache how to hold one resource's objects.
+type ResourceConfig struct {
+	// Segment is the key segment after Prefix ("pods", "deployments.apps").
+	Segment string
+	// Kind stamps apiVersion and kind on cached objects.
+	Kind schema.GroupVersionKind
+	New  func() runtime.Object
+	// Fields computes the field-selector fields of an object (metadata.* included).
+	Fields func(obj runtime.Object) fields.Set
+}
+
+// Entry is one cached object version. Entries are immutable: readers share them and
+// must copy Object before changing it.
+type Entry struct {
+	Key    string
+	Object runtime.Object
+	Labels labels.Set
+	Fields fields.Set
+	RV     int64
+	// encoded caches the object's serialized forms (see Encoded), so a change sent to
+	// a thousand watchers is encoded once per format.
+	encoded [2]atomic.Pointer[[]byte]
+}
+
+// Encoded returns the entry's object encoded in format slot i (0 or 1), calling encode
+// the first time only.
+func (e *Entry) Encoded(i int, encode func(runtime.Object) ([]byte, error)) ([]byte, error) {
+	if p := e.encoded[i].Load(); p != nil {
+		return *p, nil
+	}
+	data, err := encode(e.Object)
+	if err != nil {
+		return nil, err
+	}
+	e.encoded[i].Store(&data)
+	return data, nil
+}
+
+// Event is a change to one object. Prev is the entry it replaced (nil for ADDED).
+type Event struct {
+	Type  watch.EventType
+	Entry *Entry
+	Prev  *Entry
+	RV    int64
+}
+
+// historySize is how many events each resource keeps for watches that start in the
+// past; a watch from before the oldest kept event gets 410 Gone.
+const historySize = 4096
+
+type resourceCache struct {
+	cfg      ResourceConfig
+	items    *btree.BTreeG[*Entry]
+	history  []*Event // ring
+	histNext int
+	histLen  int
+	// startRV: every event after it is in history.
+	startRV  int64
+	watchers map[*Watcher]struct{}
+}
+
+// Cache serves every registered resource from memory, kept current by one etcd watch.
+type Cache struct {
+	client    *clientv3.Client
+	mu        sync.RWMutex
+	rv        int64
+	rvChanged *sync.Cond
+	resources map[string]*resourceCache
+	ready     chan struct{}
+	log       *slog.Logger
+}
+
+// NewCache returns a cache for the given resources; Run fills and follows it.
+func NewCache(client *clientv3.Client, resources []ResourceConfig, log *slog.Logger) *Cache {
+	c := &Cache{client: client, resources: map[string]*resourceCache{}, ready: make(chan struct{}), log: log}
+	c.rvChanged = sync.NewCond(c.mu.RLocker())
+	for _, rc := range resources {
+		c.resources[rc.Segment] = &resourceCache{
+			cfg:      rc,
+			items:    btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
+			history:  make([]*Event, historySize),
+			watchers: map[*Watcher]struct{}{},
+		}
+	}
+	return c
+}
+
+// Ready is closed once the initial list is loaded.
+func (c *Cache) Ready() <-chan struct{} { return c.ready }
+
+// Revision is the latest etcd revision the cache has applied.
+func (c *Cache) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rv
+}
+
+func segmentOf(key string) string {
+	rest := strings.TrimPrefix(key, Prefix)
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[:i]
+	}
+	return rest
+}
+
+func (c *Cache) newEntry(rc *resourceCache, key string, value []byte, rev int64) (*Entry, error) {
+	obj := rc.cfg.New()
+	if err := Decode(value, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", key, err)
+	}
+	return c.entryFor(rc, key, obj, rev)
+}
+
+func (c *Cache) entryFor(rc *resourceCache, key string, obj runtime.Object, rev int64) (*Entry, error) {
+	obj.GetObjectKind().SetGroupVersionKind(rc.cfg.Kind)
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	acc.SetResourceVersion(fmt.Sprint(rev))
+	e := &Entry{Key: key, Object: obj, Labels: labels.Set(acc.GetLabels()), RV: rev}
+	if rc.cfg.Fields != nil {
+		e.Fields = rc.cfg.Fields(obj)
+	}
+	return e, nil
+}
+
+// Run loads every object and follows etcd until ctx ends. When etcd compacts past the
+// watch (after a long disconnect), it reloads and ends every open watch so clients
+// start again from a fresh list.
+func (c *Cache) Run(ctx context.Context) error {
+	go c.bookmarkLoop(ctx)
+	for ctx.Err() == nil {
+		rev, err := c.load(ctx)
+		if err != nil {
+			c.log.Error("watch cache: initial list failed", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case <-c.ready:
+		default:
+			close(c.ready)
+		}
+		if err := c.follow(ctx, rev); err != nil && ctx.Err() == nil {
+			c.log.Warn("watch cache: etcd watch ended, reloading", "err", err)
+		}
+	}
+	return ctx.Err()
+}
+
+// load replaces the cache content with a fresh read of etcd and returns its revision.
+func (c *Cache) load(ctx context.Context) (int64, error) {
+	var rev int64
+	loaded := map[string][]*Entry{}
+	start, end := Prefix, clientv3.GetPrefixRangeEnd(Prefix)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(5000)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := c.client.Get(ctx, start, opts...)
+		if err != nil {
+			return 0, err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			rc := c.resources[segmentOf(key)]
+			if rc == nil {
+				continue
+			}
+			e, err := c.newEntry(rc, key, kv.Value, kv.ModRevision)
+			if err != nil {
+				c.log.Error("watch cache: skipping undecodable object", "key", key, "err", err)
+				continue
+			}
+			loaded[rc.cfg.Segment] = append(loaded[rc.cfg.Segment], e)
+		}
+		if !resp.More {
+			break
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	c.mu.Lock()
+	for seg, rc := range c.resources {
+		rc.items.Clear(false)
+		for _, e := range loaded[seg] {
+			rc.items.ReplaceOrInsert(e)
+		}
+		rc.histLen, rc.histNext, rc.startRV = 0, 0, rev
+		for w := range rc.watchers {
+			w.stop(fmt.Errorf("the watch cache was reloaded"))
+		}
+	}
+	c.rv = rev
+	c.rvChanged.Broadcast()
+	c.mu.Unlock()
+	c.prefillHistory(ctx, rev)
+	return rev, nil
+}
+
+// prefillHistory loads the changes that led up to rev from etcd's own history, so a
+// client that watched a previous apiserver process (or this one before a reload) can
+// resume from its last resource version instead of listing again. Whatever etcd has
+// compacted away is simply not there; watches from before it get 410 Gone.
+func (c *Cache) prefillHistory(ctx context.Context, rev int64) {
+	if rev <= 1 {
+		return // a new etcd: no history
+	}
+	from := rev - historySize + 1
+	if from < 1 {
+		from = 1
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	wch := c.client.Watch(wctx, Prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
+	var events []*clientv3.Event
+	for resp := range wch {
+		if resp.Err() != nil || resp.CompactRevision != 0 {
+			return
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision > rev {
+				continue
+			}
+			events = append(events, ev)
+		}
+		if resp.Header.Revision >= rev && (len(resp.Events) == 0 || resp.Events[len(resp.Events)-1].Kv.ModRevision >= rev) {
+			break
+		}
+		if len(events) > 0 && events[len(events)-1].Kv.ModRevision >= rev {
+			break
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rv != rev {
+		return // the cache moved on meanwhile; keep what it has
+	}
+	perResource := map[*resourceCache][]*Event{}
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		rc := c.resources[segmentOf(key)]
+		if rc == nil {
+			continue
+		}
+		var prev *Entry
+		if ev.PrevKv != nil {
+			prev, _ = c.newEntry(rc, key, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		}
+		var event *Event
+		if ev.Type == clientv3.EventTypePut {
+			e, err := c.newEntry(rc, key, ev.Kv.Value, ev.Kv.ModRevision)
+			if err != nil {
+				continue
+			}
+			typ := watch.Modified
+			if prev == nil {
+				typ = watch.Added
+			}
+			event = &Event{Type: typ, Entry: e, Prev: prev, RV: ev.Kv.ModRevision}
+		} else {
+			if prev == nil {
+				continue
+			}
+			e, err := c.entryFor(rc, key, prev.Object.DeepCopyObject(), ev.Kv.ModRevision)
+			if err != nil {
+				continue
+			}
+			event = &Event{Type: watch.Deleted, Entry: e, Prev: prev, RV: ev.Kv.ModRevision}
+		}
+		perResource[rc] = append(perResource[rc], event)
+	}
+	for _, rc := range c.resources {
+		evs := perResource[rc]
+		if len(evs) > len(rc.history) {
+			evs = evs[len(evs)-len(rc.history):]
+		}
+		for i, ev := range evs {
+			rc.history[i] = ev
+		}
+		rc.histLen, rc.histNext = len(evs), len(evs)%len(rc.history)
+		// Everything after from-1 is known, for every resource.
+		rc.startRV = from - 1
+		if len(perResource[rc]) > len(rc.history) {
+			rc.startRV = evs[0].RV - 1
+		}
+	}
+}
+
+func (c *Cache) follow(ctx context.Context, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := c.client.Watch(wctx, Prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		if resp.IsProgressNotify() {
+			c.advance(resp.Header.Revision)
+			continue
+		}
+		c.apply(resp.Events)
+	}
+	return fmt.Errorf("watch channel closed")
+}
+
+func (c *Cache) advance(rev int64) {
+	c.mu.Lock()
+	if rev > c.rv {
+		c.rv = rev
+		c.rvChanged.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// apply folds a batch of etcd events into the cache and hands them to watchers.
+func (c *Cache) apply(events []*clientv3.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		rev := ev.Kv.ModRevision
+		if rc := c.resources[segmentOf(key)]; rc != nil {
+			c.applyOne(rc, ev, key, rev)
+		}
+		if rev > c.rv {
+			c.rv = rev
+		}
+	}
+	c.rvChanged.Broadcast()
+}
+
+func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev int64) {
+	prev, _ := rc.items.Get(&Entry{Key: key})
+	var event *Event
+	switch ev.Type {
+	case clientv3.EventTypePut:
+		e, err := c.newEntry(rc, key, ev.Kv.Value, rev)
+		if err != nil {
+			c.log.Error("watch cache: skipping undecodable object", "key", key, "err", err)
+			return
+		}
+		rc.items.ReplaceOrInsert(e)
+		typ := watch.Modified
+		if prev == nil {
+			typ = watch.Added
+		}
+		event = &Event{Type: typ, Entry: e, Prev: prev, RV: rev}
+	case clientv3.EventTypeDelete:
+		if prev == nil {
+			return
+		}
+		rc.items.Delete(prev)
+		// The deleted object is reported at the deletion's revision, as upstream does.
+		e, err := c.entryFor(rc, key, prev.Object.DeepCopyObject(), rev)
+		if err != nil {
+			return
+		}
+		event = &Event{Type: watch.Deleted, Entry: e, Prev: prev, RV: rev}
+	}
+	if rc.histLen == len(rc.history) {
+		rc.startRV = rc.history[rc.histNext].RV
+	} else {
+		rc.histLen++
+	}
+	rc.history[rc.histNext] = event
+	rc.histNext = (rc.histNext + 1) % len(rc.history)
+	for w := range rc.watchers {
+		w.offer(event)
+	}
+}
+
+// WaitFresh blocks until the cache has applied revision rev, asking etcd for progress
+// notifications meanwhile. It fails with ErrTooLargeRV after the timeout.
+func (c *Cache) WaitFresh(ctx context.Context, rev int64, timeout time.Duration) error {
+	c.mu.RLock()
+	fresh := c.rv >= rev
+	c.mu.RUnlock()
+	if fresh {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			_ = c.client.RequestProgress(ctx)
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				c.rvChanged.Broadcast()
+				return
+			case <-tick.C:
+				c.rvChanged.Broadcast()
+			}
+		}
+	}()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for c.rv < rev {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return keyErr(ErrTooLargeRV, "", fmt.Sprintf("Too large resource version: %d, current: %d", rev, c.rv))
+		}
+		c.rvChanged.Wait()
+	}
+	return nil
+}
+
+func (c *Cache) resource(segment string) (*resourceCache, error) {
+	rc := c.resources[segment]
+	if rc == nil {
+		return nil, fmt.Errorf("resource %q is not cached", segment)
+	}
+	return rc, nil
+}
+
+// List returns the entries under keyPrefix that match, in key order, and the revision
+// they reflect.
+func (c *Cache) List(segment, keyPrefix string, match func(*Entry) bool) ([]*Entry, int64, error) {
+	rc, err := c.resource(segment)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*Entry
+	rc.items.AscendGreaterOrEqual(&Entry{Key: keyPrefix}, func(e *Entry) bool {
+		if !strings.HasPrefix(e.Key, keyPrefix) {
+			return false
+		}
+		if match == nil || match(e) {
+			out = append(out, e)
+		}
+		return true
+	})
+	return out, c.rv, nil
+}
+
+// Get returns the cached entry at key, or nil.
+func (c *Cache) Get(segment, key string) (*Entry, int64, error) {
+	rc, err := c.resource(segment)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, _ := rc.items.Get(&Entry{Key: key})
+	return e, c.rv, nil
+}
+
+// WatchOptions say where a watch starts and what it sees.
+type WatchOptions struct {
+	// KeyPrefix limits the watch to keys under it (a namespace, or one object's key).
+	KeyPrefix string
+	// Match filters objects (label and field selectors); nil matches all.
+	Match func(*Entry) bool
+	// FromRV: events after this revision are delivered. Zero means "now".
+	FromRV int64
+	// InitialEvents: begin with an ADDED event for every matching object that exists at
+	// the start revision.
+	InitialEvents bool
+	// InitialEventsEnd: after the initial events, send a bookmark marking their end
+	// (the watch-list protocol).
+	InitialEventsEnd bool
+	// Bookmarks: send periodic bookmarks.
+	Bookmarks bool
+}
+
+// Watch starts a watch. It fails with ErrExpired when FromRV is older than the kept
+// history.
+func (c *Cache) Watch(segment string, opts WatchOptions) (*Watcher, error) {
+	rc, err := c.resource(segment)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := newWatcher(rc, opts)
+	from := opts.FromRV
+	if from == 0 {
+		from = c.rv
+	}
+	if opts.InitialEvents {
+		// State at the current revision, then changes after it.
+		rc.items.AscendGreaterOrEqual(&Entry{Key: opts.KeyPrefix}, func(e *Entry) bool {
+			if !strings.HasPrefix(e.Key, opts.KeyPrefix) {
+				return false
+			}
+			if w.matches(e) {
+				w.queue = append(w.queue, &Event{Type: watch.Added, Entry: e, RV: e.RV})
+			}
+			return true
+		})
+		if opts.InitialEventsEnd {
+			w.queue = append(w.queue, &Event{Type: watch.Bookmark, RV: c.rv, Entry: &Entry{}, Prev: initialEventsEndMarker})
+		}
+		from = c.rv
+	} else {
+		if from < rc.startRV {
+			return nil, keyErr(ErrExpired, opts.KeyPrefix, fmt.Sprintf("too old resource version: %d (%d)", from, rc.startRV))
+		}
+		for i := 0; i < rc.histLen; i++ {
+			ev := rc.history[(rc.histNext-rc.histLen+i+len(rc.history))%len(rc.history)]
+			if ev.RV > from {
+				w.offerLocked(ev)
+			}
+		}
+	}
+	rc.watchers[w] = struct{}{}
+	w.signal()
+	return w, nil
+}
+
+// initialEventsEndMarker tags the bookmark that ends the initial events.
+var initialEventsEndMarker = &Entry{Key: "k8s.io/initial-events-end"}
+
+// IsInitialEventsEnd reports whether a bookmark event ends the initial events.
+func (e *Event) IsInitialEventsEnd() bool {
+	return e.Type == watch.Bookmark && e.Prev == initialEventsEndMarker
+}
+
+func (c *Cache) bookmarkLoop(ctx context.Context) {
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			for _, rc := range c.resources {
+				for w := range rc.watchers {
+					w.stop(ctx.Err())
+				}
+			}
+			c.mu.Unlock()
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		for _, rc := range c.resources {
+			for w := range rc.watchers {
+				if w.opts.Bookmarks {
+					w.offerLocked(&Event{Type: watch.Bookmark, RV: c.rv, Entry: &Entry{}})
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+}

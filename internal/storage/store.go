@@ -1,0 +1,199 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Store reads and writes single objects in etcd.
+type Store struct {
+	client *clientv3.Client
+}
+
+// NewStore returns a Store over an etcd client.
+func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
+
+// Client is the etcd client the store writes through.
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// setRV stamps obj with the revision it was stored at.
+func setRV(obj runtime.Object, rev int64) {
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetResourceVersion(fmt.Sprint(rev))
+	}
+}
+
+// encodeForStore encodes obj without its resourceVersion, which etcd tracks itself.
+func encodeForStore(obj runtime.Object) ([]byte, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := acc.GetResourceVersion()
+	acc.SetResourceVersion("")
+	data, err := Encode(obj)
+	acc.SetResourceVersion(rv)
+	return data, err
+}
+
+// Create writes obj at key if nothing is there; obj's resourceVersion is set to the new
+// revision.
+func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) error {
+	data, err := encodeForStore(obj)
+	if err != nil {
+		return err
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return keyErr(ErrAlreadyExists, key, "")
+	}
+	setRV(obj, resp.Header.Revision)
+	return nil
+}
+
+// Get reads the object at key into into (an empty object of the stored type).
+func (s *Store) Get(ctx context.Context, key string, into runtime.Object) error {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 {
+		return keyErr(ErrNotFound, key, "")
+	}
+	kv := resp.Kvs[0]
+	if err := Decode(kv.Value, into); err != nil {
+		return fmt.Errorf("decoding %s: %w", key, err)
+	}
+	setRV(into, kv.ModRevision)
+	return nil
+}
+
+// UpdateFunc computes the object to store from the current one (which it may modify).
+// Returning a nil object deletes the key; returning ErrConflict or any other error
+// aborts the update with that error.
+type UpdateFunc func(current runtime.Object) (runtime.Object, error)
+
+// GuaranteedUpdate reads the object at key, applies update and writes the result if the
+// key has not changed in between, retrying from a fresh read when it has. newObj returns
+// an empty object of the stored type. When the result encodes the same as what is
+// stored, nothing is written and the current object is returned. The returned bool
+// says whether the object was deleted.
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() runtime.Object, update UpdateFunc) (runtime.Object, bool, error) {
+	for {
+		resp, err := s.client.Get(ctx, key)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(resp.Kvs) == 0 {
+			return nil, false, keyErr(ErrNotFound, key, "")
+		}
+		kv := resp.Kvs[0]
+		current := newObj()
+		if err := Decode(kv.Value, current); err != nil {
+			return nil, false, fmt.Errorf("decoding %s: %w", key, err)
+		}
+		setRV(current, kv.ModRevision)
+		updated, err := update(current)
+		if err != nil {
+			return nil, false, err
+		}
+		if updated == nil {
+			tx, err := s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+				Then(clientv3.OpDelete(key)).
+				Commit()
+			if err != nil {
+				return nil, false, err
+			}
+			if !tx.Succeeded {
+				continue
+			}
+			setRV(current, tx.Header.Revision)
+			return current, true, nil
+		}
+		data, err := encodeForStore(updated)
+		if err != nil {
+			return nil, false, err
+		}
+		if string(data) == string(kv.Value) {
+			setRV(updated, kv.ModRevision)
+			return updated, false, nil
+		}
+		tx, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, string(data))).
+			Commit()
+		if err != nil {
+			return nil, false, err
+		}
+		if !tx.Succeeded {
+			continue
+		}
+		setRV(updated, tx.Header.Revision)
+		return updated, false, nil
+	}
+}
+
+// CurrentRevision is etcd's latest revision: a consistent read must see at least it.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, "/registry/", clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// ListPage reads up to limit objects that keep accepts (all when limit is 0), with keys
+// in [start, end), at revision rev (the latest when 0). It returns them with their
+// resource versions, the revision read, and, when more keys follow, the last key
+// looked at (a continuation resumes just after it).
+func (s *Store) ListPage(ctx context.Context, start, end string, rev int64, limit int64, newObj func() runtime.Object, keep func(runtime.Object) bool) (objs []runtime.Object, readRev int64, lastKey string, err error) {
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		if limit > 0 {
+			opts = append(opts, clientv3.WithLimit(limit-int64(len(objs))))
+		}
+		resp, err := s.client.Get(ctx, start, opts...)
+		if err != nil {
+			if strings.Contains(err.Error(), "required revision has been compacted") {
+				return nil, 0, "", keyErr(ErrExpired, start, "")
+			}
+			return nil, 0, "", err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			obj := newObj()
+			if err := Decode(kv.Value, obj); err != nil {
+				return nil, 0, "", fmt.Errorf("decoding %s: %w", kv.Key, err)
+			}
+			setRV(obj, kv.ModRevision)
+			if keep == nil || keep(obj) {
+				objs = append(objs, obj)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return objs, rev, "", nil
+		}
+		lastKey = string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if limit > 0 && int64(len(objs)) >= limit {
+			return objs, rev, lastKey, nil
+		}
+		start = lastKey + "\x00"
+	}
+}

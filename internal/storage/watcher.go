@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// maxQueued bounds how far a watcher may fall behind before it is ended; its client
+// then starts again from its last resource version, as upstream's slow watchers do.
+const maxQueued = 200000
+
+// ErrWatcherTooSlow ends a watch whose client does not keep up.
+var ErrWatcherTooSlow = errors.New("the client is not reading its watch fast enough")
+
+// Watcher is one client's view of a resource's changes. The cache appends to its queue
+// without ever blocking; the client drains it with Next.
+type Watcher struct {
+	rc     *resourceCache
+	opts   WatchOptions
+	mu     sync.Mutex
+	queue  []*Event
+	notify chan struct{}
+	err    error
+	done   bool
+}
+
+func newWatcher(rc *resourceCache, opts WatchOptions) *Watcher {
+	return &Watcher{rc: rc, opts: opts, notify: make(chan struct{}, 1)}
+}
+
+func (w *Watcher) matches(e *Entry) bool {
+	return strings.HasPrefix(e.Key, w.opts.KeyPrefix) && (w.opts.Match == nil || w.opts.Match(e))
+}
+
+// translate turns a change into what this watcher sees: an object that stops matching
+// its selector is DELETED for it, one that starts matching is ADDED.
+func (w *Watcher) translate(ev *Event) *Event {
+	switch ev.Type {
+	case watch.Bookmark:
+		return ev
+	case watch.Added:
+		if w.matches(ev.Entry) {
+			return ev
+		}
+	case watch.Modified:
+		now, before := w.matches(ev.Entry), ev.Prev != nil && w.matches(ev.Prev)
+		switch {
+		case now && before:
+			return ev
+		case now:
+			return &Event{Type: watch.Added, Entry: ev.Entry, Prev: ev.Prev, RV: ev.RV}
+		case before:
+			return &Event{Type: watch.Deleted, Entry: ev.Entry, Prev: ev.Prev, RV: ev.RV}
+		}
+	case watch.Deleted:
+		if ev.Prev != nil && w.matches(ev.Prev) {
+			return ev
+		}
+	}
+	return nil
+}
+
+// offer and offerLocked are called with the cache lock held.
+func (w *Watcher) offer(ev *Event) { w.offerLocked(ev) }
+
+func (w *Watcher) offerLocked(ev *Event) {
+	ev = w.translate(ev)
+	if ev == nil {
+		return
+	}
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
+		return
+	}
+	if len(w.queue) >= maxQueued {
+		w.mu.Unlock()
+		w.stop(ErrWatcherTooSlow)
+		return
+	}
+	w.queue = append(w.queue, ev)
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the watch with err (nil for a normal end); called with the cache lock held.
+func (w *Watcher) stop(err error) {
+	w.mu.Lock()
+	if !w.done {
+		w.done, w.err = true, err
+	}
+	w.mu.Unlock()
+	delete(w.rc.watchers, w)
+	w.signal()
+}
+
+// Next returns the events queued since the last call, waiting for at least one. It
+// returns an error when the watch has ended (ctx done, stopped, or too slow); events
+// queued before the end are still returned first.
+func (w *Watcher) Next(ctx context.Context) ([]*Event, error) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			evs := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			return evs, nil
+		}
+		if w.done {
+			err := w.err
+			w.mu.Unlock()
+			if err == nil {
+				err = context.Canceled
+			}
+			return nil, err
+		}
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-w.notify:
+		}
+	}
+}
+
+// Stop ends the watch and releases it from the cache.
+func (c *Cache) StopWatch(w *Watcher) {
+	c.mu.Lock()
+	w.stop(nil)
+	c.mu.Unlock()
+}

@@ -1,0 +1,154 @@
+// Package e2e runs the mizzen binary as real processes and drives them as a user
+// would: through the embedded kubectl and client-go.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mizzenBin is the binary built once for all tests.
+var mizzenBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mizzen-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mizzenBin = filepath.Join(dir, "mizzen")
+	build := exec.Command("go", "build", "-o", mizzenBin, "mizzen/cmd/mizzen")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building mizzen:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// cluster is a `mizzen server` process.
+type cluster struct {
+	t          *testing.T
+	dataDir    string
+	port       int
+	kubeconfig string
+	cmd        *exec.Cmd
+	log        *bytes.Buffer
+}
+
+// startServer starts `mizzen server` with the given extra flags and waits for /readyz.
+func startServer(t *testing.T, dataDir string, port int, extra ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: dataDir, port: port, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), log: &bytes.Buffer{}}
+	args := append([]string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)}, extra...)
+	c.cmd = exec.Command(mizzenBin, args...)
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	start := time.Now()
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := c.kubectlErr("get", "--raw", "/readyz")
+		if err == nil && strings.TrimSpace(out) == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready after 60s: %v %s\nlog:\n%s", err, out, c.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("mizzen server ready in %v", time.Since(start).Round(time.Millisecond))
+	return c
+}
+
+func (c *cluster) stop() {
+	if c.cmd.Process == nil || c.cmd.ProcessState != nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// kill stops the server abruptly, as a crash would.
+func (c *cluster) kill() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
+
+func (c *cluster) kubectlErr(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mizzenBin, append([]string{"kubectl", "--kubeconfig", c.kubeconfig}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// kubectl runs the embedded kubectl and fails the test if it fails.
+func (c *cluster) kubectl(args ...string) string {
+	c.t.Helper()
+	out, err := c.kubectlErr(args...)
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// kubectlStdin runs kubectl with input on stdin.
+func (c *cluster) kubectlStdin(stdin string, args ...string) string {
+	c.t.Helper()
+	cmd := exec.Command(mizzenBin, append([]string{"kubectl", "--kubeconfig", c.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// eventually retries check until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met after %v: %v", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

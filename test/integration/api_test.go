@@ -1,0 +1,459 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/testing/apiserver"
+)
+
+func newPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "demo"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
+	}
+}
+
+func newDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
+			},
+		},
+	}
+}
+
+// rawRequest sends a request with the admin credentials and returns status and body.
+func rawRequest(t *testing.T, cfg *rest.Config, method, path, contentType string, body []byte, headers ...string) (int, []byte, http.Header) {
+	t.Helper()
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, cfg.Host+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, resp.Header
+}
+
+func decodeStatus(t *testing.T, data []byte) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(data, &st); err != nil || st.Kind != "Status" {
+		t.Fatalf("response is not a metav1.Status: %v %s", err, data)
+	}
+	return st
+}
+
+func TestAPIMachinery(t *testing.T) {
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	pods := c.CoreV1().Pods("default")
+
+	t.Run("optimistic concurrency", func(t *testing.T) {
+		p, err := pods.Create(ctx, newPod("conflict"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.UID == "" || p.CreationTimestamp.IsZero() || p.ResourceVersion == "" {
+			t.Fatalf("system fields not set: %+v", p.ObjectMeta)
+		}
+		stale := p.DeepCopy()
+		p.Labels["v"] = "2"
+		if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stale.Labels["v"] = "3"
+		_, err = pods.Update(ctx, stale, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("stale update: got %v, want 409 Conflict", err)
+		}
+		if _, err := pods.Create(ctx, newPod("conflict"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("second create: got %v, want AlreadyExists", err)
+		}
+	})
+
+	t.Run("generateName", func(t *testing.T) {
+		p := newPod("")
+		p.GenerateName = "gen-"
+		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got.Name, "gen-") || len(got.Name) != len("gen-")+5 {
+			t.Fatalf("generated name %q", got.Name)
+		}
+	})
+
+	t.Run("generation follows spec changes", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Create(ctx, newDeployment("gen", 1), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Generation != 1 {
+			t.Fatalf("generation on create = %d", d.Generation)
+		}
+		d.Labels = map[string]string{"only": "metadata"}
+		d, _ = c.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{})
+		if d.Generation != 1 {
+			t.Fatalf("metadata change bumped generation to %d", d.Generation)
+		}
+		d.Spec.Replicas = ptr(int32(3))
+		d, _ = c.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{})
+		if d.Generation != 2 {
+			t.Fatalf("spec change: generation %d, want 2", d.Generation)
+		}
+	})
+
+	t.Run("status is kept apart from spec", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Create(ctx, newDeployment("split", 2), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Status.Replicas = 7
+		d.Spec.Replicas = ptr(int32(9))
+		d, err = c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status.Replicas != 7 || *d.Spec.Replicas != 2 {
+			t.Fatalf("status update: status %d spec %d, want 7 and 2", d.Status.Replicas, *d.Spec.Replicas)
+		}
+		d.Status.Replicas = 1
+		d, _ = c.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{})
+		if d.Status.Replicas != 7 {
+			t.Fatalf("main update changed status to %d", d.Status.Replicas)
+		}
+	})
+
+	t.Run("scale subresource", func(t *testing.T) {
+		if _, err := c.AppsV1().Deployments("default").Create(ctx, newDeployment("scaled", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := c.AppsV1().Deployments("default").GetScale(ctx, "scaled", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Spec.Replicas != 1 || sc.Status.Selector != "app=scaled" {
+			t.Fatalf("scale: %+v", sc)
+		}
+		sc.Spec.Replicas = 5
+		if _, err := c.AppsV1().Deployments("default").UpdateScale(ctx, "scaled", sc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := c.AppsV1().Deployments("default").Get(ctx, "scaled", metav1.GetOptions{})
+		if *d.Spec.Replicas != 5 {
+			t.Fatalf("replicas after scale %d", *d.Spec.Replicas)
+		}
+		_, err = c.AppsV1().Deployments("default").Patch(ctx, "scaled", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scale autoscalingv1.Scale
+		_ = scale
+		d, _ = c.AppsV1().Deployments("default").Get(ctx, "scaled", metav1.GetOptions{})
+		if *d.Spec.Replicas != 2 {
+			t.Fatalf("replicas after scale patch %d", *d.Spec.Replicas)
+		}
+	})
+
+	t.Run("binding", func(t *testing.T) {
+		if _, err := pods.Create(ctx, newPod("tobind"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "tobind"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := pods.Get(ctx, "tobind", metav1.GetOptions{})
+		if p.Spec.NodeName != "node-1" {
+			t.Fatalf("nodeName %q", p.Spec.NodeName)
+		}
+		scheduled := false
+		for _, cond := range p.Status.Conditions {
+			scheduled = scheduled || (cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue)
+		}
+		if !scheduled {
+			t.Errorf("PodScheduled condition missing: %+v", p.Status.Conditions)
+		}
+		b.Target.Name = "node-2"
+		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); !apierrors.IsConflict(err) {
+			t.Fatalf("second bind: %v, want Conflict", err)
+		}
+	})
+
+	t.Run("graceful pod deletion", func(t *testing.T) {
+		if _, err := pods.Create(ctx, newPod("graceful"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "graceful"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}}, metav1.CreateOptions{})
+		if err := pods.Delete(ctx, "graceful", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pods.Get(ctx, "graceful", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("a bound pod must stay until its kubelet confirms: %v", err)
+		}
+		if p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 30 {
+			t.Fatalf("deletion fields: %v %v", p.DeletionTimestamp, p.DeletionGracePeriodSeconds)
+		}
+		if err := pods.Delete(ctx, "graceful", *metav1.NewDeleteOptions(0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pods.Get(ctx, "graceful", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("after delete with grace 0: %v", err)
+		}
+	})
+
+	t.Run("finalizers hold deletion", func(t *testing.T) {
+		p := newPod("finalized")
+		p.Finalizers = []string{"example.com/hold"}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pods.Delete(ctx, "finalized", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := pods.Get(ctx, "finalized", metav1.GetOptions{})
+		if err != nil || got.DeletionTimestamp == nil {
+			t.Fatalf("object with a finalizer: %v %v", err, got)
+		}
+		if _, err := pods.Patch(ctx, "finalized", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pods.Get(ctx, "finalized", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("after removing the last finalizer: %v", err)
+		}
+	})
+
+	t.Run("dry run writes nothing", func(t *testing.T) {
+		if _, err := pods.Create(ctx, newPod("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pods.Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("dry-run create stored the object: %v", err)
+		}
+	})
+
+	t.Run("selectors and pagination", func(t *testing.T) {
+		ns := "default"
+		for i := 0; i < 12; i++ {
+			p := newPod(fmt.Sprintf("page-%02d", i))
+			p.Labels = map[string]string{"page": "yes", "parity": fmt.Sprint(i % 2)}
+			if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "page=yes,parity=1"})
+		if err != nil || len(list.Items) != 6 {
+			t.Fatalf("label selector: %v, %d items", err, len(list.Items))
+		}
+		list, err = pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-1"})
+		if err != nil || len(list.Items) != 1 || list.Items[0].Name != "tobind" {
+			t.Fatalf("field selector: %v %v", err, list)
+		}
+		if _, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.bogus=x"}); !apierrors.IsBadRequest(err) {
+			t.Fatalf("unsupported field: %v", err)
+		}
+		var names []string
+		opts := metav1.ListOptions{LabelSelector: "page=yes", Limit: 5}
+		pages := 0
+		for {
+			page, err := pods.List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, p := range page.Items {
+				names = append(names, p.Name)
+			}
+			if page.Continue == "" {
+				break
+			}
+			opts.Continue = page.Continue
+		}
+		if pages != 3 || len(names) != 12 || names[0] != "page-00" || names[11] != "page-11" {
+			t.Fatalf("pagination: %d pages, names %v", pages, names)
+		}
+	})
+
+	t.Run("watch from a resource version", func(t *testing.T) {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		p, _ := pods.Create(ctx, newPod("watched"), metav1.CreateOptions{})
+		p.Labels["x"] = "y"
+		_, _ = pods.Update(ctx, p, metav1.UpdateOptions{})
+		_ = pods.Delete(ctx, "watched", metav1.DeleteOptions{})
+		var got []string
+		timeout := time.After(10 * time.Second)
+		for len(got) < 3 {
+			select {
+			case ev := <-w.ResultChan():
+				got = append(got, fmt.Sprintf("%s %s", ev.Type, ev.Object.(*corev1.Pod).Name))
+			case <-timeout:
+				t.Fatalf("watch saw only %v", got)
+			}
+		}
+		if want := []string{"ADDED watched", "MODIFIED watched", "DELETED watched"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("watch events %v, want %v", got, want)
+		}
+	})
+
+	t.Run("watch leaving a selector is a delete", func(t *testing.T) {
+		w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: "mood=happy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		p := newPod("moody")
+		p.Labels["mood"] = "happy"
+		p, _ = pods.Create(ctx, p, metav1.CreateOptions{})
+		p.Labels["mood"] = "sad"
+		_, _ = pods.Update(ctx, p, metav1.UpdateOptions{})
+		var types []watch.EventType
+		for len(types) < 2 {
+			select {
+			case ev := <-w.ResultChan():
+				types = append(types, ev.Type)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("saw %v", types)
+			}
+		}
+		if types[0] != watch.Added || types[1] != watch.Deleted {
+			t.Fatalf("events %v, want ADDED then DELETED", types)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestBadInput: malformed requests get a 4xx metav1.Status and change nothing.
+func TestBadInput(t *testing.T) {
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg)
+	big := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"big","annotations":{"a":"` + strings.Repeat("x", 3<<20) + `"}}}`
+	cases := []struct {
+		name, method, path, contentType, body string
+		code                                  int
+		reason                                metav1.StatusReason
+		message                               string
+	}{
+		{"malformed JSON", "POST", "/api/v1/namespaces/default/pods", "application/json", `{"apiVersion":"v1","kind":"Pod",`, 400, metav1.StatusReasonBadRequest, ""},
+		{"malformed YAML", "POST", "/api/v1/namespaces/default/pods", "application/yaml", "apiVersion: v1\nkind: Pod\n  metadata: : x", 400, metav1.StatusReasonBadRequest, ""},
+		{"wrong apiVersion", "POST", "/api/v1/namespaces/default/pods", "application/json", `{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"x"}}`, 400, metav1.StatusReasonBadRequest, "does not match the expected API version"},
+		{"wrong kind", "POST", "/api/v1/namespaces/default/pods", "application/json", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"x"}}`, 400, metav1.StatusReasonBadRequest, ""},
+		{"invalid name", "POST", "/api/v1/namespaces/default/pods", "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"Bad_Name"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, 422, metav1.StatusReasonInvalid, "metadata.name"},
+		{"missing image", "POST", "/api/v1/namespaces/default/pods", "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"noimage"},"spec":{"containers":[{"name":"c"}]}}`, 422, metav1.StatusReasonInvalid, "spec.containers[0].image"},
+		{"unknown field under Strict", "POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"strict"},"spec":{"bogus":1,"containers":[{"name":"c","image":"i"}]}}`, 400, metav1.StatusReasonBadRequest, `unknown field "spec.bogus"`},
+		{"body over 3 MiB", "POST", "/api/v1/namespaces/default/pods", "application/json", big, 413, metav1.StatusReasonRequestEntityTooLarge, ""},
+		{"unsupported media type", "POST", "/api/v1/namespaces/default/pods", "text/plain", `hello`, 415, metav1.StatusReasonUnsupportedMediaType, ""},
+		{"bad patch", "PATCH", "/api/v1/namespaces/default/pods/none", "application/json-patch+json", `[{"op":"replace"`, 404, metav1.StatusReasonNotFound, ""},
+		{"no such resource", "GET", "/api/v1/namespaces/default/widgets", "", "", 404, metav1.StatusReasonNotFound, ""},
+		{"bad label selector", "GET", "/api/v1/pods?labelSelector=a%3D%3D%3Db", "", "", 400, metav1.StatusReasonBadRequest, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, data, _ := rawRequest(t, cfg, tc.method, tc.path, tc.contentType, []byte(tc.body))
+			if code != tc.code {
+				t.Fatalf("status %d, want %d: %s", code, tc.code, data)
+			}
+			st := decodeStatus(t, data)
+			if st.Reason != tc.reason || int(st.Code) != tc.code {
+				t.Errorf("status reason %q code %d, want %q %d", st.Reason, st.Code, tc.reason, tc.code)
+			}
+			if tc.message != "" && !strings.Contains(st.Message, tc.message) {
+				t.Errorf("message %q lacks %q", st.Message, tc.message)
+			}
+		})
+	}
+	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("bad requests wrote something: %v %d pods", err, len(list.Items))
+	}
+	// Warn (the default) accepts unknown fields and says so.
+	code, _, hdr := rawRequest(t, cfg, "POST", "/api/v1/namespaces/default/pods", "application/json",
+		[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"warned"},"spec":{"bogus":1,"containers":[{"name":"c","image":"i"}]}}`))
+	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"spec.bogus\"`) {
+		t.Fatalf("fieldValidation=Warn: %d, Warning %q", code, hdr.Get("Warning"))
+	}
+	// Anonymous requests are refused except health and version.
+	anon := rest.AnonymousClientConfig(cfg)
+	for path, want := range map[string]int{"/api/v1/pods": 401, "/readyz": 200, "/healthz": 200, "/livez": 200, "/version": 200} {
+		code, _, _ := rawRequest(t, anon, "GET", path, "", nil)
+		if code != want {
+			t.Errorf("anonymous GET %s: %d, want %d", path, code, want)
+		}
+	}
+}
+
+// TestServerSidePrinting: kubectl's Table request gets upstream's columns.
+func TestServerSidePrinting(t *testing.T) {
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := c.CoreV1().Pods("default").Create(context.Background(), newPod("printed"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, data, hdr := rawRequest(t, cfg, "GET", "/api/v1/namespaces/default/pods", "", nil,
+		"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if code != 200 {
+		t.Fatalf("%d %s", code, data)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(data, &table); err != nil || table.Kind != "Table" {
+		t.Fatalf("not a Table (%s): %v %.200s", hdr.Get("Content-Type"), err, data)
+	}
+	var cols []string
+	for _, col := range table.ColumnDefinitions {
+		cols = append(cols, col.Name)
+	}
+	if got := strings.Join(cols, ","); !strings.HasPrefix(got, "Name,Ready,Status,Restarts,Age") {
+		t.Errorf("columns %s", got)
+	}
+	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != "printed" || table.Rows[0].Cells[2] != "Pending" {
+		t.Errorf("rows %+v", table.Rows)
+	}
+}
