@@ -59,6 +59,9 @@ type Options struct {
 	Port int32
 	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
 	PodLogsDir string
+	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
+	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
+	PodCIDRChanged func(podCIDR string)
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string

@@ -407,3 +407,42 @@ func TestOrphanedRuntimeObjectsAreRemoved(t *testing.T) {
 		return len(sbs) == 0
 	})
 }
+
+func TestExistingNodeIsReconciledAndPodCIDRReported(t *testing.T) {
+	h := newHarness(t)
+	// A node registered earlier, since given a pod CIDR, with a stale label.
+	existing := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: "node-uid", Labels: map[string]string{"kubernetes.io/os": "plan9", "keep": "me"}},
+		Spec:       v1.NodeSpec{PodCIDR: "10.244.5.0/24"},
+	}
+	if _, err := h.client.CoreV1().Nodes().Create(context.Background(), existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.rt.PreloadImages("registry.local/base:1")
+	cidrs := make(chan string, 4)
+	opts := h.options()
+	opts.PodCIDRChanged = func(c string) { cidrs <- c }
+	h.startWith(opts)
+
+	var node *v1.Node
+	h.eventually("node status posted", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Conditions) == 4
+	})
+	if node.Labels["kubernetes.io/os"] != "linux" || node.Labels["keep"] != "me" {
+		t.Errorf("labels not reconciled: %v", node.Labels)
+	}
+	if len(node.Status.Images) != 1 || node.Status.Images[0].Names[len(node.Status.Images[0].Names)-1] != "registry.local/base:1" ||
+		node.Status.Images[0].SizeBytes <= 0 {
+		t.Errorf("images = %+v", node.Status.Images)
+	}
+	select {
+	case c := <-cidrs:
+		if c != "10.244.5.0/24" {
+			t.Errorf("pod CIDR %q", c)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("pod CIDR never reported")
+	}
+}

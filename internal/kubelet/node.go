@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -14,7 +16,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -50,6 +55,9 @@ func (kl *Kubelet) runNodeStatus(ctx context.Context) {
 	}
 	kl.log.Info("node registered")
 	go kl.runLease(ctx, node.UID)
+	if kl.opts.PodCIDRChanged != nil {
+		go kl.watchPodCIDR(ctx)
+	}
 
 	lastPosted := kl.clock.Now()
 	t := kl.clock.NewTicker(kl.opts.NodeStatusUpdateFrequency)
@@ -202,6 +210,7 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 		runtimeReady, notReadyMsg = kl.runtimeReadiness(ctx)
 	}
 	node.Status.NodeInfo = info
+	node.Status.Images = kl.nodeImages(ctx)
 
 	now := metav1.NewTime(kl.clock.Now())
 	var oldConds []v1.NodeCondition
@@ -227,6 +236,53 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 		cond(v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 		ready,
 	}
+}
+
+// maxNodeImages caps status.images, as upstream's default does.
+const maxNodeImages = 50
+
+// nodeImages lists the images on the node, largest first, for the scheduler's image
+// locality scoring.
+func (kl *Kubelet) nodeImages(ctx context.Context) []v1.ContainerImage {
+	imgs, err := kl.images.ListImages(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	sort.SliceStable(imgs, func(i, j int) bool { return imgs[i].Size > imgs[j].Size })
+	var out []v1.ContainerImage
+	for _, img := range imgs {
+		if len(out) == maxNodeImages {
+			break
+		}
+		names := append(slices.Clone(img.RepoDigests), img.RepoTags...)
+		if len(names) == 0 {
+			continue
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.Size)})
+	}
+	return out
+}
+
+// watchPodCIDR watches the kubelet's own Node and reports spec.podCIDR changes.
+func (kl *Kubelet) watchPodCIDR(ctx context.Context) {
+	inf := coreinformers.NewFilteredNodeInformer(kl.client, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", kl.opts.NodeName).String()
+	})
+	last := ""
+	report := func(obj any) {
+		n, ok := obj.(*v1.Node)
+		if !ok || n.Name != kl.opts.NodeName || n.Spec.PodCIDR == "" || n.Spec.PodCIDR == last {
+			return
+		}
+		last = n.Spec.PodCIDR // handlers of one informer run sequentially
+		kl.log.Info("pod CIDR assigned", "podCIDR", last)
+		kl.opts.PodCIDRChanged(last)
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    report,
+		UpdateFunc: func(_, obj any) { report(obj) },
+	})
+	inf.RunWithContext(ctx)
 }
 
 // runtimeReadiness checks the runtime's RuntimeReady and NetworkReady conditions and

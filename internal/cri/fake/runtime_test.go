@@ -291,7 +291,7 @@ func TestServeOverUnixSocket(t *testing.T) {
 	endpoint := "unix://" + sock
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		svc, err := remote.NewRemoteRuntimeService(ctx, endpoint, 10*time.Second, nil, false)
+		svc, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(10 * time.Second).Build(ctx)
 		if err == nil {
 			v, verr := svc.Version(ctx, "v1")
 			if verr == nil {
@@ -314,7 +314,7 @@ func TestServeOverUnixSocket(t *testing.T) {
 func runWithRemote(t *testing.T, rs cri.RuntimeService, endpoint string) {
 	t.Helper()
 	ctx := context.Background()
-	is, err := remote.NewRemoteImageService(ctx, endpoint, 10*time.Second, nil, false)
+	is, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(10 * time.Second).Build(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
