@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/kubelet"
+	"mizzen/internal/kubelet/containerd"
 )
 
 func init() { register(newKubeletCommand) }
@@ -21,6 +23,7 @@ func newKubeletCommand() *cobra.Command {
 	var (
 		kubeconfig, hostnameOverride, runtimeEndpoint, imageEndpoint string
 		taints, nodeIP, rootDir, nodeLabels, clusterDomain           string
+		containerdDir, pauseBinary                                   string
 		clusterDNS                                                   []string
 		maxPods                                                      int64
 		port                                                         int32
@@ -55,12 +58,32 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var podCIDRChanged func(string)
+			if containerdDir != "" {
+				pause, err := os.ReadFile(pauseBinary)
+				if err != nil {
+					return fmt.Errorf("--pause-binary: %w", err)
+				}
+				rtOpts := containerd.Options{DataDir: containerdDir}
+				stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
+				if err != nil {
+					return err
+				}
+				defer func() { <-stopped }()
+				runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
+				podCIDRChanged = func(cidr string) {
+					if err := rtOpts.WriteCNIConfig(cidr); err != nil {
+						slog.Error("writing CNI configuration", "err", err)
+					}
+				}
+			}
 			rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
 			if err != nil {
 				return err
 			}
 			defer rs.Close(ctx)
 			return kubelet.Run(ctx, kubelet.Options{
+				PodCIDRChanged:     podCIDRChanged,
 				Client:             client,
 				NodeName:           name,
 				Hostname:           name,
@@ -90,6 +113,8 @@ func newKubeletCommand() *cobra.Command {
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
 	f.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
 	f.Int32Var(&port, "port", 10250, "kubelet port advertised in the node status")
+	f.StringVar(&containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
+	f.StringVar(&pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

@@ -230,7 +230,8 @@ func resolvePort(port intstr.IntOrString, c *v1.Container) (int, error) {
 	return 0, fmt.Errorf("couldn't find port %q in container %s", port.StrVal, c.Name)
 }
 
-// httpGet succeeds on a 2xx or 3xx answer; redirects are not followed, as upstream.
+// httpGet succeeds on a 2xx or 3xx answer. A redirect counts as success without being
+// followed (upstream follows same-host redirects; only a failing target would differ).
 func httpGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) error {
 	port, err := resolvePort(g.Port, c)
 	if err != nil {

@@ -97,3 +97,22 @@ func WaitReady(ctx context.Context, opts Options) error {
 		}
 	}
 }
+
+// Start runs containerd in the background (as Run does), waits until it answers, and
+// imports the sandbox image built around pauseBinary, a statically linked build of
+// ./pause. It returns once the runtime is usable; the channel yields Run's result after
+// ctx ends.
+func Start(ctx context.Context, opts Options, log *slog.Logger, pauseBinary []byte) (<-chan error, error) {
+	opts.setDefaults()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, opts, log) }()
+	readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := WaitReady(readyCtx, opts); err != nil {
+		return done, err
+	}
+	if err := ImportImage(readyCtx, opts, PauseImage(opts.SandboxImage, pauseBinary)); err != nil {
+		return done, err
+	}
+	return done, nil
+}
