@@ -198,3 +198,23 @@ func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 	}
 	return nil
 }
+
+// waitEvent waits for an event about the pod with this reason and returns its message.
+func (h *harness) waitEvent(pod, reason string) string {
+	h.t.Helper()
+	msg := ""
+	h.eventually("event "+reason+" for "+pod, func() bool {
+		evs, err := h.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == pod && e.Reason == reason && e.Source.Component == "kubelet" && e.Source.Host == testNode {
+				msg = e.Message
+				return true
+			}
+		}
+		return false
+	})
+	return msg
+}

@@ -21,7 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 )
@@ -59,6 +62,9 @@ type Options struct {
 	Port int32
 	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
 	PodLogsDir string
+	// Events records the kubelet's events; nil makes the kubelet send its own through
+	// Client. Hollow nodes share one broadcaster and pass recorders made from it.
+	Events record.EventRecorder
 	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
 	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
 	PodCIDRChanged func(podCIDR string)
@@ -176,6 +182,7 @@ type Kubelet struct {
 	podInformer cache.SharedIndexInformer
 	workers     *podWorkers
 	backoff     *backoff
+	recorder    record.EventRecorder
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -198,6 +205,13 @@ func Run(ctx context.Context, opts Options) error {
 	v, err := kl.runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("kubelet: container runtime not reachable: %w", err)
+	}
+	kl.recorder = opts.Events
+	if kl.recorder == nil {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kl.client.CoreV1().Events("")})
+		defer b.Shutdown()
+		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
 
@@ -286,4 +300,27 @@ func (kl *Kubelet) nodeAllocatable() v1.ResourceList {
 func cacheKey(obj any) string {
 	key, _ := cache.MetaNamespaceKeyFunc(obj)
 	return key
+}
+
+// NewEventRecorder makes the recorder of the kubelet on node from a broadcaster.
+func NewEventRecorder(b record.EventBroadcaster, node string) record.EventRecorder {
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: node})
+}
+
+// containerRef is the object reference events about one of the pod's containers name.
+func containerRef(pod *v1.Pod, container string) *v1.ObjectReference {
+	ref := &v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+		UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}
+	if container == "" {
+		return ref
+	}
+	ref.FieldPath = "spec.containers{" + container + "}"
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == container {
+			ref.FieldPath = "spec.initContainers{" + container + "}"
+		}
+	}
+	return ref
 }

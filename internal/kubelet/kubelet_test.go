@@ -135,6 +135,13 @@ func TestPodStartsAndBecomesReady(t *testing.T) {
 	if n := h.rt.Calls("RunPodSandbox"); n != 1 {
 		t.Errorf("RunPodSandbox called %d times", n)
 	}
+	for reason, want := range map[string]string{
+		"Pulling": `Pulling image "registry.local/`, "Created": "Created container: ", "Started": "Started container ",
+	} {
+		if msg := h.waitEvent("web", reason); !strings.HasPrefix(msg, want) {
+			t.Errorf("%s event %q, want prefix %q", reason, msg, want)
+		}
+	}
 }
 
 func TestRestartPolicies(t *testing.T) {
@@ -160,6 +167,9 @@ func TestRestartPolicies(t *testing.T) {
 				})
 				if !sawBackoff {
 					t.Error("never reported CrashLoopBackOff")
+				}
+				if msg := h.waitEvent("p", "BackOff"); msg != "Back-off restarting failed container app in pod p_default(uid-p)" {
+					t.Errorf("BackOff event %q", msg)
 				}
 				cs := containerStatus(p, "app")
 				if last := cs.LastTerminationState.Terminated; last == nil || last.ExitCode != 1 || last.Reason != "Error" {
@@ -283,6 +293,12 @@ func TestLivenessProbeFailureRestarts(t *testing.T) {
 	}
 	if h.rt.Calls("ExecSync") < 2 {
 		t.Errorf("ExecSync called %d times, want at least the failure threshold", h.rt.Calls("ExecSync"))
+	}
+	if msg := h.waitEvent("p", "Killing"); msg != "Container app failed liveness probe, will be restarted" {
+		t.Errorf("Killing event %q", msg)
+	}
+	if msg := h.waitEvent("p", "Unhealthy"); !strings.HasPrefix(msg, "Liveness probe failed: ") {
+		t.Errorf("Unhealthy event %q", msg)
 	}
 }
 

@@ -54,6 +54,8 @@ func (kl *Kubelet) runNodeStatus(ctx context.Context) {
 		}
 	}
 	kl.log.Info("node registered")
+	kl.recorder.Eventf(&v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)},
+		v1.EventTypeNormal, "Starting", "Starting kubelet.")
 	go kl.runLease(ctx, node.UID)
 	if kl.opts.PodCIDRChanged != nil {
 		go kl.watchPodCIDR(ctx)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -130,6 +131,7 @@ func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod
 				successes, failures = successes+1, 0
 			} else {
 				successes, failures = 0, failures+1
+				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", typ, err)
 			}
 			switch {
 			case successes >= successThreshold:
@@ -140,7 +142,7 @@ func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod
 			case failures >= failureThreshold:
 				kl.setProbeResult(w, typ, containerID, false)
 				if typ != readiness {
-					w.state.requestKill(containerID, fmt.Sprintf("Container %s failed %s probe, will be restarted: %v", c.Name, typ, err))
+					w.state.requestKill(containerID, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(typ.String())))
 					kl.workers.poke(w.uid)
 					return
 				}

@@ -144,6 +144,9 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 				if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
 					kl.runHook(ctx, pod, c.Id, spec, spec.Lifecycle.PreStop, time.Duration(grace)*time.Second)
 				}
+				if spec != nil {
+					kl.recorder.Eventf(containerRef(pod, spec.Name), v1.EventTypeNormal, "Killing", "Stopping container %s", spec.Name)
+				}
 				left := int64(max(deadline.Sub(kl.clock.Now()).Seconds(), 0))
 				if err := kl.runtime.StopContainer(ctx, c.Id, left); err != nil {
 					kl.log.Error("stopping container", "pod", w.key, "container", spec.Name, "err", err)
@@ -243,6 +246,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			return err
 		}
 		if _, err := kl.runtime.RunPodSandbox(ctx, cfg, ""); err != nil {
+			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
 		}
 		nrt, err := kl.readPodRuntime(ctx, string(pod.UID))
@@ -289,6 +293,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if msg := w.state.takeKill(cur.Id); msg != "" {
 				kl.log.Info("killing container", "pod", w.key, "container", c.Name, "reason", msg)
+				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "%s", msg)
 				if err := kl.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
 					errs = append(errs, err)
 				}
@@ -352,6 +357,8 @@ func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi
 		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
 			p.kl.backoff.delay(key), c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID))
 		p.kl.workers.pokeAfter(p.kl.clock, p.w.uid, left)
+		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+			c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID)
 		return nil
 	}
 	p.kl.backoff.next(key, finished)
@@ -372,19 +379,25 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		return nil // reported through the waiting reason; retried with image back-off
 	}
 	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox)
+	ref := containerRef(p.pod, c.Name)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return nil
 	}
 	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
+	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
 	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
 		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
+	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	p.w.state.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg := p.kl.runHook(ctx, p.pod, id, c, c.Lifecycle.PostStart, 0); msg != "" {
@@ -409,22 +422,28 @@ func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container
 	if policy != v1.PullAlways {
 		status, err := kl.images.ImageStatus(ctx, spec, false)
 		if err == nil && status.GetImage() != nil {
+			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 			return status.Image.Id, nil
 		}
 		if policy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 			st.setWaiting(c.Name, reasonErrImageNeverPull, msg)
+			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, reasonErrImageNeverPull, "%s", msg)
 			return "", errors.New(msg)
 		}
 	}
 	key := backoffKey(pod, c.Name) + "/image"
 	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(c.Name)); wait {
 		st.setWaiting(c.Name, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image))
+		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
 		kl.workers.pokeAfter(kl.clock, pod.UID, left)
 		return "", errors.New("image pull back-off")
 	}
+	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	began := kl.clock.Now()
 	ref, err := kl.images.PullImage(ctx, spec, nil, sbCfg)
 	if err != nil {
+		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		now := kl.clock.Now()
 		kl.backoff.next(key, now)
 		st.setPullFailed(c.Name, now)
@@ -432,6 +451,7 @@ func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container
 		kl.workers.pokeAfter(kl.clock, pod.UID, kl.backoff.delay(key))
 		return "", err
 	}
+	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, kl.clock.Since(began).Round(time.Millisecond))
 	return ref, nil
 }
 

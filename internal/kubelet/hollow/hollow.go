@@ -12,7 +12,9 @@ import (
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 
 	"mizzen/internal/cri/fake"
 	"mizzen/internal/kubelet"
@@ -83,6 +85,15 @@ func Run(ctx context.Context, opts Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// One event pipeline for all nodes: each kubelet still records its own events (with
+	// its node as the source), but the correlation cache and sender are shared.
+	eventClient, err := newClient(opts.NamePrefix + "events")
+	if err != nil {
+		return fmt.Errorf("hollow: events client: %w", err)
+	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+	defer events.Shutdown()
 	var wg sync.WaitGroup
 	errs := make(chan error, opts.Count)
 	for i := range opts.Count {
@@ -105,6 +116,7 @@ func Run(ctx context.Context, opts Options) error {
 			Machine:  &machine,
 			MaxPods:  opts.MaxPods,
 			Logger:   opts.Logger,
+			Events:   kubelet.NewEventRecorder(events, name),
 		}
 		wg.Add(1)
 		go func() {
