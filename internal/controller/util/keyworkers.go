@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -81,7 +82,12 @@ func processNext(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLim
 		return true
 	}
 	if err != nil {
-		log.WarnContext(ctx, "sync failed; will retry", "key", key, "err", err)
+		level := slog.LevelWarn
+		if apierrors.IsConflict(err) {
+			// A write raced a newer version than the cache held: routine, retried.
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, "sync failed; will retry", "key", key, "err", err)
 		q.AddRateLimited(key)
 		return true
 	}
