@@ -7,8 +7,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -166,6 +168,59 @@ func TestKubectlGet(t *testing.T) {
 				t.Errorf("kubectl get all missing %s:\n%s", want, out)
 			}
 		}
+	})
+
+	t.Run("events", func(t *testing.T) {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1"}, Type: "Warning", Reason: "BackOff", Message: "Back-off pulling image",
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web"}, Count: 3,
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "kubelet", Host: "node-1"}}
+		if _, err := c.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows := table(kubectl(t, kc, "get", "events", "-n", ns))
+		wantRow(t, rows[0], "LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
+		wantRow(t, rows[1], "*", "Warning", "BackOff", "pod/web", "Back-off", "pulling", "image")
+	})
+
+	t.Run("storage, quota and limits", func(t *testing.T) {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: "local", PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}}
+		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows := table(kubectl(t, kc, "get", "pv"))
+		wantRow(t, rows[0], "NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE")
+		wantRow(t, rows[1], "pv1", "5Gi", "RWO", "Retain", "Pending", "local", "<unset>", "*")
+
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows = table(kubectl(t, kc, "get", "pvc", "-n", ns))
+		wantRow(t, rows[1], "data", "Pending", "<unset>", "*")
+
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}}}
+		if _, err := c.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows = table(kubectl(t, kc, "get", "quota", "-n", ns))
+		wantRow(t, rows[0], "NAME", "REQUEST", "LIMIT", "AGE")
+
+		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}
+		got, err := c.CoreV1().LimitRanges(ns).Create(ctx, lr, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := got.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU]; q.String() != "2" {
+			t.Errorf("limit range default request cpu = %s, want 2 from max", q.String())
+		}
+		rows = table(kubectl(t, kc, "get", "limits", "-n", ns))
+		wantRow(t, rows[0], "NAME", "CREATED", "AT")
+		wantRow(t, rows[1], "lr", got.CreationTimestamp.UTC().Format(time.RFC3339))
 	})
 
 	t.Run("create and field selectors", func(t *testing.T) {
