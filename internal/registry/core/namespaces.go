@@ -27,10 +27,9 @@ func namespacesResource() *registry.Resource {
 		Strategy: strategy[*corev1.Namespace]{
 			defaults:      defaultNamespace,
 			prepareCreate: prepareNamespaceForCreate,
-			prepareUpdate: func(_ context.Context, ns, old *corev1.Namespace) {
-				// Finalizers change only through the namespace's finalize subresource.
-				ns.Spec = *old.Spec.DeepCopy()
-			},
+			// Upstream ignores spec changes in a main update (finalizers change through
+			// the finalize subresource), but mizzen's apiserver runs finalize through
+			// PrepareForUpdate too, so the spec is not reset here.
 			validate: validateNamespace,
 		},
 		Fields: func(obj runtime.Object) fields.Set {
