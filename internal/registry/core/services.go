@@ -114,6 +114,7 @@ func defaultService(s *corev1.Service) {
 	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
 		spec.AllocateLoadBalancerNodePorts = ptrTo(true)
 	}
+	defaultIngressIPMode(s)
 	// Clients may set either field; upstream keeps them in step.
 	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
 		spec.ClusterIPs = []string{spec.ClusterIP}
@@ -122,6 +123,20 @@ func defaultService(s *corev1.Service) {
 	}
 	if needsClusterIP(spec.Type) {
 		defaultIPFamilies(s)
+	}
+}
+
+// defaultIngressIPMode marks load balancer addresses as virtual IPs unless the
+// controller said otherwise.
+func defaultIngressIPMode(s *corev1.Service) {
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return
+	}
+	for i := range s.Status.LoadBalancer.Ingress {
+		in := &s.Status.LoadBalancer.Ingress[i]
+		if in.IP != "" && in.IPMode == nil {
+			in.IPMode = ptrTo(corev1.LoadBalancerIPModeVIP)
+		}
 	}
 }
 
@@ -162,6 +177,9 @@ func defaultIPFamilies(s *corev1.Service) {
 // it out (a PUT of the manifest the user first applied): the cluster IPs, the node
 // ports and the health check node port.
 func prepareServiceForUpdate(_ context.Context, s, old *corev1.Service) {
+	// Load balancer controllers write status through the status subresource, which
+	// skips Default.
+	defaultIngressIPMode(s)
 	dropTypeDependentFields(s, old)
 	if needsClusterIP(s.Spec.Type) && needsClusterIP(old.Spec.Type) && s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
 		s.Spec.ClusterIP = old.Spec.ClusterIP

@@ -215,3 +215,14 @@ func TestServiceTypeChangeDropsFields(t *testing.T) {
 	}
 	assertErrors(t, strategy.ValidateUpdate(ctx, toExternal, nodePort), nil)
 }
+
+func TestServiceLoadBalancerIPMode(t *testing.T) {
+	old := newService(func(s *corev1.ServiceSpec) { s.Type = corev1.ServiceTypeLoadBalancer })
+	svc := old.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.5"}, {Hostname: "lb.example.com"}}
+	servicesResource().Strategy.PrepareForUpdate(context.Background(), svc, old)
+	in := svc.Status.LoadBalancer.Ingress
+	if in[0].IPMode == nil || *in[0].IPMode != corev1.LoadBalancerIPModeVIP || in[1].IPMode != nil {
+		t.Errorf("ingress = %+v, want VIP for the IP and nothing for the hostname", in)
+	}
+}
