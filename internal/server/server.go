@@ -14,10 +14,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -26,6 +28,7 @@ import (
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/catalog"
+	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/storage"
 )
 
@@ -118,6 +121,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		if openAPI, err = opts.OpenAPI(resources); err != nil {
 			return nil, err
 		}
+		// Building the documents is the start-up's largest transient allocation.
+		debug.FreeOSMemory()
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
@@ -153,7 +158,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		stopCache()
 		return nil, err
 	}
-	if err := srv.Bootstrap(ctx); err != nil {
+	var initial []runtime.Object
+	for _, pc := range scheduling.SystemPriorityClasses() {
+		initial = append(initial, pc)
+	}
+	if err := srv.Bootstrap(ctx, initial...); err != nil {
 		stopCache()
 		return nil, fmt.Errorf("creating the initial objects: %w", err)
 	}
@@ -169,7 +178,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			NextProtos:   []string{"h2", "http/1.1"},
 		},
 		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// Every watch is a stream; informers multiplex many over one connection.
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	go func() {
 		err := httpServer.ServeTLS(listener, "", "")

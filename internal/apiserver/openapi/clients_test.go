@@ -206,25 +206,36 @@ func sameGVs(got, want []schema.GroupVersion) bool {
 	return true
 }
 
-func TestQueryParamVerifierV3FieldValidation(t *testing.T) {
+// TestQueryParamVerifiers runs kubectl's checks for server-side field validation:
+// the v3 one kubectl uses, and the v2 one it falls back to.
+func TestQueryParamVerifiers(t *testing.T) {
 	cfg := newTestServer(t)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier := resource.NewQueryParamVerifierV3(dyn, newOpenAPIClient(t, cfg), resource.QueryParamFieldValidation)
-	for _, gvk := range []schema.GroupVersionKind{
-		{Group: "apps", Version: "v1", Kind: "Deployment"},
-		{Version: "v1", Kind: "Pod"},
-		{Version: "v1", Kind: "Node"},
-	} {
-		if err := verifier.HasSupport(gvk); err != nil {
-			t.Errorf("HasSupport(%v) = %v, want supported", gvk, err)
-		}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A kind the documents do not describe is not supported.
-	if err := verifier.HasSupport(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}); err == nil {
-		t.Error("HasSupport(StatefulSet) = nil for a kind that is not served")
+	verifiers := map[string]resource.Verifier{
+		"v3": resource.NewQueryParamVerifierV3(dyn, dc.OpenAPIV3(), resource.QueryParamFieldValidation),
+		"v2": resource.NewQueryParamVerifier(dyn, dc, resource.QueryParamFieldValidation),
+	}
+	for name, verifier := range verifiers {
+		for _, gvk := range []schema.GroupVersionKind{
+			{Group: "apps", Version: "v1", Kind: "Deployment"},
+			{Version: "v1", Kind: "Pod"},
+			{Version: "v1", Kind: "Node"},
+		} {
+			if err := verifier.HasSupport(gvk); err != nil {
+				t.Errorf("%s HasSupport(%v) = %v, want supported", name, gvk, err)
+			}
+		}
+		// A kind the documents do not describe is not supported.
+		if err := verifier.HasSupport(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}); err == nil {
+			t.Errorf("%s HasSupport(StatefulSet) = nil for a kind that is not served", name)
+		}
 	}
 }
 

@@ -48,9 +48,9 @@ func (d *Documents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Documents) serveV2(w http.ResponseWriter, r *http.Request) {
-	json := func() (storedDoc, error) { return d.v2, nil }
+	asJSON := func() (storedDoc, error) { return d.v2, nil }
 	offers := []offer{
-		{mediaJSON, mediaJSON, json},
+		{mediaJSON, mediaJSON, asJSON},
 		{mediaProtoV2, mediaProtoV2, d.v2Proto.get},
 		{mediaProtoV2Deprecated, mediaProtoV2, d.v2Proto.get},
 	}
@@ -76,9 +76,9 @@ func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) 
 		http.NotFound(w, r)
 		return
 	}
-	json := func() (storedDoc, error) { return doc, nil }
+	asJSON := func() (storedDoc, error) { return doc, nil }
 	o, ok := negotiate(r, []offer{
-		{mediaJSON, mediaJSON, json},
+		{mediaJSON, mediaJSON, asJSON},
 		{mediaProtoV3, mediaProtoV3, d.v3Proto[key].get},
 		{mediaProtoV3Deprecated, mediaProtoV3, d.v3Proto[key].get},
 	})
@@ -86,23 +86,24 @@ func (d *Documents) serveV3(w http.ResponseWriter, r *http.Request, key string) 
 		http.Error(w, "OpenAPI v3 documents are served as application/json or "+mediaProtoV3, http.StatusNotAcceptable)
 		return
 	}
-	if hash := r.URL.Query().Get("hash"); hash != "" {
-		if hash != doc.etag {
-			// A stale hash: send the client to the current document.
-			http.Redirect(w, r, serverRelativeURL(key, doc.etag), http.StatusMovedPermanently)
-			return
-		}
-		// A hashed URL names one version of the document forever.
-		w.Header().Set("Cache-Control", "public, immutable")
-		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
-	} else {
-		w.Header().Set("Cache-Control", "no-cache, private")
+	hash := r.URL.Query().Get("hash")
+	if hash != "" && hash != doc.etag {
+		// A stale hash: send the client to the current document.
+		http.Redirect(w, r, serverRelativeURL(key, doc.etag), http.StatusMovedPermanently)
+		return
 	}
 	served, err := o.doc()
 	if err != nil {
 		slog.ErrorContext(r.Context(), "building an OpenAPI v3 protobuf document", "key", key, "err", err)
 		http.Error(w, "the OpenAPI v3 document is unavailable in this form", http.StatusInternalServerError)
 		return
+	}
+	if hash != "" {
+		// A hashed URL names one version of the document forever.
+		w.Header().Set("Cache-Control", "public, immutable")
+		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+	} else {
+		w.Header().Set("Cache-Control", "no-cache, private")
 	}
 	serveDoc(w, r, served, o.contentType)
 }

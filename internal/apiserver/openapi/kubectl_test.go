@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,8 +61,10 @@ func discoveryHandler(resources []*registry.Resource) http.Handler {
 }
 
 // runKubectl runs the upstream kubectl command, in process, against a TLS server
-// that serves discovery and the OpenAPI documents.
-func runKubectl(t *testing.T, args ...string) string {
+// that serves discovery and the OpenAPI documents, and objects through objects when
+// it is not nil. It returns kubectl's output and the requests the server saw
+// ("GET /openapi/v3").
+func runKubectl(t *testing.T, objects http.Handler, args ...string) (string, []string) {
 	t.Helper()
 	resources := testResources()
 	docs, err := Build(resources)
@@ -70,7 +74,17 @@ func runKubectl(t *testing.T, args ...string) string {
 	mux := http.NewServeMux()
 	mux.Handle("/openapi/", docs)
 	mux.Handle("/", discoveryHandler(resources))
-	srv := httptest.NewTLSServer(mux)
+	if objects != nil {
+		mux.Handle("/apis/apps/v1/namespaces/", objects)
+	}
+	var mu sync.Mutex
+	var requests []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 
 	dir := t.TempDir()
@@ -107,7 +121,8 @@ current-context: test
 	if err := cmd.Execute(); err != nil || fatal != "" {
 		t.Fatalf("kubectl %s: %v %s\nstderr: %s", strings.Join(args, " "), err, fatal, errOut.String())
 	}
-	return out.String()
+	srv.Close() // waits for the handlers, so requests is complete
+	return out.String(), requests
 }
 
 func TestKubectlExplainCommand(t *testing.T) {
@@ -126,6 +141,13 @@ func TestKubectlExplainCommand(t *testing.T) {
 			"\n      ports\t<[]ContainerPort>\n        containerPort\t<integer> -required-\n",
 		},
 	}, {
+		// The legacy explain reads the v2 document (protobuf) instead.
+		args: []string{"explain", "deployment.spec.replicas", "--output=plaintext-openapiv2"},
+		want: []string{"KIND:     Deployment\nVERSION:  apps/v1\n\nFIELD:    replicas <integer>\n\nDESCRIPTION:\n     Number of desired pods."},
+	}, {
+		args: []string{"explain", "pods.spec.containers", "--output=plaintext-openapiv2"},
+		want: []string{"RESOURCE: containers <[]Object>\n", "   image\t<string>\n", "   name\t<string> -required-\n"},
+	}, {
 		args: []string{"explain", "deploy.spec.strategy.rollingUpdate.maxSurge"},
 		want: []string{"FIELD: maxSurge <IntOrString>\n"},
 	}, {
@@ -134,12 +156,85 @@ func TestKubectlExplainCommand(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			got := runKubectl(t, tt.args...)
+			got, _ := runKubectl(t, nil, tt.args...)
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("output lacks %q; got:\n%s", w, truncate(got, 2500))
 				}
 			}
 		})
+	}
+}
+
+// TestKubectlApplyUsesTheV3Schema runs kubectl apply on a changed Deployment against
+// a server holding the previously applied one. kubectl computes a strategic merge
+// patch from the v3 schema (containers merge by name) and, having found
+// fieldValidation in the document, asks the server to validate strictly.
+func TestKubectlApplyUsesTheV3Schema(t *testing.T) {
+	manifest := func(image string) string {
+		return `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},` +
+			`"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},` +
+			`"spec":{"containers":[{"name":"a","image":"a:1"},{"name":"b","image":"` + image + `"}]}}}}`
+	}
+	var current map[string]any
+	if err := json.Unmarshal([]byte(manifest("b:1")), &current); err != nil {
+		t.Fatal(err)
+	}
+	current["metadata"].(map[string]any)["annotations"] = map[string]any{
+		"kubectl.kubernetes.io/last-applied-configuration": manifest("b:1") + "\n",
+	}
+	var patchType, patchBody, query string
+	objects := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/apps/v1/namespaces/default/deployments/web" {
+			http.NotFound(w, r)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+		case http.MethodPatch:
+			body, _ := io.ReadAll(r.Body)
+			patchType, patchBody, query = r.Header.Get("Content-Type"), string(body), r.URL.RawQuery
+		default:
+			http.Error(w, "unexpected method", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(current)
+	})
+	file := filepath.Join(t.TempDir(), "web.json")
+	if err := os.WriteFile(file, []byte(manifest("b:2")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, requests := runKubectl(t, objects, "apply", "-f", file)
+
+	if !strings.Contains(out, "deployment.apps/web configured") {
+		t.Errorf("output = %q, want deployment.apps/web configured", out)
+	}
+	if patchType != "application/strategic-merge-patch+json" {
+		t.Errorf("patch Content-Type = %q, want a strategic merge patch", patchType)
+	}
+	var patch struct {
+		Spec struct {
+			Template struct {
+				Spec map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(patchBody), &patch); err != nil {
+		t.Fatalf("patch %s: %v", patchBody, err)
+	}
+	podSpec := patch.Spec.Template.Spec
+	if got, want := string(podSpec["containers"]), `[{"image":"b:2","name":"b"}]`; got != want {
+		t.Errorf("patched containers = %s, want %s (merged by name)", got, want)
+	}
+	if got, want := string(podSpec["$setElementOrder/containers"]), `[{"name":"a"},{"name":"b"}]`; got != want {
+		t.Errorf("$setElementOrder/containers = %s, want %s", got, want)
+	}
+	if !strings.Contains(query, "fieldValidation=Strict") {
+		t.Errorf("patch query = %q, want fieldValidation=Strict", query)
+	}
+	if !contains(requests, "GET /openapi/v3/apis/apps/v1") {
+		t.Errorf("kubectl did not read the apps/v1 v3 document; requests: %v", requests)
 	}
 }

@@ -1,6 +1,9 @@
 package openapi
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 //go:generate go run ./internal/markergen -o zz_generated_markers.go
 
@@ -19,6 +22,19 @@ type fieldMarkers struct {
 	listMapKeys        []string // +listMapKey
 	mapType            string   // +mapType
 	defaultJSON        string   // +default, as JSON
+}
+
+// describeEnum appends the list of values to a field's description in the form
+// upstream's generator writes it. (Upstream also quotes each constant's comment;
+// those are left out rather than copied into this repository.)
+func describeEnum(description string, values []string) string {
+	var b strings.Builder
+	b.WriteString(description)
+	b.WriteString("\n\nPossible enum values:")
+	for _, v := range values {
+		fmt.Fprintf(&b, "\n - `%q`", v)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // hasMarkerData reports whether markedType covers a Go package: for these the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 )
 
@@ -149,11 +148,18 @@ func (d *definitions) add(t reflect.Type) (string, error) {
 			def.Description = s
 		}
 	}
+	// Required keeps the fields' declaration order, as upstream writes it.
 	if err := d.addFields(def, t); err != nil {
 		return "", err
 	}
-	sort.Strings(def.Required)
 	return name, nil
+}
+
+func derefType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
 }
 
 // goName names a Go type by package path and name, as markedType and enumValues
@@ -204,6 +210,11 @@ func (d *definitions) addFields(def *jsonSchema, t reflect.Type) error {
 		}
 		fm := marks.fields[name]
 		prop.Description = docs[name]
+		if values := enumValues(goName(derefType(f.Type))); len(values) > 0 {
+			// As upstream, only a field of an enum type itself, not a list of them.
+			prop.Enum = values
+			prop.Description = describeEnum(prop.Description, values)
+		}
 		prop.zero = zeroDefault(f.Type, omitEmpty)
 		if fm.defaultJSON != "" {
 			if err := json.Unmarshal([]byte(fm.defaultJSON), &prop.zero); err != nil {
@@ -293,7 +304,7 @@ func (d *definitions) schemaFor(t reflect.Type) (*jsonSchema, error) {
 	if typ == "" {
 		return nil, fmt.Errorf("openapi: cannot describe Go type %v", t)
 	}
-	return &jsonSchema{Type: typ, Format: format, Enum: enumValues(goName(t))}, nil
+	return &jsonSchema{Type: typ, Format: format}, nil
 }
 
 // scalarType maps a Go kind to an OpenAPI type and format, as openapi-gen does.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,8 +88,10 @@ func TestDocumentContents(t *testing.T) {
 			`{"x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["containerPort","protocol"],"x-kubernetes-patch-merge-key":"containerPort"}`, nil},
 		{"v2 atomic struct", v2, def2("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"), `{"x-kubernetes-map-type":"atomic"}`, nil},
 		{"v2 enum", v2, def2(podSpec, "properties", "restartPolicy"), `{"type":"string","enum":["Always","Never","OnFailure"]}`, nil},
+		{"v2 no enum on a list of enum values", v2, def2("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "properties", "accessModes", "items"), `{"type":"string"}`, []string{"enum"}},
 		{"v2 +optional without omitempty is optional", v2, def2("io.k8s.api.apps.v1.DeploymentCondition"), `{"type":"object"}`, []string{"required"}},
 		{"v2 +required with omitempty is required", v2, def2("io.k8s.api.apps.v1.Deployment", "required"), `["spec"]`, nil},
+		{"v2 required in declaration order", v2, def2("io.k8s.api.core.v1.NodeCondition", "required"), `["type","status"]`, nil},
 		{"v2 Time", v2, def2("io.k8s.apimachinery.pkg.apis.meta.v1.Time"), `{"type":"string","format":"date-time"}`, []string{"properties"}},
 		{"v2 IntOrString", v2, def2("io.k8s.apimachinery.pkg.util.intstr.IntOrString"), `{"type":"string","format":"int-or-string"}`, []string{"oneOf"}},
 		{"v2 Quantity", v2, def2("io.k8s.apimachinery.pkg.api.resource.Quantity"), `{"type":"string"}`, []string{"oneOf", "format"}},
@@ -330,7 +333,7 @@ func TestExtraTypes(t *testing.T) {
 	if !ok {
 		t.Fatal("extra type missing from v2 definitions")
 	}
-	want := `{"type":"object","required":["Untagged","plain","ratio"],"properties":{
+	want := `{"type":"object","required":["plain","Untagged","ratio"],"properties":{
 		"plain":{"type":"string"},"optional":{"type":"integer","format":"int64"},"Untagged":{"type":"boolean"},
 		"labels":{"type":"object","additionalProperties":{"type":"string"}},"ratio":{"type":"number","format":"double"}}}`
 	var w any
@@ -386,5 +389,17 @@ func TestPathParameters(t *testing.T) {
 		if !reflect.DeepEqual(names, tt.want) {
 			t.Errorf("%s parameters = %v, want %v", tt.path, names, tt.want)
 		}
+	}
+}
+
+func TestEnumDescription(t *testing.T) {
+	docs := buildTestDocuments(t)
+	got, ok := lookup(decode(t, docs.v3["api/v1"]), v3Defs, "schemas", "io.k8s.api.core.v1.PodSpec", "properties", "restartPolicy", "description")
+	if !ok {
+		t.Fatal("restartPolicy has no description")
+	}
+	const suffix = "\n\nPossible enum values:\n - `\"Always\"`\n - `\"Never\"`\n - `\"OnFailure\"`"
+	if s := got.(string); !strings.HasSuffix(s, suffix) || len(s) == len(suffix) {
+		t.Errorf("restartPolicy description = %q, want the field's text then %q", s, suffix)
 	}
 }

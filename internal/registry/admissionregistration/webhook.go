@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Webhook defaults as upstream's v1 defaulting sets them.
+// Webhook defaults as upstream's v1 defaulting sets them, and its limit on match conditions.
 const (
 	defaultTimeoutSeconds = int32(10)
 	defaultServicePort    = int32(443)

@@ -7,12 +7,15 @@ import (
 	"mizzen/internal/registry/admissionregistration"
 	"mizzen/internal/registry/apiregistration"
 	"mizzen/internal/registry/apps"
+	"mizzen/internal/registry/autoscaling"
 	"mizzen/internal/registry/batch"
 	"mizzen/internal/registry/certificates"
 	"mizzen/internal/registry/coordination"
 	"mizzen/internal/registry/core"
 	"mizzen/internal/registry/discovery"
+	"mizzen/internal/registry/events"
 	"mizzen/internal/registry/networking"
+	"mizzen/internal/registry/policy"
 	"mizzen/internal/registry/rbac"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/registry/storage"
@@ -24,11 +27,14 @@ func All() []*registry.Resource {
 	for _, group := range [][]*registry.Resource{
 		core.Resources(),
 		apps.Resources(),
+		autoscaling.Resources(),
 		batch.Resources(),
 		certificates.Resources(),
 		coordination.Resources(),
 		discovery.Resources(),
+		events.Resources(),
 		networking.Resources(),
+		policy.Resources(),
 		rbac.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),

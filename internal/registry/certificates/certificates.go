@@ -19,6 +19,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,12 +47,18 @@ func Resources() []*registry.Resource {
 		Kind:         "CertificateSigningRequest",
 		SingularName: "certificatesigningrequest",
 		ShortNames:   []string{"csr"},
-		// Upstream does not restrict what requests are called.
-		ValidateName: func(string, bool) []string { return nil },
-		New:          func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
-		NewList:      func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
-		Strategy:     csrStrategy{},
-		HasStatus:    true,
+		// Upstream does not restrict what requests are called; mizzen only keeps the
+		// name usable as one URL path segment (and etcd key segment).
+		ValidateName: func(name string, prefix bool) []string {
+			if prefix {
+				return path.IsValidPathSegmentPrefix(name)
+			}
+			return path.IsValidPathSegmentName(name)
+		},
+		New:       func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+		NewList:   func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+		Strategy:  csrStrategy{},
+		HasStatus: true,
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},
@@ -111,21 +118,6 @@ func conditionSummary(csr *certificatesv1.CertificateSigningRequest) string {
 	return status
 }
 
-// Requestor is the authenticated user who creates a request.
-type Requestor struct {
-	Name   string
-	UID    string
-	Groups []string
-	Extra  map[string][]string
-}
-
-type requestorKey struct{}
-
-// WithRequestor returns a context that tells PrepareForCreate who is creating.
-func WithRequestor(ctx context.Context, r Requestor) context.Context {
-	return context.WithValue(ctx, requestorKey{}, r)
-}
-
 type csrStrategy struct{ registry.BaseStrategy }
 
 // PrepareForCreate replaces what the client claimed about itself with the
@@ -134,7 +126,7 @@ type csrStrategy struct{ registry.BaseStrategy }
 func (csrStrategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	csr := obj.(*certificatesv1.CertificateSigningRequest)
 	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
-	if r, ok := ctx.Value(requestorKey{}).(Requestor); ok {
+	if r, ok := registry.UserFrom(ctx); ok {
 		csr.Spec.Username, csr.Spec.UID = r.Name, r.UID
 		csr.Spec.Groups = append([]string(nil), r.Groups...)
 		if len(r.Extra) > 0 {

@@ -1,6 +1,8 @@
 package certificates
 
 import (
+	"mizzen/internal/registry"
+
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -164,7 +166,7 @@ func TestCSRRequestorComesFromTheServer(t *testing.T) {
 		t.Errorf("client-supplied identity or status kept: %+v", anonymous)
 	}
 	csr := forged()
-	r.Strategy.PrepareForCreate(WithRequestor(ctx, Requestor{Name: "system:node:n1", UID: "u1",
+	r.Strategy.PrepareForCreate(registry.WithUser(ctx, registry.User{Name: "system:node:n1", UID: "u1",
 		Groups: []string{"system:nodes", "system:authenticated"}}), csr)
 	want := certificatesv1.CertificateSigningRequestSpec{Username: "system:node:n1", UID: "u1", Groups: []string{"system:nodes", "system:authenticated"}}
 	if !reflect.DeepEqual(csr.Spec, want) {
@@ -224,4 +226,16 @@ func selfSignedPEM(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestCSRNames(t *testing.T) {
+	r := Resources()[0]
+	for _, name := range []string{"node-csr-AbC_123", "system:node:n1", "UPPER"} {
+		if msgs := r.ValidateName(name, false); len(msgs) != 0 {
+			t.Errorf("%q rejected: %v", name, msgs)
+		}
+	}
+	if msgs := r.ValidateName("a/b", false); len(msgs) == 0 {
+		t.Errorf("a name with '/' was accepted")
+	}
 }

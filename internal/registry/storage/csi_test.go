@@ -3,9 +3,11 @@ package storage
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -137,5 +139,37 @@ func TestVolumeAttachmentStatusClearedOnCreate(t *testing.T) {
 	r.Strategy.PrepareForCreate(ctx, va)
 	if va.Status.Attached {
 		t.Errorf("status kept on create")
+	}
+}
+
+func TestCSIStorageCapacity(t *testing.T) {
+	r := findResource(t, "csistoragecapacities")
+	if !r.Namespaced || r.Kind != "CSIStorageCapacity" {
+		t.Errorf("identity = %+v", r)
+	}
+	c := &storagev1.CSIStorageCapacity{
+		ObjectMeta:       metav1.ObjectMeta{Name: "csisc-1", Namespace: "kube-system", CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))},
+		NodeTopology:     &metav1.LabelSelector{MatchLabels: map[string]string{"topology.example.com/zone": "a"}},
+		StorageClassName: "fast",
+		Capacity:         ptr.To(resource.MustParse("10Gi")),
+	}
+	assertErrs(t, r.Strategy.Validate(ctx, c), nil)
+
+	bad := c.DeepCopy()
+	bad.StorageClassName = "Fast_Class"
+	bad.Capacity = ptr.To(resource.MustParse("-1Gi"))
+	assertErrs(t, r.Strategy.Validate(ctx, bad), []fieldErr{{field.ErrorTypeInvalid, "storageClassName"}, {field.ErrorTypeInvalid, "capacity"}})
+
+	resized := c.DeepCopy()
+	resized.Capacity = ptr.To(resource.MustParse("5Gi"))
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, resized, c), nil)
+	moved := c.DeepCopy()
+	moved.StorageClassName = "slow"
+	moved.NodeTopology = nil
+	assertErrs(t, r.Strategy.ValidateUpdate(ctx, moved, c), []fieldErr{{field.ErrorTypeInvalid, "nodeTopology"}, {field.ErrorTypeInvalid, "storageClassName"}})
+
+	assertColumns(t, r, "Name", "Created At")
+	if got, want := r.Printer.Row(c), []interface{}{"csisc-1", "2026-01-02T03:04:05Z"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("row = %#v, want %#v", got, want)
 	}
 }

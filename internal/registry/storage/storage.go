@@ -1,12 +1,15 @@
 // Package storage describes the storage.k8s.io/v1 resources: storageclasses,
-// csidrivers, csinodes and volumeattachments, with their defaulting, validation and
-// printing as upstream Kubernetes does them.
+// csidrivers, csinodes, csistoragecapacities and volumeattachments, with their
+// defaulting, validation and printing as upstream Kubernetes does them.
 package storage
 
 import (
 	"strings"
+	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -15,7 +18,7 @@ import (
 
 // Resources returns the storage.k8s.io/v1 resources.
 func Resources() []*registry.Resource {
-	return []*registry.Resource{storageClasses(), csiDrivers(), csiNodes(), volumeAttachments()}
+	return []*registry.Resource{storageClasses(), csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments()}
 }
 
 var groupVersion = storagev1.SchemeGroupVersion
@@ -47,4 +50,17 @@ func validateQualifiedName(value string, fldPath *field.Path) field.ErrorList {
 		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
 	}
 	return allErrs
+}
+
+// createdAtPrinter is upstream's default table for resources it gives no printer of
+// their own: the name and the creation time in RFC 3339.
+var createdAtPrinter = &registry.Printer{
+	Columns: []metav1.TableColumnDefinition{
+		registry.NameColumn,
+		{Name: "Created At", Type: "date", Description: registry.AgeColumn.Description},
+	},
+	Row: func(obj runtime.Object) []interface{} {
+		m := obj.(metav1.Object)
+		return []interface{}{m.GetName(), m.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+	},
 }

@@ -360,6 +360,7 @@ func TestDiscovery(t *testing.T) {
 		{"certificates.k8s.io/v1", "certificatesigningrequests", false, []string{"csr"}, nil},
 		{"rbac.authorization.k8s.io/v1", "clusterrolebindings", false, nil, nil},
 		{"coordination.k8s.io/v1", "leases", true, nil, nil},
+		{"events.k8s.io/v1", "events", true, []string{"ev"}, nil},
 		{"admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", false, nil, []string{"api-extensions"}},
 		{"apiregistration.k8s.io/v1", "apiservices", false, nil, []string{"api-extensions"}},
 	} {

@@ -60,7 +60,7 @@ func main() {
 func generate() ([]byte, error) {
 	types := map[string]*typeInfo{}
 	enumTypes := map[string]bool{}
-	consts := map[string][]string{} // Go type name -> string constant values
+	consts := map[string][]constant{} // Go type name -> its string constants
 	for _, src := range sources {
 		dir, err := moduleDir(src.module)
 		if err != nil {
@@ -135,12 +135,11 @@ func generate() ([]byte, error) {
 	b.WriteString("// its package declares of that type, sorted.\n")
 	b.WriteString("func enumValues(goName string) []string {\n\tswitch goName {\n")
 	for _, name := range sortedKeys(enumTypes) {
-		values := consts[name]
+		values := enumConstants(consts[name])
 		if len(values) == 0 {
 			continue
 		}
-		sort.Strings(values)
-		fmt.Fprintf(&b, "\tcase %q:\n\t\treturn %#v\n", name, dedupe(values))
+		fmt.Fprintf(&b, "\tcase %q:\n\t\treturn %#v\n", name, values)
 	}
 	b.WriteString("\t}\n\treturn nil\n}\n")
 
@@ -161,7 +160,12 @@ func moduleDir(module string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func scanPackage(dir, pkgPath string, types map[string]*typeInfo, enumTypes map[string]bool, consts map[string][]string) error {
+// constant is a string constant of a named type.
+type constant struct {
+	name, value string
+}
+
+func scanPackage(dir, pkgPath string, types map[string]*typeInfo, enumTypes map[string]bool, consts map[string][]constant) error {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
@@ -192,11 +196,11 @@ func scanPackage(dir, pkgPath string, types map[string]*typeInfo, enumTypes map[
 						if !ok {
 							continue
 						}
-						for _, v := range spec.Values {
-							if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						for i, v := range spec.Values {
+							if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING && i < len(spec.Names) {
 								if s, err := strconv.Unquote(lit.Value); err == nil {
 									name := pkgPath + "." + ident.Name
-									consts[name] = append(consts[name], s)
+									consts[name] = append(consts[name], constant{spec.Names[i].Name, s})
 								}
 							}
 						}
@@ -285,12 +289,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func dedupe(sorted []string) []string {
-	out := sorted[:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
+// enumConstants returns the distinct values of constants, sorted.
+func enumConstants(cs []constant) []string {
+	seen := map[string]bool{}
+	for _, c := range cs {
+		seen[c.value] = true
 	}
-	return out
+	return sortedKeys(seen)
 }
