@@ -97,6 +97,8 @@ func wantRow(t *testing.T, got []string, want ...string) {
 }
 
 func TestKubectlGet(t *testing.T) {
+	// Keep kubectl's discovery cache out of $HOME.
+	t.Setenv("KUBECACHEDIR", t.TempDir())
 	srv := apiserver.StartServer(t)
 	kc := srv.AdminKubeconfig
 	c := kubernetes.NewForConfigOrDie(srv.AdminConfig)
@@ -243,6 +245,8 @@ func TestKubectlGet(t *testing.T) {
 }
 
 func TestKubectlWorkflows(t *testing.T) {
+	// Keep kubectl's discovery cache out of $HOME.
+	t.Setenv("KUBECACHEDIR", t.TempDir())
 	srv := apiserver.StartServer(t)
 	kc := srv.AdminKubeconfig
 	dir := t.TempDir()
