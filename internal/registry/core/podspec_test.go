@@ -381,6 +381,9 @@ func TestValidateProjectedAndDownwardAPIVolumes(t *testing.T) {
 				Secret:    &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}},
 				ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}}}},
 			[]string{"spec.volumes[0].projected.sources[0]: Forbidden: may not specify more than 1 volume type per source"}},
+		{"ephemeral volume without storage", corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptrTo(corev1.PersistentVolumeFilesystem)}}}},
+			[]string{"spec.volumes[0].ephemeral.volumeClaimTemplate.spec.resources[storage]: Required value"}},
 		{"downward API path escapes", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: ptrTo(int32(0644)),
 			Items: []corev1.DownwardAPIVolumeFile{{Path: "../labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}}}}},
 			[]string{`spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../labels": must not contain '..'`}},

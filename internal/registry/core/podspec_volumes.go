@@ -118,8 +118,10 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 	}
 	if src.Ephemeral != nil {
 		more("ephemeral")
-		if src.Ephemeral.VolumeClaimTemplate == nil {
+		if t := src.Ephemeral.VolumeClaimTemplate; t == nil {
 			errs = append(errs, field.Required(fldPath.Child("ephemeral", "volumeClaimTemplate"), ""))
+		} else {
+			errs = append(errs, validatePVCSpec(&t.Spec, fldPath.Child("ephemeral", "volumeClaimTemplate", "spec"))...)
 		}
 	}
 	if src.Image != nil {
