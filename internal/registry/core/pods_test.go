@@ -113,7 +113,11 @@ func TestPodPrepareForCreate(t *testing.T) {
 			for i, r := range tc.resources {
 				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: string(rune('a' + i)), Image: "x", Resources: r})
 			}
+			pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(-5))
 			podsResource().Strategy.PrepareForCreate(context.Background(), pod)
+			if g := *pod.Spec.TerminationGracePeriodSeconds; g != 1 {
+				t.Errorf("terminationGracePeriodSeconds = %d, want a negative one treated as 1", g)
+			}
 			if pod.Status.Phase != corev1.PodPending || pod.Status.PodIP != "" {
 				t.Errorf("status = %+v, want a fresh Pending status", pod.Status)
 			}
