@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,26 +21,55 @@ import (
 	"mizzen/internal/testing/apiserver"
 )
 
-// kubectl runs the upstream kubectl in this process against the test server and
-// returns what it printed.
-func kubectl(t *testing.T, kubeconfig string, args ...string) string {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	fatal := ""
-	// kubectl exits the process on errors; record them instead.
-	cmdutil.BehaviorOnFatal(func(msg string, code int) { fatal = fmt.Sprintf("exit %d: %s", code, msg) })
+// kubectlExit is how a kubectl run in this process ends on an error: kubectl would
+// exit the process, so the test makes it panic with this and recovers.
+type kubectlExit struct{ msg string }
+
+// runKubectl runs the upstream kubectl in this process against the test server and
+// returns what it printed, and the error it reported if it failed.
+func runKubectl(kubeconfig string, args ...string) (out, failure string) {
+	var stdout, stderr bytes.Buffer
+	cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(kubectlExit{fmt.Sprintf("exit %d: %s", code, msg)}) })
 	defer cmdutil.DefaultBehaviorOnFatal()
-	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
+	defer func() {
+		if r := recover(); r != nil {
+			exit, ok := r.(kubectlExit)
+			if !ok {
+				panic(r)
+			}
+			out, failure = stdout.String(), exit.msg+stderr.String()
+		}
+	}()
 	cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
 		Arguments:   append([]string{"kubectl", "--kubeconfig", kubeconfig}, args...),
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		IOStreams:   streams,
+		IOStreams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
 	})
 	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
-	if err := cmd.Execute(); err != nil || fatal != "" {
-		t.Fatalf("kubectl %s: %v %s\n%s", strings.Join(args, " "), err, fatal, errOut.String())
+	if err := cmd.Execute(); err != nil {
+		return stdout.String(), err.Error() + stderr.String()
 	}
-	return out.String()
+	return stdout.String(), ""
+}
+
+// kubectl runs kubectl and fails the test if it fails.
+func kubectl(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, failure := runKubectl(kubeconfig, args...)
+	if failure != "" {
+		t.Fatalf("kubectl %s: %s", strings.Join(args, " "), failure)
+	}
+	return out
+}
+
+// kubectlErr runs kubectl expecting it to fail and returns what it reported.
+func kubectlErr(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, failure := runKubectl(kubeconfig, args...)
+	if failure == "" {
+		t.Fatalf("kubectl %s succeeded:\n%s", strings.Join(args, " "), out)
+	}
+	return failure
 }
 
 // table splits kubectl's column output into rows of cells.
@@ -65,6 +97,8 @@ func wantRow(t *testing.T, got []string, want ...string) {
 }
 
 func TestKubectlGet(t *testing.T) {
+	// Keep kubectl's discovery cache out of $HOME.
+	t.Setenv("KUBECACHEDIR", t.TempDir())
 	srv := apiserver.StartServer(t)
 	kc := srv.AdminKubeconfig
 	c := kubernetes.NewForConfigOrDie(srv.AdminConfig)
@@ -138,6 +172,59 @@ func TestKubectlGet(t *testing.T) {
 		}
 	})
 
+	t.Run("events", func(t *testing.T) {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1"}, Type: "Warning", Reason: "BackOff", Message: "Back-off pulling image",
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web"}, Count: 3,
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "kubelet", Host: "node-1"}}
+		if _, err := c.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows := table(kubectl(t, kc, "get", "events", "-n", ns))
+		wantRow(t, rows[0], "LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
+		wantRow(t, rows[1], "*", "Warning", "BackOff", "pod/web", "Back-off", "pulling", "image")
+	})
+
+	t.Run("storage, quota and limits", func(t *testing.T) {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: "local", PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}}
+		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows := table(kubectl(t, kc, "get", "pv"))
+		wantRow(t, rows[0], "NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE")
+		wantRow(t, rows[1], "pv1", "5Gi", "RWO", "Retain", "Pending", "local", "<unset>", "*")
+
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows = table(kubectl(t, kc, "get", "pvc", "-n", ns))
+		wantRow(t, rows[1], "data", "Pending", "<unset>", "*")
+
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}}}
+		if _, err := c.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows = table(kubectl(t, kc, "get", "quota", "-n", ns))
+		wantRow(t, rows[0], "NAME", "REQUEST", "LIMIT", "AGE")
+
+		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}
+		got, err := c.CoreV1().LimitRanges(ns).Create(ctx, lr, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := got.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU]; q.String() != "2" {
+			t.Errorf("limit range default request cpu = %s, want 2 from max", q.String())
+		}
+		rows = table(kubectl(t, kc, "get", "limits", "-n", ns))
+		wantRow(t, rows[0], "NAME", "CREATED", "AT")
+		wantRow(t, rows[1], "lr", got.CreationTimestamp.UTC().Format(time.RFC3339))
+	})
+
 	t.Run("create and field selectors", func(t *testing.T) {
 		kubectl(t, kc, "create", "configmap", "cfg", "-n", ns, "--from-literal=a=1", "--from-literal=b=2")
 		kubectl(t, kc, "create", "secret", "generic", "pw", "-n", ns, "--from-literal=password=x")
@@ -153,6 +240,117 @@ func TestKubectlGet(t *testing.T) {
 		out := kubectl(t, kc, "get", "pods", "-A", "--field-selector", "status.phase=Pending", "-o", "name")
 		if strings.TrimSpace(out) != "pod/web" {
 			t.Errorf("pods with status.phase=Pending: %q", out)
+		}
+	})
+}
+
+func TestKubectlWorkflows(t *testing.T) {
+	// Keep kubectl's discovery cache out of $HOME.
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	srv := apiserver.StartServer(t)
+	kc := srv.AdminKubeconfig
+	dir := t.TempDir()
+	// The test apiserver serves no OpenAPI document, so kubectl's client-side schema
+	// validation is off (--validate=false); the server still validates everything.
+	write := func(name, content string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	t.Run("run, expose and describe", func(t *testing.T) {
+		kubectl(t, kc, "run", "web", "--image=nginx:1.27", "--labels=app=web", "--port=80")
+		kubectl(t, kc, "expose", "pod", "web", "--port=8080", "--target-port=80")
+		rows := table(kubectl(t, kc, "get", "svc", "web", "-o", "wide"))
+		wantRow(t, rows[1], "web", "ClusterIP", "*", "<none>", "8080/TCP", "*", "app=web")
+		described := map[string]string{}
+		for _, line := range strings.Split(kubectl(t, kc, "describe", "pod", "web"), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(k, " ") {
+				described[k] = strings.TrimSpace(v)
+			}
+		}
+		for k, want := range map[string]string{"Name": "web", "Status": "Pending", "QoS Class": "BestEffort", "Node": "<none>"} {
+			if described[k] != want {
+				t.Errorf("describe pod %s = %q, want %q", k, described[k], want)
+			}
+		}
+	})
+
+	t.Run("apply: image changes, port changes are refused", func(t *testing.T) {
+		manifest := `apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+spec:
+  containers:
+  - name: app
+    image: nginx:%s
+    ports:
+    - containerPort: %d
+`
+		kubectl(t, kc, "apply", "--validate=false", "-f", write("pod1.yaml", fmt.Sprintf(manifest, "1.26", 80)))
+		kubectl(t, kc, "apply", "--validate=false", "-f", write("pod2.yaml", fmt.Sprintf(manifest, "1.27", 80)))
+		out := kubectl(t, kc, "get", "pod", "app", "-o", "jsonpath={.spec.containers[0].image}")
+		if out != "nginx:1.27" {
+			t.Errorf("image after apply = %q", out)
+		}
+		msg := kubectlErr(t, kc, "apply", "--validate=false", "-f", write("pod3.yaml", fmt.Sprintf(manifest, "1.27", 8080)))
+		if !strings.Contains(msg, `The Pod "app" is invalid: spec: Forbidden: pod updates may not change fields other than`) {
+			t.Errorf("apply with a new port: %s", msg)
+		}
+	})
+
+	t.Run("invalid objects are explained", func(t *testing.T) {
+		msg := kubectlErr(t, kc, "create", "--validate=false", "-f", write("bad.yaml", `apiVersion: v1
+kind: Service
+metadata:
+  name: bad
+spec:
+  type: NodePort
+  ports:
+  - port: 80
+    nodePort: 80
+`))
+		if !strings.Contains(msg, `The Service "bad" is invalid: spec.ports[0].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767`) {
+			t.Errorf("create service with node port 80: %s", msg)
+		}
+	})
+
+	t.Run("scale a replication controller", func(t *testing.T) {
+		kubectl(t, kc, "apply", "--validate=false", "-f", write("rc.yaml", `apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: rc
+spec:
+  template:
+    metadata:
+      labels:
+        app: rc
+    spec:
+      containers:
+      - name: c
+        image: busybox
+`))
+		kubectl(t, kc, "scale", "rc", "rc", "--replicas=4")
+		rows := table(kubectl(t, kc, "get", "rc", "rc", "-o", "wide"))
+		wantRow(t, rows[0], "NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
+		wantRow(t, rows[1], "rc", "4", "0", "0", "*", "c", "busybox", "app=rc")
+	})
+
+	t.Run("taint a node", func(t *testing.T) {
+		kubectl(t, kc, "create", "--validate=false", "-f", write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"))
+		kubectl(t, kc, "taint", "nodes", "n1", "dedicated=gpu:NoSchedule")
+		out := kubectl(t, kc, "get", "node", "n1", "-o", "jsonpath={.spec.taints[0].effect}")
+		if out != "NoSchedule" {
+			t.Errorf("taint effect = %q", out)
+		}
+		// kubectl taint checks effects itself; a patch reaches the server.
+		msg := kubectlErr(t, kc, "patch", "node", "n1", "--type=json",
+			"-p", `[{"op":"add","path":"/spec/taints/-","value":{"key":"other","effect":"Sometimes"}}]`)
+		if !strings.Contains(msg, `spec.taints[1].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`) {
+			t.Errorf("bad taint effect: %s", msg)
 		}
 	})
 }

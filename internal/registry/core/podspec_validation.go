@@ -83,9 +83,6 @@ func validatePodSpec(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) fiel
 			errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), v, validation.InclusiveRangeError(1, math.MaxInt32)))
 		}
 	}
-	if spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds < 0 {
-		errs = append(errs, apivalidation.ValidateNonnegativeField(*spec.TerminationGracePeriodSeconds, fldPath.Child("terminationGracePeriodSeconds"))...)
-	}
 	errs = append(errs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
 	for i, s := range spec.ImagePullSecrets {
 		if s.Name == "" {

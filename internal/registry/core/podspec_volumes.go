@@ -103,10 +103,12 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 	if src.DownwardAPI != nil {
 		more("downwardAPI")
 		errs = append(errs, validateFileMode(src.DownwardAPI.DefaultMode, fldPath.Child("downwardAPI", "defaultMode"))...)
+		errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, fldPath.Child("downwardAPI", "items"))...)
 	}
 	if src.Projected != nil {
 		more("projected")
 		errs = append(errs, validateFileMode(src.Projected.DefaultMode, fldPath.Child("projected", "defaultMode"))...)
+		errs = append(errs, validateProjectedSources(src.Projected.Sources, fldPath.Child("projected", "sources"))...)
 	}
 	if src.CSI != nil {
 		more("csi")
@@ -116,8 +118,10 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 	}
 	if src.Ephemeral != nil {
 		more("ephemeral")
-		if src.Ephemeral.VolumeClaimTemplate == nil {
+		if t := src.Ephemeral.VolumeClaimTemplate; t == nil {
 			errs = append(errs, field.Required(fldPath.Child("ephemeral", "volumeClaimTemplate"), ""))
+		} else {
+			errs = append(errs, validatePVCSpec(&t.Spec, fldPath.Child("ephemeral", "volumeClaimTemplate", "spec"))...)
 		}
 	}
 	if src.Image != nil {
@@ -229,6 +233,81 @@ func validateSubPath(p string, fldPath *field.Path) field.ErrorList {
 		if part == ".." {
 			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
 			break
+		}
+	}
+	return errs
+}
+
+func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range items {
+		idxPath := fldPath.Index(i)
+		errs = append(errs, validateLocalRelativePath(f.Path, idxPath.Child("path"))...)
+		errs = append(errs, validateFileMode(f.Mode, idxPath.Child("mode"))...)
+		switch {
+		case f.FieldRef != nil && f.ResourceFieldRef != nil:
+			errs = append(errs, field.Invalid(idxPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+		case f.FieldRef != nil && f.FieldRef.FieldPath == "":
+			errs = append(errs, field.Required(idxPath.Child("fieldRef", "fieldPath"), ""))
+		case f.ResourceFieldRef != nil && f.ResourceFieldRef.ContainerName == "":
+			errs = append(errs, field.Required(idxPath.Child("resourceFieldRef", "containerName"), ""))
+		case f.FieldRef == nil && f.ResourceFieldRef == nil:
+			errs = append(errs, field.Required(idxPath, "one of fieldRef and resourceFieldRef is required"))
+		}
+	}
+	return errs
+}
+
+// validateProjectedSources requires one kind per source and the fields each kind
+// cannot do without; service account tokens live between ten minutes and 2^32 s.
+func validateProjectedSources(sources []corev1.VolumeProjection, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, src := range sources {
+		srcPath := fldPath.Index(i)
+		n := 0
+		if s := src.Secret; s != nil {
+			n++
+			p := srcPath.Child("secret")
+			if s.Name == "" {
+				errs = append(errs, field.Required(p.Child("name"), ""))
+			}
+			errs = append(errs, validateKeyToPaths(s.Items, p.Child("items"))...)
+		}
+		if c := src.ConfigMap; c != nil {
+			n++
+			p := srcPath.Child("configMap")
+			if c.Name == "" {
+				errs = append(errs, field.Required(p.Child("name"), ""))
+			}
+			errs = append(errs, validateKeyToPaths(c.Items, p.Child("items"))...)
+		}
+		if d := src.DownwardAPI; d != nil {
+			n++
+			errs = append(errs, validateDownwardAPIFiles(d.Items, srcPath.Child("downwardAPI", "items"))...)
+		}
+		if tok := src.ServiceAccountToken; tok != nil {
+			n++
+			p := srcPath.Child("serviceAccountToken")
+			if exp := tok.ExpirationSeconds; exp != nil {
+				if *exp < 10*60 {
+					errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
+				}
+				if *exp > 1<<32 {
+					errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *exp, "may not specify a duration larger than 2^32 seconds"))
+				}
+			}
+			if tok.Path == "" {
+				errs = append(errs, field.Required(p.Child("path"), ""))
+			}
+		}
+		if src.ClusterTrustBundle != nil {
+			n++
+		}
+		if src.PodCertificate != nil {
+			n++
+		}
+		if n > 1 {
+			errs = append(errs, field.Forbidden(srcPath, "may not specify more than 1 volume type per source"))
 		}
 	}
 	return errs

@@ -113,6 +113,11 @@ func TestPrintersRowMatchesColumns(t *testing.T) {
 			r.Strategy.Default(obj)
 			r.Strategy.PrepareForCreate(context.Background(), obj)
 		}
+		if r.Strategy != nil {
+			// Empty objects are invalid for most resources; they must not panic.
+			_ = r.Strategy.Validate(context.Background(), obj)
+			_ = r.Strategy.ValidateUpdate(context.Background(), obj, r.New())
+		}
 		if cells := r.Printer.Row(obj); len(cells) != len(r.Printer.Columns) {
 			t.Errorf("%s: %d cells for %d columns: %#v", r.Resource, len(cells), len(r.Printer.Columns), cells)
 		}
