@@ -2,6 +2,20 @@
 // apiserver, picks a node for each with a plugin framework (filters, scores,
 // preemption), and writes the decision back through the pods/binding subresource. It
 // talks to nothing but the apiserver.
+//
+// Layout: framework/ defines plugin interfaces, statuses, NodeInfo and runs one
+// profile's plugins; plugins/ holds one file per in-tree plugin; queue/ is the
+// scheduling queue (active, back-off, unschedulable pool, nominations); cache/ keeps
+// nodes and (assumed) pods and refreshes snapshots; config/ reads
+// KubeSchedulerConfiguration files; metrics/ defines the Prometheus metrics. This
+// package wires informers to the cache and queue and runs the scheduling loop:
+// pop, snapshot, PreFilter/Filter over nodes in parallel (sampled in large clusters),
+// PreScore/Score, assume, Reserve, Permit, then PreBind/Bind in a goroutine.
+//
+// Serving: /metrics (Prometheus text format) and /healthz are served over plain HTTP on
+// --metrics-bind-address (default 127.0.0.1:10251); there is no HTTPS --secure-port.
+// Client rate limits come from clientConnection (qps 50, burst 100 by default, as
+// upstream); raise them for high pod rates.
 package scheduler
 
 import (
