@@ -99,20 +99,34 @@ func Run(ctx context.Context, opts Options) error {
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.QPS = cfg.ClientConnection.QPS
 	restConfig.Burst = int(cfg.ClientConnection.Burst)
-	restConfig.UserAgent = "mizzen-scheduler"
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
+	// Separate clients get separate rate limiters, as upstream: a burst of bindings must
+	// not delay events, nor Lease renewals (which would cost the leadership).
+	var clients clientSet
+	for _, c := range []struct {
+		dst   *kubernetes.Interface
+		agent string
+	}{{&clients.main, "mizzen-scheduler"}, {&clients.events, "mizzen-scheduler/events"}, {&clients.leaderElection, "mizzen-scheduler/leader-election"}} {
+		rc := rest.CopyConfig(restConfig)
+		rc.UserAgent = c.agent
+		if *c.dst, err = kubernetes.NewForConfig(rc); err != nil {
+			return err
+		}
 	}
-	return runWithClient(ctx, client, cfg, opts, logger)
+	return runWithClient(ctx, clients, cfg, opts, logger)
 }
 
-// runWithClient is Run after the client exists: events, informers, metrics, and either
+// clientSet holds the scheduler's clients, one per rate-limit budget.
+type clientSet struct {
+	main, events, leaderElection kubernetes.Interface
+}
+
+// runWithClient is Run after the clients exist: events, informers, metrics, and either
 // scheduling directly or under leader election.
-func runWithClient(ctx context.Context, client kubernetes.Interface, cfg *config.Configuration, opts Options, logger *slog.Logger) error {
+func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configuration, opts Options, logger *slog.Logger) error {
+	client := clients.main
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.events.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 
@@ -151,7 +165,7 @@ func runWithClient(ctx context.Context, client kubernetes.Interface, cfg *config
 	}
 	le := cfg.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		clients.leaderElection.CoreV1(), clients.leaderElection.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return fmt.Errorf("creating leader election lock: %w", err)
 	}
