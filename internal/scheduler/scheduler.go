@@ -14,8 +14,8 @@
 //
 // Serving: /metrics (Prometheus text format) and /healthz are served over plain HTTP on
 // --metrics-bind-address (default 127.0.0.1:10251); there is no HTTPS --secure-port.
-// Client rate limits come from clientConnection (qps 50, burst 100 by default, as
-// upstream); raise them for high pod rates.
+// Client rate limits come from clientConnection, else from a caller's rest.Config, else
+// upstream's qps 50 / burst 100; raise them for high pod rates.
 package scheduler
 
 import (
@@ -55,7 +55,10 @@ const DefaultMetricsAddr = "127.0.0.1:10251"
 
 // Options configure Run.
 type Options struct {
-	// Kubeconfig is a kubeconfig path; RestConfig, if set, takes precedence.
+	// Kubeconfig is a kubeconfig path; RestConfig, if set, takes precedence. A
+	// RestConfig's QPS/Burst are kept unless the configuration file sets
+	// clientConnection.qps/burst; without either, upstream's 50/100 apply, which caps
+	// bindings near 50 pods/s.
 	Kubeconfig string
 	RestConfig *rest.Config
 	// ConfigFile is a KubeSchedulerConfiguration file; empty means upstream defaults.
@@ -97,8 +100,20 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	restConfig = rest.CopyConfig(restConfig)
-	restConfig.QPS = cfg.ClientConnection.QPS
-	restConfig.Burst = int(cfg.ClientConnection.Burst)
+	// clientConnection wins; otherwise a caller's rest.Config keeps its own limits; else
+	// upstream's qps 50 / burst 100.
+	switch {
+	case cfg.ClientConnection.QPS > 0:
+		restConfig.QPS = cfg.ClientConnection.QPS
+	case restConfig.QPS == 0:
+		restConfig.QPS = config.DefaultQPS
+	}
+	switch {
+	case cfg.ClientConnection.Burst > 0:
+		restConfig.Burst = int(cfg.ClientConnection.Burst)
+	case restConfig.Burst == 0:
+		restConfig.Burst = config.DefaultBurst
+	}
 	// Separate clients get separate rate limiters, as upstream: a burst of bindings must
 	// not delay events, nor Lease renewals (which would cost the leadership).
 	var clients clientSet
