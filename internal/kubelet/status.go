@@ -21,10 +21,9 @@ const (
 	reasonPodCompleted             = "PodCompleted"
 )
 
+// nanoTime converts a CRI timestamp. Like upstream, a container that never started
+// reports the Unix epoch rather than no time.
 func nanoTime(ns int64) metav1.Time {
-	if ns == 0 {
-		return metav1.Time{}
-	}
 	return metav1.NewTime(time.Unix(0, ns))
 }
 
