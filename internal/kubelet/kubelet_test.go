@@ -462,3 +462,29 @@ func TestExistingNodeIsReconciledAndPodCIDRReported(t *testing.T) {
 		t.Fatal("pod CIDR never reported")
 	}
 }
+
+func TestImageChangeReplacesContainer(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	oldID := containerStatus(p, "app").ContainerID
+
+	p.Spec.Containers[0].Image = "registry.local/app:2.0"
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = h.waitPod("p", "the new image running", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs.Image == "registry.local/app:2.0" && cs.State.Running != nil && cs.ContainerID != oldID
+	})
+	cs := containerStatus(p, "app")
+	if cs.RestartCount != 1 || !strings.HasPrefix(cs.ImageID, "registry.local/app@sha256:") {
+		t.Errorf("restartCount %d imageID %q", cs.RestartCount, cs.ImageID)
+	}
+	if msg := h.waitEvent("p", "Killing"); msg != "Container app definition changed, will be restarted" {
+		t.Errorf("Killing event %q", msg)
+	}
+}

@@ -290,6 +290,16 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		switch {
 		case cur == nil || !inSandbox:
 			errs = append(errs, p.start(ctx, c, cur))
+		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING && specChanged(cur, c):
+			// The image of a running pod's container was changed: replace the container,
+			// whatever the restart policy, as upstream does.
+			msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
+			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "%s", msg)
+			if err := kl.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, p.start(ctx, c, cur))
 		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if msg := w.state.takeKill(cur.Id); msg != "" {
 				kl.log.Info("killing container", "pod", w.key, "container", c.Name, "reason", msg)
@@ -311,6 +321,13 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	}
 	kl.removeDeadInstances(ctx, pod, rt)
 	return errors.Join(errs...)
+}
+
+// specChanged reports whether a container instance was created from another version of
+// its spec (the hash annotation differs); instances without the annotation are left alone.
+func specChanged(cur *runtimeapi.ContainerStatus, c *v1.Container) bool {
+	h, ok := cur.GetAnnotations()[annoContainerHash]
+	return ok && h != containerHash(c)
 }
 
 // removeDeadInstances keeps, per container, the newest instance and the one before it
