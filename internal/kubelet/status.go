@@ -219,7 +219,7 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 	}
 	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
-		s.Phase = old.Phase // terminal phases are final
+		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message // terminal phases are final
 	}
 	s.Conditions = kl.podConditions(pod, s, sb != nil, initDone, pendingInit)
 	return s

@@ -48,6 +48,16 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		return false, kl.stopAll(ctx, rt, 0)
 	}
 
+	if reason, msg := kl.admit(pod); reason != "" {
+		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
+	}
+	if left, ok := kl.deadlineLeft(pod); ok {
+		if left <= 0 {
+			return false, kl.failPod(ctx, w, pod, rt, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+		}
+		kl.workers.pokeAfter(kl.clock, w.uid, left)
+	}
+
 	syncErr := kl.reconcilePod(ctx, w, pod, rt)
 	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
 		return false, err
@@ -62,6 +72,34 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	}
 	kl.syncProbes(w, pod, rt)
 	return false, syncErr
+}
+
+// deadlineLeft is the time left before spec.activeDeadlineSeconds, counted from the
+// pod's start time; ok is false when the pod has no deadline or has not started.
+func (kl *Kubelet) deadlineLeft(pod *v1.Pod) (time.Duration, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || pod.Status.StartTime == nil {
+		return 0, false
+	}
+	end := pod.Status.StartTime.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	return end.Sub(kl.clock.Now()), true
+}
+
+// failPod ends a pod for good: its containers are stopped and its phase becomes Failed
+// with the reason and message given.
+func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, reason, msg string) error {
+	w.state.stopProbes()
+	if err := kl.stopAll(ctx, rt, gracePeriod(pod)); err != nil {
+		return err
+	}
+	rt, err := kl.readPodRuntime(ctx, string(pod.UID))
+	if err != nil {
+		return err
+	}
+	status := kl.generateStatus(pod, rt, w.state, true)
+	status.Phase, status.Reason, status.Message = v1.PodFailed, reason, msg
+	status.Conditions = kl.podConditions(pod, status, false, len(pod.Spec.InitContainers) == 0, nil)
+	kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, reason, "%s", msg)
+	return kl.writeStatus(ctx, pod, status)
 }
 
 // cleanupPod removes the runtime objects of a pod no longer in the API.
