@@ -52,13 +52,13 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		rss:         rsInf.Lister(),
 		pods:        podInf.Lister(),
 		synced:      []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:       util.NewKeyQueue("deployment"),
+		queue:       util.NewQueue("deployment"),
 		clock:       clk,
 	}
 	dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
-		DeleteFunc: func(obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
+		DeleteFunc: func(obj any) { util.Enqueue(c.queue, obj) },
 	})
 	rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueForReplicaSet(obj) },

@@ -68,14 +68,14 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		jobs:         jobInf.Lister(),
 		pods:         podInf.Lister(),
 		synced:       []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:        util.NewKeyQueue("job"),
+		queue:        util.NewQueue("job"),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
 		uncounting:   map[types.UID]bool{},
 	}
 	jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 		DeleteFunc: c.deleteJob,
 	})
 	podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -68,13 +68,13 @@ func newController(name string, client kubernetes.Interface, f informers.SharedI
 		pods:         podInf.Lister(),
 		podsSynced:   podInf.Informer().HasSynced,
 		ownersSynced: k.informer().HasSynced,
-		queue:        util.NewKeyQueue(name),
+		queue:        util.NewQueue(name),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
 	}
 	k.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.expectations.Delete(key)
