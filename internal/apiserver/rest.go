@@ -460,6 +460,20 @@ func applyFieldValidation(w http.ResponseWriter, r *http.Request, strictErr erro
 	}
 }
 
+// readWriteRequest does what every write starts with: check dryRun, choose the
+// response format, and read the body.
+func readWriteRequest(r *http.Request) (outputFormat, []byte, error) {
+	if err := validateDryRun(r); err != nil {
+		return outputFormat{}, nil, err
+	}
+	format, err := negotiate(r, false)
+	if err != nil {
+		return outputFormat{}, nil, err
+	}
+	data, err := readBody(r)
+	return format, data, err
+}
+
 func isDryRun(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
 
 func validateDryRun(r *http.Request) error {
@@ -534,16 +548,7 @@ func (s *Server) checkNamespace(ctx context.Context, namespace string) error {
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	ctx := r.Context()
-	if err := validateDryRun(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	format, err := negotiate(r, false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	data, err := readBody(r)
+	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -629,16 +634,7 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 
 // update replaces an object (or, with status, only its status).
 func (s *Server) update(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
-	if err := validateDryRun(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	format, err := negotiate(r, false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	data, err := readBody(r)
+	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -787,16 +783,7 @@ func finishedGracePeriod(acc metav1.Object) bool {
 }
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
-	if err := validateDryRun(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	format, err := negotiate(r, false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	data, err := readBody(r)
+	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

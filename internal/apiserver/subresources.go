@@ -39,12 +39,7 @@ func (s *Server) serveApproval(w http.ResponseWriter, r *http.Request, info *req
 		s.writeError(w, r, methodNotAllowed(r, h))
 		return
 	}
-	format, err := negotiate(r, false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	data, err := readBody(r)
+	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
