@@ -171,3 +171,54 @@ func TestKubectlRolloutUndoOnADaemonSet(t *testing.T) {
 	undo(t, client, "DaemonSet", get())
 	eventually(t, "logs:1 back on n1", runs("logs:1"))
 }
+
+func TestKubectlRolloutUndoOnAStatefulSet(t *testing.T) {
+	ctx, client := cluster(t)
+	kubelet(ctx, t, client)
+	labels := map[string]string{"app": "kv"}
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kv"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr(int32(2)),
+			ServiceName: "kv",
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kv", Image: "kv:1"}}}},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+		},
+	}
+	if _, err := client.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *appsv1.StatefulSet {
+		got, err := client.AppsV1().StatefulSets("default").Get(ctx, "kv", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	runs := func(image string) func() (bool, error) {
+		return func() (bool, error) {
+			s := get()
+			if _, done := rolloutStatus(t, "StatefulSet", s); !done {
+				return false, nil
+			}
+			for _, name := range []string{"kv-0", "kv-1"} {
+				p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+				if err != nil || p.Spec.Containers[0].Image != image || p.DeletionTimestamp != nil {
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+	}
+	eventually(t, "kv:1 rolled out", runs("kv:1"))
+	v2 := get()
+	v2.Spec.Template.Spec.Containers[0].Image = "kv:2"
+	if _, err := client.AppsV1().StatefulSets("default").Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kv:2 rolled out", runs("kv:2"))
+	undo(t, client, "StatefulSet", get())
+	eventually(t, "kv:1 back", runs("kv:1"))
+}
