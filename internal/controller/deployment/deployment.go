@@ -21,6 +21,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -38,6 +39,8 @@ type Controller struct {
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	clock       clock.Clock
+	events      *util.Events
+	recorder    record.EventRecorder
 }
 
 // New returns the deployment controller with its informers registered on f.
@@ -54,7 +57,9 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		synced:      []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:       util.NewQueue("deployment"),
 		clock:       clk,
+		events:      util.NewEvents(client, "deployment-controller"),
 	}
+	c.recorder = c.events
 	dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -92,6 +97,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "deployment", c.queue, workers, c.Sync, c.synced...)
 }
 
