@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -50,6 +51,7 @@ type world struct {
 	f      informers.SharedInformerFactory
 	c      *Controller
 	clock  *clocktesting.FakeClock
+	events *record.FakeRecorder
 }
 
 func newWorld(t *testing.T, objs ...runtime.Object) *world {
@@ -59,7 +61,8 @@ func newWorld(t *testing.T, objs ...runtime.Object) *world {
 	controllertest.GenerateNames(client)
 	f := informers.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(t0)
-	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clk), clock: clk}
+	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clk), clock: clk, events: record.NewFakeRecorder(1000)}
+	w.c.recorder = w.events
 	controllertest.StartInformers(t, ctx, f)
 	return w
 }
@@ -198,6 +201,18 @@ func TestParallelismThreeCompletionsSix(t *testing.T) {
 	}
 	if u := j.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) != 0 {
 		t.Errorf("uncounted pods left: %+v", u)
+	}
+	var created, completed int
+	for len(w.events.Events) > 0 {
+		switch e := <-w.events.Events; {
+		case strings.HasPrefix(e, "Normal SuccessfulCreate Created pod: pi-"):
+			created++
+		case e == "Normal Completed Job completed":
+			completed++
+		}
+	}
+	if created != 6 || completed != 1 {
+		t.Errorf("events: %d SuccessfulCreate, %d Completed; want 6 and 1", created, completed)
 	}
 }
 

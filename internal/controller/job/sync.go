@@ -296,6 +296,11 @@ func (s *jobSync) run(ctx context.Context) error {
 				s.st.CompletionTime = &t
 			}
 			s.setCondition(final, finishing.Reason, finishing.Message)
+			if final == batchv1.JobComplete {
+				s.c.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
+			} else {
+				s.c.recorder.Event(job, corev1.EventTypeWarning, finishing.Reason, finishing.Message)
+			}
 		}
 		active = nil
 	case suspended:
@@ -305,10 +310,12 @@ func (s *jobSync) run(ctx context.Context) error {
 		active = nil
 		if c := s.condition(batchv1.JobSuspended); c == nil || c.Status != corev1.ConditionTrue {
 			s.setCondition(batchv1.JobSuspended, ReasonSuspended, "Job suspended")
+			s.c.recorder.Event(job, corev1.EventTypeNormal, "Suspended", "Job suspended")
 		}
 	default:
 		if c := s.condition(batchv1.JobSuspended); c != nil && c.Status == corev1.ConditionTrue {
 			s.setConditionStatus(batchv1.JobSuspended, corev1.ConditionFalse, ReasonResumed, "Job resumed")
+			s.c.recorder.Event(job, corev1.EventTypeNormal, "Resumed", "Job resumed")
 			t := metav1.NewTime(s.now)
 			s.st.StartTime = &t
 		}
@@ -524,7 +531,9 @@ func (s *jobSync) deletePods(ctx context.Context, pods []*corev1.Pod) error {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}
+			continue
 		}
+		s.c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
 	return errors.Join(errs...)
 }
@@ -598,8 +607,13 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 	}
 	close(next)
 	created, err := util.SlowStartBatch(len(toCreate), func() error {
-		_, err := s.c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, s.newPod(<-next), metav1.CreateOptions{})
-		return err
+		created, err := s.c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, s.newPod(<-next), metav1.CreateOptions{})
+		if err != nil {
+			s.c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			return err
+		}
+		s.c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		return nil
 	})
 	for range len(toCreate) - created {
 		s.c.expectations.CreationObserved(s.key)
