@@ -28,6 +28,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -55,6 +56,8 @@ type Controller struct {
 	// failedPods spaces out the replacement of failed daemon pods per DaemonSet and
 	// node (1s doubling to 15 minutes), so a pod failing at once does not hot-loop.
 	failedPods *flowcontrol.Backoff
+	events     *util.Events
+	recorder   record.EventRecorder
 }
 
 // New returns the daemonset controller with its informers registered on f.
@@ -68,7 +71,9 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("daemonset"), expectations: util.NewExpectations(clk.Now), clock: clk,
 		failedPods: flowcontrol.NewFakeBackOff(time.Second, 15*time.Minute, clk),
+		events:     util.NewEvents(client, "daemonset-controller"),
 	}
+	c.recorder = c.events
 	dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -101,6 +106,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "daemonset", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -287,6 +293,7 @@ func (s *dsSync) manage() (createOn []string, remove []*corev1.Pod) {
 						continue
 					}
 					s.c.failedPods.Next(backoffKey, s.now)
+					s.c.recorder.Eventf(s.ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node.Name)
 					remove = append(remove, p)
 				} else {
 					running = append(running, p)
@@ -459,8 +466,13 @@ func (s *dsSync) apply(ctx context.Context, createOn []string, remove []*corev1.
 		node := createOn[next]
 		next++
 		mu.Unlock()
-		_, err := s.c.client.CoreV1().Pods(s.ds.Namespace).Create(ctx, s.newPod(node), metav1.CreateOptions{})
-		return err
+		created, err := s.c.client.CoreV1().Pods(s.ds.Namespace).Create(ctx, s.newPod(node), metav1.CreateOptions{})
+		if err != nil {
+			s.c.recorder.Eventf(s.ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			return err
+		}
+		s.c.recorder.Eventf(s.ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		return nil
 	})
 	for range len(createOn) - created {
 		s.c.expectations.CreationObserved(s.key)
@@ -473,7 +485,9 @@ func (s *dsSync) apply(ctx context.Context, createOn []string, remove []*corev1.
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}
+			continue
 		}
+		s.c.recorder.Eventf(s.ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("daemon set %s: %w", s.key, err)

@@ -25,6 +25,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -49,6 +50,8 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 	clock     clock.Clock
+	events    *util.Events
+	recorder  record.EventRecorder
 }
 
 // New returns the statefulset controller with its informers registered on f.
@@ -61,7 +64,9 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		client: client, sets: ssInf.Lister(), pods: podInf.Lister(), claims: pvcInf.Lister(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{ssInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("statefulset"), clock: clk,
+		events: util.NewEvents(client, "statefulset-controller"),
 	}
+	c.recorder = c.events
 	ssInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -88,6 +93,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "statefulset", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -387,19 +393,30 @@ func (s *stsSync) createPod(ctx context.Context, ordinal int) error {
 	if err := s.createClaims(ctx, ordinal); err != nil {
 		return err
 	}
-	_, err := s.c.client.CoreV1().Pods(s.set.Namespace).Create(ctx, s.newPod(ordinal), metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
+	pod := s.newPod(ordinal)
+	_, err := s.c.client.CoreV1().Pods(s.set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
 		return nil
+	case err != nil:
+		s.c.recorder.Eventf(s.set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %s", pod.Name, s.set.Name, err)
+		return err
 	}
-	return err
+	s.c.recorder.Eventf(s.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", pod.Name, s.set.Name)
+	return nil
 }
 
 func (s *stsSync) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	err := s.c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err != nil:
+		s.c.recorder.Eventf(s.set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %s", pod.Name, s.set.Name, err)
+		return err
 	}
-	return err
+	s.c.recorder.Eventf(s.set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, s.set.Name)
+	return nil
 }
 
 // createClaims creates the pod's missing PersistentVolumeClaims.
@@ -427,8 +444,13 @@ func (s *stsSync) createClaims(ctx context.Context, ordinal int) error {
 		}
 		claim.OwnerReferences = s.claimOwners(nil, nil, false)
 		_, err := s.c.client.CoreV1().PersistentVolumeClaims(s.set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+		case err != nil:
+			s.c.recorder.Eventf(s.set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %s", name, PodName(s.set, ordinal), s.set.Name, err)
 			return err
+		default:
+			s.c.recorder.Eventf(s.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", name, PodName(s.set, ordinal), s.set.Name)
 		}
 	}
 	return nil
