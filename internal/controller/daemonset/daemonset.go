@@ -48,6 +48,7 @@ type Controller struct {
 	sets         appslisters.DaemonSetLister
 	nodes        corelisters.NodeLister
 	pods         corelisters.PodLister
+	podInformer  cache.SharedIndexInformer
 	revisions    appslisters.ControllerRevisionLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -67,13 +68,14 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	}
 	dsInf, nodeInf, podInf, revInf := f.Apps().V1().DaemonSets(), f.Core().V1().Nodes(), f.Core().V1().Pods(), f.Apps().V1().ControllerRevisions()
 	c := &Controller{
-		client: client, sets: dsInf.Lister(), nodes: nodeInf.Lister(), pods: podInf.Lister(), revisions: revInf.Lister(),
+		client: client, sets: dsInf.Lister(), nodes: nodeInf.Lister(), pods: podInf.Lister(), podInformer: podInf.Informer(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("daemonset"), expectations: util.NewExpectations(clk.Now), clock: clk,
 		failedPods: flowcontrol.NewFakeBackOff(time.Second, 15*time.Minute, clk),
 		events:     util.NewEvents(client, "daemonset-controller"),
 	}
 	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -158,6 +160,20 @@ type dsSync struct {
 	nodes      []*corev1.Node
 	nodeToPods map[string][]*corev1.Pod
 	now        time.Time
+	// fits holds placement per node name, computed once per sync.
+	fits                     map[string][2]bool
+	maxSurge, maxUnavailable int
+}
+
+// placement is the cached placement of node for this sync.
+func (s *dsSync) placement(node *corev1.Node) (shouldRun, shouldContinue bool) {
+	f, ok := s.fits[node.Name]
+	if !ok {
+		run, cont := placement(node, s.ds)
+		f = [2]bool{run, cont}
+		s.fits[node.Name] = f
+	}
+	return f[0], f[1]
 }
 
 // Sync reconciles the DaemonSet named by key.
@@ -207,7 +223,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInformer, ns, ds.UID)
 	if err != nil {
 		return err
 	}
@@ -225,7 +241,9 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 			return list[i].Name < list[j].Name
 		})
 	}
-	s := &dsSync{c: c, key: key, ds: ds, hash: cur.Labels[util.ControllerRevisionHashLabel], nodes: nodes, nodeToPods: nodeToPods, now: c.clock.Now()}
+	s := &dsSync{c: c, key: key, ds: ds, hash: cur.Labels[util.ControllerRevisionHashLabel], nodes: nodes, nodeToPods: nodeToPods,
+		now: c.clock.Now(), fits: make(map[string][2]bool, len(nodes))}
+	s.maxSurge, s.maxUnavailable = s.fenceposts()
 
 	var errs []error
 	if claimErr != nil {
@@ -268,8 +286,7 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 func (s *dsSync) surging() bool {
-	surge, _ := s.fenceposts()
-	return surge > 0
+	return s.maxSurge > 0
 }
 
 // manage decides which nodes need a daemon pod and which pods must go: pods on nodes
@@ -278,7 +295,7 @@ func (s *dsSync) manage() (createOn []string, remove []*corev1.Pod) {
 	known := map[string]bool{}
 	for _, node := range s.nodes {
 		known[node.Name] = true
-		shouldRun, shouldContinue := placement(node, s.ds)
+		shouldRun, shouldContinue := s.placement(node)
 		live := livePods(s.nodeToPods[node.Name])
 		switch {
 		case shouldRun && len(live) == 0:
@@ -342,7 +359,7 @@ func (s *dsSync) fenceposts() (surge, unavailable int) {
 	ru := s.ds.Spec.UpdateStrategy.RollingUpdate
 	desired := 0
 	for _, node := range s.nodes {
-		if run, _ := placement(node, s.ds); run {
+		if run, _ := s.placement(node); run {
 			desired++
 		}
 	}
@@ -388,12 +405,12 @@ func (s *dsSync) splitByRevision(pods []*corev1.Pod) (newPod, oldPod *corev1.Pod
 // maxSurge it starts new pods beside old ones and deletes an old pod once its
 // replacement is available.
 func (s *dsSync) rollingUpdate() (createOn []string, remove []*corev1.Pod) {
-	maxSurge, maxUnavailable := s.fenceposts()
+	maxSurge, maxUnavailable := s.maxSurge, s.maxUnavailable
 	if maxSurge == 0 {
 		unavailable := 0
 		var candidates []*corev1.Pod
 		for _, node := range s.nodes {
-			if run, _ := placement(node, s.ds); !run {
+			if run, _ := s.placement(node); !run {
 				continue
 			}
 			newPod, oldPod := s.splitByRevision(s.nodeToPods[node.Name])
@@ -417,7 +434,7 @@ func (s *dsSync) rollingUpdate() (createOn []string, remove []*corev1.Pod) {
 	surged := 0
 	var candidates []string
 	for _, node := range s.nodes {
-		if run, _ := placement(node, s.ds); !run {
+		if run, _ := s.placement(node); !run {
 			continue
 		}
 		newPod, oldPod := s.splitByRevision(s.nodeToPods[node.Name])
@@ -500,7 +517,7 @@ func (s *dsSync) updateStatus(ctx context.Context, cached *appsv1.DaemonSet) err
 		Conditions: s.ds.Status.Conditions}
 	requeue := time.Duration(0)
 	for _, node := range s.nodes {
-		shouldRun, _ := placement(node, s.ds)
+		shouldRun, _ := s.placement(node)
 		live := livePods(s.nodeToPods[node.Name])
 		scheduled := len(live) > 0
 		switch {

@@ -35,6 +35,7 @@ type Controller struct {
 	client      kubernetes.Interface
 	deployments appslisters.DeploymentLister
 	rss         appslisters.ReplicaSetLister
+	rsInformer  cache.SharedIndexInformer
 	pods        corelisters.PodLister
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
@@ -53,6 +54,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		client:      client,
 		deployments: dInf.Lister(),
 		rss:         rsInf.Lister(),
+		rsInformer:  rsInf.Informer(),
 		pods:        podInf.Lister(),
 		synced:      []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:       util.NewQueue("deployment"),
@@ -60,6 +62,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		events:      util.NewEvents(client, "deployment-controller"),
 	}
 	c.recorder = c.events
+	util.IndexByController(rsInf.Informer())
 	dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -179,7 +182,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	all, err := c.rss.ReplicaSets(d.Namespace).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*appsv1.ReplicaSet](c.rsInformer, d.Namespace, d.UID)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,7 @@ type Controller struct {
 	client       kubernetes.Interface
 	jobs         batchlisters.JobLister
 	pods         corelisters.PodLister
+	podInformer  cache.SharedIndexInformer
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *util.Expectations
@@ -70,6 +71,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		client:       client,
 		jobs:         jobInf.Lister(),
 		pods:         podInf.Lister(),
+		podInformer:  podInf.Informer(),
 		synced:       []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:        util.NewQueue("job"),
 		expectations: util.NewExpectations(clk.Now),
@@ -78,6 +80,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		events:       util.NewEvents(client, "job-controller"),
 	}
 	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },

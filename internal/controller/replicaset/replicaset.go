@@ -40,6 +40,7 @@ type Controller struct {
 	client       kubernetes.Interface
 	kind         kind
 	pods         corelisters.PodLister
+	podInformer  cache.SharedIndexInformer
 	podsSynced   cache.InformerSynced
 	ownersSynced cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -69,6 +70,7 @@ func newController(name, component string, client kubernetes.Interface, f inform
 		client:       client,
 		kind:         k,
 		pods:         podInf.Lister(),
+		podInformer:  podInf.Informer(),
 		podsSynced:   podInf.Informer().HasSynced,
 		ownersSynced: k.informer().HasSynced,
 		queue:        util.NewQueue(name),
@@ -77,6 +79,7 @@ func newController(name, component string, client kubernetes.Interface, f inform
 		events:       util.NewEvents(client, component),
 	}
 	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	k.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -202,7 +205,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	satisfied := c.expectations.Satisfied(key)
 
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInformer, ns, r.GetUID())
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -45,6 +44,7 @@ type Controller struct {
 	client    kubernetes.Interface
 	sets      appslisters.StatefulSetLister
 	pods      corelisters.PodLister
+	podInf    cache.SharedIndexInformer
 	claims    corelisters.PersistentVolumeClaimLister
 	revisions appslisters.ControllerRevisionLister
 	synced    []cache.InformerSynced
@@ -61,12 +61,13 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	}
 	ssInf, podInf, pvcInf, revInf := f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().PersistentVolumeClaims(), f.Apps().V1().ControllerRevisions()
 	c := &Controller{
-		client: client, sets: ssInf.Lister(), pods: podInf.Lister(), claims: pvcInf.Lister(), revisions: revInf.Lister(),
+		client: client, sets: ssInf.Lister(), pods: podInf.Lister(), podInf: podInf.Informer(), claims: pvcInf.Lister(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{ssInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("statefulset"), clock: clk,
 		events: util.NewEvents(client, "statefulset-controller"),
 	}
 	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	ssInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -185,7 +186,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		s.templates[current.Name] = tpl
 	}
 
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInf, ns, set.UID)
 	if err != nil {
 		return err
 	}
