@@ -7,8 +7,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"time"
+
 	"github.com/spf13/cobra"
 
+	"mizzen/internal/controllermanager"
+	"mizzen/internal/scheduler"
 	"mizzen/internal/server"
 )
 
@@ -23,6 +27,7 @@ type serverFlags struct {
 	serviceCIDR string
 	disable     []string
 	verbose     bool
+	clusterCIDR string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -58,11 +63,65 @@ func newServerCommand() *cobra.Command {
 					return fmt.Errorf("--disable: unknown component %q", d)
 				}
 			}
-			return runControlPlane(f.options())
+			return runBundle(f)
 		},
 	}
 	f.add(cmd, true)
+	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	return cmd
+}
+
+// runBundle starts the control plane, then the bundled components that are not
+// disabled, each reaching the apiserver only through its URL and credentials.
+func runBundle(f serverFlags) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := f.options()
+	cp, err := server.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
+	disabled := map[string]bool{}
+	for _, d := range f.disable {
+		disabled[d] = true
+	}
+	errs := make(chan error, 3)
+	if !disabled["scheduler"] {
+		go func() {
+			errs <- wrapErr("scheduler", scheduler.Run(ctx, scheduler.Options{RestConfig: cp.AdminConfig, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")}))
+		}()
+	}
+	if !disabled["controller-manager"] {
+		go func() {
+			errs <- wrapErr("controller-manager", controllermanager.Run(ctx, cp.AdminConfig, controllermanager.RunOptions{
+				Options: controllermanager.Options{
+					ConcurrentSyncs: 5, NodeMonitorGracePeriod: 40 * time.Second, ClusterCIDR: f.clusterCIDR,
+					NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 12500,
+				},
+				Controllers: []string{"*"}, LeaderElect: true,
+			}))
+		}()
+	}
+	select {
+	case <-cp.Done:
+		return cp.Err
+	case err := <-errs:
+		if err != nil && ctx.Err() == nil {
+			stop()
+			<-cp.Done
+			return err
+		}
+		<-cp.Done
+		return cp.Err
+	}
+}
+
+func wrapErr(component string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", component, err)
 }
 
 // knownComponents are the names --disable accepts.

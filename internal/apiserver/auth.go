@@ -1,35 +1,18 @@
 package apiserver
 
 import (
-	"context"
 	"crypto/x509"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"mizzen/internal/registry"
 )
-
-// userInfo is who made a request.
-type userInfo struct {
-	Name   string
-	Groups []string
-}
-
-type userKey struct{}
-
-func withUser(ctx context.Context, u *userInfo) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// userFrom returns the request's authenticated user.
-func userFrom(ctx context.Context) *userInfo {
-	u, _ := ctx.Value(userKey{}).(*userInfo)
-	return u
-}
 
 // authenticate accepts a client certificate signed by the cluster CA: the common name
 // is the user and the organizations are the groups. This is the place where token and
 // other authenticators join the chain.
-func (s *Server) authenticate(r *http.Request) (*userInfo, bool) {
+func (s *Server) authenticate(r *http.Request) (*registry.User, bool) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || s.cfg.ClientCAs == nil {
 		return nil, false
 	}
@@ -47,7 +30,7 @@ func (s *Server) authenticate(r *http.Request) (*userInfo, bool) {
 	}
 	groups := append([]string{}, leaf.Subject.Organization...)
 	groups = append(groups, "system:authenticated")
-	return &userInfo{Name: leaf.Subject.CommonName, Groups: groups}, true
+	return &registry.User{Name: leaf.Subject.CommonName, Groups: groups}, true
 }
 
 func unauthorized() error { return apierrors.NewUnauthorized("Unauthorized") }

@@ -192,7 +192,7 @@ func (s *Server) parseListOptions(q url.Values, h *resourceHandler, info *reques
 	if o.fields, err = fields.ParseSelector(fs); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 	}
-	supported := objectFields(h.storage, h.storage.New())
+	supported := objectFields(h.Resource, h.New())
 	for _, req := range o.fields.Requirements() {
 		if _, ok := supported[req.Field]; !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
@@ -237,10 +237,21 @@ func invalidParam(name, value, detail string) error {
 		field.ErrorList{field.Invalid(field.NewPath(name), value, detail)})
 }
 
-// matcher returns the selector test for cache entries.
-func (o *listOptions) matcher() func(*storage.Entry) bool {
+// matcher returns the selector test for cache entries. Fields are those of the served
+// version: a resource served from another's storage (events.k8s.io events) converts
+// before it matches.
+func (o *listOptions) matcher(h *resourceHandler) func(*storage.Entry) bool {
 	if o.labels.Empty() && o.fields.Empty() {
 		return nil
+	}
+	if h.converted() && !o.fields.Empty() {
+		return func(e *storage.Entry) bool {
+			if !o.labels.Matches(e.Labels) {
+				return false
+			}
+			obj, err := h.FromStorage(e.Object)
+			return err == nil && o.fields.Matches(objectFields(h.Resource, obj))
+		}
 	}
 	return func(e *storage.Entry) bool {
 		return o.labels.Matches(e.Labels) && o.fields.Matches(e.Fields)
@@ -345,7 +356,7 @@ func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace 
 		if err := s.cache.WaitFresh(ctx, minRV, consistentReadTimeout); err != nil {
 			return nil, 0, "", nil, storageError(err, gr, "")
 		}
-		entries, rv, err := s.cache.List(h.segment, prefix, opts.matcher())
+		entries, rv, err := s.cache.List(h.segment, prefix, opts.matcher(h))
 		if err != nil {
 			return nil, 0, "", nil, err
 		}
@@ -373,13 +384,13 @@ func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace 
 		// NotOlderThan: the latest state is at least that new.
 		rev = 0
 	}
-	match := opts.matcher()
+	match := opts.matcher(h)
 	keep := func(obj runtime.Object) bool {
 		if match == nil {
 			return true
 		}
 		acc := accessor(obj)
-		return opts.labels.Matches(labels.Set(acc.GetLabels())) && opts.fields.Matches(objectFields(h.storage, obj))
+		return match(&storage.Entry{Object: obj, Labels: labels.Set(acc.GetLabels()), Fields: objectFields(h.storage, obj)})
 	}
 	objs, readRev, lastKey, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
 	if err != nil {

@@ -230,7 +230,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, unauthorized())
 		return
 	}
-	ctx := withUser(r.Context(), user)
+	ctx := registry.WithUser(r.Context(), *user)
 	r = r.WithContext(ctx)
 	switch {
 	case path == "/api" || path == "/apis" || path == "/api/" || path == "/apis/":

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,63 @@ import (
 var scaleResource = &registry.Resource{
 	GroupVersion: autoscalingv1.SchemeGroupVersion, Resource: "scale", Kind: "Scale",
 	New: func() runtime.Object { return &autoscalingv1.Scale{} },
+}
+
+var csrGVR = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
+
+// serveApproval reads or changes only the approval conditions of a
+// CertificateSigningRequest, as `kubectl certificate approve` does.
+func (s *Server) serveApproval(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
+	switch info.Verb {
+	case "get":
+		s.get(w, r, info, h)
+		return
+	case "update", "patch":
+	default:
+		s.writeError(w, r, methodNotAllowed(r, h))
+		return
+	}
+	format, err := negotiate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	contentType := requestMediaType(r)
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateStatus, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		var sent runtime.Object
+		if info.Verb == "patch" {
+			patched, err := s.applyPatch(w, r, h, current.DeepCopyObject(), contentType, data)
+			if err != nil {
+				return nil, err
+			}
+			sent = patched
+		} else {
+			sent = h.New()
+			strictErr, err := s.codecs.decodeInto(contentType, data, h.GroupVersionKind(), sent)
+			if err != nil {
+				return nil, err
+			}
+			if err := applyFieldValidation(w, r, strictErr); err != nil {
+				return nil, err
+			}
+		}
+		csr, in := current.(*certificatesv1.CertificateSigningRequest), sent.(*certificatesv1.CertificateSigningRequest)
+		if in.ResourceVersion != "" {
+			csr.ResourceVersion = in.ResourceVersion
+		}
+		csr.Status.Conditions = in.Status.Conditions
+		return csr, nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, http.StatusOK, h, obj, format)
 }
 
 var pdbGVR = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
@@ -48,6 +106,8 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		s.evict(w, r, info, h)
 	case info.Subresource == "finalize" && gvr == namespacesGVR && info.Verb == "update":
 		s.finalizeNamespace(w, r, info, h)
+	case info.Subresource == "approval" && gvr == csrGVR:
+		s.serveApproval(w, r, info, h)
 	default:
 		s.writeError(w, r, notFound())
 	}

@@ -34,7 +34,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.writeError(w, r, err)
 		return
 	}
-	wopts := storage.WatchOptions{KeyPrefix: h.listPrefix(info.Namespace), Match: opts.matcher(), Bookmarks: opts.bookmarks}
+	wopts := storage.WatchOptions{KeyPrefix: h.listPrefix(info.Namespace), Match: opts.matcher(h), Bookmarks: opts.bookmarks}
 	if info.Name != "" {
 		wopts.KeyPrefix = h.key(info.Namespace, info.Name)
 	}

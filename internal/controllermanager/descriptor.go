@@ -39,6 +39,9 @@ type Options struct {
 	NodeCIDRMaskSize int
 	// TerminatedPodGCThreshold: podgc deletes terminated pods beyond this many.
 	TerminatedPodGCThreshold int
+	// RootCA is the PEM bundle root-ca-cert-publisher puts in every namespace's
+	// kube-root-ca.crt ConfigMap (Run fills it from the rest config's CA).
+	RootCA []byte
 }
 
 // Descriptor names a controller and starts it. Start registers the informers it needs

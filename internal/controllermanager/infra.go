@@ -1,8 +1,128 @@
 package controllermanager
 
+import (
+	"context"
+	"errors"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+
+	"mizzen/internal/controller/endpoints"
+	"mizzen/internal/controller/endpointslice"
+	"mizzen/internal/controller/garbagecollector"
+	"mizzen/internal/controller/namespace"
+	"mizzen/internal/controller/nodeipam"
+	"mizzen/internal/controller/nodelifecycle"
+	"mizzen/internal/controller/podgc"
+	"mizzen/internal/controller/resourcequota"
+	"mizzen/internal/controller/rootcacertpublisher"
+	"mizzen/internal/controller/serviceaccount"
+)
+
 // infraControllers lists the controllers that keep the cluster itself in order:
 // endpoints, endpointslice, garbage collector, namespace, node lifecycle, node IPAM,
 // serviceaccount, root CA publisher, resourcequota, podgc.
 func infraControllers() []Descriptor {
-	return nil
+	return []Descriptor{
+		{Name: endpoints.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c := endpoints.New(cc.Client, core.Services(), core.Pods(), core.Endpoints())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: endpointslice.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c := endpointslice.New(cc.Client, core.Services(), core.Pods(), core.Nodes(), cc.Informers.Discovery().V1().EndpointSlices())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: garbagecollector.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			meta, disc, err := dynamicClients(cc)
+			if err != nil {
+				return err
+			}
+			go garbagecollector.New(meta, disc).Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: namespace.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			meta, disc, err := dynamicClients(cc)
+			if err != nil {
+				return err
+			}
+			c := namespace.New(cc.Client, meta, disc, cc.Informers.Core().V1().Namespaces())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: nodelifecycle.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod)
+			if err != nil {
+				return err
+			}
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: nodeipam.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			if cc.Options.ClusterCIDR == "" {
+				return notConfigured("no --cluster-cidr to allocate pod CIDRs from")
+			}
+			c, err := nodeipam.New(cc.Client, cc.Informers.Core().V1().Nodes(), cc.Options.ClusterCIDR, cc.Options.NodeCIDRMaskSize)
+			if err != nil {
+				return err
+			}
+			go c.Run(ctx, 1) // one worker: allocations are sequential anyway
+			return nil
+		}},
+		{Name: serviceaccount.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c := serviceaccount.New(cc.Client, core.Namespaces(), core.ServiceAccounts())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: rootcacertpublisher.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			if len(cc.Options.RootCA) == 0 {
+				return notConfigured("no CA bundle: the client config has no CA and --root-ca-file is unset")
+			}
+			core := cc.Informers.Core().V1()
+			c := rootcacertpublisher.New(cc.Client, cc.Options.RootCA, core.Namespaces(), core.ConfigMaps())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: resourcequota.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			meta, disc, err := dynamicClients(cc)
+			if err != nil {
+				return err
+			}
+			core := cc.Informers.Core().V1()
+			c := resourcequota.New(cc.Client, meta, disc, resourcequota.Informers{
+				Quotas: core.ResourceQuotas(), Pods: core.Pods(), Services: core.Services(),
+				ConfigMaps: core.ConfigMaps(), Secrets: core.Secrets(), PVCs: core.PersistentVolumeClaims(),
+			})
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: podgc.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c := podgc.New(cc.Client, core.Pods(), core.Nodes(), cc.Options.TerminatedPodGCThreshold)
+			go c.Run(ctx)
+			return nil
+		}},
+	}
+}
+
+// dynamicClients builds the metadata and discovery clients that controllers working
+// over every resource type need.
+func dynamicClients(cc *ControllerContext) (metadata.Interface, discovery.DiscoveryInterface, error) {
+	if cc.Config == nil {
+		return nil, nil, errors.New("no rest config for metadata and discovery clients")
+	}
+	meta, err := metadata.NewForConfig(cc.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cc.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, disc, nil
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -120,6 +121,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		if openAPI, err = opts.OpenAPI(resources); err != nil {
 			return nil, err
 		}
+		// Building the documents is the start-up's largest transient allocation.
+		debug.FreeOSMemory()
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
@@ -176,8 +179,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 		// Every watch is a stream; informers multiplex many over one connection.
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	go func() {
 		err := httpServer.ServeTLS(listener, "", "")

@@ -109,7 +109,8 @@ func (daemonSetStrategy) Validate(_ context.Context, obj runtime.Object) field.E
 func (daemonSetStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	ds, oldDS := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
 	allErrs := validateDaemonSetSpec(&ds.Spec, field.NewPath("spec"))
-	return append(allErrs, apivalidation.ValidateImmutableField(ds.Spec.Selector, oldDS.Spec.Selector, field.NewPath("spec", "selector"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(ds.Spec.Selector, oldDS.Spec.Selector, field.NewPath("spec", "selector"))...)
+	return append(allErrs, validateDaemonSetStatus(&ds.Status, &oldDS.Status)...)
 }
 
 func validateDaemonSetSpec(spec *appsv1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {

@@ -87,7 +87,8 @@ func (deploymentStrategy) Validate(_ context.Context, obj runtime.Object) field.
 func (deploymentStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	d, oldD := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
 	allErrs := validateDeploymentSpec(&d.Spec, field.NewPath("spec"))
-	return append(allErrs, apivalidation.ValidateImmutableField(d.Spec.Selector, oldD.Spec.Selector, field.NewPath("spec", "selector"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(d.Spec.Selector, oldD.Spec.Selector, field.NewPath("spec", "selector"))...)
+	return append(allErrs, validateDeploymentStatus(&d.Status, &oldD.Status)...)
 }
 
 func validateDeploymentSpec(spec *appsv1.DeploymentSpec, fldPath *field.Path) field.ErrorList {

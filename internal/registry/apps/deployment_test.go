@@ -166,12 +166,12 @@ func TestDeploymentPrinter(t *testing.T) {
 		}
 	}
 	d := newDeployment()
-	d.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Minute))
+	d.CreationTimestamp = metav1.NewTime(time.Now().Add(-20 * time.Minute)) // past 10m ages print whole minutes: "20m" for a minute
 	d.Spec.Replicas = ptr(int32(3))
 	d.Status = appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2}
 	checkRow(t, p, d, 4, []interface{}{"web", "2/3", int64(3), int64(2), "nginx,sidecar", "nginx:1.27,busybox", "app=web"})
-	if age := p.Row(d)[4]; age != "5m" {
-		t.Errorf("age = %v, want 5m", age)
+	if age := p.Row(d)[4]; age != "20m" {
+		t.Errorf("age = %v, want 20m", age)
 	}
 }
 

@@ -62,13 +62,7 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
 	}
-	cfg := apiserver.Start(t)
-	c := kubernetes.NewForConfigOrDie(cfg)
-	// The apiserver decodes a Scale body only as JSON so far (reported to the lead):
-	// scale updates go through a JSON client.
-	jsonCfg := *cfg
-	jsonCfg.ContentType = "application/json"
-	jc := kubernetes.NewForConfigOrDie(&jsonCfg)
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
 	ctx := context.Background()
 
 	t.Run("discovery", func(t *testing.T) {
@@ -143,11 +137,30 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 			t.Errorf("scale = %+v", scale)
 		}
 		scale.Spec.Replicas = 4
-		if _, err := jc.AppsV1().Deployments("default").UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.AppsV1().Deployments("default").UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 4 {
 			t.Errorf("after scale: %v, %v", d.Spec.Replicas, err)
+		}
+	})
+
+	t.Run("deployment status", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Status = appsv1.DeploymentStatus{Replicas: 4, UpdatedReplicas: 4, ReadyReplicas: 5}
+		_, err = c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		if got := causes(t, err); !reflect.DeepEqual(got, []string{"status.readyReplicas"}) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+		d.Status.ReadyReplicas = 3
+		if d, err = c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if tbl := table(t, c, "deployments", "web"); tbl.Rows[0].Cells[1] != "3/4" {
+			t.Errorf("READY = %v, want 3/4", tbl.Rows[0].Cells[1])
 		}
 	})
 

@@ -66,7 +66,8 @@ func (replicaSetStrategy) Validate(_ context.Context, obj runtime.Object) field.
 func (replicaSetStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	rs, oldRS := obj.(*appsv1.ReplicaSet), old.(*appsv1.ReplicaSet)
 	allErrs := validateReplicaSetSpec(&rs.Spec, field.NewPath("spec"))
-	return append(allErrs, apivalidation.ValidateImmutableField(rs.Spec.Selector, oldRS.Spec.Selector, field.NewPath("spec", "selector"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(rs.Spec.Selector, oldRS.Spec.Selector, field.NewPath("spec", "selector"))...)
+	return append(allErrs, validateReplicaSetStatus(&rs.Status, &oldRS.Status)...)
 }
 
 func validateReplicaSetSpec(spec *appsv1.ReplicaSetSpec, fldPath *field.Path) field.ErrorList {

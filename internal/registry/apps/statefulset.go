@@ -120,7 +120,7 @@ func (statefulSetStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Ob
 	if !apiequality.Semantic.DeepEqual(*mutable, oldSS.Spec) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
 	}
-	return allErrs
+	return append(allErrs, validateStatefulSetStatus(&ss.Status, &oldSS.Status)...)
 }
 
 func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) field.ErrorList {

@@ -104,8 +104,13 @@ func (hpaStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 	return validateSpec(&obj.(*autoscalingv2.HorizontalPodAutoscaler).Spec, field.NewPath("spec"))
 }
 
-func (hpaStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	return validateSpec(&obj.(*autoscalingv2.HorizontalPodAutoscaler).Spec, field.NewPath("spec"))
+func (hpaStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	hpa := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+	allErrs := validateSpec(&hpa.Spec, field.NewPath("spec"))
+	if oldHPA, ok := old.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+		allErrs = append(allErrs, validateStatus(&hpa.Status, &oldHPA.Status)...)
+	}
+	return allErrs
 }
 
 func ptr[T any](v T) *T { return &v }

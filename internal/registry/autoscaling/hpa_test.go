@@ -171,6 +171,28 @@ func TestHPAValidate(t *testing.T) {
 	}
 }
 
+func TestHPAStatusValidation(t *testing.T) {
+	ctx := context.Background()
+	old := newHPA()
+	HorizontalPodAutoscalersV2().Strategy.Default(old)
+	updated := old.DeepCopy()
+	updated.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: -1, DesiredReplicas: 2}
+	checkErrors(t, HorizontalPodAutoscalersV2().Strategy.ValidateUpdate(ctx, updated, old),
+		[]wantError{{"status.currentReplicas", field.ErrorTypeInvalid}})
+
+	// The v1 resource judges the status it converts to.
+	v1New, err := v2ToV1(updated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1Old, err := v2ToV1(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkErrors(t, HorizontalPodAutoscalersV1().Strategy.ValidateUpdate(ctx, v1New, v1Old),
+		[]wantError{{"status.currentReplicas", field.ErrorTypeInvalid}})
+}
+
 func TestHPAPrinter(t *testing.T) {
 	p := HorizontalPodAutoscalersV2().Printer
 	var names []string

@@ -5,6 +5,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -251,4 +253,14 @@ func validateScalingRules(rules *autoscalingv2.HPAScalingRules, fldPath *field.P
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("tolerance"), t.String(), "must be greater than or equal to zero"))
 	}
 	return allErrs
+}
+
+// validateStatus checks a changed status, as the HPA controller writes it.
+func validateStatus(s, old *autoscalingv2.HorizontalPodAutoscalerStatus) field.ErrorList {
+	if apiequality.Semantic.DeepEqual(s, old) {
+		return nil
+	}
+	p := field.NewPath("status")
+	allErrs := apivalidation.ValidateNonnegativeField(int64(s.CurrentReplicas), p.Child("currentReplicas"))
+	return append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.DesiredReplicas), p.Child("desiredReplicas"))...)
 }

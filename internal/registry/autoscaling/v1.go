@@ -70,7 +70,11 @@ func (hpaV1Strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	return hpaStrategy{}.ValidateUpdate(ctx, hpa, nil)
+	oldHPA, err := asV2(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return hpaStrategy{}.ValidateUpdate(ctx, hpa, oldHPA)
 }
 
 // viaV2 applies change to obj as a v2 object, writing the result back into a v1 obj.

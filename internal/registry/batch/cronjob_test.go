@@ -130,9 +130,9 @@ func TestCronJobPrinter(t *testing.T) {
 	CronJobs().Strategy.Default(cj)
 	checkRow(t, p, cj, 6, []interface{}{"hello", "*/5 * * * *", "<none>", "False", int64(0), "<none>", "pi", "perl:5.34", "<none>"})
 
-	last := metav1.NewTime(time.Now().Add(-3 * time.Minute))
+	last := metav1.NewTime(time.Now().Add(-30 * time.Minute)) // past 10m ages print whole minutes: "30m" for a minute
 	cj.Spec.TimeZone = ptr("Asia/Tokyo")
 	cj.Spec.Suspend = ptr(true)
 	cj.Status = batchv1.CronJobStatus{LastScheduleTime: &last, Active: []corev1.ObjectReference{{Name: "hello-1"}, {Name: "hello-2"}}}
-	checkRow(t, p, cj, 6, []interface{}{"hello", "*/5 * * * *", "Asia/Tokyo", "True", int64(2), "3m", "pi", "perl:5.34", "<none>"})
+	checkRow(t, p, cj, 6, []interface{}{"hello", "*/5 * * * *", "Asia/Tokyo", "True", int64(2), "30m", "pi", "perl:5.34", "<none>"})
 }

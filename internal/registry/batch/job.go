@@ -188,7 +188,7 @@ func (jobStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(spec.BackoffLimitPerIndex, oldSpec.BackoffLimitPerIndex, fldPath.Child("backoffLimitPerIndex"))...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(spec.ManagedBy, oldSpec.ManagedBy, fldPath.Child("managedBy"))...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(spec.SuccessPolicy, oldSpec.SuccessPolicy, fldPath.Child("successPolicy"))...)
-	return allErrs
+	return append(allErrs, validateJobStatus(&job.Status, &oldJob.Status)...)
 }
 
 func copyLabels(in map[string]string) map[string]string {

@@ -318,6 +318,9 @@ func TestJobValidateUpdate(t *testing.T) {
 			j.Spec.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 			j.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
 		}, nil},
+		{"status counts", func(*batchv1.Job) {}, func(j *batchv1.Job) {
+			j.Status = batchv1.JobStatus{Active: 1, Failed: -1, Ready: ptr(int32(-2))}
+		}, []wantError{{"status.failed", field.ErrorTypeInvalid}, {"status.ready", field.ErrorTypeInvalid}}},
 		{"completion mode", func(*batchv1.Job) {}, func(j *batchv1.Job) {
 			j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
 		}, []wantError{{"spec.completionMode", field.ErrorTypeInvalid}}},

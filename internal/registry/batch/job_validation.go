@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -351,4 +352,23 @@ func validateTemplateUpdate(oldJob *batchv1.Job, spec, oldSpec *batchv1.JobSpec,
 
 func equalInt32(a, b *int32) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// validateJobStatus checks the counts of a changed status. Upstream's further rules on
+// how conditions, completion time and counts relate are not checked here.
+func validateJobStatus(s, old *batchv1.JobStatus) field.ErrorList {
+	if apiequality.Semantic.DeepEqual(s, old) {
+		return nil
+	}
+	p := field.NewPath("status")
+	var allErrs field.ErrorList
+	for _, c := range []struct {
+		name  string
+		value *int32
+	}{{"active", &s.Active}, {"succeeded", &s.Succeeded}, {"failed", &s.Failed}, {"terminating", s.Terminating}, {"ready", s.Ready}} {
+		if c.value != nil {
+			allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*c.value), p.Child(c.name))...)
+		}
+	}
+	return allErrs
 }

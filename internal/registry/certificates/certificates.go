@@ -118,21 +118,6 @@ func conditionSummary(csr *certificatesv1.CertificateSigningRequest) string {
 	return status
 }
 
-// Requestor is the authenticated user who creates a request.
-type Requestor struct {
-	Name   string
-	UID    string
-	Groups []string
-	Extra  map[string][]string
-}
-
-type requestorKey struct{}
-
-// WithRequestor returns a context that tells PrepareForCreate who is creating.
-func WithRequestor(ctx context.Context, r Requestor) context.Context {
-	return context.WithValue(ctx, requestorKey{}, r)
-}
-
 type csrStrategy struct{ registry.BaseStrategy }
 
 // PrepareForCreate replaces what the client claimed about itself with the
@@ -141,7 +126,7 @@ type csrStrategy struct{ registry.BaseStrategy }
 func (csrStrategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	csr := obj.(*certificatesv1.CertificateSigningRequest)
 	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
-	if r, ok := ctx.Value(requestorKey{}).(Requestor); ok {
+	if r, ok := registry.UserFrom(ctx); ok {
 		csr.Spec.Username, csr.Spec.UID = r.Name, r.UID
 		csr.Spec.Groups = append([]string(nil), r.Groups...)
 		if len(r.Extra) > 0 {

@@ -1,6 +1,8 @@
 package certificates
 
 import (
+	"mizzen/internal/registry"
+
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -164,7 +166,7 @@ func TestCSRRequestorComesFromTheServer(t *testing.T) {
 		t.Errorf("client-supplied identity or status kept: %+v", anonymous)
 	}
 	csr := forged()
-	r.Strategy.PrepareForCreate(WithRequestor(ctx, Requestor{Name: "system:node:n1", UID: "u1",
+	r.Strategy.PrepareForCreate(registry.WithUser(ctx, registry.User{Name: "system:node:n1", UID: "u1",
 		Groups: []string{"system:nodes", "system:authenticated"}}), csr)
 	want := certificatesv1.CertificateSigningRequestSpec{Username: "system:node:n1", UID: "u1", Groups: []string{"system:nodes", "system:authenticated"}}
 	if !reflect.DeepEqual(csr.Spec, want) {

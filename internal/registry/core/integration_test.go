@@ -162,6 +162,30 @@ func TestIntegrationCoreV1(t *testing.T) {
 		}
 	})
 
+	t.Run("namespace deletion waits for the finalize subresource", func(t *testing.T) {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CoreV1().Namespaces().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ns, err := c.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns.Status.Phase != corev1.NamespaceTerminating {
+			t.Errorf("phase = %q after delete, want Terminating", ns.Status.Phase)
+		}
+		// What the namespace controller does once the namespace is empty.
+		ns.Spec.Finalizers = nil
+		if _, err := c.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace after finalize: err = %v, want NotFound", err)
+		}
+	})
+
 	t.Run("secrets merge stringData and check their type", func(t *testing.T) {
 		s, err := c.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
 			StringData: map[string]string{"password": "hunter2"}}, metav1.CreateOptions{})

@@ -27,11 +27,8 @@ func namespacesResource() *registry.Resource {
 		Strategy: strategy[*corev1.Namespace]{
 			defaults:      defaultNamespace,
 			prepareCreate: prepareNamespaceForCreate,
-			prepareUpdate: func(_ context.Context, ns, old *corev1.Namespace) {
-				// Finalizers change only through the namespace's finalize subresource.
-				ns.Spec = *old.Spec.DeepCopy()
-			},
-			validate: validateNamespace,
+			prepareUpdate: prepareNamespaceForUpdate,
+			validate:      validateNamespace,
 		},
 		Fields: func(obj runtime.Object) fields.Set {
 			ns, ok := obj.(*corev1.Namespace)
@@ -77,6 +74,16 @@ func prepareNamespaceForCreate(_ context.Context, ns *corev1.Namespace) {
 	ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
 	// The name may have been generated after Default ran.
 	defaultNamespace(ns)
+}
+
+// prepareNamespaceForUpdate keeps the finalizers of a live namespace: upstream
+// changes them only through the finalize subresource. mizzen's apiserver runs that
+// subresource through this step too, so a namespace being deleted keeps what the
+// update says, which lets the namespace controller finalize it.
+func prepareNamespaceForUpdate(_ context.Context, ns, old *corev1.Namespace) {
+	if old.DeletionTimestamp == nil {
+		ns.Spec = *old.Spec.DeepCopy()
+	}
 }
 
 func validateNamespace(_ context.Context, ns *corev1.Namespace) field.ErrorList {

@@ -60,13 +60,15 @@ func nodesResource() *registry.Resource {
 }
 
 // defaultNode fills allocatable from capacity when the kubelet reports only
-// capacity, and podCIDRs from the single podCIDR.
+// capacity, and keeps podCIDR and podCIDRs in step.
 func defaultNode(n *corev1.Node) {
 	if n.Status.Allocatable == nil && n.Status.Capacity != nil {
 		n.Status.Allocatable = n.Status.Capacity.DeepCopy()
 	}
 	if n.Spec.PodCIDR != "" && len(n.Spec.PodCIDRs) == 0 {
 		n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+	} else if n.Spec.PodCIDR == "" && len(n.Spec.PodCIDRs) > 0 {
+		n.Spec.PodCIDR = n.Spec.PodCIDRs[0]
 	}
 	roundResourceList(n.Status.Capacity)
 	roundResourceList(n.Status.Allocatable)

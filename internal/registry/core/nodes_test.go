@@ -21,6 +21,11 @@ func TestNodeDefaults(t *testing.T) {
 	if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != "10.244.1.0/24" {
 		t.Errorf("podCIDRs = %v", n.Spec.PodCIDRs)
 	}
+	dual := &corev1.Node{Spec: corev1.NodeSpec{PodCIDRs: []string{"10.244.2.0/24", "fd00:2::/64"}}}
+	nodesResource().Strategy.Default(dual)
+	if dual.Spec.PodCIDR != "10.244.2.0/24" {
+		t.Errorf("podCIDR = %q, want the first of podCIDRs", dual.Spec.PodCIDR)
+	}
 }
 
 func TestNodeValidate(t *testing.T) {

@@ -53,8 +53,11 @@ func persistentVolumeClaimsResource() *registry.Resource {
 }
 
 func validatePersistentVolumeClaim(_ context.Context, pvc *corev1.PersistentVolumeClaim) field.ErrorList {
-	specPath := field.NewPath("spec")
-	spec := &pvc.Spec
+	return validatePVCSpec(&pvc.Spec, field.NewPath("spec"))
+}
+
+// validatePVCSpec checks a claim's spec, also as a pod's ephemeral volume template.
+func validatePVCSpec(spec *corev1.PersistentVolumeClaimSpec, specPath *field.Path) field.ErrorList {
 	errs := validateAccessModes(spec.AccessModes, specPath.Child("accessModes"), "at least 1 access mode is required")
 	storagePath := specPath.Child("resources").Key(string(corev1.ResourceStorage))
 	if q, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok {

@@ -66,8 +66,35 @@ func defaultPersistentVolume(pv *corev1.PersistentVolume) {
 	if pv.Spec.VolumeMode == nil {
 		pv.Spec.VolumeMode = ptrTo(corev1.PersistentVolumeFilesystem)
 	}
-	if hp := pv.Spec.HostPath; hp != nil && hp.Type == nil {
+	// The in-tree sources default as they do inside pods.
+	src := &pv.Spec.PersistentVolumeSource
+	if hp := src.HostPath; hp != nil && hp.Type == nil {
 		hp.Type = ptrTo(corev1.HostPathUnset)
+	}
+	if r := src.RBD; r != nil {
+		if r.RBDPool == "" {
+			r.RBDPool = "rbd"
+		}
+		if r.RadosUser == "" {
+			r.RadosUser = "admin"
+		}
+		if r.Keyring == "" {
+			r.Keyring = "/etc/ceph/keyring"
+		}
+	}
+	if i := src.ISCSI; i != nil && i.ISCSIInterface == "" {
+		i.ISCSIInterface = "default"
+	}
+	if d := src.AzureDisk; d != nil {
+		defaultVolume(&corev1.Volume{VolumeSource: corev1.VolumeSource{AzureDisk: d}})
+	}
+	if sc := src.ScaleIO; sc != nil {
+		if sc.StorageMode == "" {
+			sc.StorageMode = "ThinProvisioned"
+		}
+		if sc.FSType == "" {
+			sc.FSType = "xfs"
+		}
 	}
 	roundResourceList(pv.Spec.Capacity)
 }

@@ -108,3 +108,20 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), remoded, bound), []string{
 		"spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"})
 }
+
+func TestPersistentVolumeSourceDefaults(t *testing.T) {
+	pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+		AzureDisk: &corev1.AzureDiskVolumeSource{DiskName: "d", DataDiskURI: "u"}}}}
+	defaultPersistentVolume(pv)
+	d := pv.Spec.AzureDisk
+	if d.CachingMode == nil || *d.CachingMode != corev1.AzureDataDiskCachingReadWrite || d.FSType == nil || *d.FSType != "ext4" ||
+		d.Kind == nil || *d.Kind != corev1.AzureSharedBlobDisk || d.ReadOnly == nil || *d.ReadOnly {
+		t.Errorf("azure disk = %+v", d)
+	}
+	rbd := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+		RBD: &corev1.RBDPersistentVolumeSource{CephMonitors: []string{"m"}, RBDImage: "i"}}}}
+	defaultPersistentVolume(rbd)
+	if r := rbd.Spec.RBD; r.RBDPool != "rbd" || r.RadosUser != "admin" || r.Keyring != "/etc/ceph/keyring" {
+		t.Errorf("rbd = %+v", r)
+	}
+}

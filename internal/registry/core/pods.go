@@ -51,6 +51,10 @@ func podsResource() *registry.Resource {
 // preparePodForCreate resets the status a client sent: a new pod is Pending with its
 // QoS class computed from the requests and limits, as upstream does.
 func preparePodForCreate(_ context.Context, pod *corev1.Pod) {
+	// Upstream accepts a negative grace period (with a warning) and treats it as 1.
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	pod.Status.QOSClass = qos.ComputePodQOS(pod)
 	if len(pod.Spec.SchedulingGates) > 0 {
@@ -83,14 +87,8 @@ func normalizePodIPs(status *corev1.PodStatus) {
 
 func validatePod(_ context.Context, pod *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
-	errs := ValidatePodSpec(&pod.Spec, specPath)
+	errs := validatePodSpec(&pod.Spec, true, specPath)
 	errs = append(errs, validatePodStatus(&pod.Status, field.NewPath("status"))...)
-	// ValidatePodSpec lets templates leave host ports out; a pod must have them.
-	for _, e := range validateHostNetworkPorts(&pod.Spec, true, specPath) {
-		if e.BadValue == int32(0) {
-			errs = append(errs, e)
-		}
-	}
 	for i, c := range pod.Spec.Containers {
 		if c.Image != strings.TrimSpace(c.Image) {
 			errs = append(errs, field.Invalid(specPath.Child("containers").Index(i).Child("image"), c.Image, "must not have leading or trailing whitespace"))
@@ -191,8 +189,6 @@ func validatePodUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList 
 	allowed.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
 	allowed.Tolerations = pod.Spec.Tolerations
 	allowed.SchedulingGates = pod.Spec.SchedulingGates
-	// Ephemeral containers change only through their own subresource.
-	allowed.EphemeralContainers = pod.Spec.EphemeralContainers
 	if g := old.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 &&
 		pod.Spec.TerminationGracePeriodSeconds != nil && *pod.Spec.TerminationGracePeriodSeconds == 1 {
 		allowed.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds

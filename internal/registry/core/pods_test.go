@@ -40,6 +40,37 @@ func TestPodDefaults(t *testing.T) {
 	}
 }
 
+func TestPodLevelResourceDefaults(t *testing.T) {
+	container := func(req, lim corev1.ResourceList) corev1.Container {
+		return corev1.Container{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+	}
+	tests := []struct {
+		name       string
+		pod        corev1.ResourceRequirements
+		containers []corev1.Container
+		want       corev1.ResourceRequirements
+	}{{
+		name:       "limits only: requests from the containers, else the limits",
+		pod:        corev1.ResourceRequirements{Limits: rl("cpu", "2", "memory", "1Gi")},
+		containers: []corev1.Container{container(rl("cpu", "500m"), nil)},
+		want:       corev1.ResourceRequirements{Limits: rl("cpu", "2", "memory", "1Gi"), Requests: rl("cpu", "500m", "memory", "1Gi")},
+	}, {
+		name:       "requests only: limits when every container has one",
+		pod:        corev1.ResourceRequirements{Requests: rl("cpu", "1")},
+		containers: []corev1.Container{container(nil, rl("cpu", "1", "memory", "512Mi"))},
+		want:       corev1.ResourceRequirements{Requests: rl("cpu", "1"), Limits: rl("cpu", "1", "memory", "512Mi")},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Resources: tc.pod.DeepCopy(), Containers: tc.containers}}
+			defaultPod(pod)
+			if !equality.Semantic.DeepEqual(*pod.Spec.Resources, tc.want) {
+				t.Errorf("pod resources = %+v, want %+v", *pod.Spec.Resources, tc.want)
+			}
+		})
+	}
+}
+
 func TestPodTemplateSpecGetsNoPodOnlyDefaults(t *testing.T) {
 	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x",
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
@@ -82,7 +113,11 @@ func TestPodPrepareForCreate(t *testing.T) {
 			for i, r := range tc.resources {
 				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: string(rune('a' + i)), Image: "x", Resources: r})
 			}
+			pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(-5))
 			podsResource().Strategy.PrepareForCreate(context.Background(), pod)
+			if g := *pod.Spec.TerminationGracePeriodSeconds; g != 1 {
+				t.Errorf("terminationGracePeriodSeconds = %d, want a negative one treated as 1", g)
+			}
 			if pod.Status.Phase != corev1.PodPending || pod.Status.PodIP != "" {
 				t.Errorf("status = %+v, want a fresh Pending status", pod.Status)
 			}
@@ -148,6 +183,10 @@ func TestPodValidateUpdate(t *testing.T) {
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
 		}, []string{forbidden}},
 		{"node name change", func(p *corev1.Pod) { p.Spec.NodeName = "other" }, []string{forbidden}},
+		{"ephemeral container added", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "busybox", ImagePullPolicy: "Always", TerminationMessagePolicy: "File"}}}
+		}, []string{forbidden}},
 		{"remove toleration", func(p *corev1.Pod) { p.Spec.Tolerations = nil },
 			[]string{"spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"}},
 		{"image removed", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "" },

@@ -1,8 +1,11 @@
 package core
 
 import (
+	"strings"
+
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // DefaultPodSpec applies upstream's v1 defaulting of a PodSpec in place: the defaults
@@ -25,6 +28,12 @@ func DefaultPodSpec(spec *corev1.PodSpec) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = corev1.DefaultSchedulerName
 	}
+	// The deprecated serviceAccount field mirrors serviceAccountName, as upstream's
+	// v1 conversion keeps it; an old client may set only the deprecated one.
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}
@@ -56,9 +65,7 @@ func defaultPod(pod *corev1.Pod) {
 	for i := range spec.Containers {
 		defaultRequestsFromLimits(&spec.Containers[i].Resources)
 	}
-	if spec.Resources != nil {
-		defaultRequestsFromLimits(spec.Resources)
-	}
+	defaultPodLevelResources(pod)
 	if spec.EnableServiceLinks == nil {
 		spec.EnableServiceLinks = ptrTo(corev1.DefaultEnableServiceLinks)
 	}
@@ -82,6 +89,79 @@ func defaultRequestsFromLimits(r *corev1.ResourceRequirements) {
 			r.Requests[name] = limit.DeepCopy()
 		}
 	}
+}
+
+// defaultPodLevelResources completes pod-level resources a pod sets in part, after
+// the containers' own defaults: huge page limits from the containers' limits, then
+// requests from the containers' requests (or else the pod's limits), then cpu and
+// memory limits from the containers' when every container has one.
+func defaultPodLevelResources(pod *corev1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
+		return
+	}
+	containerLimits := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
+	for name, q := range containerLimits {
+		if !resourcehelper.IsSupportedPodLevelResource(name) || !isHugePages(name) {
+			continue
+		}
+		_, requested := r.Requests[name]
+		if _, limited := r.Limits[name]; !requested && !limited {
+			if r.Limits == nil {
+				r.Limits = corev1.ResourceList{}
+			}
+			r.Limits[name] = q.DeepCopy()
+		}
+	}
+
+	if len(r.Limits) > 0 {
+		requests := r.Requests
+		if requests == nil {
+			requests = corev1.ResourceList{}
+		}
+		for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+			if _, set := requests[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) && !isHugePages(name) {
+				requests[name] = q.DeepCopy()
+			}
+		}
+		for name, q := range r.Limits {
+			if _, set := requests[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) {
+				requests[name] = q.DeepCopy()
+			}
+		}
+		if len(requests) > 0 {
+			r.Requests = requests
+		}
+	}
+
+	if len(r.Requests) > 0 && len(r.Limits) == 0 {
+		limits := corev1.ResourceList{}
+		for name, q := range containerLimits {
+			if resourcehelper.IsSupportedPodLevelResource(name) && !isHugePages(name) && allContainersLimit(pod, name) {
+				limits[name] = q.DeepCopy()
+			}
+		}
+		if len(limits) > 0 {
+			r.Limits = limits
+		}
+	}
+}
+
+func isHugePages(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// allContainersLimit reports whether every container, init ones included, has a
+// limit for the resource.
+func allContainersLimit(pod *corev1.Pod, name corev1.ResourceName) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if _, ok := c.Resources.Limits[name]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func defaultHostPorts(containers []corev1.Container) {

@@ -28,6 +28,13 @@ func TestDefaultPodSpec(t *testing.T) {
 			SecurityContext: &corev1.PodSecurityContext{},
 		},
 	}, {
+		name: "deprecated service account mirrors the name",
+		in:   corev1.PodSpec{DeprecatedServiceAccount: "old-client"},
+		want: corev1.PodSpec{ServiceAccountName: "old-client", DeprecatedServiceAccount: "old-client",
+			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			TerminationGracePeriodSeconds: ptrTo(int64(30)), SchedulerName: "default-scheduler",
+			SecurityContext: &corev1.PodSecurityContext{}},
+	}, {
 		name: "explicit values are kept",
 		in: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, DNSPolicy: corev1.DNSDefault,
 			TerminationGracePeriodSeconds: ptrTo(int64(5)), SchedulerName: "mine",
@@ -195,6 +202,10 @@ func TestValidatePodSpec(t *testing.T) {
 		{"toleration seconds need NoExecute", func(s *corev1.PodSpec) {
 			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptrTo(int64(5))}}
 		}, []string{`spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when ` + "`tolerationSeconds`" + ` is set`}},
+		{"restart policy on an app container", func(s *corev1.PodSpec) {
+			always := corev1.ContainerRestartPolicyAlways
+			s.Containers[0].RestartPolicy = &always
+		}, []string{"spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"}},
 		{"two volume sources", func(s *corev1.PodSpec) {
 			s.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/x", Type: ptrTo(corev1.HostPathUnset)}
 		}, []string{`spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type`}},
@@ -345,6 +356,42 @@ func TestValidateExtendedResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := validPodSpec()
 			s.Containers[0].Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
+			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
+		})
+	}
+}
+
+func TestValidateProjectedAndDownwardAPIVolumes(t *testing.T) {
+	tests := []struct {
+		name   string
+		source corev1.VolumeSource
+		want   []string
+	}{
+		{"service account token like the admission plugin's", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo(int32(0644)),
+			Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptrTo(int64(3607)), Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+			}}}, nil},
+		{"short token", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo(int32(0644)),
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptrTo(int64(60)), Path: "token"}}}}},
+			[]string{"spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"}},
+		{"two kinds in one source", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo(int32(0644)),
+			Sources: []corev1.VolumeProjection{{
+				Secret:    &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}},
+				ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}}}},
+			[]string{"spec.volumes[0].projected.sources[0]: Forbidden: may not specify more than 1 volume type per source"}},
+		{"ephemeral volume without storage", corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptrTo(corev1.PersistentVolumeFilesystem)}}}},
+			[]string{"spec.volumes[0].ephemeral.volumeClaimTemplate.spec.resources[storage]: Required value"}},
+		{"downward API path escapes", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: ptrTo(int32(0644)),
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "../labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}}}}},
+			[]string{`spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../labels": must not contain '..'`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validPodSpec()
+			s.Volumes[0].VolumeSource = tc.source
 			assertErrors(t, ValidatePodSpec(s, field.NewPath("spec")), tc.want)
 		})
 	}

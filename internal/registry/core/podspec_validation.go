@@ -3,8 +3,6 @@ package core
 import (
 	"fmt"
 	"math"
-	"path"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,9 +31,16 @@ func ValidatePodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) fie
 	return errs
 }
 
-// ValidatePodSpec checks a defaulted pod spec with upstream's most commonly hit rules,
-// worded as upstream words them. fldPath is the spec's path, e.g. field.NewPath("spec").
+// ValidatePodSpec checks a defaulted pod template's spec with upstream's most commonly
+// hit rules, worded as upstream words them. fldPath is the spec's path, e.g.
+// field.NewPath("spec", "template", "spec"). Pods get the same rules and a few more.
 func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+	return validatePodSpec(spec, false, fldPath)
+}
+
+// validatePodSpec is ValidatePodSpec for a pod (isPod) or a template, which may leave
+// out what pod defaulting fills in.
+func validatePodSpec(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	volumes, volErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	errs = append(errs, volErrs...)
@@ -47,7 +52,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	errs = append(errs, validateInitContainers(spec.InitContainers, containerNames, volumes, spec, fldPath.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, volumes, spec, fldPath.Child("containers"))...)
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
-	errs = append(errs, validateHostNetworkPorts(spec, false, fldPath)...)
+	errs = append(errs, validateHostNetworkPorts(spec, isPod, fldPath)...)
 
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNSPolicy(spec, fldPath)...)
@@ -78,9 +83,6 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 			errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), v, validation.InclusiveRangeError(1, math.MaxInt32)))
 		}
 	}
-	if spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds < 0 {
-		errs = append(errs, apivalidation.ValidateNonnegativeField(*spec.TerminationGracePeriodSeconds, fldPath.Child("terminationGracePeriodSeconds"))...)
-	}
 	errs = append(errs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
 	for i, s := range spec.ImagePullSecrets {
 		if s.Name == "" {
@@ -91,183 +93,6 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		errs = append(errs, validateResources(spec.Resources, fldPath.Child("resources"))...)
 	}
 	errs = append(errs, validatePodSpecExtras(spec, fldPath)...)
-	return errs
-}
-
-// validateVolumes checks names and sources and returns the set of valid volume names.
-func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (sets.Set[string], field.ErrorList) {
-	var errs field.ErrorList
-	names := sets.New[string]()
-	for i, v := range volumes {
-		idxPath := fldPath.Index(i)
-		namePath := idxPath.Child("name")
-		switch {
-		case v.Name == "":
-			errs = append(errs, field.Required(namePath, ""))
-		case names.Has(v.Name):
-			errs = append(errs, field.Duplicate(namePath, v.Name))
-		default:
-			msgs := validation.IsDNS1123Label(v.Name)
-			for _, msg := range msgs {
-				errs = append(errs, field.Invalid(namePath, v.Name, msg))
-			}
-			if len(msgs) == 0 {
-				names.Insert(v.Name)
-			}
-		}
-		errs = append(errs, validateVolumeSource(&v.VolumeSource, idxPath)...)
-	}
-	return names, errs
-}
-
-// validateVolumeSource checks that exactly one source is given and the fields of the
-// common ones that are required.
-func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	set := 0
-	more := func(name string) {
-		set++
-		if set > 1 {
-			errs = append(errs, field.Forbidden(fldPath.Child(name), "may not specify more than 1 volume type"))
-		}
-	}
-	if src.HostPath != nil {
-		more("hostPath")
-		if src.HostPath.Path == "" {
-			errs = append(errs, field.Required(fldPath.Child("hostPath", "path"), ""))
-		}
-		if t := src.HostPath.Type; t != nil && !validHostPathTypes.Has(*t) {
-			errs = append(errs, field.NotSupported(fldPath.Child("hostPath", "type"), *t, sets.List(validHostPathTypes)))
-		}
-	}
-	if src.EmptyDir != nil {
-		more("emptyDir")
-		if m := src.EmptyDir.Medium; m != corev1.StorageMediumDefault && m != corev1.StorageMediumMemory && m != corev1.StorageMediumHugePages && !strings.HasPrefix(string(m), "HugePages-") {
-			errs = append(errs, field.NotSupported(fldPath.Child("emptyDir", "medium"), m, []string{"", "Memory", "HugePages"}))
-		}
-		if q := src.EmptyDir.SizeLimit; q != nil && q.Sign() < 0 {
-			errs = append(errs, field.Invalid(fldPath.Child("emptyDir", "sizeLimit"), q.String(), "must be greater than or equal to 0"))
-		}
-	}
-	if src.Secret != nil {
-		more("secret")
-		if src.Secret.SecretName == "" {
-			errs = append(errs, field.Required(fldPath.Child("secret", "secretName"), ""))
-		}
-		errs = append(errs, validateFileMode(src.Secret.DefaultMode, fldPath.Child("secret", "defaultMode"))...)
-		errs = append(errs, validateKeyToPaths(src.Secret.Items, fldPath.Child("secret", "items"))...)
-	}
-	if src.ConfigMap != nil {
-		more("configMap")
-		if src.ConfigMap.Name == "" {
-			errs = append(errs, field.Required(fldPath.Child("configMap", "name"), ""))
-		}
-		errs = append(errs, validateFileMode(src.ConfigMap.DefaultMode, fldPath.Child("configMap", "defaultMode"))...)
-		errs = append(errs, validateKeyToPaths(src.ConfigMap.Items, fldPath.Child("configMap", "items"))...)
-	}
-	if src.PersistentVolumeClaim != nil {
-		more("persistentVolumeClaim")
-		if src.PersistentVolumeClaim.ClaimName == "" {
-			errs = append(errs, field.Required(fldPath.Child("persistentVolumeClaim", "claimName"), ""))
-		}
-	}
-	if src.NFS != nil {
-		more("nfs")
-		if src.NFS.Server == "" {
-			errs = append(errs, field.Required(fldPath.Child("nfs", "server"), ""))
-		}
-		if src.NFS.Path == "" {
-			errs = append(errs, field.Required(fldPath.Child("nfs", "path"), ""))
-		} else if !path.IsAbs(src.NFS.Path) {
-			errs = append(errs, field.Invalid(fldPath.Child("nfs", "path"), src.NFS.Path, "must be an absolute path"))
-		}
-	}
-	if src.DownwardAPI != nil {
-		more("downwardAPI")
-		errs = append(errs, validateFileMode(src.DownwardAPI.DefaultMode, fldPath.Child("downwardAPI", "defaultMode"))...)
-	}
-	if src.Projected != nil {
-		more("projected")
-		errs = append(errs, validateFileMode(src.Projected.DefaultMode, fldPath.Child("projected", "defaultMode"))...)
-	}
-	if src.CSI != nil {
-		more("csi")
-		if src.CSI.Driver == "" {
-			errs = append(errs, field.Required(fldPath.Child("csi", "driver"), ""))
-		}
-	}
-	if src.Ephemeral != nil {
-		more("ephemeral")
-		if src.Ephemeral.VolumeClaimTemplate == nil {
-			errs = append(errs, field.Required(fldPath.Child("ephemeral", "volumeClaimTemplate"), ""))
-		}
-	}
-	if src.Image != nil {
-		more("image")
-	}
-	// The remaining in-tree sources are only counted.
-	for _, other := range []struct {
-		name string
-		set  bool
-	}{
-		{"gcePersistentDisk", src.GCEPersistentDisk != nil}, {"awsElasticBlockStore", src.AWSElasticBlockStore != nil},
-		{"gitRepo", src.GitRepo != nil}, {"iscsi", src.ISCSI != nil}, {"glusterfs", src.Glusterfs != nil},
-		{"rbd", src.RBD != nil}, {"flexVolume", src.FlexVolume != nil}, {"cinder", src.Cinder != nil},
-		{"cephfs", src.CephFS != nil}, {"flocker", src.Flocker != nil}, {"fc", src.FC != nil},
-		{"azureFile", src.AzureFile != nil}, {"vsphereVolume", src.VsphereVolume != nil},
-		{"quobyte", src.Quobyte != nil}, {"azureDisk", src.AzureDisk != nil},
-		{"photonPersistentDisk", src.PhotonPersistentDisk != nil}, {"portworxVolume", src.PortworxVolume != nil},
-		{"scaleIO", src.ScaleIO != nil}, {"storageos", src.StorageOS != nil},
-	} {
-		if other.set {
-			more(other.name)
-		}
-	}
-	if set == 0 {
-		errs = append(errs, field.Required(fldPath, "must specify a volume type"))
-	}
-	return errs
-}
-
-var validHostPathTypes = sets.New(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate,
-	corev1.HostPathDirectory, corev1.HostPathFileOrCreate, corev1.HostPathFile,
-	corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev)
-
-func validateFileMode(mode *int32, fldPath *field.Path) field.ErrorList {
-	if mode != nil && (*mode < 0 || *mode > 0777) {
-		return field.ErrorList{field.Invalid(fldPath, *mode, "must be a number between 0 and 0777 (octal), both inclusive")}
-	}
-	return nil
-}
-
-func validateKeyToPaths(items []corev1.KeyToPath, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, kp := range items {
-		idxPath := fldPath.Index(i)
-		if kp.Key == "" {
-			errs = append(errs, field.Required(idxPath.Child("key"), ""))
-		}
-		errs = append(errs, validateLocalRelativePath(kp.Path, idxPath.Child("path"))...)
-		errs = append(errs, validateFileMode(kp.Mode, idxPath.Child("mode"))...)
-	}
-	return errs
-}
-
-// validateLocalRelativePath requires a relative path that does not step out with "..".
-func validateLocalRelativePath(p string, fldPath *field.Path) field.ErrorList {
-	if p == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	var errs field.ErrorList
-	if path.IsAbs(p) {
-		errs = append(errs, field.Invalid(fldPath, p, "must be a relative path"))
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
-			break
-		}
-	}
 	return errs
 }
 
@@ -332,6 +157,10 @@ func validateContainers(containers []corev1.Container, volumes sets.Set[string],
 		taken.Insert(c.Name)
 		errs = append(errs, validateContainer(c, volumes, idxPath)...)
 		errs = append(errs, validateProbes(c, idxPath)...)
+		if c.RestartPolicy != nil {
+			// Only init containers can be sidecars.
+			errs = append(errs, field.Forbidden(idxPath.Child("restartPolicy"), "may not be set for non-init containers"))
+		}
 	}
 	return errs
 }
@@ -449,209 +278,6 @@ func validateHostNetworkPorts(spec *corev1.PodSpec, isPod bool, fldPath *field.P
 				errs = append(errs, field.Invalid(fldPath.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"),
 					p.HostPort, "must match `containerPort` when `hostNetwork` is true"))
 			}
-		}
-	}
-	return errs
-}
-
-func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, e := range env {
-		idxPath := fldPath.Index(i)
-		if e.Name == "" {
-			errs = append(errs, field.Required(idxPath.Child("name"), ""))
-		} else {
-			for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
-				errs = append(errs, field.Invalid(idxPath.Child("name"), e.Name, msg))
-			}
-		}
-		errs = append(errs, validateEnvValueFrom(e, idxPath.Child("valueFrom"))...)
-	}
-	return errs
-}
-
-// envFieldPaths are the pod fields an environment variable may read.
-var envFieldPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
-	"spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
-
-// envResourceFields are the container resources an environment variable may read.
-var envResourceFields = []string{"limits.cpu", "limits.ephemeral-storage", "limits.memory",
-	"requests.cpu", "requests.ephemeral-storage", "requests.memory"}
-
-func validateEnvValueFrom(e corev1.EnvVar, fldPath *field.Path) field.ErrorList {
-	vf := e.ValueFrom
-	if vf == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	n := 0
-	if vf.FieldRef != nil {
-		n++
-		errs = append(errs, validateEnvFieldRef(vf.FieldRef, fldPath.Child("fieldRef"))...)
-	}
-	if vf.ResourceFieldRef != nil {
-		n++
-		p := fldPath.Child("resourceFieldRef")
-		r := vf.ResourceFieldRef.Resource
-		switch {
-		case r == "":
-			errs = append(errs, field.Required(p.Child("resource"), ""))
-		case !slices.Contains(envResourceFields, r) && !strings.HasPrefix(r, "requests.hugepages-") && !strings.HasPrefix(r, "limits.hugepages-"):
-			errs = append(errs, field.NotSupported(p.Child("resource"), r, envResourceFields))
-		}
-	}
-	if vf.ConfigMapKeyRef != nil {
-		n++
-		errs = append(errs, validateKeySelector(vf.ConfigMapKeyRef.Name, vf.ConfigMapKeyRef.Key, fldPath.Child("configMapKeyRef"))...)
-	}
-	if vf.SecretKeyRef != nil {
-		n++
-		errs = append(errs, validateKeySelector(vf.SecretKeyRef.Name, vf.SecretKeyRef.Key, fldPath.Child("secretKeyRef"))...)
-	}
-	if vf.FileKeyRef != nil {
-		n++
-	}
-	switch {
-	case n == 0:
-		errs = append(errs, field.Invalid(fldPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
-	case e.Value != "":
-		errs = append(errs, field.Invalid(fldPath, "", "may not be specified when `value` is not empty"))
-	case n > 1:
-		errs = append(errs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
-	}
-	return errs
-}
-
-func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, fldPath *field.Path) field.ErrorList {
-	if ref.APIVersion == "" {
-		return field.ErrorList{field.Required(fldPath.Child("apiVersion"), "")}
-	}
-	if ref.FieldPath == "" {
-		return field.ErrorList{field.Required(fldPath.Child("fieldPath"), "")}
-	}
-	if ref.APIVersion != "v1" {
-		return field.ErrorList{field.Invalid(fldPath.Child("fieldPath"), ref.FieldPath,
-			fmt.Sprintf("error converting fieldPath: unsupported pod version: %s", ref.APIVersion))}
-	}
-	path, subscript, subscripted := splitSubscript(ref.FieldPath)
-	if !subscripted {
-		if !slices.Contains(envFieldPaths, path) {
-			return field.ErrorList{field.NotSupported(fldPath.Child("fieldPath"), path, envFieldPaths)}
-		}
-		return nil
-	}
-	switch path {
-	case "metadata.annotations":
-		return metav1validation.ValidateLabelName(strings.ToLower(subscript), fldPath)
-	case "metadata.labels":
-		return metav1validation.ValidateLabelName(subscript, fldPath)
-	}
-	return field.ErrorList{field.Invalid(fldPath, path, "does not support subscript")}
-}
-
-// splitSubscript splits "metadata.labels['app']" into its path and key.
-func splitSubscript(fieldPath string) (path, subscript string, ok bool) {
-	if !strings.HasSuffix(fieldPath, "']") {
-		return fieldPath, "", false
-	}
-	open := strings.Index(fieldPath, "['")
-	if open < 0 {
-		return fieldPath, "", false
-	}
-	return fieldPath[:open], fieldPath[open+2 : len(fieldPath)-2], true
-}
-
-// validateKeySelector checks a config map or secret key reference.
-func validateKeySelector(name, key string, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(fldPath.Child("name"), name, msg))
-	}
-	if key == "" {
-		return append(errs, field.Required(fldPath.Child("key"), ""))
-	}
-	for _, msg := range validation.IsConfigMapKey(key) {
-		errs = append(errs, field.Invalid(fldPath.Child("key"), key, msg))
-	}
-	return errs
-}
-
-func validateEnvFrom(sources []corev1.EnvFromSource, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, src := range sources {
-		idxPath := fldPath.Index(i)
-		if src.Prefix != "" {
-			for _, msg := range validation.IsRelaxedEnvVarName(src.Prefix) {
-				errs = append(errs, field.Invalid(idxPath.Child("prefix"), src.Prefix, msg))
-			}
-		}
-		n := 0
-		check := func(name string, p *field.Path) {
-			n++
-			if name == "" {
-				errs = append(errs, field.Required(p.Child("name"), ""))
-				return
-			}
-			for _, msg := range validation.IsDNS1123Subdomain(name) {
-				errs = append(errs, field.Invalid(p.Child("name"), name, msg))
-			}
-		}
-		if src.ConfigMapRef != nil {
-			check(src.ConfigMapRef.Name, idxPath.Child("configMapRef"))
-		}
-		if src.SecretRef != nil {
-			check(src.SecretRef.Name, idxPath.Child("secretRef"))
-		}
-		switch {
-		case n == 0:
-			errs = append(errs, field.Invalid(fldPath, "", "must specify one of: `configMapRef` or `secretRef`"))
-		case n > 1:
-			errs = append(errs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
-		}
-	}
-	return errs
-}
-
-func validateVolumeMounts(mounts []corev1.VolumeMount, volumes sets.Set[string], fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	paths := sets.New[string]()
-	for i, m := range mounts {
-		idxPath := fldPath.Index(i)
-		if m.Name == "" {
-			errs = append(errs, field.Required(idxPath.Child("name"), ""))
-		} else if !volumes.Has(m.Name) {
-			errs = append(errs, field.NotFound(idxPath.Child("name"), m.Name))
-		}
-		if m.MountPath == "" {
-			errs = append(errs, field.Required(idxPath.Child("mountPath"), ""))
-		} else if paths.Has(m.MountPath) {
-			errs = append(errs, field.Invalid(idxPath.Child("mountPath"), m.MountPath, "must be unique"))
-		}
-		paths.Insert(m.MountPath)
-		if m.SubPath != "" {
-			errs = append(errs, validateSubPath(m.SubPath, idxPath.Child("subPath"))...)
-		}
-		if m.MountPropagation != nil {
-			switch *m.MountPropagation {
-			case corev1.MountPropagationNone, corev1.MountPropagationHostToContainer, corev1.MountPropagationBidirectional:
-			default:
-				errs = append(errs, field.NotSupported(idxPath.Child("mountPropagation"), *m.MountPropagation,
-					[]corev1.MountPropagationMode{corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone}))
-			}
-		}
-	}
-	return errs
-}
-
-func validateSubPath(p string, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if path.IsAbs(p) {
-		errs = append(errs, field.Invalid(fldPath, p, "must be a relative path"))
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
-			break
 		}
 	}
 	return errs

@@ -75,8 +75,3 @@ func noneIfEmpty(s string) string {
 	}
 	return s
 }
-
-// Column descriptions upstream takes from the API types' documentation.
-var (
-	objectMetaDocs = metav1.ObjectMeta{}.SwaggerDoc()
-)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
 )
@@ -112,6 +113,11 @@ func TestPrintersRowMatchesColumns(t *testing.T) {
 			r.Strategy.Default(obj)
 			r.Strategy.PrepareForCreate(context.Background(), obj)
 		}
+		if r.Strategy != nil {
+			// Empty objects are invalid for most resources; they must not panic.
+			_ = r.Strategy.Validate(context.Background(), obj)
+			_ = r.Strategy.ValidateUpdate(context.Background(), obj, r.New())
+		}
 		if cells := r.Printer.Row(obj); len(cells) != len(r.Printer.Columns) {
 			t.Errorf("%s: %d cells for %d columns: %#v", r.Resource, len(cells), len(r.Printer.Columns), cells)
 		}
@@ -143,4 +149,29 @@ func TestPodTemplates(t *testing.T) {
 
 	pt.Template.Spec.Containers[1].Image = ""
 	assertErrors(t, r.Strategy.Validate(context.Background(), pt), []string{"template.spec.containers[1].image: Required value"})
+}
+
+// TestStrategiesRejectOtherTypes: a strategy handed another resource's object
+// changes nothing and reports an internal error instead of panicking.
+func TestStrategiesRejectOtherTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, r := range Resources() {
+		if r.Strategy == nil {
+			continue
+		}
+		other := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+		r.Strategy.Default(other)
+		r.Strategy.PrepareForCreate(ctx, other)
+		r.Strategy.PrepareForUpdate(ctx, other, other)
+		if other.Name != "b" || len(other.Labels) != 0 {
+			t.Errorf("%s changed a Binding: %+v", r.Resource, other)
+		}
+		errs := r.Strategy.Validate(ctx, other)
+		if len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
+			t.Errorf("%s: Validate(Binding) = %v, want one internal error", r.Resource, errs)
+		}
+		if errs := r.Strategy.ValidateUpdate(ctx, r.New(), other); len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
+			t.Errorf("%s: ValidateUpdate(_, Binding) = %v, want one internal error", r.Resource, errs)
+		}
+	}
 }

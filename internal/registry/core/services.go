@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -114,6 +115,7 @@ func defaultService(s *corev1.Service) {
 	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
 		spec.AllocateLoadBalancerNodePorts = ptrTo(true)
 	}
+	defaultIngressIPMode(s)
 	// Clients may set either field; upstream keeps them in step.
 	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
 		spec.ClusterIPs = []string{spec.ClusterIP}
@@ -122,6 +124,20 @@ func defaultService(s *corev1.Service) {
 	}
 	if needsClusterIP(spec.Type) {
 		defaultIPFamilies(s)
+	}
+}
+
+// defaultIngressIPMode marks load balancer addresses as virtual IPs unless the
+// controller said otherwise.
+func defaultIngressIPMode(s *corev1.Service) {
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return
+	}
+	for i := range s.Status.LoadBalancer.Ingress {
+		in := &s.Status.LoadBalancer.Ingress[i]
+		if in.IP != "" && in.IPMode == nil {
+			in.IPMode = ptrTo(corev1.LoadBalancerIPModeVIP)
+		}
 	}
 }
 
@@ -162,6 +178,9 @@ func defaultIPFamilies(s *corev1.Service) {
 // it out (a PUT of the manifest the user first applied): the cluster IPs, the node
 // ports and the health check node port.
 func prepareServiceForUpdate(_ context.Context, s, old *corev1.Service) {
+	// Load balancer controllers write status through the status subresource, which
+	// skips Default.
+	defaultIngressIPMode(s)
 	dropTypeDependentFields(s, old)
 	if needsClusterIP(s.Spec.Type) && needsClusterIP(old.Spec.Type) && s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
 		s.Spec.ClusterIP = old.Spec.ClusterIP
@@ -303,6 +322,7 @@ func validateService(_ context.Context, s *corev1.Service) field.ErrorList {
 		errs = append(errs, validation.IsValidIP(specPath.Child("externalIPs").Index(i), ip)...)
 	}
 	errs = append(errs, validateTrafficPolicies(s, specPath)...)
+	errs = append(errs, validateLoadBalancerFields(s, specPath)...)
 	if p := spec.IPFamilyPolicy; p != nil {
 		switch *p {
 		case corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack:
@@ -339,6 +359,34 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set
 	}
 	errs = append(errs, validateProtocol(p.Protocol, fldPath.Child("protocol"))...)
 	errs = append(errs, validatePortNumOrName(p.TargetPort, fldPath.Child("targetPort"))...)
+	if p.AppProtocol != nil {
+		errs = append(errs, metav1validation.ValidateLabelName(*p.AppProtocol, fldPath.Child("appProtocol"))...)
+	}
+	return errs
+}
+
+// validateLoadBalancerFields keeps load balancer settings on load balancers.
+func validateLoadBalancerFields(s *corev1.Service, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	lb := s.Spec.Type == corev1.ServiceTypeLoadBalancer
+	if c := s.Spec.LoadBalancerClass; c != nil {
+		if lb {
+			errs = append(errs, metav1validation.ValidateLabelName(*c, specPath.Child("loadBalancerClass"))...)
+		} else {
+			errs = append(errs, field.Forbidden(specPath.Child("loadBalancerClass"), "may only be used when `type` is 'LoadBalancer'"))
+		}
+	}
+	if len(s.Spec.LoadBalancerSourceRanges) > 0 {
+		rangesPath := specPath.Child("loadBalancerSourceRanges")
+		if !lb {
+			errs = append(errs, field.Forbidden(rangesPath, "may only be used when `type` is 'LoadBalancer'"))
+		}
+		for i, r := range s.Spec.LoadBalancerSourceRanges {
+			if _, _, err := net.ParseCIDR(strings.TrimSpace(r)); err != nil {
+				errs = append(errs, field.Invalid(rangesPath.Index(i), r, "must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
+			}
+		}
+	}
 	return errs
 }
 
@@ -434,6 +482,10 @@ func validateTrafficPolicies(s *corev1.Service, specPath *field.Path) field.Erro
 // validateServiceUpdate keeps the cluster IP once it is set, except when the
 // service moves to or from ExternalName.
 func validateServiceUpdate(_ context.Context, s, old *corev1.Service) field.ErrorList {
+	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && old.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		!equality.Semantic.DeepEqual(s.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "loadBalancerClass"), s.Spec.LoadBalancerClass, "may not change once set")}
+	}
 	if !needsClusterIP(s.Spec.Type) || !needsClusterIP(old.Spec.Type) || len(old.Spec.ClusterIPs) == 0 {
 		return nil
 	}

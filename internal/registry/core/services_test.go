@@ -105,6 +105,12 @@ func TestServiceValidate(t *testing.T) {
 		}, []string{"spec.clusterIP: Forbidden: must be empty for ExternalName services"}},
 		{"cluster IPs disagree", func(s *corev1.ServiceSpec) { s.ClusterIP, s.ClusterIPs = "10.96.0.5", []string{"10.96.0.6"} },
 			[]string{`spec.clusterIPs: Invalid value: ["10.96.0.6"]: first value must match ` + "`clusterIP`"}},
+		{"source ranges on a cluster IP service", func(s *corev1.ServiceSpec) { s.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} },
+			[]string{"spec.loadBalancerSourceRanges: Forbidden: may only be used when `type` is 'LoadBalancer'"}},
+		{"bad source range", func(s *corev1.ServiceSpec) {
+			s.Type = corev1.ServiceTypeLoadBalancer
+			s.LoadBalancerSourceRanges = []string{"10.0.0.0"}
+		}, []string{`spec.loadBalancerSourceRanges[0]: Invalid value: "10.0.0.0": must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 `}},
 		{"bad cluster IP", func(s *corev1.ServiceSpec) { s.ClusterIP = "10.0.0.300" },
 			[]string{`spec.clusterIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}},
 	}
@@ -214,4 +220,15 @@ func TestServiceTypeChangeDropsFields(t *testing.T) {
 		t.Errorf("NodePort -> ExternalName: %+v", toExternal.Spec)
 	}
 	assertErrors(t, strategy.ValidateUpdate(ctx, toExternal, nodePort), nil)
+}
+
+func TestServiceLoadBalancerIPMode(t *testing.T) {
+	old := newService(func(s *corev1.ServiceSpec) { s.Type = corev1.ServiceTypeLoadBalancer })
+	svc := old.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.5"}, {Hostname: "lb.example.com"}}
+	servicesResource().Strategy.PrepareForUpdate(context.Background(), svc, old)
+	in := svc.Status.LoadBalancer.Ingress
+	if in[0].IPMode == nil || *in[0].IPMode != corev1.LoadBalancerIPModeVIP || in[1].IPMode != nil {
+		t.Errorf("ingress = %+v, want VIP for the IP and nothing for the hostname", in)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -54,8 +55,26 @@ func (pdbStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 	return validateSpec(&obj.(*policyv1.PodDisruptionBudget).Spec, field.NewPath("spec"))
 }
 
-func (pdbStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	return validateSpec(&obj.(*policyv1.PodDisruptionBudget).Spec, field.NewPath("spec"))
+func (pdbStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	pdb, oldPDB := obj.(*policyv1.PodDisruptionBudget), old.(*policyv1.PodDisruptionBudget)
+	allErrs := validateSpec(&pdb.Spec, field.NewPath("spec"))
+	return append(allErrs, validateStatus(&pdb.Status, &oldPDB.Status)...)
+}
+
+// validateStatus checks a changed status, as the disruption controller writes it.
+func validateStatus(s, old *policyv1.PodDisruptionBudgetStatus) field.ErrorList {
+	if apiequality.Semantic.DeepEqual(s, old) {
+		return nil
+	}
+	p := field.NewPath("status")
+	var allErrs field.ErrorList
+	for _, c := range []struct {
+		name  string
+		value int32
+	}{{"disruptionsAllowed", s.DisruptionsAllowed}, {"currentHealthy", s.CurrentHealthy}, {"desiredHealthy", s.DesiredHealthy}, {"expectedPods", s.ExpectedPods}} {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), p.Child(c.name))...)
+	}
+	return append(allErrs, metavalidation.ValidateConditions(s.Conditions, p.Child("conditions"))...)
 }
 
 var evictionPolicies = []policyv1.UnhealthyPodEvictionPolicyType{policyv1.AlwaysAllow, policyv1.IfHealthyBudget}

@@ -105,6 +105,25 @@ func TestPDBValidate(t *testing.T) {
 	}
 }
 
+func TestPDBStatusValidation(t *testing.T) {
+	old := newPDB()
+	updated := newPDB()
+	updated.Status = policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: -1, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3,
+		Conditions: []metav1.Condition{{Type: "DisruptionAllowed", Status: "Maybe", Reason: "SufficientPods", LastTransitionTime: metav1.Now()}}}
+	errs := PodDisruptionBudgets().Strategy.ValidateUpdate(context.Background(), updated, old)
+	got := map[string]bool{}
+	for _, e := range errs {
+		got[e.Field] = true
+	}
+	if len(errs) != 2 || !got["status.disruptionsAllowed"] || !got["status.conditions[0].status"] {
+		t.Errorf("errors = %v", errs)
+	}
+	// A status the update does not change is not judged again.
+	if errs := PodDisruptionBudgets().Strategy.ValidateUpdate(context.Background(), updated.DeepCopy(), updated); len(errs) != 0 {
+		t.Errorf("unchanged status rejected: %v", errs)
+	}
+}
+
 func TestPDBPrinter(t *testing.T) {
 	p := PodDisruptionBudgets().Printer
 	var names []string

@@ -69,7 +69,6 @@ func TestEventsFieldSelectorsUseV1Names(t *testing.T) {
 	// GET /apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dweb
 	// answers 400 "field label not supported: regarding.name". Reported to the lead;
 	// remove this skip with the fix.
-	t.Skip("apiserver: field selectors of a resource served from another's storage use the storage resource's labels")
 	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
 	if _, err := c.CoreV1().Events("default").Create(ctx, &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "web.2"},

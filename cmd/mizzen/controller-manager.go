@@ -1,0 +1,42 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/controllermanager"
+)
+
+func init() { register(newControllerManagerCommand) }
+
+// newControllerManagerCommand runs the controllers that drive the cluster toward its
+// declared state, one active replica at a time.
+func newControllerManagerCommand() *cobra.Command {
+	var kubeconfig string
+	opts := controllermanager.RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the controllers (endpoints, garbage collector, namespace, nodes, workloads, ...)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			return controllermanager.Run(cmd.Context(), cfg, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig with the apiserver's address and credentials (in-cluster config if empty)")
+	f.StringSliceVar(&opts.Controllers, "controllers", []string{"*"}, `Controllers to run: "*" enables all on by default, "foo" enables foo, "-foo" disables foo`)
+	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "Run controllers only while holding the Lease kube-system/kube-controller-manager")
+	f.IntVar(&opts.ConcurrentSyncs, "concurrent-syncs", 5, "Workers per controller")
+	f.DurationVar(&opts.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "How long a node's Lease may go unrenewed before the node is marked Unknown")
+	f.StringVar(&opts.ClusterCIDR, "cluster-cidr", "", "CIDR range pod CIDRs are allocated from (node IPAM allocates nothing when empty)")
+	f.IntVar(&opts.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "Prefix length of each node's pod CIDR")
+	f.IntVar(&opts.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "Terminated pods kept before the oldest are deleted (0 or less: never)")
+	f.StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle to publish as kube-root-ca.crt (default: the kubeconfig's CA)")
+	return cmd
+}

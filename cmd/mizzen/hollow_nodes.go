@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/kubelet/hollow"
+)
+
+func init() { register(newHollowNodesCommand) }
+
+// newHollowNodesCommand runs many kubelets in this process on the in-memory CRI runtime.
+func newHollowNodesCommand() *cobra.Command {
+	var (
+		kubeconfig, prefix string
+		count              int
+		maxPods            int64
+		images             []string
+	)
+	cmd := &cobra.Command{
+		Use:   "hollow-nodes",
+		Short: "Run N kubelets in one process on a fake CRI runtime, for scale tests",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			return hollow.Run(ctx, hollow.Options{
+				Count:           count,
+				NamePrefix:      prefix,
+				Config:          cfg,
+				MaxPods:         maxPods,
+				PreloadedImages: images,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig the hollow kubelets use")
+	f.IntVar(&count, "count", 1, "number of hollow nodes")
+	f.StringVar(&prefix, "name-prefix", "hollow-node-", "node i is named <prefix><i>")
+	f.Int64Var(&maxPods, "max-pods", 110, "pods capacity of each node")
+	f.StringSliceVar(&images, "preloaded-images", nil, "images present on every node without a pull")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/kubelet"
+	"mizzen/internal/kubelet/containerd"
+)
+
+func init() { register(newKubeletCommand) }
+
+// newKubeletCommand runs the node agent against a CRI runtime.
+func newKubeletCommand() *cobra.Command {
+	var (
+		kubeconfig, hostnameOverride, runtimeEndpoint, imageEndpoint string
+		taints, nodeIP, rootDir, nodeLabels, clusterDomain           string
+		containerdDir, pauseBinary                                   string
+		clusterDNS                                                   []string
+		maxPods                                                      int64
+		port                                                         int32
+	)
+	cmd := &cobra.Command{
+		Use:   "kubelet",
+		Short: "Run the node agent: register the node, run its pods through CRI",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			cfg.UserAgent = "mizzen-kubelet"
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			name := hostnameOverride
+			if name == "" {
+				if name, err = os.Hostname(); err != nil {
+					return err
+				}
+			}
+			name = strings.ToLower(strings.TrimSpace(name)) // node names are lower case, as upstream
+			parsedTaints, err := kubelet.ParseTaints(taints)
+			if err != nil {
+				return err
+			}
+			labels, err := kubelet.ParseLabels(nodeLabels)
+			if err != nil {
+				return err
+			}
+			var podCIDRChanged func(string)
+			if containerdDir != "" {
+				pause, err := os.ReadFile(pauseBinary)
+				if err != nil {
+					return fmt.Errorf("--pause-binary: %w", err)
+				}
+				rtOpts := containerd.Options{DataDir: containerdDir}
+				stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
+				if err != nil {
+					return err
+				}
+				defer func() { <-stopped }()
+				runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
+				podCIDRChanged = func(cidr string) {
+					if err := rtOpts.WriteCNIConfig(cidr); err != nil {
+						slog.Error("writing CNI configuration", "err", err)
+					}
+				}
+			}
+			rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
+			if err != nil {
+				return err
+			}
+			defer rs.Close(ctx)
+			return kubelet.Run(ctx, kubelet.Options{
+				PodCIDRChanged:     podCIDRChanged,
+				Client:             client,
+				NodeName:           name,
+				Hostname:           name,
+				Runtime:            rs,
+				Images:             is,
+				NodeIP:             nodeIP,
+				NodeLabels:         labels,
+				RegisterWithTaints: parsedTaints,
+				MaxPods:            maxPods,
+				ClusterDNS:         clusterDNS,
+				ClusterDomain:      clusterDomain,
+				Port:               port,
+				RootDir:            rootDir,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the kubelet's credentials")
+	f.StringVar(&hostnameOverride, "hostname-override", "", "node name to register instead of the host name")
+	f.StringVar(&runtimeEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime service endpoint")
+	f.StringVar(&imageEndpoint, "image-service-endpoint", "", "CRI image service endpoint (default: the runtime endpoint)")
+	f.StringVar(&taints, "register-with-taints", "", "taints to register the node with: key=value:Effect,...")
+	f.StringVar(&nodeIP, "node-ip", "", "the node's InternalIP (default: the first global IPv4 address)")
+	f.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "kubelet state directory; its filesystem is reported as ephemeral-storage")
+	f.StringVar(&nodeLabels, "node-labels", "", "labels to register the node with: key=value,...")
+	f.Int64Var(&maxPods, "max-pods", 110, "pods capacity of the node")
+	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
+	f.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
+	f.Int32Var(&port, "port", 10250, "kubelet port advertised in the node status")
+	f.StringVar(&containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
+	f.StringVar(&pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}

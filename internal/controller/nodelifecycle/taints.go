@@ -1,0 +1,99 @@
+package nodelifecycle
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// tolerates reports whether a toleration matches a taint (key, value by operator, effect).
+func tolerates(tol corev1.Toleration, taint corev1.Taint) bool {
+	if tol.Effect != "" && tol.Effect != taint.Effect {
+		return false
+	}
+	if tol.Key != "" && tol.Key != taint.Key {
+		return false
+	}
+	switch tol.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case corev1.TolerationOpEqual, "":
+		return tol.Key != "" && tol.Value == taint.Value
+	}
+	return false
+}
+
+// evictionTime is when the pod must leave a node with these NoExecute taints: now if
+// some taint is not tolerated, else the earliest taint time plus tolerationSeconds of
+// the toleration that covers it; ok is false when every taint is tolerated forever.
+func evictionTime(pod *corev1.Pod, taints []corev1.Taint, now time.Time) (at time.Time, ok bool) {
+	for _, taint := range taints {
+		if taint.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		var covering *corev1.Toleration
+		for i := range pod.Spec.Tolerations {
+			if tolerates(pod.Spec.Tolerations[i], taint) {
+				covering = &pod.Spec.Tolerations[i]
+				break
+			}
+		}
+		if covering == nil {
+			return now, true
+		}
+		if covering.TolerationSeconds == nil {
+			continue
+		}
+		added := now
+		if taint.TimeAdded != nil {
+			added = taint.TimeAdded.Time
+		}
+		seconds := max(*covering.TolerationSeconds, 0)
+		t := added.Add(time.Duration(seconds) * time.Second)
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+// wantTaints returns the node's taints with the unreachable/not-ready pair set to
+// match its Ready condition, and whether anything changed.
+func wantTaints(node *corev1.Node, ready corev1.ConditionStatus, now time.Time) ([]corev1.Taint, bool) {
+	var key string
+	switch ready {
+	case corev1.ConditionUnknown:
+		key = corev1.TaintNodeUnreachable
+	case corev1.ConditionFalse:
+		key = corev1.TaintNodeNotReady
+	}
+	var out []corev1.Taint
+	changed := false
+	have := map[corev1.TaintEffect]bool{}
+	for _, t := range node.Spec.Taints {
+		ours := t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady
+		if ours && t.Key != key && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule) {
+			changed = true
+			continue
+		}
+		if ours && t.Key == key {
+			have[t.Effect] = true
+		}
+		out = append(out, t)
+	}
+	if key != "" {
+		for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+			if have[effect] {
+				continue
+			}
+			t := corev1.Taint{Key: key, Effect: effect}
+			if effect == corev1.TaintEffectNoExecute {
+				added := metav1Time(now)
+				t.TimeAdded = &added
+			}
+			out = append(out, t)
+			changed = true
+		}
+	}
+	return out, changed
+}

@@ -1,0 +1,150 @@
+package resourcequota
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"mizzen/internal/controller/util"
+)
+
+// podCounts reports whether quota tracks the pod at all: it has not finished and is
+// not past the end of its grace period.
+func podCounts(pod *corev1.Pod, now time.Time) bool {
+	if util.PodIsTerminal(pod) {
+		return false
+	}
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
+		if now.After(end) {
+			return false
+		}
+	}
+	return true
+}
+
+// computeResource maps a quota resource name onto the pod field it limits:
+// "requests.cpu" and bare "cpu" are requests, "limits.cpu" limits. ok is false for
+// names that are not compute resources (counts, storage).
+func computeResource(name corev1.ResourceName) (res corev1.ResourceName, limits bool, ok bool) {
+	s := string(name)
+	switch {
+	case strings.HasPrefix(s, "requests."):
+		r := corev1.ResourceName(strings.TrimPrefix(s, "requests."))
+		return r, false, r != corev1.ResourceStorage
+	case strings.HasPrefix(s, "limits."):
+		return corev1.ResourceName(strings.TrimPrefix(s, "limits.")), true, true
+	case name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage:
+		return name, false, true
+	}
+	return "", false, false
+}
+
+// podAmount is what the pod asks for of one resource, as the scheduler sees it: the
+// larger of its long-running containers (with sidecars) and its heaviest init step,
+// plus the pod overhead.
+func podAmount(pod *corev1.Pod, res corev1.ResourceName, limits bool) resource.Quantity {
+	pick := func(r corev1.ResourceRequirements) resource.Quantity {
+		list := r.Requests
+		if limits {
+			list = r.Limits
+		}
+		return list[res]
+	}
+	total := resource.Quantity{}
+	for _, c := range pod.Spec.Containers {
+		total.Add(pick(c.Resources))
+	}
+	sidecars := resource.Quantity{}
+	peakInit := resource.Quantity{}
+	for _, c := range pod.Spec.InitContainers {
+		q := pick(c.Resources)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars.Add(q)
+			if sidecars.Cmp(peakInit) > 0 {
+				peakInit = sidecars.DeepCopy()
+			}
+			continue
+		}
+		step := sidecars.DeepCopy()
+		step.Add(q)
+		if step.Cmp(peakInit) > 0 {
+			peakInit = step
+		}
+	}
+	total.Add(sidecars)
+	if peakInit.Cmp(total) > 0 {
+		total = peakInit
+	}
+	if q, ok := pod.Spec.Overhead[res]; ok {
+		total.Add(q)
+	}
+	return total
+}
+
+// bestEffort: no container asks for or is limited in cpu or memory.
+func bestEffort(pod *corev1.Pod) bool {
+	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, list := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+			if _, ok := list[corev1.ResourceCPU]; ok {
+				return false
+			}
+			if _, ok := list[corev1.ResourceMemory]; ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// podInScope applies a quota's scopes to a pod.
+func podInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
+	terminating := pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+	check := func(scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
+		switch scope {
+		case corev1.ResourceQuotaScopeTerminating:
+			return terminating
+		case corev1.ResourceQuotaScopeNotTerminating:
+			return !terminating
+		case corev1.ResourceQuotaScopeBestEffort:
+			return bestEffort(pod)
+		case corev1.ResourceQuotaScopeNotBestEffort:
+			return !bestEffort(pod)
+		case corev1.ResourceQuotaScopePriorityClass:
+			pc := pod.Spec.PriorityClassName
+			switch op {
+			case corev1.ScopeSelectorOpIn:
+				return slices.Contains(values, pc)
+			case corev1.ScopeSelectorOpNotIn:
+				return !slices.Contains(values, pc)
+			case corev1.ScopeSelectorOpExists:
+				return pc != ""
+			case corev1.ScopeSelectorOpDoesNotExist:
+				return pc == ""
+			}
+			return false
+		}
+		return true // scopes about other objects do not restrict pods
+	}
+	for _, s := range q.Spec.Scopes {
+		if !check(s, corev1.ScopeSelectorOpExists, nil) {
+			return false
+		}
+	}
+	if q.Spec.ScopeSelector != nil {
+		for _, e := range q.Spec.ScopeSelector.MatchExpressions {
+			match := check(e.ScopeName, e.Operator, e.Values)
+			if e.ScopeName != corev1.ResourceQuotaScopePriorityClass && e.Operator == corev1.ScopeSelectorOpDoesNotExist {
+				match = !match
+			}
+			if !match {
+				return false
+			}
+		}
+	}
+	return true
+}

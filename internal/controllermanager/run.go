@@ -1,0 +1,207 @@
+package controllermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Lease that elects the active controller-manager, as upstream.
+const (
+	leaseNamespace = "kube-system"
+	leaseName      = "kube-controller-manager"
+)
+
+// RunOptions are everything Run needs beyond the rest config.
+type RunOptions struct {
+	Options
+	// Controllers is the --controllers list: "*" enables every controller that is on by
+	// default, "foo" enables foo, "-foo" disables foo. Empty means {"*"}.
+	Controllers []string
+	// LeaderElect runs controllers only while this process holds the Lease
+	// kube-system/kube-controller-manager.
+	LeaderElect bool
+	// LeaderElection timings; zero values take upstream's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Identity names this replica in the Lease; empty means hostname plus a random suffix.
+	Identity string
+	// RootCAFile, when set, replaces the rest config's CAData/CAFile as the bundle the
+	// root-ca-cert-publisher writes into kube-root-ca.crt.
+	RootCAFile string
+}
+
+// Run starts the controller-manager against the apiserver of cfg and blocks until ctx
+// ends (nil) or leadership is lost (an error: the caller should exit, as upstream does).
+func Run(ctx context.Context, cfg *rest.Config, opts RunOptions) error {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "mizzen-controller-manager"
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("controller-manager client: %w", err)
+	}
+	if opts.RootCAFile != "" {
+		ca, err := os.ReadFile(opts.RootCAFile)
+		if err != nil {
+			return fmt.Errorf("root CA file: %w", err)
+		}
+		opts.RootCA = ca
+	} else if len(cfg.CAData) > 0 {
+		opts.RootCA = cfg.CAData
+	} else if cfg.CAFile != "" {
+		ca, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return fmt.Errorf("root CA file: %w", err)
+		}
+		opts.RootCA = ca
+	}
+	all := append(infraControllers(), workloadControllers()...)
+	return run(ctx, client, cfg, all, opts)
+}
+
+// run is Run after the client is built, so tests can pass a fake clientset and their
+// own descriptors.
+func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all []Descriptor, opts RunOptions) error {
+	chosen, err := enabledControllers(all, opts.Controllers)
+	if err != nil {
+		return err
+	}
+	startAll := func(ctx context.Context) {
+		cc := &ControllerContext{
+			Client:    client,
+			Config:    cfg,
+			Informers: informers.NewSharedInformerFactory(client, 0),
+			Options:   opts.Options,
+		}
+		for _, d := range chosen {
+			var skipped *notConfiguredError
+			if err := d.Start(ctx, cc); errors.As(err, &skipped) {
+				slog.InfoContext(ctx, "controller not started", "controller", d.Name, "reason", skipped.reason)
+				continue
+			} else if err != nil {
+				slog.ErrorContext(ctx, "controller failed to start", "controller", d.Name, "err", err)
+				continue
+			}
+			slog.InfoContext(ctx, "started controller", "controller", d.Name)
+		}
+		cc.Informers.Start(ctx.Done())
+	}
+	if !opts.LeaderElect {
+		startAll(ctx)
+		<-ctx.Done()
+		return nil
+	}
+	return runElected(ctx, client, opts, startAll)
+}
+
+// runElected campaigns for the Lease and runs start while leading.
+func runElected(ctx context.Context, client kubernetes.Interface, opts RunOptions, start func(context.Context)) error {
+	id := opts.Identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = host + "_" + string(uuid.NewUUID())
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace, Name: leaseName},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	lost := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   orDefault(opts.LeaseDuration, 15*time.Second),
+		RenewDeadline:   orDefault(opts.RenewDeadline, 10*time.Second),
+		RetryPeriod:     orDefault(opts.RetryPeriod, 2*time.Second),
+		ReleaseOnCancel: true,
+		Name:            leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				slog.InfoContext(ctx, "became leader", "lease", leaseNamespace+"/"+leaseName, "identity", id)
+				start(ctx)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					close(lost)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx) // returns when ctx ends or leadership is lost
+	select {
+	case <-lost:
+		return errors.New("leader election lost")
+	default:
+		return nil
+	}
+}
+
+// notConfiguredError is returned by a Descriptor's Start when the flags leave the
+// controller nothing to do (as upstream skips node IPAM without a cluster CIDR).
+type notConfiguredError struct{ reason string }
+
+func (e *notConfiguredError) Error() string { return "not configured: " + e.reason }
+
+func notConfigured(reason string) error { return &notConfiguredError{reason: reason} }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// enabledControllers resolves --controllers against the known descriptors the way
+// upstream does: an explicit "foo" or "-foo" wins over "*", and "*" enables only the
+// controllers that are on by default. Unknown names are an error.
+func enabledControllers(all []Descriptor, flags []string) ([]Descriptor, error) {
+	if len(flags) == 0 {
+		flags = []string{"*"}
+	}
+	known := make(map[string]bool, len(all))
+	for _, d := range all {
+		known[d.Name] = true
+	}
+	for _, f := range flags {
+		name := strings.TrimPrefix(f, "-")
+		if f != "*" && !known[name] {
+			return nil, fmt.Errorf("%q is not in the list of known controllers", f)
+		}
+	}
+	var out []Descriptor
+	for _, d := range all {
+		if isEnabled(d, flags) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func isEnabled(d Descriptor, flags []string) bool {
+	if slices.Contains(flags, d.Name) {
+		return true
+	}
+	if slices.Contains(flags, "-"+d.Name) {
+		return false
+	}
+	return slices.Contains(flags, "*") && !d.DisabledByDefault
+}

@@ -1,0 +1,150 @@
+package controllermanager
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestEnabledControllers(t *testing.T) {
+	all := []Descriptor{{Name: "endpoints"}, {Name: "namespace"}, {Name: "bootstrapsigner", DisabledByDefault: true}}
+	tests := []struct {
+		flags   []string
+		want    []string
+		wantErr bool
+	}{
+		{flags: nil, want: []string{"endpoints", "namespace"}},
+		{flags: []string{"*"}, want: []string{"endpoints", "namespace"}},
+		{flags: []string{"*", "-namespace"}, want: []string{"endpoints"}},
+		{flags: []string{"-namespace", "*"}, want: []string{"endpoints"}},
+		{flags: []string{"*", "bootstrapsigner"}, want: []string{"endpoints", "namespace", "bootstrapsigner"}},
+		{flags: []string{"namespace"}, want: []string{"namespace"}},
+		{flags: []string{"bootstrapsigner"}, want: []string{"bootstrapsigner"}},
+		{flags: []string{"-endpoints"}, want: nil},
+		{flags: []string{"*", "nosuch"}, wantErr: true},
+		{flags: []string{"-nosuch"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := enabledControllers(all, tt.flags)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("--controllers=%v: err = %v, want error %v", tt.flags, err, tt.wantErr)
+			continue
+		}
+		var names []string
+		for _, d := range got {
+			names = append(names, d.Name)
+		}
+		if !slices.Equal(names, tt.want) {
+			t.Errorf("--controllers=%v started %v, want %v", tt.flags, names, tt.want)
+		}
+	}
+}
+
+func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
+	want := []string{"endpoints", "endpointslice", "garbage-collector", "namespace", "node-lifecycle",
+		"node-ipam", "serviceaccount", "root-ca-cert-publisher", "resourcequota", "pod-garbage-collector"}
+	seen := map[string]bool{}
+	for _, d := range append(infraControllers(), workloadControllers()...) {
+		if seen[d.Name] {
+			t.Errorf("controller %q listed twice", d.Name)
+		}
+		seen[d.Name] = true
+		if d.Start == nil {
+			t.Errorf("controller %q has no Start", d.Name)
+		}
+	}
+	for _, name := range want {
+		if !seen[name] {
+			t.Errorf("controller %q missing", name)
+		}
+	}
+}
+
+// Two replicas share one apiserver: only the Lease holder starts controllers, and when
+// it stops the other takes over.
+func TestLeaderElectionRunsOneReplica(t *testing.T) {
+	client := fake.NewClientset()
+	var starts [2]atomic.Int32
+	ctxs := [2]context.Context{}
+	cancels := [2]context.CancelFunc{}
+	done := [2]chan error{make(chan error, 1), make(chan error, 1)}
+	for i := range 2 {
+		ctxs[i], cancels[i] = context.WithCancel(context.Background())
+		defer cancels[i]()
+		counter := &starts[i]
+		descs := []Descriptor{{Name: "probe", Start: func(ctx context.Context, cc *ControllerContext) error {
+			counter.Add(1)
+			return nil
+		}}}
+		opts := RunOptions{
+			LeaderElect: true, Identity: []string{"replica-a", "replica-b"}[i],
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond,
+		}
+		go func() { done[i] <- run(ctxs[i], client, nil, descs, opts) }()
+	}
+
+	var leader int
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for i := range 2 {
+			if starts[i].Load() > 0 {
+				leader = i
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal("no replica became leader")
+	}
+	lease, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "kube-controller-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	wantHolder := []string{"replica-a", "replica-b"}[leader]
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != wantHolder {
+		t.Fatalf("lease holder = %v, want %s", lease.Spec.HolderIdentity, wantHolder)
+	}
+	follower := 1 - leader
+	// Let the follower retry many times; it must keep waiting while the lease is renewed.
+	time.Sleep(500 * time.Millisecond)
+	if n := starts[follower].Load(); n != 0 {
+		t.Fatalf("follower started controllers %d times while the leader held the lease", n)
+	}
+
+	cancels[leader]()
+	if err := <-done[leader]; err != nil {
+		t.Fatalf("leader returned %v after its context ended", err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return starts[follower].Load() == 1, nil
+	})
+	if err != nil {
+		t.Fatal("the second replica did not take over after the leader stopped")
+	}
+}
+
+func TestWithoutLeaderElectionControllersStartAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var started atomic.Bool
+	descs := []Descriptor{{Name: "probe", Start: func(ctx context.Context, cc *ControllerContext) error {
+		started.Store(cc.Informers != nil && cc.Client != nil)
+		return nil
+	}}}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, fake.NewClientset(), nil, descs, RunOptions{}) }()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return started.Load(), nil
+	}); err != nil {
+		t.Fatal("controller not started with a client and informers")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+}

@@ -1,0 +1,665 @@
+// Package fake is an in-memory CRI runtime for hollow nodes and tests. Sandboxes and
+// containers are records, not processes: a container "runs" from StartContainer until it
+// is stopped or until the exit its Behavior configures falls due on the runtime's clock.
+// Exits are evaluated lazily whenever state is read, so an idle container costs no
+// goroutine and no timer. The runtime serves the CRI gRPC services over a Unix socket
+// (Serve) or in-process through Client.
+package fake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/netip"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// Options configure a Runtime. The zero value is usable.
+type Options struct {
+	// Clock drives timestamps and configured exits; the real clock when nil.
+	Clock clock.PassiveClock
+	// RuntimeName and RuntimeVersion are what Version reports; the kubelet prefixes
+	// container IDs with the name ("<name>://<id>"). Defaults: "fake", "0.1.0".
+	RuntimeName    string
+	RuntimeVersion string
+	// PodCIDR is the range sandbox IPs are handed out from; default 10.88.0.0/16.
+	PodCIDR string
+	// HostIP is the IP reported for host-network sandboxes.
+	HostIP string
+}
+
+// Behavior says what a container does once started. The zero value runs until stopped.
+type Behavior struct {
+	// Exits makes the container exit on its own After its start, with ExitCode.
+	Exits    bool
+	After    time.Duration
+	ExitCode int32
+	// Reason overrides the termination reason ("Completed" for 0, else "Error").
+	Reason string
+	// ExecExitCode and ExecStdout are the result of every ExecSync in the container.
+	ExecExitCode int32
+	ExecStdout   string
+}
+
+// Runtime is the in-memory CRI runtime. It implements runtimeapi.RuntimeServiceServer and
+// runtimeapi.ImageServiceServer; all methods are safe for concurrent use.
+type Runtime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	clock         clock.PassiveClock
+	name, version string
+	prefix        netip.Prefix
+	hostIP        string
+	mu            sync.Mutex
+	nextIP        netip.Addr
+	sandboxes     map[string]*sandbox
+	containers    map[string]*container
+	images        map[string]*image // by normalized reference
+	byName        map[string]Behavior
+	byImage       map[string]Behavior
+	pullErrors    map[string]error
+	calls         map[string]int
+}
+
+type sandbox struct {
+	id          string
+	meta        *runtimeapi.PodSandboxMetadata
+	labels      map[string]string
+	annotations map[string]string
+	state       runtimeapi.PodSandboxState
+	createdAt   int64
+	ip          string
+	handler     string
+}
+
+type container struct {
+	id          string
+	sandboxID   string
+	meta        *runtimeapi.ContainerMetadata
+	image       string // as requested
+	imageRef    string
+	imageID     string
+	labels      map[string]string
+	annotations map[string]string
+	logPath     string
+	state       runtimeapi.ContainerState
+	createdAt   int64
+	startedAt   int64
+	finishedAt  int64
+	exitAt      int64 // unix nanos of a configured exit; 0 when it runs until stopped
+	exitCode    int32
+	reason      string
+	exitReason  string // reason to report when exitAt falls due
+}
+
+// New returns an empty runtime.
+func New(opts Options) *Runtime {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.RuntimeName == "" {
+		opts.RuntimeName = "fake"
+	}
+	if opts.RuntimeVersion == "" {
+		opts.RuntimeVersion = "0.1.0"
+	}
+	prefix, err := netip.ParsePrefix(opts.PodCIDR)
+	if err != nil {
+		prefix = netip.MustParsePrefix("10.88.0.0/16")
+	}
+	prefix = prefix.Masked()
+	return &Runtime{
+		clock:      opts.Clock,
+		name:       opts.RuntimeName,
+		version:    opts.RuntimeVersion,
+		prefix:     prefix,
+		hostIP:     opts.HostIP,
+		nextIP:     prefix.Addr().Next(),
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+		images:     map[string]*image{},
+		byName:     map[string]Behavior{},
+		byImage:    map[string]Behavior{},
+		pullErrors: map[string]error{},
+		calls:      map[string]int{},
+	}
+}
+
+// SetContainerBehavior sets the behaviour of containers with this name (CRI metadata
+// name, i.e. the pod spec's container name). It takes precedence over image behaviour.
+// Exit settings apply to containers started afterwards; exec settings apply at once.
+func (r *Runtime) SetContainerBehavior(name string, b Behavior) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byName[name] = b
+}
+
+// SetImageBehavior sets the behaviour of containers created from this image.
+func (r *Runtime) SetImageBehavior(image string, b Behavior) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byImage[normalizeImage(image)] = b
+}
+
+// SetPullError makes pulls of image fail with err (nil clears it).
+func (r *Runtime) SetPullError(image string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		delete(r.pullErrors, normalizeImage(image))
+		return
+	}
+	r.pullErrors[normalizeImage(image)] = err
+}
+
+// Calls reports how many times the named CRI method (e.g. "StartContainer") was called.
+func (r *Runtime) Calls(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[method]
+}
+
+func (r *Runtime) count(method string) { r.calls[method]++ }
+
+// behaviorLocked finds the behaviour for a container by name, then by image.
+func (r *Runtime) behaviorLocked(c *container) Behavior {
+	if b, ok := r.byName[c.meta.GetName()]; ok {
+		return b
+	}
+	return r.byImage[normalizeImage(c.image)]
+}
+
+func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
+
+func newID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func notFound(kind, id string) error {
+	return status.Errorf(codes.NotFound, "an error occurred when try to find %s %q: not found", kind, id)
+}
+
+// refreshLocked applies a configured exit that has fallen due.
+func (r *Runtime) refreshLocked(c *container, now int64) {
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING && c.exitAt != 0 && now >= c.exitAt {
+		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		c.finishedAt = c.exitAt
+		c.reason = c.exitReason
+	}
+}
+
+func exitReason(code int32, override string) string {
+	switch {
+	case override != "":
+		return override
+	case code == 0:
+		return "Completed"
+	default:
+		return "Error"
+	}
+}
+
+// Version implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{
+		Version:           "0.1.0",
+		RuntimeName:       r.name,
+		RuntimeVersion:    r.version,
+		RuntimeApiVersion: "v1",
+	}, nil
+}
+
+// Status implements runtimeapi.RuntimeServiceServer: the runtime and its network are
+// always ready.
+func (r *Runtime) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	return &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true},
+			{Type: runtimeapi.NetworkReady, Status: true},
+		}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}}},
+	}, nil
+}
+
+// RuntimeConfig implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+	}, nil
+}
+
+// UpdateRuntimeConfig implements runtimeapi.RuntimeServiceServer; the fake has nothing
+// to reconfigure.
+func (r *Runtime) UpdateRuntimeConfig(context.Context, *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+// RunPodSandbox implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	cfg := req.GetConfig()
+	if cfg.GetMetadata().GetUid() == "" || cfg.GetMetadata().GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "sandbox config must include metadata name and uid")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("RunPodSandbox")
+	sb := &sandbox{
+		id: newID(),
+		meta: &runtimeapi.PodSandboxMetadata{
+			Name: cfg.Metadata.Name, Uid: cfg.Metadata.Uid,
+			Namespace: cfg.Metadata.Namespace, Attempt: cfg.Metadata.Attempt,
+		},
+		labels:      maps.Clone(cfg.Labels),
+		annotations: maps.Clone(cfg.Annotations),
+		state:       runtimeapi.PodSandboxState_SANDBOX_READY,
+		createdAt:   r.now(),
+		handler:     req.RuntimeHandler,
+	}
+	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
+		sb.ip = r.hostIP
+	} else {
+		sb.ip = r.allocateIPLocked()
+	}
+	r.sandboxes[sb.id] = sb
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
+}
+
+// allocateIPLocked hands out the next address of the pod CIDR, wrapping around.
+func (r *Runtime) allocateIPLocked() string {
+	ip := r.nextIP
+	next := ip.Next()
+	if !r.prefix.Contains(next) || !next.IsValid() {
+		next = r.prefix.Addr().Next()
+	}
+	r.nextIP = next
+	return ip.String()
+}
+
+// StopPodSandbox implements runtimeapi.RuntimeServiceServer; it stops the sandbox's
+// containers too. Stopping an unknown sandbox is not an error, as in containerd.
+func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("StopPodSandbox")
+	sb, ok := r.sandboxes[req.PodSandboxId]
+	if !ok {
+		return &runtimeapi.StopPodSandboxResponse{}, nil
+	}
+	now := r.now()
+	for _, c := range r.containers {
+		if c.sandboxID == sb.id {
+			r.stopLocked(c, now)
+		}
+	}
+	sb.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+// RemovePodSandbox implements runtimeapi.RuntimeServiceServer; it removes the sandbox's
+// containers too.
+func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("RemovePodSandbox")
+	for id, c := range r.containers {
+		if c.sandboxID == req.PodSandboxId {
+			delete(r.containers, id)
+		}
+	}
+	delete(r.sandboxes, req.PodSandboxId)
+	return &runtimeapi.RemovePodSandboxResponse{}, nil
+}
+
+func (sb *sandbox) toStatus() *runtimeapi.PodSandboxStatus {
+	st := &runtimeapi.PodSandboxStatus{
+		Id:             sb.id,
+		Metadata:       cloneSandboxMeta(sb.meta),
+		State:          sb.state,
+		CreatedAt:      sb.createdAt,
+		Labels:         maps.Clone(sb.labels),
+		Annotations:    maps.Clone(sb.annotations),
+		RuntimeHandler: sb.handler,
+		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: sb.ip},
+	}
+	return st
+}
+
+func (sb *sandbox) toAPI() *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{
+		Id: sb.id, Metadata: cloneSandboxMeta(sb.meta), State: sb.state, CreatedAt: sb.createdAt,
+		Labels: maps.Clone(sb.labels), Annotations: maps.Clone(sb.annotations), RuntimeHandler: sb.handler,
+	}
+}
+
+func cloneSandboxMeta(m *runtimeapi.PodSandboxMetadata) *runtimeapi.PodSandboxMetadata {
+	return &runtimeapi.PodSandboxMetadata{Name: m.Name, Uid: m.Uid, Namespace: m.Namespace, Attempt: m.Attempt}
+}
+
+// PodSandboxStatus implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, ok := r.sandboxes[req.PodSandboxId]
+	if !ok {
+		return nil, notFound("sandbox", req.PodSandboxId)
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: sb.toStatus()}, nil
+}
+
+// ListPodSandbox implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	return &runtimeapi.ListPodSandboxResponse{Items: r.listSandboxes(req.GetFilter())}, nil
+}
+
+// StreamPodSandboxes implements runtimeapi.RuntimeServiceServer with a single message.
+func (r *Runtime) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, s runtimeapi.RuntimeService_StreamPodSandboxesServer) error {
+	return s.Send(&runtimeapi.StreamPodSandboxesResponse{PodSandboxes: r.listSandboxes(req.GetFilter())})
+}
+
+func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range r.sandboxes {
+		if f.GetId() != "" && f.Id != sb.id {
+			continue
+		}
+		if f.GetState() != nil && f.State.State != sb.state {
+			continue
+		}
+		if !labelsMatch(sb.labels, f.GetLabelSelector()) {
+			continue
+		}
+		out = append(out, sb.toAPI())
+	}
+	return out
+}
+
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateContainer implements runtimeapi.RuntimeServiceServer. The image must have been
+// pulled, as with a real runtime.
+func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	cfg := req.GetConfig()
+	if cfg.GetMetadata().GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "container config must include metadata name")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("CreateContainer")
+	sb, ok := r.sandboxes[req.PodSandboxId]
+	if !ok {
+		return nil, notFound("sandbox", req.PodSandboxId)
+	}
+	if sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is not ready", sb.id)
+	}
+	img, ok := r.images[normalizeImage(cfg.GetImage().GetImage())]
+	if !ok {
+		img, ok = r.imageByIDLocked(cfg.GetImage().GetImage())
+	}
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "failed to get image %q: not found", cfg.GetImage().GetImage())
+	}
+	for _, c := range r.containers {
+		if c.sandboxID == sb.id && c.meta.Name == cfg.Metadata.Name && c.meta.Attempt == cfg.Metadata.Attempt {
+			return nil, status.Errorf(codes.AlreadyExists, "container name %q attempt %d already exists in sandbox %q",
+				c.meta.Name, c.meta.Attempt, sb.id)
+		}
+	}
+	c := &container{
+		id:          newID(),
+		sandboxID:   sb.id,
+		meta:        &runtimeapi.ContainerMetadata{Name: cfg.Metadata.Name, Attempt: cfg.Metadata.Attempt},
+		image:       cfg.Image.Image,
+		imageRef:    img.digestRef(),
+		imageID:     img.id,
+		labels:      maps.Clone(cfg.Labels),
+		annotations: maps.Clone(cfg.Annotations),
+		state:       runtimeapi.ContainerState_CONTAINER_CREATED,
+		createdAt:   r.now(),
+	}
+	if cfg.LogPath != "" {
+		c.logPath = req.GetSandboxConfig().GetLogDirectory() + "/" + cfg.LogPath
+	}
+	r.containers[c.id] = c
+	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+// StartContainer implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("StartContainer")
+	c, ok := r.containers[req.ContainerId]
+	if !ok {
+		return nil, notFound("container", req.ContainerId)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %q is in %s state, not created", c.id, c.state)
+	}
+	now := r.now()
+	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.startedAt = now
+	if b := r.behaviorLocked(c); b.Exits {
+		c.exitAt = now + int64(b.After)
+		if c.exitAt == now {
+			c.exitAt++ // still "ran": finishedAt strictly after startedAt
+		}
+		c.exitCode = b.ExitCode
+		c.exitReason = exitReason(b.ExitCode, b.Reason)
+	}
+	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+// stopLocked ends a running or created container as a signal would: exit code 137 after a
+// kill, reason "Error", unless it already exited on its own.
+func (r *Runtime) stopLocked(c *container, now int64) {
+	r.refreshLocked(c, now)
+	switch c.state {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		c.finishedAt = now
+		c.exitCode = 137
+		c.reason = "Error"
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		c.finishedAt = now
+		c.exitCode = 0
+		c.reason = ""
+	}
+	c.exitAt = 0
+}
+
+// StopContainer implements runtimeapi.RuntimeServiceServer. The fake honours the grace
+// period instantly: a fake process always dies on the first signal.
+func (r *Runtime) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("StopContainer")
+	c, ok := r.containers[req.ContainerId]
+	if !ok {
+		return nil, notFound("container", req.ContainerId)
+	}
+	r.stopLocked(c, r.now())
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// RemoveContainer implements runtimeapi.RuntimeServiceServer. Removing a missing
+// container is not an error, as in containerd.
+func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("RemoveContainer")
+	if c, ok := r.containers[req.ContainerId]; ok {
+		r.refreshLocked(c, r.now())
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return nil, status.Errorf(codes.FailedPrecondition, "container %q is running, stop it first", c.id)
+		}
+	}
+	delete(r.containers, req.ContainerId)
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+func (c *container) toAPI() *runtimeapi.Container {
+	return &runtimeapi.Container{
+		Id:           c.id,
+		PodSandboxId: c.sandboxID,
+		Metadata:     &runtimeapi.ContainerMetadata{Name: c.meta.Name, Attempt: c.meta.Attempt},
+		Image:        &runtimeapi.ImageSpec{Image: c.image},
+		ImageRef:     c.imageRef,
+		ImageId:      c.imageID,
+		State:        c.state,
+		CreatedAt:    c.createdAt,
+		Labels:       maps.Clone(c.labels),
+		Annotations:  maps.Clone(c.annotations),
+	}
+}
+
+func (c *container) toStatus() *runtimeapi.ContainerStatus {
+	st := &runtimeapi.ContainerStatus{
+		Id:          c.id,
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.meta.Name, Attempt: c.meta.Attempt},
+		State:       c.state,
+		CreatedAt:   c.createdAt,
+		StartedAt:   c.startedAt,
+		FinishedAt:  c.finishedAt,
+		Image:       &runtimeapi.ImageSpec{Image: c.image},
+		ImageRef:    c.imageRef,
+		ImageId:     c.imageID,
+		Labels:      maps.Clone(c.labels),
+		Annotations: maps.Clone(c.annotations),
+		LogPath:     c.logPath,
+	}
+	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
+		st.ExitCode = c.exitCode
+		st.Reason = c.reason
+	}
+	return st
+}
+
+// ListContainers implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	return &runtimeapi.ListContainersResponse{Containers: r.listContainers(req.GetFilter())}, nil
+}
+
+// StreamContainers implements runtimeapi.RuntimeServiceServer with a single message.
+func (r *Runtime) StreamContainers(req *runtimeapi.StreamContainersRequest, s runtimeapi.RuntimeService_StreamContainersServer) error {
+	return s.Send(&runtimeapi.StreamContainersResponse{Containers: r.listContainers(req.GetFilter())})
+}
+
+func (r *Runtime) listContainers(f *runtimeapi.ContainerFilter) []*runtimeapi.Container {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var out []*runtimeapi.Container
+	for _, c := range r.containers {
+		r.refreshLocked(c, now)
+		if f.GetId() != "" && f.Id != c.id {
+			continue
+		}
+		if f.GetPodSandboxId() != "" && f.PodSandboxId != c.sandboxID {
+			continue
+		}
+		if f.GetState() != nil && f.State.State != c.state {
+			continue
+		}
+		if !labelsMatch(c.labels, f.GetLabelSelector()) {
+			continue
+		}
+		out = append(out, c.toAPI())
+	}
+	return out
+}
+
+// ContainerStatus implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[req.ContainerId]
+	if !ok {
+		return nil, notFound("container", req.ContainerId)
+	}
+	r.refreshLocked(c, r.now())
+	return &runtimeapi.ContainerStatusResponse{Status: c.toStatus()}, nil
+}
+
+// UpdateContainerResources implements runtimeapi.RuntimeServiceServer; the fake only
+// checks that the container exists.
+func (r *Runtime) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.containers[req.ContainerId]; !ok {
+		return nil, notFound("container", req.ContainerId)
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// UpdatePodSandboxResources implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) UpdatePodSandboxResources(_ context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sandboxes[req.PodSandboxId]; !ok {
+		return nil, notFound("sandbox", req.PodSandboxId)
+	}
+	return &runtimeapi.UpdatePodSandboxResourcesResponse{}, nil
+}
+
+// ReopenContainerLog implements runtimeapi.RuntimeServiceServer.
+func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[req.ContainerId]
+	if !ok {
+		return nil, notFound("container", req.ContainerId)
+	}
+	r.refreshLocked(c, r.now())
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %q is not running", c.id)
+	}
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// ExecSync implements runtimeapi.RuntimeServiceServer: the result is the container's
+// configured exec result; the command itself is not interpreted.
+func (r *Runtime) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count("ExecSync")
+	c, ok := r.containers[req.ContainerId]
+	if !ok {
+		return nil, notFound("container", req.ContainerId)
+	}
+	r.refreshLocked(c, r.now())
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %q is not running", c.id)
+	}
+	b := r.behaviorLocked(c)
+	return &runtimeapi.ExecSyncResponse{Stdout: []byte(b.ExecStdout), ExitCode: b.ExecExitCode}, nil
+}
+
+// String describes the runtime's contents, for test failure messages.
+func (r *Runtime) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprintf("fake runtime: %d sandboxes, %d containers, %d images",
+		len(r.sandboxes), len(r.containers), len(r.images))
+}

@@ -1,0 +1,156 @@
+// Package containerd runs the real container runtime for a kubelet: it generates a
+// containerd 1.6 configuration (CRI plugin with its own root and state under a data
+// directory, CNI binaries and configuration, the sandbox image), supervises the
+// containerd process, writes the pod network's CNI configuration, and packages and
+// imports the sandbox (pause) image as an OCI archive, since no registry is reachable.
+package containerd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultSandboxImage is the name the locally built pause image is imported under.
+const DefaultSandboxImage = "registry.k8s.io/pause:3.10"
+
+// Options locate everything the runtime needs. DataDir is required.
+type Options struct {
+	DataDir      string
+	SandboxImage string // DefaultSandboxImage when empty
+	CNIBinDir    string // /usr/lib/cni (Debian's containernetworking-plugins) when empty
+	Snapshotter  string // overlayfs when empty
+	Bridge       string // the pod network's bridge; mizzen0 when empty
+	// ContainerdPath and CtrPath are the binaries; found in PATH when empty.
+	ContainerdPath string
+	CtrPath        string
+}
+
+func (o *Options) setDefaults() {
+	if o.SandboxImage == "" {
+		o.SandboxImage = DefaultSandboxImage
+	}
+	if o.CNIBinDir == "" {
+		o.CNIBinDir = "/usr/lib/cni"
+	}
+	if o.Snapshotter == "" {
+		o.Snapshotter = "overlayfs"
+	}
+	if o.Bridge == "" {
+		o.Bridge = "mizzen0"
+	}
+	if o.ContainerdPath == "" {
+		o.ContainerdPath = "containerd"
+	}
+	if o.CtrPath == "" {
+		o.CtrPath = "ctr"
+	}
+}
+
+// Socket is the CRI endpoint's socket path.
+func (o Options) Socket() string { return filepath.Join(o.DataDir, "containerd.sock") }
+
+// Endpoint is the CRI endpoint for the kubelet.
+func (o Options) Endpoint() string { return "unix://" + o.Socket() }
+
+// CNIConfDir is where the pod network configuration lives.
+func (o Options) CNIConfDir() string { return filepath.Join(o.DataDir, "cni", "net.d") }
+
+func (o Options) configPath() string { return filepath.Join(o.DataDir, "containerd.toml") }
+
+// toml quotes a string for TOML (the JSON escaping rules are a subset TOML accepts).
+func toml(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Config renders containerd's configuration. restrict_oom_score_adj keeps runc from
+// lowering a container's oom_score_adj below containerd's own, which root without
+// CAP_SYS_RESOURCE may not do; without it every sandbox fails to start.
+func (o Options) Config() string {
+	o.setDefaults()
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("version = 2")
+	p("root = %s", toml(filepath.Join(o.DataDir, "root")))
+	p("state = %s", toml(filepath.Join(o.DataDir, "state")))
+	p(`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]`)
+	p("")
+	p("[grpc]")
+	p("  address = %s", toml(o.Socket()))
+	p("")
+	p(`[plugins."io.containerd.internal.v1.opt"]`)
+	p("  path = %s", toml(filepath.Join(o.DataDir, "opt")))
+	p("")
+	p(`[plugins."io.containerd.grpc.v1.cri"]`)
+	p("  sandbox_image = %s", toml(o.SandboxImage))
+	p("  restrict_oom_score_adj = true")
+	p("  enable_selinux = false")
+	p(`  [plugins."io.containerd.grpc.v1.cri".containerd]`)
+	p("    snapshotter = %s", toml(o.Snapshotter))
+	p(`    default_runtime_name = "runc"`)
+	p(`    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]`)
+	p(`      runtime_type = "io.containerd.runc.v2"`)
+	p(`      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`)
+	p("        SystemdCgroup = false")
+	p(`  [plugins."io.containerd.grpc.v1.cri".cni]`)
+	p("    bin_dir = %s", toml(o.CNIBinDir))
+	p("    conf_dir = %s", toml(o.CNIConfDir()))
+	p("    max_conf_num = 1")
+	return b.String()
+}
+
+// CNIConfList is the pod network: a bridge with host-local addresses from the node's pod
+// CIDR, masquerading traffic that leaves it, and portmap for hostPorts. containerd's CRI
+// plugin adds the loopback interface itself, with the loopback plugin from CNIBinDir.
+func CNIConfList(podCIDR, bridge string) ([]byte, error) {
+	prefix, err := netip.ParsePrefix(podCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
+	}
+	defaultRoute := "0.0.0.0/0"
+	if prefix.Addr().Is6() {
+		defaultRoute = "::/0"
+	}
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "mizzen",
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      bridge,
+				"isGateway":   true,
+				"ipMasq":      true,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":   "host-local",
+					"ranges": [][]map[string]string{{{"subnet": prefix.Masked().String()}}},
+					"routes": []map[string]string{{"dst": defaultRoute}},
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	return json.MarshalIndent(conf, "", "  ")
+}
+
+// WriteCNIConfig writes the pod network configuration for podCIDR; containerd picks it up
+// without a restart.
+func (o Options) WriteCNIConfig(podCIDR string) error {
+	o.setDefaults()
+	data, err := CNIConfList(podCIDR, o.Bridge)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.CNIConfDir(), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(o.CNIConfDir(), ".10-mizzen.conflist.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(o.CNIConfDir(), "10-mizzen.conflist"))
+}

@@ -1,0 +1,256 @@
+package containerd
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"mizzen/internal/kubelet"
+)
+
+func TestConfig(t *testing.T) {
+	cfg := Options{DataDir: "/var/lib/mizzen/containerd"}.Config()
+	for _, want := range []string{
+		`root = "/var/lib/mizzen/containerd/root"`,
+		`state = "/var/lib/mizzen/containerd/state"`,
+		`address = "/var/lib/mizzen/containerd/containerd.sock"`,
+		`sandbox_image = "registry.k8s.io/pause:3.10"`,
+		`restrict_oom_score_adj = true`,
+		`bin_dir = "/usr/lib/cni"`,
+		`conf_dir = "/var/lib/mizzen/containerd/cni/net.d"`,
+		`snapshotter = "overlayfs"`,
+		`SystemdCgroup = false`,
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+}
+
+func TestCNIConfList(t *testing.T) {
+	data, err := CNIConfList("10.244.3.0/24", "mizzen0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		CNIVersion string `json:"cniVersion"`
+		Plugins    []struct {
+			Type string `json:"type"`
+			IPAM struct {
+				Type   string                `json:"type"`
+				Ranges [][]map[string]string `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(data, &conf); err != nil {
+		t.Fatal(err)
+	}
+	if len(conf.Plugins) != 2 || conf.Plugins[0].Type != "bridge" || conf.Plugins[1].Type != "portmap" ||
+		conf.Plugins[0].IPAM.Type != "host-local" || conf.Plugins[0].IPAM.Ranges[0][0]["subnet"] != "10.244.3.0/24" {
+		t.Errorf("conflist = %s", data)
+	}
+	if _, err := CNIConfList("not-a-cidr", "mizzen0"); err == nil {
+		t.Error("accepted a bad CIDR")
+	}
+}
+
+func TestOCIArchive(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteOCIArchive(&buf, PauseImage("registry.k8s.io/pause:3.10", []byte("binary"))); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		files[h.Name] = b
+	}
+	var index struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("index.json: %s %v", files["index.json"], err)
+	}
+	m := index.Manifests[0]
+	if m.Annotations["io.containerd.image.name"] != "registry.k8s.io/pause:3.10" || m.Annotations["org.opencontainers.image.ref.name"] != "3.10" {
+		t.Errorf("index annotations %v", m.Annotations)
+	}
+	// Every blob is stored under its digest.
+	for name, data := range files {
+		if hex, ok := strings.CutPrefix(name, "blobs/sha256/"); ok && hex != "" && digestOf(data) != "sha256:"+hex {
+			t.Errorf("blob %s has digest %s", name, digestOf(data))
+		}
+	}
+	if _, ok := files["blobs/sha256/"+strings.TrimPrefix(m.Digest, "sha256:")]; !ok || string(files["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
+		t.Error("manifest blob or oci-layout missing")
+	}
+}
+
+// TestPodRunsOnContainerd runs containerd with the generated configuration, imports the
+// locally built pause image, and has a kubelet run a pod on it.
+func TestPodRunsOnContainerd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run containerd")
+	}
+	for _, bin := range []string{"containerd", "ctr", "runc", "go"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install containerd runc containernetworking-plugins)", bin)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		t.Skip("CNI plugins not installed (apt-get install containernetworking-plugins)")
+	}
+	dir, err := os.MkdirTemp("", "mizzen-containerd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	began := time.Now()
+	pause := filepath.Join(dir, "pause")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", pause, "./pause")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building pause: %v\n%s", err, out)
+	}
+	pauseBin, err := os.ReadFile(pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A bridge of the test's own, removed afterwards: the host outlives the test.
+	opts := Options{DataDir: filepath.Join(dir, "data"), Bridge: "mzntest0"}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", opts.Bridge).Run() })
+	rtCtx, stopRuntime := context.WithCancel(context.Background())
+	runtimeDone := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() { runtimeDone <- Run(rtCtx, opts, log) }()
+	t.Cleanup(func() {
+		stopRuntime()
+		<-runtimeDone
+	})
+	t.Logf("%s: pause built", time.Since(began))
+	if err := WaitReady(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.WriteCNIConfig("10.244.77.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ImportImage(ctx, opts, PauseImage(DefaultSandboxImage, pauseBin)); err != nil {
+		t.Fatal(err)
+	}
+	rs, is, err := kubelet.ConnectRuntime(ctx, opts.Endpoint(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	client := k8sfake.NewSimpleClientset()
+	// Know when the kubelet's pod watch is registered: the fake clientset drops events
+	// that happen between a list and its watch.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
+	klCtx, stopKubelet := context.WithCancel(ctx)
+	kubeletDone := make(chan error, 1)
+	go func() {
+		kubeletDone <- kubelet.Run(klCtx, kubelet.Options{
+			Client: client, NodeName: "real-node", Runtime: rs, Images: is, NodeIP: "10.0.0.1",
+			Machine:      &kubelet.MachineInfo{CPUCores: 2, MemoryBytes: 4 << 30},
+			PodLogsDir:   filepath.Join(dir, "pods"),
+			RelistPeriod: 200 * time.Millisecond,
+			Logger:       log,
+		})
+	}()
+	defer func() {
+		stopKubelet()
+		<-kubeletDone
+	}()
+	select {
+	case <-watching:
+	case <-ctx.Done():
+		t.Fatal("kubelet never watched pods")
+	}
+	t.Logf("%s: runtime ready, kubelet watching", time.Since(began))
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: "default", UID: "real-uid"},
+		Spec: v1.PodSpec{
+			NodeName:                      "real-node",
+			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			Containers: []v1.Container{{
+				Name: "app", Image: DefaultSandboxImage, ImagePullPolicy: v1.PullNever,
+				Resources: v1.ResourceRequirements{Limits: v1.ResourceList{}},
+			}},
+		},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *v1.Pod
+	waitFor(t, "pod Running on containerd", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "real", metav1.GetOptions{})
+		got = p
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	t.Logf("%s: pod running", time.Since(began))
+	cs := got.Status.ContainerStatuses[0]
+	if !strings.HasPrefix(cs.ContainerID, "containerd://") || cs.State.Running == nil || !strings.HasPrefix(got.Status.PodIP, "10.244.77.") {
+		t.Errorf("status: containerID %q state %+v podIP %q", cs.ContainerID, cs.State, got.Status.PodIP)
+	}
+
+	// Graceful deletion stops the containers on the real runtime and removes the pod.
+	now := metav1.Now()
+	got.DeletionTimestamp, got.DeletionGracePeriodSeconds = &now, ptr.To[int64](2)
+	if _, err := client.CoreV1().Pods("default").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod deleted", func() bool {
+		_, err := client.CoreV1().Pods("default").Get(ctx, "real", metav1.GetOptions{})
+		return err != nil
+	})
+	waitFor(t, "sandbox removed", func() bool {
+		sbs, err := rs.ListPodSandbox(ctx, nil)
+		return err == nil && len(sbs) == 0
+	})
+	t.Logf("%s: pod deleted, sandbox removed", time.Since(began))
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,351 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// podHostname is the sandbox hostname: spec.hostname, else the pod name cut to 63
+// characters without a trailing '-' or '.'; the node's for host-network pods.
+func (kl *Kubelet) podHostname(pod *v1.Pod) string {
+	if pod.Spec.HostNetwork {
+		return kl.opts.Hostname
+	}
+	if pod.Spec.Hostname != "" {
+		return pod.Spec.Hostname
+	}
+	name := pod.Name
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-.")
+	}
+	return name
+}
+
+// podLogDir is where the runtime writes the pod's container logs, named as upstream.
+func (kl *Kubelet) podLogDir(pod *v1.Pod) string {
+	return filepath.Join(kl.opts.PodLogsDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+}
+
+func podLabels(pod *v1.Pod) map[string]string {
+	l := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		l[k] = v
+	}
+	l[labelPodName] = pod.Name
+	l[labelPodNamespace] = pod.Namespace
+	l[labelPodUID] = string(pod.UID)
+	return l
+}
+
+// sandboxConfig is the CRI description of the pod's sandbox.
+func (kl *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	dns, err := kl.dnsConfig(pod)
+	if err != nil {
+		return nil, err
+	}
+	annotations := make(map[string]string, len(pod.Annotations))
+	for k, v := range pod.Annotations {
+		annotations[k] = v
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Hostname:     kl.podHostname(pod),
+		LogDirectory: kl.podLogDir(pod),
+		DnsConfig:    dns,
+		PortMappings: portMappings(pod),
+		Labels:       podLabels(pod),
+		Annotations:  annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			CgroupParent:    cgroupParent(pod),
+			SecurityContext: sandboxSecurityContext(pod),
+		},
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && len(sc.Sysctls) > 0 {
+		cfg.Linux.Sysctls = map[string]string{}
+		for _, s := range sc.Sysctls {
+			cfg.Linux.Sysctls[s.Name] = s.Value
+		}
+	}
+	return cfg, nil
+}
+
+// portMappings lists every container port, as upstream passes them to the runtime (the
+// CNI portmap plugin acts on those with a hostPort).
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			out = append(out, &runtimeapi.PortMapping{
+				Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+// cgroupParent is the pod's cgroup under the QoS hierarchy (cgroupfs driver layout).
+func cgroupParent(pod *v1.Pod) string {
+	pod1 := "pod" + string(pod.UID)
+	switch qosClass(pod) {
+	case v1.PodQOSGuaranteed:
+		return "/kubepods/" + pod1
+	case v1.PodQOSBestEffort:
+		return "/kubepods/besteffort/" + pod1
+	default:
+		return "/kubepods/burstable/" + pod1
+	}
+}
+
+func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostPID {
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}
+	for _, c := range pod.Spec.Containers {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	return sc
+}
+
+// dnsConfig builds the pod's resolv.conf per its dnsPolicy and dnsConfig.
+func (kl *Kubelet) dnsConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = v1.DNSClusterFirst
+	}
+	if policy == v1.DNSClusterFirst && pod.Spec.HostNetwork {
+		policy = v1.DNSDefault
+	}
+	if (policy == v1.DNSClusterFirst || policy == v1.DNSClusterFirstWithHostNet) && len(kl.opts.ClusterDNS) == 0 {
+		policy = v1.DNSDefault // no cluster DNS configured: fall back as upstream does
+	}
+	cfg := &runtimeapi.DNSConfig{}
+	switch policy {
+	case v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet:
+		d := kl.opts.ClusterDomain
+		cfg.Servers = slices.Clone(kl.opts.ClusterDNS)
+		cfg.Searches = []string{pod.Namespace + ".svc." + d, "svc." + d, d}
+		host := hostResolvConf()
+		cfg.Searches = appendUnique(cfg.Searches, host.Searches...)
+		cfg.Options = []string{"ndots:5"}
+	case v1.DNSDefault:
+		cfg = hostResolvConf()
+	case v1.DNSNone:
+	}
+	if pc := pod.Spec.DNSConfig; pc != nil {
+		cfg.Servers = appendUnique(cfg.Servers, pc.Nameservers...)
+		cfg.Searches = appendUnique(cfg.Searches, pc.Searches...)
+		for _, o := range pc.Options {
+			opt := o.Name
+			if o.Value != nil {
+				opt += ":" + *o.Value
+			}
+			cfg.Options = slices.DeleteFunc(cfg.Options, func(s string) bool {
+				name, _, _ := strings.Cut(s, ":")
+				return name == o.Name
+			})
+			cfg.Options = append(cfg.Options, opt)
+		}
+	}
+	return cfg, nil
+}
+
+func appendUnique(list []string, more ...string) []string {
+	for _, m := range more {
+		if !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	return list
+}
+
+// hostResolvConf reads the host's /etc/resolv.conf; an unreadable one yields no servers.
+func hostResolvConf() *runtimeapi.DNSConfig {
+	cfg := &runtimeapi.DNSConfig{}
+	b, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return cfg
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			cfg.Servers = append(cfg.Servers, f[1])
+		case "search":
+			cfg.Searches = f[1:]
+		case "options":
+			cfg.Options = f[1:]
+		}
+	}
+	return cfg
+}
+
+// containerHash identifies a container's spec, recorded as upstream does; a change of
+// image shows in it.
+func containerHash(c *v1.Container) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s|%s|%q|%q", c.Name, c.Image, c.Command, c.Args)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// containerConfig is the CRI description of one container instance.
+func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, attempt uint32, restarts int32, imageRef string, sb *runtimeapi.PodSandboxStatus) (*runtimeapi.ContainerConfig, error) {
+	env, err := kl.makeEnv(ctx, pod, c, sandboxIPs(sb))
+	if err != nil {
+		return nil, err
+	}
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		vars[kv.Key] = string(kv.Value)
+	}
+	expandAll := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, s := range in {
+			out[i] = expandVars(s, vars)
+		}
+		return out
+	}
+	termPath := c.TerminationMessagePath
+	if termPath == "" {
+		termPath = v1.TerminationMessagePathDefault
+	}
+	termPolicy := c.TerminationMessagePolicy
+	if termPolicy == "" {
+		termPolicy = v1.TerminationMessageReadFile
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
+		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:    expandAll(c.Command),
+		Args:       expandAll(c.Args),
+		WorkingDir: c.WorkingDir,
+		Envs:       env,
+		Labels: map[string]string{
+			labelContainerName: c.Name,
+			labelPodName:       pod.Name,
+			labelPodNamespace:  pod.Namespace,
+			labelPodUID:        string(pod.UID),
+		},
+		Annotations: map[string]string{
+			annoRestartCount:  strconv.Itoa(int(restarts)),
+			annoTermMsgPath:   termPath,
+			annoTermMsgPolicy: string(termPolicy),
+			annoGracePeriod:   strconv.FormatInt(gracePeriod(pod), 10),
+			annoContainerHash: containerHash(c),
+		},
+		LogPath:   filepath.Join(c.Name, strconv.Itoa(int(attempt))+".log"),
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		Tty:       c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       kl.linuxResources(pod, c),
+			SecurityContext: containerSecurityContext(pod, c),
+		},
+	}
+	return cfg, nil
+}
+
+// sandboxIPs are the pod IPs the sandbox reports, primary first.
+func sandboxIPs(sb *runtimeapi.PodSandboxStatus) []string {
+	n := sb.GetNetwork()
+	if n.GetIp() == "" {
+		return nil
+	}
+	ips := []string{n.Ip}
+	for _, a := range n.AdditionalIps {
+		ips = append(ips, a.Ip)
+	}
+	return ips
+}
+
+func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: sandboxSecurityContext(pod).NamespaceOptions,
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		return sc
+	}
+	if csc.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
+	}
+	if csc.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
+	}
+	if csc.Privileged != nil {
+		sc.Privileged = *csc.Privileged
+	}
+	if csc.ReadOnlyRootFilesystem != nil {
+		sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+	}
+	if csc.AllowPrivilegeEscalation != nil {
+		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, a := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	return sc
+}

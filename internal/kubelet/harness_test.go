@@ -1,0 +1,220 @@
+package kubelet
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	testclock "k8s.io/utils/clock/testing"
+
+	"mizzen/internal/cri/fake"
+)
+
+const testNode = "node-1"
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// harness runs a kubelet on the fake CRI runtime against a fake clientset, on a fake
+// clock that the test advances while it polls.
+type harness struct {
+	t      *testing.T
+	clock  *testclock.FakeClock
+	rt     *fake.Runtime
+	client *k8sfake.Clientset
+
+	mu       sync.Mutex
+	watching chan struct{} // closed when the kubelet's pod watch is registered
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	clk := testclock.NewFakeClock(epoch)
+	h := &harness{
+		t:      t,
+		clock:  clk,
+		rt:     fake.New(fake.Options{Clock: clk, RuntimeName: "containerd", RuntimeVersion: "1.6.20"}),
+		client: k8sfake.NewSimpleClientset(),
+	}
+	// Register the kubelet's pod watch before the test creates pods: the fake tracker
+	// drops events that happen between a list and its watch.
+	h.client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		wa := action.(clienttesting.WatchActionImpl)
+		w, err := h.client.Tracker().Watch(action.GetResource(), action.GetNamespace(), wa.ListOptions)
+		h.mu.Lock()
+		if h.watching != nil {
+			close(h.watching)
+			h.watching = nil
+		}
+		h.mu.Unlock()
+		return true, w, err
+	})
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) options() Options {
+	return Options{
+		Client:   h.client,
+		NodeName: testNode,
+		Runtime:  h.rt.Client(),
+		Images:   h.rt.Client(),
+		NodeIP:   "10.0.0.5",
+		Machine: &MachineInfo{CPUCores: 4, MemoryBytes: 8 << 30, EphemeralStorage: 100 << 30,
+			KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"},
+		Clock:  h.clock,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// start runs a kubelet and waits until its pod watch is in place.
+func (h *harness) start() {
+	h.startWith(h.options())
+}
+
+func (h *harness) startWith(opts Options) {
+	h.t.Helper()
+	watching := make(chan struct{})
+	h.mu.Lock()
+	h.watching = watching
+	h.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- Run(ctx, opts) }()
+	select {
+	case <-watching:
+	case err := <-h.done:
+		h.t.Fatalf("kubelet exited: %v", err)
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("kubelet never watched pods")
+	}
+}
+
+// stop ends the running kubelet, if any, and waits for it.
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	if err := <-h.done; err != nil {
+		h.t.Errorf("kubelet: %v", err)
+	}
+	h.cancel = nil
+}
+
+// eventually advances the clock a second at a time until cond holds.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		h.clock.Step(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (h *harness) getPod(name string) (*v1.Pod, error) {
+	return h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// waitPod polls the pod until cond holds and returns it.
+func (h *harness) waitPod(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	h.t.Helper()
+	var last *v1.Pod
+	h.eventually(what, func() bool {
+		p, err := h.getPod(name)
+		if err != nil {
+			return false
+		}
+		last = p
+		return cond(p)
+	})
+	return last
+}
+
+func (h *harness) createPod(pod *v1.Pod) {
+	h.t.Helper()
+	if _, err := h.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// newPod is a pod bound to the test node with one container per name.
+func newPod(name string, containers ...string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{
+			NodeName:      testNode,
+			RestartPolicy: v1.RestartPolicyAlways,
+		},
+		Status: v1.PodStatus{
+			Phase:      v1.PodPending,
+			Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}},
+		},
+	}
+	for _, c := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c, Image: "registry.local/" + c + ":1.0"})
+	}
+	return p
+}
+
+func condition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func conditionTrue(p *v1.Pod, t v1.PodConditionType) bool {
+	c := condition(p, t)
+	return c != nil && c.Status == v1.ConditionTrue
+}
+
+func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
+	for _, list := range [][]v1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// waitEvent waits for an event about the pod with this reason and returns its message.
+func (h *harness) waitEvent(pod, reason string) string {
+	h.t.Helper()
+	msg := ""
+	h.eventually("event "+reason+" for "+pod, func() bool {
+		evs, err := h.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == pod && e.Reason == reason && e.Source.Component == "kubelet" && e.Source.Host == testNode {
+				msg = e.Message
+				return true
+			}
+		}
+		return false
+	})
+	return msg
+}

@@ -1,0 +1,133 @@
+// Package hollow runs many kubelets in one process, each on its own in-memory CRI
+// runtime, for scale tests: every hollow node registers, heartbeats, watches its pods and
+// reports their status exactly as a real kubelet does, but its containers are records.
+package hollow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"mizzen/internal/cri/fake"
+	"mizzen/internal/kubelet"
+)
+
+// Options configure a set of hollow nodes.
+type Options struct {
+	Count int
+	// NamePrefix names node i NamePrefix+i; default "hollow-node-".
+	NamePrefix string
+	// Config is the API client configuration; each kubelet gets its own clientset from
+	// it, with its own rate limits, as separate processes would.
+	Config *rest.Config
+	// NewClient overrides Config (tests pass a fake clientset).
+	NewClient func(nodeName string) (kubernetes.Interface, error)
+	// Machine is what every node reports; 4 cores, 16 GiB, 100 GiB disk when nil.
+	Machine *kubelet.MachineInfo
+	MaxPods int64
+	// Preloaded images are present on every node, as if baked into its disk.
+	PreloadedImages []string
+	Logger          *slog.Logger
+}
+
+// nodeIP is the i-th address of 172.16.0.0/12, the range hollow node IPs come from.
+func nodeIP(i int) string {
+	a := netip.MustParseAddr("172.16.0.0").As4()
+	n := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	n += uint32(i) + 1
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
+}
+
+// podCIDR is node i's pod range, a /24 out of 10.64.0.0/10.
+func podCIDR(i int) string {
+	return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256)
+}
+
+// Run runs the hollow nodes until ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Count <= 0 {
+		return errors.New("hollow: Count must be positive")
+	}
+	if opts.Count > 16384 {
+		return errors.New("hollow: at most 16384 nodes (pod ranges come from 10.64.0.0/10)")
+	}
+	if opts.NamePrefix == "" {
+		opts.NamePrefix = "hollow-node-"
+	}
+	if opts.Machine == nil {
+		opts.Machine = &kubelet.MachineInfo{
+			CPUCores: 4, MemoryBytes: 16 << 30, EphemeralStorage: 100 << 30,
+			KernelVersion: "6.1.0-hollow", OSImage: "mizzen hollow node",
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	newClient := opts.NewClient
+	if newClient == nil {
+		if opts.Config == nil {
+			return errors.New("hollow: Config or NewClient is required")
+		}
+		newClient = func(string) (kubernetes.Interface, error) {
+			cfg := rest.CopyConfig(opts.Config)
+			cfg.UserAgent = "mizzen-kubelet (hollow)"
+			return kubernetes.NewForConfig(cfg)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// One event pipeline for all nodes: each kubelet still records its own events (with
+	// its node as the source), but the correlation cache and sender are shared.
+	eventClient, err := newClient(opts.NamePrefix + "events")
+	if err != nil {
+		return fmt.Errorf("hollow: events client: %w", err)
+	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+	defer events.Shutdown()
+	var wg sync.WaitGroup
+	errs := make(chan error, opts.Count)
+	for i := range opts.Count {
+		name := fmt.Sprintf("%s%d", opts.NamePrefix, i)
+		client, err := newClient(name)
+		if err != nil {
+			return fmt.Errorf("hollow: client for %s: %w", name, err)
+		}
+		rt := fake.New(fake.Options{PodCIDR: podCIDR(i), HostIP: nodeIP(i)})
+		rt.PreloadImages(opts.PreloadedImages...)
+		machine := *opts.Machine
+		machine.SystemUUID = name
+		machine.MachineID = name
+		kopts := kubelet.Options{
+			Client:   client,
+			NodeName: name,
+			Runtime:  rt.Client(),
+			Images:   rt.Client(),
+			NodeIP:   nodeIP(i),
+			Machine:  &machine,
+			MaxPods:  opts.MaxPods,
+			Logger:   opts.Logger,
+			Events:   kubelet.NewEventRecorder(events, name),
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := kubelet.Run(ctx, kopts); err != nil {
+				errs <- fmt.Errorf("hollow node %s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when every kubelet stopped cleanly
+}

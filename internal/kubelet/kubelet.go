@@ -1,0 +1,326 @@
+// Package kubelet is the node agent: it registers its Node and keeps its status and
+// Lease fresh, discovers the pods bound to it through its own watch, and drives each pod
+// to its spec through a CRI runtime (sandbox, image pulls, init containers, containers,
+// restarts with back-off, probes, graceful termination), writing pod status back through
+// pods/status. Each pod has one worker goroutine whose sync is level-triggered: it reads
+// the pod and the runtime's current state and does the next thing, so a restarted kubelet
+// adopts running containers without touching them.
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	"k8s.io/utils/clock"
+)
+
+// Version is the kubelet version reported in NodeInfo unless Options override it.
+const Version = "v1.37.2"
+
+// Options configure a kubelet. Client, NodeName, Runtime and Images are required.
+type Options struct {
+	Client   kubernetes.Interface
+	NodeName string
+	// Runtime and Images are the CRI services: the k8s.io/cri-client remote clients in
+	// production, an in-process fake for hollow nodes and tests.
+	Runtime cri.RuntimeService
+	Images  cri.ImageManagerService
+
+	// NodeIP is the InternalIP; detected from the host's interfaces when empty.
+	NodeIP string
+	// Hostname is the Hostname address and the kubernetes.io/hostname label; NodeName
+	// when empty.
+	Hostname           string
+	NodeLabels         map[string]string
+	RegisterWithTaints []v1.Taint
+	// Machine describes the node's hardware and OS; read from the host when nil. Hollow
+	// nodes pass a fixed one.
+	Machine *MachineInfo
+	// MaxPods is the pods capacity; 110 when zero.
+	MaxPods int64
+	// ClusterDNS and ClusterDomain configure pods with dnsPolicy ClusterFirst.
+	ClusterDNS    []string
+	ClusterDomain string
+	// KubeletVersion is reported in NodeInfo; Version when empty.
+	KubeletVersion string
+	// Port is the kubelet endpoint advertised in status.daemonEndpoints; 10250 when zero.
+	Port int32
+	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
+	PodLogsDir string
+	// Events records the kubelet's events; nil makes the kubelet send its own through
+	// Client. Hollow nodes share one broadcaster and pass recorders made from it.
+	Events record.EventRecorder
+	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
+	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
+	PodCIDRChanged func(podCIDR string)
+	// RootDir is the kubelet's state directory; its filesystem is the node's
+	// ephemeral-storage capacity. /var/lib/kubelet when empty.
+	RootDir string
+
+	// Clock drives every timer (back-off, probes, relists, status, lease); the real
+	// clock when nil.
+	Clock clock.WithTickerAndDelayedExecution
+	// Periods; zero means the upstream default.
+	RelistPeriod              time.Duration // runtime relist, 1s
+	ResyncPeriod              time.Duration // resync of every pod worker, 10s
+	NodeStatusUpdateFrequency time.Duration // status computed, 10s
+	NodeStatusReportFrequency time.Duration // status posted even if unchanged, 1m
+	LeaseRenewInterval        time.Duration // 10s
+	Logger                    *slog.Logger
+}
+
+// MachineInfo is what the node reports about itself.
+type MachineInfo struct {
+	CPUCores         int64
+	MemoryBytes      int64
+	EphemeralStorage int64
+	MachineID        string
+	SystemUUID       string
+	BootID           string
+	KernelVersion    string
+	OSImage          string
+}
+
+const (
+	defaultMaxPods        = 110
+	leaseDurationSeconds  = 40
+	defaultGracePeriodSec = 30
+)
+
+func (o *Options) setDefaults() error {
+	switch {
+	case o.Client == nil:
+		return errors.New("kubelet: Options.Client is required")
+	case o.NodeName == "":
+		return errors.New("kubelet: Options.NodeName is required")
+	case o.Runtime == nil || o.Images == nil:
+		return errors.New("kubelet: Options.Runtime and Options.Images are required")
+	}
+	if o.Hostname == "" {
+		o.Hostname = o.NodeName
+	}
+	if o.MaxPods == 0 {
+		o.MaxPods = defaultMaxPods
+	}
+	if o.KubeletVersion == "" {
+		o.KubeletVersion = Version
+	}
+	if o.Port == 0 {
+		o.Port = 10250
+	}
+	if o.PodLogsDir == "" {
+		o.PodLogsDir = "/var/log/pods"
+	}
+	if o.RootDir == "" {
+		o.RootDir = "/var/lib/kubelet"
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = "cluster.local"
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	setDuration(&o.RelistPeriod, time.Second)
+	setDuration(&o.ResyncPeriod, 10*time.Second)
+	setDuration(&o.NodeStatusUpdateFrequency, 10*time.Second)
+	setDuration(&o.NodeStatusReportFrequency, time.Minute)
+	setDuration(&o.LeaseRenewInterval, 10*time.Second)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Logger = o.Logger.With("node", o.NodeName)
+	if o.NodeIP == "" {
+		ip, err := detectNodeIP()
+		if err != nil {
+			return err
+		}
+		o.NodeIP = ip
+	}
+	if net.ParseIP(o.NodeIP) == nil {
+		return fmt.Errorf("kubelet: node IP %q is not an IP address", o.NodeIP)
+	}
+	if o.Machine == nil {
+		m, err := readMachineInfo(o.RootDir)
+		if err != nil {
+			return err
+		}
+		o.Machine = m
+	}
+	return nil
+}
+
+func setDuration(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// Kubelet is one running node agent.
+type Kubelet struct {
+	opts        Options
+	log         *slog.Logger
+	clock       clock.WithTickerAndDelayedExecution
+	client      kubernetes.Interface
+	runtime     cri.RuntimeService
+	images      cri.ImageManagerService
+	runtimeName string // prefix of container IDs in status, e.g. "containerd"
+	podInformer cache.SharedIndexInformer
+	workers     *podWorkers
+	backoff     *backoff
+	recorder    record.EventRecorder
+	// lastNodeStatus is the status last posted; owned by the node status goroutine.
+	lastNodeStatus *v1.NodeStatus
+}
+
+// Run runs a kubelet until ctx ends. It returns an error only if it cannot start; the
+// end of ctx is a clean stop.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.setDefaults(); err != nil {
+		return err
+	}
+	kl := &Kubelet{
+		opts:    opts,
+		log:     opts.Logger,
+		clock:   opts.Clock,
+		client:  opts.Client,
+		runtime: opts.Runtime,
+		images:  opts.Images,
+		backoff: newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
+	}
+	v, err := kl.runtime.Version(ctx, "v1")
+	if err != nil {
+		return fmt.Errorf("kubelet: container runtime not reachable: %w", err)
+	}
+	kl.recorder = opts.Events
+	if kl.recorder == nil {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kl.client.CoreV1().Events("")})
+		defer b.Shutdown()
+		kl.recorder = NewEventRecorder(b, opts.NodeName)
+	}
+	kl.runtimeName = v.RuntimeName
+
+	// The kubelet's own watch: only pods bound to this node.
+	kl.podInformer = coreinformers.NewFilteredPodInformer(kl.client, metav1.NamespaceAll, 0,
+		cache.Indexers{}, func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.NodeName).String()
+		})
+	kl.workers = newPodWorkers(ctx, kl)
+	if _, err := kl.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    kl.onPod,
+		UpdateFunc: func(_, obj any) { kl.onPod(obj) },
+		DeleteFunc: kl.onPod,
+	}); err != nil {
+		return err
+	}
+	go kl.podInformer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), kl.podInformer.HasSynced) {
+		kl.workers.wait()
+		return nil // ctx ended before the first list: a clean stop
+	}
+
+	go kl.runNodeStatus(ctx)
+	go kl.runPLEG(ctx)
+	go kl.runResync(ctx)
+	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
+	<-ctx.Done()
+	kl.workers.wait()
+	return nil
+}
+
+// onPod dispatches an informer event to the pod's worker.
+func (kl *Kubelet) onPod(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName != kl.opts.NodeName {
+		return
+	}
+	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
+}
+
+// getPod returns the pod with this key and UID from the watch cache, or nil.
+func (kl *Kubelet) getPod(key string, uid string) *v1.Pod {
+	obj, exists, err := kl.podInformer.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return nil
+	}
+	pod := obj.(*v1.Pod)
+	if string(pod.UID) != uid || pod.Spec.NodeName != kl.opts.NodeName {
+		return nil
+	}
+	return pod
+}
+
+// runResync pokes every pod worker periodically, so nothing depends on an event alone.
+func (kl *Kubelet) runResync(ctx context.Context) {
+	t := kl.clock.NewTicker(kl.opts.ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			kl.workers.pokeAll()
+		}
+	}
+}
+
+// nodeAllocatable returns the node's allocatable resources, used as the default for
+// resourceFieldRef limits.
+func (kl *Kubelet) nodeAllocatable() v1.ResourceList {
+	m := kl.opts.Machine
+	return v1.ResourceList{
+		v1.ResourceCPU:              *resource.NewQuantity(m.CPUCores, resource.DecimalSI),
+		v1.ResourceMemory:           *resource.NewQuantity(m.MemoryBytes, resource.BinarySI),
+		v1.ResourceEphemeralStorage: *resource.NewQuantity(m.EphemeralStorage, resource.BinarySI),
+		v1.ResourcePods:             *resource.NewQuantity(kl.opts.MaxPods, resource.DecimalSI),
+		"hugepages-1Gi":             *resource.NewQuantity(0, resource.BinarySI),
+		"hugepages-2Mi":             *resource.NewQuantity(0, resource.BinarySI),
+	}
+}
+
+// cacheKey is the namespace/name key of a pod in the watch cache.
+func cacheKey(obj any) string {
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	return key
+}
+
+// NewEventRecorder makes the recorder of the kubelet on node from a broadcaster.
+func NewEventRecorder(b record.EventBroadcaster, node string) record.EventRecorder {
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: node})
+}
+
+// containerRef is the object reference events about one of the pod's containers name.
+func containerRef(pod *v1.Pod, container string) *v1.ObjectReference {
+	ref := &v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+		UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}
+	if container == "" {
+		return ref
+	}
+	ref.FieldPath = "spec.containers{" + container + "}"
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == container {
+			ref.FieldPath = "spec.initContainers{" + container + "}"
+		}
+	}
+	return ref
+}

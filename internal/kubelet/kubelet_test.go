@@ -1,0 +1,464 @@
+package kubelet
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"mizzen/internal/cri/fake"
+)
+
+func TestNodeRegistrationAndLease(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	opts.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
+	opts.NodeLabels = map[string]string{"zone": "a"}
+	h.startWith(opts)
+	ctx := context.Background()
+
+	var node *v1.Node
+	h.eventually("node registered with status", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Conditions) == 4
+	})
+	for k, want := range map[string]string{
+		"kubernetes.io/hostname": testNode, "kubernetes.io/os": "linux", "kubernetes.io/arch": node.Labels["beta.kubernetes.io/arch"],
+		"beta.kubernetes.io/os": "linux", "zone": "a",
+	} {
+		if node.Labels[k] != want || want == "" {
+			t.Errorf("label %s = %q, want %q", k, node.Labels[k], want)
+		}
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "dedicated" {
+		t.Errorf("taints = %v", node.Spec.Taints)
+	}
+	for name, want := range map[v1.ResourceName]string{
+		v1.ResourceCPU: "4", v1.ResourceMemory: "8Gi", v1.ResourcePods: "110", v1.ResourceEphemeralStorage: "100Gi",
+	} {
+		for _, list := range []v1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+			q := list[name]
+			if q.Cmp(resource.MustParse(want)) != 0 {
+				t.Errorf("%s = %s, want %s", name, q.String(), want)
+			}
+		}
+	}
+	wantAddrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: testNode}}
+	if len(node.Status.Addresses) != 2 || node.Status.Addresses[0] != wantAddrs[0] || node.Status.Addresses[1] != wantAddrs[1] {
+		t.Errorf("addresses = %v", node.Status.Addresses)
+	}
+	conds := map[v1.NodeConditionType]v1.NodeCondition{}
+	for _, c := range node.Status.Conditions {
+		conds[c.Type] = c
+	}
+	for typ, want := range map[v1.NodeConditionType]struct {
+		status v1.ConditionStatus
+		reason string
+	}{
+		v1.NodeReady:          {v1.ConditionTrue, "KubeletReady"},
+		v1.NodeMemoryPressure: {v1.ConditionFalse, "KubeletHasSufficientMemory"},
+		v1.NodeDiskPressure:   {v1.ConditionFalse, "KubeletHasNoDiskPressure"},
+		v1.NodePIDPressure:    {v1.ConditionFalse, "KubeletHasSufficientPID"},
+	} {
+		if c := conds[typ]; c.Status != want.status || c.Reason != want.reason {
+			t.Errorf("condition %s = %s/%s, want %s/%s", typ, c.Status, c.Reason, want.status, want.reason)
+		}
+	}
+	info := node.Status.NodeInfo
+	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != Version || info.OperatingSystem != "linux" || info.KernelVersion != "6.1.0" {
+		t.Errorf("nodeInfo = %+v", info)
+	}
+	if node.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("kubelet endpoint port = %d", node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	}
+
+	var lease *coordinationv1.Lease
+	h.eventually("lease created", func() bool {
+		l, err := h.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, testNode, metav1.GetOptions{})
+		lease = l
+		return err == nil
+	})
+	if ptr.Deref(lease.Spec.HolderIdentity, "") != testNode || ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) != 40 {
+		t.Errorf("lease spec = %+v", lease.Spec)
+	}
+	if len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Kind != "Node" || lease.OwnerReferences[0].UID != node.UID {
+		t.Errorf("lease owner = %+v", lease.OwnerReferences)
+	}
+	first := lease.Spec.RenewTime.Time
+	h.eventually("lease renewed", func() bool {
+		l, err := h.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, testNode, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.Time.After(first)
+	})
+}
+
+func TestPodStartsAndBecomesReady(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("web", "app", "sidecar")
+	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	h.createPod(pod)
+
+	p := h.waitPod("web", "Running and Ready", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodRunning && conditionTrue(p, v1.PodReady)
+	})
+	for _, typ := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled} {
+		if !conditionTrue(p, typ) {
+			t.Errorf("condition %s not True: %+v", typ, condition(p, typ))
+		}
+	}
+	if p.Status.PodIP != "10.88.0.1" || len(p.Status.PodIPs) != 1 || p.Status.HostIP != "10.0.0.5" || len(p.Status.HostIPs) != 1 {
+		t.Errorf("IPs: pod %s %v host %s %v", p.Status.PodIP, p.Status.PodIPs, p.Status.HostIP, p.Status.HostIPs)
+	}
+	if p.Status.StartTime == nil || p.Status.QOSClass != v1.PodQOSBurstable {
+		t.Errorf("startTime %v qosClass %s", p.Status.StartTime, p.Status.QOSClass)
+	}
+	for _, name := range []string{"app", "sidecar"} {
+		cs := containerStatus(p, name)
+		if cs == nil || cs.State.Running == nil || !cs.Ready || !ptr.Deref(cs.Started, false) || cs.RestartCount != 0 {
+			t.Fatalf("container %s status %+v", name, cs)
+		}
+		if !strings.HasPrefix(cs.ContainerID, "containerd://") || cs.Image != "registry.local/"+name+":1.0" ||
+			!strings.HasPrefix(cs.ImageID, "registry.local/"+name+"@sha256:") {
+			t.Errorf("container %s ids: %s %s %s", name, cs.ContainerID, cs.Image, cs.ImageID)
+		}
+	}
+	if n := h.rt.Calls("RunPodSandbox"); n != 1 {
+		t.Errorf("RunPodSandbox called %d times", n)
+	}
+	for reason, want := range map[string]string{
+		"Pulling": `Pulling image "registry.local/`, "Created": "Created container: ", "Started": "Started container ",
+	} {
+		if msg := h.waitEvent("web", reason); !strings.HasPrefix(msg, want) {
+			t.Errorf("%s event %q, want prefix %q", reason, msg, want)
+		}
+	}
+}
+
+func TestRestartPolicies(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy v1.RestartPolicy
+		exit   int32
+		check  func(t *testing.T, h *harness)
+	}{
+		{
+			name: "Always restarts with back-off", policy: v1.RestartPolicyAlways, exit: 1,
+			check: func(t *testing.T, h *harness) {
+				sawBackoff := false
+				p := h.waitPod("p", "restartCount 3", func(p *v1.Pod) bool {
+					cs := containerStatus(p, "app")
+					if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+						sawBackoff = true
+						if !strings.HasPrefix(cs.State.Waiting.Message, "back-off ") {
+							t.Errorf("back-off message %q", cs.State.Waiting.Message)
+						}
+					}
+					return cs != nil && cs.RestartCount >= 3
+				})
+				if !sawBackoff {
+					t.Error("never reported CrashLoopBackOff")
+				}
+				if msg := h.waitEvent("p", "BackOff"); msg != "Back-off restarting failed container app in pod p_default(uid-p)" {
+					t.Errorf("BackOff event %q", msg)
+				}
+				cs := containerStatus(p, "app")
+				if last := cs.LastTerminationState.Terminated; last == nil || last.ExitCode != 1 || last.Reason != "Error" {
+					t.Errorf("lastState = %+v", cs.LastTerminationState)
+				}
+				if p.Status.Phase != v1.PodRunning {
+					t.Errorf("phase %s, want Running", p.Status.Phase)
+				}
+			},
+		},
+		{
+			name: "Never leaves the pod Failed", policy: v1.RestartPolicyNever, exit: 2,
+			check: func(t *testing.T, h *harness) {
+				p := h.waitPod("p", "phase Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+				cs := containerStatus(p, "app")
+				if term := cs.State.Terminated; term == nil || term.ExitCode != 2 || term.Reason != "Error" || cs.RestartCount != 0 {
+					t.Errorf("container status %+v", cs)
+				}
+				if c := condition(p, v1.PodReady); c == nil || c.Status != v1.ConditionFalse || c.Reason != "PodCompleted" {
+					t.Errorf("Ready condition %+v", c)
+				}
+				if n := h.rt.Calls("StartContainer"); n != 1 {
+					t.Errorf("StartContainer called %d times", n)
+				}
+			},
+		},
+		{
+			name: "OnFailure leaves a succeeded pod Succeeded", policy: v1.RestartPolicyOnFailure, exit: 0,
+			check: func(t *testing.T, h *harness) {
+				p := h.waitPod("p", "phase Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+				if cs := containerStatus(p, "app"); cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+					t.Errorf("container status %+v", cs)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: 5 * time.Second, ExitCode: tt.exit})
+			h.start()
+			pod := newPod("p", "app")
+			pod.Spec.RestartPolicy = tt.policy
+			h.createPod(pod)
+			tt.check(t, h)
+		})
+	}
+}
+
+func TestInitContainersRunInOrder(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("init-1", fake.Behavior{Exits: true, After: 10 * time.Second})
+	h.rt.SetContainerBehavior("init-2", fake.Behavior{Exits: true, After: 10 * time.Second})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init-1", Image: "busybox"}, {Name: "init-2", Image: "busybox"}}
+	h.createPod(pod)
+
+	sawInitializing := false
+	p := h.waitPod("p", "Running after init", func(p *v1.Pod) bool {
+		if cs := containerStatus(p, "app"); cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "PodInitializing" {
+			sawInitializing = true
+			if c := condition(p, v1.PodInitialized); c == nil || c.Status != v1.ConditionFalse || c.Reason != "ContainersNotInitialized" {
+				t.Errorf("Initialized while initializing: %+v", c)
+			}
+		}
+		return p.Status.Phase == v1.PodRunning
+	})
+	if !sawInitializing {
+		t.Error("app never reported PodInitializing")
+	}
+	i1, i2, app := containerStatus(p, "init-1"), containerStatus(p, "init-2"), containerStatus(p, "app")
+	for _, cs := range []*v1.ContainerStatus{i1, i2} {
+		if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+			t.Fatalf("init container %s: %+v", cs.Name, cs.State)
+		}
+	}
+	if i2.State.Terminated.StartedAt.Before(&i1.State.Terminated.FinishedAt) {
+		t.Errorf("init-2 started %v before init-1 finished %v", i2.State.Terminated.StartedAt, i1.State.Terminated.FinishedAt)
+	}
+	if app.State.Running == nil || app.State.Running.StartedAt.Before(&i2.State.Terminated.FinishedAt) {
+		t.Errorf("app state %+v started before init-2 finished", app.State)
+	}
+	if !conditionTrue(p, v1.PodInitialized) {
+		t.Errorf("Initialized = %+v", condition(p, v1.PodInitialized))
+	}
+}
+
+func TestFailedInitContainerUnderNeverFailsPod(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("init", fake.Behavior{Exits: true, After: time.Second, ExitCode: 3})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox"}}
+	h.createPod(pod)
+	p := h.waitPod("p", "phase Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if cs := containerStatus(p, "app"); cs.State.Running != nil || cs.ContainerID != "" {
+		t.Errorf("app ran although init failed: %+v", cs)
+	}
+}
+
+func TestLivenessProbeFailureRestarts(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: 1})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{
+		ProbeHandler:     v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/healthy"}}},
+		PeriodSeconds:    5,
+		FailureThreshold: 2,
+	}
+	h.createPod(pod)
+	p := h.waitPod("p", "a restart after liveness failures", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.RestartCount >= 1 && cs.State.Running != nil
+	})
+	last := containerStatus(p, "app").LastTerminationState.Terminated
+	if last == nil || last.ExitCode != 137 {
+		t.Errorf("lastState = %+v, want a kill (137)", last)
+	}
+	if h.rt.Calls("ExecSync") < 2 {
+		t.Errorf("ExecSync called %d times, want at least the failure threshold", h.rt.Calls("ExecSync"))
+	}
+	if msg := h.waitEvent("p", "Killing"); msg != "Container app failed liveness probe, will be restarted" {
+		t.Errorf("Killing event %q", msg)
+	}
+	if msg := h.waitEvent("p", "Unhealthy"); !strings.HasPrefix(msg, "Liveness probe failed: ") {
+		t.Errorf("Unhealthy event %q", msg)
+	}
+}
+
+func TestReadinessProbe(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		exitCode  int32
+		wantReady bool
+	}{
+		{"passing probe makes the pod Ready", 0, true},
+		{"failing probe keeps it unready", 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: tt.exitCode})
+			h.start()
+			pod := newPod("p", "app")
+			pod.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+				ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+				PeriodSeconds: 2,
+			}
+			h.createPod(pod)
+			p := h.waitPod("p", "probed", func(p *v1.Pod) bool {
+				return p.Status.Phase == v1.PodRunning && h.rt.Calls("ExecSync") >= 3
+			})
+			p = h.waitPod("p", "status settled", func(p *v1.Pod) bool { return conditionTrue(p, v1.PodReady) == tt.wantReady })
+			if cs := containerStatus(p, "app"); cs.Ready != tt.wantReady || cs.RestartCount != 0 {
+				t.Errorf("container ready=%v restarts=%d, want ready=%v and no restart", cs.Ready, cs.RestartCount, tt.wantReady)
+			}
+			if !tt.wantReady {
+				if c := condition(p, v1.ContainersReady); c.Reason != "ContainersNotReady" || c.Message != "containers with unready status: [app]" {
+					t.Errorf("ContainersReady = %+v", c)
+				}
+			}
+		})
+	}
+}
+
+func TestGracefulDeletion(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"drain"}}}}
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	// What the apiserver does on a graceful DELETE: set the deletion timestamp and grace.
+	now := metav1.NewTime(h.clock.Now())
+	p.DeletionTimestamp = &now
+	p.DeletionGracePeriodSeconds = ptr.To[int64](30)
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod object removed", func() bool {
+		_, err := h.getPod("p")
+		return isNotFound(err)
+	})
+	if h.rt.Calls("ExecSync") != 1 {
+		t.Errorf("preStop ran %d times, want 1", h.rt.Calls("ExecSync"))
+	}
+	if h.rt.Calls("StopContainer") < 1 {
+		t.Error("container never stopped")
+	}
+	var deleted bool
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Error("no DELETE of the pod")
+	}
+	h.eventually("runtime cleaned up", func() bool {
+		sbs, _ := h.rt.Client().ListPodSandbox(context.Background(), nil)
+		cs, _ := h.rt.Client().ListContainers(context.Background(), nil)
+		return len(sbs) == 0 && len(cs) == 0
+	})
+}
+
+func TestRestartedKubeletAdoptsContainers(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.createPod(newPod("p", "app"))
+	h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && conditionTrue(p, v1.PodReady) })
+	before, err := h.rt.Client().ListContainers(context.Background(), nil)
+	if err != nil || len(before) != 1 {
+		t.Fatalf("containers before restart: %v %v", before, err)
+	}
+	h.stop()
+	starts, sandboxes := h.rt.Calls("StartContainer"), h.rt.Calls("RunPodSandbox")
+
+	h.start()
+	// Give the new kubelet many relists and resyncs to do something wrong.
+	for range 30 {
+		h.clock.Step(time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.waitPod("p", "still Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && conditionTrue(p, v1.PodReady) })
+	if h.rt.Calls("StartContainer") != starts || h.rt.Calls("RunPodSandbox") != sandboxes || h.rt.Calls("StopContainer") != 0 {
+		t.Errorf("restarted kubelet touched containers: starts %d->%d, sandboxes %d->%d, stops %d",
+			starts, h.rt.Calls("StartContainer"), sandboxes, h.rt.Calls("RunPodSandbox"), h.rt.Calls("StopContainer"))
+	}
+	after, _ := h.rt.Client().ListContainers(context.Background(), nil)
+	if len(after) != 1 || after[0].Id != before[0].Id || after[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("containers after restart: %v", after)
+	}
+}
+
+func TestOrphanedRuntimeObjectsAreRemoved(t *testing.T) {
+	h := newHarness(t)
+	// A sandbox whose pod no longer exists, left by an earlier kubelet.
+	_, err := h.rt.Client().RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "gone", Namespace: "default", Uid: "uid-gone"},
+		Labels:   map[string]string{labelPodUID: "uid-gone"},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.eventually("orphan removed", func() bool {
+		sbs, _ := h.rt.Client().ListPodSandbox(context.Background(), nil)
+		return len(sbs) == 0
+	})
+}
+
+func TestExistingNodeIsReconciledAndPodCIDRReported(t *testing.T) {
+	h := newHarness(t)
+	// A node registered earlier, since given a pod CIDR, with a stale label.
+	existing := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: "node-uid", Labels: map[string]string{"kubernetes.io/os": "plan9", "keep": "me"}},
+		Spec:       v1.NodeSpec{PodCIDR: "10.244.5.0/24"},
+	}
+	if _, err := h.client.CoreV1().Nodes().Create(context.Background(), existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.rt.PreloadImages("registry.local/base:1")
+	cidrs := make(chan string, 4)
+	opts := h.options()
+	opts.PodCIDRChanged = func(c string) { cidrs <- c }
+	h.startWith(opts)
+
+	var node *v1.Node
+	h.eventually("node status posted", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Conditions) == 4
+	})
+	if node.Labels["kubernetes.io/os"] != "linux" || node.Labels["keep"] != "me" {
+		t.Errorf("labels not reconciled: %v", node.Labels)
+	}
+	if len(node.Status.Images) != 1 || node.Status.Images[0].Names[len(node.Status.Images[0].Names)-1] != "registry.local/base:1" ||
+		node.Status.Images[0].SizeBytes <= 0 {
+		t.Errorf("images = %+v", node.Status.Images)
+	}
+	select {
+	case c := <-cidrs:
+		if c != "10.244.5.0/24" {
+			t.Errorf("pod CIDR %q", c)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("pod CIDR never reported")
+	}
+}

@@ -1,0 +1,60 @@
+package kubelet
+
+import (
+	"context"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// runLease renews the node's Lease in kube-node-lease every LeaseRenewInterval: the
+// cheap heartbeat the node lifecycle controller watches.
+func (kl *Kubelet) runLease(ctx context.Context, nodeUID types.UID) {
+	t := kl.clock.NewTicker(kl.opts.LeaseRenewInterval)
+	defer t.Stop()
+	for {
+		if err := kl.renewLease(ctx, nodeUID); err != nil && ctx.Err() == nil {
+			kl.log.Error("renewing node lease", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (kl *Kubelet) renewLease(ctx context.Context, nodeUID types.UID) error {
+	leases := kl.client.CoordinationV1().Leases(nodeLeaseNS)
+	now := metav1.NewMicroTime(kl.clock.Now())
+	lease, err := leases.Get(ctx, kl.opts.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:            kl.opts.NodeName,
+				Namespace:       nodeLeaseNS,
+				OwnerReferences: []metav1.OwnerReference{nodeOwnerRef(kl.opts.NodeName, nodeUID)},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(kl.opts.NodeName),
+				LeaseDurationSeconds: ptr.To[int32](leaseDurationSeconds),
+				RenewTime:            &now,
+			},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	lease.Spec.HolderIdentity = ptr.To(kl.opts.NodeName)
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](leaseDurationSeconds)
+	lease.Spec.RenewTime = &now
+	if len(lease.OwnerReferences) == 0 {
+		lease.OwnerReferences = []metav1.OwnerReference{nodeOwnerRef(kl.opts.NodeName, nodeUID)}
+	}
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,403 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Well-known node labels the kubelet sets on registration, as upstream does.
+const (
+	labelHostname  = "kubernetes.io/hostname"
+	labelOS        = "kubernetes.io/os"
+	labelArch      = "kubernetes.io/arch"
+	labelBetaOS    = "beta.kubernetes.io/os"
+	labelBetaArch  = "beta.kubernetes.io/arch"
+	nodeLeaseNS    = "kube-node-lease"
+	readyMessage   = "kubelet is posting ready status"
+	notReadyReason = "KubeletNotReady"
+	readyReason    = "KubeletReady"
+)
+
+// runNodeStatus registers the node, then keeps its status and Lease fresh until ctx ends.
+func (kl *Kubelet) runNodeStatus(ctx context.Context) {
+	var node *v1.Node
+	for node == nil {
+		n, err := kl.registerNode(ctx)
+		if err == nil {
+			node = n
+			break
+		}
+		kl.log.Error("registering node", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-kl.clock.After(kl.opts.NodeStatusUpdateFrequency):
+		}
+	}
+	kl.log.Info("node registered")
+	kl.recorder.Eventf(&v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)},
+		v1.EventTypeNormal, "Starting", "Starting kubelet.")
+	go kl.runLease(ctx, node.UID)
+	if kl.opts.PodCIDRChanged != nil {
+		go kl.watchPodCIDR(ctx)
+	}
+
+	lastPosted := kl.clock.Now()
+	t := kl.clock.NewTicker(kl.opts.NodeStatusUpdateFrequency)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		force := kl.clock.Since(lastPosted) >= kl.opts.NodeStatusReportFrequency
+		posted, err := kl.updateNodeStatus(ctx, force)
+		if err != nil {
+			kl.log.Error("updating node status", "err", err)
+			continue
+		}
+		if posted {
+			lastPosted = kl.clock.Now()
+		}
+	}
+}
+
+// initialNode is the Node object the kubelet registers.
+func (kl *Kubelet) initialNode() *v1.Node {
+	labels := map[string]string{
+		labelHostname: kl.opts.Hostname,
+		labelOS:       runtime.GOOS,
+		labelArch:     runtime.GOARCH,
+		labelBetaOS:   runtime.GOOS,
+		labelBetaArch: runtime.GOARCH,
+	}
+	for k, v := range kl.opts.NodeLabels {
+		labels[k] = v
+	}
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        kl.opts.NodeName,
+			Labels:      labels,
+			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+		},
+		Spec: v1.NodeSpec{Taints: kl.opts.RegisterWithTaints},
+	}
+}
+
+// registerNode creates the Node or, if it exists, reconciles the labels the kubelet owns.
+// Either way it then posts a full status.
+func (kl *Kubelet) registerNode(ctx context.Context) (*v1.Node, error) {
+	want := kl.initialNode()
+	kl.setNodeStatus(ctx, want, nil)
+	node, err := kl.client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			existing, err := kl.client.CoreV1().Nodes().Get(ctx, kl.opts.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			changed := false
+			if existing.Labels == nil {
+				existing.Labels = map[string]string{}
+			}
+			for k, v := range want.Labels {
+				if existing.Labels[k] != v {
+					existing.Labels[k] = v
+					changed = true
+				}
+			}
+			node = existing
+			if changed {
+				node, err = kl.client.CoreV1().Nodes().Update(ctx, existing, metav1.UpdateOptions{})
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := kl.updateNodeStatus(ctx, true); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
+// updateNodeStatus computes the node status and posts it when it differs from what was
+// last posted, or when force is set. It reports whether it posted. Unchanged status costs
+// no API call.
+func (kl *Kubelet) updateNodeStatus(ctx context.Context, force bool) (bool, error) {
+	if !force && kl.lastNodeStatus != nil {
+		probe := &v1.Node{}
+		kl.setNodeStatus(ctx, probe, kl.lastNodeStatus)
+		if nodeStatusEquivalent(kl.lastNodeStatus, &probe.Status) {
+			return false, nil
+		}
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := kl.client.CoreV1().Nodes().Get(ctx, kl.opts.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		kl.setNodeStatus(ctx, node, node.Status.DeepCopy())
+		updated, err := kl.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if err == nil {
+			kl.lastNodeStatus = updated.Status.DeepCopy()
+		}
+		return err
+	})
+	return err == nil, err
+}
+
+// nodeStatusEquivalent compares statuses ignoring heartbeat times.
+func nodeStatusEquivalent(a, b *v1.NodeStatus) bool {
+	strip := func(s *v1.NodeStatus) *v1.NodeStatus {
+		c := s.DeepCopy()
+		for i := range c.Conditions {
+			c.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return c
+	}
+	return apiequality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// setNodeStatus fills node.Status from the machine and the runtime; old carries the
+// previous conditions so transition times survive.
+func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.NodeStatus) {
+	m := kl.opts.Machine
+	alloc := kl.nodeAllocatable()
+	node.Status.Capacity = alloc
+	node.Status.Allocatable = alloc.DeepCopy()
+	node.Status.Addresses = []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: kl.opts.NodeIP},
+		{Type: v1.NodeHostName, Address: kl.opts.Hostname},
+	}
+	node.Status.DaemonEndpoints = v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: kl.opts.Port}}
+	info := v1.NodeSystemInfo{
+		MachineID:       m.MachineID,
+		SystemUUID:      m.SystemUUID,
+		BootID:          m.BootID,
+		KernelVersion:   m.KernelVersion,
+		OSImage:         m.OSImage,
+		OperatingSystem: runtime.GOOS,
+		Architecture:    runtime.GOARCH,
+		KubeletVersion:  kl.opts.KubeletVersion,
+	}
+	runtimeReady, notReadyMsg := true, ""
+	if v, err := kl.runtime.Version(ctx, "v1"); err == nil {
+		info.ContainerRuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	} else {
+		runtimeReady, notReadyMsg = false, "container runtime is down"
+	}
+	if runtimeReady {
+		runtimeReady, notReadyMsg = kl.runtimeReadiness(ctx)
+	}
+	node.Status.NodeInfo = info
+	node.Status.Images = kl.nodeImages(ctx)
+
+	now := metav1.NewTime(kl.clock.Now())
+	var oldConds []v1.NodeCondition
+	if old != nil {
+		oldConds = old.Conditions
+	}
+	cond := func(t v1.NodeConditionType, s v1.ConditionStatus, reason, msg string) v1.NodeCondition {
+		c := v1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+		for _, o := range oldConds {
+			if o.Type == t && o.Status == s {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		return c
+	}
+	ready := cond(v1.NodeReady, v1.ConditionTrue, readyReason, readyMessage)
+	if !runtimeReady {
+		ready = cond(v1.NodeReady, v1.ConditionFalse, notReadyReason, notReadyMsg)
+	}
+	node.Status.Conditions = []v1.NodeCondition{
+		cond(v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		cond(v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		cond(v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		ready,
+	}
+}
+
+// maxNodeImages caps status.images, as upstream's default does.
+const maxNodeImages = 50
+
+// nodeImages lists the images on the node, largest first, for the scheduler's image
+// locality scoring.
+func (kl *Kubelet) nodeImages(ctx context.Context) []v1.ContainerImage {
+	imgs, err := kl.images.ListImages(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	sort.SliceStable(imgs, func(i, j int) bool { return imgs[i].Size > imgs[j].Size })
+	var out []v1.ContainerImage
+	for _, img := range imgs {
+		if len(out) == maxNodeImages {
+			break
+		}
+		names := append(slices.Clone(img.RepoDigests), img.RepoTags...)
+		if len(names) == 0 {
+			continue
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.Size)})
+	}
+	return out
+}
+
+// watchPodCIDR watches the kubelet's own Node and reports spec.podCIDR changes.
+func (kl *Kubelet) watchPodCIDR(ctx context.Context) {
+	inf := coreinformers.NewFilteredNodeInformer(kl.client, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", kl.opts.NodeName).String()
+	})
+	last := ""
+	report := func(obj any) {
+		n, ok := obj.(*v1.Node)
+		if !ok || n.Name != kl.opts.NodeName || n.Spec.PodCIDR == "" || n.Spec.PodCIDR == last {
+			return
+		}
+		last = n.Spec.PodCIDR // handlers of one informer run sequentially
+		kl.log.Info("pod CIDR assigned", "podCIDR", last)
+		kl.opts.PodCIDRChanged(last)
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    report,
+		UpdateFunc: func(_, obj any) { report(obj) },
+	})
+	inf.RunWithContext(ctx)
+}
+
+// runtimeReadiness checks the runtime's RuntimeReady and NetworkReady conditions and
+// returns the NotReady message upstream writes when one is false.
+func (kl *Kubelet) runtimeReadiness(ctx context.Context) (bool, string) {
+	st, err := kl.runtime.Status(ctx, false)
+	if err != nil {
+		return false, "container runtime status check may not have completed yet"
+	}
+	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
+		found := false
+		for _, c := range st.GetStatus().GetConditions() {
+			if c.Type != want {
+				continue
+			}
+			found = true
+			if !c.Status {
+				if want == runtimeapi.NetworkReady {
+					return false, fmt.Sprintf("container runtime network not ready: NetworkReady=false reason:%s message:%s", c.Reason, c.Message)
+				}
+				return false, fmt.Sprintf("container runtime not ready: RuntimeReady=false reason:%s message:%s", c.Reason, c.Message)
+			}
+		}
+		if !found {
+			return false, fmt.Sprintf("container runtime did not report condition %s", want)
+		}
+	}
+	return true, ""
+}
+
+// detectNodeIP picks the first global unicast IPv4 address of an up interface.
+func detectNodeIP() (string, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return "", fmt.Errorf("detecting node IP: %w", err)
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+				return ipn.IP.String(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("detecting node IP: no global unicast IPv4 address; pass a node IP")
+}
+
+// readMachineInfo reads the host's hardware and OS facts; ephemeral storage is the size
+// of the filesystem holding rootDir (or / while rootDir does not exist yet).
+func readMachineInfo(rootDir string) (*MachineInfo, error) {
+	m := &MachineInfo{CPUCores: int64(runtime.NumCPU())}
+	mem, err := memTotal()
+	if err != nil {
+		return nil, err
+	}
+	m.MemoryBytes = mem
+	var st unix.Statfs_t
+	if err := unix.Statfs(rootDir, &st); err == nil {
+		m.EphemeralStorage = int64(st.Blocks) * st.Bsize
+	} else if err := unix.Statfs("/", &st); err == nil {
+		m.EphemeralStorage = int64(st.Blocks) * st.Bsize
+	}
+	m.MachineID = readTrimmed("/etc/machine-id")
+	m.SystemUUID = readTrimmed("/sys/class/dmi/id/product_uuid")
+	m.BootID = readTrimmed("/proc/sys/kernel/random/boot_id")
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err == nil {
+		m.KernelVersion = unix.ByteSliceToString(uts.Release[:])
+	}
+	m.OSImage = osImage()
+	return m, nil
+}
+
+func readTrimmed(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func memTotal() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("reading memory size: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				if err == nil {
+					return kb * 1024, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("reading memory size: no MemTotal in /proc/meminfo")
+}
+
+func osImage() string {
+	for _, line := range strings.Split(readTrimmed("/etc/os-release"), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "Unknown"
+}
+
+// nodeOwnerRef makes the Node own its Lease, so deleting the Node deletes the Lease.
+func nodeOwnerRef(name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
+}

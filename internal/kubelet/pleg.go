@@ -1,0 +1,89 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// runPLEG relists the runtime every RelistPeriod and pokes the worker of every pod whose
+// sandboxes or containers changed state (the pod lifecycle event generator). Runtime
+// objects of pods this kubelet has no worker for get one, which cleans them up if the
+// pod is gone, or adopts them if it exists.
+func (kl *Kubelet) runPLEG(ctx context.Context) {
+	last := map[string]uint64{}
+	t := kl.clock.NewTicker(kl.opts.RelistPeriod)
+	defer t.Stop()
+	for {
+		next, err := kl.relist(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				kl.log.Error("relisting runtime", "err", err)
+			}
+		} else {
+			for uid, fp := range next {
+				if last[uid] != fp || !kl.workers.has(types.UID(uid)) {
+					kl.pokeOrAdopt(uid)
+				}
+			}
+			for uid := range last {
+				if _, ok := next[uid]; !ok {
+					kl.workers.poke(types.UID(uid))
+				}
+			}
+			last = next
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// relist returns a fingerprint of each pod's runtime state, by pod UID.
+func (kl *Kubelet) relist(ctx context.Context) (map[string]uint64, error) {
+	sbs, err := kl.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kl.runtime.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Fingerprints are combined by addition so that list order does not matter.
+	out := make(map[string]uint64, len(sbs))
+	add := func(uid, id string, state int32) {
+		if uid == "" {
+			return
+		}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s/%d", id, state)
+		out[uid] += h.Sum64()
+	}
+	for _, sb := range sbs {
+		add(sb.Labels[labelPodUID], sb.Id, int32(sb.State))
+	}
+	for _, c := range cs {
+		add(c.Labels[labelPodUID], c.Id, int32(c.State))
+	}
+	return out, nil
+}
+
+// pokeOrAdopt pokes the worker of a pod seen in the runtime, starting one if the pod is
+// in the watch cache or, if not, one that will clean its leftovers up.
+func (kl *Kubelet) pokeOrAdopt(uid string) {
+	if kl.workers.poke(types.UID(uid)) {
+		return
+	}
+	key := ""
+	for _, obj := range kl.podInformer.GetStore().List() {
+		if p, ok := obj.(interface{ GetUID() types.UID }); ok && string(p.GetUID()) == uid {
+			key = cacheKey(obj)
+			break
+		}
+	}
+	kl.workers.dispatch(types.UID(uid), key)
+}

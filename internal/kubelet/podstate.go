@@ -1,0 +1,107 @@
+package kubelet
+
+import (
+	"sync"
+	"time"
+)
+
+// podState is what a pod worker remembers between syncs that neither the API nor the
+// runtime records: why a container is waiting, probe results, kills a probe asked for.
+// Losing it (a kubelet restart) costs nothing but a fresh probe round.
+type podState struct {
+	mu         sync.Mutex
+	startTime  time.Time // when this kubelet first acted on the pod; worker-owned
+	waiting    map[string]waitingReason
+	pullFailed map[string]time.Time
+	probes     map[probeKey]*probeWorker
+	results    map[string]*containerProbeResults // by container ID
+	kills      map[string]string                 // container ID -> reason
+}
+
+type waitingReason struct{ reason, message string }
+
+// containerProbeResults are the current outcomes of one container's probes.
+type containerProbeResults struct {
+	ready   bool // readiness passed (true when the container has no readiness probe)
+	started bool // startup passed (true when the container has no startup probe)
+}
+
+func newPodState() *podState {
+	return &podState{
+		waiting:    map[string]waitingReason{},
+		pullFailed: map[string]time.Time{},
+		probes:     map[probeKey]*probeWorker{},
+		results:    map[string]*containerProbeResults{},
+		kills:      map[string]string{},
+	}
+}
+
+func (s *podState) setWaiting(name, reason, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting[name] = waitingReason{reason, msg}
+}
+
+func (s *podState) clearWaiting(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiting, name)
+	delete(s.pullFailed, name)
+}
+
+func (s *podState) getWaiting(name string) (waitingReason, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.waiting[name]
+	return w, ok
+}
+
+func (s *podState) setPullFailed(name string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pullFailed[name] = at
+}
+
+func (s *podState) pullFailedAt(name string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pullFailed[name]
+}
+
+// requestKill asks the next sync to kill a container (a failed liveness or startup probe).
+func (s *podState) requestKill(containerID, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kills[containerID] = reason
+}
+
+// takeKill returns and clears a pending kill request for the container.
+func (s *podState) takeKill(containerID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.kills[containerID]
+	delete(s.kills, containerID)
+	return r
+}
+
+// probeResults returns the container's probe results, or nil if none are recorded.
+func (s *podState) probeResults(containerID string) (containerProbeResults, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.results[containerID]
+	if !ok {
+		return containerProbeResults{}, false
+	}
+	return *r, true
+}
+
+// stopProbes stops every probe worker of the pod.
+func (s *podState) stopProbes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range s.probes {
+		p.stop()
+		delete(s.probes, k)
+	}
+	clear(s.results)
+}

@@ -1,0 +1,121 @@
+package kubelet
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// podWorkers runs one goroutine per pod. A worker syncs its pod whenever poked (informer
+// event, runtime change, timer, periodic resync); pokes while it is busy collapse into
+// one more sync. A worker ends when its pod is gone from both the API and the runtime.
+type podWorkers struct {
+	ctx     context.Context
+	kl      *Kubelet
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	wg      sync.WaitGroup
+}
+
+type podWorker struct {
+	uid    types.UID
+	key    string // namespace/name
+	poke   chan struct{}
+	state  *podState
+	parent context.Context
+}
+
+func newPodWorkers(ctx context.Context, kl *Kubelet) *podWorkers {
+	return &podWorkers{ctx: ctx, kl: kl, workers: map[types.UID]*podWorker{}}
+}
+
+// dispatch pokes the pod's worker, starting one if needed.
+func (p *podWorkers) dispatch(uid types.UID, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[uid]
+	if !ok {
+		if p.ctx.Err() != nil {
+			return
+		}
+		w = &podWorker{uid: uid, key: key, poke: make(chan struct{}, 1), state: newPodState(), parent: p.ctx}
+		p.workers[uid] = w
+		p.wg.Add(1)
+		go p.run(w)
+	}
+	w.wake()
+}
+
+func (w *podWorker) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// poke wakes an existing worker; it reports false if there is none.
+func (p *podWorkers) poke(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[uid]
+	if ok {
+		w.wake()
+	}
+	return ok
+}
+
+func (p *podWorkers) pokeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.workers {
+		w.wake()
+	}
+}
+
+// pokeAfter wakes the worker after d on the kubelet's clock (back-off expiry, retries).
+func (p *podWorkers) pokeAfter(c clock.WithDelayedExecution, uid types.UID, d time.Duration) {
+	c.AfterFunc(d, func() { p.poke(uid) })
+}
+
+// has reports whether a worker exists for the pod.
+func (p *podWorkers) has(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.workers[uid]
+	return ok
+}
+
+func (p *podWorkers) run(w *podWorker) {
+	defer p.wg.Done()
+	defer w.state.stopProbes()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-w.poke:
+		}
+		done, err := p.kl.syncPod(p.ctx, w)
+		if err != nil && p.ctx.Err() == nil {
+			p.kl.log.Error("syncing pod", "pod", w.key, "uid", w.uid, "err", err)
+			p.pokeAfter(p.kl.clock, w.uid, time.Second)
+		}
+		if done {
+			p.mu.Lock()
+			if len(w.poke) == 0 {
+				delete(p.workers, w.uid)
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// wait blocks until every worker has returned (after ctx ended).
+func (p *podWorkers) wait() { p.wg.Wait() }
+
+// ctx is the context every goroutine of this pod derives from.
+func (w *podWorker) ctx() context.Context { return w.parent }

@@ -1,0 +1,344 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+type probeType int
+
+const (
+	liveness probeType = iota
+	readiness
+	startup
+)
+
+func (t probeType) String() string {
+	return [...]string{"Liveness", "Readiness", "Startup"}[t]
+}
+
+type probeKey struct {
+	container string
+	typ       probeType
+}
+
+// probeWorker probes one container instance periodically until stopped.
+type probeWorker struct {
+	containerID string
+	cancel      context.CancelFunc
+}
+
+func (p *probeWorker) stop() { p.cancel() }
+
+// syncProbes starts probe workers for running containers that have probes and stops
+// workers whose container instance is gone.
+func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
+	st := w.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	want := map[probeKey]string{}
+	live := map[string]bool{}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cur := rt.latest(c.Name)
+		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		live[cur.Id] = true
+		if _, ok := st.results[cur.Id]; !ok {
+			st.results[cur.Id] = &containerProbeResults{ready: c.ReadinessProbe == nil, started: c.StartupProbe == nil}
+		}
+		for typ, probe := range map[probeType]*v1.Probe{liveness: c.LivenessProbe, readiness: c.ReadinessProbe, startup: c.StartupProbe} {
+			if probe != nil {
+				want[probeKey{c.Name, typ}] = cur.Id
+			}
+		}
+	}
+	for k, p := range st.probes {
+		if want[k] != p.containerID {
+			p.stop()
+			delete(st.probes, k)
+		}
+	}
+	for id := range st.results {
+		if !live[id] {
+			delete(st.results, id)
+		}
+	}
+	for k, id := range want {
+		if _, ok := st.probes[k]; ok {
+			continue
+		}
+		c := containerSpec(pod, k.container)
+		cur := rt.latest(k.container)
+		ctx, cancel := context.WithCancel(w.ctx())
+		st.probes[k] = &probeWorker{containerID: id, cancel: cancel}
+		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), sandboxIPs(rt.readySandbox()))
+	}
+}
+
+func probeOf(c *v1.Container, typ probeType) *v1.Probe {
+	switch typ {
+	case liveness:
+		return c.LivenessProbe
+	case readiness:
+		return c.ReadinessProbe
+	default:
+		return c.StartupProbe
+	}
+}
+
+// runProbeWorker probes every periodSeconds after initialDelaySeconds, applying the
+// success and failure thresholds, and reports changes to the pod worker.
+func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, typ probeType, containerID string, started time.Time, podIPs []string) {
+	probe := probeOf(c, typ)
+	period := time.Duration(max(probe.PeriodSeconds, 1)) * time.Second
+	successThreshold := max(probe.SuccessThreshold, 1)
+	failureThreshold := max(probe.FailureThreshold, 1)
+	if delay := started.Add(time.Duration(probe.InitialDelaySeconds) * time.Second).Sub(kl.clock.Now()); delay > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kl.clock.After(delay):
+		}
+	}
+	var successes, failures int32
+	ticker := kl.clock.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		// Liveness and readiness wait for the startup probe to pass.
+		if typ == startup || kl.startedOK(w, containerID) {
+			err := kl.runProbe(ctx, pod, c, probe, containerID, podIPs)
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				successes, failures = successes+1, 0
+			} else {
+				successes, failures = 0, failures+1
+				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", typ, err)
+			}
+			switch {
+			case successes >= successThreshold:
+				kl.setProbeResult(w, typ, containerID, true)
+				if typ == startup {
+					return // a passed startup probe is never run again
+				}
+			case failures >= failureThreshold:
+				kl.setProbeResult(w, typ, containerID, false)
+				if typ != readiness {
+					w.state.requestKill(containerID, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(typ.String())))
+					kl.workers.poke(w.uid)
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+func (kl *Kubelet) startedOK(w *podWorker, containerID string) bool {
+	r, ok := w.state.probeResults(containerID)
+	return ok && r.started
+}
+
+// setProbeResult records a result and pokes the pod worker when it changed the status.
+func (kl *Kubelet) setProbeResult(w *podWorker, typ probeType, containerID string, ok bool) {
+	st := w.state
+	st.mu.Lock()
+	r, exists := st.results[containerID]
+	changed := false
+	if exists {
+		switch typ {
+		case readiness:
+			changed, r.ready = r.ready != ok, ok
+		case startup:
+			changed, r.started = r.started != ok, ok
+		}
+	}
+	st.mu.Unlock()
+	if changed {
+		kl.workers.poke(w.uid)
+	}
+}
+
+// runProbe runs one probe; nil means success.
+func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p *v1.Probe, containerID string, podIPs []string) error {
+	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	host := ""
+	if len(podIPs) > 0 {
+		host = podIPs[0]
+	}
+	switch {
+	case p.Exec != nil:
+		_, _, err := kl.runtime.ExecSync(ctx, containerID, p.Exec.Command, timeout)
+		return err
+	case p.HTTPGet != nil:
+		return httpGet(ctx, p.HTTPGet, c, host)
+	case p.TCPSocket != nil:
+		h := p.TCPSocket.Host
+		if h == "" {
+			h = host
+		}
+		port, err := resolvePort(p.TCPSocket.Port, c)
+		if err != nil {
+			return err
+		}
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	case p.GRPC != nil:
+		return grpcCheck(ctx, host, p.GRPC)
+	}
+	return errors.New("probe has no handler")
+}
+
+// resolvePort turns a numeric or named port into a number.
+func resolvePort(port intstr.IntOrString, c *v1.Container) (int, error) {
+	if port.Type == intstr.Int {
+		return port.IntValue(), nil
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return int(p.ContainerPort), nil
+		}
+	}
+	if n, err := strconv.Atoi(port.StrVal); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("couldn't find port %q in container %s", port.StrVal, c.Name)
+}
+
+// httpGet succeeds on a 2xx or 3xx answer. A redirect counts as success without being
+// followed (upstream follows same-host redirects; only a failing target would differ).
+func httpGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) error {
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return err
+	}
+	host := g.Host
+	if host == "" {
+		host = podIP
+	}
+	scheme := "http"
+	if g.Scheme == v1.URISchemeHTTPS {
+		scheme = "https"
+	}
+	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	if p, q, ok := cutQuery(g.Path); ok {
+		u.Path, u.RawQuery = p, q
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "kube-probe/1.37")
+	req.Header.Set("Accept", "*/*")
+	for _, h := range g.HTTPHeaders {
+		if h.Name == "Host" {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	client := &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // probes do not verify, as upstream
+			DisableKeepAlives: true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func cutQuery(path string) (string, string, bool) {
+	for i := range len(path) {
+		if path[i] == '?' {
+			return path[:i], path[i+1:], true
+		}
+	}
+	return path, "", false
+}
+
+// grpcCheck calls the standard gRPC health service.
+func grpcCheck(ctx context.Context, host string, g *v1.GRPCAction) error {
+	conn, err := grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(int(g.Port))),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	service := ""
+	if g.Service != nil {
+		service = *g.Service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		return err
+	}
+	if resp.Status != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("service unhealthy (responded with %q)", resp.Status)
+	}
+	return nil
+}
+
+// runHook runs a postStart or preStop handler and returns a failure message, or "".
+// timeout 0 means no limit beyond ctx.
+func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID string, c *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) string {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var err error
+	switch {
+	case h.Exec != nil:
+		_, _, err = kl.runtime.ExecSync(ctx, containerID, h.Exec.Command, timeout)
+	case h.HTTPGet != nil:
+		ip := pod.Status.PodIP
+		err = httpGet(ctx, h.HTTPGet, c, ip)
+	case h.Sleep != nil:
+		select {
+		case <-ctx.Done():
+		case <-kl.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		}
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,112 @@
+package kubelet
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/cri/fake"
+)
+
+// TestProbeHandlers runs each probe kind against real local endpoints.
+func TestProbeHandlers(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			if r.Header.Get("X-Probe") != "yes" || r.URL.RawQuery != "full=1" {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+		case "/moved":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound) // 3xx counts as success
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer web.Close()
+	u, _ := url.Parse(web.URL)
+	webPort, _ := strconv.Atoi(u.Port())
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("db", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	grpcPort := int32(lis.Addr().(*net.TCPAddr).Port)
+
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+
+	c := &v1.Container{Name: "app", Ports: []v1.ContainerPort{{Name: "http", ContainerPort: int32(webPort)}}}
+	tests := []struct {
+		name    string
+		handler v1.ProbeHandler
+		wantOK  bool
+	}{
+		{"http 200 with headers and query", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz?full=1", Port: intstr.FromString("http"),
+			HTTPHeaders: []v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, true},
+		{"http redirect is success", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/moved", Port: intstr.FromInt32(int32(webPort))}}, true},
+		{"http 503 fails", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/down", Port: intstr.FromInt32(int32(webPort))}}, false},
+		{"http unknown named port fails", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromString("nope")}}, false},
+		{"tcp open port", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(webPort))}}, true},
+		{"tcp closed port", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(closedPort))}}, false},
+		{"grpc serving", v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: grpcPort}}, true},
+		{"grpc service not serving", v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: grpcPort, Service: ptrString("db")}}, false},
+	}
+	kl := &Kubelet{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := kl.runProbe(context.Background(), &v1.Pod{}, c, &v1.Probe{ProbeHandler: tt.handler, TimeoutSeconds: 5}, "", []string{"127.0.0.1"})
+			if (err == nil) != tt.wantOK {
+				t.Errorf("probe error = %v, want success %v", err, tt.wantOK)
+			}
+		})
+	}
+
+	rt := fake.New(fake.Options{})
+	kl = &Kubelet{runtime: rt.Client()}
+	sb, _ := rt.Client().RunPodSandbox(context.Background(), sandboxConfigFor("u"), "")
+	_, _ = rt.Client().PullImage(context.Background(), imageSpec("busybox"), nil, nil)
+	id, _ := rt.Client().CreateContainer(context.Background(), sb, containerConfigFor("app", "busybox"), nil)
+	_ = rt.Client().StartContainer(context.Background(), id)
+	exec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}}}
+	if err := kl.runProbe(context.Background(), &v1.Pod{}, c, exec, id, nil); err != nil {
+		t.Errorf("exec exiting 0 failed: %v", err)
+	}
+	rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: 1})
+	if err := kl.runProbe(context.Background(), &v1.Pod{}, c, exec, id, nil); err == nil {
+		t.Error("exec exiting 1 succeeded")
+	}
+}
+
+func ptrString(s string) *string { return &s }
+
+func sandboxConfigFor(uid string) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: uid},
+		Labels:   map[string]string{labelPodUID: uid},
+	}
+}
+
+func imageSpec(image string) *runtimeapi.ImageSpec { return &runtimeapi.ImageSpec{Image: image} }
+
+func containerConfigFor(name, image string) *runtimeapi.ContainerConfig {
+	return &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: imageSpec(image)}
+}

@@ -1,0 +1,134 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Labels and annotations the kubelet puts on sandboxes and containers, named as upstream
+// names them, so that a restarted kubelet (or crictl) can tell whose they are.
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+	annoRestartCount   = "io.kubernetes.container.restartCount"
+	annoTermMsgPath    = "io.kubernetes.container.terminationMessagePath"
+	annoTermMsgPolicy  = "io.kubernetes.container.terminationMessagePolicy"
+	annoGracePeriod    = "io.kubernetes.pod.terminationGracePeriod"
+	annoContainerHash  = "io.kubernetes.container.hash"
+)
+
+// podRuntime is what the runtime holds for one pod: its sandboxes and containers, newest
+// first.
+type podRuntime struct {
+	sandboxes  []*runtimeapi.PodSandboxStatus
+	containers []*runtimeapi.ContainerStatus
+	sandboxOf  map[string]string // container ID -> sandbox ID
+}
+
+// readySandbox is the newest sandbox if it is ready.
+func (r *podRuntime) readySandbox() *runtimeapi.PodSandboxStatus {
+	if len(r.sandboxes) > 0 && r.sandboxes[0].State == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return r.sandboxes[0]
+	}
+	return nil
+}
+
+// instances returns the containers of this name, newest first.
+func (r *podRuntime) instances(name string) []*runtimeapi.ContainerStatus {
+	var out []*runtimeapi.ContainerStatus
+	for _, c := range r.containers {
+		if c.GetMetadata().GetName() == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// latestIn is the newest container of this name in the given sandbox, or nil.
+func (r *podRuntime) latestIn(name, sandboxID string) *runtimeapi.ContainerStatus {
+	for _, c := range r.containers {
+		if c.GetMetadata().GetName() == name && r.sandboxOf[c.Id] == sandboxID {
+			return c
+		}
+	}
+	return nil
+}
+
+// latest is the newest container of this name, or nil.
+func (r *podRuntime) latest(name string) *runtimeapi.ContainerStatus {
+	for _, c := range r.containers {
+		if c.GetMetadata().GetName() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// running reports whether any container is running or created.
+func (r *podRuntime) anyRunning() bool {
+	for _, c := range r.containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING || c.State == runtimeapi.ContainerState_CONTAINER_CREATED {
+			return true
+		}
+	}
+	return false
+}
+
+// restartCount reads a container's restart count from its annotation, falling back to
+// its attempt number.
+func restartCount(c *runtimeapi.ContainerStatus) int32 {
+	if n, err := strconv.Atoi(c.GetAnnotations()[annoRestartCount]); err == nil {
+		return int32(n)
+	}
+	return int32(c.GetMetadata().GetAttempt())
+}
+
+// readPodRuntime lists the pod's sandboxes and containers by its UID label.
+func (kl *Kubelet) readPodRuntime(ctx context.Context, uid string) (*podRuntime, error) {
+	sel := map[string]string{labelPodUID: uid}
+	sbs, err := kl.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	cs, err := kl.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	r := &podRuntime{sandboxOf: make(map[string]string, len(cs))}
+	for _, sb := range sbs {
+		st, err := kl.runtime.PodSandboxStatus(ctx, sb.Id, false)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		r.sandboxes = append(r.sandboxes, st.Status)
+	}
+	for _, c := range cs {
+		st, err := kl.runtime.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			continue
+		}
+		r.containers = append(r.containers, st.Status)
+		r.sandboxOf[c.Id] = c.PodSandboxId
+	}
+	sort.SliceStable(r.sandboxes, func(i, j int) bool {
+		a, b := r.sandboxes[i], r.sandboxes[j]
+		if a.Metadata.GetAttempt() != b.Metadata.GetAttempt() {
+			return a.Metadata.GetAttempt() > b.Metadata.GetAttempt()
+		}
+		return a.CreatedAt > b.CreatedAt
+	})
+	sort.SliceStable(r.containers, func(i, j int) bool {
+		a, b := r.containers[i], r.containers[j]
+		if a.CreatedAt != b.CreatedAt {
+			return a.CreatedAt > b.CreatedAt
+		}
+		return a.Metadata.GetAttempt() > b.Metadata.GetAttempt()
+	})
+	return r, nil
+}

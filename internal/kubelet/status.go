@@ -1,0 +1,306 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Pod condition reasons, as upstream spells them.
+const (
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+	reasonPodCompleted             = "PodCompleted"
+)
+
+func nanoTime(ns int64) metav1.Time {
+	if ns == 0 {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(time.Unix(0, ns))
+}
+
+// terminatedState is the API view of an exited runtime container.
+func (kl *Kubelet) terminatedState(c *runtimeapi.ContainerStatus) *v1.ContainerStateTerminated {
+	return &v1.ContainerStateTerminated{
+		ExitCode:    c.ExitCode,
+		Reason:      c.Reason,
+		Message:     c.Message,
+		StartedAt:   nanoTime(c.StartedAt),
+		FinishedAt:  nanoTime(c.FinishedAt),
+		ContainerID: kl.containerID(c.Id),
+	}
+}
+
+func (kl *Kubelet) containerID(id string) string { return kl.runtimeName + "://" + id }
+
+// containerStatus is the API status of one container spec given its runtime instances.
+// initDone says whether the pod's init containers have all succeeded (for the waiting
+// reason of regular containers).
+func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime, st *podState, isInit, initDone bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	insts := rt.instances(c.Name)
+	waiting, hasWaiting := st.getWaiting(c.Name)
+	if len(insts) == 0 {
+		reason := reasonContainerCreating
+		if !isInit && !initDone {
+			reason = reasonPodInitializing
+		}
+		if hasWaiting {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.reason, Message: waiting.message}
+		} else {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+		}
+		return cs
+	}
+	cur := insts[0]
+	cs.ContainerID = kl.containerID(cur.Id)
+	cs.ImageID = cur.ImageRef
+	cs.RestartCount = restartCount(cur)
+	if len(insts) > 1 && insts[1].State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		cs.LastTerminationState.Terminated = kl.terminatedState(insts[1])
+	}
+	switch cur.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: nanoTime(cur.StartedAt)}
+		res, ok := st.probeResults(cur.Id)
+		if !ok {
+			res = containerProbeResults{ready: c.ReadinessProbe == nil, started: c.StartupProbe == nil}
+		}
+		cs.Started = ptrBool(res.started)
+		cs.Ready = res.started && res.ready
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		cs.Started = ptrBool(false)
+		if hasWaiting && shouldRestart(pod, cur) {
+			// Waiting to restart (back-off): the exit becomes the last state.
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.reason, Message: waiting.message}
+			cs.LastTerminationState.Terminated = kl.terminatedState(cur)
+		} else {
+			cs.State.Terminated = kl.terminatedState(cur)
+		}
+	default:
+		cs.Started = ptrBool(false)
+		reason := reasonContainerCreating
+		if hasWaiting {
+			reason = waiting.reason
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: waiting.message}
+	}
+	return cs
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+// initStatus reports whether all init containers succeeded, whether one failed for
+// good, and the names not yet done.
+func initStatus(pod *v1.Pod, rt *podRuntime) (done, failed bool, pending []string) {
+	sb := rt.readySandbox()
+	for _, c := range pod.Spec.InitContainers {
+		var cur *runtimeapi.ContainerStatus
+		if sb != nil {
+			cur = rt.latestIn(c.Name, sb.Id)
+		} else {
+			cur = rt.latest(c.Name)
+		}
+		if cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			if cur.ExitCode == 0 {
+				continue
+			}
+			if !shouldRestart(pod, cur) {
+				failed = true
+			}
+		}
+		pending = append(pending, c.Name)
+	}
+	return len(pending) == 0, failed, pending
+}
+
+// podPhase follows upstream's rules over the containers' API statuses.
+func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, terminal bool) v1.PodPhase {
+	if initFailed {
+		return v1.PodFailed
+	}
+	if !initDone {
+		return v1.PodPending
+	}
+	var waiting, running, stopped, succeeded int
+	for _, s := range statuses {
+		switch {
+		case s.State.Running != nil:
+			running++
+		case s.State.Terminated != nil:
+			stopped++
+			if s.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case s.State.Waiting != nil:
+			if s.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		}
+	}
+	switch {
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		if terminal {
+			if stopped == succeeded {
+				return v1.PodSucceeded
+			}
+			return v1.PodFailed
+		}
+		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
+			return v1.PodRunning // restarting
+		}
+		if stopped == succeeded {
+			return v1.PodSucceeded
+		}
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodRunning // OnFailure: restarting
+	}
+	return v1.PodPending
+}
+
+// generateStatus computes the pod's status from the runtime and the worker's memory.
+// terminal is set when the pod is being deleted and its containers are stopped.
+func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, terminal bool) v1.PodStatus {
+	old := pod.Status
+	s := v1.PodStatus{
+		QOSClass:   qosClass(pod),
+		HostIP:     kl.opts.NodeIP,
+		HostIPs:    []v1.HostIP{{IP: kl.opts.NodeIP}},
+		StartTime:  old.StartTime,
+		PodIPs:     old.PodIPs,
+		PodIP:      old.PodIP,
+		Conditions: nil,
+	}
+	if s.StartTime == nil {
+		t := metav1.NewTime(kl.clock.Now())
+		if !st.startTime.IsZero() {
+			t = metav1.NewTime(st.startTime)
+		}
+		s.StartTime = &t
+	}
+	sb := rt.readySandbox()
+	if sb != nil {
+		if ips := sandboxIPs(sb); len(ips) > 0 {
+			s.PodIP = ips[0]
+			s.PodIPs = nil
+			for _, ip := range ips {
+				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+			}
+		} else if pod.Spec.HostNetwork {
+			s.PodIP = kl.opts.NodeIP
+			s.PodIPs = []v1.PodIP{{IP: kl.opts.NodeIP}}
+		}
+	}
+
+	initDone, initFailed, pendingInit := initStatus(pod, rt)
+	for i := range pod.Spec.InitContainers {
+		s.InitContainerStatuses = append(s.InitContainerStatuses,
+			kl.containerStatus(pod, &pod.Spec.InitContainers[i], rt, st, true, initDone))
+	}
+	for i := range pod.Spec.Containers {
+		s.ContainerStatuses = append(s.ContainerStatuses,
+			kl.containerStatus(pod, &pod.Spec.Containers[i], rt, st, false, initDone))
+	}
+	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
+	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
+		s.Phase = old.Phase // terminal phases are final
+	}
+	s.Conditions = kl.podConditions(pod, s, sb != nil, initDone, pendingInit)
+	return s
+}
+
+// podConditions computes the kubelet-owned conditions, keeping others (PodScheduled as
+// the scheduler wrote it, DisruptionTarget, readiness gates) and transition times.
+func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, initDone bool, pendingInit []string) []v1.PodCondition {
+	completed := s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed
+	var unready []string
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	cond := func(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, Message: msg}
+		if ok {
+			c = v1.PodCondition{Type: t, Status: v1.ConditionTrue}
+		}
+		return c
+	}
+	initCond := cond(v1.PodInitialized, initDone, reasonContainersNotInitialized,
+		fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(pendingInit, " ")))
+	if completed && initDone && len(pod.Spec.InitContainers) > 0 {
+		initCond.Reason = reasonPodCompleted
+	}
+	ready := len(unready) == 0 && !completed
+	notReadyMsg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+	reason := reasonContainersNotReady
+	if completed {
+		reason, notReadyMsg = reasonPodCompleted, ""
+	}
+	owned := []v1.PodCondition{
+		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
+		initCond,
+		cond(v1.ContainersReady, ready, reason, notReadyMsg),
+		cond(v1.PodReady, ready, reason, notReadyMsg),
+	}
+	var out []v1.PodCondition
+	now := metav1.NewTime(kl.clock.Now())
+	hasScheduled := false
+	for _, c := range owned {
+		c.LastTransitionTime = now
+		for _, o := range pod.Status.Conditions {
+			if o.Type == c.Type && o.Status == c.Status {
+				c.LastTransitionTime = o.LastTransitionTime
+				c.LastProbeTime = o.LastProbeTime
+			}
+		}
+		out = append(out, c)
+	}
+	for _, o := range pod.Status.Conditions {
+		if slices.ContainsFunc(owned, func(c v1.PodCondition) bool { return c.Type == o.Type }) {
+			continue
+		}
+		if o.Type == v1.PodScheduled {
+			hasScheduled = true
+		}
+		out = append(out, o)
+	}
+	if !hasScheduled {
+		out = append(out, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now})
+	}
+	return out
+}
+
+// writeStatus posts the status through pods/status if it differs from the pod's.
+func (kl *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, status v1.PodStatus) error {
+	if apiequality.Semantic.DeepEqual(pod.Status, status) {
+		return nil
+	}
+	// Keep the order of conditions stable against the old one to avoid needless writes.
+	updated := pod.DeepCopy()
+	updated.Status = status
+	_, err := kl.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// The watch will deliver the newer pod and poke the worker again.
+		kl.workers.poke(pod.UID)
+		return nil
+	}
+	return err
+}

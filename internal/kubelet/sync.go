@@ -1,0 +1,467 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Waiting reasons the kubelet reports, as upstream spells them.
+const (
+	reasonContainerCreating = "ContainerCreating"
+	reasonPodInitializing   = "PodInitializing"
+	reasonCrashLoopBackOff  = "CrashLoopBackOff"
+	reasonErrImagePull      = "ErrImagePull"
+	reasonImagePullBackOff  = "ImagePullBackOff"
+	reasonErrImageNeverPull = "ErrImageNeverPull"
+	reasonConfigError       = "CreateContainerConfigError"
+	reasonCreateError       = "CreateContainerError"
+	reasonRunError          = "RunContainerError"
+)
+
+// syncPod brings one pod one step closer to its spec and writes its status. It reports
+// done when the pod is gone from the API and its runtime objects are removed.
+func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
+	uid := string(w.uid)
+	rt, err := kl.readPodRuntime(ctx, uid)
+	if err != nil {
+		return false, err
+	}
+	pod := kl.getPod(w.key, uid)
+	switch {
+	case pod == nil:
+		return kl.cleanupPod(ctx, w, rt)
+	case pod.DeletionTimestamp != nil:
+		return false, kl.terminatePod(ctx, w, pod, rt)
+	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
+		// A terminal pod never runs again: stop what is left, keep the status.
+		w.state.stopProbes()
+		return false, kl.stopAll(ctx, rt, 0)
+	}
+
+	syncErr := kl.reconcilePod(ctx, w, pod, rt)
+	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
+		return false, err
+	}
+	status := kl.generateStatus(pod, rt, w.state, false)
+	if err := kl.writeStatus(ctx, pod, status); err != nil {
+		return false, err
+	}
+	if status.Phase == v1.PodSucceeded || status.Phase == v1.PodFailed {
+		w.state.stopProbes()
+		return false, kl.stopAll(ctx, rt, 0)
+	}
+	kl.syncProbes(w, pod, rt)
+	return false, syncErr
+}
+
+// cleanupPod removes the runtime objects of a pod no longer in the API.
+func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime) (bool, error) {
+	w.state.stopProbes()
+	if err := kl.stopAll(ctx, rt, 0); err != nil {
+		return false, err
+	}
+	for _, c := range rt.containers {
+		if err := kl.runtime.RemoveContainer(ctx, c.Id); err != nil {
+			return false, err
+		}
+	}
+	for _, sb := range rt.sandboxes {
+		if err := kl.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return false, err
+		}
+	}
+	kl.backoff.forget(string(w.uid) + "/")
+	return true, nil
+}
+
+// stopAll stops every running container (grace seconds each, in parallel) and every
+// ready sandbox.
+func (kl *Kubelet) stopAll(ctx context.Context, rt *podRuntime, grace int64) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(rt.containers))
+	for i, c := range rt.containers {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = kl.runtime.StopContainer(ctx, c.Id, grace)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, sb := range rt.sandboxes {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			if err := kl.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// gracePeriod is the pod's termination grace period in seconds.
+func gracePeriod(pod *v1.Pod) int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return defaultGracePeriodSec
+}
+
+// terminatePod carries out a graceful deletion: preStop hooks, StopContainer with the
+// grace period, sandbox stop, a final status, then the pod object's removal with grace
+// period 0 and a UID precondition.
+func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
+	w.state.stopProbes()
+	grace := gracePeriod(pod)
+	if rt.anyRunning() {
+		deadline := kl.clock.Now().Add(time.Duration(grace) * time.Second)
+		var wg sync.WaitGroup
+		for _, c := range rt.containers {
+			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				continue
+			}
+			spec := containerSpec(pod, c.GetMetadata().GetName())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+					kl.runHook(ctx, pod, c.Id, spec, spec.Lifecycle.PreStop, time.Duration(grace)*time.Second)
+				}
+				if spec != nil {
+					kl.recorder.Eventf(containerRef(pod, spec.Name), v1.EventTypeNormal, "Killing", "Stopping container %s", spec.Name)
+				}
+				left := int64(max(deadline.Sub(kl.clock.Now()).Seconds(), 0))
+				if err := kl.runtime.StopContainer(ctx, c.Id, left); err != nil {
+					kl.log.Error("stopping container", "pod", w.key, "container", spec.Name, "err", err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if err := kl.stopAll(ctx, rt, 0); err != nil {
+		return err
+	}
+	rt, err := kl.readPodRuntime(ctx, string(pod.UID))
+	if err != nil {
+		return err
+	}
+	if rt.anyRunning() {
+		return fmt.Errorf("containers of %s still running after stop", w.key)
+	}
+	if err := kl.writeStatus(ctx, pod, kl.generateStatus(pod, rt, w.state, true)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	err = kl.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod: %w", err)
+	}
+	return nil
+}
+
+func containerSpec(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// shouldRestart applies the restart policy to an exited container.
+func shouldRestart(pod *v1.Pod, c *runtimeapi.ContainerStatus) bool {
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return c.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+// needsNewSandbox reports whether a pod without a ready sandbox should get one: always
+// for a new pod or restartPolicy Always; not once a Never pod has run containers, nor once
+// an OnFailure pod's containers all succeeded.
+func needsNewSandbox(pod *v1.Pod, rt *podRuntime) bool {
+	if len(rt.sandboxes) == 0 || pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
+		return true
+	}
+	if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+		return len(rt.containers) == 0
+	}
+	for _, c := range pod.Spec.Containers {
+		cur := rt.latest(c.Name)
+		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_EXITED || cur.ExitCode != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcilePod does what the pod needs next: a sandbox, the next init container, the
+// containers that are missing or due a restart, the kill a failed probe asked for.
+func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
+	if w.state.startTime.IsZero() {
+		w.state.startTime = kl.clock.Now()
+	}
+	sb := rt.readySandbox()
+	if sb == nil {
+		if !needsNewSandbox(pod, rt) {
+			return nil
+		}
+		if err := kl.stopAll(ctx, rt, 0); err != nil {
+			return err
+		}
+		var attempt uint32
+		if len(rt.sandboxes) > 0 {
+			attempt = rt.sandboxes[0].Metadata.GetAttempt() + 1
+		}
+		cfg, err := kl.sandboxConfig(pod, attempt)
+		if err != nil {
+			return err
+		}
+		if _, err := kl.runtime.RunPodSandbox(ctx, cfg, ""); err != nil {
+			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return fmt.Errorf("creating pod sandbox: %w", err)
+		}
+		nrt, err := kl.readPodRuntime(ctx, string(pod.UID))
+		if err != nil {
+			return err
+		}
+		rt = nrt
+		if sb = rt.readySandbox(); sb == nil {
+			return errors.New("new pod sandbox is not ready")
+		}
+	}
+	sbCfg, err := kl.sandboxConfig(pod, sb.Metadata.GetAttempt())
+	if err != nil {
+		return err
+	}
+	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg}
+
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cur := rt.latestIn(c.Name, sb.Id)
+		switch {
+		case cur == nil:
+			return p.start(ctx, c, rt.latest(c.Name))
+		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED && cur.ExitCode == 0:
+			continue // done; next init container
+		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED:
+			if shouldRestart(pod, cur) {
+				return p.restart(ctx, c, cur)
+			}
+			return nil // the pod has failed
+		default:
+			return nil // running: wait for it
+		}
+	}
+
+	var errs []error
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cur := rt.latest(c.Name)
+		inSandbox := cur != nil && rt.sandboxOf[cur.Id] == sb.Id
+		switch {
+		case cur == nil || !inSandbox:
+			errs = append(errs, p.start(ctx, c, cur))
+		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			if msg := w.state.takeKill(cur.Id); msg != "" {
+				kl.log.Info("killing container", "pod", w.key, "container", c.Name, "reason", msg)
+				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "%s", msg)
+				if err := kl.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
+					errs = append(errs, err)
+				}
+				kl.workers.poke(w.uid) // restart, if the policy says so, on the next sync
+			}
+		case cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+			// Created but never started (an earlier start failed): try again.
+			if err := kl.runtime.StartContainer(ctx, cur.Id); err != nil {
+				w.state.setWaiting(c.Name, reasonRunError, err.Error())
+				errs = append(errs, err)
+			}
+		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(pod, cur):
+			errs = append(errs, p.restart(ctx, c, cur))
+		}
+	}
+	kl.removeDeadInstances(ctx, pod, rt)
+	return errors.Join(errs...)
+}
+
+// removeDeadInstances keeps, per container, the newest instance and the one before it
+// (for lastState), and drops older exited ones and empty old sandboxes, so that a crash
+// looping pod costs bounded memory in the runtime.
+func (kl *Kubelet) removeDeadInstances(ctx context.Context, pod *v1.Pod, rt *podRuntime) {
+	kept := map[string]bool{}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			for i, inst := range rt.instances(c.Name) {
+				if i >= 2 && inst.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+					if err := kl.runtime.RemoveContainer(ctx, inst.Id); err == nil {
+						continue
+					}
+				}
+				kept[rt.sandboxOf[inst.Id]] = true
+			}
+		}
+	}
+	for i, sb := range rt.sandboxes {
+		if i > 0 && sb.State != runtimeapi.PodSandboxState_SANDBOX_READY && !kept[sb.Id] {
+			_ = kl.runtime.RemovePodSandbox(ctx, sb.Id)
+		}
+	}
+}
+
+// podSync carries what one sync of one pod needs to start containers.
+type podSync struct {
+	kl            *Kubelet
+	w             *podWorker
+	pod           *v1.Pod
+	rt            *podRuntime
+	sandbox       *runtimeapi.PodSandboxStatus
+	sandboxConfig *runtimeapi.PodSandboxConfig
+}
+
+func backoffKey(pod *v1.Pod, name string) string { return string(pod.UID) + "/" + name }
+
+// restart starts a new instance of an exited container, unless its back-off says wait.
+func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi.ContainerStatus) error {
+	key := backoffKey(p.pod, c.Name)
+	finished := time.Unix(0, prev.FinishedAt)
+	if wait, left := p.kl.backoff.inBackoffSince(key, finished); wait {
+		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+			p.kl.backoff.delay(key), c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID))
+		p.kl.workers.pokeAfter(p.kl.clock, p.w.uid, left)
+		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+			c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID)
+		return nil
+	}
+	p.kl.backoff.next(key, finished)
+	return p.start(ctx, c, prev)
+}
+
+// start pulls the image and creates and starts a container; prev is the instance it
+// replaces, if any. Failures are recorded as the container's waiting reason.
+func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.ContainerStatus) error {
+	var attempt uint32
+	var restarts int32
+	if prev != nil {
+		attempt = prev.GetMetadata().GetAttempt() + 1
+		restarts = restartCount(prev) + 1
+	}
+	imageRef, err := p.kl.ensureImage(ctx, p.pod, c, p.sandboxConfig, p.w.state)
+	if err != nil {
+		return nil // reported through the waiting reason; retried with image back-off
+	}
+	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox)
+	ref := containerRef(p.pod, c.Name)
+	if err != nil {
+		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return nil
+	}
+	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
+	if err != nil {
+		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
+		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	p.w.state.clearWaiting(c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		if msg := p.kl.runHook(ctx, p.pod, id, c, c.Lifecycle.PostStart, 0); msg != "" {
+			p.kl.log.Info("postStart hook failed, killing container", "pod", p.w.key, "container", c.Name, "err", msg)
+			_ = p.kl.runtime.StopContainer(ctx, id, gracePeriod(p.pod))
+		}
+	}
+	return nil
+}
+
+// ensureImage makes the container's image present per its imagePullPolicy and returns
+// the image reference to create the container from.
+func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, st *podState) (string, error) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = v1.PullIfNotPresent
+		if hasLatestTag(c.Image) {
+			policy = v1.PullAlways
+		}
+	}
+	if policy != v1.PullAlways {
+		status, err := kl.images.ImageStatus(ctx, spec, false)
+		if err == nil && status.GetImage() != nil {
+			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+			return status.Image.Id, nil
+		}
+		if policy == v1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			st.setWaiting(c.Name, reasonErrImageNeverPull, msg)
+			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, reasonErrImageNeverPull, "%s", msg)
+			return "", errors.New(msg)
+		}
+	}
+	key := backoffKey(pod, c.Name) + "/image"
+	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(c.Name)); wait {
+		st.setWaiting(c.Name, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image))
+		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
+		kl.workers.pokeAfter(kl.clock, pod.UID, left)
+		return "", errors.New("image pull back-off")
+	}
+	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	began := kl.clock.Now()
+	ref, err := kl.images.PullImage(ctx, spec, nil, sbCfg)
+	if err != nil {
+		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		now := kl.clock.Now()
+		kl.backoff.next(key, now)
+		st.setPullFailed(c.Name, now)
+		st.setWaiting(c.Name, reasonErrImagePull, err.Error())
+		kl.workers.pokeAfter(kl.clock, pod.UID, kl.backoff.delay(key))
+		return "", err
+	}
+	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, kl.clock.Since(began).Round(time.Millisecond))
+	return ref, nil
+}
+
+// hasLatestTag reports whether an image reference has no tag or the tag "latest", for
+// which the default pull policy is Always.
+func hasLatestTag(image string) bool {
+	if strings.Contains(image, "@") {
+		return false
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	_, tag, ok := strings.Cut(name, ":")
+	return !ok || tag == "latest"
+}

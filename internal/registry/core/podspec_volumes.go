@@ -1,0 +1,314 @@
+package core
+
+import (
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Volumes of a pod spec and the containers' mounts of them.
+
+// validateVolumes checks names and sources and returns the set of valid volume names.
+func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, v := range volumes {
+		idxPath := fldPath.Index(i)
+		namePath := idxPath.Child("name")
+		switch {
+		case v.Name == "":
+			errs = append(errs, field.Required(namePath, ""))
+		case names.Has(v.Name):
+			errs = append(errs, field.Duplicate(namePath, v.Name))
+		default:
+			msgs := validation.IsDNS1123Label(v.Name)
+			for _, msg := range msgs {
+				errs = append(errs, field.Invalid(namePath, v.Name, msg))
+			}
+			if len(msgs) == 0 {
+				names.Insert(v.Name)
+			}
+		}
+		errs = append(errs, validateVolumeSource(&v.VolumeSource, idxPath)...)
+	}
+	return names, errs
+}
+
+// validateVolumeSource checks that exactly one source is given and the fields of the
+// common ones that are required.
+func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	set := 0
+	more := func(name string) {
+		set++
+		if set > 1 {
+			errs = append(errs, field.Forbidden(fldPath.Child(name), "may not specify more than 1 volume type"))
+		}
+	}
+	if src.HostPath != nil {
+		more("hostPath")
+		if src.HostPath.Path == "" {
+			errs = append(errs, field.Required(fldPath.Child("hostPath", "path"), ""))
+		}
+		if t := src.HostPath.Type; t != nil && !validHostPathTypes.Has(*t) {
+			errs = append(errs, field.NotSupported(fldPath.Child("hostPath", "type"), *t, sets.List(validHostPathTypes)))
+		}
+	}
+	if src.EmptyDir != nil {
+		more("emptyDir")
+		if m := src.EmptyDir.Medium; m != corev1.StorageMediumDefault && m != corev1.StorageMediumMemory && m != corev1.StorageMediumHugePages && !strings.HasPrefix(string(m), "HugePages-") {
+			errs = append(errs, field.NotSupported(fldPath.Child("emptyDir", "medium"), m, []string{"", "Memory", "HugePages"}))
+		}
+		if q := src.EmptyDir.SizeLimit; q != nil && q.Sign() < 0 {
+			errs = append(errs, field.Invalid(fldPath.Child("emptyDir", "sizeLimit"), q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	if src.Secret != nil {
+		more("secret")
+		if src.Secret.SecretName == "" {
+			errs = append(errs, field.Required(fldPath.Child("secret", "secretName"), ""))
+		}
+		errs = append(errs, validateFileMode(src.Secret.DefaultMode, fldPath.Child("secret", "defaultMode"))...)
+		errs = append(errs, validateKeyToPaths(src.Secret.Items, fldPath.Child("secret", "items"))...)
+	}
+	if src.ConfigMap != nil {
+		more("configMap")
+		if src.ConfigMap.Name == "" {
+			errs = append(errs, field.Required(fldPath.Child("configMap", "name"), ""))
+		}
+		errs = append(errs, validateFileMode(src.ConfigMap.DefaultMode, fldPath.Child("configMap", "defaultMode"))...)
+		errs = append(errs, validateKeyToPaths(src.ConfigMap.Items, fldPath.Child("configMap", "items"))...)
+	}
+	if src.PersistentVolumeClaim != nil {
+		more("persistentVolumeClaim")
+		if src.PersistentVolumeClaim.ClaimName == "" {
+			errs = append(errs, field.Required(fldPath.Child("persistentVolumeClaim", "claimName"), ""))
+		}
+	}
+	if src.NFS != nil {
+		more("nfs")
+		if src.NFS.Server == "" {
+			errs = append(errs, field.Required(fldPath.Child("nfs", "server"), ""))
+		}
+		if src.NFS.Path == "" {
+			errs = append(errs, field.Required(fldPath.Child("nfs", "path"), ""))
+		} else if !path.IsAbs(src.NFS.Path) {
+			errs = append(errs, field.Invalid(fldPath.Child("nfs", "path"), src.NFS.Path, "must be an absolute path"))
+		}
+	}
+	if src.DownwardAPI != nil {
+		more("downwardAPI")
+		errs = append(errs, validateFileMode(src.DownwardAPI.DefaultMode, fldPath.Child("downwardAPI", "defaultMode"))...)
+		errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, fldPath.Child("downwardAPI", "items"))...)
+	}
+	if src.Projected != nil {
+		more("projected")
+		errs = append(errs, validateFileMode(src.Projected.DefaultMode, fldPath.Child("projected", "defaultMode"))...)
+		errs = append(errs, validateProjectedSources(src.Projected.Sources, fldPath.Child("projected", "sources"))...)
+	}
+	if src.CSI != nil {
+		more("csi")
+		if src.CSI.Driver == "" {
+			errs = append(errs, field.Required(fldPath.Child("csi", "driver"), ""))
+		}
+	}
+	if src.Ephemeral != nil {
+		more("ephemeral")
+		if t := src.Ephemeral.VolumeClaimTemplate; t == nil {
+			errs = append(errs, field.Required(fldPath.Child("ephemeral", "volumeClaimTemplate"), ""))
+		} else {
+			errs = append(errs, validatePVCSpec(&t.Spec, fldPath.Child("ephemeral", "volumeClaimTemplate", "spec"))...)
+		}
+	}
+	if src.Image != nil {
+		more("image")
+	}
+	// The remaining in-tree sources are only counted.
+	for _, other := range []struct {
+		name string
+		set  bool
+	}{
+		{"gcePersistentDisk", src.GCEPersistentDisk != nil}, {"awsElasticBlockStore", src.AWSElasticBlockStore != nil},
+		{"gitRepo", src.GitRepo != nil}, {"iscsi", src.ISCSI != nil}, {"glusterfs", src.Glusterfs != nil},
+		{"rbd", src.RBD != nil}, {"flexVolume", src.FlexVolume != nil}, {"cinder", src.Cinder != nil},
+		{"cephfs", src.CephFS != nil}, {"flocker", src.Flocker != nil}, {"fc", src.FC != nil},
+		{"azureFile", src.AzureFile != nil}, {"vsphereVolume", src.VsphereVolume != nil},
+		{"quobyte", src.Quobyte != nil}, {"azureDisk", src.AzureDisk != nil},
+		{"photonPersistentDisk", src.PhotonPersistentDisk != nil}, {"portworxVolume", src.PortworxVolume != nil},
+		{"scaleIO", src.ScaleIO != nil}, {"storageos", src.StorageOS != nil},
+	} {
+		if other.set {
+			more(other.name)
+		}
+	}
+	if set == 0 {
+		errs = append(errs, field.Required(fldPath, "must specify a volume type"))
+	}
+	return errs
+}
+
+var validHostPathTypes = sets.New(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate,
+	corev1.HostPathDirectory, corev1.HostPathFileOrCreate, corev1.HostPathFile,
+	corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev)
+
+func validateFileMode(mode *int32, fldPath *field.Path) field.ErrorList {
+	if mode != nil && (*mode < 0 || *mode > 0777) {
+		return field.ErrorList{field.Invalid(fldPath, *mode, "must be a number between 0 and 0777 (octal), both inclusive")}
+	}
+	return nil
+}
+
+func validateKeyToPaths(items []corev1.KeyToPath, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, kp := range items {
+		idxPath := fldPath.Index(i)
+		if kp.Key == "" {
+			errs = append(errs, field.Required(idxPath.Child("key"), ""))
+		}
+		errs = append(errs, validateLocalRelativePath(kp.Path, idxPath.Child("path"))...)
+		errs = append(errs, validateFileMode(kp.Mode, idxPath.Child("mode"))...)
+	}
+	return errs
+}
+
+// validateLocalRelativePath requires a relative path that does not step out with "..".
+func validateLocalRelativePath(p string, fldPath *field.Path) field.ErrorList {
+	if p == "" {
+		return field.ErrorList{field.Required(fldPath, "")}
+	}
+	var errs field.ErrorList
+	if path.IsAbs(p) {
+		errs = append(errs, field.Invalid(fldPath, p, "must be a relative path"))
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
+			break
+		}
+	}
+	return errs
+}
+
+func validateVolumeMounts(mounts []corev1.VolumeMount, volumes sets.Set[string], fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	paths := sets.New[string]()
+	for i, m := range mounts {
+		idxPath := fldPath.Index(i)
+		if m.Name == "" {
+			errs = append(errs, field.Required(idxPath.Child("name"), ""))
+		} else if !volumes.Has(m.Name) {
+			errs = append(errs, field.NotFound(idxPath.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, field.Required(idxPath.Child("mountPath"), ""))
+		} else if paths.Has(m.MountPath) {
+			errs = append(errs, field.Invalid(idxPath.Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		paths.Insert(m.MountPath)
+		if m.SubPath != "" {
+			errs = append(errs, validateSubPath(m.SubPath, idxPath.Child("subPath"))...)
+		}
+		if m.MountPropagation != nil {
+			switch *m.MountPropagation {
+			case corev1.MountPropagationNone, corev1.MountPropagationHostToContainer, corev1.MountPropagationBidirectional:
+			default:
+				errs = append(errs, field.NotSupported(idxPath.Child("mountPropagation"), *m.MountPropagation,
+					[]corev1.MountPropagationMode{corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone}))
+			}
+		}
+	}
+	return errs
+}
+
+func validateSubPath(p string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if path.IsAbs(p) {
+		errs = append(errs, field.Invalid(fldPath, p, "must be a relative path"))
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
+			break
+		}
+	}
+	return errs
+}
+
+func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range items {
+		idxPath := fldPath.Index(i)
+		errs = append(errs, validateLocalRelativePath(f.Path, idxPath.Child("path"))...)
+		errs = append(errs, validateFileMode(f.Mode, idxPath.Child("mode"))...)
+		switch {
+		case f.FieldRef != nil && f.ResourceFieldRef != nil:
+			errs = append(errs, field.Invalid(idxPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+		case f.FieldRef != nil && f.FieldRef.FieldPath == "":
+			errs = append(errs, field.Required(idxPath.Child("fieldRef", "fieldPath"), ""))
+		case f.ResourceFieldRef != nil && f.ResourceFieldRef.ContainerName == "":
+			errs = append(errs, field.Required(idxPath.Child("resourceFieldRef", "containerName"), ""))
+		case f.FieldRef == nil && f.ResourceFieldRef == nil:
+			errs = append(errs, field.Required(idxPath, "one of fieldRef and resourceFieldRef is required"))
+		}
+	}
+	return errs
+}
+
+// validateProjectedSources requires one kind per source and the fields each kind
+// cannot do without; service account tokens live between ten minutes and 2^32 s.
+func validateProjectedSources(sources []corev1.VolumeProjection, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, src := range sources {
+		srcPath := fldPath.Index(i)
+		n := 0
+		if s := src.Secret; s != nil {
+			n++
+			p := srcPath.Child("secret")
+			if s.Name == "" {
+				errs = append(errs, field.Required(p.Child("name"), ""))
+			}
+			errs = append(errs, validateKeyToPaths(s.Items, p.Child("items"))...)
+		}
+		if c := src.ConfigMap; c != nil {
+			n++
+			p := srcPath.Child("configMap")
+			if c.Name == "" {
+				errs = append(errs, field.Required(p.Child("name"), ""))
+			}
+			errs = append(errs, validateKeyToPaths(c.Items, p.Child("items"))...)
+		}
+		if d := src.DownwardAPI; d != nil {
+			n++
+			errs = append(errs, validateDownwardAPIFiles(d.Items, srcPath.Child("downwardAPI", "items"))...)
+		}
+		if tok := src.ServiceAccountToken; tok != nil {
+			n++
+			p := srcPath.Child("serviceAccountToken")
+			if exp := tok.ExpirationSeconds; exp != nil {
+				if *exp < 10*60 {
+					errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
+				}
+				if *exp > 1<<32 {
+					errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *exp, "may not specify a duration larger than 2^32 seconds"))
+				}
+			}
+			if tok.Path == "" {
+				errs = append(errs, field.Required(p.Child("path"), ""))
+			}
+		}
+		if src.ClusterTrustBundle != nil {
+			n++
+		}
+		if src.PodCertificate != nil {
+			n++
+		}
+		if n > 1 {
+			errs = append(errs, field.Forbidden(srcPath, "may not specify more than 1 volume type per source"))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,96 @@
+package cache
+
+import (
+	"fmt"
+
+	"mizzen/internal/scheduler/framework"
+)
+
+// Snapshot is an immutable-for-one-cycle view of the cluster that plugins read.
+type Snapshot struct {
+	nodeInfoMap                   map[string]*framework.NodeInfo
+	names                         []string
+	list                          []*framework.NodeInfo
+	havePodsWithAffinity          []*framework.NodeInfo
+	havePodsWithRequiredAntiAffin []*framework.NodeInfo
+	// index maps a node name to its position in list, for in-place updates.
+	index      map[string]int
+	generation int64
+}
+
+// NewEmptySnapshot returns a snapshot to be filled by Cache.UpdateSnapshot.
+func NewEmptySnapshot() *Snapshot {
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}}
+}
+
+// NewSnapshot builds a snapshot directly from node infos (for tests and simulations).
+func NewSnapshot(nodeInfos ...*framework.NodeInfo) *Snapshot {
+	s := NewEmptySnapshot()
+	for _, ni := range nodeInfos {
+		s.nodeInfoMap[ni.Node().Name] = ni
+		s.names = append(s.names, ni.Node().Name)
+	}
+	s.rebuildLists()
+	return s
+}
+
+func (s *Snapshot) rebuildLists() {
+	s.index = make(map[string]int, len(s.names))
+	s.list = s.list[:0]
+	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
+	s.havePodsWithRequiredAntiAffin = s.havePodsWithRequiredAntiAffin[:0]
+	for _, name := range s.names {
+		ni := s.nodeInfoMap[name]
+		s.index[name] = len(s.list)
+		s.list = append(s.list, ni)
+		if len(ni.PodsWithAffinity) > 0 {
+			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
+		}
+		if len(ni.PodsWithRequiredAntiAffinity) > 0 {
+			s.havePodsWithRequiredAntiAffin = append(s.havePodsWithRequiredAntiAffin, ni)
+		}
+	}
+}
+
+// replace swaps in a new version of a listed node; it reports false when the lists must
+// be rebuilt instead (the node's presence in the affinity lists changes, or it is in one).
+func (s *Snapshot) replace(ni *framework.NodeInfo) bool {
+	name := ni.Node().Name
+	old := s.nodeInfoMap[name]
+	i, ok := s.index[name]
+	if !ok || old == nil {
+		return false
+	}
+	if len(old.PodsWithAffinity)+len(ni.PodsWithAffinity)+len(old.PodsWithRequiredAntiAffinity)+len(ni.PodsWithRequiredAntiAffinity) > 0 {
+		return false
+	}
+	s.nodeInfoMap[name] = ni
+	s.list[i] = ni
+	return true
+}
+
+// NodeInfos implements framework.SharedLister.
+func (s *Snapshot) NodeInfos() framework.NodeInfoLister { return s }
+
+// List returns all nodes, ordered by name.
+func (s *Snapshot) List() []*framework.NodeInfo { return s.list }
+
+// HavePodsWithAffinityList returns nodes hosting pods with inter-pod affinity terms.
+func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo { return s.havePodsWithAffinity }
+
+// HavePodsWithRequiredAntiAffinityList returns nodes hosting pods with required anti-affinity.
+func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
+	return s.havePodsWithRequiredAntiAffin
+}
+
+// Get returns one node.
+func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
+	ni, ok := s.nodeInfoMap[name]
+	if !ok || ni.Node() == nil {
+		return nil, fmt.Errorf("nodeinfo not found for node name %q", name)
+	}
+	return ni, nil
+}
+
+// NumNodes returns the number of nodes.
+func (s *Snapshot) NumNodes() int { return len(s.list) }

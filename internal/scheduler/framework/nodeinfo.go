@@ -1,0 +1,221 @@
+package framework
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ProtocolPort is a host port with its protocol.
+type ProtocolPort struct {
+	Protocol string
+	Port     int32
+}
+
+// HostPortInfo records host ports in use on a node, per host IP.
+type HostPortInfo map[string]map[ProtocolPort]struct{}
+
+func sanitize(ip, protocol string) (string, string) {
+	if ip == "" {
+		ip = "0.0.0.0"
+	}
+	if protocol == "" {
+		protocol = string(v1.ProtocolTCP)
+	}
+	return ip, protocol
+}
+
+// Add records a port.
+func (h HostPortInfo) Add(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = sanitize(ip, protocol)
+	if h[ip] == nil {
+		h[ip] = map[ProtocolPort]struct{}{}
+	}
+	h[ip][ProtocolPort{protocol, port}] = struct{}{}
+}
+
+// Remove forgets a port.
+func (h HostPortInfo) Remove(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = sanitize(ip, protocol)
+	if m := h[ip]; m != nil {
+		delete(m, ProtocolPort{protocol, port})
+		if len(m) == 0 {
+			delete(h, ip)
+		}
+	}
+}
+
+// CheckConflict reports whether the port is taken, treating 0.0.0.0 as every IP.
+func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
+	if port <= 0 {
+		return false
+	}
+	ip, protocol = sanitize(ip, protocol)
+	pp := ProtocolPort{protocol, port}
+	if ip == "0.0.0.0" {
+		for _, m := range h {
+			if _, ok := m[pp]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, key := range []string{"0.0.0.0", ip} {
+		if _, ok := h[key][pp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ImageStateSummary describes one image on a node and how widely it is spread.
+type ImageStateSummary struct {
+	Size     int64
+	NumNodes int
+}
+
+// NodeInfo is the scheduler's aggregated view of one node and the pods on it.
+type NodeInfo struct {
+	node                         *v1.Node
+	Pods                         []*PodInfo
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	UsedPorts                    HostPortInfo
+	Requested                    Resource
+	NonZeroRequested             Resource
+	Allocatable                  Resource
+	ImageStates                  map[string]*ImageStateSummary
+	// PVCRefCounts counts pods using each "namespace/claim".
+	PVCRefCounts map[string]int
+	// Generation increases on every change, so snapshots copy only changed nodes.
+	Generation int64
+}
+
+// NewNodeInfo builds a NodeInfo holding the given pods (node set separately).
+func NewNodeInfo(pods ...*v1.Pod) *NodeInfo {
+	ni := &NodeInfo{UsedPorts: HostPortInfo{}, ImageStates: map[string]*ImageStateSummary{}, PVCRefCounts: map[string]int{}}
+	for _, p := range pods {
+		ni.AddPod(p)
+	}
+	return ni
+}
+
+// Node returns the node, nil if only pods are known so far.
+func (n *NodeInfo) Node() *v1.Node {
+	if n == nil {
+		return nil
+	}
+	return n.node
+}
+
+// SetNode sets the node and its allocatable resources.
+func (n *NodeInfo) SetNode(node *v1.Node) {
+	n.node = node
+	n.Allocatable = NewResource(node.Status.Allocatable)
+}
+
+// RemoveNode forgets the node object, keeping pods (they may still be deleted later).
+func (n *NodeInfo) RemoveNode() { n.node = nil }
+
+// AddPod adds a pod to the node's accounting.
+func (n *NodeInfo) AddPod(pod *v1.Pod) { n.AddPodInfo(NewPodInfo(pod)) }
+
+// AddPodInfo adds a pre-computed pod.
+func (n *NodeInfo) AddPodInfo(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	if pi.HasAffinity() {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if len(pi.RequiredAntiAffinityTerms) > 0 {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
+	n.update(pi, 1)
+}
+
+// RemovePod removes the pod with the pod's UID; it reports whether it was found.
+func (n *NodeInfo) RemovePod(pod *v1.Pod) bool {
+	uid := PodUID(pod)
+	n.PodsWithAffinity = removeFrom(n.PodsWithAffinity, uid)
+	n.PodsWithRequiredAntiAffinity = removeFrom(n.PodsWithRequiredAntiAffinity, uid)
+	for i, pi := range n.Pods {
+		if PodUID(pi.Pod) == uid {
+			last := len(n.Pods) - 1
+			n.Pods[i] = n.Pods[last]
+			n.Pods[last] = nil
+			n.Pods = n.Pods[:last]
+			n.update(pi, -1)
+			return true
+		}
+	}
+	return false
+}
+
+func removeFrom(list []*PodInfo, uid types.UID) []*PodInfo {
+	for i, pi := range list {
+		if PodUID(pi.Pod) == uid {
+			last := len(list) - 1
+			list[i] = list[last]
+			list[last] = nil
+			return list[:last]
+		}
+	}
+	return list
+}
+
+func (n *NodeInfo) update(pi *PodInfo, sign int64) {
+	n.Requested.AddResource(&pi.Requests, sign)
+	n.NonZeroRequested.AddResource(&pi.NonZeroRequests, sign)
+	pod := pi.Pod
+	for i := range pod.Spec.Containers {
+		for _, p := range pod.Spec.Containers[i].Ports {
+			if sign > 0 {
+				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
+			} else {
+				n.UsedPorts.Remove(p.HostIP, string(p.Protocol), p.HostPort)
+			}
+		}
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil {
+			key := pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
+			n.PVCRefCounts[key] += int(sign)
+			if n.PVCRefCounts[key] <= 0 {
+				delete(n.PVCRefCounts, key)
+			}
+		}
+	}
+}
+
+// Clone copies the NodeInfo so a snapshot is isolated from later cache changes. Pod
+// infos are shared: they are replaced, never mutated, once added.
+func (n *NodeInfo) Clone() *NodeInfo {
+	c := &NodeInfo{
+		node:                         n.node,
+		Pods:                         append([]*PodInfo(nil), n.Pods...),
+		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
+		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
+		UsedPorts:                    make(HostPortInfo, len(n.UsedPorts)),
+		Requested:                    n.Requested.Clone(),
+		NonZeroRequested:             n.NonZeroRequested.Clone(),
+		Allocatable:                  n.Allocatable.Clone(),
+		ImageStates:                  n.ImageStates,
+		PVCRefCounts:                 make(map[string]int, len(n.PVCRefCounts)),
+		Generation:                   n.Generation,
+	}
+	for ip, ports := range n.UsedPorts {
+		m := make(map[ProtocolPort]struct{}, len(ports))
+		for k := range ports {
+			m[k] = struct{}{}
+		}
+		c.UsedPorts[ip] = m
+	}
+	for k, v := range n.PVCRefCounts {
+		c.PVCRefCounts[k] = v
+	}
+	return c
+}

@@ -1,0 +1,324 @@
+// Package scheduler is mizzen's kube-scheduler: it watches pending pods through the
+// apiserver, picks a node for each with a plugin framework (filters, scores,
+// preemption), and writes the decision back through the pods/binding subresource. It
+// talks to nothing but the apiserver.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"mizzen/internal/scheduler/cache"
+	"mizzen/internal/scheduler/config"
+	"mizzen/internal/scheduler/framework"
+	"mizzen/internal/scheduler/metrics"
+	"mizzen/internal/scheduler/plugins"
+	"mizzen/internal/scheduler/queue"
+)
+
+// DefaultMetricsAddr is where /metrics and /healthz are served over plain HTTP unless
+// told otherwise (upstream's old insecure scheduler port).
+const DefaultMetricsAddr = "127.0.0.1:10251"
+
+// Options configure Run.
+type Options struct {
+	// Kubeconfig is a kubeconfig path; RestConfig, if set, takes precedence.
+	Kubeconfig string
+	RestConfig *rest.Config
+	// ConfigFile is a KubeSchedulerConfiguration file; empty means upstream defaults.
+	ConfigFile string
+	// LeaderElect overrides leaderElection.leaderElect of the configuration (default true).
+	LeaderElect *bool
+	// MetricsAddr serves /metrics and /healthz over plain HTTP; "" uses DefaultMetricsAddr,
+	// "0" disables the server.
+	MetricsAddr string
+	// Identity names this replica in the Lease; defaults to hostname_<uuid>.
+	Identity string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Run runs the scheduler until ctx ends. With leader election it campaigns for the
+// kube-system/kube-scheduler Lease and schedules only while leading; losing the lease
+// ends Run with an error, as upstream exits.
+func Run(ctx context.Context, opts Options) error {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	cfg, err := config.Load(opts.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if opts.LeaderElect != nil {
+		cfg.LeaderElection.LeaderElect = opts.LeaderElect
+	}
+	restConfig := opts.RestConfig
+	if restConfig == nil {
+		kubeconfig := opts.Kubeconfig
+		if kubeconfig == "" {
+			kubeconfig = cfg.ClientConnection.Kubeconfig
+		}
+		if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return fmt.Errorf("loading kubeconfig: %w", err)
+		}
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.QPS = cfg.ClientConnection.QPS
+	restConfig.Burst = int(cfg.ClientConnection.Burst)
+	restConfig.UserAgent = "mizzen-scheduler"
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	return runWithClient(ctx, client, cfg, opts, logger)
+}
+
+// runWithClient is Run after the client exists: events, informers, metrics, and either
+// scheduling directly or under leader election.
+func runWithClient(ctx context.Context, client kubernetes.Interface, cfg *config.Configuration, opts Options, logger *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	sched, err := New(ctx, client, factory, broadcaster, cfg, logger)
+	if err != nil {
+		return err
+	}
+
+	metricsErr := make(chan error, 1)
+	if opts.MetricsAddr != "0" {
+		addr := opts.MetricsAddr
+		if addr == "" {
+			addr = DefaultMetricsAddr
+		}
+		if err := serveMetrics(ctx, addr, sched, logger, metricsErr); err != nil {
+			return err
+		}
+	}
+
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+
+	if !*cfg.LeaderElection.LeaderElect {
+		sched.Run(ctx)
+		return ctxErr(ctx, metricsErr)
+	}
+	identity := opts.Identity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = host + "_" + uuid.NewString()
+	}
+	le := cfg.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return fmt.Errorf("creating leader election lock: %w", err)
+	}
+	lost := make(chan struct{})
+	var once sync.Once
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		Name:            le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("started leading", "lease", le.ResourceNamespace+"/"+le.ResourceName, "identity", identity)
+				sched.Run(ctx)
+			},
+			OnStoppedLeading: func() { once.Do(func() { close(lost) }) },
+			OnNewLeader: func(id string) {
+				if id != identity {
+					logger.Info("new leader elected", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	elector.Run(ctx)
+	select {
+	case <-ctx.Done():
+		return ctxErr(ctx, metricsErr)
+	case <-lost:
+		if ctx.Err() != nil {
+			return ctxErr(ctx, metricsErr)
+		}
+		return errors.New("leaderelection lost")
+	}
+}
+
+func ctxErr(ctx context.Context, metricsErr chan error) error {
+	select {
+	case err := <-metricsErr:
+		return err
+	default:
+	}
+	return nil
+}
+
+func serveMetrics(ctx context.Context, addr string, sched *Scheduler, logger *slog.Logger, errc chan<- error) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", sched.Metrics().Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics server: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		logger.Info("serving metrics", "address", ln.Addr().String())
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return nil
+}
+
+// Scheduler is one scheduler instance with its profiles, queue and cache.
+type Scheduler struct {
+	client    kubernetes.Interface
+	factory   informers.SharedInformerFactory
+	podLister corelisters.PodLister
+	priority  priorityResolver
+	logger    *slog.Logger
+
+	cache    *cache.Cache
+	snapshot *cache.Snapshot
+	queue    *queue.Queue
+	profiles map[string]*framework.Framework
+	metrics  *metrics.Metrics
+
+	percentageOfNodesToScore int32
+	// nextStartNodeIndex rotates where filtering starts, so sampling spreads over nodes.
+	nextStartNodeIndex int
+	bindWG             sync.WaitGroup
+}
+
+// New builds a scheduler and registers its informer handlers on factory (start the
+// factory afterwards). broadcaster may be nil in tests that do not check events.
+func New(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, broadcaster events.EventBroadcaster, cfg *config.Configuration, logger *slog.Logger) (*Scheduler, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	profiles, skipped := config.Resolve(cfg)
+	if len(skipped) > 0 {
+		logger.Warn("configuration names upstream plugins mizzen does not implement; they are skipped", "plugins", skipped)
+	}
+	s := &Scheduler{
+		client:    client,
+		factory:   factory,
+		podLister: factory.Core().V1().Pods().Lister(),
+		priority:  priorityResolver{classes: factory.Scheduling().V1().PriorityClasses().Lister()},
+		logger:    logger,
+		cache:     cache.New(),
+		snapshot:  cache.NewEmptySnapshot(),
+		profiles:  map[string]*framework.Framework{},
+	}
+	if cfg.PercentageOfNodesToScore != nil {
+		s.percentageOfNodesToScore = *cfg.PercentageOfNodesToScore
+	}
+	registry := map[string]framework.PluginFactory{}
+	for name, f := range plugins.Registry() {
+		registry[name] = framework.PluginFactory(f)
+	}
+	nominator := &lateNominator{}
+	pluginEvents := map[string][]framework.ClusterEventWithHint{}
+	for _, pc := range profiles {
+		var recorder events.EventRecorder = noopRecorder{}
+		if broadcaster != nil {
+			recorder = broadcaster.NewRecorder(scheme.Scheme, pc.SchedulerName)
+		}
+		fwk, err := framework.NewFramework(registry, pc, framework.Options{
+			ClientSet:       client,
+			InformerFactory: factory,
+			EventRecorder:   recorder,
+			Snapshot:        s.snapshot,
+			Nominator:       nominator,
+			Parallelism:     int(*cfg.Parallelism),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.profiles[pc.SchedulerName] = fwk
+		for name, evs := range fwk.EventsToRegister() {
+			pluginEvents[name] = append(pluginEvents[name], evs...)
+		}
+	}
+	s.queue = queue.New(queue.Options{
+		InitialBackoff: time.Duration(*cfg.PodInitialBackoffSeconds) * time.Second,
+		MaxBackoff:     time.Duration(*cfg.PodMaxBackoffSeconds) * time.Second,
+		PluginEvents:   pluginEvents,
+	})
+	nominator.q = s.queue
+	s.metrics = metrics.New(s.queue.Pending)
+	if err := s.addEventHandlers(pluginEvents); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Metrics returns the scheduler's metrics.
+func (s *Scheduler) Metrics() *metrics.Metrics { return s.metrics }
+
+// Run schedules pods until ctx ends (informers must be started and synced).
+func (s *Scheduler) Run(ctx context.Context) {
+	go s.queue.Run(ctx)
+	// Pods parked before this replica became leader may have been helped meanwhile.
+	s.queue.MoveAllToActiveOrBackoffQueue(framework.EventForceActivate, nil, nil, nil)
+	for {
+		if !s.scheduleOne(ctx) {
+			break
+		}
+	}
+	s.bindWG.Wait()
+}
+
+// lateNominator breaks the construction cycle: frameworks need the nominator before
+// the queue (which needs the frameworks' events) exists.
+type lateNominator struct{ q *queue.Queue }
+
+func (n *lateNominator) NominatedPodsForNode(nodeName string) []*framework.PodInfo {
+	return n.q.NominatedPodsForNode(nodeName)
+}
+
+type noopRecorder struct{}
+
+func (noopRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
+}
