@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/scheduler"
@@ -88,8 +89,12 @@ func runBundle(f serverFlags) error {
 	}
 	errs := make(chan error, 3)
 	if !disabled["scheduler"] {
+		// The scheduler's writes are one bind per pod: upstream's default client limit
+		// (50/s) would be its ceiling.
+		cfg := rest.CopyConfig(cp.AdminConfig)
+		cfg.QPS, cfg.Burst = 2000, 4000
 		go func() {
-			errs <- wrapErr("scheduler", scheduler.Run(ctx, scheduler.Options{RestConfig: cp.AdminConfig, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")}))
+			errs <- wrapErr("scheduler", scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")}))
 		}()
 	}
 	if !disabled["controller-manager"] {

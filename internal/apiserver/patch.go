@@ -33,7 +33,7 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		if len(ops) > maxJSONPatchOperations {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
 		}
-		if patched, err = ops.Apply(currentJSON); err != nil {
+		if patched, err = applyJSONPatch(ops, currentJSON); err != nil {
 			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
@@ -71,4 +71,15 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		h.Strategy.Default(obj)
 	}
 	return obj, nil
+}
+
+// applyJSONPatch applies ops, turning a panic of the patch library (it panics on some
+// malformed operations, such as replacing the root path) into an error.
+func applyJSONPatch(ops jsonpatch.Patch, doc []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("the JSON patch could not be applied: %v", r)
+		}
+	}()
+	return ops.Apply(doc)
 }

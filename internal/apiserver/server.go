@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 
@@ -205,6 +206,16 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 // ServeHTTP routes a request: health and version without credentials, everything else
 // only for an authenticated user.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		// A bug in one request must not take the server down; the client gets a 500.
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			s.writeError(w, r, fmt.Errorf("internal error: %v", p))
+		}
+	}()
 	path := r.URL.Path
 	switch path {
 	case "/healthz", "/livez":

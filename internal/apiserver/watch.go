@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
@@ -161,12 +162,27 @@ func (e *watchEncoder) send(ev *storage.Event) error {
 	var err error
 	switch {
 	case ev.Type == watch.Bookmark:
-		obj := e.h.New()
-		obj.GetObjectKind().SetGroupVersionKind(e.h.GroupVersionKind())
-		acc := accessor(obj)
-		acc.SetResourceVersion(strconv.FormatInt(ev.RV, 10))
-		if ev.IsInitialEventsEnd() {
-			acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		// A bookmark is an empty object of the kind the client decodes.
+		rv := strconv.FormatInt(ev.RV, 10)
+		var obj runtime.Object
+		switch e.format.as {
+		case "Table":
+			table := &metav1.Table{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+			setMetaKind(table, "Table", e.format.asVersion)
+			obj = table
+		case "":
+			obj = e.h.New()
+			obj.GetObjectKind().SetGroupVersionKind(e.h.GroupVersionKind())
+		default:
+			pom := &metav1.PartialObjectMetadata{}
+			setMetaKind(pom, "PartialObjectMetadata", e.format.asVersion)
+			obj = pom
+		}
+		if acc, aerr := meta.Accessor(obj); aerr == nil {
+			acc.SetResourceVersion(rv)
+			if ev.IsInitialEventsEnd() {
+				acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+			}
 		}
 		raw, err = e.encode(obj)
 	case e.format.as == "Table":

@@ -462,3 +462,76 @@ func TestExistingNodeIsReconciledAndPodCIDRReported(t *testing.T) {
 		t.Fatal("pod CIDR never reported")
 	}
 }
+
+func TestImageChangeReplacesContainer(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	oldID := containerStatus(p, "app").ContainerID
+
+	p.Spec.Containers[0].Image = "registry.local/app:2.0"
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = h.waitPod("p", "the new image running", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs.Image == "registry.local/app:2.0" && cs.State.Running != nil && cs.ContainerID != oldID
+	})
+	cs := containerStatus(p, "app")
+	if cs.RestartCount != 1 || !strings.HasPrefix(cs.ImageID, "registry.local/app@sha256:") {
+		t.Errorf("restartCount %d imageID %q", cs.RestartCount, cs.ImageID)
+	}
+	if msg := h.waitEvent("p", "Killing"); msg != "Container app definition changed, will be restarted" {
+		t.Errorf("Killing event %q", msg)
+	}
+}
+
+func TestAdmissionRejectsPodsThatDoNotFit(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	opts.MaxPods = 2
+	h.startWith(opts)
+	big := newPod("big", "app")
+	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("5")}
+	h.createPod(big)
+	p := h.waitPod("big", "rejected", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if p.Status.Reason != "OutOfcpu" || p.Status.Message != "Pod was rejected: Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+
+	h.createPod(newPod("a", "app"))
+	h.createPod(newPod("b", "app"))
+	h.waitPod("a", "a Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	h.waitPod("b", "b Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	h.createPod(newPod("c", "app")) // a and b fill the node's 2 pods ("big" failed and does not count)
+	p = h.waitPod("c", "c rejected", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if p.Status.Reason != "OutOfpods" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	if n := h.rt.Calls("RunPodSandbox"); n != 2 {
+		t.Errorf("%d sandboxes created, want 2", n)
+	}
+}
+
+func TestActiveDeadlineFailsPod(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
+	h.createPod(pod)
+	p := h.waitPod("p", "DeadlineExceeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	if h.clock.Now().Before(p.Status.StartTime.Add(30 * time.Second)) {
+		t.Errorf("failed at %v, before the deadline from %v", h.clock.Now(), p.Status.StartTime)
+	}
+	h.eventually("containers stopped", func() bool {
+		cs, _ := h.rt.Client().ListContainers(context.Background(), &runtimeapi.ContainerFilter{
+			State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		return len(cs) == 0
+	})
+}

@@ -15,10 +15,16 @@ import (
 func (kl *Kubelet) runLease(ctx context.Context, nodeUID types.UID) {
 	t := kl.clock.NewTicker(kl.opts.LeaseRenewInterval)
 	defer t.Stop()
+	var last *coordinationv1.Lease
 	for {
-		if err := kl.renewLease(ctx, nodeUID); err != nil && ctx.Err() == nil {
-			kl.log.Error("renewing node lease", "err", err)
+		lease, err := kl.renewLease(ctx, nodeUID, last)
+		if err != nil {
+			lease = nil // read it afresh next time
+			if ctx.Err() == nil {
+				kl.log.Error("renewing node lease", "err", err)
+			}
 		}
+		last = lease
 		select {
 		case <-ctx.Done():
 			return
@@ -27,12 +33,21 @@ func (kl *Kubelet) runLease(ctx context.Context, nodeUID types.UID) {
 	}
 }
 
-func (kl *Kubelet) renewLease(ctx context.Context, nodeUID types.UID) error {
+// renewLease updates the Lease, starting from the copy last written when there is one
+// (one PUT per renewal, as upstream); it reads the Lease again only after a failure.
+func (kl *Kubelet) renewLease(ctx context.Context, nodeUID types.UID, last *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	leases := kl.client.CoordinationV1().Leases(nodeLeaseNS)
 	now := metav1.NewMicroTime(kl.clock.Now())
+	if last != nil {
+		lease := last.DeepCopy()
+		lease.Spec.RenewTime = &now
+		if updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+			return updated, nil
+		}
+	}
 	lease, err := leases.Get(ctx, kl.opts.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
+		return leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:            kl.opts.NodeName,
 				Namespace:       nodeLeaseNS,
@@ -44,10 +59,9 @@ func (kl *Kubelet) renewLease(ctx context.Context, nodeUID types.UID) error {
 				RenewTime:            &now,
 			},
 		}, metav1.CreateOptions{})
-		return err
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lease.Spec.HolderIdentity = ptr.To(kl.opts.NodeName)
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](leaseDurationSeconds)
@@ -55,6 +69,5 @@ func (kl *Kubelet) renewLease(ctx context.Context, nodeUID types.UID) error {
 	if len(lease.OwnerReferences) == 0 {
 		lease.OwnerReferences = []metav1.OwnerReference{nodeOwnerRef(kl.opts.NodeName, nodeUID)}
 	}
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	return err
+	return leases.Update(ctx, lease, metav1.UpdateOptions{})
 }

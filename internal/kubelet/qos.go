@@ -24,14 +24,14 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass {
 		return pod.Status.QOSClass
 	}
 	tracked := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}
-	any, guaranteed := false, true
+	requested, guaranteed := false, true
 	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, c := range all {
 		for _, r := range tracked {
 			req, hasReq := c.Resources.Requests[r]
 			lim, hasLim := c.Resources.Limits[r]
 			if hasReq && !req.IsZero() || hasLim && !lim.IsZero() {
-				any = true
+				requested = true
 			}
 			if !hasLim || lim.IsZero() {
 				guaranteed = false
@@ -43,7 +43,7 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass {
 		}
 	}
 	switch {
-	case !any:
+	case !requested:
 		return v1.PodQOSBestEffort
 	case guaranteed:
 		return v1.PodQOSGuaranteed

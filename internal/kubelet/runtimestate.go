@@ -70,7 +70,7 @@ func (r *podRuntime) latest(name string) *runtimeapi.ContainerStatus {
 	return nil
 }
 
-// running reports whether any container is running or created.
+// anyRunning reports whether any container is running or created.
 func (r *podRuntime) anyRunning() bool {
 	for _, c := range r.containers {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING || c.State == runtimeapi.ContainerState_CONTAINER_CREATED {

@@ -21,10 +21,9 @@ const (
 	reasonPodCompleted             = "PodCompleted"
 )
 
+// nanoTime converts a CRI timestamp. Like upstream, a container that never started
+// reports the Unix epoch rather than no time.
 func nanoTime(ns int64) metav1.Time {
-	if ns == 0 {
-		return metav1.Time{}
-	}
 	return metav1.NewTime(time.Unix(0, ns))
 }
 
@@ -220,7 +219,7 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 	}
 	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
-		s.Phase = old.Phase // terminal phases are final
+		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message // terminal phases are final
 	}
 	s.Conditions = kl.podConditions(pod, s, sb != nil, initDone, pendingInit)
 	return s

@@ -48,6 +48,16 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		return false, kl.stopAll(ctx, rt, 0)
 	}
 
+	if reason, msg := kl.admit(pod); reason != "" {
+		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
+	}
+	if left, ok := kl.deadlineLeft(pod); ok {
+		if left <= 0 {
+			return false, kl.failPod(ctx, w, pod, rt, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+		}
+		kl.workers.pokeAfter(kl.clock, w.uid, left)
+	}
+
 	syncErr := kl.reconcilePod(ctx, w, pod, rt)
 	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
 		return false, err
@@ -62,6 +72,34 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	}
 	kl.syncProbes(w, pod, rt)
 	return false, syncErr
+}
+
+// deadlineLeft is the time left before spec.activeDeadlineSeconds, counted from the
+// pod's start time; ok is false when the pod has no deadline or has not started.
+func (kl *Kubelet) deadlineLeft(pod *v1.Pod) (time.Duration, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || pod.Status.StartTime == nil {
+		return 0, false
+	}
+	end := pod.Status.StartTime.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	return end.Sub(kl.clock.Now()), true
+}
+
+// failPod ends a pod for good: its containers are stopped and its phase becomes Failed
+// with the reason and message given.
+func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, reason, msg string) error {
+	w.state.stopProbes()
+	if err := kl.stopAll(ctx, rt, gracePeriod(pod)); err != nil {
+		return err
+	}
+	rt, err := kl.readPodRuntime(ctx, string(pod.UID))
+	if err != nil {
+		return err
+	}
+	status := kl.generateStatus(pod, rt, w.state, true)
+	status.Phase, status.Reason, status.Message = v1.PodFailed, reason, msg
+	status.Conditions = kl.podConditions(pod, status, false, len(pod.Spec.InitContainers) == 0, nil)
+	kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, reason, "%s", msg)
+	return kl.writeStatus(ctx, pod, status)
 }
 
 // cleanupPod removes the runtime objects of a pod no longer in the API.
@@ -290,6 +328,16 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		switch {
 		case cur == nil || !inSandbox:
 			errs = append(errs, p.start(ctx, c, cur))
+		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING && specChanged(cur, c):
+			// The image of a running pod's container was changed: replace the container,
+			// whatever the restart policy, as upstream does.
+			msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
+			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "%s", msg)
+			if err := kl.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, p.start(ctx, c, cur))
 		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if msg := w.state.takeKill(cur.Id); msg != "" {
 				kl.log.Info("killing container", "pod", w.key, "container", c.Name, "reason", msg)
@@ -311,6 +359,13 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	}
 	kl.removeDeadInstances(ctx, pod, rt)
 	return errors.Join(errs...)
+}
+
+// specChanged reports whether a container instance was created from another version of
+// its spec (the hash annotation differs); instances without the annotation are left alone.
+func specChanged(cur *runtimeapi.ContainerStatus, c *v1.Container) bool {
+	h, ok := cur.GetAnnotations()[annoContainerHash]
+	return ok && h != containerHash(c)
 }
 
 // removeDeadInstances keeps, per container, the newest instance and the one before it

@@ -2,18 +2,23 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"mizzen/internal/scheduler/config"
 )
@@ -434,5 +439,46 @@ func TestPriorityClassWithoutAdmission(t *testing.T) {
 	}
 	if _, err := env.client.CoreV1().Pods("default").Get(context.Background(), "low", metav1.GetOptions{}); err == nil {
 		t.Error("low-priority pod was not preempted")
+	}
+}
+
+func TestFailedBindForgetsAndRetries(t *testing.T) {
+	client := fake.NewClientset(node("n1", 1000, 4096))
+	env := startSchedulerWith(t, client, nil)
+	var mu sync.Mutex
+	failures := 0
+	// The first binding is rejected by the "apiserver": the pod must be forgotten by the
+	// cache and retried. The reactor goes in front of the binding emulation, under the
+	// fake's lock since the scheduler is already running.
+	client.Lock()
+	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failures == 0 {
+			failures++
+			return true, nil, apierrors.NewInternalError(errors.New("etcd is sad"))
+		}
+		return false, nil, nil
+	})
+	client.Unlock()
+
+	env.createPod(pod("p", 800, 0))
+	if n := env.waitScheduled("default", "p"); n != "n1" {
+		t.Errorf("placed on %q", n)
+	}
+	mu.Lock()
+	if failures != 1 {
+		t.Errorf("binding failed %d times, want 1", failures)
+	}
+	mu.Unlock()
+	// p is counted exactly once: 200m more fits, 300m more does not.
+	env.createPod(pod("fits", 200, 0))
+	env.createPod(pod("too-much", 300, 0))
+	env.waitScheduled("default", "fits")
+	if _, msg := env.waitUnschedulable("default", "too-much"); !strings.HasPrefix(msg, "0/1 nodes are available: 1 Insufficient cpu.") {
+		t.Errorf("too-much: %q", msg)
 	}
 }

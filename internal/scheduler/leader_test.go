@@ -27,7 +27,7 @@ func TestLeaderElection(t *testing.T) {
 		cfg.LeaderElection.RenewDeadline.Duration = time.Second
 		cfg.LeaderElection.RetryPeriod.Duration = 100 * time.Millisecond
 		go func() {
-			done <- runWithClient(ctx, client, cfg, Options{Identity: id, MetricsAddr: "0"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			done <- runWithClient(ctx, clientSet{main: client, events: client, leaderElection: client}, cfg, Options{Identity: id, MetricsAddr: "0"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}()
 	}
 	t.Cleanup(func() {

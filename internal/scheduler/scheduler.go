@@ -2,6 +2,20 @@
 // apiserver, picks a node for each with a plugin framework (filters, scores,
 // preemption), and writes the decision back through the pods/binding subresource. It
 // talks to nothing but the apiserver.
+//
+// Layout: framework/ defines plugin interfaces, statuses, NodeInfo and runs one
+// profile's plugins; plugins/ holds one file per in-tree plugin; queue/ is the
+// scheduling queue (active, back-off, unschedulable pool, nominations); cache/ keeps
+// nodes and (assumed) pods and refreshes snapshots; config/ reads
+// KubeSchedulerConfiguration files; metrics/ defines the Prometheus metrics. This
+// package wires informers to the cache and queue and runs the scheduling loop:
+// pop, snapshot, PreFilter/Filter over nodes in parallel (sampled in large clusters),
+// PreScore/Score, assume, Reserve, Permit, then PreBind/Bind in a goroutine.
+//
+// Serving: /metrics (Prometheus text format) and /healthz are served over plain HTTP on
+// --metrics-bind-address (default 127.0.0.1:10251); there is no HTTPS --secure-port.
+// Client rate limits come from clientConnection, else from a caller's rest.Config, else
+// upstream's qps 50 / burst 100; raise them for high pod rates.
 package scheduler
 
 import (
@@ -41,7 +55,10 @@ const DefaultMetricsAddr = "127.0.0.1:10251"
 
 // Options configure Run.
 type Options struct {
-	// Kubeconfig is a kubeconfig path; RestConfig, if set, takes precedence.
+	// Kubeconfig is a kubeconfig path; RestConfig, if set, takes precedence. A
+	// RestConfig's QPS/Burst are kept unless the configuration file sets
+	// clientConnection.qps/burst; without either, upstream's 50/100 apply, which caps
+	// bindings near 50 pods/s.
 	Kubeconfig string
 	RestConfig *rest.Config
 	// ConfigFile is a KubeSchedulerConfiguration file; empty means upstream defaults.
@@ -83,22 +100,48 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	restConfig = rest.CopyConfig(restConfig)
-	restConfig.QPS = cfg.ClientConnection.QPS
-	restConfig.Burst = int(cfg.ClientConnection.Burst)
-	restConfig.UserAgent = "mizzen-scheduler"
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
+	// clientConnection wins; otherwise a caller's rest.Config keeps its own limits; else
+	// upstream's qps 50 / burst 100.
+	switch {
+	case cfg.ClientConnection.QPS > 0:
+		restConfig.QPS = cfg.ClientConnection.QPS
+	case restConfig.QPS == 0:
+		restConfig.QPS = config.DefaultQPS
 	}
-	return runWithClient(ctx, client, cfg, opts, logger)
+	switch {
+	case cfg.ClientConnection.Burst > 0:
+		restConfig.Burst = int(cfg.ClientConnection.Burst)
+	case restConfig.Burst == 0:
+		restConfig.Burst = config.DefaultBurst
+	}
+	// Separate clients get separate rate limiters, as upstream: a burst of bindings must
+	// not delay events, nor Lease renewals (which would cost the leadership).
+	var clients clientSet
+	for _, c := range []struct {
+		dst   *kubernetes.Interface
+		agent string
+	}{{&clients.main, "mizzen-scheduler"}, {&clients.events, "mizzen-scheduler/events"}, {&clients.leaderElection, "mizzen-scheduler/leader-election"}} {
+		rc := rest.CopyConfig(restConfig)
+		rc.UserAgent = c.agent
+		if *c.dst, err = kubernetes.NewForConfig(rc); err != nil {
+			return err
+		}
+	}
+	return runWithClient(ctx, clients, cfg, opts, logger)
 }
 
-// runWithClient is Run after the client exists: events, informers, metrics, and either
+// clientSet holds the scheduler's clients, one per rate-limit budget.
+type clientSet struct {
+	main, events, leaderElection kubernetes.Interface
+}
+
+// runWithClient is Run after the clients exist: events, informers, metrics, and either
 // scheduling directly or under leader election.
-func runWithClient(ctx context.Context, client kubernetes.Interface, cfg *config.Configuration, opts Options, logger *slog.Logger) error {
+func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configuration, opts Options, logger *slog.Logger) error {
+	client := clients.main
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.events.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 
@@ -137,7 +180,7 @@ func runWithClient(ctx context.Context, client kubernetes.Interface, cfg *config
 	}
 	le := cfg.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		clients.leaderElection.CoreV1(), clients.leaderElection.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return fmt.Errorf("creating leader election lock: %w", err)
 	}

@@ -64,7 +64,7 @@ stringData:
 
 // TestKubectlWorkflow drives the embedded kubectl through what a user typically does.
 func TestKubectlWorkflow(t *testing.T) {
-	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent,scheduler,controller-manager")
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent")
 
 	out := c.kubectlStdin(workflowYAML, "apply", "-f", "-")
 	for _, want := range []string{"namespace/shop created", "deployment.apps/web created", "service/web created", "configmap/settings created", "secret/creds created"} {

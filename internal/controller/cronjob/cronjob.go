@@ -65,15 +65,15 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		cronJobs: cjInf.Lister(),
 		jobs:     jobInf.Lister(),
 		synced:   []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced},
-		queue:    util.NewKeyQueue("cronjob"),
+		queue:    util.NewQueue("cronjob"),
 		clock:    clk,
 		events:   util.NewEvents(client, "cronjob-controller"),
 	}
 	c.recorder = c.events
 	cjInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
-		DeleteFunc: func(obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
+		DeleteFunc: func(obj any) { util.Enqueue(c.queue, obj) },
 	})
 	enqueueOwner := func(obj any) {
 		job, ok := obj.(*batchv1.Job)

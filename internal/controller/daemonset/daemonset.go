@@ -70,15 +70,15 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	c := &Controller{
 		client: client, sets: dsInf.Lister(), nodes: nodeInf.Lister(), pods: podInf.Lister(), podInformer: podInf.Informer(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		queue:  util.NewKeyQueue("daemonset"), expectations: util.NewExpectations(clk.Now), clock: clk,
+		queue:  util.NewQueue("daemonset"), expectations: util.NewExpectations(clk.Now), clock: clk,
 		failedPods: flowcontrol.NewFakeBackOff(time.Second, 15*time.Minute, clk),
 		events:     util.NewEvents(client, "daemonset-controller"),
 	}
 	c.recorder = c.events
 	util.IndexByController(podInf.Informer())
 	dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.expectations.Delete(key)

@@ -57,16 +57,16 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		rsInformer:  rsInf.Informer(),
 		pods:        podInf.Lister(),
 		synced:      []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:       util.NewKeyQueue("deployment"),
+		queue:       util.NewQueue("deployment"),
 		clock:       clk,
 		events:      util.NewEvents(client, "deployment-controller"),
 	}
 	c.recorder = c.events
 	util.IndexByController(rsInf.Informer())
 	dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
-		DeleteFunc: func(obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
+		DeleteFunc: func(obj any) { util.Enqueue(c.queue, obj) },
 	})
 	rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueForReplicaSet(obj) },

@@ -72,14 +72,14 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		deployments: dInf.Lister(), sets: ssInf.Lister(),
 		synced: []cache.InformerSynced{pdbInf.Informer().HasSynced, podInf.Informer().HasSynced, rcInf.Informer().HasSynced,
 			rsInf.Informer().HasSynced, dInf.Informer().HasSynced, ssInf.Informer().HasSynced},
-		queue:  util.NewKeyQueue("disruption"),
+		queue:  util.NewQueue("disruption"),
 		clock:  clk,
 		events: util.NewEvents(client, "controllermanager"),
 	}
 	c.recorder = c.events
 	pdbInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 	})
 	podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueForPod,

@@ -52,11 +52,11 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		pods:      pods.Lister(),
 		endpoints: endpoints.Lister(),
 		synced:    []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
-		queue:     util.NewKeyQueue(Name),
+		queue:     util.NewQueue(Name),
 	}
 	services.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	endpoints.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) { util.EnqueueKey(c.queue, obj) }, // recreate if deleted by hand
+		DeleteFunc: func(obj any) { util.Enqueue(c.queue, obj) }, // recreate if deleted by hand
 	})
 	pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueServicesOf(obj) },
@@ -187,7 +187,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) (subsets []corev1.E
 		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
 			addr.Hostname = pod.Spec.Hostname
 		}
-		ready := publishNotReady || util.PodIsReady(pod)
+		ready := publishNotReady || util.IsPodReady(pod)
 		if len(svc.Spec.Ports) == 0 {
 			if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 				b.add(nil, addr, ready)

@@ -74,7 +74,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		slices:   slices.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced,
 			nodes.Informer().HasSynced, slices.Informer().HasSynced},
-		queue:   util.NewKeyQueue(Name),
+		queue:   util.NewQueue(Name),
 		maxPer:  maxEndpointsPerSlice,
 		pending: map[string]*expectations{},
 	}

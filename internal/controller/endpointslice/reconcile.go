@@ -147,7 +147,7 @@ func (c *Controller) desiredEndpoints(svc *corev1.Service, pods []*corev1.Pod) m
 }
 
 func (c *Controller) podEndpoint(svc *corev1.Service, pod *corev1.Pod, ip string) discovery.Endpoint {
-	serving := util.PodIsReady(pod)
+	serving := util.IsPodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discovery.Endpoint{

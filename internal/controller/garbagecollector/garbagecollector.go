@@ -61,7 +61,7 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface) *
 			byGVR:   map[schema.GroupVersionResource]*monitor{},
 			byKind:  map[schema.GroupKind]*monitor{},
 		},
-		queue: util.NewKeyQueue(Name),
+		queue: util.NewQueue(Name),
 	}
 }
 

@@ -73,7 +73,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		pods:         podInf.Lister(),
 		podInformer:  podInf.Informer(),
 		synced:       []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:        util.NewKeyQueue("job"),
+		queue:        util.NewQueue("job"),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
 		uncounting:   map[types.UID]bool{},
@@ -82,8 +82,8 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	c.recorder = c.events
 	util.IndexByController(podInf.Informer())
 	jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 		DeleteFunc: c.deleteJob,
 	})
 	podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

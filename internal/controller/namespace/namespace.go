@@ -53,7 +53,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		metadata:  metadataClient,
 		discovery: disc,
 		synced:    namespaces.Informer().HasSynced,
-		queue:     util.NewKeyQueue(Name),
+		queue:     util.NewQueue(Name),
 	}
 	enqueueTerminating := func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {

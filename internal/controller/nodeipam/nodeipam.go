@@ -45,7 +45,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, clusterC
 		client: client,
 		nodes:  nodes.Lister(),
 		synced: nodes.Informer().HasSynced,
-		queue:  util.NewKeyQueue(Name),
+		queue:  util.NewQueue(Name),
 		cidrs:  cidrs,
 	}
 	nodes.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))

@@ -88,7 +88,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 		leases:   leases.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:    util.NewKeyQueue(Name), gracePeriod: gracePeriod, now: time.Now,
+		queue:    util.NewQueue(Name), gracePeriod: gracePeriod, now: time.Now,
 		heartbeats: map[string]heartbeat{},
 	}
 	nodes.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
@@ -235,7 +235,7 @@ func metav1Time(t time.Time) metav1.Time { return metav1.NewTime(t) }
 func (c *Controller) markPodsNotReady(ctx context.Context, pods []any, now time.Time) error {
 	for _, obj := range pods {
 		pod := obj.(*corev1.Pod)
-		if util.PodIsTerminal(pod) {
+		if util.IsPodTerminal(pod) {
 			continue
 		}
 		updated := pod.DeepCopy()
@@ -264,7 +264,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pods []any, n
 	var next time.Duration
 	for _, obj := range pods {
 		pod := obj.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil || util.PodIsTerminal(pod) {
+		if pod.DeletionTimestamp != nil || util.IsPodTerminal(pod) {
 			continue
 		}
 		at, due := evictionTime(pod, node.Spec.Taints, now)

@@ -80,7 +80,7 @@ func (c *Controller) collectTerminated(ctx context.Context, pods []*corev1.Pod) 
 	}
 	var terminated []*corev1.Pod
 	for _, p := range pods {
-		if util.PodIsTerminal(p) {
+		if util.IsPodTerminal(p) {
 			terminated = append(terminated, p)
 		}
 	}
@@ -135,7 +135,7 @@ func (c *Controller) collectUnscheduledTerminating(ctx context.Context, pods []*
 // (when why is set), then deletes it with no grace period, as upstream's podgc does.
 func (c *Controller) delete(ctx context.Context, p *corev1.Pod, why string) {
 	log := slog.With("pod", p.Namespace+"/"+p.Name)
-	if why != "" && !util.PodIsTerminal(p) {
+	if why != "" && !util.IsPodTerminal(p) {
 		patch, _ := json.Marshal(map[string]any{"status": map[string]any{
 			"phase": corev1.PodFailed,
 			"conditions": []corev1.PodCondition{{

@@ -73,7 +73,7 @@ func newController(name, component string, client kubernetes.Interface, f inform
 		podInformer:  podInf.Informer(),
 		podsSynced:   podInf.Informer().HasSynced,
 		ownersSynced: k.informer().HasSynced,
-		queue:        util.NewKeyQueue(name),
+		queue:        util.NewQueue(name),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
 		events:       util.NewEvents(client, component),
@@ -81,8 +81,8 @@ func newController(name, component string, client kubernetes.Interface, f inform
 	c.recorder = c.events
 	util.IndexByController(podInf.Informer())
 	k.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.expectations.Delete(key)

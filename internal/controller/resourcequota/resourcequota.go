@@ -79,7 +79,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		client: client, metadata: metadataClient, discovery: disc,
 		quotas: inf.Quotas.Lister(), pods: inf.Pods.Lister(), services: inf.Services.Lister(),
 		configMaps: inf.ConfigMaps.Lister(), secrets: inf.Secrets.Lister(), pvcs: inf.PVCs.Lister(),
-		queue: util.NewKeyQueue(Name),
+		queue: util.NewQueue(Name),
 		now:   time.Now,
 	}
 	for _, i := range []cache.SharedIndexInformer{inf.Quotas.Informer(), inf.Pods.Informer(), inf.Services.Informer(),

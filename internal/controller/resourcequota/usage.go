@@ -14,7 +14,7 @@ import (
 // podCounts reports whether quota tracks the pod at all: it has not finished and is
 // not past the end of its grace period.
 func podCounts(pod *corev1.Pod, now time.Time) bool {
-	if util.PodIsTerminal(pod) {
+	if util.IsPodTerminal(pod) {
 		return false
 	}
 	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {

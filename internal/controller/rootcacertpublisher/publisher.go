@@ -46,11 +46,11 @@ func New(client kubernetes.Interface, rootCA []byte, namespaces coreinformers.Na
 		namespaces: namespaces.Lister(),
 		configMaps: configMaps.Lister(),
 		synced:     []cache.InformerSynced{namespaces.Informer().HasSynced, configMaps.Informer().HasSynced},
-		queue:      util.NewKeyQueue(Name),
+		queue:      util.NewQueue(Name),
 	}
 	namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 	})
 	onConfigMap := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {

@@ -39,7 +39,7 @@ func New(client kubernetes.Interface, namespaces coreinformers.NamespaceInformer
 		namespaces: namespaces.Lister(),
 		accounts:   accounts.Lister(),
 		synced:     []cache.InformerSynced{namespaces.Informer().HasSynced, accounts.Informer().HasSynced},
-		queue:      util.NewKeyQueue(Name),
+		queue:      util.NewQueue(Name),
 	}
 	namespaces.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	accounts.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

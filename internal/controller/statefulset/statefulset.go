@@ -63,14 +63,14 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	c := &Controller{
 		client: client, sets: ssInf.Lister(), pods: podInf.Lister(), podInf: podInf.Informer(), claims: pvcInf.Lister(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{ssInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		queue:  util.NewKeyQueue("statefulset"), clock: clk,
+		queue:  util.NewQueue("statefulset"), clock: clk,
 		events: util.NewEvents(client, "statefulset-controller"),
 	}
 	c.recorder = c.events
 	util.IndexByController(podInf.Informer())
 	ssInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { util.EnqueueKey(c.queue, obj) },
-		UpdateFunc: func(_, obj any) { util.EnqueueKey(c.queue, obj) },
+		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
+		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
 	})
 	podEvent := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {

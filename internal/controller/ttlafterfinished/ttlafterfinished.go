@@ -37,10 +37,10 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	}
 	inf := f.Batch().V1().Jobs()
 	c := &Controller{client: client, jobs: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue: util.NewKeyQueue("ttl-after-finished"), clock: clk}
+		queue: util.NewQueue("ttl-after-finished"), clock: clk}
 	enqueue := func(obj any) {
 		if j, ok := obj.(*batchv1.Job); ok && j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil {
-			util.EnqueueKey(c.queue, obj)
+			util.Enqueue(c.queue, obj)
 		}
 	}
 	inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -1,4 +1,3 @@
-// Package util holds small helpers shared by the controllers of internal/controller.
 package util
 
 import (
@@ -14,29 +13,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// NewKeyQueue returns the usual controller queue: keys deduplicated while waiting,
-// failures retried with per-key exponential backoff plus an overall rate limit.
-func NewKeyQueue(name string) workqueue.TypedRateLimitingInterface[string] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
-}
-
-// EnqueueKey adds obj's namespace/name key (tombstones included) to q.
-func EnqueueKey(q workqueue.TypedInterface[string], obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	q.Add(key)
-}
-
 // EnqueueKeyHandler enqueues the key of every added, updated or deleted object.
-func EnqueueKeyHandler(q workqueue.TypedInterface[string]) cache.ResourceEventHandler {
+func EnqueueKeyHandler(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { EnqueueKey(q, obj) },
-		UpdateFunc: func(_, obj any) { EnqueueKey(q, obj) },
-		DeleteFunc: func(obj any) { EnqueueKey(q, obj) },
+		AddFunc:    func(obj any) { Enqueue(q, obj) },
+		UpdateFunc: func(_, obj any) { Enqueue(q, obj) },
+		DeleteFunc: func(obj any) { Enqueue(q, obj) },
 	}
 }
 
@@ -60,14 +42,14 @@ func RunKeyWorkers(ctx context.Context, name string, q workqueue.TypedRateLimiti
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for processNext(ctx, log, q, syncKey) {
+			for processNextKey(ctx, log, q, syncKey) {
 			}
 		})
 	}
 	wg.Wait()
 }
 
-func processNext(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLimitingInterface[string],
+func processNextKey(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLimitingInterface[string],
 	syncKey func(ctx context.Context, key string) error) bool {
 	key, quit := q.Get()
 	if quit {

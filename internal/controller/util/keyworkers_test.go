@@ -13,7 +13,7 @@ import (
 // A failing key is retried until it succeeds; a key asking to be requeued comes back
 // later without being counted as a failure.
 func TestRunKeyWorkersRetriesAndRequeues(t *testing.T) {
-	q := NewKeyQueue("test")
+	q := NewQueue("test")
 	var mu sync.Mutex
 	calls := map[string]int{}
 	syncKey := func(ctx context.Context, key string) error {

@@ -69,7 +69,7 @@ func TargetPortOf(pod *corev1.Pod, sp corev1.ServicePort) (port int32, ok bool) 
 // PodServesEndpoints reports whether a pod may appear in a service's endpoints at all:
 // it has an IP and has not finished.
 func PodServesEndpoints(pod *corev1.Pod) bool {
-	return pod.Status.PodIP != "" && !PodIsTerminal(pod)
+	return pod.Status.PodIP != "" && !IsPodTerminal(pod)
 }
 
 // LastChangeTime is the newest moment the service or one of its pods changed in a

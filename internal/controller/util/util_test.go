@@ -48,7 +48,7 @@ func TestExpectations(t *testing.T) {
 func TestRunWorkersRetriesFailedKeys(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	q := NewKeyQueue("test")
+	q := NewQueue("test")
 	var calls atomic.Int32
 	RunWorkers(ctx, "test", q, 2, func(_ context.Context, key string) error {
 		if calls.Add(1) < 3 {

@@ -16,6 +16,13 @@ import (
 	"mizzen/internal/scheduler/framework"
 )
 
+// Upstream's client rate limits, applied by the scheduler when neither the file nor a
+// caller-provided rest.Config sets them (SetDefaults leaves them zero to tell).
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
 // Group version and kind accepted in configuration files.
 const (
 	APIVersion = "kubescheduler.config.k8s.io/v1"
@@ -198,12 +205,6 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if le.ResourceNamespace == "" {
 		le.ResourceNamespace = "kube-system"
-	}
-	if cfg.ClientConnection.QPS == 0 {
-		cfg.ClientConnection.QPS = 50
-	}
-	if cfg.ClientConnection.Burst == 0 {
-		cfg.ClientConnection.Burst = 100
 	}
 	if cfg.PodInitialBackoffSeconds == nil {
 		v := int64(1)

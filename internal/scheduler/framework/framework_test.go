@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakePlugin implements Filter and Score (and Bind when bind is set).
@@ -149,5 +151,47 @@ func TestFitErrorMessage(t *testing.T) {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+type waitingPermit struct{}
+
+func (waitingPermit) Name() string { return "Gate" }
+func (waitingPermit) Permit(context.Context, *CycleState, *v1.Pod, string) (*Status, time.Duration) {
+	return NewStatus(Wait), time.Minute
+}
+
+func TestPermitWait(t *testing.T) {
+	reg := registryOf(waitingPermit{}, fakeBinder{})
+	f, err := NewFramework(reg, ProfileConfig{SchedulerName: "s", MultiPoint: []string{"Gate", "Binder"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		decide func(w *WaitingPod)
+		want   Code
+	}{
+		{"allowed", func(w *WaitingPod) { w.Allow("Gate") }, Success},
+		{"rejected", func(w *WaitingPod) { w.Reject("Gate", "not now") }, Unschedulable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: tt.name, UID: "uid-" + types.UID(tt.name)}}
+			if st := f.RunPermitPlugins(context.Background(), NewCycleState(), pod, "n1"); st.Code() != Wait {
+				t.Fatalf("permit returned %v, want Wait", st.Code())
+			}
+			w := f.GetWaitingPod(pod.UID)
+			if w == nil {
+				t.Fatal("no waiting pod")
+			}
+			tt.decide(w)
+			if st := f.WaitOnPermit(context.Background(), pod); st.Code() != tt.want {
+				t.Errorf("WaitOnPermit = %v, want %v", st.Code(), tt.want)
+			}
+			if f.GetWaitingPod(pod.UID) != nil {
+				t.Error("waiting pod not removed")
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"mizzen/internal/scheduler/framework"
 )
@@ -287,5 +289,34 @@ func TestDefaultPreemptionPicksFewestLowestVictims(t *testing.T) {
 	// n1 has two victims of priority 5; n2 one of priority 20: lower highest priority wins.
 	if best.node != "n1" || len(best.victims) != 2 {
 		t.Errorf("picked %s with %d victims, want n1 with 2", best.node, len(best.victims))
+	}
+}
+
+func TestPodTopologySpreadSystemDefaults(t *testing.T) {
+	// A Service selects app=w: pods without constraints are spread by the system defaults
+	// (hostname and zone, ScheduleAnyway); pods no Service selects are not.
+	client := fake.NewClientset(&v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w"},
+		Spec:       v1.ServiceSpec{Selector: map[string]string{"app": "w"}},
+	})
+	nodes := []*v1.Node{mkNode("a1", 4000, 4096, v1.LabelTopologyZone, "a"), mkNode("a2", 4000, 4096, v1.LabelTopologyZone, "a"), mkNode("b1", 4000, 4096, v1.LabelTopologyZone, "b")}
+	h := newHandle(nodes, []*v1.Pod{mkPod("w0", 0, 0, "a1", "app", "w"), mkPod("w1", 0, 0, "a2", "app", "w")})
+	h.factory = informers.NewSharedInformerFactory(client, 0)
+	pl, err := NewPodTopologySpread(nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.factory.Start(ctx.Done())
+	h.factory.WaitForCacheSync(ctx.Done())
+
+	got := runScore(t, pl.(*PodTopologySpread), h, mkPod("w2", 0, 0, "", "app", "w"))
+	if got["b1"] != framework.MaxNodeScore || got["a1"] >= got["b1"] {
+		t.Errorf("service pod scores %v: want b1 (empty zone and host) best", got)
+	}
+	unselected := runScore(t, pl.(*PodTopologySpread), h, mkPod("x", 0, 0, "", "app", "x"))
+	if unselected["a1"] != unselected["b1"] {
+		t.Errorf("pod without a service was spread: %v", unselected)
 	}
 }

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// process is a mizzen subcommand running for a test.
+type process struct {
+	cmd *exec.Cmd
+	log bytes.Buffer
+}
+
+func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(mizzenBin, args...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *process) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExternalEtcdCluster: two apiservers share a three-member etcd cluster of
+// `mizzen etcd` processes. Cluster IPs are never handed out twice even when both
+// allocate at once, each sees the other's writes, and losing one etcd member loses
+// nothing.
+func TestExternalEtcdCluster(t *testing.T) {
+	base := t.TempDir()
+	var clientURLs, peers []string
+	var names []string
+	for i := 0; i < 3; i++ {
+		names = append(names, fmt.Sprintf("m%d", i))
+		clientURLs = append(clientURLs, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+		peers = append(peers, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+	}
+	var initial []string
+	for i := range names {
+		initial = append(initial, names[i]+"="+peers[i])
+	}
+	members := make([]*process, 3)
+	for i := range names {
+		members[i] = startProcess(t, "etcd", "--name", names[i], "--data-dir", filepath.Join(base, names[i]),
+			"--listen-client-urls", clientURLs[i], "--listen-peer-urls", peers[i],
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new")
+	}
+	servers := strings.Join(clientURLs, ",")
+
+	// The first apiserver makes the cluster CA; the second shares it.
+	dirA, dirB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	portA, portB := freePort(t), freePort(t)
+	startProcess(t, "apiserver", "--etcd-servers", servers, "--data-dir", dirA, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portA))
+	a := waitReady(t, filepath.Join(dirA, "admin.kubeconfig"))
+	copyFile(t, filepath.Join(dirA, "tls", "ca.crt"), filepath.Join(dirB, "tls", "ca.crt"))
+	copyFile(t, filepath.Join(dirA, "tls", "ca.key"), filepath.Join(dirB, "tls", "ca.key"))
+	startProcess(t, "apiserver", "--etcd-servers", servers, "--data-dir", dirB, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portB))
+	b := waitReady(t, filepath.Join(dirB, "admin.kubeconfig"))
+
+	ctx := context.Background()
+	const perServer = 40
+	var mu sync.Mutex
+	ips := map[string]string{}
+	var wg sync.WaitGroup
+	for si, c := range []*kubernetes.Clientset{a, b} {
+		for i := 0; i < perServer; i++ {
+			wg.Add(1)
+			go func(si, i int, c *kubernetes.Clientset) {
+				defer wg.Done()
+				name := fmt.Sprintf("svc-%d-%d", si, i)
+				svc, err := c.CoreV1().Services("default").Create(ctx, &corev1.Service{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					t.Errorf("create %s: %v", name, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if other, dup := ips[svc.Spec.ClusterIP]; dup {
+					t.Errorf("cluster IP %s given to both %s and %s", svc.Spec.ClusterIP, other, name)
+				}
+				ips[svc.Spec.ClusterIP] = name
+			}(si, i, c)
+		}
+	}
+	wg.Wait()
+	if len(ips) != 2*perServer {
+		t.Fatalf("%d distinct cluster IPs for %d services", len(ips), 2*perServer)
+	}
+	// Each apiserver sees what the other wrote.
+	eventually(t, 10*time.Second, func() error {
+		list, err := b.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 2*perServer+1 {
+			return fmt.Errorf("apiserver b lists %d services", len(list.Items))
+		}
+		return nil
+	})
+
+	// One etcd member down: the other two still form a quorum.
+	members[2].kill()
+	if _, err := a.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-member-loss"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("write with one member down: %v", err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		_, err := b.CoreV1().ConfigMaps("default").Get(ctx, "after-member-loss", metav1.GetOptions{})
+		return err
+	})
+}
+
+func waitReady(t *testing.T, kubeconfig string) *kubernetes.Clientset {
+	t.Helper()
+	var client *kubernetes.Clientset
+	eventually(t, 60*time.Second, func() error {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return err
+		}
+		cfg.QPS, cfg.Burst = 500, 1000
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		if err != nil || string(body) != "ok" {
+			return fmt.Errorf("not ready: %v %s", err, body)
+		}
+		client = c
+		return nil
+	})
+	return client
+}
