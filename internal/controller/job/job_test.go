@@ -510,3 +510,46 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 		t.Errorf("Failed = %+v, want reason FailedIndexes", c)
 	}
 }
+
+func TestPodReplacementPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		policy          batchv1.PodReplacementPolicy
+		wantReplacement bool
+		wantFailed      int32
+	}{
+		{batchv1.TerminatingOrFailed, true, 1},
+		{batchv1.Failed, false, 0},
+	} {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			j := newJob(1, 1)
+			j.Spec.PodReplacementPolicy = ptr(tt.policy)
+			w := newWorld(t, j)
+			w.mustSync()
+			// The pod is being deleted (say, preempted) but its container still runs.
+			p := w.pods()[0]
+			now := metav1.NewTime(t0)
+			p.DeletionTimestamp = &now
+			p.Status.Phase = corev1.PodRunning
+			if _, err := w.client.CoreV1().Pods("default").Update(w.ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			w.clock.Step(time.Minute)
+			w.mustSync()
+			w.mustSync()
+			replaced := 0
+			for _, q := range w.pods() {
+				if q.DeletionTimestamp == nil {
+					replaced++
+				}
+			}
+			if (replaced == 1) != tt.wantReplacement || w.job().Status.Failed != tt.wantFailed {
+				t.Errorf("replacements %d, failed %d; want replacement=%v failed=%d", replaced, w.job().Status.Failed, tt.wantReplacement, tt.wantFailed)
+			}
+			if tt.policy == batchv1.Failed {
+				if got := w.job().Status.Terminating; got == nil || *got != 1 {
+					t.Errorf("terminating %v, want 1", got)
+				}
+			}
+		})
+	}
+}

@@ -110,14 +110,24 @@ func (s *jobSync) parallelism() int32 {
 	return *s.job.Spec.Parallelism
 }
 
-// podFailed: a pod in phase Failed, or one being deleted before it succeeded (it will
-// never report a result), as upstream counts them.
-func podFailed(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodFailed || (p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded)
+// onlyReplaceFailed: podReplacementPolicy Failed waits for a terminating pod to reach
+// phase Failed before counting and replacing it.
+func (s *jobSync) onlyReplaceFailed() bool {
+	p := s.job.Spec.PodReplacementPolicy
+	return p != nil && *p == batchv1.Failed
 }
 
-func podDone(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || podFailed(p)
+// podFailed: a pod in phase Failed, or (unless podReplacementPolicy is Failed) one being
+// deleted before it succeeded, which will never report a result; as upstream counts.
+func (s *jobSync) podFailed(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	return !s.onlyReplaceFailed() && p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded
+}
+
+func (s *jobSync) podDone(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || s.podFailed(p)
 }
 
 func (s *jobSync) run(ctx context.Context) error {
@@ -152,7 +162,7 @@ func (s *jobSync) run(ctx context.Context) error {
 			continue
 		}
 		switch {
-		case podDone(p) && hasFinalizer(p) && !inUncounted[p.UID]:
+		case s.podDone(p) && hasFinalizer(p) && !inUncounted[p.UID]:
 			switch {
 			case p.Status.Phase == corev1.PodSucceeded:
 				if s.indexed() {
@@ -179,7 +189,7 @@ func (s *jobSync) run(ctx context.Context) error {
 			}
 			inUncounted[p.UID] = true
 			s.dirty = true
-		case !podDone(p) && p.DeletionTimestamp == nil:
+		case !s.podDone(p) && p.DeletionTimestamp == nil:
 			active = append(active, p)
 		case p.DeletionTimestamp != nil && !util.IsPodTerminal(p):
 			terminating = append(terminating, p)
@@ -196,7 +206,7 @@ func (s *jobSync) run(ctx context.Context) error {
 	var errs []error
 	released := map[types.UID]bool{}
 	for _, p := range s.pods {
-		if !hasFinalizer(p) || s.c.isUncounting(p.UID) || !podDone(p) {
+		if !hasFinalizer(p) || s.c.isUncounting(p.UID) || !s.podDone(p) {
 			continue
 		}
 		if !inUncounted[p.UID] && !containsPod(ignored, p) {
@@ -324,7 +334,7 @@ func (s *jobSync) run(ctx context.Context) error {
 		}
 		if satisfied {
 			var err error
-			if active, err = s.manage(ctx, active, succeeded, completed); err != nil {
+			if active, err = s.manage(ctx, active, terminating, succeeded, completed); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -539,13 +549,22 @@ func (s *jobSync) deletePods(ctx context.Context, pods []*corev1.Pod) error {
 
 // manage creates or deletes pods toward the wanted number of active ones and returns
 // the pods still active afterwards.
-func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded int32, completed map[int]bool) ([]*corev1.Pod, error) {
+func (s *jobSync) manage(ctx context.Context, active, terminating []*corev1.Pod, succeeded int32, completed map[int]bool) ([]*corev1.Pod, error) {
 	var toDelete []*corev1.Pod
 	var toCreate []int // completion indexes; -1 for NonIndexed
 	parallelism := int(s.parallelism())
+	// With podReplacementPolicy Failed, terminating pods hold their slot (and index)
+	// until they are gone or Failed.
+	var holding []*corev1.Pod
+	if s.onlyReplaceFailed() {
+		holding = terminating
+	}
 	if s.indexed() {
 		n, _ := s.completions()
 		seen := map[int]bool{}
+		for _, p := range holding {
+			seen[podIndex(p)] = true
+		}
 		var keep []*corev1.Pod
 		sort.SliceStable(active, func(i, j int) bool { return podIndex(active[i]) < podIndex(active[j]) })
 		for _, p := range active {
@@ -561,7 +580,7 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 			toDelete = append(toDelete, keep[parallelism:]...)
 			keep = keep[:parallelism]
 		}
-		for i := 0; i < int(n) && len(keep)+len(toCreate) < parallelism; i++ {
+		for i := 0; i < int(n) && len(keep)+len(holding)+len(toCreate) < parallelism; i++ {
 			if !completed[i] && !s.failedIndexes[i] && !seen[i] {
 				toCreate = append(toCreate, i)
 			}
@@ -585,7 +604,7 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 			toDelete = active[:len(active)-want]
 			active = active[len(active)-want:]
 		}
-		for range want - len(active) {
+		for range want - len(active) - len(holding) {
 			toCreate = append(toCreate, -1)
 		}
 	}
