@@ -30,7 +30,7 @@ build:
 
 ## run: start a single-node cluster in the background and print how to use it
 run: deps build
-	@$(BIN) stop --data-dir $(DATA_DIR) >/dev/null 2>&1 || true
+	@$(MAKE) --no-print-directory stop
 	@mkdir -p $(DATA_DIR)
 	@nohup $(BIN) server --data-dir $(DATA_DIR) > $(OUT)/server.log 2>&1 & echo $$! > $(OUT)/server.pid
 	@for i in $$(seq 1 100); do \

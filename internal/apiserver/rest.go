@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -689,6 +690,9 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 	gr := h.GroupVersionResource().GroupResource()
 	var result runtime.Object
 	var deleted bool
+	// releaseAttempt frees what an attempt allocated if the write does not happen (a
+	// retry after a conflict allocates again).
+	releaseAttempt := func() {}
 	update := func(stored runtime.Object) (runtime.Object, error) {
 		current, err := h.present(stored)
 		if err != nil {
@@ -726,6 +730,15 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if err := s.admit(ctx, "update", h, obj, current); err != nil {
 			return nil, err
 		}
+		if svc, ok := obj.(*corev1.Service); ok && s.services != nil && !dryRun {
+			// A changed type may need a cluster IP or node ports it did not have.
+			releaseAttempt()
+			rel, err := s.services.allocate(ctx, svc, false)
+			if err != nil {
+				return nil, err
+			}
+			releaseAttempt = rel
+		}
 		result = obj
 		// The last finalizer gone from an object being deleted: it goes now.
 		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && finishedGracePeriod(acc) && !blockedByNamespaceFinalizers(h, obj) {
@@ -741,15 +754,24 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		acc.SetResourceVersion("")
 		return h.toStorage(obj)
 	}
-	stored, _, err := s.store.GuaranteedUpdate(ctx, h.key(namespace, name), h.storage.New, update)
+	var before runtime.Object
+	wrapped := func(stored runtime.Object) (runtime.Object, error) {
+		before = stored
+		return update(stored)
+	}
+	stored, _, err := s.store.GuaranteedUpdate(ctx, h.key(namespace, name), h.storage.New, wrapped)
 	if errors.Is(err, errDryRunDone) {
+		releaseAttempt()
 		return result, nil
 	}
 	if err != nil {
+		releaseAttempt()
 		return nil, storageError(err, gr, name)
 	}
 	if deleted {
 		s.afterDelete(ctx, h, result)
+	} else if oldSvc, ok := before.(*corev1.Service); ok && s.services != nil {
+		s.services.releaseUnused(context.WithoutCancel(ctx), oldSvc, stored.(*corev1.Service))
 	}
 	return h.present(stored)
 }

@@ -45,6 +45,8 @@ type Config struct {
 	OpenAPI http.Handler
 	// Admission plugins, in order.
 	Admission []AdmissionPlugin
+	// Authorizer refuses requests; nil lets every authenticated user through.
+	Authorizer Authorizer
 }
 
 // Server serves the Kubernetes API.
@@ -271,6 +273,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeError(w, r, notFound())
+		return
+	}
+	if err := s.authorize(ctx, *user, info); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.serveResource(w, r, info, h)

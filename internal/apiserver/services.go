@@ -232,3 +232,27 @@ func (a *serviceAllocator) release(ctx context.Context, svc *corev1.Service) {
 		}
 	}
 }
+
+// releaseUnused frees the addresses and ports old held that updated no longer uses (a
+// service that became ExternalName, or dropped its node ports).
+func (a *serviceAllocator) releaseUnused(ctx context.Context, old, updated *corev1.Service) {
+	keep := map[string]bool{}
+	for _, ip := range updated.Spec.ClusterIPs {
+		keep[ipKeyPrefix+ip] = true
+	}
+	for _, p := range updated.Spec.Ports {
+		if p.NodePort != 0 {
+			keep[portKeyPrefix+strconv.Itoa(int(p.NodePort))] = true
+		}
+	}
+	for _, ip := range old.Spec.ClusterIPs {
+		if k := ipKeyPrefix + ip; ip != "" && ip != corev1.ClusterIPNone && !keep[k] {
+			_, _ = a.client.Delete(ctx, k)
+		}
+	}
+	for _, p := range old.Spec.Ports {
+		if k := portKeyPrefix + strconv.Itoa(int(p.NodePort)); p.NodePort != 0 && !keep[k] {
+			_, _ = a.client.Delete(ctx, k)
+		}
+	}
+}

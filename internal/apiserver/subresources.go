@@ -291,6 +291,14 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 	if ph == nil {
 		return nil
 	}
+	// A consistent read: a budget created just before must count.
+	rev, err := s.store.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.cache.WaitFresh(ctx, rev, consistentReadTimeout); err != nil {
+		return storageError(err, pdbGVR.GroupResource(), "")
+	}
 	entries, _, err := s.cache.List(ph.segment, ph.listPrefix(pod.Namespace), nil)
 	if err != nil {
 		return err

@@ -14,9 +14,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -455,5 +457,92 @@ func TestServerSidePrinting(t *testing.T) {
 	}
 	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != "printed" || table.Rows[0].Cells[2] != "Pending" {
 		t.Errorf("rows %+v", table.Rows)
+	}
+}
+
+// TestServiceAllocationsFollowUpdates: a service that becomes NodePort gets node ports,
+// one that becomes ExternalName frees its cluster IP for others.
+func TestServiceAllocationsFollowUpdates(t *testing.T) {
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
+	ctx := context.Background()
+	svcs := c.CoreV1().Services("default")
+	svc, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := svc.Spec.ClusterIP
+	svc.Spec.Type = corev1.ServiceTypeNodePort
+	svc, err = svcs.Update(ctx, svc, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := svc.Spec.Ports[0].NodePort; p < 30000 || p > 32767 {
+		t.Fatalf("NodePort service got node port %d", p)
+	}
+	if svc.Spec.ClusterIP != ip {
+		t.Fatalf("cluster IP changed from %s to %s", ip, svc.Spec.ClusterIP)
+	}
+	// Another service cannot take the same node port.
+	_, err = svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "thief"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: svc.Spec.Ports[0].NodePort}}}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("second service on the same node port: %v, want Invalid", err)
+	}
+	// ExternalName frees the cluster IP: a new service may ask for it by address.
+	svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}
+	if _, err := svcs.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reuse"},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the freed address %s is not available again: %v", ip, err)
+	}
+}
+
+// TestEvictionRespectsBudgets: an eviction that would break a PodDisruptionBudget is
+// refused with 429; one the budget allows deletes the pod.
+func TestEvictionRespectsBudgets(t *testing.T) {
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
+	ctx := context.Background()
+	pods := c.CoreV1().Pods("default")
+	for _, name := range []string{"a", "b"} {
+		p, err := pods.Create(ctx, newPod(name), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Phase = corev1.PodRunning
+		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := intstr.FromInt32(1)
+	pdb, err := c.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "budget"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "demo"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the disruption controller would write: one disruption allowed.
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2}
+	if _, err := c.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evict := func(name string) error {
+		return pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}})
+	}
+	if err := evict("a"); err != nil {
+		t.Fatalf("first eviction: %v", err)
+	}
+	if _, err := pods.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("evicted pod still there: %v", err)
+	}
+	err = evict("b")
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("eviction beyond the budget: %v, want 429", err)
+	}
+	if _, err := pods.Get(ctx, "b", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a refused eviction deleted the pod: %v", err)
 	}
 }
