@@ -21,10 +21,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -48,6 +50,8 @@ type Controller struct {
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
 	clock    clock.Clock
+	events   *util.Events
+	recorder record.EventRecorder
 }
 
 // New returns the cronjob controller with its informers registered on f.
@@ -63,7 +67,9 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		synced:   []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced},
 		queue:    util.NewQueue("cronjob"),
 		clock:    clk,
+		events:   util.NewEvents(client, "cronjob-controller"),
 	}
+	c.recorder = c.events
 	cjInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -93,6 +99,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "cronjob", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -160,12 +167,19 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 // reconcileActive makes status.active list exactly the unfinished Jobs cj owns, and
 // moves lastSuccessfulTime forward for those that completed.
 func (c *Controller) reconcileActive(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) {
+	wasActive := map[types.UID]bool{}
+	for _, ref := range cj.Status.Active {
+		wasActive[ref.UID] = true
+	}
 	var active []corev1.ObjectReference
 	for _, j := range jobs {
 		done, cond := jobFinished(j)
 		if !done {
 			active = append(active, jobRef(j))
 			continue
+		}
+		if wasActive[j.UID] {
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, cond)
 		}
 		if cond == batchv1.JobComplete && j.Status.CompletionTime != nil &&
 			(cj.Status.LastSuccessfulTime == nil || cj.Status.LastSuccessfulTime.Before(j.Status.CompletionTime)) {
@@ -217,12 +231,14 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, now time
 		var err error
 		if loc, err = time.LoadLocation(*cj.Spec.TimeZone); err != nil {
 			log.Info("unknown time zone, not scheduling", "timeZone", *cj.Spec.TimeZone)
+			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", *cj.Spec.TimeZone, err)
 			return 0, nil
 		}
 	}
 	sched, err := cron.ParseStandard(cj.Spec.Schedule)
 	if err != nil {
 		log.Info("unparseable schedule, not scheduling", "schedule", cj.Spec.Schedule, "err", err)
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
 		return 0, nil
 	}
 	now = now.In(loc)
@@ -239,6 +255,7 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, now time
 	}
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil && scheduled.Add(time.Duration(*d)*time.Second).Before(now) {
 		log.Info("missed the starting deadline", "scheduledTime", scheduled)
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
 		return next, nil
 	}
 	name := JobName(cj, *scheduled)
@@ -256,6 +273,7 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, now time
 			// The missed time stays due: it runs when the active Job ends, if still
 			// within startingDeadlineSeconds.
 			log.Info("not starting a job: the previous one still runs and the policy is Forbid")
+			c.recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 			return next, nil
 		}
 	case batchv1.ReplaceConcurrent:
@@ -265,6 +283,7 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, now time
 			if err != nil && !apierrors.IsNotFound(err) {
 				return 0, err
 			}
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", ref.Name)
 		}
 		cj.Status.Active = nil
 	}
@@ -280,6 +299,7 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, now time
 		return 0, err
 	}
 	log.Info("created job", "job", created.Name, "scheduledTime", scheduled)
+	c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
 	if done, _ := jobFinished(created); !done {
 		cj.Status.Active = append(cj.Status.Active, jobRef(created))
 	}
@@ -363,7 +383,9 @@ func (c *Controller) cleanupHistory(ctx context.Context, cj *batchv1.CronJob, jo
 			err := c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &background})
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
+				continue
 			}
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", j.Name)
 		}
 	}
 	return errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -58,13 +60,16 @@ type fixture struct {
 	f      informers.SharedInformerFactory
 	c      *Controller
 	clock  *clocktesting.FakeClock
+	events *record.FakeRecorder
 }
 
 func newFixture(t *testing.T, now time.Time, objs ...runtime.Object) *fixture {
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(now)
-	return &fixture{t: t, client: client, f: f, c: New(client, f, clk), clock: clk}
+	fx := &fixture{t: t, client: client, f: f, c: New(client, f, clk), clock: clk, events: record.NewFakeRecorder(1000)}
+	fx.c.recorder = fx.events
+	return fx
 }
 
 // sync shows the controller what the fake apiserver holds and syncs the CronJob.
@@ -282,5 +287,14 @@ func TestHistoryLimits(t *testing.T) {
 	}
 	if got := fx.cronJob().Status.LastSuccessfulTime; got == nil || !got.Time.Equal(t0.Add(-time.Hour+time.Minute)) {
 		t.Errorf("lastSuccessfulTime %v", got)
+	}
+	deletes := 0
+	for len(fx.events.Events) > 0 {
+		if e := <-fx.events.Events; strings.HasPrefix(e, "Normal SuccessfulDelete Deleted job report-") {
+			deletes++
+		}
+	}
+	if deletes != 3 {
+		t.Errorf("%d SuccessfulDelete events, want 3", deletes)
 	}
 }

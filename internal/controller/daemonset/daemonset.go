@@ -28,6 +28,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -47,6 +48,7 @@ type Controller struct {
 	sets         appslisters.DaemonSetLister
 	nodes        corelisters.NodeLister
 	pods         corelisters.PodLister
+	podInformer  cache.SharedIndexInformer
 	revisions    appslisters.ControllerRevisionLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -55,6 +57,8 @@ type Controller struct {
 	// failedPods spaces out the replacement of failed daemon pods per DaemonSet and
 	// node (1s doubling to 15 minutes), so a pod failing at once does not hot-loop.
 	failedPods *flowcontrol.Backoff
+	events     *util.Events
+	recorder   record.EventRecorder
 }
 
 // New returns the daemonset controller with its informers registered on f.
@@ -64,11 +68,14 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	}
 	dsInf, nodeInf, podInf, revInf := f.Apps().V1().DaemonSets(), f.Core().V1().Nodes(), f.Core().V1().Pods(), f.Apps().V1().ControllerRevisions()
 	c := &Controller{
-		client: client, sets: dsInf.Lister(), nodes: nodeInf.Lister(), pods: podInf.Lister(), revisions: revInf.Lister(),
+		client: client, sets: dsInf.Lister(), nodes: nodeInf.Lister(), pods: podInf.Lister(), podInformer: podInf.Informer(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("daemonset"), expectations: util.NewExpectations(clk.Now), clock: clk,
 		failedPods: flowcontrol.NewFakeBackOff(time.Second, 15*time.Minute, clk),
+		events:     util.NewEvents(client, "daemonset-controller"),
 	}
+	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -101,6 +108,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "daemonset", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -152,6 +160,20 @@ type dsSync struct {
 	nodes      []*corev1.Node
 	nodeToPods map[string][]*corev1.Pod
 	now        time.Time
+	// fits holds placement per node name, computed once per sync.
+	fits                     map[string][2]bool
+	maxSurge, maxUnavailable int
+}
+
+// placement is the cached placement of node for this sync.
+func (s *dsSync) placement(node *corev1.Node) (shouldRun, shouldContinue bool) {
+	f, ok := s.fits[node.Name]
+	if !ok {
+		run, cont := placement(node, s.ds)
+		f = [2]bool{run, cont}
+		s.fits[node.Name] = f
+	}
+	return f[0], f[1]
 }
 
 // Sync reconciles the DaemonSet named by key.
@@ -201,7 +223,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInformer, ns, ds.UID)
 	if err != nil {
 		return err
 	}
@@ -219,7 +241,9 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 			return list[i].Name < list[j].Name
 		})
 	}
-	s := &dsSync{c: c, key: key, ds: ds, hash: cur.Labels[util.ControllerRevisionHashLabel], nodes: nodes, nodeToPods: nodeToPods, now: c.clock.Now()}
+	s := &dsSync{c: c, key: key, ds: ds, hash: cur.Labels[util.ControllerRevisionHashLabel], nodes: nodes, nodeToPods: nodeToPods,
+		now: c.clock.Now(), fits: make(map[string][2]bool, len(nodes))}
+	s.maxSurge, s.maxUnavailable = s.fenceposts()
 
 	var errs []error
 	if claimErr != nil {
@@ -262,8 +286,7 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 func (s *dsSync) surging() bool {
-	surge, _ := s.fenceposts()
-	return surge > 0
+	return s.maxSurge > 0
 }
 
 // manage decides which nodes need a daemon pod and which pods must go: pods on nodes
@@ -272,7 +295,7 @@ func (s *dsSync) manage() (createOn []string, remove []*corev1.Pod) {
 	known := map[string]bool{}
 	for _, node := range s.nodes {
 		known[node.Name] = true
-		shouldRun, shouldContinue := placement(node, s.ds)
+		shouldRun, shouldContinue := s.placement(node)
 		live := livePods(s.nodeToPods[node.Name])
 		switch {
 		case shouldRun && len(live) == 0:
@@ -287,6 +310,7 @@ func (s *dsSync) manage() (createOn []string, remove []*corev1.Pod) {
 						continue
 					}
 					s.c.failedPods.Next(backoffKey, s.now)
+					s.c.recorder.Eventf(s.ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node.Name)
 					remove = append(remove, p)
 				} else {
 					running = append(running, p)
@@ -335,7 +359,7 @@ func (s *dsSync) fenceposts() (surge, unavailable int) {
 	ru := s.ds.Spec.UpdateStrategy.RollingUpdate
 	desired := 0
 	for _, node := range s.nodes {
-		if run, _ := placement(node, s.ds); run {
+		if run, _ := s.placement(node); run {
 			desired++
 		}
 	}
@@ -381,12 +405,12 @@ func (s *dsSync) splitByRevision(pods []*corev1.Pod) (newPod, oldPod *corev1.Pod
 // maxSurge it starts new pods beside old ones and deletes an old pod once its
 // replacement is available.
 func (s *dsSync) rollingUpdate() (createOn []string, remove []*corev1.Pod) {
-	maxSurge, maxUnavailable := s.fenceposts()
+	maxSurge, maxUnavailable := s.maxSurge, s.maxUnavailable
 	if maxSurge == 0 {
 		unavailable := 0
 		var candidates []*corev1.Pod
 		for _, node := range s.nodes {
-			if run, _ := placement(node, s.ds); !run {
+			if run, _ := s.placement(node); !run {
 				continue
 			}
 			newPod, oldPod := s.splitByRevision(s.nodeToPods[node.Name])
@@ -410,7 +434,7 @@ func (s *dsSync) rollingUpdate() (createOn []string, remove []*corev1.Pod) {
 	surged := 0
 	var candidates []string
 	for _, node := range s.nodes {
-		if run, _ := placement(node, s.ds); !run {
+		if run, _ := s.placement(node); !run {
 			continue
 		}
 		newPod, oldPod := s.splitByRevision(s.nodeToPods[node.Name])
@@ -459,8 +483,13 @@ func (s *dsSync) apply(ctx context.Context, createOn []string, remove []*corev1.
 		node := createOn[next]
 		next++
 		mu.Unlock()
-		_, err := s.c.client.CoreV1().Pods(s.ds.Namespace).Create(ctx, s.newPod(node), metav1.CreateOptions{})
-		return err
+		created, err := s.c.client.CoreV1().Pods(s.ds.Namespace).Create(ctx, s.newPod(node), metav1.CreateOptions{})
+		if err != nil {
+			s.c.recorder.Eventf(s.ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			return err
+		}
+		s.c.recorder.Eventf(s.ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		return nil
 	})
 	for range len(createOn) - created {
 		s.c.expectations.CreationObserved(s.key)
@@ -473,7 +502,9 @@ func (s *dsSync) apply(ctx context.Context, createOn []string, remove []*corev1.
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}
+			continue
 		}
+		s.c.recorder.Eventf(s.ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("daemon set %s: %w", s.key, err)
@@ -486,7 +517,7 @@ func (s *dsSync) updateStatus(ctx context.Context, cached *appsv1.DaemonSet) err
 		Conditions: s.ds.Status.Conditions}
 	requeue := time.Duration(0)
 	for _, node := range s.nodes {
-		shouldRun, _ := placement(node, s.ds)
+		shouldRun, _ := s.placement(node)
 		live := livePods(s.nodeToPods[node.Name])
 		scheduled := len(live) > 0
 		switch {

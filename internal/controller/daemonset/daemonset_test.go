@@ -3,6 +3,7 @@ package daemonset
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -56,6 +58,7 @@ func newWorld(t *testing.T, objs ...runtime.Object) *world {
 	controllertest.GenerateNames(client)
 	f := informers.NewSharedInformerFactory(client, 0)
 	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clocktesting.NewFakeClock(t0))}
+	w.c.recorder = record.NewFakeRecorder(1000)
 	controllertest.StartInformers(t, ctx, f)
 	return w
 }
@@ -352,7 +355,9 @@ func TestFailedPodIsReplacedWithBackoff(t *testing.T) {
 	client := fake.NewClientset(newDaemonSet("agent:1"), node("a", nil))
 	controllertest.GenerateNames(client)
 	f := informers.NewSharedInformerFactory(client, 0)
+	events := record.NewFakeRecorder(1000)
 	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clk)}
+	w.c.recorder = events
 	controllertest.StartInformers(t, ctx, f)
 	fail := func() {
 		for _, p := range w.pods() {
@@ -373,6 +378,15 @@ func TestFailedPodIsReplacedWithBackoff(t *testing.T) {
 	w.sync()
 	if pods := w.pods(); len(pods) != 1 || pods[0].Status.Phase != corev1.PodFailed {
 		t.Fatalf("failed pod replaced again within the back-off")
+	}
+	failedEvents := 0
+	for len(events.Events) > 0 {
+		if e := <-events.Events; strings.HasPrefix(e, "Warning FailedDaemonPod Found failed daemon pod kube-system/agent-") {
+			failedEvents++
+		}
+	}
+	if failedEvents != 1 {
+		t.Errorf("%d FailedDaemonPod events, want 1 (the second failure waits)", failedEvents)
 	}
 	clk.Step(3 * time.Second)
 	w.sync()

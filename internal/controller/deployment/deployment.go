@@ -21,6 +21,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -34,10 +35,13 @@ type Controller struct {
 	client      kubernetes.Interface
 	deployments appslisters.DeploymentLister
 	rss         appslisters.ReplicaSetLister
+	rsInformer  cache.SharedIndexInformer
 	pods        corelisters.PodLister
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	clock       clock.Clock
+	events      *util.Events
+	recorder    record.EventRecorder
 }
 
 // New returns the deployment controller with its informers registered on f.
@@ -50,11 +54,15 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		client:      client,
 		deployments: dInf.Lister(),
 		rss:         rsInf.Lister(),
+		rsInformer:  rsInf.Informer(),
 		pods:        podInf.Lister(),
 		synced:      []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:       util.NewQueue("deployment"),
 		clock:       clk,
+		events:      util.NewEvents(client, "deployment-controller"),
 	}
+	c.recorder = c.events
+	util.IndexByController(rsInf.Informer())
 	dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -92,6 +100,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "deployment", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -173,7 +182,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	all, err := c.rss.ReplicaSets(d.Namespace).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*appsv1.ReplicaSet](c.rsInformer, d.Namespace, d.UID)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -78,13 +79,15 @@ type cluster struct {
 	f      informers.SharedInformerFactory
 	c      *Controller
 	clock  *clocktesting.FakeClock
+	events *record.FakeRecorder
 }
 
 func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(t0)
-	cl := &cluster{t: t, client: client, f: f, c: New(client, f, clk), clock: clk}
+	cl := &cluster{t: t, client: client, f: f, c: New(client, f, clk), clock: clk, events: record.NewFakeRecorder(1000)}
+	cl.c.recorder = cl.events
 	cl.observe()
 	return cl
 }
@@ -354,6 +357,14 @@ func TestScalingDuringRolloutIsProportional(t *testing.T) {
 	cl := newCluster(t, d, old, newer)
 	cl.sync()
 	rss := cl.replicaSets()
+	for _, want := range []string{
+		fmt.Sprintf("Normal ScalingReplicaSet Scaled up replica set %s from 8 to 11", old.Name),
+		fmt.Sprintf("Normal ScalingReplicaSet Scaled up replica set %s from 5 to 7", newer.Name),
+	} {
+		if got := <-cl.events.Events; got != want {
+			t.Errorf("event %q, want %q", got, want)
+		}
+	}
 	if specReplicas(rss[0]) != 11 || specReplicas(rss[1]) != 7 {
 		t.Errorf("scaled 8+5 for 10 replicas to %s; want 11+7 for 15 replicas (18 with surge)", describe(rss))
 	}

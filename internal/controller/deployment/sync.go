@@ -148,6 +148,9 @@ func (s *syncer) createNewRS(ctx context.Context, oldRSs []*appsv1.ReplicaSet, n
 		return nil, err
 	}
 	logFor(d).Info("created new replica set", "replicaset", created.Name, "replicas", n)
+	if n > 0 {
+		s.c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, n)
+	}
 	if hasProgressDeadline(d) {
 		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSCreated,
 			fmt.Sprintf("Created new replica set %q", created.Name), s.nowMeta()))
@@ -206,7 +209,12 @@ func (s *syncer) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, new
 		return false, err
 	}
 	if sizeChanged {
+		direction := "up"
+		if newScale < specReplicas(rs) {
+			direction = "down"
+		}
 		logFor(s.d).Info("scaled replica set", "replicaset", rs.Name, "from", specReplicas(rs), "to", newScale)
+		s.c.recorder.Eventf(s.d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", direction, rs.Name, specReplicas(rs), newScale)
 	}
 	*rs = *got
 	return sizeChanged, nil

@@ -25,6 +25,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -54,6 +55,8 @@ type Controller struct {
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	clock       clock.Clock
+	events      *util.Events
+	recorder    record.EventRecorder
 }
 
 // New returns the disruption controller with its informers registered on f.
@@ -69,9 +72,11 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		deployments: dInf.Lister(), sets: ssInf.Lister(),
 		synced: []cache.InformerSynced{pdbInf.Informer().HasSynced, podInf.Informer().HasSynced, rcInf.Informer().HasSynced,
 			rsInf.Informer().HasSynced, dInf.Informer().HasSynced, ssInf.Informer().HasSynced},
-		queue: util.NewQueue("disruption"),
-		clock: clk,
+		queue:  util.NewQueue("disruption"),
+		clock:  clk,
+		events: util.NewEvents(client, "controllermanager"),
 	}
+	c.recorder = c.events
 	pdbInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -95,6 +100,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "disruption", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -153,7 +159,13 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	now := c.clock.Now()
+	if len(pods) == 0 {
+		c.recorder.Event(pdb, corev1.EventTypeNormal, "NoPods", "No matching pods found")
+	}
 	expected, desired, calcErr := c.expectedAndDesired(pdb, pods)
+	if calcErr != nil {
+		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", calcErr)
+	}
 	disrupted, recheck := c.liveDisruptedPods(pdb, pods, now)
 	healthy := int32(0)
 	for _, p := range pods {

@@ -23,6 +23,7 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -46,10 +47,13 @@ type Controller struct {
 	client       kubernetes.Interface
 	jobs         batchlisters.JobLister
 	pods         corelisters.PodLister
+	podInformer  cache.SharedIndexInformer
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *util.Expectations
 	clock        clock.Clock
+	events       *util.Events
+	recorder     record.EventRecorder
 
 	// uncounting remembers pods whose finalizer this controller removed after counting
 	// them, until the cache shows the removal, so a stale cache cannot count them twice.
@@ -67,12 +71,16 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 		client:       client,
 		jobs:         jobInf.Lister(),
 		pods:         podInf.Lister(),
+		podInformer:  podInf.Informer(),
 		synced:       []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:        util.NewQueue("job"),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
 		uncounting:   map[types.UID]bool{},
+		events:       util.NewEvents(client, "job-controller"),
 	}
+	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -100,6 +108,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "job", c.queue, workers, c.Sync, c.synced...)
 }
 

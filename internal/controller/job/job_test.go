@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -50,6 +51,7 @@ type world struct {
 	f      informers.SharedInformerFactory
 	c      *Controller
 	clock  *clocktesting.FakeClock
+	events *record.FakeRecorder
 }
 
 func newWorld(t *testing.T, objs ...runtime.Object) *world {
@@ -59,7 +61,8 @@ func newWorld(t *testing.T, objs ...runtime.Object) *world {
 	controllertest.GenerateNames(client)
 	f := informers.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(t0)
-	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clk), clock: clk}
+	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clk), clock: clk, events: record.NewFakeRecorder(1000)}
+	w.c.recorder = w.events
 	controllertest.StartInformers(t, ctx, f)
 	return w
 }
@@ -198,6 +201,18 @@ func TestParallelismThreeCompletionsSix(t *testing.T) {
 	}
 	if u := j.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) != 0 {
 		t.Errorf("uncounted pods left: %+v", u)
+	}
+	var created, completed int
+	for len(w.events.Events) > 0 {
+		switch e := <-w.events.Events; {
+		case strings.HasPrefix(e, "Normal SuccessfulCreate Created pod: pi-"):
+			created++
+		case e == "Normal Completed Job completed":
+			completed++
+		}
+	}
+	if created != 6 || completed != 1 {
+		t.Errorf("events: %d SuccessfulCreate, %d Completed; want 6 and 1", created, completed)
 	}
 }
 
@@ -493,5 +508,48 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 	}
 	if c := jobCondition(got, batchv1.JobFailed); c == nil || c.Reason != batchv1.JobReasonFailedIndexes {
 		t.Errorf("Failed = %+v, want reason FailedIndexes", c)
+	}
+}
+
+func TestPodReplacementPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		policy          batchv1.PodReplacementPolicy
+		wantReplacement bool
+		wantFailed      int32
+	}{
+		{batchv1.TerminatingOrFailed, true, 1},
+		{batchv1.Failed, false, 0},
+	} {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			j := newJob(1, 1)
+			j.Spec.PodReplacementPolicy = ptr(tt.policy)
+			w := newWorld(t, j)
+			w.mustSync()
+			// The pod is being deleted (say, preempted) but its container still runs.
+			p := w.pods()[0]
+			now := metav1.NewTime(t0)
+			p.DeletionTimestamp = &now
+			p.Status.Phase = corev1.PodRunning
+			if _, err := w.client.CoreV1().Pods("default").Update(w.ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			w.clock.Step(time.Minute)
+			w.mustSync()
+			w.mustSync()
+			replaced := 0
+			for _, q := range w.pods() {
+				if q.DeletionTimestamp == nil {
+					replaced++
+				}
+			}
+			if (replaced == 1) != tt.wantReplacement || w.job().Status.Failed != tt.wantFailed {
+				t.Errorf("replacements %d, failed %d; want replacement=%v failed=%d", replaced, w.job().Status.Failed, tt.wantReplacement, tt.wantFailed)
+			}
+			if tt.policy == batchv1.Failed {
+				if got := w.job().Status.Terminating; got == nil || *got != 1 {
+					t.Errorf("terminating %v, want 1", got)
+				}
+			}
+		})
 	}
 }

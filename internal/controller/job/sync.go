@@ -14,7 +14,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -70,7 +69,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil || job.Spec.Selector == nil {
 		return nil
 	}
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInformer, ns, job.UID)
 	if err != nil {
 		return err
 	}
@@ -111,14 +110,24 @@ func (s *jobSync) parallelism() int32 {
 	return *s.job.Spec.Parallelism
 }
 
-// podFailed: a pod in phase Failed, or one being deleted before it succeeded (it will
-// never report a result), as upstream counts them.
-func podFailed(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodFailed || (p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded)
+// onlyReplaceFailed: podReplacementPolicy Failed waits for a terminating pod to reach
+// phase Failed before counting and replacing it.
+func (s *jobSync) onlyReplaceFailed() bool {
+	p := s.job.Spec.PodReplacementPolicy
+	return p != nil && *p == batchv1.Failed
 }
 
-func podDone(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || podFailed(p)
+// podFailed: a pod in phase Failed, or (unless podReplacementPolicy is Failed) one being
+// deleted before it succeeded, which will never report a result; as upstream counts.
+func (s *jobSync) podFailed(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	return !s.onlyReplaceFailed() && p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded
+}
+
+func (s *jobSync) podDone(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || s.podFailed(p)
 }
 
 func (s *jobSync) run(ctx context.Context) error {
@@ -153,7 +162,7 @@ func (s *jobSync) run(ctx context.Context) error {
 			continue
 		}
 		switch {
-		case podDone(p) && hasFinalizer(p) && !inUncounted[p.UID]:
+		case s.podDone(p) && hasFinalizer(p) && !inUncounted[p.UID]:
 			switch {
 			case p.Status.Phase == corev1.PodSucceeded:
 				if s.indexed() {
@@ -180,7 +189,7 @@ func (s *jobSync) run(ctx context.Context) error {
 			}
 			inUncounted[p.UID] = true
 			s.dirty = true
-		case !podDone(p) && p.DeletionTimestamp == nil:
+		case !s.podDone(p) && p.DeletionTimestamp == nil:
 			active = append(active, p)
 		case p.DeletionTimestamp != nil && !util.IsPodTerminal(p):
 			terminating = append(terminating, p)
@@ -197,7 +206,7 @@ func (s *jobSync) run(ctx context.Context) error {
 	var errs []error
 	released := map[types.UID]bool{}
 	for _, p := range s.pods {
-		if !hasFinalizer(p) || s.c.isUncounting(p.UID) || !podDone(p) {
+		if !hasFinalizer(p) || s.c.isUncounting(p.UID) || !s.podDone(p) {
 			continue
 		}
 		if !inUncounted[p.UID] && !containsPod(ignored, p) {
@@ -296,6 +305,11 @@ func (s *jobSync) run(ctx context.Context) error {
 				s.st.CompletionTime = &t
 			}
 			s.setCondition(final, finishing.Reason, finishing.Message)
+			if final == batchv1.JobComplete {
+				s.c.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
+			} else {
+				s.c.recorder.Event(job, corev1.EventTypeWarning, finishing.Reason, finishing.Message)
+			}
 		}
 		active = nil
 	case suspended:
@@ -305,10 +319,12 @@ func (s *jobSync) run(ctx context.Context) error {
 		active = nil
 		if c := s.condition(batchv1.JobSuspended); c == nil || c.Status != corev1.ConditionTrue {
 			s.setCondition(batchv1.JobSuspended, ReasonSuspended, "Job suspended")
+			s.c.recorder.Event(job, corev1.EventTypeNormal, "Suspended", "Job suspended")
 		}
 	default:
 		if c := s.condition(batchv1.JobSuspended); c != nil && c.Status == corev1.ConditionTrue {
 			s.setConditionStatus(batchv1.JobSuspended, corev1.ConditionFalse, ReasonResumed, "Job resumed")
+			s.c.recorder.Event(job, corev1.EventTypeNormal, "Resumed", "Job resumed")
 			t := metav1.NewTime(s.now)
 			s.st.StartTime = &t
 		}
@@ -318,7 +334,7 @@ func (s *jobSync) run(ctx context.Context) error {
 		}
 		if satisfied {
 			var err error
-			if active, err = s.manage(ctx, active, succeeded, completed); err != nil {
+			if active, err = s.manage(ctx, active, terminating, succeeded, completed); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -524,20 +540,31 @@ func (s *jobSync) deletePods(ctx context.Context, pods []*corev1.Pod) error {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}
+			continue
 		}
+		s.c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
 	return errors.Join(errs...)
 }
 
 // manage creates or deletes pods toward the wanted number of active ones and returns
 // the pods still active afterwards.
-func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded int32, completed map[int]bool) ([]*corev1.Pod, error) {
+func (s *jobSync) manage(ctx context.Context, active, terminating []*corev1.Pod, succeeded int32, completed map[int]bool) ([]*corev1.Pod, error) {
 	var toDelete []*corev1.Pod
 	var toCreate []int // completion indexes; -1 for NonIndexed
 	parallelism := int(s.parallelism())
+	// With podReplacementPolicy Failed, terminating pods hold their slot (and index)
+	// until they are gone or Failed.
+	var holding []*corev1.Pod
+	if s.onlyReplaceFailed() {
+		holding = terminating
+	}
 	if s.indexed() {
 		n, _ := s.completions()
 		seen := map[int]bool{}
+		for _, p := range holding {
+			seen[podIndex(p)] = true
+		}
 		var keep []*corev1.Pod
 		sort.SliceStable(active, func(i, j int) bool { return podIndex(active[i]) < podIndex(active[j]) })
 		for _, p := range active {
@@ -553,7 +580,7 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 			toDelete = append(toDelete, keep[parallelism:]...)
 			keep = keep[:parallelism]
 		}
-		for i := 0; i < int(n) && len(keep)+len(toCreate) < parallelism; i++ {
+		for i := 0; i < int(n) && len(keep)+len(holding)+len(toCreate) < parallelism; i++ {
 			if !completed[i] && !s.failedIndexes[i] && !seen[i] {
 				toCreate = append(toCreate, i)
 			}
@@ -577,7 +604,7 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 			toDelete = active[:len(active)-want]
 			active = active[len(active)-want:]
 		}
-		for range want - len(active) {
+		for range want - len(active) - len(holding) {
 			toCreate = append(toCreate, -1)
 		}
 	}
@@ -598,8 +625,13 @@ func (s *jobSync) manage(ctx context.Context, active []*corev1.Pod, succeeded in
 	}
 	close(next)
 	created, err := util.SlowStartBatch(len(toCreate), func() error {
-		_, err := s.c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, s.newPod(<-next), metav1.CreateOptions{})
-		return err
+		created, err := s.c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, s.newPod(<-next), metav1.CreateOptions{})
+		if err != nil {
+			s.c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			return err
+		}
+		s.c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		return nil
 	})
 	for range len(toCreate) - created {
 		s.c.expectations.CreationObserved(s.key)

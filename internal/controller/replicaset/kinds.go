@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +26,9 @@ type replicated struct {
 	template        *corev1.PodTemplateSpec
 	status          appsv1.ReplicaSetStatus
 }
+
+// runtimeObject is the ReplicaSet or ReplicationController itself, for Events.
+func (r *replicated) runtimeObject() runtime.Object { return r.Object.(runtime.Object) }
 
 // kind adapts one API kind to the shared controller.
 type kind interface {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -39,24 +40,27 @@ type Controller struct {
 	client       kubernetes.Interface
 	kind         kind
 	pods         corelisters.PodLister
+	podInformer  cache.SharedIndexInformer
 	podsSynced   cache.InformerSynced
 	ownersSynced cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *util.Expectations
 	clock        clock.Clock
+	events       *util.Events
+	recorder     record.EventRecorder
 }
 
 // NewReplicaSet returns the ReplicaSet controller, its informers registered on f.
 func NewReplicaSet(client kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) *Controller {
-	return newController("replicaset", client, f, newReplicaSetKind(client, f), clk)
+	return newController("replicaset", "replicaset-controller", client, f, newReplicaSetKind(client, f), clk)
 }
 
 // NewReplicationController returns the ReplicationController controller.
 func NewReplicationController(client kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) *Controller {
-	return newController("replicationcontroller", client, f, newRCKind(client, f), clk)
+	return newController("replicationcontroller", "replication-controller", client, f, newRCKind(client, f), clk)
 }
 
-func newController(name string, client kubernetes.Interface, f informers.SharedInformerFactory, k kind, clk clock.Clock) *Controller {
+func newController(name, component string, client kubernetes.Interface, f informers.SharedInformerFactory, k kind, clk clock.Clock) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -66,12 +70,16 @@ func newController(name string, client kubernetes.Interface, f informers.SharedI
 		client:       client,
 		kind:         k,
 		pods:         podInf.Lister(),
+		podInformer:  podInf.Informer(),
 		podsSynced:   podInf.Informer().HasSynced,
 		ownersSynced: k.informer().HasSynced,
 		queue:        util.NewQueue(name),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
+		events:       util.NewEvents(client, component),
 	}
+	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	k.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -92,6 +100,7 @@ func newController(name string, client kubernetes.Interface, f informers.SharedI
 
 // Run starts workers goroutines; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, c.name, c.queue, workers, c.Sync, c.podsSynced, c.ownersSynced)
 }
 
@@ -196,7 +205,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	satisfied := c.expectations.Satisfied(key)
 
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInformer, ns, r.GetUID())
 	if err != nil {
 		return err
 	}
@@ -230,8 +239,13 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicat
 		c.expectations.Expect(key, n, nil)
 		created, err := util.SlowStartBatch(n, func() error {
 			pod := util.PodFromTemplate(r.template, r, c.kind.gvk(), "", r.GetName()+"-")
-			_, err := c.client.CoreV1().Pods(r.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{})
-			return err
+			created, err := c.client.CoreV1().Pods(r.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+				return err
+			}
+			c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+			return nil
 		})
 		// Failed or never attempted creations will never be observed.
 		for range n - created {
@@ -257,9 +271,12 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicat
 				if err != nil {
 					c.expectations.DeletionObserved(key, p.UID)
 					if !apierrors.IsNotFound(err) {
+						c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 						errs[i] = err
 					}
+					return
 				}
+				c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 			}()
 		}
 		wg.Wait()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -77,6 +78,7 @@ type fixture struct {
 	c      *Controller
 	clock  *clocktesting.FakeClock
 	before map[string]bool // pods that existed when the current sync started
+	events *record.FakeRecorder
 }
 
 func newFixture(t *testing.T, rc bool, objs ...runtime.Object) *fixture {
@@ -100,7 +102,9 @@ func newFixture(t *testing.T, rc bool, objs ...runtime.Object) *fixture {
 			f.Core().V1().ReplicationControllers().Informer().GetIndexer().Add(o)
 		}
 	}
-	return &fixture{t: t, client: client, f: f, c: c, clock: clk}
+	events := record.NewFakeRecorder(100)
+	c.recorder = events
+	return &fixture{t: t, client: client, f: f, c: c, clock: clk, events: events}
 }
 
 func (fx *fixture) sync(key string) error {
@@ -181,6 +185,11 @@ func TestScaleUpCreatesOwnedPodsFromTemplate(t *testing.T) {
 		if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != "apps/v1" || ref.UID != rs.UID ||
 			ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 			t.Errorf("pod %s controller ref = %+v", p.Name, ref)
+		}
+	}
+	for range 3 {
+		if e := <-fx.events.Events; !strings.HasPrefix(e, "Normal SuccessfulCreate Created pod: web-abc-") {
+			t.Errorf("event %q, want SuccessfulCreate", e)
 		}
 	}
 	st := fx.lastRSStatus()

@@ -19,12 +19,12 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -44,11 +44,14 @@ type Controller struct {
 	client    kubernetes.Interface
 	sets      appslisters.StatefulSetLister
 	pods      corelisters.PodLister
+	podInf    cache.SharedIndexInformer
 	claims    corelisters.PersistentVolumeClaimLister
 	revisions appslisters.ControllerRevisionLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 	clock     clock.Clock
+	events    *util.Events
+	recorder  record.EventRecorder
 }
 
 // New returns the statefulset controller with its informers registered on f.
@@ -58,10 +61,13 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	}
 	ssInf, podInf, pvcInf, revInf := f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().PersistentVolumeClaims(), f.Apps().V1().ControllerRevisions()
 	c := &Controller{
-		client: client, sets: ssInf.Lister(), pods: podInf.Lister(), claims: pvcInf.Lister(), revisions: revInf.Lister(),
+		client: client, sets: ssInf.Lister(), pods: podInf.Lister(), podInf: podInf.Informer(), claims: pvcInf.Lister(), revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{ssInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:  util.NewQueue("statefulset"), clock: clk,
+		events: util.NewEvents(client, "statefulset-controller"),
 	}
+	c.recorder = c.events
+	util.IndexByController(podInf.Informer())
 	ssInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },
 		UpdateFunc: func(_, obj any) { util.Enqueue(c.queue, obj) },
@@ -88,6 +94,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 
 // Run starts workers; it does not block.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunWorkers(ctx, "statefulset", c.queue, workers, c.Sync, c.synced...)
 }
 
@@ -179,7 +186,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		s.templates[current.Name] = tpl
 	}
 
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := util.ControlledOrOrphans[*corev1.Pod](c.podInf, ns, set.UID)
 	if err != nil {
 		return err
 	}
@@ -387,19 +394,30 @@ func (s *stsSync) createPod(ctx context.Context, ordinal int) error {
 	if err := s.createClaims(ctx, ordinal); err != nil {
 		return err
 	}
-	_, err := s.c.client.CoreV1().Pods(s.set.Namespace).Create(ctx, s.newPod(ordinal), metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
+	pod := s.newPod(ordinal)
+	_, err := s.c.client.CoreV1().Pods(s.set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
 		return nil
+	case err != nil:
+		s.c.recorder.Eventf(s.set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %s", pod.Name, s.set.Name, err)
+		return err
 	}
-	return err
+	s.c.recorder.Eventf(s.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", pod.Name, s.set.Name)
+	return nil
 }
 
 func (s *stsSync) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	err := s.c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err != nil:
+		s.c.recorder.Eventf(s.set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %s", pod.Name, s.set.Name, err)
+		return err
 	}
-	return err
+	s.c.recorder.Eventf(s.set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, s.set.Name)
+	return nil
 }
 
 // createClaims creates the pod's missing PersistentVolumeClaims.
@@ -427,8 +445,13 @@ func (s *stsSync) createClaims(ctx context.Context, ordinal int) error {
 		}
 		claim.OwnerReferences = s.claimOwners(nil, nil, false)
 		_, err := s.c.client.CoreV1().PersistentVolumeClaims(s.set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+		case err != nil:
+			s.c.recorder.Eventf(s.set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %s", name, PodName(s.set, ordinal), s.set.Name, err)
 			return err
+		default:
+			s.c.recorder.Eventf(s.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", name, PodName(s.set, ordinal), s.set.Name)
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/controller/util"
@@ -49,6 +50,7 @@ type world struct {
 	client *fake.Clientset
 	f      informers.SharedInformerFactory
 	c      *Controller
+	events *record.FakeRecorder
 }
 
 func newWorld(t *testing.T, objs ...runtime.Object) *world {
@@ -57,7 +59,8 @@ func newWorld(t *testing.T, objs ...runtime.Object) *world {
 	client := fake.NewClientset(objs...)
 	controllertest.GenerateNames(client)
 	f := informers.NewSharedInformerFactory(client, 0)
-	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clocktesting.NewFakeClock(t0))}
+	w := &world{t: t, ctx: ctx, client: client, f: f, c: New(client, f, clocktesting.NewFakeClock(t0)), events: record.NewFakeRecorder(1000)}
+	w.c.recorder = w.events
 	controllertest.StartInformers(t, ctx, f)
 	return w
 }
@@ -158,6 +161,14 @@ func TestOrderedReadyCreatesOneAtATime(t *testing.T) {
 	}
 	if _, err := w.client.CoreV1().PersistentVolumeClaims("default").Get(w.ctx, "data-db-0", metav1.GetOptions{}); err != nil {
 		t.Errorf("claim data-db-0: %v", err)
+	}
+	for _, want := range []string{
+		"Normal SuccessfulCreate create Claim data-db-0 Pod db-0 in StatefulSet db success",
+		"Normal SuccessfulCreate create Pod db-0 in StatefulSet db successful",
+	} {
+		if got := <-w.events.Events; got != want {
+			t.Errorf("event %q, want %q", got, want)
+		}
 	}
 	w.sync()
 	if got := w.podNames(); len(got) != 1 {

@@ -3,6 +3,7 @@ package util
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestExpectations(t *testing.T) {
@@ -95,5 +97,39 @@ func TestComputeHashIsStableAndSensitive(t *testing.T) {
 	}
 	if ComputeHash(a, nil) == ComputeHash(b, nil) || ComputeHash(a, nil) == ComputeHash(a, &one) {
 		t.Error("different templates or collision counts hash equally")
+	}
+}
+
+func TestControlledOrOrphans(t *testing.T) {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{})
+	IndexByController(inf)
+	IndexByController(inf) // a second controller sharing the informer
+	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "a", UID: "u1"}}
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	mk := func(ns, name string, ownerUID types.UID) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		if ownerUID != "" {
+			o := owner.DeepCopy()
+			o.UID = ownerUID
+			p.OwnerReferences = []metav1.OwnerReference{*NewControllerRef(o, gvk)}
+		}
+		return p
+	}
+	for _, p := range []*corev1.Pod{mk("a", "mine", "u1"), mk("a", "orphan", ""), mk("a", "theirs", "u2"), mk("b", "elsewhere", "u1"), mk("b", "orphan-b", "")} {
+		if err := inf.GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ControlledOrOrphans[*corev1.Pod](inf, "a", "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"mine", "orphan"}) {
+		t.Errorf("got %v, want mine and orphan", names)
 	}
 }

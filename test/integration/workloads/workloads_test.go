@@ -171,6 +171,19 @@ func TestDeploymentRollsOutAndUpdates(t *testing.T) {
 			t.Errorf("replica set %s (%s) has %d replicas, want %d", rs.Name, rs.Spec.Template.Spec.Containers[0].Image, *rs.Spec.Replicas, want)
 		}
 	}
+	eventually(t, "ScalingReplicaSet events on the deployment", func() (bool, error) {
+		events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Deployment" && e.InvolvedObject.Name == "web" && e.Reason == "ScalingReplicaSet" &&
+				e.Source.Component == "deployment-controller" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	eventually(t, "old pods to go", func() (bool, error) {
 		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
