@@ -140,7 +140,10 @@ func TestKubectlWorkflow(t *testing.T) {
 		}
 	}
 
-	// Deleting the namespace marks it Terminating and refuses new objects in it.
+	// Deleting the namespace marks it Terminating and refuses new objects in it. A
+	// finalizer of the test's own holds it there (the namespace controller would
+	// otherwise empty and remove it within moments).
+	c.kubectl("patch", "namespace", "shop", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
 	c.kubectl("delete", "namespace", "shop", "--wait=false")
 	phase := c.kubectl("get", "namespace", "shop", "-o", "jsonpath={.status.phase}")
 	if phase != "Terminating" {
@@ -149,4 +152,12 @@ func TestKubectlWorkflow(t *testing.T) {
 	if out, err := c.kubectlErr("create", "configmap", "late", "-n", "shop"); err == nil || !strings.Contains(out, "because it is being terminated") {
 		t.Errorf("create in a terminating namespace: %v %s", err, out)
 	}
+	// Released, the namespace goes: the controller-manager emptied it meanwhile.
+	c.kubectl("patch", "namespace", "shop", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	eventually(t, 60*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "namespace", "shop"); err == nil || !strings.Contains(out, "NotFound") {
+			return fmt.Errorf("namespace still there: %s", out)
+		}
+		return nil
+	})
 }
