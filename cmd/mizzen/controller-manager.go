@@ -15,6 +15,8 @@ func init() { register(newControllerManagerCommand) }
 // declared state, one active replica at a time.
 func newControllerManagerCommand() *cobra.Command {
 	var kubeconfig string
+	var qps float32
+	var burst int
 	opts := controllermanager.RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -25,6 +27,7 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg.QPS, cfg.Burst = qps, burst
 			return controllermanager.Run(cmd.Context(), cfg, opts)
 		},
 	}
@@ -37,6 +40,8 @@ func newControllerManagerCommand() *cobra.Command {
 	f.StringVar(&opts.ClusterCIDR, "cluster-cidr", "", "CIDR range pod CIDRs are allocated from (node IPAM allocates nothing when empty)")
 	f.IntVar(&opts.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "Prefix length of each node's pod CIDR")
 	f.IntVar(&opts.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "Terminated pods kept before the oldest are deleted (0 or less: never)")
+	f.Float32Var(&qps, "kube-api-qps", 50, "Requests per second to the apiserver (client-side limit)")
+	f.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the apiserver above --kube-api-qps")
 	f.StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle to publish as kube-root-ca.crt (default: the kubeconfig's CA)")
 	return cmd
 }

@@ -1,0 +1,160 @@
+// Command controllers benchmarks `mizzen controller-manager` as its own process against
+// a real `mizzen server` (etcd and apiserver only): it creates many Deployments at once
+// and measures the time until every ReplicaSet reports all its replicas, and the
+// controller-manager's CPU seconds and memory for it.
+//
+//	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/controllers
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary")
+	deployments := flag.Int("deployments", 1000, "deployments to create")
+	replicas := flag.Int("replicas", 10, "replicas of each")
+	qps := flag.Int("kube-api-qps", 1000, "the controller-manager's client limit")
+	flag.Parse()
+	if err := run(*bin, *deployments, int32(*replicas), *qps); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// procStats returns a process's CPU seconds (user+system) and RSS in MiB.
+func procStats(pid int) (float64, float64) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1, -1
+	}
+	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	rss := -1.0
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			rss = kb / 1024
+		}
+	}
+	return (utime + stime) / 100, rss // clock ticks are 100 per second on Linux
+}
+
+func run(bin string, nDeploy int, replicas int32, qps int) error {
+	dir, err := os.MkdirTemp("", "mizzen-bench-cm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--disable", "agent,scheduler,controller-manager")
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	var client *kubernetes.Clientset
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			return fmt.Errorf("server not ready")
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			continue
+		}
+		cfg.QPS, cfg.Burst = -1, 0
+		c := kubernetes.NewForConfigOrDie(cfg)
+		if body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil && string(body) == "ok" {
+			client = c
+			break
+		}
+	}
+	cm := exec.Command(bin, "controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps))
+	if err := cm.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cm.Process.Kill(); _ = cm.Wait() }()
+	time.Sleep(3 * time.Second)
+	cpu0, rss0 := procStats(cm.Process.Pid)
+	fmt.Printf("controller-manager idle: RSS %.0f MiB\n", rss0)
+
+	ctx := context.Background()
+	t0 := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 50; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= nDeploy {
+					return
+				}
+				labels := map[string]string{"app": fmt.Sprintf("d%d", i)}
+				d := &appsv1.Deployment{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("d%04d", i)},
+					Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+						Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+							Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}},
+				}
+				if _, err := client.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+					fmt.Fprintln(os.Stderr, "create:", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	created := time.Since(t0)
+	var peakRSS float64
+	for {
+		if _, rss := procStats(cm.Process.Pid); rss > peakRSS {
+			peakRSS = rss
+		}
+		list, err := client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return err
+		}
+		done := 0
+		for _, rs := range list.Items {
+			if rs.Status.Replicas == replicas {
+				done++
+			}
+		}
+		if done == nDeploy {
+			break
+		}
+		if time.Since(t0) > 10*time.Minute {
+			return fmt.Errorf("only %d of %d ReplicaSets full after 10 minutes", done, nDeploy)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	elapsed := time.Since(t0)
+	cpu1, rss1 := procStats(cm.Process.Pid)
+	pods := nDeploy * int(replicas)
+	fmt.Printf("%d deployments x %d replicas created in %v; every ReplicaSet at %d replicas after %v: %.0f pods/s\n",
+		nDeploy, replicas, created.Round(time.Millisecond), replicas, elapsed.Round(time.Millisecond), float64(pods)/elapsed.Seconds())
+	fmt.Printf("controller-manager: %.1f CPU seconds, RSS %.0f MiB after (peak seen %.0f MiB)\n", cpu1-cpu0, rss1, peakRSS)
+	return nil
+}
