@@ -32,7 +32,8 @@ import (
 type Config struct {
 	Store     *storage.Store
 	Resources []*registry.Resource
-	// ClientCAs verifies client certificates (the only way in until the security work).
+	// ClientCAs is the pool the TLS listener verifies client certificates against (the
+	// only way in until the security work); the listener must be configured with it.
 	ClientCAs *x509.CertPool
 	// ServiceCIDR is where ClusterIPs come from; NodePortRange where nodePorts do.
 	ServiceCIDR  *net.IPNet
