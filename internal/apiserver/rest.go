@@ -300,9 +300,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		s.writeError(w, r, err)
 		return
 	}
-	objs, rv, cont, remaining, err := s.listObjects(r.Context(), h, info.Namespace, opts)
+	objs, entries, rv, cont, remaining, err := s.listFromStorage(r.Context(), h, info.Namespace, opts)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if format.as == "" && format.mediaType == mediaJSON && entries != nil && !h.converted() {
+		s.writeJSONList(w, h, entries, rv)
 		return
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont, RemainingItemCount: remaining}
@@ -341,6 +345,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, info *requestInfo,
 // listObjects returns the matching objects in the served version, the list's resource
 // version, and the continuation when more remain.
 func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace string, opts *listOptions) ([]runtime.Object, int64, string, *int64, error) {
+	objs, _, rv, cont, remaining, err := s.listFromStorage(ctx, h, namespace, opts)
+	return objs, rv, cont, remaining, err
+}
+
+// listFromStorage is listObjects that also returns the cache entries when the list was
+// served from the cache, so their cached encodings can be reused.
+func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namespace string, opts *listOptions) ([]runtime.Object, []*storage.Entry, int64, string, *int64, error) {
 	gr := h.GroupVersionResource().GroupResource()
 	prefix := h.listPrefix(namespace)
 	requestedRV, _ := parseRV(opts.rv)
@@ -350,33 +361,33 @@ func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace 
 		if opts.rv == "" {
 			cur, err := s.store.CurrentRevision(ctx)
 			if err != nil {
-				return nil, 0, "", nil, err
+				return nil, nil, 0, "", nil, err
 			}
 			minRV = cur
 		}
 		if err := s.cache.WaitFresh(ctx, minRV, consistentReadTimeout); err != nil {
-			return nil, 0, "", nil, storageError(err, gr, "")
+			return nil, nil, 0, "", nil, storageError(err, gr, "")
 		}
 		entries, rv, err := s.cache.List(h.segment, prefix, opts.matcher(h))
 		if err != nil {
-			return nil, 0, "", nil, err
+			return nil, nil, 0, "", nil, err
 		}
 		out := make([]runtime.Object, 0, len(entries))
 		for _, e := range entries {
 			obj, err := h.present(e.Object)
 			if err != nil {
-				return nil, 0, "", nil, err
+				return nil, nil, 0, "", nil, err
 			}
 			out = append(out, obj)
 		}
-		return out, rv, "", nil, nil
+		return out, entries, rv, "", nil, nil
 	}
 	start, end := prefix, prefix[:len(prefix)-1]+"0" // '0' follows '/'
 	var rev int64
 	if opts.continueToken != "" {
 		crv, startKey, err := decodeContinue(opts.continueToken, prefix)
 		if err != nil {
-			return nil, 0, "", nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+			return nil, nil, 0, "", nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
 		rev, start = crv, startKey+"\x00"
 	} else if opts.rvMatch == string(metav1.ResourceVersionMatchExact) {
@@ -396,15 +407,15 @@ func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace 
 	objs, readRev, lastKey, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
 	if err != nil {
 		if errors.Is(err, storage.ErrExpired) && opts.continueToken != "" {
-			return nil, 0, "", nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			return nil, nil, 0, "", nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
 		}
-		return nil, 0, "", nil, storageError(err, gr, "")
+		return nil, nil, 0, "", nil, storageError(err, gr, "")
 	}
 	out := make([]runtime.Object, 0, len(objs))
 	for _, o := range objs {
 		p, err := h.present(o)
 		if err != nil {
-			return nil, 0, "", nil, err
+			return nil, nil, 0, "", nil, err
 		}
 		out = append(out, p)
 	}
@@ -412,7 +423,7 @@ func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace 
 	if lastKey != "" {
 		cont = encodeContinue(readRev, lastKey)
 	}
-	return out, readRev, cont, nil, nil
+	return out, nil, readRev, cont, nil, nil
 }
 
 // decodeBody decodes a create or update body and applies fieldValidation: Strict

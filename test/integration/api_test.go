@@ -546,3 +546,40 @@ func TestEvictionRespectsBudgets(t *testing.T) {
 		t.Fatalf("a refused eviction deleted the pod: %v", err)
 	}
 }
+
+// TestListFormatsAgree: the same list as JSON (joined from cached encodings), YAML and
+// protobuf says the same thing.
+func TestListFormatsAgree(t *testing.T) {
+	cfg := apiserver.Start(t)
+	ctx := context.Background()
+	proto := kubernetes.NewForConfigOrDie(cfg)
+	for i := 0; i < 5; i++ {
+		if _, err := proto.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("fmt-%d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	names := func(l *corev1.PodList) string {
+		var out []string
+		for _, p := range l.Items {
+			out = append(out, p.Name+"@"+p.ResourceVersion+"/"+string(p.UID))
+		}
+		return strings.Join(out, ",") + " rv=" + l.ResourceVersion
+	}
+	a, err := proto.CoreV1().Pods("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := kubernetes.NewForConfigOrDie(jsonCfg).CoreV1().Pods("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(a) != names(b) || len(b.Items) != 5 || b.Items[0].Spec.Containers[0].Image != "img:1" {
+		t.Fatalf("protobuf list %s\nJSON list %s", names(a), names(b))
+	}
+	code, body, hdr := rawRequest(t, cfg, "GET", "/api/v1/namespaces/default/pods", "", nil, "Accept", "application/yaml")
+	if code != 200 || hdr.Get("Content-Type") != "application/yaml" || !strings.Contains(string(body), "kind: PodList") || !strings.Contains(string(body), "name: fmt-4") {
+		t.Fatalf("YAML list: %d %s %.300s", code, hdr.Get("Content-Type"), body)
+	}
+}
