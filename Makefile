@@ -24,9 +24,10 @@ deps:
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-## build: the one binary, bin/mizzen
+## build: the one binary, bin/mizzen, and the static sandbox (pause) program beside it
 build:
 	$(GO) build -o $(BIN) ./cmd/mizzen
+	CGO_ENABLED=0 $(GO) build -ldflags=-s -o $(OUT)/bin/mizzen-pause ./internal/kubelet/containerd/pause
 
 ## run: start a single-node cluster in the background and print how to use it
 run: deps build

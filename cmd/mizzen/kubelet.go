@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/kubelet"
@@ -20,14 +22,8 @@ func init() { register(newKubeletCommand) }
 
 // newKubeletCommand runs the node agent against a CRI runtime.
 func newKubeletCommand() *cobra.Command {
-	var (
-		kubeconfig, hostnameOverride, runtimeEndpoint, imageEndpoint string
-		taints, nodeIP, rootDir, nodeLabels, clusterDomain           string
-		containerdDir, pauseBinary                                   string
-		clusterDNS                                                   []string
-		maxPods                                                      int64
-		port                                                         int32
-	)
+	var kubeconfig string
+	var kf kubeletFlags
 	cmd := &cobra.Command{
 		Use:   "kubelet",
 		Short: "Run the node agent: register the node, run its pods through CRI",
@@ -38,83 +34,102 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
-			cfg.UserAgent = "mizzen-kubelet"
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			name := hostnameOverride
-			if name == "" {
-				if name, err = os.Hostname(); err != nil {
-					return err
-				}
-			}
-			name = strings.ToLower(strings.TrimSpace(name)) // node names are lower case, as upstream
-			parsedTaints, err := kubelet.ParseTaints(taints)
-			if err != nil {
-				return err
-			}
-			labels, err := kubelet.ParseLabels(nodeLabels)
-			if err != nil {
-				return err
-			}
-			var podCIDRChanged func(string)
-			if containerdDir != "" {
-				pause, err := os.ReadFile(pauseBinary)
-				if err != nil {
-					return fmt.Errorf("--pause-binary: %w", err)
-				}
-				rtOpts := containerd.Options{DataDir: containerdDir}
-				stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
-				if err != nil {
-					return err
-				}
-				defer func() { <-stopped }()
-				runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
-				podCIDRChanged = func(cidr string) {
-					if err := rtOpts.WriteCNIConfig(cidr); err != nil {
-						slog.Error("writing CNI configuration", "err", err)
-					}
-				}
-			}
-			rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
-			if err != nil {
-				return err
-			}
-			defer rs.Close(ctx)
-			return kubelet.Run(ctx, kubelet.Options{
-				PodCIDRChanged:     podCIDRChanged,
-				Client:             client,
-				NodeName:           name,
-				Hostname:           name,
-				Runtime:            rs,
-				Images:             is,
-				NodeIP:             nodeIP,
-				NodeLabels:         labels,
-				RegisterWithTaints: parsedTaints,
-				MaxPods:            maxPods,
-				ClusterDNS:         clusterDNS,
-				ClusterDomain:      clusterDomain,
-				Port:               port,
-				RootDir:            rootDir,
-			})
+			return runKubelet(ctx, cfg, kf)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the kubelet's credentials")
-	f.StringVar(&hostnameOverride, "hostname-override", "", "node name to register instead of the host name")
-	f.StringVar(&runtimeEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime service endpoint")
-	f.StringVar(&imageEndpoint, "image-service-endpoint", "", "CRI image service endpoint (default: the runtime endpoint)")
-	f.StringVar(&taints, "register-with-taints", "", "taints to register the node with: key=value:Effect,...")
-	f.StringVar(&nodeIP, "node-ip", "", "the node's InternalIP (default: the first global IPv4 address)")
-	f.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "kubelet state directory; its filesystem is reported as ephemeral-storage")
-	f.StringVar(&nodeLabels, "node-labels", "", "labels to register the node with: key=value,...")
-	f.Int64Var(&maxPods, "max-pods", 110, "pods capacity of the node")
-	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
-	f.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
-	f.Int32Var(&port, "port", 10250, "kubelet port advertised in the node status")
-	f.StringVar(&containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
-	f.StringVar(&pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
+	f.StringVar(&kf.hostnameOverride, "hostname-override", "", "node name to register instead of the host name")
+	f.StringVar(&kf.runtimeEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime service endpoint")
+	f.StringVar(&kf.imageEndpoint, "image-service-endpoint", "", "CRI image service endpoint (default: the runtime endpoint)")
+	f.StringVar(&kf.taints, "register-with-taints", "", "taints to register the node with: key=value:Effect,...")
+	f.StringVar(&kf.nodeIP, "node-ip", "", "the node's InternalIP (default: the first global IPv4 address)")
+	f.StringVar(&kf.rootDir, "root-dir", "/var/lib/kubelet", "kubelet state directory; its filesystem is reported as ephemeral-storage")
+	f.StringVar(&kf.nodeLabels, "node-labels", "", "labels to register the node with: key=value,...")
+	f.Int64Var(&kf.maxPods, "max-pods", 110, "pods capacity of the node")
+	f.StringSliceVar(&kf.clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
+	f.StringVar(&kf.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
+	f.Int32Var(&kf.port, "port", 10250, "kubelet port advertised in the node status")
+	f.StringVar(&kf.containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
+	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
+}
+
+// kubeletFlags are the kubelet's settings, shared by `mizzen kubelet` and the agent in
+// `mizzen server`.
+type kubeletFlags struct {
+	hostnameOverride, runtimeEndpoint, imageEndpoint   string
+	taints, nodeIP, rootDir, nodeLabels, clusterDomain string
+	containerdDir, pauseBinary                         string
+	clusterDNS                                         []string
+	maxPods                                            int64
+	port                                               int32
+}
+
+// runKubelet starts the runtime (its own containerd when containerdDir is set) and runs
+// the kubelet until ctx ends.
+func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "mizzen-kubelet"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	name := kf.hostnameOverride
+	if name == "" {
+		if name, err = os.Hostname(); err != nil {
+			return err
+		}
+	}
+	name = strings.ToLower(strings.TrimSpace(name)) // node names are lower case, as upstream
+	parsedTaints, err := kubelet.ParseTaints(kf.taints)
+	if err != nil {
+		return err
+	}
+	labels, err := kubelet.ParseLabels(kf.nodeLabels)
+	if err != nil {
+		return err
+	}
+	runtimeEndpoint, imageEndpoint := kf.runtimeEndpoint, kf.imageEndpoint
+	var podCIDRChanged func(string)
+	if kf.containerdDir != "" {
+		pause, err := os.ReadFile(kf.pauseBinary)
+		if err != nil {
+			return fmt.Errorf("--pause-binary: %w", err)
+		}
+		rtOpts := containerd.Options{DataDir: kf.containerdDir}
+		stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
+		if err != nil {
+			return err
+		}
+		defer func() { <-stopped }()
+		runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
+		podCIDRChanged = func(cidr string) {
+			if err := rtOpts.WriteCNIConfig(cidr); err != nil {
+				slog.Error("writing CNI configuration", "err", err)
+			}
+		}
+	}
+	rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
+	if err != nil {
+		return err
+	}
+	defer rs.Close(ctx)
+	return kubelet.Run(ctx, kubelet.Options{
+		PodCIDRChanged:     podCIDRChanged,
+		Client:             client,
+		NodeName:           name,
+		Hostname:           name,
+		Runtime:            rs,
+		Images:             is,
+		NodeIP:             kf.nodeIP,
+		NodeLabels:         labels,
+		RegisterWithTaints: parsedTaints,
+		MaxPods:            kf.maxPods,
+		ClusterDNS:         kf.clusterDNS,
+		ClusterDomain:      kf.clusterDomain,
+		Port:               kf.port,
+		RootDir:            kf.rootDir,
+	})
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
 
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/scheduler"
@@ -87,19 +88,27 @@ func runBundle(f serverFlags) error {
 	for _, d := range f.disable {
 		disabled[d] = true
 	}
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	if !disabled["scheduler"] {
+		cfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler", nil)
+		if err != nil {
+			return err
+		}
 		// The scheduler's writes are one bind per pod: upstream's default client limit
 		// (50/s) would be its ceiling.
-		cfg := rest.CopyConfig(cp.AdminConfig)
 		cfg.QPS, cfg.Burst = 2000, 4000
 		go func() {
 			errs <- wrapErr("scheduler", scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")}))
 		}()
 	}
 	if !disabled["controller-manager"] {
+		cfg, err := cp.ComponentConfig("controller-manager", "system:kube-controller-manager", nil)
+		if err != nil {
+			return err
+		}
+		cfg.QPS, cfg.Burst = 500, 1000
 		go func() {
-			errs <- wrapErr("controller-manager", controllermanager.Run(ctx, cp.AdminConfig, controllermanager.RunOptions{
+			errs <- wrapErr("controller-manager", controllermanager.Run(ctx, cfg, controllermanager.RunOptions{
 				Options: controllermanager.Options{
 					ConcurrentSyncs: 5, NodeMonitorGracePeriod: 40 * time.Second, ClusterCIDR: f.clusterCIDR,
 					NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 12500,
@@ -107,6 +116,31 @@ func runBundle(f serverFlags) error {
 				Controllers: []string{"*"}, LeaderElect: true,
 			}))
 		}()
+	}
+	if !disabled["agent"] {
+		host, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		host = strings.ToLower(host)
+		cfg, err := cp.ComponentConfig("kubelet", "system:node:"+host, []string{"system:nodes"})
+		if err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		kf := kubeletFlags{
+			hostnameOverride: host, rootDir: filepath.Join(f.dataDir, "agent", "kubelet"),
+			containerdDir: filepath.Join(f.dataDir, "agent", "containerd"),
+			pauseBinary:   filepath.Join(filepath.Dir(exe), "mizzen-pause"),
+			clusterDomain: "cluster.local", maxPods: 110, port: 10250,
+		}
+		if _, err := os.Stat(kf.pauseBinary); err != nil {
+			return fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it, or run with --disable agent", kf.pauseBinary)
+		}
+		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
 	}
 	select {
 	case <-cp.Done:

@@ -56,8 +56,11 @@ type ControlPlane struct {
 	// AdminConfig is a rest config with cluster-admin credentials.
 	AdminConfig *rest.Config
 	// URL is where the apiserver listens.
-	URL  string
-	Done chan struct{}
+	URL string
+	// DataDir holds the cluster's state; ca signs component credentials.
+	DataDir string
+	ca      *pki.CA
+	Done    chan struct{}
 	// Err holds why it stopped, once Done is closed.
 	Err error
 }
@@ -149,7 +152,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
-	cp := &ControlPlane{AdminKubeconfig: kubeconfig, URL: localURL, Done: make(chan struct{})}
+	cp := &ControlPlane{AdminKubeconfig: kubeconfig, URL: localURL, Done: make(chan struct{}), DataDir: opts.DataDir, ca: ca}
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	go func() { _ = srv.Run(cacheCtx) }()
 	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
@@ -238,4 +241,20 @@ func servingNames(bind string, serviceIP net.IP) ([]string, []net.IP) {
 		}
 	}
 	return hosts, ips
+}
+
+// ComponentConfig gives a bundled component credentials of its own (a client
+// certificate for user, in groups), kept as DataDir/<name>.kubeconfig, and returns a
+// rest config for them: components reach the apiserver as any other client does.
+func (cp *ControlPlane) ComponentConfig(name, user string, groups []string) (*rest.Config, error) {
+	dir := filepath.Join(cp.DataDir, "tls")
+	cert, err := cp.ca.LoadOrIssueClient(dir, name, user, groups)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(cp.DataDir, name+".kubeconfig")
+	if err := pki.WriteKubeconfig(path, cp.URL, cp.ca.CertPEM, cert, user); err != nil {
+		return nil, err
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
 }
