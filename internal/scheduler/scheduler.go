@@ -165,6 +165,9 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
+			if ctx.Err() != nil {
+				return nil // stopped before the caches filled: a normal shutdown
+			}
 			return fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
