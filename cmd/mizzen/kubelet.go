@@ -72,6 +72,11 @@ type kubeletFlags struct {
 func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "mizzen-kubelet"
+	if cfg.QPS == 0 {
+		// client-go's own default (5/s) would make status writes the bottleneck of
+		// pod startup; upstream's kubelet defaults to 50/s with a burst of 100.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
