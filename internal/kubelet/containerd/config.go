@@ -106,7 +106,10 @@ func (o Options) Config() string {
 // CNIConfList is the pod network: a bridge with host-local addresses from the node's pod
 // CIDR, masquerading traffic that leaves it, and portmap for hostPorts. containerd's CRI
 // plugin adds the loopback interface itself, with the loopback plugin from CNIBinDir.
-func CNIConfList(podCIDR, bridge string) ([]byte, error) {
+// ipamDir keeps host-local's address reservations with the node's own state: in the
+// shared default (/var/lib/cni/networks) a previous cluster's leftovers would exhaust
+// the range.
+func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
@@ -126,9 +129,10 @@ func CNIConfList(podCIDR, bridge string) ([]byte, error) {
 				"ipMasq":      true,
 				"hairpinMode": true,
 				"ipam": map[string]any{
-					"type":   "host-local",
-					"ranges": [][]map[string]string{{{"subnet": prefix.Masked().String()}}},
-					"routes": []map[string]string{{"dst": defaultRoute}},
+					"type":    "host-local",
+					"dataDir": ipamDir,
+					"ranges":  [][]map[string]string{{{"subnet": prefix.Masked().String()}}},
+					"routes":  []map[string]string{{"dst": defaultRoute}},
 				},
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
@@ -141,7 +145,7 @@ func CNIConfList(podCIDR, bridge string) ([]byte, error) {
 // without a restart.
 func (o Options) WriteCNIConfig(podCIDR string) error {
 	o.setDefaults()
-	data, err := CNIConfList(podCIDR, o.Bridge)
+	data, err := CNIConfList(podCIDR, o.Bridge, filepath.Join(o.DataDir, "cni-ipam"))
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestCNIConfList(t *testing.T) {
-	data, err := CNIConfList("10.244.3.0/24", "mizzen0")
+	data, err := CNIConfList("10.244.3.0/24", "mizzen0", "/var/lib/mizzen/agent/cni-ipam")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestCNIConfList(t *testing.T) {
 		conf.Plugins[0].IPAM.Type != "host-local" || conf.Plugins[0].IPAM.Ranges[0][0]["subnet"] != "10.244.3.0/24" {
 		t.Errorf("conflist = %s", data)
 	}
-	if _, err := CNIConfList("not-a-cidr", "mizzen0"); err == nil {
+	if _, err := CNIConfList("not-a-cidr", "mizzen0", "/tmp/x"); err == nil {
 		t.Error("accepted a bad CIDR")
 	}
 }
