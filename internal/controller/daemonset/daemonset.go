@@ -198,24 +198,9 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 
 	history := util.History{Client: c.client, Lister: c.revisions, Owner: ds, OwnerGVK: dsGVK, Selector: sel, Labels: ds.Spec.Template.Labels}
-	revs, err := history.List(ctx)
+	revs, cur, err := history.Sync(ctx, &ds.Spec.Template, &ds.Status.CollisionCount)
 	if err != nil {
 		return err
-	}
-	data, err := util.TemplatePatch(&ds.Spec.Template)
-	if err != nil {
-		return err
-	}
-	collisions := int32(0)
-	if ds.Status.CollisionCount != nil {
-		collisions = *ds.Status.CollisionCount
-	}
-	cur, err := history.Current(ctx, revs, data, &collisions)
-	if err != nil {
-		return err
-	}
-	if collisions > 0 {
-		ds.Status.CollisionCount = &collisions
 	}
 
 	nodes, err := c.nodes.List(labels.Everything())

@@ -151,24 +151,9 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return nil
 	}
 	history := util.History{Client: c.client, Lister: c.revisions, Owner: set, OwnerGVK: stsGVK, Selector: sel, Labels: set.Spec.Template.Labels}
-	revs, err := history.List(ctx)
+	revs, update, err := history.Sync(ctx, &set.Spec.Template, &set.Status.CollisionCount)
 	if err != nil {
 		return err
-	}
-	data, err := util.TemplatePatch(&set.Spec.Template)
-	if err != nil {
-		return err
-	}
-	collisions := int32(0)
-	if set.Status.CollisionCount != nil {
-		collisions = *set.Status.CollisionCount
-	}
-	update, err := history.Current(ctx, revs, data, &collisions)
-	if err != nil {
-		return err
-	}
-	if collisions > 0 {
-		set.Status.CollisionCount = &collisions
 	}
 	current := update
 	for _, r := range revs {

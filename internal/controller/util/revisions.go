@@ -190,3 +190,29 @@ func TemplateFromRevision(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSp
 	}
 	return &tpl, nil
 }
+
+// Sync lists the owner's revisions and finds or makes the one for template, counting
+// hash collisions in *collisionCount (set when it becomes non-zero): the first step of
+// every controller that keeps ControllerRevision history (daemonset, statefulset).
+func (h History) Sync(ctx context.Context, template *corev1.PodTemplateSpec, collisionCount **int32) ([]*appsv1.ControllerRevision, *appsv1.ControllerRevision, error) {
+	revs, err := h.List(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := TemplatePatch(template)
+	if err != nil {
+		return nil, nil, err
+	}
+	collisions := int32(0)
+	if *collisionCount != nil {
+		collisions = **collisionCount
+	}
+	current, err := h.Current(ctx, revs, data, &collisions)
+	if err != nil {
+		return nil, nil, err
+	}
+	if collisions > 0 {
+		*collisionCount = &collisions
+	}
+	return revs, current, nil
+}
