@@ -1,15 +1,10 @@
 package apps
 
 import (
-	"context"
-	"testing"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"mizzen/internal/registry"
+	"mizzen/internal/registry/registrytest"
 )
 
 // webTemplate is a minimal valid pod template labelled app=web.
@@ -27,76 +22,13 @@ func webSelector() *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 }
 
-// wantError is one expected validation error: where and what kind.
-type wantError struct {
-	field string
-	typ   field.ErrorType
-}
+// The shared assertions of registrytest, under the names this package's tests use.
+type wantError = registrytest.WantError
 
-// createErrors defaults obj and runs the create steps, returning the validation errors.
-func createErrors(res *registry.Resource, obj runtime.Object) field.ErrorList {
-	ctx := context.Background()
-	res.Strategy.Default(obj)
-	res.Strategy.PrepareForCreate(ctx, obj)
-	return res.Strategy.Validate(ctx, obj)
-}
-
-// updateErrors defaults both objects and runs the update steps.
-func updateErrors(res *registry.Resource, obj, old runtime.Object) field.ErrorList {
-	ctx := context.Background()
-	res.Strategy.Default(old)
-	res.Strategy.Default(obj)
-	res.Strategy.PrepareForUpdate(ctx, obj, old)
-	return res.Strategy.ValidateUpdate(ctx, obj, old)
-}
-
-// checkErrors asserts that errs holds exactly the wanted errors, in any order.
-func checkErrors(t *testing.T, errs field.ErrorList, want []wantError) {
-	t.Helper()
-	got := map[wantError]int{}
-	for _, e := range errs {
-		got[wantError{e.Field, e.Type}]++
-	}
-	for _, w := range want {
-		if got[w] == 0 {
-			t.Errorf("missing error %s %q; got %v", w.typ, w.field, errs)
-			continue
-		}
-		got[w]--
-	}
-	for w, n := range got {
-		if n > 0 {
-			t.Errorf("unexpected error %s %q; all: %v", w.typ, w.field, errs)
-		}
-	}
-}
-
-// checkRow asserts a printed row, with the age cell (at ageIndex) left out.
-func checkRow(t *testing.T, p *registry.Printer, obj runtime.Object, ageIndex int, want []interface{}) {
-	t.Helper()
-	row := p.Row(obj)
-	if len(row) != len(p.Columns) {
-		t.Fatalf("row has %d cells for %d columns: %v", len(row), len(p.Columns), row)
-	}
-	if p.Columns[ageIndex].Name != "Age" {
-		t.Fatalf("column %d is %q, not Age", ageIndex, p.Columns[ageIndex].Name)
-	}
-	got := append(append([]interface{}{}, row[:ageIndex]...), row[ageIndex+1:]...)
-	if len(got) != len(want) {
-		t.Fatalf("cells = %#v, want %#v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("cell %d = %#v, want %#v (row %#v)", i, got[i], want[i], got)
-		}
-	}
-}
-
-// columnNames lists a printer's column names.
-func columnNames(p *registry.Printer) []string {
-	var names []string
-	for _, c := range p.Columns {
-		names = append(names, c.Name)
-	}
-	return names
-}
+var (
+	createErrors = registrytest.CreateErrors
+	updateErrors = registrytest.UpdateErrors
+	checkErrors  = registrytest.CheckErrors
+	checkRow     = registrytest.CheckRow
+	columnNames  = registrytest.ColumnNames
+)
