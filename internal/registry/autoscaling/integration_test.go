@@ -2,8 +2,6 @@ package autoscaling_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"reflect"
 	"testing"
 
@@ -14,43 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"mizzen/internal/registry/autoscaling"
-	"mizzen/internal/registry/catalog"
-	"mizzen/internal/server"
+	"mizzen/internal/testing/apiserver"
 )
-
-// startWithHPAs runs a control plane serving the built-in catalog plus the HPA
-// resources, whether or not the catalog lists them yet.
-func startWithHPAs(t *testing.T) *rest.Config {
-	t.Helper()
-	resources := catalog.All()
-	served := map[string]bool{}
-	for _, r := range resources {
-		served[r.GroupVersionResource().String()] = true
-	}
-	for _, r := range autoscaling.Resources() {
-		if !served[r.GroupVersionResource().String()] {
-			resources = append(resources, r)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cp, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Resources: resources, Log: log})
-	if err != nil {
-		cancel()
-		t.Fatalf("starting the apiserver: %v", err)
-	}
-	t.Cleanup(func() { cancel(); <-cp.Done })
-	return cp.AdminConfig
-}
 
 func TestHPAVersionsAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
 	}
-	c := kubernetes.NewForConfigOrDie(startWithHPAs(t))
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
 	ctx := context.Background()
 	target := autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 

@@ -3,8 +3,6 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"reflect"
 	"testing"
 
@@ -13,43 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"mizzen/internal/registry/catalog"
-	"mizzen/internal/registry/policy"
-	"mizzen/internal/server"
+	"mizzen/internal/testing/apiserver"
 )
-
-// startWithPDBs runs a control plane serving the built-in catalog plus
-// poddisruptionbudgets, whether or not the catalog lists them yet.
-func startWithPDBs(t *testing.T) *rest.Config {
-	t.Helper()
-	resources := catalog.All()
-	served := map[string]bool{}
-	for _, r := range resources {
-		served[r.GroupVersionResource().String()] = true
-	}
-	for _, r := range policy.Resources() {
-		if !served[r.GroupVersionResource().String()] {
-			resources = append(resources, r)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cp, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Resources: resources, Log: log})
-	if err != nil {
-		cancel()
-		t.Fatalf("starting the apiserver: %v", err)
-	}
-	t.Cleanup(func() { cancel(); <-cp.Done })
-	return cp.AdminConfig
-}
 
 func TestPDBAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
 	}
-	c := kubernetes.NewForConfigOrDie(startWithPDBs(t))
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
 	ctx := context.Background()
 
 	resources, err := c.Discovery().ServerResourcesForGroupVersion("policy/v1")
