@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -149,8 +148,4 @@ func parseRV(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid resource version %q", s)
 	}
 	return rv, nil
-}
-
-func contextWithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, d)
 }

@@ -264,10 +264,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound())
 		return
 	}
-	if info.Resource == "" {
-		s.writeError(w, r, notFound())
-		return
-	}
 	h := s.handlers[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
 	if h == nil {
 		if info.Name == "" && s.serveDiscovery(w, r) {

@@ -52,9 +52,8 @@ func (a *serviceAllocator) ipAt(offset uint32) net.IP {
 	return ip
 }
 
-// claim creates key with owner as its value if it does not exist yet; a key the same
-// owner holds already counts as claimed.
-// Only a fresh claim is recorded for release, so a failed create never frees what an
+// claimFor creates key with owner as its value if it does not exist yet; a key the
+// same owner holds already counts as claimed. Only a fresh claim is recorded for release, so a failed create never frees what an
 // existing object of the same name holds.
 func (a *serviceAllocator) claimFor(ctx context.Context, key, owner string, claimed *[]string) (bool, error) {
 	resp, err := a.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -77,7 +78,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if timeout == 0 {
 		timeout = minWatchTimeout + time.Duration(rand.Int64N(int64(minWatchTimeout)))
 	}
-	ctx, cancel := contextWithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 
 	enc := s.newWatchEncoder(w, h, format)

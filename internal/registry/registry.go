@@ -46,8 +46,8 @@ type Resource struct {
 	// metadata.namespace are always added by the server; nil means only those.
 	Fields func(obj runtime.Object) fields.Set
 
-	// Printer renders objects as Table rows for kubectl get. Nil prints NAME and AGE
-	// (with NAMESPACE handled by kubectl itself).
+	// Printer renders objects as Table rows for kubectl get. Nil prints Name and
+	// Created At, as upstream's default table does (NAMESPACE is kubectl's own).
 	Printer *Printer
 
 	// Subresources served besides the object itself.

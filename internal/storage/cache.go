@@ -539,7 +539,7 @@ func (c *Cache) Watch(segment string, opts WatchOptions) (*Watcher, error) {
 		for i := 0; i < rc.histLen; i++ {
 			ev := rc.history[(rc.histNext-rc.histLen+i+len(rc.history))%len(rc.history)]
 			if ev.RV > from {
-				w.offerLocked(ev)
+				w.offer(ev)
 			}
 		}
 	}
@@ -576,7 +576,7 @@ func (c *Cache) bookmarkLoop(ctx context.Context) {
 		for _, rc := range c.resources {
 			for w := range rc.watchers {
 				if w.opts.Bookmarks {
-					w.offerLocked(&Event{Type: watch.Bookmark, RV: c.rv, Entry: &Entry{}})
+					w.offer(&Event{Type: watch.Bookmark, RV: c.rv, Entry: &Entry{}})
 				}
 			}
 		}

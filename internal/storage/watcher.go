@@ -64,10 +64,8 @@ func (w *Watcher) translate(ev *Event) *Event {
 	return nil
 }
 
-// offer and offerLocked are called with the cache lock held.
-func (w *Watcher) offer(ev *Event) { w.offerLocked(ev) }
-
-func (w *Watcher) offerLocked(ev *Event) {
+// offer queues what the watcher sees of ev; called with the cache lock held.
+func (w *Watcher) offer(ev *Event) {
 	ev = w.translate(ev)
 	if ev == nil {
 		return
