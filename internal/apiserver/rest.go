@@ -193,9 +193,8 @@ func (s *Server) parseListOptions(q url.Values, h *resourceHandler, info *reques
 	if o.fields, err = fields.ParseSelector(fs); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 	}
-	supported := objectFields(h.Resource, h.New())
 	for _, req := range o.fields.Requirements() {
-		if _, ok := supported[req.Field]; !ok {
+		if _, ok := h.selectableFields[req.Field]; !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 	}

@@ -71,6 +71,9 @@ type resourceHandler struct {
 	// segment is the storage key segment; storage the resource whose type is stored.
 	segment string
 	storage *registry.Resource
+	// selectableFields are the field-selector fields the served version supports,
+	// computed once.
+	selectableFields fields.Set
 }
 
 // groupInfo lists a group's versions in preference order.
@@ -131,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 	groupVersions := map[string][]string{}
 	var groupOrder []string
 	for _, r := range cfg.Resources {
-		h := &resourceHandler{Resource: r}
+		h := &resourceHandler{Resource: r, selectableFields: objectFields(r, r.New())}
 		gr := r.GroupVersionResource().GroupResource()
 		if r.StorageResource != nil {
 			gr = *r.StorageResource
