@@ -52,6 +52,7 @@ func newKubeletCommand() *cobra.Command {
 	f.Int32Var(&kf.port, "port", 10250, "kubelet port advertised in the node status")
 	f.StringVar(&kf.containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
 	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
+	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
@@ -61,7 +62,7 @@ func newKubeletCommand() *cobra.Command {
 type kubeletFlags struct {
 	hostnameOverride, runtimeEndpoint, imageEndpoint   string
 	taints, nodeIP, rootDir, nodeLabels, clusterDomain string
-	containerdDir, pauseBinary                         string
+	containerdDir, pauseBinary, cniBridge              string
 	clusterDNS                                         []string
 	maxPods                                            int64
 	port                                               int32
@@ -103,7 +104,7 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		if err != nil {
 			return fmt.Errorf("--pause-binary: %w", err)
 		}
-		rtOpts := containerd.Options{DataDir: kf.containerdDir}
+		rtOpts := containerd.Options{DataDir: kf.containerdDir, Bridge: kf.cniBridge}
 		stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
 		if err != nil {
 			return err

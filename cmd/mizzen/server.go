@@ -30,6 +30,8 @@ type serverFlags struct {
 	disable     []string
 	verbose     bool
 	clusterCIDR string
+	podBridge   string
+	kubeletPort int32
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -70,6 +72,8 @@ func newServerCommand() *cobra.Command {
 	}
 	f.add(cmd, true)
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
+	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
+	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
 	return cmd
 }
 
@@ -135,7 +139,7 @@ func runBundle(f serverFlags) error {
 			hostnameOverride: host, rootDir: filepath.Join(f.dataDir, "agent", "kubelet"),
 			containerdDir: filepath.Join(f.dataDir, "agent", "containerd"),
 			pauseBinary:   filepath.Join(filepath.Dir(exe), "mizzen-pause"),
-			clusterDomain: "cluster.local", maxPods: 110, port: 10250,
+			clusterDomain: "cluster.local", maxPods: 110, port: f.kubeletPort, cniBridge: f.podBridge,
 		}
 		if _, err := os.Stat(kf.pauseBinary); err != nil {
 			return fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it, or run with --disable agent", kf.pauseBinary)
