@@ -135,7 +135,12 @@ func runBundle(f serverFlags) error {
 		if err != nil {
 			return err
 		}
+		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", host)
+		if err != nil {
+			return err
+		}
 		kf := kubeletFlags{
+			tlsCertFile: certFile, tlsKeyFile: keyFile, clientCAFile: cp.CAFile(),
 			hostnameOverride: host, rootDir: filepath.Join(f.dataDir, "agent", "kubelet"),
 			containerdDir: filepath.Join(f.dataDir, "agent", "containerd"),
 			pauseBinary:   filepath.Join(filepath.Dir(exe), "mizzen-pause"),

@@ -103,6 +103,7 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		s.finalizeNamespace(w, r, info, h)
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
+	case s.serveKubeletSubresource(w, r, info, h):
 	default:
 		s.writeError(w, r, notFound())
 	}

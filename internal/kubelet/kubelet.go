@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
+
+	nodeserver "mizzen/internal/kubelet/server"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -68,6 +70,9 @@ type Options struct {
 	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
 	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
 	PodCIDRChanged func(podCIDR string)
+	// NodeServer, when set, serves the node server (logs, exec, attach, port-forward,
+	// stats) over HTTPS on Port; Run fills in its runtime, node name and pods.
+	NodeServer *nodeserver.Options
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
@@ -228,6 +233,11 @@ func Run(ctx context.Context, opts Options) error {
 	}); err != nil {
 		return err
 	}
+	if opts.NodeServer != nil {
+		if err := kl.startNodeServer(ctx); err != nil {
+			return err
+		}
+	}
 	go kl.podInformer.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), kl.podInformer.HasSynced) {
 		kl.workers.wait()
@@ -241,6 +251,41 @@ func Run(ctx context.Context, opts Options) error {
 	<-ctx.Done()
 	kl.workers.wait()
 	return nil
+}
+
+// startNodeServer listens on the kubelet port and serves the node server until ctx ends.
+func (kl *Kubelet) startNodeServer(ctx context.Context) error {
+	so := *kl.opts.NodeServer
+	so.Runtime, so.NodeName, so.Logger = kl.runtime, kl.opts.NodeName, kl.log
+	so.Pods = kl.boundPods
+	if so.Address == "" {
+		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))
+	}
+	srv, err := nodeserver.New(so)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", so.Address)
+	if err != nil {
+		return fmt.Errorf("kubelet: node server: %w", err)
+	}
+	go func() {
+		if err := srv.Serve(ctx, l); err != nil {
+			kl.log.Error("node server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// boundPods returns the pods bound to this node from the watch cache.
+func (kl *Kubelet) boundPods() []*v1.Pod {
+	var pods []*v1.Pod
+	for _, obj := range kl.podInformer.GetStore().List() {
+		if pod, ok := obj.(*v1.Pod); ok {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
 }
 
 // onPod dispatches an informer event to the pod's worker.
