@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
@@ -177,9 +176,9 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, info *reque
 		s.writeError(w, r, methodNotAllowed(r, h))
 		return
 	}
-	opts := &corev1.PodLogOptions{}
-	if err := runtime.NewParameterCodec(s.scheme).DecodeParameters(r.URL.Query(), corev1.SchemeGroupVersion, opts); err != nil {
-		s.writeError(w, r, apierrors.NewBadRequest(err.Error()))
+	opts, err := podLogOptions(r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if err := validatePodLogOptions(opts); err != nil {
@@ -278,6 +277,52 @@ func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *u
 			return
 		}
 	}
+}
+
+// podLogOptions reads PodLogOptions from a query, as upstream's parameter conversion
+// does (k8s.io/api has the types but not the query conversion).
+func podLogOptions(q url.Values) (*corev1.PodLogOptions, error) {
+	o := &corev1.PodLogOptions{Container: q.Get("container")}
+	var errs []string
+	boolean := func(name string) bool {
+		v := q.Get(name)
+		if v == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+		}
+		return b
+	}
+	integer := func(name string) *int64 {
+		v := q.Get(name)
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+			return nil
+		}
+		return &n
+	}
+	o.Follow, o.Previous, o.Timestamps = boolean("follow"), boolean("previous"), boolean("timestamps")
+	o.InsecureSkipTLSVerifyBackend = boolean("insecureSkipTLSVerifyBackend")
+	o.SinceSeconds, o.TailLines, o.LimitBytes = integer("sinceSeconds"), integer("tailLines"), integer("limitBytes")
+	if v := q.Get("sinceTime"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("sinceTime: %v", err))
+		} else {
+			mt := metav1.NewTime(t)
+			o.SinceTime = &mt
+		}
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewBadRequest(strings.Join(errs, ", "))
+	}
+	return o, nil
 }
 
 // validatePodLogOptions checks the options as upstream's validation does.
