@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,10 @@ type Options struct {
 	// OpenAPI serves /openapi/*, when set.
 	OpenAPI func(resources []*registry.Resource) (http.Handler, error)
 	Log     *slog.Logger
+	// KubeletCertificateAuthority is a PEM bundle file that kubelets' serving
+	// certificates are verified against; without it they are not verified, as upstream's
+	// apiserver does without --kubelet-certificate-authority.
+	KubeletCertificateAuthority string
 }
 
 // ControlPlane is a running etcd + apiserver.
@@ -128,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		// Building the documents is the start-up's largest transient allocation.
 		debug.FreeOSMemory()
 	}
-	kubeletClient, err := kubeletClientTLS(ca, tlsDir)
+	kubeletClient, err := kubeletClientTLS(ca, tlsDir, opts.KubeletCertificateAuthority)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +255,10 @@ func servingNames(bind string, serviceIP net.IP) ([]string, []net.IP) {
 }
 
 // kubeletClientTLS is how the apiserver reaches kubelets: with a client certificate of
-// the identity kubelets let through, verifying their serving certificates against the
-// cluster CA that issues them.
-func kubeletClientTLS(ca *pki.CA, dir string) (*tls.Config, error) {
+// the identity kubelets let through, verifying their serving certificates against
+// caFile when given. Without one they are not verified, as upstream: a kubelet serves
+// with a self-signed certificate unless it is given one.
+func kubeletClientTLS(ca *pki.CA, dir, caFile string) (*tls.Config, error) {
 	issued, err := ca.LoadOrIssueClient(dir, "apiserver-kubelet-client", nodeserver.APIServerClientUser, nil)
 	if err != nil {
 		return nil, err
@@ -261,7 +267,20 @@ func kubeletClientTLS(ca *pki.CA, dir string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}, nil
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		cfg.InsecureSkipVerify = true
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--kubelet-certificate-authority: %w", err)
+	}
+	cfg.RootCAs = x509.NewCertPool()
+	if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--kubelet-certificate-authority %s: no certificates", caFile)
+	}
+	return cfg, nil
 }
 
 // CAFile is the cluster CA's certificate: kubelets verify the apiserver's client
