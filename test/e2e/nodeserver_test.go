@@ -82,7 +82,9 @@ func TestNodeServerStreams(t *testing.T) {
 	bridge := "mzn-nodesrv"
 	kubeletPort := freePort(t)
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.213.0.0/16", "--pod-bridge", bridge,
-		"--kubelet-port", strconv.Itoa(kubeletPort))
+		"--kubelet-port", strconv.Itoa(kubeletPort),
+		// The bundled agent's serving certificate comes from the cluster CA: verify it.
+		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"))
 	t.Cleanup(func() { cleanupHost(t, dataDir, bridge) })
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
@@ -210,6 +212,29 @@ func TestNodeServerStreams(t *testing.T) {
 				t.Errorf("%s exec: err %v, stdout %q, stderr %q", name, err, stdout.String(), stderr.String())
 			}
 		}
+		// A terminal of the size the client sets.
+		ttyURL := client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("bb").SubResource("exec").
+			VersionedParams(&v1.PodExecOptions{Container: "main", Stdout: true, TTY: true, Command: []string{"sh", "-c",
+				`for i in $(seq 50); do s=$(stty size); [ "$s" = "40 100" ] && break; sleep 0.1; done; echo "size:$s"`}}, scheme.ParameterCodec).URL()
+		wsTTY, err := remotecommand.NewWebSocketExecutor(cfg, "GET", ttyURL.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		spdyTTY, err := remotecommand.NewSPDYExecutor(cfg, "POST", ttyURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, e := range map[string]remotecommand.Executor{"websocket": wsTTY, "spdy": spdyTTY} {
+			var stdout bytes.Buffer
+			sizes := make(chan remotecommand.TerminalSize, 1)
+			sizes <- remotecommand.TerminalSize{Width: 100, Height: 40}
+			close(sizes)
+			err := e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Tty: true, TerminalSizeQueue: sizeQueue(sizes)})
+			if err != nil || !strings.Contains(stdout.String(), "size:40 100") {
+				t.Errorf("%s exec with a terminal: err %v, output %q", name, err, stdout.String())
+			}
+		}
+
 		pfURL := client.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("bb").SubResource("portforward").URL()
 		tunnel, err := portforward.NewSPDYOverWebsocketDialer(pfURL, cfg)
 		if err != nil {
@@ -528,6 +553,17 @@ func checkPortForwardDialer(t *testing.T, dialer httpstream.Dialer) {
 	if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local)); body != "hello-from-pod\n" {
 		t.Errorf("through port-forward: %q; %s", body, errOut.String())
 	}
+}
+
+// sizeQueue hands out terminal sizes until its channel closes.
+type sizeQueue chan remotecommand.TerminalSize
+
+func (q sizeQueue) Next() *remotecommand.TerminalSize {
+	size, ok := <-q
+	if !ok {
+		return nil
+	}
+	return &size
 }
 
 func hasPod(pods []v1.Pod, name string) bool {
