@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,23 +61,35 @@ func startTestNode(t *testing.T) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := cri.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "app:1"},
-		LogPath: "app/0.log",
-		Labels:  map[string]string{labelPodName: "web", labelPodNamespace: "default", labelPodUID: "uid1", labelContainerName: "app"},
-	}, sbCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cri.StartContainer(ctx, id); err != nil {
-		t.Fatal(err)
+	// The app container ran once (attempt 0, now exited) and runs again (attempt 1).
+	logs := map[uint32]string{
+		0: "2026-01-02T03:03:00Z stdout F before the restart\n",
+		1: "2026-01-02T03:04:01Z stdout F hello\n2026-01-02T03:04:02Z stderr F world\n",
 	}
 	if err := os.MkdirAll(filepath.Join(logDir, "app"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	log := "2026-01-02T03:04:01Z stdout F hello\n2026-01-02T03:04:02Z stderr F world\n"
-	if err := os.WriteFile(filepath.Join(logDir, "app", "0.log"), []byte(log), 0o644); err != nil {
-		t.Fatal(err)
+	for attempt := uint32(0); attempt <= 1; attempt++ {
+		logPath := filepath.Join("app", strconv.Itoa(int(attempt))+".log")
+		id, err := cri.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: attempt}, Image: &runtimeapi.ImageSpec{Image: "app:1"},
+			LogPath: logPath,
+			Labels:  map[string]string{labelPodName: "web", labelPodNamespace: "default", labelPodUID: "uid1", labelContainerName: "app"},
+		}, sbCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cri.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if attempt == 0 {
+			if err := cri.StopContainer(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(logDir, logPath), []byte(logs[attempt]), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid1"}}
@@ -175,7 +188,7 @@ func TestEndpoints(t *testing.T) {
 		{"/containerLogs/default/web/app?limitBytes=3", http.StatusOK, "hel"},
 		{"/containerLogs/default/web/app?tailLines=-2", http.StatusBadRequest, "tailLines: Invalid value"},
 		{"/containerLogs/default/web/nope", http.StatusBadRequest, `container \"nope\" in pod \"web\" is not available`},
-		{"/containerLogs/default/web/app?previous=true", http.StatusBadRequest, `previous terminated container \"app\" in pod \"web\" not found`},
+		{"/containerLogs/default/web/app?previous=true", http.StatusOK, "before the restart\n"},
 		{"/exec/default/web/app?stdout=true", http.StatusBadRequest, "you must specify at least one command"},
 		{"/exec/default/web/app?command=ls", http.StatusBadRequest, "at least 1 of stdin, stdout, stderr"},
 		{"/exec/default/web/nope?command=ls&stdout=true", http.StatusBadRequest, "container nope is not running in pod web"},
