@@ -85,7 +85,7 @@ func TestNodeServerStreams(t *testing.T) {
 		"--kubelet-port", strconv.Itoa(kubeletPort),
 		// The bundled agent's serving certificate comes from the cluster CA: verify it.
 		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"))
-	t.Cleanup(func() { cleanupHost(t, dataDir, bridge) })
+	t.Cleanup(func() { cleanupHost(t, c, dataDir, bridge) })
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
@@ -113,10 +113,6 @@ func TestNodeServerStreams(t *testing.T) {
 	importBusybox(t, filepath.Join(dataDir, "agent", "containerd"))
 
 	c.kubectlStdin(fmt.Sprintf(streamsPodYAML, node), "apply", "-f", "-")
-	t.Cleanup(func() {
-		// The kubelet tears the pod down while it still runs, so nothing outlives the test.
-		_, _ = c.kubectlErr("delete", "pod", "bb", "--wait=true", "--timeout=60s")
-	})
 	eventually(t, 120*time.Second, func() error {
 		pod, err := client.CoreV1().Pods("default").Get(ctx, "bb", metav1.GetOptions{})
 		if err != nil {
@@ -364,9 +360,21 @@ func importBusybox(t *testing.T, containerdDir string) {
 	}
 }
 
-// cleanupHost removes what the agent leaves on the host once the server has stopped:
-// the pod bridge and mounts under the data directory.
-func cleanupHost(t *testing.T, dataDir, bridge string) {
+// cleanupHost removes what the agent leaves on the host: pods outlive the kubelet and
+// containerd by design, so they are removed while the runtime still runs; then the
+// server stops, and the pod network's bridge, its masquerade rule and any mount left
+// under the data directory go.
+func cleanupHost(t *testing.T, c *cluster, dataDir, bridge string) {
+	_, _ = c.kubectlErr("delete", "pod", "--all", "--wait=true", "--timeout=60s")
+	rt := containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}
+	if err := containerd.RemoveAllPods(context.Background(), rt); err != nil {
+		t.Logf("removing pods: %v", err)
+	}
+	c.stop()
+	if err := containerd.RemoveMasquerade(bridge); err != nil {
+		t.Logf("removing the masquerade rule: %v", err)
+	}
+	_ = exec.Command("ip", "link", "delete", bridge).Run()
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	var under []string
 	for _, line := range strings.Split(string(mounts), "\n") {
@@ -378,7 +386,6 @@ func cleanupHost(t *testing.T, dataDir, bridge string) {
 	for i := len(under) - 1; i >= 0; i-- {
 		_ = exec.Command("umount", "-l", under[i]).Run()
 	}
-	_ = exec.Command("ip", "link", "delete", bridge).Run()
 }
 
 // kubectlEnv runs kubectl with extra environment and stdin, returning its output and
