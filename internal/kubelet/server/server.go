@@ -167,8 +167,9 @@ func (s *Server) allowed(user string, groups []string) bool {
 	return slices.Contains(s.opts.AllowedUsers, user) || slices.Contains(groups, mastersGroup)
 }
 
-// requestAttributes names a request as upstream's kubelet authorizer does: the verb from
-// the method and the nodes subresource from the path.
+// requestAttributes names a request as upstream's kubelet authorizer does (with its
+// fine-grained subresources): the verb from the method and the nodes subresource from
+// the path.
 func requestAttributes(r *http.Request) (verb, subresource string) {
 	verb = "get"
 	switch r.Method {
@@ -189,6 +190,10 @@ func requestAttributes(r *http.Request) (verb, subresource string) {
 		subresource = "metrics"
 	case "logs":
 		subresource = "log"
+	case "healthz":
+		subresource = "healthz"
+	case "pods", "runningpods":
+		subresource = "pods"
 	default:
 		subresource = "proxy"
 	}

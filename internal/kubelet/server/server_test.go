@@ -156,6 +156,8 @@ func TestAuthentication(t *testing.T) {
 		{"anonymous", "/containerLogs/default/web/app", http.StatusUnauthorized, "Unauthorized"},
 		{"node", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:node:node-b, verb=get, resource=nodes, subresource=proxy"},
 		{"node", "/stats/summary", http.StatusForbidden, "subresource=stats"},
+		{"node", "/pods", http.StatusForbidden, "subresource=pods"},
+		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
 		{"apiserver", "/healthz", http.StatusOK, "ok"},
 		{"admin", "/healthz", http.StatusOK, "ok"},
 		{"apiserver", "/no/such/path", http.StatusNotFound, ""},
