@@ -61,7 +61,8 @@ type Options struct {
 	ClusterDomain string
 	// KubeletVersion is reported in NodeInfo; Version when empty.
 	KubeletVersion string
-	// Port is the kubelet endpoint advertised in status.daemonEndpoints; 10250 when zero.
+	// Port is the kubelet endpoint advertised in status.daemonEndpoints, where NodeServer
+	// listens unless its Address says otherwise; 10250 when zero.
 	Port int32
 	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
 	PodLogsDir string
