@@ -189,6 +189,13 @@ func (s *Server) translateRemoteCommand(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	defer conn.Close()
+	// The session ends when the client goes: the resize channel, which clients never
+	// close on their own, reaches its end only when the WebSocket does. Without this an
+	// attach whose client vanished would hold its runtime stream until the container
+	// exits.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	resize := &resizeQueue{r: channels[4], onEnd: cancel}
 	executor, err := remotecommand.NewSPDYExecutor(&rest.Config{}, http.MethodPost, target)
 	if err != nil {
 		writeExitStatus(channels[3], err)
@@ -205,9 +212,11 @@ func (s *Server) translateRemoteCommand(w http.ResponseWriter, r *http.Request, 
 		so.Stderr = channels[2]
 	}
 	if opts.tty {
-		so.TerminalSizeQueue = &resizeQueue{dec: json.NewDecoder(channels[4])}
+		so.TerminalSizeQueue = resize
+	} else {
+		go resize.drain()
 	}
-	err = executor.StreamWithContext(r.Context(), so)
+	err = executor.StreamWithContext(ctx, so)
 	writeExitStatus(channels[3], err)
 }
 
@@ -233,15 +242,33 @@ func writeExitStatus(w io.Writer, err error) {
 }
 
 // resizeQueue reads terminal sizes, JSON objects {"Width":w,"Height":h}, from the resize
-// channel.
-type resizeQueue struct{ dec *json.Decoder }
+// channel, and calls onEnd when the channel ends.
+type resizeQueue struct {
+	r     io.Reader
+	dec   *json.Decoder
+	onEnd func()
+}
 
+// Next returns the next size, or nil once the channel has ended.
 func (q *resizeQueue) Next() *remotecommand.TerminalSize {
+	if q.dec == nil {
+		q.dec = json.NewDecoder(q.r)
+	}
 	var size remotecommand.TerminalSize
 	if err := q.dec.Decode(&size); err != nil {
+		// A malformed size ends resizing, not the session: wait for the channel's end.
+		q.drain()
 		return nil
 	}
 	return &size
+}
+
+// drain reads the channel to its end, then calls onEnd.
+func (q *resizeQueue) drain() {
+	_, _ = io.Copy(io.Discard, q.r)
+	if q.onEnd != nil {
+		q.onEnd()
+	}
 }
 
 // portForwardTunnelProtocol is kubectl's WebSocket subprotocol carrying SPDY.

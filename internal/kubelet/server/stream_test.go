@@ -42,14 +42,18 @@ func TestWriteExitStatus(t *testing.T) {
 }
 
 func TestResizeQueue(t *testing.T) {
-	q := &resizeQueue{dec: json.NewDecoder(strings.NewReader(`{"Width":80,"Height":24}{"Width":120,"Height":40}not json`))}
+	ended := false
+	q := &resizeQueue{r: strings.NewReader(`{"Width":80,"Height":24}{"Width":120,"Height":40}not json`), onEnd: func() { ended = true }}
 	for _, want := range []remotecommand.TerminalSize{{Width: 80, Height: 24}, {Width: 120, Height: 40}} {
 		got := q.Next()
 		if got == nil || *got != want {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 	}
-	if got := q.Next(); got != nil {
-		t.Errorf("after the stream ends: %v", got)
+	if ended {
+		t.Error("the session ended before the channel did")
+	}
+	if got := q.Next(); got != nil || !ended {
+		t.Errorf("after the channel ends: next %v, session ended %v", got, ended)
 	}
 }
