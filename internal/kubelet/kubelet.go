@@ -73,7 +73,8 @@ type Options struct {
 	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
 	PodCIDRChanged func(podCIDR string)
 	// NodeServer, when set, serves the node server (logs, exec, attach, port-forward,
-	// stats) over HTTPS on Port; Run fills in its runtime, node name and pods.
+	// stats) over HTTPS on Port; Run fills in its runtime, node name, root directory and
+	// pods.
 	NodeServer *nodeserver.Options
 	// ParallelStarts is how many sandbox and container starts run at once (see
 	// startGate); the number of CPUs when zero.
@@ -266,7 +267,7 @@ func Run(ctx context.Context, opts Options) error {
 // startNodeServer listens on the kubelet port and serves the node server until ctx ends.
 func (kl *Kubelet) startNodeServer(ctx context.Context) error {
 	so := *kl.opts.NodeServer
-	so.Runtime, so.NodeName, so.Logger = kl.runtime, kl.opts.NodeName, kl.log
+	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
 	so.Pods = kl.boundPods
 	if so.Address == "" {
 		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))

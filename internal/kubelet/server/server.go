@@ -47,6 +47,9 @@ type Options struct {
 	// Certificate is the serving certificate; ClientCAs verify callers' certificates.
 	Certificate tls.Certificate
 	ClientCAs   *x509.CertPool
+	// RootDir is the kubelet's state directory; its filesystem is the node's fs in
+	// /stats/summary.
+	RootDir string
 	// AllowedUsers may call the server besides members of system:masters;
 	// APIServerClientUser when empty.
 	AllowedUsers []string

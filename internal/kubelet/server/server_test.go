@@ -95,7 +95,7 @@ func startTestNode(t *testing.T) *testNode {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid1"}}
 	srv, err := New(Options{
 		NodeName: "node-a", Runtime: cri, Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
-		Certificate: servingPair, ClientCAs: ca.Pool(),
+		Certificate: servingPair, ClientCAs: ca.Pool(), RootDir: dir,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,8 @@ func TestEndpoints(t *testing.T) {
 	}
 	var sum Summary
 	if err := json.Unmarshal([]byte(body), &sum); err != nil || sum.Node.NodeName != "node-a" || len(sum.Pods) != 1 ||
-		sum.Pods[0].PodRef != (PodReference{Name: "web", Namespace: "default", UID: "uid1"}) || len(sum.Pods[0].Containers) != 1 {
+		sum.Pods[0].PodRef != (PodReference{Name: "web", Namespace: "default", UID: "uid1"}) || len(sum.Pods[0].Containers) != 1 ||
+		sum.Node.Fs == nil || sum.Node.Fs.CapacityBytes == nil || *sum.Node.Fs.CapacityBytes == 0 || sum.Node.Memory == nil || sum.Node.CPU == nil {
 		t.Errorf("/stats/summary: %v %s", err, body)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,9 +80,13 @@ type MemoryStats struct {
 
 // FsStats is a filesystem's usage.
 type FsStats struct {
-	Time       metav1.Time `json:"time"`
-	UsedBytes  *uint64     `json:"usedBytes,omitempty"`
-	InodesUsed *uint64     `json:"inodesUsed,omitempty"`
+	Time           metav1.Time `json:"time"`
+	AvailableBytes *uint64     `json:"availableBytes,omitempty"`
+	CapacityBytes  *uint64     `json:"capacityBytes,omitempty"`
+	UsedBytes      *uint64     `json:"usedBytes,omitempty"`
+	InodesFree     *uint64     `json:"inodesFree,omitempty"`
+	Inodes         *uint64     `json:"inodes,omitempty"`
+	InodesUsed     *uint64     `json:"inodesUsed,omitempty"`
 }
 
 func (s *Server) serveSummary(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +262,25 @@ func (s *Server) nodeStats() NodeStats {
 		}
 		ns.Memory = &MemoryStats{Time: metav1.NewTime(now), AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
 	}
+	if s.opts.RootDir != "" {
+		ns.Fs = filesystemStats(s.opts.RootDir, now)
+	}
 	return ns
+}
+
+// filesystemStats is the usage of the filesystem holding dir, or nil.
+func filesystemStats(dir string, now time.Time) *FsStats {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil
+	}
+	bsize := uint64(st.Bsize)
+	capacity, avail := st.Blocks*bsize, st.Bavail*bsize
+	used := (st.Blocks - st.Bfree) * bsize
+	inodes, free := st.Files, st.Ffree
+	inodesUsed := inodes - free
+	return &FsStats{Time: metav1.NewTime(now), AvailableBytes: &avail, CapacityBytes: &capacity, UsedBytes: &used,
+		Inodes: &inodes, InodesFree: &free, InodesUsed: &inodesUsed}
 }
 
 // userHZ is the unit of /proc/stat's CPU times on Linux.
