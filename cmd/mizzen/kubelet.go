@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,6 +19,7 @@ import (
 
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
+	nodeserver "mizzen/internal/kubelet/server"
 )
 
 func init() { register(newKubeletCommand) }
@@ -49,7 +53,11 @@ func newKubeletCommand() *cobra.Command {
 	f.Int64Var(&kf.maxPods, "max-pods", 110, "pods capacity of the node")
 	f.StringSliceVar(&kf.clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
 	f.StringVar(&kf.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
-	f.Int32Var(&kf.port, "port", 10250, "kubelet port advertised in the node status")
+	f.Int32Var(&kf.port, "port", 10250, "port of the node server (logs, exec, attach, port-forward, stats), advertised in the node status")
+	f.StringVar(&kf.address, "address", "0.0.0.0", "IP address the node server listens on")
+	f.StringVar(&kf.tlsCertFile, "tls-cert-file", "", "node server certificate (default: a self-signed one kept under --root-dir/pki)")
+	f.StringVar(&kf.tlsKeyFile, "tls-private-key-file", "", "node server private key, with --tls-cert-file")
+	f.StringVar(&kf.clientCAFile, "client-ca-file", "", "CA bundle that callers' client certificates are verified against (without one every caller is refused)")
 	f.StringVar(&kf.containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
 	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
@@ -63,6 +71,7 @@ type kubeletFlags struct {
 	hostnameOverride, runtimeEndpoint, imageEndpoint   string
 	taints, nodeIP, rootDir, nodeLabels, clusterDomain string
 	containerdDir, pauseBinary, cniBridge              string
+	address, tlsCertFile, tlsKeyFile, clientCAFile     string
 	clusterDNS                                         []string
 	maxPods                                            int64
 	port                                               int32
@@ -117,6 +126,18 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 			}
 		}
 	}
+	cert, err := nodeserver.LoadCertificate(kf.tlsCertFile, kf.tlsKeyFile, filepath.Join(kf.rootDir, "pki"), name)
+	if err != nil {
+		return fmt.Errorf("node server certificate: %w", err)
+	}
+	clientCAs, err := nodeserver.LoadClientCAs(kf.clientCAFile)
+	if err != nil {
+		return err
+	}
+	address := kf.address
+	if address == "" {
+		address = "0.0.0.0"
+	}
 	rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
 	if err != nil {
 		return err
@@ -137,5 +158,9 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		ClusterDomain:      kf.clusterDomain,
 		Port:               kf.port,
 		RootDir:            kf.rootDir,
+		NodeServer: &nodeserver.Options{
+			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.port))),
+			Certificate: cert, ClientCAs: clientCAs,
+		},
 	})
 }

@@ -32,6 +32,7 @@ type serverFlags struct {
 	clusterCIDR string
 	podBridge   string
 	kubeletPort int32
+	kubeletCA   string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -42,6 +43,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
+	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
 		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent)")
 	}
@@ -51,7 +53,7 @@ func (f *serverFlags) options() server.Options {
 	return server.Options{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
-		OpenAPI: openAPIHandler,
+		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
 	}
 }
 
@@ -135,7 +137,12 @@ func runBundle(f serverFlags) error {
 		if err != nil {
 			return err
 		}
+		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", host)
+		if err != nil {
+			return err
+		}
 		kf := kubeletFlags{
+			tlsCertFile: certFile, tlsKeyFile: keyFile, clientCAFile: cp.CAFile(),
 			hostnameOverride: host, rootDir: filepath.Join(f.dataDir, "agent", "kubelet"),
 			containerdDir: filepath.Join(f.dataDir, "agent", "containerd"),
 			pauseBinary:   filepath.Join(filepath.Dir(exe), "mizzen-pause"),

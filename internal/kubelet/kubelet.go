@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
+
+	nodeserver "mizzen/internal/kubelet/server"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -59,7 +61,8 @@ type Options struct {
 	ClusterDomain string
 	// KubeletVersion is reported in NodeInfo; Version when empty.
 	KubeletVersion string
-	// Port is the kubelet endpoint advertised in status.daemonEndpoints; 10250 when zero.
+	// Port is the kubelet endpoint advertised in status.daemonEndpoints, where NodeServer
+	// listens unless its Address says otherwise; 10250 when zero.
 	Port int32
 	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
 	PodLogsDir string
@@ -69,6 +72,10 @@ type Options struct {
 	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
 	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
 	PodCIDRChanged func(podCIDR string)
+	// NodeServer, when set, serves the node server (logs, exec, attach, port-forward,
+	// stats) over HTTPS on Port; Run fills in its runtime, node name, root directory and
+	// pods.
+	NodeServer *nodeserver.Options
 	// ParallelStarts is how many sandbox and container starts run at once (see
 	// startGate); the number of CPUs when zero.
 	ParallelStarts int
@@ -237,6 +244,11 @@ func Run(ctx context.Context, opts Options) error {
 	}); err != nil {
 		return err
 	}
+	if opts.NodeServer != nil {
+		if err := kl.startNodeServer(ctx); err != nil {
+			return err
+		}
+	}
 	go kl.podInformer.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), kl.podInformer.HasSynced) {
 		kl.workers.wait()
@@ -250,6 +262,41 @@ func Run(ctx context.Context, opts Options) error {
 	<-ctx.Done()
 	kl.workers.wait()
 	return nil
+}
+
+// startNodeServer listens on the kubelet port and serves the node server until ctx ends.
+func (kl *Kubelet) startNodeServer(ctx context.Context) error {
+	so := *kl.opts.NodeServer
+	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
+	so.Pods = kl.boundPods
+	if so.Address == "" {
+		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))
+	}
+	srv, err := nodeserver.New(so)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", so.Address)
+	if err != nil {
+		return fmt.Errorf("kubelet: node server: %w", err)
+	}
+	go func() {
+		if err := srv.Serve(ctx, l); err != nil {
+			kl.log.Error("node server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// boundPods returns the pods bound to this node from the watch cache.
+func (kl *Kubelet) boundPods() []*v1.Pod {
+	var pods []*v1.Pod
+	for _, obj := range kl.podInformer.GetStore().List() {
+		if pod, ok := obj.(*v1.Pod); ok {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
 }
 
 // onPod dispatches an informer event to the pod's worker.

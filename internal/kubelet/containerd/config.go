@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,10 @@ type Options struct {
 	// ContainerdPath and CtrPath are the binaries; found in PATH when empty.
 	ContainerdPath string
 	CtrPath        string
+	// StreamServerPort is where the CRI streaming server (exec, attach, port-forward)
+	// listens on 127.0.0.1; Run picks a free port when zero, so several containerds can
+	// share a host.
+	StreamServerPort int
 }
 
 func (o *Options) setDefaults() {
@@ -88,6 +93,10 @@ func (o Options) Config() string {
 	p(`[plugins."io.containerd.grpc.v1.cri"]`)
 	p("  sandbox_image = %s", toml(o.SandboxImage))
 	p("  restrict_oom_score_adj = true")
+	// Only the kubelet, on this host, talks to the streaming server: it proxies the
+	// apiserver's authenticated exec/attach/port-forward requests to it.
+	p(`  stream_server_address = "127.0.0.1"`)
+	p("  stream_server_port = %s", toml(strconv.Itoa(o.StreamServerPort)))
 	p("  enable_selinux = false")
 	p(`  [plugins."io.containerd.grpc.v1.cri".containerd]`)
 	p("    snapshotter = %s", toml(o.Snapshotter))

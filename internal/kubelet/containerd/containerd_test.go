@@ -26,7 +26,7 @@ import (
 )
 
 func TestConfig(t *testing.T) {
-	cfg := Options{DataDir: "/var/lib/mizzen/containerd"}.Config()
+	cfg := Options{DataDir: "/var/lib/mizzen/containerd", StreamServerPort: 41234}.Config()
 	for _, want := range []string{
 		`root = "/var/lib/mizzen/containerd/root"`,
 		`state = "/var/lib/mizzen/containerd/state"`,
@@ -37,6 +37,8 @@ func TestConfig(t *testing.T) {
 		`conf_dir = "/var/lib/mizzen/containerd/cni/net.d"`,
 		`snapshotter = "overlayfs"`,
 		`SystemdCgroup = false`,
+		`stream_server_address = "127.0.0.1"`,
+		`stream_server_port = "41234"`,
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config lacks %q:\n%s", want, cfg)

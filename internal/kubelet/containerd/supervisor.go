@@ -25,6 +25,13 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err := os.MkdirAll(opts.DataDir, 0o711); err != nil {
 		return err
 	}
+	if opts.StreamServerPort == 0 {
+		port, err := freeLocalPort()
+		if err != nil {
+			return err
+		}
+		opts.StreamServerPort = port
+	}
 	if err := os.WriteFile(opts.configPath(), []byte(opts.Config()), 0o644); err != nil {
 		return err
 	}
@@ -115,4 +122,14 @@ func Start(ctx context.Context, opts Options, log *slog.Logger, pauseBinary []by
 		return done, err
 	}
 	return done, nil
+}
+
+// freeLocalPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freeLocalPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
