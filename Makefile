@@ -6,6 +6,10 @@ GO ?= go
 OUT := _output
 BIN := $(OUT)/bin/mizzen
 DATA_DIR ?= /var/lib/mizzen
+# Static binaries: nothing here needs cgo, and with it kustomize's import of Go's plugin
+# package makes the binary dynamically linked with every symbol exported, which costs
+# each mizzen process about 28 MiB more resident memory.
+export CGO_ENABLED := 0
 # Debian packages the cluster and the tests need, and a command that proves each is there.
 APT_PACKAGES := containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge \
 	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables
@@ -27,7 +31,7 @@ deps:
 ## build: the one binary, bin/mizzen, and the static sandbox (pause) program beside it
 build:
 	$(GO) build -o $(BIN) ./cmd/mizzen
-	CGO_ENABLED=0 $(GO) build -ldflags=-s -o $(OUT)/bin/mizzen-pause ./internal/kubelet/containerd/pause
+	$(GO) build -ldflags=-s -o $(OUT)/bin/mizzen-pause ./internal/kubelet/containerd/pause
 
 ## run: start a single-node cluster in the background and print how to use it
 run: deps build
