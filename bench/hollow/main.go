@@ -107,8 +107,9 @@ func run(bin string, nodes, podsPerNode int) error {
 }
 
 func report(pid, nodes int, when string) {
-	cpu, rss := benchutil.ProcStats(pid)
-	fmt.Printf("hollow-nodes process %s: RSS %.0f MiB = %.2f MiB per node; %.1f CPU s so far\n", when, rss, rss/float64(nodes), cpu)
+	p := benchutil.ProcStats(pid)
+	fmt.Printf("hollow-nodes process %s: RSS %.0f MiB = %.2f MiB per node (private %.0f MiB = %.2f MiB per node); %.1f CPU s so far\n",
+		when, p.RSSMiB, p.RSSMiB/float64(nodes), p.AnonMiB, p.AnonMiB/float64(nodes), p.CPUSeconds)
 }
 
 func readyNodes(ctx context.Context, c *kubernetes.Clientset) (int, error) {

@@ -43,6 +43,10 @@ func main() {
 func run(bin string) error {
 	// A bridge and pod CIDR of its own, so a cluster already running here is left alone.
 	const bridge = "mzn-bench"
+	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
+	if err != nil {
+		return fmt.Errorf("cpuacct cgroup: %w", err)
+	}
 	srv, err := benchutil.StartServer(bin, "--disable", "agent", "--cluster-cidr", "10.201.0.0/16")
 	if err != nil {
 		return err
@@ -87,8 +91,8 @@ func run(bin string) error {
 			break
 		}
 	}
-	_, rss := benchutil.ProcStats(kubelet.Process.Pid)
-	fmt.Printf("kubelet idle: RSS %.0f MiB\n", rss)
+	idle := benchutil.ProcStats(kubelet.Process.Pid)
+	fmt.Printf("kubelet idle: RSS %.0f MiB, private %.0f MiB\n", idle.RSSMiB, idle.AnonMiB)
 	// Each figure starts on a node at rest: the previous pods are gone from the runtime
 	// too, not only from the API.
 	settle := func() { _ = containerd.RemoveAllPods(ctx, runtime) }
@@ -100,16 +104,20 @@ func run(bin string) error {
 	}
 	settle()
 	fmt.Printf("single pod: %v from create to all containers started\n", single[0].Round(time.Millisecond))
-	burst, err := startPods(ctx, client, "burst", 20, 20, noop)
+	cpu0 := cpu()
+	var cpuBurst time.Duration
+	burst, err := startPods(ctx, client, "burst", 20, 20, func() { cpuBurst = cpu() - cpu0 })
 	if err != nil {
 		return err
 	}
 	settle()
-	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v\n", benchutil.Percentile(burst, 0.5).Round(time.Millisecond), benchutil.Percentile(burst, 0.99).Round(time.Millisecond))
+	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench)\n",
+		benchutil.Percentile(burst, 0.5).Round(time.Millisecond), benchutil.Percentile(burst, 0.99).Round(time.Millisecond),
+		float64(cpuBurst.Milliseconds())/20)
 	steady, err := startPods(ctx, client, "steady", 100, 10, func() {
 		time.Sleep(10 * time.Second) // a status and relist period with every pod running
-		_, rss := benchutil.ProcStats(kubelet.Process.Pid)
-		fmt.Printf("kubelet with 100 pods running: RSS %.0f MiB\n", rss)
+		p := benchutil.ProcStats(kubelet.Process.Pid)
+		fmt.Printf("kubelet with 100 pods running: RSS %.0f MiB, private %.0f MiB\n", p.RSSMiB, p.AnonMiB)
 	})
 	if err != nil {
 		return err
