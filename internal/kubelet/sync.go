@@ -518,7 +518,7 @@ func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container
 	}
 	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	began := kl.clock.Now()
-	ref, err := kl.images.PullImage(ctx, spec, nil, sbCfg)
+	ref, err := kl.pullImage(ctx, pod, spec, sbCfg)
 	if err != nil {
 		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		now := kl.clock.Now()
