@@ -32,6 +32,9 @@ const (
 // done when the pod is gone from the API and its runtime objects are removed.
 func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	uid := string(w.uid)
+	if strings.HasPrefix(uid, "mirror:") {
+		return kl.syncOrphanMirror(ctx, w)
+	}
 	rt, err := kl.readPodRuntime(ctx, uid)
 	if err != nil {
 		return false, err
@@ -48,6 +51,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		return false, kl.stopAll(ctx, rt, 0)
 	}
 
+	if kl.static.get(w.uid) != nil {
+		if err := kl.syncMirrorPod(ctx, pod); err != nil {
+			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
+		}
+	}
 	if reason, msg := kl.admit(pod); reason != "" {
 		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
 	}
