@@ -222,7 +222,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	kl.runtimeName = v.RuntimeName
 	if opts.PodManifestPath != "" {
+		// Read before the watch starts, so that a mirror pod it delivers is not taken
+		// for an orphan, and before the first relist, so that running static pods are
+		// adopted.
 		kl.static = newStaticPods(opts.PodManifestPath, opts.NodeName)
+		kl.static.reload(kl.clock.Now(), kl.manifestError)
 	}
 
 	// The kubelet's own watch: only pods bound to this node.
@@ -245,8 +249,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	if kl.static != nil {
-		// Read before the first relist, so that running static pods are adopted.
-		kl.reloadStaticPods()
+		for _, pod := range kl.static.list() {
+			kl.workers.dispatch(pod.UID, cacheKey(pod))
+		}
 		go kl.runStaticPods(ctx)
 	}
 	go kl.runNodeStatus(ctx)

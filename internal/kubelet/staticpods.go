@@ -305,15 +305,18 @@ func (kl *Kubelet) onMirrorPod(mirror *v1.Pod) {
 // reloadStaticPods rereads the manifest directory and pokes the workers of the pods that
 // came or went.
 func (kl *Kubelet) reloadStaticPods() {
-	for _, uid := range kl.static.reload(kl.clock.Now(), func(file string, err error) {
-		kl.log.Error("reading static pod manifest", "file", file, "err", err)
-	}) {
+	for _, uid := range kl.static.reload(kl.clock.Now(), kl.manifestError) {
 		key := ""
 		if pod := kl.static.get(uid); pod != nil {
 			key = pod.Namespace + "/" + pod.Name
 		}
 		kl.workers.dispatch(uid, key)
 	}
+}
+
+// manifestError reports a manifest the kubelet cannot run.
+func (kl *Kubelet) manifestError(file string, err error) {
+	kl.log.Error("reading static pod manifest", "file", file, "err", err)
 }
 
 // runStaticPods rereads the manifest directory every FileCheckFrequency and removes

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +109,30 @@ func TestStaticPodIsMirroredAndStops(t *testing.T) {
 	})
 	if cs := running(); len(cs) != 1 || cs[0].Id != containerID {
 		t.Errorf("containers after the mirror's deletion %v, want %s still running", cs, containerID)
+	}
+
+	// A restarted kubelet adopts the running static pod and keeps its mirror (marked
+	// here, so a recreated one would show).
+	current, err := h.getPod(mirror.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current.Labels = map[string]string{"marker": "kept"}
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	h.startWith(opts)
+	for range 30 {
+		h.clock.Step(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.waitPod(mirror.Name, "mirror pod running after the restart", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if p, err := h.getPod(mirror.Name); err != nil || p.Labels["marker"] != "kept" {
+		t.Errorf("mirror pod after the kubelet's restart: %v, labels %v; want the same pod", err, p.GetLabels())
+	}
+	if cs := running(); len(cs) != 1 || cs[0].Id != containerID {
+		t.Errorf("containers after the kubelet's restart %v, want %s still running", cs, containerID)
 	}
 
 	// Removing the manifest stops the pod and removes its mirror.

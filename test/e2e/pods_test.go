@@ -334,7 +334,7 @@ func TestPodsOnContainerd(t *testing.T) {
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--wait=true", "--timeout=60s")
 		_ = os.Remove(staticManifest)
 		a.stop()
-		if t.Failed() {
+		if t.Failed() || os.Getenv("E2E_AGENT_LOG") != "" {
 			t.Logf("agent log:\n%s", a.log.String())
 		}
 	})
@@ -483,6 +483,7 @@ func TestPodsOnContainerd(t *testing.T) {
 
 	t.Run("a restarted agent adopts running pods", func(t *testing.T) {
 		before := c.waitPod("default", "netexec", time.Minute, runningAndReady)
+		mirrorBefore := c.waitPod("default", "static-web-"+podsNode, time.Minute, runningAndReady)
 		a.kill()
 		a.start()
 		// A pod created now runs only once the new kubelet works.
@@ -495,6 +496,11 @@ func TestPodsOnContainerd(t *testing.T) {
 		}
 		if got, err := httpGet("http://" + after.Status.PodIP + ":8080/hostname"); err != nil || got != "netexec" {
 			t.Errorf("pod after the restart answered %q, %v", got, err)
+		}
+		mirrorAfter := c.waitPod("default", "static-web-"+podsNode, time.Minute, runningAndReady)
+		if mirrorAfter.UID != mirrorBefore.UID || mirrorAfter.Status.ContainerStatuses[0].ContainerID != mirrorBefore.Status.ContainerStatuses[0].ContainerID {
+			t.Errorf("static pod after the restart: mirror %s container %s; want mirror %s container %s kept",
+				mirrorAfter.UID, mirrorAfter.Status.ContainerStatuses[0].ContainerID, mirrorBefore.UID, mirrorBefore.Status.ContainerStatuses[0].ContainerID)
 		}
 	})
 
