@@ -69,6 +69,8 @@ func TestDispatchExitCodes(t *testing.T) {
 		{[]string{"help"}, 0},
 		{[]string{"stress", "--mem-total", "1Mi", "--mem-alloc-size", "0"}, 2},
 		{[]string{"serve-hostname", "--http=false"}, 2},
+		{[]string{"serve-hostname", "--udp"}, 2},
+		{[]string{"serve-hostname", "--tcp"}, 2},
 		{[]string{"dns-lookup"}, 2},
 	}
 	for _, tt := range tests {

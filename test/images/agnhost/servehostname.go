@@ -12,8 +12,8 @@ import (
 	"syscall"
 )
 
-// runServeHostname answers every request with the host's name, on HTTP (the default),
-// UDP and TCP as the flags ask, all on --port.
+// runServeHostname answers every request with the host's name on --port: over HTTP (the
+// default) or, with --http=false, over raw TCP and/or UDP.
 func runServeHostname(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve-hostname", stderr)
 	port := fs.Int("port", 9376, "port number")
@@ -24,8 +24,9 @@ func runServeHostname(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *serveHTTP && *serveTCP {
-		fmt.Fprintln(stderr, "serve-hostname: --http and --tcp share the port; pick one")
+	if *serveHTTP && (*serveTCP || *serveUDP) {
+		// As upstream: raw TCP and UDP are served with --http=false.
+		fmt.Fprintln(stderr, "serve-hostname: --http cannot be given with --tcp or --udp (use --http=false)")
 		return 2
 	}
 	if !*serveHTTP && !*serveUDP && !*serveTCP {
