@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -77,6 +78,40 @@ func TestDispatchExitCodes(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if got := dispatch(tt.args, &out, &errOut); got != tt.want {
 			t.Errorf("agnhost %v exited %d, want %d (stderr %q)", tt.args, got, tt.want, errOut.String())
+		}
+	}
+}
+
+func TestServeHostnameRawProtocols(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go serveHostnameUDP(pc, "web-2")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go serveHostnameTCP(l, "web-2")
+
+	for _, tt := range []struct{ network, addr string }{{"udp", pc.LocalAddr().String()}, {"tcp", l.Addr().String()}} {
+		conn, err := net.DialTimeout(tt.network, tt.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if tt.network == "udp" {
+			if _, err := conn.Write([]byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf := make([]byte, 64)
+		n, err := conn.Read(buf)
+		conn.Close()
+		if err != nil || string(buf[:n]) != "web-2" {
+			t.Errorf("%s answered %q, %v; want web-2", tt.network, buf[:n], err)
 		}
 	}
 }
