@@ -32,16 +32,20 @@ const (
 
 // staticPods are the pods of the manifest directory, by their UID: a hash of the
 // manifest and the node, so that a changed file is a new pod and an unchanged one keeps
-// its containers across kubelet restarts.
+// its containers across kubelet restarts. A pod whose manifest is removed or changed
+// terminates gracefully, as a deleted API pod does.
 type staticPods struct {
 	dir  string
 	node string
 	mu   sync.Mutex
 	pods map[types.UID]*v1.Pod
+	// removed are pods whose manifest went away, marked for deletion (as an API pod
+	// being deleted is) until their containers have stopped gracefully.
+	removed map[types.UID]*v1.Pod
 }
 
 func newStaticPods(dir, node string) *staticPods {
-	return &staticPods{dir: dir, node: node, pods: map[types.UID]*v1.Pod{}}
+	return &staticPods{dir: dir, node: node, pods: map[types.UID]*v1.Pod{}, removed: map[types.UID]*v1.Pod{}}
 }
 
 // get returns a copy of the static pod with this UID, or nil.
@@ -54,7 +58,22 @@ func (s *staticPods) get(uid types.UID) *v1.Pod {
 	if p, ok := s.pods[uid]; ok {
 		return p.DeepCopy()
 	}
+	if p, ok := s.removed[uid]; ok {
+		return p.DeepCopy()
+	}
 	return nil
+}
+
+// forget drops a removed pod once it has terminated; it reports whether uid was one.
+func (s *staticPods) forget(uid types.UID) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.removed[uid]
+	delete(s.removed, uid)
+	return ok
 }
 
 // byKey returns the static pod named namespace/name, or nil.
@@ -106,10 +125,17 @@ func (s *staticPods) reload(now time.Time, warn func(file string, err error)) []
 			next[uid] = old // keep the first config.seen
 			continue
 		}
+		if _, ok := s.removed[uid]; ok {
+			delete(next, uid) // back once its old self has stopped
+			continue
+		}
 		changed = append(changed, uid)
 	}
-	for uid := range s.pods {
+	for uid, pod := range s.pods {
 		if _, ok := next[uid]; !ok {
+			pod.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+			pod.DeletionGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+			s.removed[uid] = pod
 			changed = append(changed, uid)
 		}
 	}
@@ -230,6 +256,14 @@ func (kl *Kubelet) mirrorOf(pod *v1.Pod) *v1.Pod {
 		return nil
 	}
 	return obj.(*v1.Pod)
+}
+
+// staticPodTerminated is called when a pod's graceful termination has finished: a
+// removed static pod is then forgotten, and its worker cleans up what is left.
+func (kl *Kubelet) staticPodTerminated(uid types.UID) {
+	if kl.static.forget(uid) {
+		kl.workers.poke(uid)
+	}
 }
 
 // statusTarget is the API object a pod's status is written to: the pod itself, or for

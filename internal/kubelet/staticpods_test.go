@@ -135,12 +135,19 @@ func TestStaticPodIsMirroredAndStops(t *testing.T) {
 		t.Errorf("containers after the kubelet's restart %v, want %s still running", cs, containerID)
 	}
 
-	// Removing the manifest stops the pod and removes its mirror.
+	// Removing the manifest stops the pod as a deletion would, and removes its mirror.
 	if err := os.Remove(manifest); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("static pod stopped and mirror gone", func() bool {
 		_, err := h.getPod(mirror.Name)
 		return isNotFound(err) && len(running()) == 0
+	})
+	if msg := h.waitEvent(mirror.Name, "Killing"); msg != "Stopping container app" {
+		t.Errorf("Killing event %q, want %q", msg, "Stopping container app")
+	}
+	h.eventually("static pod's containers removed", func() bool {
+		cs, err := h.rt.Client().ListContainers(ctx, nil)
+		return err == nil && len(cs) == 0
 	})
 }

@@ -44,7 +44,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	case pod == nil:
 		return kl.cleanupPod(ctx, w, rt)
 	case pod.DeletionTimestamp != nil:
-		return false, kl.terminatePod(ctx, w, pod, rt)
+		if err := kl.terminatePod(ctx, w, pod, rt); err != nil {
+			return false, err
+		}
+		kl.staticPodTerminated(w.uid)
+		return false, nil
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// A terminal pod never runs again: stop what is left, keep the status.
 		w.state.stopProbes()
