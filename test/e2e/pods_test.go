@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"mizzen/internal/kubelet/containerd"
 )
 
 // The test images, built by `make images` (or by the first test that needs them).
@@ -121,8 +124,9 @@ func (a *agent) kill() {
 	_ = a.cmd.Wait()
 }
 
-// cleanupNode removes what a node left on the host after its agent stopped: container
-// shims still serving its containerd, mounts under its data directory, its bridge.
+// cleanupNode removes what a node left on the host after its agent stopped, should its
+// pods have outlived it: container shims still serving its containerd, mounts under its
+// data directory, its bridge and masquerade rule.
 func cleanupNode(t *testing.T, dataDir string) {
 	socket := filepath.Join(dataDir, "agent", "containerd", "containerd.sock")
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -145,6 +149,9 @@ func cleanupNode(t *testing.T, dataDir string) {
 		}
 	}
 	_ = exec.Command("ip", "link", "delete", podsBridge).Run()
+	if err := containerd.RemoveMasquerade(podsBridge); err != nil {
+		t.Logf("removing the pod network's masquerade rule: %v", err)
+	}
 	if err := os.RemoveAll(dataDir); err != nil {
 		t.Logf("removing %s: %v", dataDir, err)
 	}
@@ -331,8 +338,12 @@ func TestPodsOnContainerd(t *testing.T) {
 	a := startAgent(t, c, dataDir)
 	t.Cleanup(func() {
 		// Stop the pods before the agent, so nothing outlives the test.
-		_, _ = c.kubectlErr("delete", "pods", "--all", "--wait=true", "--timeout=60s")
 		_ = os.Remove(staticManifest)
+		_, _ = c.kubectlErr("delete", "pods", "--all", "--wait=true", "--timeout=60s")
+		runtime := containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}
+		if err := containerd.RemoveAllPods(context.Background(), runtime); err != nil {
+			t.Logf("removing the node's pods: %v", err)
+		}
 		a.stop()
 		if t.Failed() || os.Getenv("E2E_AGENT_LOG") != "" {
 			t.Logf("agent log:\n%s", a.log.String())
