@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -42,6 +43,13 @@ func newImageImportCommand() *cobra.Command {
 				opts.Address = socket
 			case containerdDir != "":
 				opts.DataDir = containerdDir
+			}
+			socket := opts.Address
+			if socket == "" {
+				socket = opts.Socket()
+			}
+			if _, err := os.Stat(socket); err != nil {
+				return fmt.Errorf("no containerd at %s (is the node's agent running?): %w", socket, err)
 			}
 			for _, file := range files {
 				if err := containerd.ImportArchive(cmd.Context(), opts, file); err != nil {
