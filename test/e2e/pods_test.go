@@ -128,16 +128,8 @@ func (a *agent) kill() {
 // pods have outlived it: container shims still serving its containerd, mounts under its
 // data directory, its bridge and masquerade rule.
 func cleanupNode(t *testing.T, dataDir string) {
-	socket := filepath.Join(dataDir, "agent", "containerd", "containerd.sock")
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(cmdline, []byte(socket)) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	for _, pid := range processesMentioning(dataDir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	time.Sleep(500 * time.Millisecond) // let killed shims' containers go
 	if mounts, err := os.ReadFile("/proc/self/mounts"); err == nil {
@@ -155,6 +147,23 @@ func cleanupNode(t *testing.T, dataDir string) {
 	if err := os.RemoveAll(dataDir); err != nil {
 		t.Logf("removing %s: %v", dataDir, err)
 	}
+}
+
+// processesMentioning returns the processes whose command line mentions s: a node's
+// containerd and container shims name its data directory.
+func processesMentioning(s string) []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(cmdline, []byte(s)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // getPod reads a pod through kubectl as JSON.
@@ -500,6 +509,14 @@ func TestPodsOnContainerd(t *testing.T) {
 		// A pod created now runs only once the new kubelet works.
 		c.kubectlStdin(strings.ReplaceAll(netexecPod, "name: netexec\n", "name: netexec-after\n"), "apply", "-f", "-")
 		c.waitPod("default", "netexec-after", 2*time.Minute, runningAndReady)
+		// The killed agent's containerd went with it: one containerd serves the node.
+		config := filepath.Join(dataDir, "agent", "containerd", "containerd.toml")
+		eventually(t, 30*time.Second, func() error {
+			if pids := processesMentioning("--config\x00" + config); len(pids) != 1 {
+				return fmt.Errorf("containerd processes of the node: %v, want one", pids)
+			}
+			return nil
+		})
 		after := c.waitPod("default", "netexec", time.Minute, runningAndReady)
 		b, n := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
 		if n.RestartCount != 0 || n.ContainerID != b.ContainerID {
