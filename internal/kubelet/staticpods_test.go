@@ -135,6 +135,25 @@ func TestStaticPodIsMirroredAndStops(t *testing.T) {
 		t.Errorf("containers after the kubelet's restart %v, want %s still running", cs, containerID)
 	}
 
+	// A changed manifest is a new pod: the old one stops as a deleted pod does, the
+	// mirror follows the new.
+	if err := os.WriteFile(manifest, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels: {version: two}\nspec:\n  containers:\n  - name: app\n    image: agnhost:v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var newHash string
+	h.eventually("mirror of the changed manifest running, alone", func() bool {
+		p, err := h.getPod(mirror.Name)
+		if err != nil || p.Annotations[annoConfigMirror] == hash || p.Status.Phase != v1.PodRunning || p.Labels["version"] != "two" {
+			return false
+		}
+		newHash = p.Annotations[annoConfigMirror]
+		cs := running()
+		return len(cs) == 1 && cs[0].Labels[labelPodUID] == newHash
+	})
+	if msg := h.waitEvent(mirror.Name, "Killing"); msg != "Stopping container app" {
+		t.Errorf("Killing event %q, want %q", msg, "Stopping container app")
+	}
+
 	// Removing the manifest stops the pod as a deletion would, and removes its mirror.
 	if err := os.Remove(manifest); err != nil {
 		t.Fatal(err)
@@ -143,9 +162,6 @@ func TestStaticPodIsMirroredAndStops(t *testing.T) {
 		_, err := h.getPod(mirror.Name)
 		return isNotFound(err) && len(running()) == 0
 	})
-	if msg := h.waitEvent(mirror.Name, "Killing"); msg != "Stopping container app" {
-		t.Errorf("Killing event %q, want %q", msg, "Stopping container app")
-	}
 	h.eventually("static pod's containers removed", func() bool {
 		cs, err := h.rt.Client().ListContainers(ctx, nil)
 		return err == nil && len(cs) == 0
