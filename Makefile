@@ -33,6 +33,12 @@ build:
 	$(GO) build -o $(BIN) ./cmd/mizzen
 	$(GO) build -ldflags=-s -o $(OUT)/bin/mizzen-pause ./internal/kubelet/containerd/pause
 
+## images: the test images mizzen.local/agnhost:v1 and mizzen.local/busybox:v1 as OCI
+## archives in _output/images (load them with `mizzen image import`, or put them in
+## DATA_DIR/agent/images before the agent starts)
+images: deps
+	$(GO) run ./test/images/build -out $(OUT)/images
+
 ## run: start a single-node cluster in the background and print how to use it
 run: deps build
 	@$(MAKE) --no-print-directory stop
@@ -51,8 +57,8 @@ run: deps build
 stop:
 	@if [ -f $(OUT)/server.pid ]; then kill $$(cat $(OUT)/server.pid) 2>/dev/null || true; rm -f $(OUT)/server.pid; fi
 
-## test: install what the tests need, then vet and run every test
-test: deps vet
+## test: install what the tests need (packages, test images), then vet and run every test
+test: deps vet images
 	$(GO) test -count=1 -timeout 25m ./...
 
 vet:

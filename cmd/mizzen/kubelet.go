@@ -61,6 +61,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
 	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
+	f.StringVar(&kf.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
@@ -72,9 +73,12 @@ type kubeletFlags struct {
 	taints, nodeIP, rootDir, nodeLabels, clusterDomain string
 	containerdDir, pauseBinary, cniBridge              string
 	address, tlsCertFile, tlsKeyFile, clientCAFile     string
-	clusterDNS                                         []string
-	maxPods                                            int64
-	port                                               int32
+	// imagesDir holds image tarballs imported into the runtime at start (the agent's).
+	imagesDir       string
+	podManifestPath string
+	clusterDNS      []string
+	maxPods         int64
+	port            int32
 }
 
 // runKubelet starts the runtime (its own containerd when containerdDir is set) and runs
@@ -120,6 +124,15 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		}
 		defer func() { <-stopped }()
 		runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
+		if kf.imagesDir != "" {
+			imported, err := containerd.ImportArchivesIn(ctx, rtOpts, kf.imagesDir)
+			if err != nil {
+				return fmt.Errorf("importing images from %s: %w", kf.imagesDir, err)
+			}
+			if len(imported) > 0 {
+				slog.Info("imported images", "files", imported)
+			}
+		}
 		podCIDRChanged = func(cidr string) {
 			if err := rtOpts.WriteCNIConfig(cidr); err != nil {
 				slog.Error("writing CNI configuration", "err", err)
@@ -158,6 +171,7 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		ClusterDomain:      kf.clusterDomain,
 		Port:               kf.port,
 		RootDir:            kf.rootDir,
+		PodManifestPath:    kf.podManifestPath,
 		NodeServer: &nodeserver.Options{
 			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.port))),
 			Certificate: cert, ClientCAs: clientCAs,

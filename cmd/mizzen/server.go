@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
-
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,33 +121,19 @@ func runBundle(f serverFlags) error {
 		}()
 	}
 	if !disabled["agent"] {
-		host, err := os.Hostname()
+		kf, err := agentKubeletFlags(f.dataDir, "", f.kubeletPort, f.podBridge)
+		if err != nil {
+			return fmt.Errorf("%w, or run with --disable agent", err)
+		}
+		cfg, err := cp.ComponentConfig("kubelet", "system:node:"+kf.hostnameOverride, []string{"system:nodes"})
 		if err != nil {
 			return err
 		}
-		host = strings.ToLower(host)
-		cfg, err := cp.ComponentConfig("kubelet", "system:node:"+host, []string{"system:nodes"})
+		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", kf.hostnameOverride)
 		if err != nil {
 			return err
 		}
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", host)
-		if err != nil {
-			return err
-		}
-		kf := kubeletFlags{
-			tlsCertFile: certFile, tlsKeyFile: keyFile, clientCAFile: cp.CAFile(),
-			hostnameOverride: host, rootDir: filepath.Join(f.dataDir, "agent", "kubelet"),
-			containerdDir: filepath.Join(f.dataDir, "agent", "containerd"),
-			pauseBinary:   filepath.Join(filepath.Dir(exe), "mizzen-pause"),
-			clusterDomain: "cluster.local", maxPods: 110, port: f.kubeletPort, cniBridge: f.podBridge,
-		}
-		if _, err := os.Stat(kf.pauseBinary); err != nil {
-			return fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it, or run with --disable agent", kf.pauseBinary)
-		}
+		kf.tlsCertFile, kf.tlsKeyFile, kf.clientCAFile = certFile, keyFile, cp.CAFile()
 		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
 	}
 	select {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -82,6 +83,9 @@ type Options struct {
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
+	// PodManifestPath is a directory of static pod manifests to run, each mirrored to
+	// the apiserver; none when empty.
+	PodManifestPath string
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -92,6 +96,7 @@ type Options struct {
 	NodeStatusUpdateFrequency time.Duration // status computed, 10s
 	NodeStatusReportFrequency time.Duration // status posted even if unchanged, 1m
 	LeaseRenewInterval        time.Duration // 10s
+	FileCheckFrequency        time.Duration // static pod manifests reread, 20s
 	Logger                    *slog.Logger
 }
 
@@ -154,6 +159,7 @@ func (o *Options) setDefaults() error {
 	setDuration(&o.NodeStatusUpdateFrequency, 10*time.Second)
 	setDuration(&o.NodeStatusReportFrequency, time.Minute)
 	setDuration(&o.LeaseRenewInterval, 10*time.Second)
+	setDuration(&o.FileCheckFrequency, 20*time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -198,6 +204,7 @@ type Kubelet struct {
 	backoff     *backoff
 	starts      *startGate
 	recorder    record.EventRecorder
+	static      *staticPods // nil without a manifest directory
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -230,6 +237,13 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
+	if opts.PodManifestPath != "" {
+		// Read before the watch starts, so that a mirror pod it delivers is not taken
+		// for an orphan, and before the first relist, so that running static pods are
+		// adopted.
+		kl.static = newStaticPods(opts.PodManifestPath, opts.NodeName)
+		kl.static.reload(kl.clock.Now(), kl.manifestError)
+	}
 
 	// The kubelet's own watch: only pods bound to this node.
 	kl.podInformer = coreinformers.NewFilteredPodInformer(kl.client, metav1.NamespaceAll, 0,
@@ -255,6 +269,12 @@ func Run(ctx context.Context, opts Options) error {
 		return nil // ctx ended before the first list: a clean stop
 	}
 
+	if kl.static != nil {
+		for _, pod := range kl.static.list() {
+			kl.workers.dispatch(pod.UID, cacheKey(pod))
+		}
+		go kl.runStaticPods(ctx)
+	}
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
@@ -308,17 +328,24 @@ func (kl *Kubelet) onPod(obj any) {
 	if !ok || pod.Spec.NodeName != kl.opts.NodeName {
 		return
 	}
+	if isMirrorPod(pod) {
+		kl.onMirrorPod(pod)
+		return
+	}
 	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
 }
 
 // getPod returns the pod with this key and UID from the watch cache, or nil.
 func (kl *Kubelet) getPod(key string, uid string) *v1.Pod {
+	if pod := kl.staticPod(types.UID(uid)); pod != nil {
+		return pod
+	}
 	obj, exists, err := kl.podInformer.GetStore().GetByKey(key)
 	if err != nil || !exists {
 		return nil
 	}
 	pod := obj.(*v1.Pod)
-	if string(pod.UID) != uid || pod.Spec.NodeName != kl.opts.NodeName {
+	if string(pod.UID) != uid || pod.Spec.NodeName != kl.opts.NodeName || isMirrorPod(pod) {
 		return nil
 	}
 	return pod

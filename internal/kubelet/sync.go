@@ -32,6 +32,9 @@ const (
 // done when the pod is gone from the API and its runtime objects are removed.
 func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	uid := string(w.uid)
+	if strings.HasPrefix(uid, "mirror:") {
+		return kl.syncOrphanMirror(ctx, w)
+	}
 	rt, err := kl.readPodRuntime(ctx, uid)
 	if err != nil {
 		return false, err
@@ -41,13 +44,22 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	case pod == nil:
 		return kl.cleanupPod(ctx, w, rt)
 	case pod.DeletionTimestamp != nil:
-		return false, kl.terminatePod(ctx, w, pod, rt)
+		if err := kl.terminatePod(ctx, w, pod, rt); err != nil {
+			return false, err
+		}
+		kl.staticPodTerminated(w.uid)
+		return false, nil
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// A terminal pod never runs again: stop what is left, keep the status.
 		w.state.stopProbes()
 		return false, kl.stopAll(ctx, rt, 0)
 	}
 
+	if kl.static.get(w.uid) != nil {
+		if err := kl.syncMirrorPod(ctx, pod); err != nil {
+			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
+		}
+	}
 	if reason, msg := kl.admit(pod); reason != "" {
 		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
 	}

@@ -34,12 +34,6 @@ import (
 	"mizzen/internal/kubelet/containerd"
 )
 
-// busyboxImage is built in the test from Debian's busybox-static.
-const busyboxImage = "mizzen.local/nodeserver-busybox:v1"
-
-// busyboxSetup gives the container busybox's applets on PATH.
-const busyboxSetup = "/bin/busybox --install -s /bin; "
-
 const streamsPodYAML = `apiVersion: v1
 kind: Pod
 metadata:
@@ -51,14 +45,14 @@ spec:
   containers:
   - name: main
     image: ` + busyboxImage + `
-    command: ["/bin/busybox", "sh", "-c", "` + busyboxSetup + `echo line-1; echo line-2; i=0; while true; do i=$((i+1)); echo tick-$i; sleep 1; done"]
+    command: ["sh", "-c", "echo line-1; echo line-2; i=0; while true; do i=$((i+1)); echo tick-$i; sleep 1; done"]
   - name: web
     image: ` + busyboxImage + `
-    command: ["/bin/busybox", "sh", "-c", "` + busyboxSetup + `mkdir -p /www; echo hello-from-pod > /www/index.html; exec httpd -f -p 8080 -h /www"]
+    command: ["sh", "-c", "mkdir -p /www; echo hello-from-pod > /www/index.html; exec httpd -f -p 8080 -h /www"]
   - name: echo
     image: ` + busyboxImage + `
     stdin: true
-    command: ["/bin/busybox", "sh", "-c", "` + busyboxSetup + `while read l; do echo got:$l; done"]
+    command: ["sh", "-c", "while read l; do echo got:$l; done"]
 `
 
 // TestNodeServerStreams runs a cluster with an agent on a containerd of its own and
@@ -77,11 +71,11 @@ func TestNodeServerStreams(t *testing.T) {
 			t.Skipf("%s not installed", bin)
 		}
 	}
-	buildPause(t)
+	images := testImages(t)
 	dataDir := t.TempDir()
 	bridge := "mzn-nodesrv"
 	kubeletPort := freePort(t)
-	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.213.0.0/16", "--pod-bridge", bridge,
+	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.214.0.0/16", "--pod-bridge", bridge,
 		"--kubelet-port", strconv.Itoa(kubeletPort),
 		// The bundled agent's serving certificate comes from the cluster CA: verify it.
 		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"))
@@ -110,7 +104,11 @@ func TestNodeServerStreams(t *testing.T) {
 		}
 		return fmt.Errorf("no Ready node with a pod CIDR yet")
 	})
-	importBusybox(t, filepath.Join(dataDir, "agent", "containerd"))
+	importCtx, cancelImport := context.WithTimeout(ctx, time.Minute)
+	defer cancelImport()
+	if err := containerd.ImportArchive(importCtx, containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}, filepath.Join(images, "busybox.tar")); err != nil {
+		t.Fatal(err)
+	}
 
 	c.kubectlStdin(fmt.Sprintf(streamsPodYAML, node), "apply", "-f", "-")
 	eventually(t, 120*time.Second, func() error {
@@ -330,36 +328,6 @@ func TestNodeServerStreams(t *testing.T) {
 }
 
 // buildPause builds the sandbox program next to the mizzen binary, where `mizzen server`
-// looks for it.
-func buildPause(t *testing.T) {
-	t.Helper()
-	out := filepath.Join(filepath.Dir(mizzenBin), "mizzen-pause")
-	if _, err := os.Stat(out); err == nil {
-		return
-	}
-	cmd := exec.Command("go", "build", "-o", out, "mizzen/internal/kubelet/containerd/pause")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the pause program: %v\n%s", err, b)
-	}
-}
-
-// importBusybox packages Debian's static busybox as a single-layer image and imports it
-// into the agent's containerd.
-func importBusybox(t *testing.T, containerdDir string) {
-	t.Helper()
-	bin, err := os.ReadFile("/bin/busybox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	img := containerd.Image{Name: busyboxImage, Files: []containerd.File{{Path: "/bin/busybox", Mode: 0o755, Data: bin}}, Entrypoint: []string{"/bin/busybox"}}
-	if err := containerd.ImportImage(ctx, containerd.Options{DataDir: containerdDir}, img); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // cleanupHost removes what the agent leaves on the host: pods outlive the kubelet and
 // containerd by design, so they are removed while the runtime still runs; then the
 // server stops, and the pod network's bridge, its masquerade rule and any mount left
@@ -371,21 +339,7 @@ func cleanupHost(t *testing.T, c *cluster, dataDir, bridge string) {
 		t.Logf("removing pods: %v", err)
 	}
 	c.stop()
-	if err := containerd.RemoveMasquerade(bridge); err != nil {
-		t.Logf("removing the masquerade rule: %v", err)
-	}
-	_ = exec.Command("ip", "link", "delete", bridge).Run()
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	var under []string
-	for _, line := range strings.Split(string(mounts), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dataDir) {
-			under = append(under, fields[4])
-		}
-	}
-	for i := len(under) - 1; i >= 0; i-- {
-		_ = exec.Command("umount", "-l", under[i]).Run()
-	}
+	cleanupNode(t, dataDir, bridge)
 }
 
 // kubectlEnv runs kubectl with extra environment and stdin, returning its output and
@@ -512,7 +466,7 @@ func portForward(t *testing.T, c *cluster, env []string) {
 		t.Fatalf("port-forward said %q", line)
 	}
 	for i := 0; i < 2; i++ { // two connections through one forward
-		body := httpGet(t, "http://127.0.0.1:"+m[1]+"/")
+		body := mustGet(t, "http://127.0.0.1:"+m[1]+"/")
 		if body != "hello-from-pod\n" {
 			t.Errorf("through port-forward: %q; stderr: %s", body, stderr.String())
 		}
@@ -520,17 +474,14 @@ func portForward(t *testing.T, c *cluster, env []string) {
 	_ = cmd.Process.Kill()
 }
 
-func httpGet(t *testing.T, u string) string {
+// mustGet fetches u, failing the test (not stopping it) on an error.
+func mustGet(t *testing.T, u string) string {
 	t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get(u)
+	body, err := httpGet(u)
 	if err != nil {
 		t.Errorf("GET %s: %v", u, err)
-		return ""
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return body
 }
 
 // checkPortForwardDialer forwards a local port with one dialer and fetches the pod's
@@ -557,7 +508,7 @@ func checkPortForwardDialer(t *testing.T, dialer httpstream.Dialer) {
 	if err != nil || len(ports) != 1 {
 		t.Fatalf("forwarded ports %v: %v", ports, err)
 	}
-	if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local)); body != "hello-from-pod\n" {
+	if body := mustGet(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local)); body != "hello-from-pod\n" {
 		t.Errorf("through port-forward: %q; %s", body, errOut.String())
 	}
 }

@@ -25,6 +25,9 @@ type Options struct {
 	CNIBinDir    string // /usr/lib/cni (Debian's containernetworking-plugins) when empty
 	Snapshotter  string // overlayfs when empty
 	Bridge       string // the pod network's bridge; mizzen0 when empty
+	// Address is the socket of a containerd not supervised here, for image imports;
+	// the socket under DataDir when empty.
+	Address string
 	// ContainerdPath and CtrPath are the binaries; found in PATH when empty.
 	ContainerdPath string
 	CtrPath        string

@@ -68,7 +68,10 @@ func runOnce(ctx context.Context, opts Options) error {
 	}
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// containerd dies with its supervisor, even a killed one, so that a restarted agent
+	// does not find the old containerd holding its state; the containers live on in
+	// their shims and the new containerd reconnects to them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
