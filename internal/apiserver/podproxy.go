@@ -348,11 +348,7 @@ func validatePodLogOptions(o *corev1.PodLogOptions) error {
 
 // servePodStream serves pods/exec and pods/attach: GET or POST with an upgrade.
 func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		s.writeError(w, r, methodNotAllowed(r, h))
-		return
-	}
-	pod, err := s.getPod(r, info, h)
+	pod, err := s.streamingPod(r, info, h)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -360,10 +356,6 @@ func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, info *re
 	container, err := podContainer(pod, r.URL.Query().Get("container"))
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	if pod.Spec.NodeName == "" {
-		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
 		return
 	}
 	if p := pod.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
@@ -374,27 +366,30 @@ func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, info *re
 		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot %s a container in a completed pod; current phase is %s", verb, p)))
 		return
 	}
-	loc, err := s.kubeletLocation(r, pod.Spec.NodeName)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	loc.Path = path.Join("/"+info.Subresource, pod.Namespace, pod.Name, container)
-	loc.RawQuery = r.URL.RawQuery
-	s.proxyToKubelet(w, r, loc, true)
+	s.proxyPodStream(w, r, pod, path.Join("/"+info.Subresource, pod.Namespace, pod.Name, container))
 }
 
 // servePodPortForward serves pods/portforward: GET or POST with an upgrade.
 func (s *Server) servePodPortForward(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		s.writeError(w, r, methodNotAllowed(r, h))
-		return
-	}
-	pod, err := s.getPod(r, info, h)
+	pod, err := s.streamingPod(r, info, h)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.proxyPodStream(w, r, pod, path.Join("/portForward", pod.Namespace, pod.Name))
+}
+
+// streamingPod checks the method of an exec, attach or port-forward request and returns
+// its pod.
+func (s *Server) streamingPod(r *http.Request, info *requestInfo, h *resourceHandler) (*corev1.Pod, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		return nil, methodNotAllowed(r, h)
+	}
+	return s.getPod(r, info, h)
+}
+
+// proxyPodStream hands an upgrade request on to the kubelet path of the pod's node.
+func (s *Server) proxyPodStream(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, kubeletPath string) {
 	if pod.Spec.NodeName == "" {
 		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
 		return
@@ -404,7 +399,7 @@ func (s *Server) servePodPortForward(w http.ResponseWriter, r *http.Request, inf
 		s.writeError(w, r, err)
 		return
 	}
-	loc.Path = path.Join("/portForward", pod.Namespace, pod.Name)
+	loc.Path = kubeletPath
 	loc.RawQuery = r.URL.RawQuery
 	s.proxyToKubelet(w, r, loc, true)
 }

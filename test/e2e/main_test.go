@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mizzen/internal/testing/proc"
 )
 
 // mizzenBin is the binary built once for all tests.
@@ -92,20 +94,7 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 	return c
 }
 
-func (c *cluster) stop() {
-	if c.cmd.Process == nil || c.cmd.ProcessState != nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-	}
-}
+func (c *cluster) stop() { proc.Stop(c.cmd, 15*time.Second) }
 
 // kill stops the server abruptly, as a crash would.
 func (c *cluster) kill() {

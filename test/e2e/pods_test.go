@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/testing/proc"
 )
 
 // The test images, built by `make images` (or by the first test that needs them).
@@ -103,20 +104,7 @@ func (a *agent) start() {
 }
 
 // stop asks the agent to stop and waits for it.
-func (a *agent) stop() {
-	if a.cmd == nil || a.cmd.ProcessState != nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = a.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
-	}
-}
+func (a *agent) stop() { proc.Stop(a.cmd, 30*time.Second) }
 
 // kill ends the agent abruptly, as a crash would.
 func (a *agent) kill() {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/testing/proc"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -129,15 +131,7 @@ func StartServer(bin string, args ...string) (*Server, error) {
 
 // Stop interrupts the server, waits for it, and removes its data directory.
 func (s *Server) Stop() {
-	_ = s.Cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.Cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = s.Cmd.Process.Kill()
-		<-done
-	}
+	proc.Stop(s.Cmd, 30*time.Second)
 	_ = os.RemoveAll(s.Dir)
 }
 

@@ -90,15 +90,7 @@ func (s *Server) findSandbox(ctx context.Context, namespace, pod string) (*runti
 // runningPods builds pods from the runtime's ready sandboxes and their running
 // containers: what runs on the node whatever the apiserver says.
 func (s *Server) runningPods(ctx context.Context) (*v1.PodList, error) {
-	sandboxes, err := s.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
-		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-	})
-	if err != nil {
-		return nil, err
-	}
-	containers, err := s.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-	})
+	sandboxes, containers, err := s.listRunning(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -121,4 +113,18 @@ func (s *Server) runningPods(ctx context.Context) (*v1.PodList, error) {
 		})
 	}
 	return list, nil
+}
+
+// listRunning lists the runtime's ready sandboxes and running containers.
+func (s *Server) listRunning(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
+	sandboxes, err := s.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	containers, err := s.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	return sandboxes, containers, err
 }

@@ -101,15 +101,7 @@ func (s *Server) serveSummary(w http.ResponseWriter, r *http.Request) {
 // summary gathers the pods' usage from the runtime's container stats and the node's
 // from /proc.
 func (s *Server) summary(ctx context.Context) (*Summary, error) {
-	sandboxes, err := s.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
-		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-	})
-	if err != nil {
-		return nil, err
-	}
-	containers, err := s.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-	})
+	sandboxes, containers, err := s.listRunning(ctx)
 	if err != nil {
 		return nil, err
 	}
