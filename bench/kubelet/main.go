@@ -111,6 +111,9 @@ func run(bin string) error {
 		return err
 	}
 	settle()
+	if os.Getenv("BENCH_VERBOSE") != "" {
+		fmt.Println("burst latencies:", burst)
+	}
 	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench)\n",
 		benchutil.Percentile(burst, 0.5).Round(time.Millisecond), benchutil.Percentile(burst, 0.99).Round(time.Millisecond),
 		float64(cpuBurst.Milliseconds())/20)
