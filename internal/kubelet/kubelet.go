@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
+
+	"mizzen/internal/kubelet/volume"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -71,6 +73,9 @@ type Options struct {
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
+	// NoTmpfs keeps memory-backed volumes (medium Memory, secrets, projected tokens) as
+	// plain directories: hollow nodes and unprivileged runs cannot mount tmpfs.
+	NoTmpfs bool
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -183,6 +188,7 @@ type Kubelet struct {
 	workers     *podWorkers
 	backoff     *backoff
 	recorder    record.EventRecorder
+	volumes     *volume.Manager
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -214,6 +220,8 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
+	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: volumeSources{kl},
+		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
 
 	// The kubelet's own watch: only pods bound to this node.
 	kl.podInformer = coreinformers.NewFilteredPodInformer(kl.client, metav1.NamespaceAll, 0,

@@ -1,0 +1,232 @@
+// Package volume prepares a pod's volumes on the node before its containers start and
+// removes them after its containers are gone: emptyDir (on disk or tmpfs), configMap,
+// secret, downwardAPI and projected volumes (written atomically, following updates of
+// their sources on every sync), hostPath with its type checks, and the service account
+// tokens of projected volumes, refreshed before they expire. It also turns a
+// container's volumeMounts into CRI mounts.
+//
+// Layout, as upstream's kubelet: RootDir/pods/<uid>/volumes/kubernetes.io~<kind>/<name>.
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Sources is where volume content comes from: the API, and what only the kubelet knows.
+type Sources interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	// ResourceValue resolves a downwardAPI resourceFieldRef of the pod.
+	ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error)
+	// ServiceAccountToken requests a token for the pod's service account, bound to
+	// the pod, and returns it with its expiry.
+	ServiceAccountToken(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, time.Time, error)
+}
+
+// Options configure a Manager. RootDir and Sources are required.
+type Options struct {
+	RootDir string
+	Sources Sources
+	// Tmpfs puts memory-medium emptyDirs and secret, downwardAPI and projected volumes on
+	// tmpfs mounts, as upstream does; without it they are plain directories (hollow
+	// nodes, unprivileged tests).
+	Tmpfs  bool
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
+}
+
+// Manager sets up and tears down the volumes of the pods on one node.
+type Manager struct {
+	opts   Options
+	tokens *tokenCache
+}
+
+// NewManager returns a manager for the volumes under opts.RootDir.
+func NewManager(opts Options) *Manager {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Manager{opts: opts, tokens: newTokenCache(opts.Clock)}
+}
+
+// Plugin directory names, as upstream's volume plugins name them.
+const (
+	kindEmptyDir    = "kubernetes.io~empty-dir"
+	kindConfigMap   = "kubernetes.io~configmap"
+	kindSecret      = "kubernetes.io~secret"
+	kindDownwardAPI = "kubernetes.io~downward-api"
+	kindProjected   = "kubernetes.io~projected"
+)
+
+// Mounted is one volume ready on the host.
+type Mounted struct {
+	// Path is the host path to bind into containers.
+	Path string
+	// ReadOnly volumes (API data) are mounted read-only whatever the volumeMount says.
+	ReadOnly bool
+	// Writable volumes may get a missing subPath created inside them.
+	Writable bool
+}
+
+// PodDir is the pod's state directory.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.opts.RootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, kind, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumes", kind, name)
+}
+
+// MountError is why one volume could not be set up; its message is worded as
+// upstream's FailedMount events.
+type MountError struct {
+	Volume string
+	Err    error
+}
+
+func (e *MountError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *MountError) Unwrap() error { return e.Err }
+
+// SetUp makes every volume of the pod present and current: it creates what is
+// missing and rewrites API-data volumes whose sources changed. It is cheap to call on
+// every sync. The error joins one *MountError per volume that is not ready.
+func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, error) {
+	out := make(map[string]Mounted, len(pod.Spec.Volumes))
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		mv, err := m.setUpVolume(ctx, pod, vol)
+		if err != nil {
+			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+			continue
+		}
+		out[vol.Name] = mv
+	}
+	return out, errors.Join(errs...)
+}
+
+func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
+	src := &vol.VolumeSource
+	gid := fsGroup(pod)
+	switch {
+	case src.EmptyDir != nil:
+		dir := m.volumeDir(pod.UID, kindEmptyDir, vol.Name)
+		return Mounted{Path: dir, Writable: true}, m.setUpEmptyDir(dir, src.EmptyDir, gid)
+	case src.HostPath != nil:
+		return Mounted{Path: src.HostPath.Path, Writable: true}, setUpHostPath(src.HostPath)
+	case src.ConfigMap != nil:
+		p, err := m.configMapPayload(ctx, pod.Namespace, src.ConfigMap.LocalObjectReference.Name, src.ConfigMap.Items,
+			src.ConfigMap.DefaultMode, src.ConfigMap.Optional)
+		if err != nil {
+			return Mounted{}, err
+		}
+		dir := m.volumeDir(pod.UID, kindConfigMap, vol.Name)
+		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, false, p, gid)
+	case src.Secret != nil:
+		p, err := m.secretPayload(ctx, pod.Namespace, src.Secret.SecretName, src.Secret.Items,
+			src.Secret.DefaultMode, src.Secret.Optional)
+		if err != nil {
+			return Mounted{}, err
+		}
+		dir := m.volumeDir(pod.UID, kindSecret, vol.Name)
+		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, true, p, gid)
+	case src.DownwardAPI != nil:
+		p, err := m.downwardAPIPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
+		if err != nil {
+			return Mounted{}, err
+		}
+		dir := m.volumeDir(pod.UID, kindDownwardAPI, vol.Name)
+		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, true, p, gid)
+	case src.Projected != nil:
+		p, err := m.projectedPayload(ctx, pod, src.Projected)
+		if err != nil {
+			return Mounted{}, err
+		}
+		dir := m.volumeDir(pod.UID, kindProjected, vol.Name)
+		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, true, p, gid)
+	}
+	return Mounted{}, errors.New("volume type is not supported by this kubelet")
+}
+
+// write brings an API-data volume to the payload, on tmpfs when memory-backed; with
+// an fsGroup the group owns and may read every file, as upstream sets it.
+func (m *Manager) write(dir string, memory bool, p payload, gid int64) error {
+	if memory && m.opts.Tmpfs {
+		if err := mountTmpfs(dir, ""); err != nil {
+			return err
+		}
+	}
+	if gid >= 0 {
+		for path, f := range p {
+			f.mode |= 0o440
+			p[path] = f
+		}
+	}
+	_, err := writeAtomic(dir, p, gid)
+	return err
+}
+
+// fsGroup is the pod's fsGroup, or -1.
+func fsGroup(pod *v1.Pod) int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return *sc.FSGroup
+	}
+	return -1
+}
+
+// fileMode is an item's mode, else the volume's default mode, else 0644.
+func fileMode(item, def *int32) os.FileMode {
+	mode := int32(v1.ConfigMapVolumeSourceDefaultMode)
+	if def != nil {
+		mode = *def
+	}
+	if item != nil {
+		mode = *item
+	}
+	return os.FileMode(mode) & os.ModePerm
+}
+
+// TearDown removes everything the pod had on the node: tmpfs mounts are unmounted
+// first, so that nothing outside the pod directory can be removed through them.
+func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
+	m.tokens.forget(uid)
+	volumes := filepath.Join(m.PodDir(uid), "volumes")
+	kinds, err := os.ReadDir(volumes)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, k := range kinds {
+		names, err := os.ReadDir(filepath.Join(volumes, k.Name()))
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			dir := filepath.Join(volumes, k.Name(), n.Name())
+			if mounted, err := isMountPoint(dir); err != nil {
+				return err
+			} else if mounted {
+				if err := syscall.Unmount(dir, 0); err != nil {
+					return fmt.Errorf("unmounting %s: %w", dir, err)
+				}
+			}
+		}
+	}
+	return os.RemoveAll(m.PodDir(uid))
+}

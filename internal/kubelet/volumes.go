@@ -1,0 +1,174 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/kubelet/volume"
+)
+
+// volumeSources gives the volume manager what it reads: objects from the API, tokens
+// from the TokenRequest API, and resource values the kubelet computes.
+type volumeSources struct{ kl *Kubelet }
+
+var _ volume.Sources = volumeSources{}
+
+func (s volumeSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	return s.kl.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	return s.kl.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s volumeSources) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	c := containerSpec(pod, ref.ContainerName)
+	if c == nil {
+		return "", fmt.Errorf("resourceFieldRef: no container %q", ref.ContainerName)
+	}
+	return s.kl.resourceFieldValue(pod, c, ref)
+}
+
+func (s volumeSources) ServiceAccountToken(ctx context.Context, pod *v1.Pod, audience string, seconds int64) (string, time.Time, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &seconds,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if audience != "" {
+		req.Spec.Audiences = []string{audience}
+	}
+	tr, err := s.kl.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return tr.Status.Token, tr.Status.ExpirationTimestamp.Time, nil
+}
+
+// setUpVolumes makes the pod's volumes ready and current. Each volume that is not is
+// reported as a FailedMount event, worded as upstream's, and retried soon.
+func (kl *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) (map[string]volume.Mounted, bool) {
+	vols, err := kl.volumes.SetUp(ctx, pod)
+	if err == nil {
+		return vols, true
+	}
+	var joined interface{ Unwrap() []error }
+	errs := []error{err}
+	if errors.As(err, &joined) {
+		errs = joined.Unwrap()
+	}
+	for _, e := range errs {
+		kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedMount", "%v", e)
+	}
+	kl.workers.pokeAfter(kl.clock, pod.UID, 2*time.Second)
+	return vols, false
+}
+
+// containerMounts is every mount of a container instance: its volumes, the managed
+// /etc/hosts, and a fresh termination message file.
+func (kl *Kubelet) containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounted, vars map[string]string, podIPs []string, termPath string) ([]*runtimeapi.Mount, error) {
+	mounts, err := volume.ContainerMounts(c, vols, vars)
+	if err != nil {
+		return nil, err
+	}
+	if volume.ManagesHosts(c) {
+		hosts, err := kl.volumes.HostsFile(pod, kl.podHostname(pod), kl.opts.ClusterDomain, podIPs)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: hosts})
+	}
+	if termPath != "" {
+		f, err := kl.volumes.TerminationLogFile(pod.UID, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: termPath, HostPath: f})
+	}
+	return mounts, nil
+}
+
+// Limits of a termination message, as upstream's.
+const (
+	maxTerminationMessageBytes = 4096
+	maxFallbackLogBytes        = 2048
+	maxFallbackLogLines        = 80
+)
+
+// terminationMessage is what an exited container left in its termination message
+// file; with FallbackToLogsOnError and a failure and no message, the tail of its log.
+func terminationMessage(c *runtimeapi.ContainerStatus) string {
+	path := c.GetAnnotations()[annoTermMsgPath]
+	if path == "" {
+		return ""
+	}
+	var msg string
+	for _, m := range c.Mounts {
+		if m.ContainerPath == path {
+			msg = readHead(m.HostPath, maxTerminationMessageBytes)
+			break
+		}
+	}
+	if msg == "" && c.ExitCode != 0 && c.GetAnnotations()[annoTermMsgPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) {
+		msg = logTail(c.LogPath)
+	}
+	return msg
+}
+
+func readHead(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(b)
+}
+
+// logTail is the last lines of a container's CRI log (at most 80 lines and 2048
+// bytes), without the CRI timestamp, stream and tag fields.
+func logTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > window {
+		_, _ = f.Seek(st.Size()-window, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var out []string
+	for _, l := range lines {
+		// "<time> <stream> <F|P> <message>"
+		parts := strings.SplitN(l, " ", 4)
+		if len(parts) == 4 {
+			out = append(out, parts[3])
+		}
+	}
+	if len(out) > maxFallbackLogLines {
+		out = out[len(out)-maxFallbackLogLines:]
+	}
+	msg := strings.Join(out, "\n")
+	if len(out) > 0 {
+		msg += "\n"
+	}
+	if len(msg) > maxFallbackLogBytes {
+		msg = msg[len(msg)-maxFallbackLogBytes:]
+	}
+	return msg
+}
