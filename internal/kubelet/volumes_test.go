@@ -1,0 +1,169 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/cri/fake"
+)
+
+// runningContainer returns the runtime status of the pod's running container.
+func (h *harness) runningContainer(podUID, name string) *runtimeapi.ContainerStatus {
+	h.t.Helper()
+	ctx := context.Background()
+	list, err := h.rt.Client().ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: podUID}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, c := range list {
+		if c.Metadata.Name == name && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			st, err := h.rt.Client().ContainerStatus(ctx, c.Id, false)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			return st.Status
+		}
+	}
+	return nil
+}
+
+func mountAt(c *runtimeapi.ContainerStatus, path string) *runtimeapi.Mount {
+	for _, m := range c.Mounts {
+		if m.ContainerPath == path {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestConfigMapVolumeWaitsForItsSourceAndFollowsUpdates(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	h.startWith(opts)
+	ctx := context.Background()
+
+	pod := newPod("cfgpod", "app")
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}}}},
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "scratch", MountPath: "/scratch"}}
+	h.createPod(pod)
+
+	msg := h.waitEvent("cfgpod", "FailedMount")
+	if want := `MountVolume.SetUp failed for volume "config" : configmap "settings" not found`; msg != want {
+		t.Errorf("FailedMount message = %q, want %q", msg, want)
+	}
+	p := h.waitPod("cfgpod", "status written while waiting", func(p *v1.Pod) bool { return containerStatus(p, "app") != nil })
+	if w := containerStatus(p, "app").State.Waiting; w == nil || w.Reason != reasonContainerCreating {
+		t.Errorf("container state while the configMap is missing = %+v, want waiting ContainerCreating", containerStatus(p, "app").State)
+	}
+	if n := h.rt.Calls("CreateContainer"); n != 0 {
+		t.Errorf("%d containers created before the volume was ready", n)
+	}
+
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "blue"}}
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPod("cfgpod", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	c := h.runningContainer(string(pod.UID), "app")
+	volDir := filepath.Join(opts.RootDir, "pods", string(pod.UID), "volumes")
+	for _, want := range []*runtimeapi.Mount{
+		{ContainerPath: "/etc/app", HostPath: filepath.Join(volDir, "kubernetes.io~configmap/config"), Readonly: true},
+		{ContainerPath: "/scratch", HostPath: filepath.Join(volDir, "kubernetes.io~empty-dir/scratch")},
+		{ContainerPath: "/etc/hosts", HostPath: filepath.Join(opts.RootDir, "pods", string(pod.UID), "etc-hosts")},
+	} {
+		got := mountAt(c, want.ContainerPath)
+		if got == nil || got.HostPath != want.HostPath || got.Readonly != want.Readonly {
+			t.Errorf("mount %s = %v, want %v", want.ContainerPath, got, want)
+		}
+	}
+	if m := mountAt(c, "/dev/termination-log"); m == nil || !strings.HasPrefix(m.HostPath, filepath.Join(opts.RootDir, "pods", string(pod.UID), "containers", "app")) {
+		t.Errorf("termination log mount = %v", m)
+	}
+	hosts, err := os.ReadFile(filepath.Join(opts.RootDir, "pods", string(pod.UID), "etc-hosts"))
+	if err != nil || !strings.Contains(string(hosts), "\tcfgpod\n") {
+		t.Errorf("hosts file %q (%v) lacks the pod's own name", hosts, err)
+	}
+	readMode := func() string {
+		b, _ := os.ReadFile(filepath.Join(volDir, "kubernetes.io~configmap/config/mode"))
+		return string(b)
+	}
+	if got := readMode(); got != "blue" {
+		t.Errorf("mode file = %q, want blue", got)
+	}
+
+	cm.Data["mode"] = "green"
+	if _, err := h.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the update reaches the volume", func() bool { return readMode() == "green" })
+
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "cfgpod", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod directory removed", func() bool {
+		_, err := os.Stat(filepath.Join(opts.RootDir, "pods", string(pod.UID)))
+		return os.IsNotExist(err)
+	})
+}
+
+func TestTerminationMessage(t *testing.T) {
+	cases := []struct {
+		name    string
+		policy  v1.TerminationMessagePolicy
+		file    string
+		log     string
+		want    string
+		logPath string
+	}{
+		{name: "from the file", policy: v1.TerminationMessageReadFile, file: "all done", want: "all done"},
+		{name: "file wins over the log", policy: v1.TerminationMessageFallbackToLogsOnError, file: "from file", log: "2026-11-30T00:00:00Z stderr F boom\n", want: "from file"},
+		{name: "fallback to the log", policy: v1.TerminationMessageFallbackToLogsOnError,
+			log: "2026-11-30T00:00:00Z stdout F starting\n2026-11-30T00:00:01Z stderr F boom\n", want: "starting\nboom\n"},
+		{name: "no fallback without the policy", policy: v1.TerminationMessageReadFile, log: "2026-11-30T00:00:01Z stderr F boom\n", want: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: 30 * time.Second, ExitCode: 2})
+			opts := h.options()
+			opts.PodLogsDir = t.TempDir()
+			h.startWith(opts)
+			pod := newPod("ends", "app")
+			pod.Spec.RestartPolicy = v1.RestartPolicyNever
+			pod.Spec.Containers[0].TerminationMessagePolicy = tc.policy
+			h.createPod(pod)
+			h.waitPod("ends", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+			c := h.runningContainer(string(pod.UID), "app")
+			m := mountAt(c, "/dev/termination-log")
+			if m == nil {
+				t.Fatal("no termination log mount")
+			}
+			if err := os.WriteFile(m.HostPath, []byte(tc.file), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(c.LogPath), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.LogPath, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := h.waitPod("ends", "failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+			term := containerStatus(p, "app").State.Terminated
+			if term == nil || term.Message != tc.want {
+				t.Errorf("terminated = %+v, want message %q", term, tc.want)
+			}
+		})
+	}
+}
