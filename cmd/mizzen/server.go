@@ -32,6 +32,10 @@ type serverFlags struct {
 	clusterCIDR string
 	podBridge   string
 	kubeletPort int32
+
+	serviceAccountKeyFile string
+	serviceAccountIssuer  string
+	disableAdmission      []string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -42,6 +46,9 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
+	fl.StringVar(&f.serviceAccountKeyFile, "service-account-key-file", "", "RSA private key (PEM) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, created if missing)")
+	fl.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "", "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local)")
+	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run (ServiceAccount)")
 	if withDisable {
 		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent)")
 	}
@@ -51,7 +58,9 @@ func (f *serverFlags) options() server.Options {
 	return server.Options{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
-		OpenAPI: openAPIHandler,
+		OpenAPI:               openAPIHandler,
+		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
+		DisableAdmissionPlugins: f.disableAdmission,
 	}
 }
 

@@ -48,6 +48,8 @@ func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourc
 		add("eviction", &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, "create")
 	case namespacesGVR:
 		add("finalize", own, "update")
+	case serviceAccountsGVR:
+		add("token", &metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, "create")
 	case csrGVR:
 		add("approval", own, "get", "patch", "update")
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/apiserver"
+	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
@@ -47,7 +49,19 @@ type Options struct {
 	// OpenAPI serves /openapi/*, when set.
 	OpenAPI func(resources []*registry.Resource) (http.Handler, error)
 	Log     *slog.Logger
+	// ServiceAccountKeyFile is the RSA key that signs and verifies service account
+	// tokens (PEM); DataDir/tls/sa.key, created when missing, by default. Apiservers
+	// sharing one etcd must share this key.
+	ServiceAccountKeyFile string
+	// ServiceAccountIssuer is the iss claim of service account tokens and the default
+	// API audience; https://kubernetes.default.svc.cluster.local by default.
+	ServiceAccountIssuer string
+	// DisableAdmissionPlugins names admission plugins not to run ("ServiceAccount").
+	DisableAdmissionPlugins []string
 }
+
+// DefaultServiceAccountIssuer is the issuer of service account tokens unless configured.
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // ControlPlane is a running etcd + apiserver.
 type ControlPlane struct {
@@ -91,6 +105,21 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
+	if opts.ServiceAccountKeyFile == "" {
+		opts.ServiceAccountKeyFile = filepath.Join(tlsDir, "sa.key")
+	}
+	if opts.ServiceAccountIssuer == "" {
+		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
+	}
+	saKey, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("service account key: %w", err)
+	}
+	saIssuer, err := satoken.NewSigner(saKey, opts.ServiceAccountIssuer)
+	if err != nil {
+		return nil, err
+	}
+
 	var client *clientv3.Client
 	var member *etcd.Member
 	if opts.EtcdServers != "" {
@@ -130,6 +159,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
+		ServiceAccountIssuer:    saIssuer,
+		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
 	})
 	if err != nil {
 		return nil, err
