@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/kubelet"
+	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/server"
+	"mizzen/internal/testing/apiserver"
+)
+
+// TestVolumesOnContainerd runs a kubelet on a containerd of its own against an
+// apiserver with ServiceAccount admission, and a busybox pod that prints what its
+// configMap, secret and service account volumes hold: the data shows in the
+// container's log, an update of the ConfigMap reaches the running container, the
+// projected token authenticates, and deleting the pod removes its volumes.
+func TestVolumesOnContainerd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run containerd")
+	}
+	for _, bin := range []string{"containerd", "ctr", "runc", "go"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed", bin)
+		}
+	}
+	for _, f := range []string{"/usr/lib/cni/bridge", "/bin/busybox"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("%s missing (containernetworking-plugins, busybox-static)", f)
+		}
+	}
+	dir, err := os.MkdirTemp("", "mizzen-volumes-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(testLog(), nil))
+
+	// The runtime: containerd with a bridge and pod range of this test's own.
+	pause := filepath.Join(dir, "pause")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", pause, "mizzen/internal/kubelet/containerd/pause")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building pause: %v\n%s", err, out)
+	}
+	pauseBin, err := os.ReadFile(pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busybox, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtOpts := containerd.Options{DataDir: filepath.Join(dir, "containerd"), Bridge: "mzn-volumes"}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", rtOpts.Bridge).Run() })
+	rtCtx, stopRuntime := context.WithCancel(context.Background())
+	runtimeDone := make(chan error, 1)
+	go func() { runtimeDone <- containerd.Run(rtCtx, rtOpts, log) }()
+	t.Cleanup(func() {
+		stopRuntime()
+		<-runtimeDone
+	})
+	if err := containerd.WaitReady(ctx, rtOpts); err != nil {
+		t.Fatal(err)
+	}
+	if err := rtOpts.WriteCNIConfig("10.213.9.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	const image = "mizzen.local/busybox:v1"
+	for _, img := range []containerd.Image{
+		containerd.PauseImage(containerd.DefaultSandboxImage, pauseBin),
+		{Name: image, Files: []containerd.File{{Path: "/bin/busybox", Mode: 0o755, Data: busybox}}, Entrypoint: []string{"/bin/busybox"}},
+	} {
+		if err := containerd.ImportImage(ctx, rtOpts, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, is, err := kubelet.ConnectRuntime(ctx, rtOpts.Endpoint(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The control plane, with what the controller-manager would have made: the
+	// namespace's default account and its kube-root-ca.crt.
+	srv := apiserver.StartWithOptions(t, func(o *server.Options) { o.DisableAdmissionPlugins = nil })
+	client := kubernetes.NewForConfigOrDie(srv.AdminConfig)
+	if _, err := client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(srv.DataDir, "tls", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []*v1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": string(caPEM)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "app-config"}, Data: map[string]string{"greeting": "hello"}},
+	} {
+		if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secret"},
+		Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rootDir := filepath.Join(dir, "kubelet")
+	logsDir := filepath.Join(dir, "pods")
+	klCtx, stopKubelet := context.WithCancel(ctx)
+	kubeletDone := make(chan error, 1)
+	go func() {
+		kubeletDone <- kubelet.Run(klCtx, kubelet.Options{
+			Client: client, NodeName: "volumes-node", Runtime: rs, Images: is, NodeIP: "10.0.0.1",
+			Machine: &kubelet.MachineInfo{CPUCores: 2, MemoryBytes: 4 << 30}, RootDir: rootDir, PodLogsDir: logsDir,
+			RelistPeriod: 200 * time.Millisecond, ResyncPeriod: 2 * time.Second, Logger: log,
+		})
+	}()
+	t.Cleanup(func() {
+		stopKubelet()
+		<-kubeletDone
+	})
+
+	const script = `while true; do
+  echo "cm=$(cat /etc/config/greeting) secret=$(cat /etc/secret/password) ns=$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace) token=$(test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo present)"
+  sleep 1
+done`
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "default"},
+		Spec: v1.PodSpec{
+			NodeName:                      "volumes-node",
+			TerminationGracePeriodSeconds: ptr[int64](1),
+			Volumes: []v1.Volume{
+				{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "app-config"}}}},
+				{Name: "secret", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "app-secret"}}},
+			},
+			Containers: []v1.Container{{
+				Name: "app", Image: image, ImagePullPolicy: v1.PullNever,
+				Command:      []string{"/bin/busybox", "sh", "-c", script},
+				VolumeMounts: []v1.VolumeMount{{Name: "config", MountPath: "/etc/config"}, {Name: "secret", MountPath: "/etc/secret"}},
+			}},
+		},
+	}
+	created, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(logsDir, "default_reader_"+string(created.UID), "app", "0.log")
+	waitLog := func(want string) {
+		t.Helper()
+		eventually(t, 90*time.Second, func() error {
+			last := lastLogLine(logFile)
+			if !strings.Contains(last, want) {
+				p, _ := client.CoreV1().Pods("default").Get(ctx, "reader", metav1.GetOptions{})
+				return fmt.Errorf("last log line %q lacks %q (pod phase %s)", last, want, p.Status.Phase)
+			}
+			return nil
+		})
+	}
+	waitLog("cm=hello secret=s3cret ns=default token=present")
+
+	// The token the kubelet projected authenticates as the pod's service account.
+	var apiAccess string
+	for _, v := range created.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			apiAccess = v.Name
+		}
+	}
+	tokenPath := filepath.Join(rootDir, "pods", string(created.UID), "volumes", "kubernetes.io~projected", apiAccess, "token")
+	token, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podCfg := rest.AnonymousClientConfig(srv.AdminConfig)
+	podCfg.BearerToken = string(token)
+	if _, err := kubernetes.NewForConfigOrDie(podCfg).CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{}); err != nil {
+		t.Errorf("request with the pod's projected token: %v", err)
+	}
+
+	cm, err := client.CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["greeting"] = "bonjour"
+	if _, err := client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("cm=bonjour secret=s3cret")
+
+	if err := client.CoreV1().Pods("default").Delete(ctx, "reader", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podDir := filepath.Join(rootDir, "pods", string(created.UID))
+	eventually(t, 60*time.Second, func() error {
+		if _, err := client.CoreV1().Pods("default").Get(ctx, "reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod still there: %v", err)
+		}
+		if _, err := os.Stat(podDir); !os.IsNotExist(err) {
+			return fmt.Errorf("pod directory still there: %v", err)
+		}
+		return nil
+	})
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	if strings.Contains(string(mounts), podDir) {
+		t.Errorf("mounts under %s left behind", podDir)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(podCfg).CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Errorf("token of the deleted pod: err = %v, want 401", err)
+	}
+}
+
+// lastLogLine is the message of the last complete line of a CRI log file.
+func lastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var last string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "<time> <stream> <F|P> <message>"
+		if parts := strings.SplitN(sc.Text(), " ", 4); len(parts) == 4 {
+			last = parts[3]
+		}
+	}
+	return last
+}
+
+func testLog() io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+func ptr[T any](v T) *T { return &v }
