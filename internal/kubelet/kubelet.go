@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -220,7 +221,8 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
-	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: volumeSources{kl},
+	sources := volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
+	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: sources,
 		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
 
 	// The kubelet's own watch: only pods bound to this node.
@@ -286,6 +288,36 @@ func (kl *Kubelet) runResync(ctx context.Context) {
 			return
 		case <-t.C():
 			kl.workers.pokeAll()
+			kl.removeOrphanedPodDirs(ctx)
+		}
+	}
+}
+
+// removeOrphanedPodDirs removes the directories of pods the kubelet no longer knows:
+// not in the API, without a worker and without a sandbox (deleted while the kubelet
+// was down, say).
+func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context) {
+	onDisk, err := kl.volumes.PodsOnDisk()
+	if err != nil || len(onDisk) == 0 {
+		return
+	}
+	known := map[types.UID]bool{}
+	for _, obj := range kl.podInformer.GetStore().List() {
+		known[obj.(*v1.Pod).UID] = true
+	}
+	sandboxes, err := kl.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return
+	}
+	for _, sb := range sandboxes {
+		known[types.UID(sb.GetMetadata().GetUid())] = true
+	}
+	for _, uid := range onDisk {
+		if known[uid] || kl.workers.has(uid) {
+			continue
+		}
+		if err := kl.volumes.TearDown(ctx, uid); err != nil {
+			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
 		}
 	}
 }

@@ -45,9 +45,13 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	case pod.DeletionTimestamp != nil:
 		return false, kl.terminatePod(ctx, w, pod, rt)
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
-		// A terminal pod never runs again: stop what is left, keep the status.
+		// A terminal pod never runs again: stop what is left, keep the status, and
+		// release its volumes (tmpfs memory, tokens) as upstream does.
 		w.state.stopProbes()
-		return false, kl.stopAll(ctx, rt, 0)
+		if err := kl.stopAll(ctx, rt, 0); err != nil {
+			return false, err
+		}
+		return false, kl.volumes.TearDownVolumes(ctx, w.uid)
 	}
 
 	if reason, msg := kl.admit(pod); reason != "" {

@@ -7,28 +7,93 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"mizzen/internal/kubelet/volume"
 )
 
-// volumeSources gives the volume manager what it reads: objects from the API, tokens
-// from the TokenRequest API, and resource values the kubelet computes.
-type volumeSources struct{ kl *Kubelet }
+// volumeSources gives the volume manager what it reads: objects from the API (through
+// a short-lived cache, so that every pod's periodic sync does not cost a GET per
+// volume, as upstream's TTL cache strategy), tokens from the TokenRequest API, and
+// resource values the kubelet computes.
+type volumeSources struct {
+	kl      *Kubelet
+	objects *objectCache
+}
 
 var _ volume.Sources = volumeSources{}
 
 func (s volumeSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
-	return s.kl.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	obj, err := s.objects.get("configmaps/"+ns+"/"+name, func() (any, error) {
+		return s.kl.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.ConfigMap), nil
 }
 
 func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
-	return s.kl.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	obj, err := s.objects.get("secrets/"+ns+"/"+name, func() (any, error) {
+		return s.kl.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Secret), nil
+}
+
+// objectCache keeps objects read from the API for a while; errors (a missing
+// ConfigMap) are not kept, so a pod waiting for one sees it on its next retry.
+type objectCache struct {
+	clock     clock.PassiveClock
+	ttl       time.Duration
+	mu        sync.Mutex
+	entries   map[string]cachedObject
+	lastPrune time.Time
+}
+
+type cachedObject struct {
+	obj     any
+	fetched time.Time
+}
+
+func newObjectCache(c clock.PassiveClock, ttl time.Duration) *objectCache {
+	return &objectCache{clock: c, ttl: ttl, entries: map[string]cachedObject{}}
+}
+
+func (c *objectCache) get(key string, fetch func() (any, error)) (any, error) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.fetched) < c.ttl {
+		return e.obj, nil
+	}
+	obj, err := fetch()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		delete(c.entries, key)
+		return nil, err
+	}
+	c.entries[key] = cachedObject{obj: obj, fetched: now}
+	if now.Sub(c.lastPrune) > c.ttl {
+		for k, e := range c.entries {
+			if now.Sub(e.fetched) >= c.ttl {
+				delete(c.entries, k)
+			}
+		}
+		c.lastPrune = now
+	}
+	return obj, nil
 }
 
 func (s volumeSources) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {

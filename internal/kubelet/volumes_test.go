@@ -167,3 +167,64 @@ func TestTerminationMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestFinishedPodReleasesItsVolumesAndOrphansAreRemoved(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("job", fake.Behavior{Exits: true, After: 3 * time.Second})
+	opts := h.options()
+	orphan := filepath.Join(opts.RootDir, "pods", "gone-uid", "volumes", "kubernetes.io~empty-dir", "data")
+	if err := os.MkdirAll(orphan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.startWith(opts)
+
+	pod := newPod("batch", "job")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	h.createPod(pod)
+	podDir := filepath.Join(opts.RootDir, "pods", string(pod.UID))
+	h.waitPod("batch", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if _, err := os.Stat(filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "scratch")); err != nil {
+		t.Fatalf("emptyDir of the running pod: %v", err)
+	}
+	h.waitPod("batch", "succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	h.eventually("the finished pod's volumes removed", func() bool {
+		_, err := os.Stat(filepath.Join(podDir, "volumes"))
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(podDir); err != nil {
+		t.Errorf("the finished pod's directory (termination messages) should stay while the pod exists: %v", err)
+	}
+	h.eventually("the orphaned pod directory removed", func() bool {
+		_, err := os.Stat(filepath.Join(opts.RootDir, "pods", "gone-uid"))
+		return os.IsNotExist(err)
+	})
+}
+
+func TestObjectCache(t *testing.T) {
+	h := newHarness(t)
+	c := newObjectCache(h.clock, 10*time.Second)
+	fetches := 0
+	fetch := func() (any, error) { fetches++; return fetches, nil }
+	failing := func() (any, error) { fetches++; return nil, os.ErrNotExist }
+	steps := []struct {
+		advance time.Duration
+		fetch   func() (any, error)
+		want    any
+		fetched int
+	}{
+		{0, fetch, 1, 1},
+		{9 * time.Second, fetch, 1, 1}, // still fresh
+		{time.Second, fetch, 2, 2},     // ten seconds old: fetched again
+		{10 * time.Second, failing, nil, 3},
+		{0, fetch, 4, 4}, // an error is not kept
+	}
+	for i, s := range steps {
+		h.clock.Step(s.advance)
+		got, _ := c.get("k", s.fetch)
+		if got != s.want || fetches != s.fetched {
+			t.Errorf("step %d: got %v after %d fetches, want %v after %d", i, got, fetches, s.want, s.fetched)
+		}
+	}
+}

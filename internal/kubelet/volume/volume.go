@@ -203,13 +203,27 @@ func fileMode(item, def *int32) os.FileMode {
 	return os.FileMode(mode) & os.ModePerm
 }
 
-// TearDown removes everything the pod had on the node: tmpfs mounts are unmounted
-// first, so that nothing outside the pod directory can be removed through them.
+// TearDown removes everything the pod had on the node: its volumes, then its
+// directory (hosts file, termination messages).
 func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
+	if err := m.TearDownVolumes(ctx, uid); err != nil {
+		return err
+	}
+	return os.RemoveAll(m.PodDir(uid))
+}
+
+// TearDownVolumes unmounts and removes the pod's volumes, keeping the rest of its
+// directory: a finished pod's volumes go while its object (and the termination
+// messages its status came from) remain. tmpfs mounts are unmounted first, so that
+// nothing outside the pod directory can be removed through them.
+func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
 	volumes := filepath.Join(m.PodDir(uid), "volumes")
 	kinds, err := os.ReadDir(volumes)
-	if err != nil && !os.IsNotExist(err) {
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
 		return err
 	}
 	for _, k := range kinds {
@@ -228,5 +242,23 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 			}
 		}
 	}
-	return os.RemoveAll(m.PodDir(uid))
+	return os.RemoveAll(volumes)
+}
+
+// PodsOnDisk lists the pods that have a directory under RootDir/pods.
+func (m *Manager) PodsOnDisk() ([]types.UID, error) {
+	entries, err := os.ReadDir(filepath.Join(m.opts.RootDir, "pods"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	uids := make([]types.UID, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			uids = append(uids, types.UID(e.Name()))
+		}
+	}
+	return uids, nil
 }
