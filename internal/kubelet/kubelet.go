@@ -190,6 +190,8 @@ type Kubelet struct {
 	backoff     *backoff
 	recorder    record.EventRecorder
 	volumes     *volume.Manager
+	// volumeSources reads (and briefly caches) what volumes and service env need.
+	volumeSources volumeSources
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -221,8 +223,8 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
-	sources := volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
-	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: sources,
+	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
+	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
 		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
 
 	// The kubelet's own watch: only pods bound to this node.
