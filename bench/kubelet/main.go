@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/kubelet/containerd"
 )
 
 // image is present on every node: the sandbox image the agent imports at start.
@@ -39,6 +41,15 @@ func main() {
 	}
 }
 
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 func percentile(d []time.Duration, p float64) time.Duration {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[int(float64(len(d)-1)*p)]
@@ -50,15 +61,27 @@ func run(bin string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port))
+	port := freePort()
+	// A bridge and pod CIDR of its own, so a cluster already running here is left alone.
+	const bridge = "mzn-bench"
+	defer func() {
+		_ = exec.Command("ip", "link", "delete", bridge).Run()
+		_ = exec.Command("nft", "delete", "table", "ip", "mizzen-"+bridge).Run()
+	}()
+	srv := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--pod-bridge", bridge, "--cluster-cidr", "10.201.0.0/16", "--kubelet-port", strconv.Itoa(freePort()))
 	srv.Stderr = nil
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
+	runtime := containerd.Options{DataDir: filepath.Join(dir, "agent", "containerd")}
+	defer func() {
+		if err := containerd.RemoveAllPods(context.Background(), runtime); err != nil {
+			fmt.Fprintln(os.Stderr, "removing the pods from containerd:", err)
+		}
+		_ = srv.Process.Signal(os.Interrupt)
+		_ = srv.Wait()
+	}()
 	ctx := context.Background()
 	var client *kubernetes.Clientset
 	deadline := time.Now().Add(2 * time.Minute)
@@ -86,16 +109,21 @@ func run(bin string) error {
 			break
 		}
 	}
+	// Each figure starts on a node at rest: the previous pods are gone from the runtime
+	// too, not only from the API.
+	settle := func() { _ = containerd.RemoveAllPods(ctx, runtime) }
 	// One pod first, as upstream's single-pod figure.
 	single, err := startPods(ctx, client, "single", 1, 1)
 	if err != nil {
 		return err
 	}
+	settle()
 	fmt.Printf("single pod: %v from create to all containers started\n", single[0].Round(time.Millisecond))
 	burst, err := startPods(ctx, client, "burst", 20, 20)
 	if err != nil {
 		return err
 	}
+	settle()
 	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v\n", percentile(burst, 0.5).Round(time.Millisecond), percentile(burst, 0.99).Round(time.Millisecond))
 	steady, err := startPods(ctx, client, "steady", 100, 10)
 	if err != nil {
@@ -160,8 +188,20 @@ func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, c
 			}
 		}
 	}
-	_ = c.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "bench=" + prefix})
-	return out, nil
+	// The next figure starts on a node at rest, and the run leaves no sandbox behind.
+	sel := metav1.ListOptions{LabelSelector: "bench=" + prefix}
+	if err := c.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		pods, err := c.CoreV1().Pods("default").List(ctx, sel)
+		if err == nil && len(pods.Items) == 0 {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s pods not gone 2 minutes after their deletion", prefix)
+		}
+	}
 }
 
 func allStarted(pod *corev1.Pod) bool {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -71,6 +72,9 @@ type Options struct {
 	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
 	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
 	PodCIDRChanged func(podCIDR string)
+	// ParallelStarts is how many sandbox and container starts run at once (see
+	// startGate); the number of CPUs when zero.
+	ParallelStarts int
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
@@ -132,6 +136,9 @@ func (o *Options) setDefaults() error {
 	if o.PodLogsDir == "" {
 		o.PodLogsDir = "/var/log/pods"
 	}
+	if o.ParallelStarts <= 0 {
+		o.ParallelStarts = runtime.NumCPU()
+	}
 	if o.RootDir == "" {
 		o.RootDir = "/var/lib/kubelet"
 	}
@@ -188,6 +195,7 @@ type Kubelet struct {
 	podInformer cache.SharedIndexInformer
 	workers     *podWorkers
 	backoff     *backoff
+	starts      *startGate
 	recorder    record.EventRecorder
 	volumes     *volume.Manager
 	// volumeSources reads (and briefly caches) what volumes and service env need.
@@ -210,6 +218,7 @@ func Run(ctx context.Context, opts Options) error {
 		runtime: opts.Runtime,
 		images:  opts.Images,
 		backoff: newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
+		starts:  newStartGate(opts.ParallelStarts),
 	}
 	v, err := kl.runtime.Version(ctx, "v1")
 	if err != nil {

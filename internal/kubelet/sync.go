@@ -296,7 +296,13 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		if err != nil {
 			return err
 		}
-		if _, err := kl.runtime.RunPodSandbox(ctx, cfg, ""); err != nil {
+		release, err := kl.starts.acquire(ctx, startSandbox)
+		if err != nil {
+			return err
+		}
+		_, err = kl.runtime.RunPodSandbox(ctx, cfg, "")
+		release()
+		if err != nil {
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
 		}
@@ -454,16 +460,8 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return nil
 	}
-	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
+	id, err := p.createAndStart(ctx, c, cfg)
 	if err != nil {
-		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
-		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return err
-	}
-	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
-		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
-		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
 	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
@@ -475,6 +473,30 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		}
 	}
 	return nil
+}
+
+// createAndStart creates and starts a container in the pod's sandbox, holding a slot of
+// the start gate for just the runtime calls.
+func (p *podSync) createAndStart(ctx context.Context, c *v1.Container, cfg *runtimeapi.ContainerConfig) (string, error) {
+	release, err := p.kl.starts.acquire(ctx, startContainer)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	ref := containerRef(p.pod, c.Name)
+	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
+	if err != nil {
+		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return "", err
+	}
+	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
+		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return "", err
+	}
+	return id, nil
 }
 
 // ensureImage makes the container's image present per its imagePullPolicy and returns

@@ -104,7 +104,8 @@ func (o Options) Config() string {
 }
 
 // CNIConfList is the pod network: a bridge with host-local addresses from the node's pod
-// CIDR, masquerading traffic that leaves it, and portmap for hostPorts. containerd's CRI
+// CIDR, and portmap for hostPorts. Traffic leaving the network is masqueraded by one
+// nftables rule (EnsureMasquerade), not by the bridge plugin's per-pod chains. containerd's CRI
 // plugin adds the loopback interface itself, with the loopback plugin from CNIBinDir.
 // ipamDir keeps host-local's address reservations with the node's own state: in the
 // shared default (/var/lib/cni/networks) a previous cluster's leftovers would exhaust
@@ -126,7 +127,7 @@ func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 				"type":        "bridge",
 				"bridge":      bridge,
 				"isGateway":   true,
-				"ipMasq":      true,
+				"ipMasq":      false,
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
@@ -141,12 +142,15 @@ func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
-// WriteCNIConfig writes the pod network configuration for podCIDR; containerd picks it up
-// without a restart.
+// WriteCNIConfig writes the pod network configuration for podCIDR, which containerd
+// picks up without a restart, and installs its masquerade rule.
 func (o Options) WriteCNIConfig(podCIDR string) error {
 	o.setDefaults()
 	data, err := CNIConfList(podCIDR, o.Bridge, filepath.Join(o.DataDir, "cni-ipam"))
 	if err != nil {
+		return err
+	}
+	if err := EnsureMasquerade(o.Bridge, podCIDR); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.CNIConfDir(), 0o755); err != nil {

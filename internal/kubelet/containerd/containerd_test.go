@@ -146,7 +146,10 @@ func TestPodRunsOnContainerd(t *testing.T) {
 
 	// A bridge of the test's own, removed afterwards: the host outlives the test.
 	opts := Options{DataDir: filepath.Join(dir, "data"), Bridge: "mzntest0"}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", opts.Bridge).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "delete", opts.Bridge).Run()
+		_ = RemoveMasquerade(opts.Bridge)
+	})
 	rtCtx, stopRuntime := context.WithCancel(context.Background())
 	runtimeDone := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
