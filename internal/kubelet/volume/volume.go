@@ -106,63 +106,84 @@ func (e *MountError) Unwrap() error { return e.Err }
 
 // SetUp makes every volume of the pod present and current: it creates what is
 // missing and rewrites API-data volumes whose sources changed. It is cheap to call on
-// every sync. The error joins one *MountError per volume that is not ready.
+// every sync. The error joins one *MountError per volume that is not ready; a volume
+// that was set up before and now fails to refresh (its ConfigMap deleted, say) keeps
+// its last content and stays in the result, so running pods keep working as upstream's.
 func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, error) {
 	out := make(map[string]Mounted, len(pod.Spec.Volumes))
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		mv, err := m.setUpVolume(ctx, pod, vol)
-		if err != nil {
-			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+		mv, ok := m.mounted(pod, vol)
+		if !ok {
+			errs = append(errs, &MountError{Volume: vol.Name, Err: errors.New("volume type is not supported by this kubelet")})
 			continue
+		}
+		if err := m.setUpVolume(ctx, pod, vol, mv.Path); err != nil {
+			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+			if !mv.ReadOnly || !isDir(filepath.Join(mv.Path, dataDirName)) {
+				continue
+			}
 		}
 		out[vol.Name] = mv
 	}
 	return out, errors.Join(errs...)
 }
 
-func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
+// mounted is where a volume lives on the host and how it may be mounted.
+func (m *Manager) mounted(pod *v1.Pod, vol *v1.Volume) (Mounted, bool) {
 	src := &vol.VolumeSource
-	gid := fsGroup(pod)
+	apiData := func(kind string) (Mounted, bool) {
+		return Mounted{Path: m.volumeDir(pod.UID, kind, vol.Name), ReadOnly: true}, true
+	}
 	switch {
 	case src.EmptyDir != nil:
-		dir := m.volumeDir(pod.UID, kindEmptyDir, vol.Name)
-		return Mounted{Path: dir, Writable: true}, m.setUpEmptyDir(dir, src.EmptyDir, gid)
+		return Mounted{Path: m.volumeDir(pod.UID, kindEmptyDir, vol.Name), Writable: true}, true
 	case src.HostPath != nil:
-		return Mounted{Path: src.HostPath.Path, Writable: true}, setUpHostPath(src.HostPath)
+		return Mounted{Path: src.HostPath.Path, Writable: true}, true
 	case src.ConfigMap != nil:
-		p, err := m.configMapPayload(ctx, pod.Namespace, src.ConfigMap.LocalObjectReference.Name, src.ConfigMap.Items,
-			src.ConfigMap.DefaultMode, src.ConfigMap.Optional)
-		if err != nil {
-			return Mounted{}, err
-		}
-		dir := m.volumeDir(pod.UID, kindConfigMap, vol.Name)
-		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, false, p, gid)
+		return apiData(kindConfigMap)
 	case src.Secret != nil:
-		p, err := m.secretPayload(ctx, pod.Namespace, src.Secret.SecretName, src.Secret.Items,
-			src.Secret.DefaultMode, src.Secret.Optional)
-		if err != nil {
-			return Mounted{}, err
-		}
-		dir := m.volumeDir(pod.UID, kindSecret, vol.Name)
-		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, true, p, gid)
+		return apiData(kindSecret)
 	case src.DownwardAPI != nil:
-		p, err := m.downwardAPIPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
-		if err != nil {
-			return Mounted{}, err
-		}
-		dir := m.volumeDir(pod.UID, kindDownwardAPI, vol.Name)
-		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, true, p, gid)
+		return apiData(kindDownwardAPI)
 	case src.Projected != nil:
-		p, err := m.projectedPayload(ctx, pod, src.Projected)
-		if err != nil {
-			return Mounted{}, err
-		}
-		dir := m.volumeDir(pod.UID, kindProjected, vol.Name)
-		return Mounted{Path: dir, ReadOnly: true}, m.write(dir, true, p, gid)
+		return apiData(kindProjected)
 	}
-	return Mounted{}, errors.New("volume type is not supported by this kubelet")
+	return Mounted{}, false
+}
+
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
+}
+
+// setUpVolume creates or refreshes one volume at dir.
+func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, dir string) error {
+	src := &vol.VolumeSource
+	gid := fsGroup(pod)
+	var p payload
+	var err error
+	memory := true
+	switch {
+	case src.EmptyDir != nil:
+		return m.setUpEmptyDir(dir, src.EmptyDir, gid)
+	case src.HostPath != nil:
+		return setUpHostPath(src.HostPath)
+	case src.ConfigMap != nil:
+		memory = false
+		p, err = m.configMapPayload(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.DefaultMode, src.ConfigMap.Optional)
+	case src.Secret != nil:
+		p, err = m.secretPayload(ctx, pod.Namespace, src.Secret.SecretName, src.Secret.Items, src.Secret.DefaultMode, src.Secret.Optional)
+	case src.DownwardAPI != nil:
+		p, err = m.downwardAPIPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
+	case src.Projected != nil:
+		p, err = m.projectedPayload(ctx, pod, src.Projected)
+	}
+	if err != nil {
+		return err
+	}
+	return m.write(dir, memory, p, gid)
 }
 
 // write brings an API-data volume to the payload, on tmpfs when memory-backed; with

@@ -508,3 +508,25 @@ func TestHostsFile(t *testing.T) {
 		t.Errorf("hosts file:\n%s\nwant:\n%s", b, want)
 	}
 }
+
+func TestVolumeKeepsItsContentWhenItsSourceGoes(t *testing.T) {
+	m, src, _ := newTestManager(t)
+	pod := testPod(v1.Volume{Name: "vol", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
+	if _, err := m.SetUp(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	delete(src.configMaps, "ns/cfg")
+	src.mu.Unlock()
+	vols, err := m.SetUp(context.Background(), pod)
+	if err == nil || !strings.Contains(err.Error(), `configmap "cfg" not found`) {
+		t.Errorf("SetUp error = %v, want the missing configmap reported", err)
+	}
+	mv, ok := vols["vol"]
+	if !ok {
+		t.Fatal("a volume set up before is dropped when its source goes")
+	}
+	if b, _ := os.ReadFile(filepath.Join(mv.Path, "a")); string(b) != "alpha" {
+		t.Errorf("volume content = %q, want the last content", b)
+	}
+}
