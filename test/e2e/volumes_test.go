@@ -104,6 +104,17 @@ func TestVolumesOnContainerd(t *testing.T) {
 	if _, err := client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// `kubectl create token` goes through the TokenRequest API.
+	out, err := exec.CommandContext(ctx, mizzenBin, "kubectl", "--kubeconfig", srv.AdminKubeconfig,
+		"create", "token", "default", "--duration", "10m").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl create token: %v\n%s", err, out)
+	}
+	userCfg := rest.AnonymousClientConfig(srv.AdminConfig)
+	userCfg.BearerToken = strings.TrimSpace(string(out))
+	if _, err := kubernetes.NewForConfigOrDie(userCfg).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("request with the token kubectl created: %v", err)
+	}
 	caPEM, err := os.ReadFile(filepath.Join(srv.DataDir, "tls", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
