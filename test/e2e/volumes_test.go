@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,21 +50,13 @@ func TestVolumesOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(testLog(), nil))
 
-	// The runtime: containerd with a bridge and pod range of this test's own.
-	pause := filepath.Join(dir, "pause")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", pause, "mizzen/internal/kubelet/containerd/pause")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building pause: %v\n%s", err, out)
-	}
-	pauseBin, err := os.ReadFile(pause)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The programs the images hold: the sandbox's pause and an in-cluster client.
+	pauseBin := buildStatic(ctx, t, dir, "mizzen/internal/kubelet/containerd/pause")
+	inclusterBin := buildStatic(ctx, t, dir, "mizzen/test/e2e/testdata/incluster")
 	busybox, err := os.ReadFile("/bin/busybox")
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +76,11 @@ func TestVolumesOnContainerd(t *testing.T) {
 	if err := rtOpts.WriteCNIConfig("10.213.9.0/24"); err != nil {
 		t.Fatal(err)
 	}
-	const image = "mizzen.local/busybox:v1"
+	const image, inclusterImage = "mizzen.local/busybox:v1", "mizzen.local/incluster:test"
 	for _, img := range []containerd.Image{
 		containerd.PauseImage(containerd.DefaultSandboxImage, pauseBin),
 		{Name: image, Files: []containerd.File{{Path: "/bin/busybox", Mode: 0o755, Data: busybox}}, Entrypoint: []string{"/bin/busybox"}},
+		{Name: inclusterImage, Files: []containerd.File{{Path: "/incluster", Mode: 0o755, Data: inclusterBin}}, Entrypoint: []string{"/incluster"}},
 	} {
 		if err := containerd.ImportImage(ctx, rtOpts, img); err != nil {
 			t.Fatal(err)
@@ -99,7 +93,15 @@ func TestVolumesOnContainerd(t *testing.T) {
 
 	// The control plane, with what the controller-manager would have made: the
 	// namespace's default account and its kube-root-ca.crt.
-	srv := apiserver.StartWithOptions(t, func(o *server.Options) { o.DisableAdmissionPlugins = nil })
+	// It listens on every address, so that a pod reaches it at the node's own IP (there
+	// is no service proxy here to route the kubernetes Service's cluster IP).
+	nodeIP := defaultRouteIPv4()
+	srv := apiserver.StartWithOptions(t, func(o *server.Options) {
+		o.DisableAdmissionPlugins = nil
+		if nodeIP != "" {
+			o.BindAddress = "0.0.0.0"
+		}
+	})
 	client := kubernetes.NewForConfigOrDie(srv.AdminConfig)
 	if _, err := client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -168,21 +170,42 @@ done`
 			}},
 		},
 	}
+	if nodeIP != "" {
+		// The kubelet sets KUBERNETES_SERVICE_HOST and _PORT from the kubernetes Service;
+		// the container's own env points them at the node instead.
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{
+			Name: "client", Image: inclusterImage, ImagePullPolicy: v1.PullNever,
+			Args: []string{"app-config", "greeting"},
+			Env: []v1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: nodeIP},
+				{Name: "KUBERNETES_SERVICE_PORT", Value: strings.TrimPrefix(srv.URL[strings.LastIndex(srv.URL, ":"):], ":")}},
+		})
+	}
 	created, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile := filepath.Join(logsDir, "default_reader_"+string(created.UID), "app", "0.log")
-	waitLog := func(want string) {
+	logFile := func(container string) string {
+		return filepath.Join(logsDir, "default_reader_"+string(created.UID), container, "0.log")
+	}
+	waitLogOf := func(container, want string) {
 		t.Helper()
 		eventually(t, 90*time.Second, func() error {
-			last := lastLogLine(logFile)
+			last := lastLogLine(logFile(container))
 			if !strings.Contains(last, want) {
 				p, _ := client.CoreV1().Pods("default").Get(ctx, "reader", metav1.GetOptions{})
-				return fmt.Errorf("last log line %q lacks %q (pod phase %s)", last, want, p.Status.Phase)
+				return fmt.Errorf("%s: last log line %q lacks %q (pod phase %s)", container, last, want, p.Status.Phase)
 			}
 			return nil
 		})
+	}
+	waitLog := func(want string) {
+		t.Helper()
+		waitLogOf("app", want)
+	}
+	if nodeIP != "" {
+		waitLogOf("client", "incluster greeting=hello")
+	} else {
+		t.Log("no default route: the in-cluster client is left out")
 	}
 	waitLog("cm=hello secret=s3cret ns=default token=present")
 
@@ -213,6 +236,9 @@ done`
 		t.Fatal(err)
 	}
 	waitLog("cm=bonjour secret=s3cret")
+	if nodeIP != "" {
+		waitLogOf("client", "incluster greeting=bonjour")
+	}
 
 	if err := client.CoreV1().Pods("default").Delete(ctx, "reader", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -262,3 +288,47 @@ func testLog() io.Writer {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// buildStatic builds a static program for an image and returns it.
+func buildStatic(ctx context.Context, t *testing.T, dir, pkg string) []byte {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(pkg))
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// defaultRouteIPv4 is the IPv4 address of the interface of the default route, or "".
+func defaultRouteIPv4() string {
+	routes, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(routes), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1] != "00000000" {
+			continue
+		}
+		iface, err := net.InterfaceByName(f[0])
+		if err != nil {
+			return ""
+		}
+		addrs, err := iface.Addrs()
+		if err != nil {
+			return ""
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return ""
+}
