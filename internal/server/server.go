@@ -111,14 +111,21 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if opts.ServiceAccountIssuer == "" {
 		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
 	}
-	saKey, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("service account key: %w", err)
+	// Making a new RSA key can take a second on a busy machine: it overlaps etcd's start.
+	type signerResult struct {
+		signer *satoken.Signer
+		err    error
 	}
-	saIssuer, err := satoken.NewSigner(saKey, opts.ServiceAccountIssuer)
-	if err != nil {
-		return nil, err
-	}
+	saSigner := make(chan signerResult, 1)
+	go func() {
+		key, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
+		if err != nil {
+			saSigner <- signerResult{err: fmt.Errorf("service account key: %w", err)}
+			return
+		}
+		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer)
+		saSigner <- signerResult{signer, err}
+	}()
 
 	var client *clientv3.Client
 	var member *etcd.Member
@@ -156,10 +163,18 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		// Building the documents is the start-up's largest transient allocation.
 		debug.FreeOSMemory()
 	}
+	sa := <-saSigner
+	if sa.err != nil {
+		if member != nil {
+			member.Close()
+		}
+		_ = listener.Close()
+		return nil, sa.err
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
-		ServiceAccountIssuer:    saIssuer,
+		ServiceAccountIssuer:    sa.signer,
 		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
 	})
 	if err != nil {
