@@ -293,3 +293,31 @@ func TestMasterServiceEnvComesFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestDownwardAPIVolumeFollowsLabels(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	h.startWith(opts)
+	ctx := context.Background()
+	pod := newPod("labelled", "app")
+	pod.Labels = map[string]string{"tier": "front"}
+	pod.Spec.Volumes = []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+		Items: []v1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}}}
+	h.createPod(pod)
+	h.waitPod("labelled", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	file := filepath.Join(opts.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~downward-api", "info", "labels")
+	read := func() string { b, _ := os.ReadFile(file); return string(b) }
+	if got := read(); got != `tier="front"` {
+		t.Errorf("labels file = %q", got)
+	}
+	p, err := h.getPod("labelled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels["tier"] = "back"
+	p.Labels["canary"] = "yes"
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("new labels in the volume", func() bool { return read() == "canary=\"yes\"\ntier=\"back\"" })
+}

@@ -76,6 +76,15 @@ func TestTokenRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	node, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onNode, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-node"},
+		Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	otherPod, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
 	if err != nil {
@@ -92,6 +101,7 @@ func TestTokenRequest(t *testing.T) {
 		wantSecs   int64
 		wantAud    []any
 		wantPod    bool
+		wantNode   bool
 	}{
 		{name: "defaults: one hour for the apiserver", sa: "robot", wantSecs: 3600, wantAud: []any{issuer}},
 		{name: "audience and lifetime", sa: "robot", spec: authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}, ExpirationSeconds: ptr[int64](600)},
@@ -99,6 +109,9 @@ func TestTokenRequest(t *testing.T) {
 		{name: "bound to a pod", sa: "robot", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr[int64](1200),
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "worker", UID: pod.UID}},
 			wantSecs: 1200, wantAud: []any{issuer}, wantPod: true},
+		{name: "bound to a pod on a node", sa: "robot", spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "on-node"}},
+			wantSecs: 3600, wantAud: []any{issuer}, wantNode: true},
 		{name: "under ten minutes", sa: "robot", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr[int64](599)},
 			wantStatus: 422, wantMsg: `TokenRequest.authentication.k8s.io "robot" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes`},
 		{name: "missing service account", sa: "nope", wantStatus: 404, wantMsg: `serviceaccounts "nope" not found`},
@@ -145,6 +158,10 @@ func TestTokenRequest(t *testing.T) {
 			wantK8s := map[string]any{"namespace": "default", "serviceaccount": map[string]any{"name": "robot", "uid": string(sa.UID)}}
 			if tc.wantPod {
 				wantK8s["pod"] = map[string]any{"name": "worker", "uid": string(pod.UID)}
+			}
+			if tc.wantNode {
+				wantK8s["pod"] = map[string]any{"name": "on-node", "uid": string(onNode.UID)}
+				wantK8s["node"] = map[string]any{"name": "node-1", "uid": string(node.UID)}
 			}
 			if asJSON(k8s) != asJSON(wantK8s) {
 				t.Errorf("kubernetes.io = %s, want %s", asJSON(k8s), asJSON(wantK8s))
@@ -193,6 +210,30 @@ func TestTokenRequest(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("token of a deleted pod still accepted: err = %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Once its service account is gone (here recreated, with another UID), a token is
+	// refused.
+	plain := issue(authenticationv1.TokenRequestSpec{})
+	if _, err := tokenClient(cfg, plain).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("unbound token before its account is deleted: %v", err)
+	}
+	if err := c.CoreV1().ServiceAccounts("default").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, err := tokenClient(cfg, plain).CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if apierrors.IsUnauthorized(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("token of a deleted service account still accepted: err = %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
