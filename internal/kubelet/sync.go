@@ -65,7 +65,7 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	}
 
 	var syncErr error
-	if vols, ok := kl.setUpVolumes(ctx, pod); ok || rt.anyRunning() {
+	if vols, ok := kl.setUpVolumes(ctx, w, pod); ok || rt.anyRunning() {
 		// A running pod keeps running while a source is missing, as upstream's does.
 		syncErr = kl.reconcilePod(ctx, w, pod, rt, vols)
 	}

@@ -126,23 +126,68 @@ func (s volumeSources) ServiceAccountToken(ctx context.Context, pod *v1.Pod, aud
 	return tr.Status.Token, tr.Status.ExpirationTimestamp.Time, nil
 }
 
-// setUpVolumes makes the pod's volumes ready and current. Each volume that is not is
-// reported as a FailedMount event, worded as upstream's, and retried soon.
-func (kl *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) (map[string]volume.Mounted, bool) {
+// Volume set-up retries back off as upstream's volume operations do: from half a
+// second, doubling up to about two minutes. After mountTimeout of waiting, one summary
+// event names the volumes still missing (and again each time as long).
+const (
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 2*time.Minute + 2*time.Second
+	mountTimeout      = 2*time.Minute + 3*time.Second
+)
+
+// setUpVolumes makes the pod's volumes ready and current. A volume that is not is
+// reported as a FailedMount event, worded as upstream's, each time its retry falls due.
+func (kl *Kubelet) setUpVolumes(ctx context.Context, w *podWorker, pod *v1.Pod) (map[string]volume.Mounted, bool) {
+	st := w.state
 	vols, err := kl.volumes.SetUp(ctx, pod)
 	if err == nil {
+		st.mountWaitSince, st.mountRetryAt, st.mountRetry = time.Time{}, time.Time{}, 0
 		return vols, true
 	}
-	var joined interface{ Unwrap() []error }
+	now := kl.clock.Now()
+	if st.mountWaitSince.IsZero() {
+		st.mountWaitSince = now
+	}
+	if now.Sub(st.mountWaitSince) >= mountTimeout {
+		var unmounted []string
+		for _, e := range mountErrors(err) {
+			unmounted = append(unmounted, e.Volume)
+		}
+		all := make([]string, 0, len(pod.Spec.Volumes))
+		for _, v := range pod.Spec.Volumes {
+			all = append(all, v.Name)
+		}
+		kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedMount",
+			"Unable to attach or mount volumes: unmounted volumes=[%s], unattached volumes=[%s]: timed out waiting for the condition",
+			strings.Join(unmounted, " "), strings.Join(all, " "))
+		st.mountWaitSince = now
+	}
+	if now.Before(st.mountRetryAt) {
+		return vols, false // a sync between retries: the retry is scheduled
+	}
+	for _, e := range mountErrors(err) {
+		kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedMount", "%v", e)
+	}
+	st.mountRetry = min(max(2*st.mountRetry, mountRetryInitial), mountRetryMax)
+	st.mountRetryAt = now.Add(st.mountRetry)
+	kl.workers.pokeAfter(kl.clock, pod.UID, st.mountRetry)
+	return vols, false
+}
+
+// mountErrors splits SetUp's joined error into its volumes' errors.
+func mountErrors(err error) []*volume.MountError {
+	var out []*volume.MountError
 	errs := []error{err}
-	if errors.As(err, &joined) {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = joined.Unwrap()
 	}
 	for _, e := range errs {
-		kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedMount", "%v", e)
+		var me *volume.MountError
+		if errors.As(e, &me) {
+			out = append(out, me)
+		}
 	}
-	kl.workers.pokeAfter(kl.clock, pod.UID, 2*time.Second)
-	return vols, false
+	return out
 }
 
 // containerMounts is every mount of a container instance: its volumes, the managed

@@ -70,6 +70,27 @@ func TestConfigMapVolumeWaitsForItsSourceAndFollowsUpdates(t *testing.T) {
 	if n := h.rt.Calls("CreateContainer"); n != 0 {
 		t.Errorf("%d containers created before the volume was ready", n)
 	}
+	summary := ""
+	h.eventually("the summary event after two minutes", func() bool {
+		evs, _ := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		for _, e := range evs.Items {
+			if e.Reason == "FailedMount" && strings.HasPrefix(e.Message, "Unable to attach") {
+				summary = e.Message
+				return true
+			}
+		}
+		return false
+	})
+	if want := "Unable to attach or mount volumes: unmounted volumes=[config], unattached volumes=[config scratch]: timed out waiting for the condition"; summary != want {
+		t.Errorf("summary event %q, want %q", summary, want)
+	}
+	// Retries back off: two minutes of waiting cost about ten events, not sixty.
+	evs, _ := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	for _, e := range evs.Items {
+		if e.Reason == "FailedMount" && strings.HasPrefix(e.Message, "MountVolume.SetUp") && (e.Count < 3 || e.Count > 12) {
+			t.Errorf("%d FailedMount events in two minutes, want a backed-off handful", e.Count)
+		}
+	}
 
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "blue"}}
 	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
