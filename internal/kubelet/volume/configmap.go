@@ -32,25 +32,6 @@ func (m *Manager) configMapPayload(ctx context.Context, ns, name string, items [
 	return project(data, items, defMode, isTrue(optional), "configmap references non-existent config key: %s")
 }
 
-// secretPayload is configMapPayload for a Secret.
-func (m *Manager) secretPayload(ctx context.Context, ns, name string, items []v1.KeyToPath, defMode *int32, optional *bool) (payload, error) {
-	s, err := m.opts.Sources.Secret(ctx, ns, name)
-	if apierrors.IsNotFound(err) {
-		if isTrue(optional) {
-			return payload{}, nil
-		}
-		return nil, fmt.Errorf("secret %q not found", name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	data := make(map[string][]byte, len(s.Data)+len(s.StringData))
-	for k, v := range s.Data {
-		data[k] = v
-	}
-	return project(data, items, defMode, isTrue(optional), "references non-existent secret key: %s")
-}
-
 // project selects the files of a key/value source. Modes here are before fsGroup,
 // which the caller adds.
 func project(data map[string][]byte, items []v1.KeyToPath, defMode *int32, optional bool, missingKey string) (payload, error) {
