@@ -136,7 +136,7 @@ func (s *Server) issueToken(ctx context.Context, namespace, saName string, req *
 // running as this service account, or a Secret; the UID, when given, must match.
 func (s *Server) bindToken(ctx context.Context, namespace string, sa *corev1.ServiceAccount, ref *authenticationv1.BoundObjectReference, k8s *satoken.KubernetesClaims) error {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv != corev1.SchemeGroupVersion || (ref.Kind != "Pod" && ref.Kind != "Secret") {
+	if err != nil || gv.Group != "" || (ref.Kind != "Pod" && ref.Kind != "Secret") {
 		return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gv.WithKind(ref.Kind)))
 	}
 	gvr := podsGVR

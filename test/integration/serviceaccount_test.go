@@ -110,7 +110,7 @@ func TestTokenRequest(t *testing.T) {
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "worker", UID: pod.UID}},
 			wantSecs: 1200, wantAud: []any{issuer}, wantPod: true},
 		{name: "bound to a pod on a node", sa: "robot", spec: authenticationv1.TokenRequestSpec{
-			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "on-node"}},
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", Name: "on-node"}},
 			wantSecs: 3600, wantAud: []any{issuer}, wantNode: true},
 		{name: "under ten minutes", sa: "robot", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr[int64](599)},
 			wantStatus: 422, wantMsg: `TokenRequest.authentication.k8s.io "robot" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes`},
