@@ -105,6 +105,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
+	for _, name := range opts.DisableAdmissionPlugins {
+		if name != "ServiceAccount" {
+			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: ServiceAccount)", name)
+		}
+	}
 	if opts.ServiceAccountKeyFile == "" {
 		opts.ServiceAccountKeyFile = filepath.Join(tlsDir, "sa.key")
 	}
