@@ -7,6 +7,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,10 @@ type Config struct {
 	APIAudiences []string
 	// ServiceAccountAdmission runs upstream's ServiceAccount admission plugin first.
 	ServiceAccountAdmission bool
+	// KubeletClientTLS is how the server reaches kubelets for pods/log, exec, attach,
+	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those
+	// subresources answer 503 without it.
+	KubeletClientTLS *tls.Config
 }
 
 // Server serves the Kubernetes API.
@@ -72,6 +77,8 @@ type Server struct {
 	log       *slog.Logger
 	ready     atomic.Bool
 	discovery *discoveryDocs
+	// kubeletTransport reaches kubelets; nil without Config.KubeletClientTLS.
+	kubeletTransport *http.Transport
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -174,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
 	s.discovery = s.buildDiscovery()
+	s.kubeletTransport = newKubeletTransport(cfg)
 	return s, nil
 }
 

@@ -106,7 +106,9 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
 	default:
-		s.writeError(w, r, notFound())
+		if !s.serveKubeletSubresource(w, r, info, h) {
+			s.writeError(w, r, notFound())
+		}
 	}
 }
 

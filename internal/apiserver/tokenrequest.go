@@ -23,7 +23,6 @@ import (
 var (
 	serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	secretsGVR         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	nodesGVR           = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	tokenRequestGVK    = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
 )
 

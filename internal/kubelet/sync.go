@@ -34,6 +34,9 @@ const (
 // done when the pod is gone from the API and its runtime objects are removed.
 func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	uid := string(w.uid)
+	if strings.HasPrefix(uid, "mirror:") {
+		return kl.syncOrphanMirror(ctx, w)
+	}
 	rt, err := kl.readPodRuntime(ctx, uid)
 	if err != nil {
 		return false, err
@@ -43,7 +46,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	case pod == nil:
 		return kl.cleanupPod(ctx, w, rt)
 	case pod.DeletionTimestamp != nil:
-		return false, kl.terminatePod(ctx, w, pod, rt)
+		if err := kl.terminatePod(ctx, w, pod, rt); err != nil {
+			return false, err
+		}
+		kl.staticPodTerminated(w.uid)
+		return false, nil
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// A terminal pod never runs again: stop what is left, keep the status, and
 		// release its volumes (tmpfs memory, tokens) as upstream does.
@@ -54,6 +61,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		return false, kl.volumes.TearDownVolumes(ctx, w.uid)
 	}
 
+	if kl.static.get(w.uid) != nil {
+		if err := kl.syncMirrorPod(ctx, pod); err != nil {
+			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
+		}
+	}
 	if reason, msg := kl.admit(pod); reason != "" {
 		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
 	}
@@ -532,7 +544,7 @@ func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container
 	}
 	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	began := kl.clock.Now()
-	ref, err := kl.images.PullImage(ctx, spec, nil, sbCfg)
+	ref, err := kl.pullImage(ctx, pod, spec, sbCfg)
 	if err != nil {
 		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		now := kl.clock.Now()

@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"mizzen/internal/apiserver"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
+	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/catalog"
@@ -58,6 +60,10 @@ type Options struct {
 	ServiceAccountIssuer string
 	// DisableAdmissionPlugins names admission plugins not to run ("ServiceAccount").
 	DisableAdmissionPlugins []string
+	// KubeletCertificateAuthority is a PEM bundle file that kubelets' serving
+	// certificates are verified against; without it they are not verified, as upstream's
+	// apiserver does without --kubelet-certificate-authority.
+	KubeletCertificateAuthority string
 }
 
 // DefaultServiceAccountIssuer is the issuer of service account tokens unless configured.
@@ -176,11 +182,16 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		_ = listener.Close()
 		return nil, sa.err
 	}
+	kubeletClient, err := kubeletClientTLS(ca, tlsDir, opts.KubeletCertificateAuthority)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
 		ServiceAccountIssuer:    sa.signer,
 		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
+		KubeletClientTLS:        kubeletClient,
 	})
 	if err != nil {
 		return nil, err
@@ -292,6 +303,60 @@ func servingNames(bind string, serviceIP net.IP) ([]string, []net.IP) {
 		}
 	}
 	return hosts, ips
+}
+
+// kubeletClientTLS is how the apiserver reaches kubelets: with a client certificate of
+// the identity kubelets let through, verifying their serving certificates against
+// caFile when given. Without one they are not verified, as upstream: a kubelet serves
+// with a self-signed certificate unless it is given one.
+func kubeletClientTLS(ca *pki.CA, dir, caFile string) (*tls.Config, error) {
+	issued, err := ca.LoadOrIssueClient(dir, "apiserver-kubelet-client", nodeserver.APIServerClientUser, nil)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := issued.TLS()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		cfg.InsecureSkipVerify = true
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--kubelet-certificate-authority: %w", err)
+	}
+	cfg.RootCAs = x509.NewCertPool()
+	if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--kubelet-certificate-authority %s: no certificates", caFile)
+	}
+	return cfg, nil
+}
+
+// CAFile is the cluster CA's certificate: kubelets verify the apiserver's client
+// certificate against it (--client-ca-file).
+func (cp *ControlPlane) CAFile() string { return filepath.Join(cp.DataDir, "tls", "ca.crt") }
+
+// KubeletServing issues a serving certificate for the node server of a kubelet on this
+// machine, valid for hostname and the machine's addresses, kept as
+// DataDir/tls/<name>.{crt,key}; it returns the two files.
+func (cp *ControlPlane) KubeletServing(name, hostname string) (certFile, keyFile string, err error) {
+	hosts, ips := servingNames("0.0.0.0", nil)
+	hosts = append(hosts, hostname)
+	issued, err := cp.ca.IssueServing(hostname, hosts, ips)
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(cp.DataDir, "tls")
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(keyFile, issued.KeyPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(certFile, issued.CertPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
 }
 
 // ComponentConfig gives a bundled component credentials of its own (a client

@@ -32,6 +32,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building mizzen:", err)
 		os.Exit(1)
 	}
+	// The agent's sandbox program lives beside the binary, as `make build` puts it.
+	pause := exec.Command("go", "build", "-o", filepath.Join(dir, "mizzen-pause"), "mizzen/internal/kubelet/containerd/pause")
+	pause.Env = append(os.Environ(), "CGO_ENABLED=0")
+	pause.Stdout, pause.Stderr = os.Stderr, os.Stderr
+	if err := pause.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building mizzen-pause:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

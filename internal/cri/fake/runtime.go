@@ -67,6 +67,7 @@ type Runtime struct {
 	byName        map[string]Behavior
 	byImage       map[string]Behavior
 	pullErrors    map[string]error
+	pullAuth      map[string]*runtimeapi.AuthConfig
 	calls         map[string]int
 }
 
@@ -131,6 +132,7 @@ func New(opts Options) *Runtime {
 		byName:     map[string]Behavior{},
 		byImage:    map[string]Behavior{},
 		pullErrors: map[string]error{},
+		pullAuth:   map[string]*runtimeapi.AuthConfig{},
 		calls:      map[string]int{},
 	}
 }
@@ -160,6 +162,14 @@ func (r *Runtime) SetPullError(image string, err error) {
 		return
 	}
 	r.pullErrors[normalizeImage(image)] = err
+}
+
+// RequireAuth makes image private: its pulls fail as a registry's 401 unless they carry
+// this username and password.
+func (r *Runtime) RequireAuth(image, username, password string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pullAuth[normalizeImage(image)] = &runtimeapi.AuthConfig{Username: username, Password: password}
 }
 
 // Calls reports how many times the named CRI method (e.g. "StartContainer") was called.

@@ -17,7 +17,7 @@ import (
 // this before stopping it; otherwise each pod's network namespace, mounts and veth stay
 // behind on the host.
 func RemoveAllPods(ctx context.Context, opts Options) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(opts.Endpoint()).
 		WithConnectionTimeout(10 * time.Second).Build(ctx)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -24,9 +25,16 @@ type Options struct {
 	CNIBinDir    string // /usr/lib/cni (Debian's containernetworking-plugins) when empty
 	Snapshotter  string // overlayfs when empty
 	Bridge       string // the pod network's bridge; mizzen0 when empty
+	// Address is the socket of a containerd not supervised here, for image imports;
+	// the socket under DataDir when empty.
+	Address string
 	// ContainerdPath and CtrPath are the binaries; found in PATH when empty.
 	ContainerdPath string
 	CtrPath        string
+	// StreamServerPort is where the CRI streaming server (exec, attach, port-forward)
+	// listens on 127.0.0.1; Run picks a free port when zero, so several containerds can
+	// share a host.
+	StreamServerPort int
 }
 
 func (o *Options) setDefaults() {
@@ -88,6 +96,10 @@ func (o Options) Config() string {
 	p(`[plugins."io.containerd.grpc.v1.cri"]`)
 	p("  sandbox_image = %s", toml(o.SandboxImage))
 	p("  restrict_oom_score_adj = true")
+	// Only the kubelet, on this host, talks to the streaming server: it proxies the
+	// apiserver's authenticated exec/attach/port-forward requests to it.
+	p(`  stream_server_address = "127.0.0.1"`)
+	p("  stream_server_port = %s", toml(strconv.Itoa(o.StreamServerPort)))
 	p("  enable_selinux = false")
 	p(`  [plugins."io.containerd.grpc.v1.cri".containerd]`)
 	p("    snapshotter = %s", toml(o.Snapshotter))
