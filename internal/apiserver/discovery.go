@@ -54,6 +54,8 @@ func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourc
 		add("proxy", &metav1.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, "create", "delete", "get", "patch", "update")
 	case namespacesGVR:
 		add("finalize", own, "update")
+	case serviceAccountsGVR:
+		add("token", &metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, "create")
 	case csrGVR:
 		add("approval", own, "get", "patch", "update")
 	}

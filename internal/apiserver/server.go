@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
 )
@@ -49,6 +50,14 @@ type Config struct {
 	Admission []AdmissionPlugin
 	// Authorizer refuses requests; nil lets every authenticated user through.
 	Authorizer Authorizer
+	// ServiceAccountIssuer signs and verifies service account tokens: the TokenRequest
+	// API, bearer token authentication and OpenID discovery; nil disables them.
+	ServiceAccountIssuer *satoken.Signer
+	// APIAudiences are the audiences a token must name to be accepted here, and those a
+	// TokenRequest without audiences gets; the issuer when empty.
+	APIAudiences []string
+	// ServiceAccountAdmission runs upstream's ServiceAccount admission plugin first.
+	ServiceAccountAdmission bool
 	// KubeletClientTLS is how the server reaches kubelets for pods/log, exec, attach,
 	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those
 	// subresources answer 503 without it.
@@ -114,6 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log}
+	if cfg.ServiceAccountAdmission {
+		s.cfg.Admission = append([]AdmissionPlugin{&serviceAccountAdmission{s: s}}, cfg.Admission...)
+	}
 
 	primary := map[schema.GroupResource]*registry.Resource{}
 	for _, r := range cfg.Resources {
@@ -266,6 +278,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.cfg.OpenAPI.ServeHTTP(w, r)
 			return
 		}
+	case s.serveOpenID(w, r):
+		return
 	}
 	info := parseRequestInfo(r)
 	if info == nil || info.Resource == "" {

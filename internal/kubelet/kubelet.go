@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/kubelet/volume"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -83,6 +84,9 @@ type Options struct {
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
+	// NoTmpfs keeps memory-backed volumes (medium Memory, secrets, projected tokens) as
+	// plain directories: hollow nodes and unprivileged runs cannot mount tmpfs.
+	NoTmpfs bool
 	// PodManifestPath is a directory of static pod manifests to run, each mirrored to
 	// the apiserver; none when empty.
 	PodManifestPath string
@@ -204,7 +208,10 @@ type Kubelet struct {
 	backoff     *backoff
 	starts      *startGate
 	recorder    record.EventRecorder
-	static      *staticPods // nil without a manifest directory
+	volumes     *volume.Manager
+	// volumeSources reads (and briefly caches) what volumes and service env need.
+	volumeSources volumeSources
+	static        *staticPods // nil without a manifest directory
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -237,6 +244,9 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
+	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
+	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
+		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
 	if opts.PodManifestPath != "" {
 		// Read before the watch starts, so that a mirror pod it delivers is not taken
 		// for an orphan, and before the first relist, so that running static pods are
@@ -361,6 +371,41 @@ func (kl *Kubelet) runResync(ctx context.Context) {
 			return
 		case <-t.C():
 			kl.workers.pokeAll()
+			kl.removeOrphanedPodDirs(ctx)
+		}
+	}
+}
+
+// removeOrphanedPodDirs removes the directories of pods the kubelet no longer knows:
+// not in the API nor a static pod, without a worker and without a sandbox (deleted
+// while the kubelet was down, say).
+func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context) {
+	onDisk, err := kl.volumes.PodsOnDisk()
+	if err != nil || len(onDisk) == 0 {
+		return
+	}
+	known := map[types.UID]bool{}
+	for _, obj := range kl.podInformer.GetStore().List() {
+		known[obj.(*v1.Pod).UID] = true
+	}
+	if kl.static != nil {
+		for _, pod := range kl.static.list() {
+			known[pod.UID] = true
+		}
+	}
+	sandboxes, err := kl.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return
+	}
+	for _, sb := range sandboxes {
+		known[types.UID(sb.GetMetadata().GetUid())] = true
+	}
+	for _, uid := range onDisk {
+		if known[uid] || kl.workers.has(uid) {
+			continue
+		}
+		if err := kl.volumes.TearDown(ctx, uid); err != nil {
+			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
 		}
 	}
 }

@@ -29,10 +29,14 @@ func nanoTime(ns int64) metav1.Time {
 
 // terminatedState is the API view of an exited runtime container.
 func (kl *Kubelet) terminatedState(c *runtimeapi.ContainerStatus) *v1.ContainerStateTerminated {
+	msg := c.Message
+	if msg == "" {
+		msg = terminationMessage(c)
+	}
 	return &v1.ContainerStateTerminated{
 		ExitCode:    c.ExitCode,
 		Reason:      c.Reason,
-		Message:     c.Message,
+		Message:     msg,
 		StartedAt:   nanoTime(c.StartedAt),
 		FinishedAt:  nanoTime(c.FinishedAt),
 		ContainerID: kl.containerID(c.Id),

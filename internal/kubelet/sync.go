@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"mizzen/internal/kubelet/volume"
 )
 
 // Waiting reasons the kubelet reports, as upstream spells them.
@@ -50,9 +52,13 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		kl.staticPodTerminated(w.uid)
 		return false, nil
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
-		// A terminal pod never runs again: stop what is left, keep the status.
+		// A terminal pod never runs again: stop what is left, keep the status, and
+		// release its volumes (tmpfs memory, tokens) as upstream does.
 		w.state.stopProbes()
-		return false, kl.stopAll(ctx, rt, 0)
+		if err := kl.stopAll(ctx, rt, 0); err != nil {
+			return false, err
+		}
+		return false, kl.volumes.TearDownVolumes(ctx, w.uid)
 	}
 
 	if kl.static.get(w.uid) != nil {
@@ -70,7 +76,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		kl.workers.pokeAfter(kl.clock, w.uid, left)
 	}
 
-	syncErr := kl.reconcilePod(ctx, w, pod, rt)
+	var syncErr error
+	if vols, ok := kl.setUpVolumes(ctx, w, pod); ok || rt.anyRunning() {
+		// A running pod keeps running while a source is missing, as upstream's does.
+		syncErr = kl.reconcilePod(ctx, w, pod, rt, vols)
+	}
 	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
 		return false, err
 	}
@@ -131,6 +141,9 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 		}
 	}
 	kl.backoff.forget(string(w.uid) + "/")
+	if err := kl.volumes.TearDown(ctx, w.uid); err != nil {
+		return false, fmt.Errorf("removing volumes: %w", err)
+	}
 	return true, nil
 }
 
@@ -275,7 +288,7 @@ func needsNewSandbox(pod *v1.Pod, rt *podRuntime) bool {
 
 // reconcilePod does what the pod needs next: a sandbox, the next init container, the
 // containers that are missing or due a restart, the kill a failed probe asked for.
-func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
+func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, vols map[string]volume.Mounted) error {
 	if w.state.startTime.IsZero() {
 		w.state.startTime = kl.clock.Now()
 	}
@@ -318,7 +331,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if err != nil {
 		return err
 	}
-	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg}
+	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg, volumes: vols}
 
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -418,6 +431,7 @@ type podSync struct {
 	rt            *podRuntime
 	sandbox       *runtimeapi.PodSandboxStatus
 	sandboxConfig *runtimeapi.PodSandboxConfig
+	volumes       map[string]volume.Mounted
 }
 
 func backoffKey(pod *v1.Pod, name string) string { return string(pod.UID) + "/" + name }
@@ -451,7 +465,7 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 	if err != nil {
 		return nil // reported through the waiting reason; retried with image back-off
 	}
-	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox)
+	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox, p.volumes)
 	ref := containerRef(p.pod, c.Name)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/apiserver"
+	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
@@ -49,11 +51,23 @@ type Options struct {
 	// OpenAPI serves /openapi/*, when set.
 	OpenAPI func(resources []*registry.Resource) (http.Handler, error)
 	Log     *slog.Logger
+	// ServiceAccountKeyFile is the RSA key that signs and verifies service account
+	// tokens (PEM); DataDir/tls/sa.key, created when missing, by default. Apiservers
+	// sharing one etcd must share this key.
+	ServiceAccountKeyFile string
+	// ServiceAccountIssuer is the iss claim of service account tokens and the default
+	// API audience; https://kubernetes.default.svc.cluster.local by default.
+	ServiceAccountIssuer string
+	// DisableAdmissionPlugins names admission plugins not to run ("ServiceAccount").
+	DisableAdmissionPlugins []string
 	// KubeletCertificateAuthority is a PEM bundle file that kubelets' serving
 	// certificates are verified against; without it they are not verified, as upstream's
 	// apiserver does without --kubelet-certificate-authority.
 	KubeletCertificateAuthority string
 }
+
+// DefaultServiceAccountIssuer is the issuer of service account tokens unless configured.
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // ControlPlane is a running etcd + apiserver.
 type ControlPlane struct {
@@ -97,6 +111,33 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
+	for _, name := range opts.DisableAdmissionPlugins {
+		if name != "ServiceAccount" {
+			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: ServiceAccount)", name)
+		}
+	}
+	if opts.ServiceAccountKeyFile == "" {
+		opts.ServiceAccountKeyFile = filepath.Join(tlsDir, "sa.key")
+	}
+	if opts.ServiceAccountIssuer == "" {
+		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
+	}
+	// Making a new RSA key can take a second on a busy machine: it overlaps etcd's start.
+	type signerResult struct {
+		signer *satoken.Signer
+		err    error
+	}
+	saSigner := make(chan signerResult, 1)
+	go func() {
+		key, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
+		if err != nil {
+			saSigner <- signerResult{err: fmt.Errorf("service account key: %w", err)}
+			return
+		}
+		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer)
+		saSigner <- signerResult{signer, err}
+	}()
+
 	var client *clientv3.Client
 	var member *etcd.Member
 	if opts.EtcdServers != "" {
@@ -133,6 +174,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		// Building the documents is the start-up's largest transient allocation.
 		debug.FreeOSMemory()
 	}
+	sa := <-saSigner
+	if sa.err != nil {
+		if member != nil {
+			member.Close()
+		}
+		_ = listener.Close()
+		return nil, sa.err
+	}
 	kubeletClient, err := kubeletClientTLS(ca, tlsDir, opts.KubeletCertificateAuthority)
 	if err != nil {
 		return nil, err
@@ -140,7 +189,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
-		KubeletClientTLS: kubeletClient,
+		ServiceAccountIssuer:    sa.signer,
+		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
+		KubeletClientTLS:        kubeletClient,
 	})
 	if err != nil {
 		return nil, err

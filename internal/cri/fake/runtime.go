@@ -92,6 +92,7 @@ type container struct {
 	labels      map[string]string
 	annotations map[string]string
 	logPath     string
+	mounts      []*runtimeapi.Mount
 	state       runtimeapi.ContainerState
 	createdAt   int64
 	startedAt   int64
@@ -444,6 +445,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		imageID:     img.id,
 		labels:      maps.Clone(cfg.Labels),
 		annotations: maps.Clone(cfg.Annotations),
+		mounts:      cloneMounts(cfg.Mounts),
 		state:       runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt:   r.now(),
 	}
@@ -558,6 +560,7 @@ func (c *container) toStatus() *runtimeapi.ContainerStatus {
 		Labels:      maps.Clone(c.labels),
 		Annotations: maps.Clone(c.annotations),
 		LogPath:     c.logPath,
+		Mounts:      cloneMounts(c.mounts),
 	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		st.ExitCode = c.exitCode
@@ -672,4 +675,15 @@ func (r *Runtime) String() string {
 	defer r.mu.Unlock()
 	return fmt.Sprintf("fake runtime: %d sandboxes, %d containers, %d images",
 		len(r.sandboxes), len(r.containers), len(r.images))
+}
+
+// cloneMounts copies the mounts a container was created with, as a real runtime
+// reports them back in its status.
+func cloneMounts(in []*runtimeapi.Mount) []*runtimeapi.Mount {
+	out := make([]*runtimeapi.Mount, 0, len(in))
+	for _, m := range in {
+		out = append(out, &runtimeapi.Mount{ContainerPath: m.ContainerPath, HostPath: m.HostPath,
+			Readonly: m.Readonly, SelinuxRelabel: m.SelinuxRelabel, Propagation: m.Propagation})
+	}
+	return out
 }

@@ -192,6 +192,7 @@ func TestPodRunsOnContainerd(t *testing.T) {
 			Client: client, NodeName: "real-node", Runtime: rs, Images: is, NodeIP: "10.0.0.1",
 			Machine:      &kubelet.MachineInfo{CPUCores: 2, MemoryBytes: 4 << 30},
 			PodLogsDir:   filepath.Join(dir, "pods"),
+			RootDir:      filepath.Join(dir, "kubelet"),
 			RelistPeriod: 200 * time.Millisecond,
 			Logger:       log,
 		})
