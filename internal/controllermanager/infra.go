@@ -55,7 +55,7 @@ func infraControllers() []Descriptor {
 		}},
 		{Name: nodelifecycle.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
-			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod)
+			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod, cc.Options.NodeEviction)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package controllermanager_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -295,32 +297,15 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// node-a's kubelet keeps beating throughout: with no Ready node left at all, the
+		// controller would suspect its own connectivity and evict nothing, as upstream.
+		stop := keepNodeHealthy(t, client, "node-a")
+		defer stop()
 		node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Report Ready as a kubelet would (node IPAM may be writing the node meanwhile).
-		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			now := metav1.Now()
-			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: now, LastTransitionTime: now}}
-			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		renew := metav1.NewMicroTime(time.Now())
-		holder := "node-b"
-		if _, err := client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: "node-b"},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		heartbeat(t, client, node.Name)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stranded"},
 			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 		if _, err := client.CoreV1().Pods("story").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -348,6 +333,22 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 		eventually(t, "the pod without a toleration is being deleted", func(ctx context.Context) (bool, error) {
 			p, err := client.CoreV1().Pods("story").Get(ctx, "stranded", metav1.GetOptions{})
 			return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), nil
+		})
+		eventually(t, "kubectl describe would show why", func(ctx context.Context) (bool, error) {
+			nodeEvents, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=node-b"})
+			if err != nil {
+				return false, err
+			}
+			podEvents, err := client.CoreV1().Events("story").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=stranded"})
+			if err != nil {
+				return false, err
+			}
+			reasons := map[string]string{}
+			for _, e := range append(nodeEvents.Items, podEvents.Items...) {
+				reasons[e.Reason] = e.Message
+			}
+			return reasons["RegisteredNode"] == "Registered Node node-b in Controller" &&
+				reasons["NodeNotReady"] != "" && reasons["TaintManagerEviction"] == "Marking for deletion Pod story/stranded", nil
 		})
 		// No kubelet will ever confirm the pod's end: finish it as an operator would.
 		err = client.CoreV1().Pods("story").Delete(ctx, "stranded", *metav1.NewDeleteOptions(0))
@@ -384,6 +385,73 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 			return apierrors.IsNotFound(err), nil
 		})
 	})
+}
+
+// heartbeat reports the node Ready and renews its Lease, as its kubelet would.
+func heartbeat(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	// Node IPAM may be writing the node meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now}}
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renew := metav1.NewMicroTime(time.Now())
+	leases := client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, RenewTime: &renew}}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		lease.Spec.RenewTime = &renew
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepNodeHealthy beats for the node every half second until the returned stop is
+// called.
+func keepNodeHealthy(t *testing.T, client kubernetes.Interface, name string) (stop func()) {
+	t.Helper()
+	heartbeat(t, client, name)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(500 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				renew := metav1.NewMicroTime(time.Now())
+				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, renew.Format(metav1.RFC3339Micro))
+				if _, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && ctx.Err() == nil {
+					t.Logf("renew lease %s: %v", name, err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // finalizeWorks reports whether the apiserver's namespaces/finalize subresource really

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"mizzen/internal/controller/util"
 )
@@ -53,17 +54,27 @@ type fixture struct {
 	inf    informers.SharedInformerFactory
 	c      *Controller
 	clock  time.Time
+	events *record.FakeRecorder
 }
 
+// newFixture observes objs plus a healthy node "peer", so the cluster is never entirely
+// down (when it is, no NoExecute taint is placed at all; see TestZoneAwareTainting).
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	return newClusterFixture(t, EvictionOptions{}, append(objs, readyNode("peer", corev1.ConditionTrue))...)
+}
+
+// newClusterFixture observes exactly objs, with the given eviction pacing.
+func newClusterFixture(t *testing.T, eviction EvictionOptions, objs ...runtime.Object) *fixture {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	inf := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, inf.Core().V1().Nodes(), inf.Coordination().V1().Leases(), inf.Core().V1().Pods(), grace)
+	c, err := New(client, inf.Core().V1().Nodes(), inf.Coordination().V1().Leases(), inf.Core().V1().Pods(), grace, eviction)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{client: client, inf: inf, c: c, clock: t0}
+	f := &fixture{client: client, inf: inf, c: c, clock: t0, events: record.NewFakeRecorder(100)}
+	c.recorder, c.taintRecorder = f.events, f.events
 	c.now = func() time.Time { return f.clock }
 	for _, o := range objs {
 		f.observe(o)
