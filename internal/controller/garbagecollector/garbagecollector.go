@@ -10,6 +10,10 @@
 //     blockOwnerDeletion remains;
 //   - an owner being deleted with the orphan finalizer has its ownerReference removed
 //     from every dependent, then loses the finalizer.
+//
+// An ownerReference that cannot hold (a cluster-scoped object owned by a namespaced
+// kind, or an owner that lives in another namespace than its dependent) is reported
+// with an OwnerRefInvalidNamespace Event on the dependent, as upstream.
 package garbagecollector
 
 import (
@@ -20,15 +24,18 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
@@ -49,11 +56,17 @@ type Controller struct {
 	discovery discovery.DiscoveryInterface
 	monitors  *monitors
 	queue     workqueue.TypedRateLimitingInterface[string]
+	events    *util.Events
+	recorder  record.EventRecorder
 }
 
-// New builds the collector. Nothing is watched until Run discovers the resources.
-func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface) *Controller {
+// New builds the collector; client carries its Events. Nothing is watched until Run
+// discovers the resources.
+func New(client kubernetes.Interface, metadataClient metadata.Interface, disc discovery.DiscoveryInterface) *Controller {
+	events := util.NewEvents(client, "garbage-collector-controller")
 	return &Controller{
+		events:    events,
+		recorder:  events,
 		metadata:  metadataClient,
 		discovery: disc,
 		monitors: &monitors{
@@ -67,6 +80,7 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface) *
 
 // Run watches every deletable resource and collects until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	if err := c.discover(ctx); err != nil {
 		slog.WarnContext(ctx, "garbage collector: partial discovery", "err", err)
 	}
@@ -207,7 +221,10 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 	ns := ""
 	if mon.namespaced {
 		if dependent.Namespace == "" {
-			return ownerGone, nil // a cluster-scoped object cannot be owned by a namespaced one
+			// A cluster-scoped object cannot be owned by a namespaced one; whether that
+			// owner exists cannot be told, so the object is left alone, as upstream.
+			c.reportInvalidNamespace(dependent, ref)
+			return ownerUnknown, nil
 		}
 		ns = dependent.Namespace
 	}
@@ -231,12 +248,24 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 	}
 	live, err := c.metadata.Resource(mon.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if elsewhere, _ := mon.informer.GetIndexer().ByIndex(byUID, string(ref.UID)); len(elsewhere) > 0 {
+			c.reportInvalidNamespace(dependent, ref)
+		}
 		return ownerGone, nil
 	}
 	if err != nil {
 		return ownerUnknown, err
 	}
 	return classify(live), nil
+}
+
+// reportInvalidNamespace tells the dependent's users that its owner cannot be in its
+// namespace, worded as upstream.
+func (c *Controller) reportInvalidNamespace(dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) {
+	owner := fmt.Sprintf("[%s/%s, namespace: %s, name: %s, uid: %s]", ref.APIVersion, ref.Kind, dependent.Namespace, ref.Name, ref.UID)
+	c.recorder.Eventf(&corev1.ObjectReference{APIVersion: dependent.APIVersion, Kind: dependent.Kind,
+		Namespace: dependent.Namespace, Name: dependent.Name, UID: dependent.UID},
+		corev1.EventTypeWarning, "OwnerRefInvalidNamespace", "ownerRef %s does not exist in namespace %q", owner, dependent.Namespace)
 }
 
 // collectIfOrphaned deletes an object all of whose owners are gone, and drops

@@ -19,6 +19,10 @@ import (
 // ownerReferences graph is read through it.
 const byOwnerUID = "gc.ownerUID"
 
+// byUID indexes every watched object under its own UID, to tell an owner that lives in
+// another namespace from one that does not exist.
+const byUID = "gc.uid"
+
 // ignored resources are never collected, as upstream: events are high-volume and
 // expire on their own.
 func ignored(gr schema.GroupResource) bool {
@@ -69,7 +73,7 @@ func (m *monitors) sync(found []util.DiscoveredResource, handlers func(*monitor)
 			continue // already watched (possibly at another version)
 		}
 		mon := &monitor{gvr: r.GVR, namespaced: r.Namespaced, informer: m.factory.ForResource(r.GVR).Informer()}
-		if err := mon.informer.AddIndexers(cache.Indexers{byOwnerUID: ownerUIDs}); err != nil {
+		if err := mon.informer.AddIndexers(cache.Indexers{byOwnerUID: ownerUIDs, byUID: ownUID}); err != nil {
 			continue // already has the index: a monitor for it exists
 		}
 		handlers(mon)
@@ -78,6 +82,13 @@ func (m *monitors) sync(found []util.DiscoveredResource, handlers func(*monitor)
 		added = append(added, mon)
 	}
 	return added
+}
+
+func ownUID(obj any) ([]string, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		return []string{string(m.GetUID())}, nil
+	}
+	return nil, nil
 }
 
 func ownerUIDs(obj any) ([]string, error) {
