@@ -17,6 +17,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var kubeconfig string
 	var qps float32
 	var burst int
+	serving := controllermanager.ServingOptions{}
 	opts := controllermanager.RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -28,6 +29,9 @@ func newControllerManagerCommand() *cobra.Command {
 				return err
 			}
 			cfg.QPS, cfg.Burst = qps, burst
+			if serving.Port > 0 {
+				opts.Serving = &serving
+			}
 			return controllermanager.Run(cmd.Context(), cfg, opts)
 		},
 	}
@@ -46,6 +50,8 @@ func newControllerManagerCommand() *cobra.Command {
 	f.IntVar(&opts.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "Terminated pods kept before the oldest are deleted (0 or less: never)")
 	f.Float32Var(&qps, "kube-api-qps", 50, "Requests per second to the apiserver (client-side limit)")
 	f.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the apiserver above --kube-api-qps")
+	f.IntVar(&serving.Port, "secure-port", 10257, "Port serving /healthz and /metrics over HTTPS with a self-signed certificate (0 disables)")
+	f.StringVar(&serving.BindAddress, "bind-address", "0.0.0.0", "Address --secure-port listens on")
 	f.StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle to publish as kube-root-ca.crt (default: the kubeconfig's CA)")
 	return cmd
 }
