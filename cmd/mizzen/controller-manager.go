@@ -52,6 +52,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the apiserver above --kube-api-qps")
 	f.IntVar(&serving.Port, "secure-port", 10257, "Port serving /healthz and /metrics over HTTPS with a self-signed certificate (0 disables)")
 	f.StringVar(&serving.BindAddress, "bind-address", "0.0.0.0", "Address --secure-port listens on")
+	f.BoolVar(&serving.Profiling, "profiling", false, "Serve /debug/pprof/ on --secure-port (unauthenticated here, unlike upstream: off by default)")
 	f.StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle to publish as kube-root-ca.crt (default: the kubeconfig's CA)")
 	return cmd
 }

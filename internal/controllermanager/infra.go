@@ -41,7 +41,7 @@ func infraControllers() []Descriptor {
 			if err != nil {
 				return err
 			}
-			go garbagecollector.New(clientFor(cc, garbagecollector.Name), meta, disc).Run(ctx, cc.Options.ConcurrentSyncs)
+			go garbagecollector.New(clientFor(cc, garbagecollector.Name), meta, disc, cc.Informers).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
 		{Name: namespace.Name, Start: func(ctx context.Context, cc *ControllerContext) error {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -24,6 +25,9 @@ type ServingOptions struct {
 	// Port 0 picks a free port (tests); Listening reports the address taken.
 	Port      int
 	Listening func(addr net.Addr)
+	// Profiling serves /debug/pprof/ too (--profiling). Nothing here is authenticated,
+	// unlike upstream, so the command leaves it off by default.
+	Profiling bool
 }
 
 // leaderHealthTimeout is how long past its lease's expiry a leader that has not
@@ -51,6 +55,12 @@ func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	if opts.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if leader != nil {
 			if err := leader.Check(r); err != nil {

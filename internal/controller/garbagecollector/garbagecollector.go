@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -60,9 +61,11 @@ type Controller struct {
 	recorder  record.EventRecorder
 }
 
-// New builds the collector; client carries its Events. Nothing is watched until Run
-// discovers the resources.
-func New(client kubernetes.Interface, metadataClient metadata.Interface, disc discovery.DiscoveryInterface) *Controller {
+// New builds the collector; client carries its Events. Built-in resources are watched
+// through typed, when set (the shared factory, so that objects other controllers
+// watch are not cached twice), the others through metadata-only informers. Nothing
+// is watched until Run discovers the resources.
+func New(client kubernetes.Interface, metadataClient metadata.Interface, disc discovery.DiscoveryInterface, typed informers.SharedInformerFactory) *Controller {
 	events := util.NewEvents(client, "garbage-collector-controller")
 	return &Controller{
 		events:    events,
@@ -71,6 +74,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		discovery: disc,
 		monitors: &monitors{
 			factory: metadatainformer.NewSharedInformerFactory(metadataClient, 0),
+			typed:   typed,
 			byGVR:   map[schema.GroupVersionResource]*monitor{},
 			byKind:  map[schema.GroupKind]*monitor{},
 		},
@@ -111,13 +115,7 @@ func (c *Controller) discover(ctx context.Context) error {
 }
 
 func (c *Controller) addHandlers(mon *monitor) {
-	toMeta := func(obj any) *metav1.PartialObjectMetadata {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		m, _ := obj.(*metav1.PartialObjectMetadata)
-		return m
-	}
+	toMeta := mon.meta
 	mon.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if m := toMeta(obj); m != nil {
@@ -182,8 +180,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil || !exists {
 		return err
 	}
-	item, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
+	item := mon.meta(obj)
+	if item == nil {
 		return nil
 	}
 	if item.DeletionTimestamp != nil {
@@ -213,7 +211,7 @@ const (
 
 // ownerState looks an owner up in the cache and, when the cache does not show it,
 // confirms with a live GET by UID: a lagging cache must never cause a deletion.
-func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) (ownerState, error) {
+func (c *Controller) ownerState(ctx context.Context, dependentMon *monitor, dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) (ownerState, error) {
 	mon := c.monitors.forOwner(ref)
 	if mon == nil {
 		return ownerUnknown, nil
@@ -223,7 +221,7 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 		if dependent.Namespace == "" {
 			// A cluster-scoped object cannot be owned by a namespaced one; whether that
 			// owner exists cannot be told, so the object is left alone, as upstream.
-			c.reportInvalidNamespace(dependent, ref)
+			c.reportInvalidNamespace(dependentMon, dependent, ref)
 			return ownerUnknown, nil
 		}
 		ns = dependent.Namespace
@@ -242,14 +240,14 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 		key = ns + "/" + ref.Name
 	}
 	if obj, ok, _ := mon.informer.GetIndexer().GetByKey(key); ok {
-		if o, isMeta := obj.(*metav1.PartialObjectMetadata); isMeta && o.UID == ref.UID {
+		if o := mon.meta(obj); o != nil && o.UID == ref.UID {
 			return classify(o), nil
 		}
 	}
 	live, err := c.metadata.Resource(mon.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if elsewhere, _ := mon.informer.GetIndexer().ByIndex(byUID, string(ref.UID)); len(elsewhere) > 0 {
-			c.reportInvalidNamespace(dependent, ref)
+		if mon.holdsUID(ref.UID) {
+			c.reportInvalidNamespace(dependentMon, dependent, ref)
 		}
 		return ownerGone, nil
 	}
@@ -261,9 +259,9 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 
 // reportInvalidNamespace tells the dependent's users that its owner cannot be in its
 // namespace, worded as upstream.
-func (c *Controller) reportInvalidNamespace(dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) {
+func (c *Controller) reportInvalidNamespace(mon *monitor, dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) {
 	owner := fmt.Sprintf("[%s/%s, namespace: %s, name: %s, uid: %s]", ref.APIVersion, ref.Kind, dependent.Namespace, ref.Name, ref.UID)
-	c.recorder.Eventf(&corev1.ObjectReference{APIVersion: dependent.APIVersion, Kind: dependent.Kind,
+	c.recorder.Eventf(&corev1.ObjectReference{APIVersion: mon.gvr.GroupVersion().String(), Kind: mon.kind,
 		Namespace: dependent.Namespace, Name: dependent.Name, UID: dependent.UID},
 		corev1.EventTypeWarning, "OwnerRefInvalidNamespace", "ownerRef %s does not exist in namespace %q", owner, dependent.Namespace)
 }
@@ -273,7 +271,7 @@ func (c *Controller) reportInvalidNamespace(dependent *metav1.PartialObjectMetad
 func (c *Controller) collectIfOrphaned(ctx context.Context, mon *monitor, item *metav1.PartialObjectMetadata) error {
 	var present, gone, deleting []metav1.OwnerReference
 	for _, ref := range item.OwnerReferences {
-		state, err := c.ownerState(ctx, item, ref)
+		state, err := c.ownerState(ctx, mon, item, ref)
 		if err != nil {
 			return err
 		}

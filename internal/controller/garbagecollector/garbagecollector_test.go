@@ -91,7 +91,7 @@ func newFixture(t *testing.T, cached []*metav1.PartialObjectMetadata, liveOnly .
 	}
 	meta := metadatafake.NewSimpleMetadataClient(scheme, all...)
 	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: apiResources}}
-	c := New(fake.NewClientset(), meta, disc)
+	c := New(fake.NewClientset(), meta, disc, nil)
 	events := record.NewFakeRecorder(100)
 	c.recorder = events
 	found, err := util.DiscoverResources(disc, "list", "watch", "delete")
@@ -335,7 +335,7 @@ func TestRunCollectsThroughInformers(t *testing.T) {
 		obj("apps/v1", "ReplicaSet", "shop", "web-1"),
 		obj("v1", "Pod", "shop", "kept", ownedBy("apps/v1", "ReplicaSet", "web-1", true, "")),
 		obj("v1", "Pod", "shop", "orphan", ownedBy("apps/v1", "ReplicaSet", "web-0", true, "")))
-	c := New(fake.NewClientset(), f.meta, &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: apiResources}})
+	c := New(fake.NewClientset(), f.meta, &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: apiResources}}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Run(ctx, 2)
