@@ -20,7 +20,6 @@ import (
 // ownerReferences graph is read through it.
 const byOwnerUID = "gc.ownerUID"
 
-
 // ignored resources are never collected, as upstream: events are high-volume and
 // expire on their own.
 func ignored(gr schema.GroupResource) bool {
