@@ -53,7 +53,11 @@ type Options struct {
 // Descriptor names a controller and starts it. Start registers the informers it needs
 // and launches its goroutines under ctx; it must not block.
 type Descriptor struct {
+	// Name is upstream's canonical --controllers name ("deployment-controller").
 	Name string
+	// Aliases are other names --controllers accepts for it: upstream's older names
+	// ("deployment"), and this project's earlier ones.
+	Aliases []string
 	// DisabledByDefault controllers run only when named in --controllers.
 	DisabledByDefault bool
 	Start             func(ctx context.Context, cc *ControllerContext) error

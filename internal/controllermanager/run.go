@@ -201,22 +201,36 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // enabledControllers resolves --controllers against the known descriptors the way
-// upstream does: an explicit "foo" or "-foo" wins over "*", and "*" enables only the
-// controllers that are on by default. Unknown names are an error.
+// upstream does: an explicit "foo" or "-foo" (by name or alias) wins over "*", and "*"
+// enables only the controllers that are on by default. Unknown names are an error.
 func enabledControllers(all []Descriptor, flags []string) ([]Descriptor, error) {
 	if len(flags) == 0 {
 		flags = []string{"*"}
 	}
-	known := make(map[string]bool, len(all))
+	canonical := make(map[string]string, len(all))
 	for _, d := range all {
-		known[d.Name] = true
-	}
-	for _, f := range flags {
-		name := strings.TrimPrefix(f, "-")
-		if f != "*" && !known[name] {
-			return nil, fmt.Errorf("%q is not in the list of known controllers", f)
+		canonical[d.Name] = d.Name
+		for _, a := range d.Aliases {
+			canonical[a] = d.Name
 		}
 	}
+	resolved := make([]string, 0, len(flags))
+	for _, f := range flags {
+		if f == "*" {
+			resolved = append(resolved, f)
+			continue
+		}
+		disable := strings.HasPrefix(f, "-")
+		name, ok := canonical[strings.TrimPrefix(f, "-")]
+		if !ok {
+			return nil, fmt.Errorf("%q is not in the list of known controllers", f)
+		}
+		if disable {
+			name = "-" + name
+		}
+		resolved = append(resolved, name)
+	}
+	flags = resolved
 	var out []Descriptor
 	for _, d := range all {
 		if isEnabled(d, flags) {
