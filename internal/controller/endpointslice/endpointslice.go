@@ -27,7 +27,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in logs and work queue metrics (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "endpointslice"
 
 const (

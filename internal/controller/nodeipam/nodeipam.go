@@ -25,7 +25,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in logs and work queue metrics (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "node-ipam"
 
 // Controller allocates pod CIDRs; its queue holds node names.
