@@ -20,8 +20,8 @@ import (
 )
 
 // infraControllers lists, under upstream's canonical names and aliases, the
-// controllers that keep the cluster itself in order:
-// endpoints, endpointslice, garbage collector, namespace, node lifecycle, node IPAM,
+// controllers that keep the cluster itself in order: endpoints, endpointslice,
+// garbage collector, namespace, node lifecycle, taint eviction, node IPAM,
 // serviceaccount, root CA publisher, resourcequota, podgc.
 func infraControllers() []Descriptor {
 	return []Descriptor{
@@ -57,6 +57,15 @@ func infraControllers() []Descriptor {
 		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle", "node-lifecycle"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod, cc.Options.NodeEviction)
+			if err != nil {
+				return err
+			}
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "taint-eviction-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c, err := nodelifecycle.NewTaintEviction(cc.Client, core.Nodes(), core.Pods())
 			if err != nil {
 				return err
 			}

@@ -53,7 +53,7 @@ func TestEnabledControllers(t *testing.T) {
 func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
 	// Upstream's canonical names, and the older names it still accepts.
 	want := []string{"endpoints-controller", "endpointslice-controller", "garbage-collector-controller", "namespace-controller",
-		"node-lifecycle-controller", "node-ipam-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller",
+		"node-lifecycle-controller", "taint-eviction-controller", "node-ipam-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller",
 		"resourcequota-controller", "pod-garbage-collector-controller", "deployment-controller", "replicaset-controller",
 		"replicationcontroller-controller", "daemonset-controller", "statefulset-controller", "job-controller",
 		"cronjob-controller", "ttl-after-finished-controller", "disruption-controller",

@@ -2,20 +2,20 @@
 // and its Ready condition). A node silent for longer than the grace period has all its
 // conditions set Unknown and gets the node.kubernetes.io/unreachable taints (a node
 // reporting Ready=False gets node.kubernetes.io/not-ready); the taints go once it is
-// Ready again. Pods on an unreachable node are marked not Ready, and pods on a node
-// with NoExecute taints are deleted once their tolerations run out.
+// Ready again. Pods on an unreachable node are marked not Ready. TaintEviction, a
+// controller of its own as upstream's taint-eviction-controller, deletes pods from
+// nodes with NoExecute taints once their tolerations run out.
 //
 // NoExecute taints are paced zone by zone (EvictionOptions): a partially disrupted
 // zone slows down or stops, and when no node in the cluster is Ready at all the
 // controller blames its own connectivity and withholds (and withdraws) every NoExecute
 // taint, as upstream does. It records the upstream Events: RegisteredNode,
-// RemovingNode and NodeNotReady on nodes, NodeNotReady and TaintManagerEviction on pods.
+// RemovingNode and NodeNotReady on nodes, NodeNotReady on pods (TaintEviction records
+// TaintManagerEviction).
 package nodelifecycle
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -72,10 +72,10 @@ type Controller struct {
 	eviction    EvictionOptions
 	now         func() time.Time
 
-	// events sends what recorder (source node-controller) and taintRecorder (source
-	// taint-eviction-controller) record; tests swap in fake recorders.
-	events                  []*util.Events
-	recorder, taintRecorder record.EventRecorder
+	// events sends what recorder records (source node-controller); tests swap in a
+	// fake recorder.
+	events   *util.Events
+	recorder record.EventRecorder
 
 	// heartbeats remembers, per node, the last heartbeat seen and when this process saw
 	// it change; comparing our own clock readings avoids trusting the kubelet's clock.
@@ -100,13 +100,8 @@ type heartbeat struct {
 // New registers the controller's handlers and its pods-by-node index.
 func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases coordinationinformers.LeaseInformer,
 	pods coreinformers.PodInformer, gracePeriod time.Duration, eviction EvictionOptions) (*Controller, error) {
-	if err := pods.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return nil, fmt.Errorf("pod index: %w", err)
+	if err := indexPodsByNode(pods); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		client:   client,
@@ -116,9 +111,9 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
 		queue:    util.NewQueue(Name), gracePeriod: gracePeriod, eviction: eviction.withDefaults(), now: time.Now,
 		heartbeats: map[string]heartbeat{}, nextTaint: map[string]time.Time{},
-		events: []*util.Events{util.NewEvents(client, "node-controller"), util.NewEvents(client, "taint-eviction-controller")},
+		events: util.NewEvents(client, "node-controller"),
 	}
-	c.recorder, c.taintRecorder = c.events[0], c.events[1]
+	c.recorder = c.events
 	nodes.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, cur any) {
@@ -127,25 +122,30 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 			}
 		},
 	})
-	// A pod landing on a node with NoExecute taints must be checked for eviction.
-	pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueuePodNode,
-		UpdateFunc: func(_, cur any) { c.enqueuePodNode(cur) },
-	})
 	return c, nil
 }
 
-func (c *Controller) enqueuePodNode(obj any) {
-	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-		c.queue.Add(p.Spec.NodeName)
+// indexPodsByNode adds the pods-by-node index both controllers of this package read,
+// once.
+func indexPodsByNode(pods coreinformers.PodInformer) error {
+	if _, ok := pods.Informer().GetIndexer().GetIndexers()[podsByNode]; ok {
+		return nil
 	}
+	err := pods.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("pod index: %w", err)
+	}
+	return nil
 }
 
 // Run checks every node each monitorPeriod, and on events, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	for _, e := range c.events {
-		e.Start(ctx)
-	}
+	c.events.Start(ctx)
 	go wait.UntilWithContext(ctx, func(context.Context) {
 		nodes, _ := c.nodes.List(labels.Everything())
 		for _, n := range nodes {
@@ -155,7 +155,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	util.RunKeyWorkers(ctx, Name, c.queue, workers, c.sync, c.synced...)
 }
 
-// sync brings one node's conditions, taints and pods in line with its heartbeat.
+// sync brings one node's conditions and taints in line with its heartbeat, and marks
+// the pods of an unreachable node not Ready.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -182,32 +183,19 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		}
 		slog.InfoContext(ctx, "node taints updated", "node", name, "ready", ready)
 	}
-	pods, err := c.podIndex.ByIndex(podsByNode, name)
-	if err != nil {
-		return err
-	}
 	if ready == corev1.ConditionUnknown {
+		pods, err := c.podIndex.ByIndex(podsByNode, name)
+		if err != nil {
+			return err
+		}
 		if err := c.markPodsNotReady(ctx, pods, now); err != nil {
 			return err
 		}
 	}
-	err = c.evict(ctx, node, pods, now)
-	return soonerRequeue(err, retry, "a NoExecute taint was withheld by the zone's eviction rate")
-}
-
-// soonerRequeue combines err with a wish to look again after retry (0: none),
-// keeping real errors and the earlier of two requeues.
-func soonerRequeue(err error, retry time.Duration, why string) error {
-	var later *util.RequeueAfterError
-	switch {
-	case retry <= 0:
-		return err
-	case err == nil:
-		return util.RequeueAfter(retry, why)
-	case errors.As(err, &later) && retry < later.After:
-		return util.RequeueAfter(retry, why)
+	if retry > 0 {
+		return util.RequeueAfter(retry, "a NoExecute taint was withheld by the zone's eviction rate")
 	}
-	return err
+	return nil
 }
 
 // forget drops a deleted node, telling the user as upstream does.
@@ -418,51 +406,5 @@ func (c *Controller) markPodsNotReady(ctx context.Context, pods []any, now time.
 		}
 		c.recorder.Event(pod, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 	}
-	return nil
-}
-
-// evict deletes the pods whose tolerations of the node's NoExecute taints have run out,
-// and asks to be called again when the next one will.
-func (c *Controller) evict(ctx context.Context, node *corev1.Node, pods []any, now time.Time) error {
-	var next time.Duration
-	for _, obj := range pods {
-		pod := obj.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil || util.IsPodTerminal(pod) {
-			continue
-		}
-		at, due := evictionTime(pod, node.Spec.Taints, now)
-		if !due {
-			continue
-		}
-		if wait := at.Sub(now); wait > 0 {
-			if next == 0 || wait < next {
-				next = wait
-			}
-			continue
-		}
-		if err := c.deletePod(ctx, pod, now); err != nil {
-			return err
-		}
-	}
-	if next > 0 {
-		return util.RequeueAfter(next, "a pod's toleration of a NoExecute taint runs out later")
-	}
-	return nil
-}
-
-func (c *Controller) deletePod(ctx context.Context, pod *corev1.Pod, now time.Time) error {
-	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
-		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
-		Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: metav1Time(now),
-	}}}})
-	if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
-		slog.WarnContext(ctx, "cannot mark pod as disrupted", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-	}
-	c.taintRecorder.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	slog.InfoContext(ctx, "evicted pod from tainted node", "pod", pod.Namespace+"/"+pod.Name, "node", pod.Spec.NodeName)
 	return nil
 }

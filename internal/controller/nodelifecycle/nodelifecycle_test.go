@@ -53,6 +53,7 @@ type fixture struct {
 	client *fake.Clientset
 	inf    informers.SharedInformerFactory
 	c      *Controller
+	te     *TaintEviction
 	clock  time.Time
 	events *record.FakeRecorder
 }
@@ -73,9 +74,14 @@ func newClusterFixture(t *testing.T, eviction EvictionOptions, objs ...runtime.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{client: client, inf: inf, c: c, clock: t0, events: record.NewFakeRecorder(100)}
-	c.recorder, c.taintRecorder = f.events, f.events
+	te, err := NewTaintEviction(client, inf.Core().V1().Nodes(), inf.Core().V1().Pods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{client: client, inf: inf, c: c, te: te, clock: t0, events: record.NewFakeRecorder(100)}
+	c.recorder, te.recorder = f.events, f.events
 	c.now = func() time.Time { return f.clock }
+	te.now = func() time.Time { return f.clock }
 	for _, o := range objs {
 		f.observe(o)
 	}
@@ -136,12 +142,16 @@ func TestSilentNodeBecomesUnknownAndTainted(t *testing.T) {
 
 	// Then the kubelet goes silent for longer than the grace period.
 	f.clock = t0.Add(30*time.Second + grace + time.Second)
-	err := f.c.sync(ctx, "n1")
-	var later *util.RequeueAfterError
-	if !errors.As(err, &later) {
-		t.Fatalf("sync: %v, want a requeue for the pod's toleration", err)
+	if err := f.c.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
 	}
 	n := f.node(t, "n1")
+	f.observe(n)
+	err := f.te.sync(ctx, "n1")
+	var later *util.RequeueAfterError
+	if !errors.As(err, &later) {
+		t.Fatalf("taint eviction sync: %v, want a requeue for the pod's toleration", err)
+	}
 	for _, cond := range n.Status.Conditions {
 		reason, message := "NodeStatusUnknown", "Kubelet stopped posting node status."
 		if cond.Type == corev1.NodeDiskPressure || cond.Type == corev1.NodePIDPressure {
@@ -216,7 +226,7 @@ func TestPodsAreEvictedWhenTolerationRunsOut(t *testing.T) {
 		runningPod("forever", "n1", tolerate(nil)),
 		runningPod("tolerates-everything", "n1", corev1.Toleration{Operator: corev1.TolerationOpExists}),
 		runningPod("elsewhere", "n2"))
-	err := f.c.sync(context.Background(), "n1")
+	err := f.te.sync(context.Background(), "n1")
 	var later *util.RequeueAfterError
 	if !errors.As(err, &later) || later.After != 200*time.Second {
 		t.Fatalf("sync: %v, want a requeue in 200s for long-toleration", err)

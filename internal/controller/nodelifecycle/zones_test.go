@@ -138,8 +138,12 @@ func TestNodeLifecycleEvents(t *testing.T) {
 		}
 	}
 	sync(0)
-	sync(grace + time.Second) // silent: Unknown, tainted, pod not ready and evicted
+	sync(grace + time.Second) // silent: Unknown, tainted, pod not ready
 	f.observe(f.node(t, "n1"))
+	var later *util.RequeueAfterError
+	if err := f.te.sync(ctx, "n1"); err != nil && !errors.As(err, &later) { // the pod evicted
+		t.Fatal(err)
+	}
 	if err := f.inf.Core().V1().Nodes().Informer().GetIndexer().Delete(f.node(t, "n1")); err != nil {
 		t.Fatal(err)
 	}
