@@ -29,6 +29,13 @@ func newControllerManagerCommand() *cobra.Command {
 				return err
 			}
 			cfg.QPS, cfg.Burst = qps, burst
+			// 0 on the command line means no tainting at all, as upstream; in the
+			// options 0 means the default and a negative rate none.
+			for _, rate := range []*float64{&opts.NodeEviction.Rate, &opts.NodeEviction.SecondaryRate} {
+				if *rate == 0 {
+					*rate = -1
+				}
+			}
 			if serving.Port > 0 {
 				opts.Serving = &serving
 			}

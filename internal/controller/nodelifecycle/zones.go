@@ -8,7 +8,7 @@ import (
 
 // EvictionOptions are the flags that pace the NoExecute tainting of unhealthy nodes,
 // zone by zone, as upstream's --node-eviction-rate family. Zero values take
-// upstream's defaults.
+// upstream's defaults; a negative rate means none (a flag set to 0).
 type EvictionOptions struct {
 	// Rate is how many nodes per second may get a NoExecute taint in a healthy zone
 	// (or a fully disrupted one while other zones are healthy). Default 0.1.
