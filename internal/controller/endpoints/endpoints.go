@@ -24,7 +24,7 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name names the controller in logs and work queue metrics (its --controllers names,
+// Name names the controller in its logs (its --controllers names,
 // upstream's, are given in internal/controllermanager).
 const Name = "endpoints"
 
@@ -56,7 +56,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		pods:      pods.Lister(),
 		endpoints: endpoints.Lister(),
 		synced:    []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
-		queue:     util.NewQueue(Name),
+		queue:     util.NewQueue("endpoint"),
 		events:    util.NewEvents(client, "endpoint-controller"),
 	}
 	c.recorder = c.events

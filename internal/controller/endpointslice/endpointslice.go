@@ -27,7 +27,7 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name names the controller in logs and work queue metrics (its --controllers names,
+// Name names the controller in its logs (its --controllers names,
 // upstream's, are given in internal/controllermanager).
 const Name = "endpointslice"
 
@@ -78,7 +78,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		slices:   slices.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced,
 			nodes.Informer().HasSynced, slices.Informer().HasSynced},
-		queue:   util.NewQueue(Name),
+		queue:   util.NewQueue("endpoint_slice"),
 		maxPer:  maxEndpointsPerSlice,
 		pending: map[string]*expectations{},
 		events:  util.NewEvents(client, "endpoint-slice-controller"),

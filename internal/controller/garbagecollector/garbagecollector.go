@@ -42,7 +42,7 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name names the controller in logs and work queue metrics (its --controllers names,
+// Name names the controller in its logs (its --controllers names,
 // upstream's, are given in internal/controllermanager).
 const Name = "garbage-collector"
 
@@ -79,7 +79,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 			byGVR:   map[schema.GroupVersionResource]*monitor{},
 			byKind:  map[schema.GroupKind]*monitor{},
 		},
-		queue: util.NewQueue(Name),
+		queue: util.NewQueue("garbage_collector_attempt_to_delete"),
 	}
 }
 

@@ -41,7 +41,7 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name names the controller in logs and work queue metrics (its --controllers names,
+// Name names the controller in its logs (its --controllers names,
 // upstream's, are given in internal/controllermanager).
 const Name = "node-lifecycle"
 
@@ -109,7 +109,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 		leases:   leases.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:    util.NewQueue(Name), gracePeriod: gracePeriod, eviction: eviction.withDefaults(), now: time.Now,
+		queue:    util.NewQueue("node_lifecycle_controller"), gracePeriod: gracePeriod, eviction: eviction.withDefaults(), now: time.Now,
 		heartbeats: map[string]heartbeat{}, nextTaint: map[string]time.Time{},
 		events: util.NewEvents(client, "node-controller"),
 	}

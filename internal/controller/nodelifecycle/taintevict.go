@@ -21,7 +21,7 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// TaintEvictionName names the taint eviction controller in logs and queue metrics.
+// TaintEvictionName names the taint eviction controller in its logs.
 const TaintEvictionName = "taint-eviction"
 
 // TaintEviction deletes the pods of a node with NoExecute taints they do not tolerate,
@@ -50,7 +50,7 @@ func NewTaintEviction(client kubernetes.Interface, nodes coreinformers.NodeInfor
 		nodes:    nodes.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:    util.NewQueue(TaintEvictionName),
+		queue:    util.NewQueue("noexec_taint_node"),
 		now:      time.Now,
 		events:   util.NewEvents(client, "taint-eviction-controller"),
 	}

@@ -27,7 +27,7 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name names the controller in logs and work queue metrics (its --controllers names,
+// Name names the controller in its logs (its --controllers names,
 // upstream's, are given in internal/controllermanager).
 const Name = "pod-garbage-collector"
 
