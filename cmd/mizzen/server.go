@@ -30,6 +30,8 @@ type serverFlags struct {
 	podBridge   string
 	kubeletPort int32
 	kubeletCA   string
+	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
+	controllerManagerPort int
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
@@ -82,6 +84,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
 	return cmd
 }
 
@@ -119,13 +122,17 @@ func runBundle(f serverFlags) error {
 			return err
 		}
 		cfg.QPS, cfg.Burst = 500, 1000
+		var serving *controllermanager.ServingOptions
+		if f.controllerManagerPort > 0 {
+			serving = &controllermanager.ServingOptions{BindAddress: f.bindAddress, Port: f.controllerManagerPort}
+		}
 		go func() {
 			errs <- wrapErr("controller-manager", controllermanager.Run(ctx, cfg, controllermanager.RunOptions{
 				Options: controllermanager.Options{
 					ConcurrentSyncs: 5, NodeMonitorGracePeriod: 40 * time.Second, ClusterCIDR: f.clusterCIDR,
 					NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 12500,
 				},
-				Controllers: []string{"*"}, LeaderElect: true,
+				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
 			}))
 		}()
 	}

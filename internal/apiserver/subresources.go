@@ -349,12 +349,17 @@ func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info 
 		s.writeError(w, r, err)
 		return
 	}
-	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateMain, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	// Only spec.finalizers changes, live namespace or not: the namespace's own update
+	// rules (which keep the finalizers) do not apply, its validation does.
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateAll, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		ns := current.(*corev1.Namespace)
 		if sent.ResourceVersion != "" {
 			ns.ResourceVersion = sent.ResourceVersion
 		}
 		ns.Spec.Finalizers = sent.Spec.Finalizers
+		if errs := h.Strategy.Validate(r.Context(), ns); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind(), ns.Name, errs)
+		}
 		return ns, nil
 	})
 	if err != nil {

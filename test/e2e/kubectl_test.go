@@ -3,8 +3,11 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -65,6 +68,24 @@ stringData:
 // TestKubectlWorkflow drives the embedded kubectl through what a user typically does.
 func TestKubectlWorkflow(t *testing.T) {
 	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent")
+
+	// The bundled controller-manager serves its health and metrics on a port of its own
+	// (self-signed, as upstream's).
+	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	eventually(t, 30*time.Second, func() error {
+		for path, want := range map[string]string{"/healthz": "ok", "/metrics": "workqueue_adds_total"} {
+			resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d%s", c.controllerManagerPort, path))
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("controller-manager %s: %s %q lacks %q", path, resp.Status, body, want)
+			}
+		}
+		return nil
+	})
 
 	out := c.kubectlStdin(workflowYAML, "apply", "-f", "-")
 	for _, want := range []string{"namespace/shop created", "deployment.apps/web created", "service/web created", "configmap/settings created", "secret/creds created"} {

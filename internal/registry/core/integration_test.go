@@ -184,6 +184,20 @@ func TestIntegrationCoreV1(t *testing.T) {
 		if _, err := c.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("namespace after finalize: err = %v, want NotFound", err)
 		}
+		// finalize sets the finalizers of a live namespace too, and validates them.
+		live, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "live"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live.Spec.Finalizers = []corev1.FinalizerName{"kubernetes", "example.com/cleanup"}
+		if out, err := c.CoreV1().Namespaces().Finalize(ctx, live, metav1.UpdateOptions{}); err != nil ||
+			!slices.Equal(out.Spec.Finalizers, live.Spec.Finalizers) || out.Status.Phase != corev1.NamespaceActive {
+			t.Errorf("finalize of a live namespace: %v, %+v", err, out)
+		}
+		live.Spec.Finalizers = []corev1.FinalizerName{"cleanup"}
+		live.ResourceVersion = ""
+		_, err = c.CoreV1().Namespaces().Finalize(ctx, live, metav1.UpdateOptions{})
+		wantInvalid(t, err, "spec.finalizers[0]", metav1.CauseTypeFieldValueInvalid, "name is neither a standard finalizer name nor is it fully qualified")
 	})
 
 	t.Run("secrets merge stringData and check their type", func(t *testing.T) {

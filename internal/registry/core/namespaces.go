@@ -76,14 +76,10 @@ func prepareNamespaceForCreate(_ context.Context, ns *corev1.Namespace) {
 	defaultNamespace(ns)
 }
 
-// prepareNamespaceForUpdate keeps the finalizers of a live namespace: upstream
-// changes them only through the finalize subresource. mizzen's apiserver runs that
-// subresource through this step too, so a namespace being deleted keeps what the
-// update says, which lets the namespace controller finalize it.
+// prepareNamespaceForUpdate keeps the namespace's spec (its finalizers): as upstream,
+// only the finalize subresource changes them.
 func prepareNamespaceForUpdate(_ context.Context, ns, old *corev1.Namespace) {
-	if old.DeletionTimestamp == nil {
-		ns.Spec = *old.Spec.DeepCopy()
-	}
+	ns.Spec = *old.Spec.DeepCopy()
 }
 
 func validateNamespace(_ context.Context, ns *corev1.Namespace) field.ErrorList {

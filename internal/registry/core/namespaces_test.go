@@ -48,22 +48,19 @@ func TestNamespaceValidate(t *testing.T) {
 		[]string{`spec.finalizers[1]: Invalid value: "cleanup": name is neither a standard finalizer name nor is it fully qualified`})
 }
 
-func TestNamespaceUpdateKeepsFinalizersUntilDeletion(t *testing.T) {
-	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}}
-	ns := old.DeepCopy()
-	ns.Spec.Finalizers = nil
-	namespacesResource().Strategy.PrepareForUpdate(context.Background(), ns, old)
-	if !slices.Equal(ns.Spec.Finalizers, old.Spec.Finalizers) {
-		t.Errorf("finalizers = %v after an update of a live namespace, want %v kept", ns.Spec.Finalizers, old.Spec.Finalizers)
-	}
-
-	now := metav1.Now()
-	old.DeletionTimestamp = &now
-	finalized := old.DeepCopy()
-	finalized.Spec.Finalizers = nil
-	namespacesResource().Strategy.PrepareForUpdate(context.Background(), finalized, old)
-	if len(finalized.Spec.Finalizers) != 0 {
-		t.Errorf("finalizers = %v when finalizing a deleted namespace, want none", finalized.Spec.Finalizers)
+func TestNamespaceUpdateKeepsFinalizers(t *testing.T) {
+	for _, deleting := range []bool{false, true} {
+		old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}}
+		if deleting {
+			now := metav1.Now()
+			old.DeletionTimestamp = &now
+		}
+		ns := old.DeepCopy()
+		ns.Spec.Finalizers = nil
+		namespacesResource().Strategy.PrepareForUpdate(context.Background(), ns, old)
+		if !slices.Equal(ns.Spec.Finalizers, old.Spec.Finalizers) {
+			t.Errorf("deleting=%v: finalizers = %v after an update, want %v kept (only finalize changes them)", deleting, ns.Spec.Finalizers, old.Spec.Finalizers)
+		}
 	}
 }
 
