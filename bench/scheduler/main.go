@@ -178,7 +178,8 @@ type runOptions struct {
 
 type result struct {
 	w                        workload
-	setup, measured          time.Duration
+	setup, measured, creates time.Duration
+	loadBefore, loadAfter    string
 	podsPerSecond            float64
 	p50, p90, p99, max       time.Duration
 	doubleBound, overCommits int
@@ -192,7 +193,8 @@ func (r result) String() string {
 	if r.w.highPriorityClass {
 		s += fmt.Sprintf("; %d pods preempted", r.preempted)
 	}
-	return s + fmt.Sprintf("; bound twice: %d; nodes over capacity: %d", r.doubleBound, r.overCommits)
+	return s + fmt.Sprintf("; creates took %v; bound twice: %d; nodes over capacity: %d; load average %s before, %s after",
+		r.creates.Round(time.Millisecond), r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter)
 }
 
 func run(w workload, opts runOptions) (result, error) {
@@ -284,10 +286,12 @@ func run(w workload, opts runOptions) (result, error) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	res.loadBefore = loadAverage()
 	measureStart := time.Now()
 	if err := createPods(ctx, client, tr, w.measureNamespace, "measured", w.measurePod, w.measurePods, opts.workers); err != nil {
 		return res, fmt.Errorf("creating measured pods: %w", err)
 	}
+	res.creates = time.Since(measureStart)
 	want := w.measurePods
 	if w.measureNamespace == w.initNamespace {
 		want += w.initPods
@@ -295,6 +299,7 @@ func run(w workload, opts runOptions) (result, error) {
 	if err := tr.waitBound(ctx, w.measureNamespace, want, 10*time.Minute); err != nil {
 		return res, fmt.Errorf("measured pods: %w", err)
 	}
+	res.loadAfter = loadAverage()
 	if opts.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -311,6 +316,16 @@ func run(w workload, opts runOptions) (result, error) {
 	res.doubleBound = int(tr.doubleBound.Load())
 	res.overCommits, err = overCommittedNodes(ctx, client)
 	return res, err
+}
+
+// loadAverage is the machine's one-minute load average: the figures mean little when
+// other work competes for the cores.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
 }
 
 // parallel runs fn(0..n-1) on workers goroutines and returns the first error.

@@ -317,7 +317,12 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	snap.generation = c.generation
 }
 
+// imageSummaries is nil for a node without images, so scoring skips the lookups (a
+// nil map costs no memory access; an empty one still does, for every node and pod).
 func (c *Cache) imageSummaries(node *v1.Node) map[string]*framework.ImageStateSummary {
+	if len(node.Status.Images) == 0 {
+		return nil
+	}
 	out := make(map[string]*framework.ImageStateSummary, len(node.Status.Images))
 	for _, img := range node.Status.Images {
 		for _, name := range img.Names {

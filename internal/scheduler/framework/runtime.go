@@ -374,6 +374,9 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 // or higher priority were already there, and also without them (they may not land), so
 // the pod fits only if it fits both ways, as upstream.
 func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
+	if c, ok := f.opts.Nominator.(NominationCounter); ok && !c.HasNominatedPods() {
+		return f.RunFilterPlugins(ctx, state, pod, nodeInfo)
+	}
 	nominated := f.NominatedPodsForNode(nodeInfo.Node().Name)
 	if len(nominated) > 0 {
 		prio := PodPriority(pod)
