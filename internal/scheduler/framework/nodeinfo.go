@@ -81,7 +81,13 @@ type ImageStateSummary struct {
 
 // NodeInfo is the scheduler's aggregated view of one node and the pods on it.
 type NodeInfo struct {
-	node                         *v1.Node
+	node *v1.Node
+	// name, unschedulable and taints copy what the hot filters and scores read of the
+	// node, so evaluating hundreds of nodes per pod stays within the NodeInfo (the Node
+	// object, elsewhere in memory, was a cache miss per node and plugin).
+	name                         string
+	unschedulable                bool
+	taints                       []v1.Taint
 	Pods                         []*PodInfo
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
@@ -116,11 +122,24 @@ func (n *NodeInfo) Node() *v1.Node {
 // SetNode sets the node and its allocatable resources.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.node = node
+	n.name, n.unschedulable, n.taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
 	n.Allocatable = NewResource(node.Status.Allocatable)
 }
 
 // RemoveNode forgets the node object, keeping pods (they may still be deleted later).
-func (n *NodeInfo) RemoveNode() { n.node = nil }
+func (n *NodeInfo) RemoveNode() {
+	n.node = nil
+	n.name, n.unschedulable, n.taints = "", false, nil
+}
+
+// Name is the node's name ("" while the node is unknown).
+func (n *NodeInfo) Name() string { return n.name }
+
+// Unschedulable is the node's spec.unschedulable.
+func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
+
+// Taints are the node's spec.taints (shared with the Node object: do not modify).
+func (n *NodeInfo) Taints() []v1.Taint { return n.taints }
 
 // AddPod adds a pod to the node's accounting.
 func (n *NodeInfo) AddPod(pod *v1.Pod) { n.AddPodInfo(NewPodInfo(pod)) }
@@ -196,6 +215,9 @@ func (n *NodeInfo) update(pi *PodInfo, sign int64) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{
 		node:                         n.node,
+		name:                         n.name,
+		unschedulable:                n.unschedulable,
+		taints:                       n.taints,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
 		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),

@@ -377,7 +377,7 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 	if c, ok := f.opts.Nominator.(NominationCounter); ok && !c.HasNominatedPods() {
 		return f.RunFilterPlugins(ctx, state, pod, nodeInfo)
 	}
-	nominated := f.NominatedPodsForNode(nodeInfo.Node().Name)
+	nominated := f.NominatedPodsForNode(nodeInfo.Name())
 	if len(nominated) > 0 {
 		prio := PodPriority(pod)
 		var withNominated *NodeInfo
@@ -472,7 +472,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 				cancel()
 				return
 			}
-			scores[j][n] = NodeScore{Name: nodes[n].Node().Name, Score: s}
+			scores[j][n] = NodeScore{Name: nodes[n].Name(), Score: s}
 		}
 	})
 	if firstErr != nil {
