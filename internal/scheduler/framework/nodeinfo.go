@@ -81,21 +81,24 @@ type ImageStateSummary struct {
 
 // NodeInfo is the scheduler's aggregated view of one node and the pods on it.
 type NodeInfo struct {
+	// The fields every filter and score reads come first, next to each other: with
+	// hundreds of nodes evaluated per pod, each cache line touched per node is a
+	// memory miss.
 	node *v1.Node
 	// name, unschedulable and taints copy what the hot filters and scores read of the
-	// node, so evaluating hundreds of nodes per pod stays within the NodeInfo (the Node
-	// object, elsewhere in memory, was a cache miss per node and plugin).
-	name                         string
-	unschedulable                bool
-	taints                       []v1.Taint
-	Pods                         []*PodInfo
+	// node, so they need not touch the Node object elsewhere in memory.
+	name             string
+	unschedulable    bool
+	taints           []v1.Taint
+	Pods             []*PodInfo
+	Requested        Resource
+	Allocatable      Resource
+	NonZeroRequested Resource
+	ImageStates      map[string]*ImageStateSummary
+
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	UsedPorts                    HostPortInfo
-	Requested                    Resource
-	NonZeroRequested             Resource
-	Allocatable                  Resource
-	ImageStates                  map[string]*ImageStateSummary
 	// PVCRefCounts counts pods using each "namespace/claim".
 	PVCRefCounts map[string]int
 	// Generation increases on every change, so snapshots copy only changed nodes.

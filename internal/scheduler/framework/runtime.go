@@ -356,8 +356,9 @@ func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *C
 
 // RunFilterPlugins runs the filters on one node and returns the first rejection.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
+	skips := len(state.SkipFilterPlugins) > 0 // most pods skip none: no lookup per node and plugin
 	for _, pl := range f.filterPlugins {
-		if state.SkipFilterPlugins[pl.Name()] {
+		if skips && state.SkipFilterPlugins[pl.Name()] {
 			continue
 		}
 		if s := pl.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
