@@ -38,6 +38,11 @@ type CycleState struct {
 	// returned Skip, so the framework does not call them later in the cycle.
 	SkipFilterPlugins map[string]bool
 	SkipScorePlugins  map[string]bool
+	// filters are the Filter plugins of filtersFor not skipped, computed when
+	// len(SkipFilterPlugins) was filtersSkipped (see Framework.activeFilterPlugins).
+	filters        []FilterPlugin
+	filtersFor     *Framework
+	filtersSkipped int
 }
 
 // NewCycleState returns an empty state.
@@ -69,6 +74,7 @@ func (c *CycleState) Clone() *CycleState {
 	for k, v := range c.SkipFilterPlugins {
 		out.SkipFilterPlugins[k] = v
 	}
+	out.filters, out.filtersFor, out.filtersSkipped = c.filters, c.filtersFor, c.filtersSkipped
 	for k, v := range c.SkipScorePlugins {
 		out.SkipScorePlugins[k] = v
 	}

@@ -321,6 +321,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 			}
 		}
 	}
+	state.filters, state.filtersFor, state.filtersSkipped = f.computeActiveFilterPlugins(state), f, len(state.SkipFilterPlugins)
 	return result, nil, rejectors
 }
 
@@ -356,11 +357,7 @@ func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *C
 
 // RunFilterPlugins runs the filters on one node and returns the first rejection.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
-	skips := len(state.SkipFilterPlugins) > 0 // most pods skip none: no lookup per node and plugin
-	for _, pl := range f.filterPlugins {
-		if skips && state.SkipFilterPlugins[pl.Name()] {
-			continue
-		}
+	for _, pl := range f.activeFilterPlugins(state) {
 		if s := pl.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
 			if !s.IsRejected() {
 				s = AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError()))
@@ -369,6 +366,29 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 		}
 	}
 	return nil
+}
+
+// activeFilterPlugins returns the filters PreFilter did not skip: the list that
+// RunPreFilterPlugins left in state, or, when the skips changed since (or PreFilter did
+// not run), one computed now. The list saves a map lookup per node and plugin.
+func (f *Framework) activeFilterPlugins(state *CycleState) []FilterPlugin {
+	if state.filtersFor == f && state.filtersSkipped == len(state.SkipFilterPlugins) {
+		return state.filters
+	}
+	return f.computeActiveFilterPlugins(state)
+}
+
+func (f *Framework) computeActiveFilterPlugins(state *CycleState) []FilterPlugin {
+	if len(state.SkipFilterPlugins) == 0 {
+		return f.filterPlugins
+	}
+	active := make([]FilterPlugin, 0, len(f.filterPlugins))
+	for _, pl := range f.filterPlugins {
+		if !state.SkipFilterPlugins[pl.Name()] {
+			active = append(active, pl)
+		}
+	}
+	return active
 }
 
 // RunFilterPluginsWithNominatedPods filters a node as if pods nominated to it with equal
