@@ -51,6 +51,7 @@ func main() {
 	workers := flag.Int("create-workers", 32, "goroutines creating nodes and pods")
 	qps := flag.Float64("scheduler-qps", 5000, "the scheduler's clientConnection.qps (and burst)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole process during the measured phase")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole process after the last workload")
 	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level")
 	flag.Parse()
 
@@ -92,6 +93,16 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println(res)
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err == nil {
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "memprofile:", err)
+		}
 	}
 }
 

@@ -79,6 +79,10 @@ type Framework struct {
 
 	waitingMu   sync.Mutex
 	waitingPods map[types.UID]*WaitingPod
+
+	// scoreBuffers recycles RunScorePlugins' per-plugin score lists (plugins x nodes
+	// entries per pod, the scheduler's largest allocation).
+	scoreBuffers sync.Pool
 }
 
 var _ Handle = (*Framework)(nil)
@@ -473,9 +477,18 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	if len(active) == 0 {
 		return totals, nil
 	}
+	buf, _ := f.scoreBuffers.Get().(*[]NodeScore)
+	if buf == nil {
+		buf = new([]NodeScore)
+	}
+	if need := len(active) * len(nodes); cap(*buf) < need {
+		*buf = make([]NodeScore, need)
+	}
+	defer f.scoreBuffers.Put(buf)
 	scores := make([][]NodeScore, len(active))
 	for j := range active {
-		scores[j] = make([]NodeScore, len(nodes))
+		// Every entry is written below before it is read.
+		scores[j] = (*buf)[j*len(nodes) : (j+1)*len(nodes) : (j+1)*len(nodes)]
 	}
 	var errMu sync.Mutex
 	var firstErr *Status
