@@ -62,6 +62,32 @@ func (c *CycleState) Write(key StateKey, val StateData) {
 	c.storage[key] = val
 }
 
+// podInfoKey holds the PodInfo of the pod being scheduled (see SetPodInfo).
+const podInfoKey StateKey = "framework/PodInfo"
+
+type podInfoState struct{ *PodInfo }
+
+// Clone shares the PodInfo: it is never changed once built.
+func (p podInfoState) Clone() StateData { return p }
+
+// SetPodInfo records the PodInfo of the pod this cycle schedules, so plugins reach its
+// requests and affinity terms through PodInfoFor instead of computing them again (they
+// did, five times per pod).
+func (c *CycleState) SetPodInfo(pi *PodInfo) { c.Write(podInfoKey, podInfoState{pi}) }
+
+// PodInfoFor returns the cycle's PodInfo when it was built for pod (the same object),
+// else a new one.
+func PodInfoFor(state *CycleState, pod *v1.Pod) *PodInfo {
+	if state != nil {
+		if d, ok := state.Read(podInfoKey); ok {
+			if pi := d.(podInfoState).PodInfo; pi.Pod == pod {
+				return pi
+			}
+		}
+	}
+	return NewPodInfo(pod)
+}
+
 // Clone deep-copies the state for a preemption simulation.
 func (c *CycleState) Clone() *CycleState {
 	if c == nil {

@@ -191,7 +191,7 @@ func needsNsLabels(terms []framework.AffinityTerm) bool {
 
 // PreFilter counts, per topology domain, the existing pods relevant to the incoming pod.
 func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
-	pi := framework.NewPodInfo(pod)
+	pi := framework.PodInfoFor(state, pod)
 	if pi.ParseError != nil {
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "invalid pod affinity terms: "+pi.ParseError.Error())
 	}
@@ -328,7 +328,7 @@ const interPodAffinityPreScoreKey framework.StateKey = "PreScore" + InterPodAffi
 // PreScore sums preferred-term weights per topology domain from both sides: the incoming
 // pod's preferences for existing pods, and existing pods' terms about the incoming pod.
 func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	pi := framework.NewPodInfo(pod)
+	pi := framework.PodInfoFor(state, pod)
 	if pi.ParseError != nil {
 		return framework.AsStatus(pi.ParseError)
 	}
