@@ -331,13 +331,18 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		}
 	}
 	nodes := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	perNode := make([][]int64, len(nodes))
+	// One flat slice (node n's counts at n*len(cs)), -1 for a node or constraint that
+	// does not count: a slice per node was thousands of allocations per pod.
+	perNode := make([]int64, len(nodes)*len(cs))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(n int) {
+		counts := perNode[n*len(cs) : (n+1)*len(cs)]
 		node := nodes[n].Node()
 		if !hasAllKeys(node, cs) {
+			for i := range counts {
+				counts[i] = -1
+			}
 			return
 		}
-		counts := make([]int64, len(cs))
 		for i := range cs {
 			if !nodeCounted(&cs[i], s.required, s.tolerations, node) {
 				counts[i] = -1
@@ -345,18 +350,14 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 			}
 			counts[i] = countMatching(nodes[n].Pods, cs[i].selector, pod.Namespace)
 		}
-		perNode[n] = counts
 	})
-	for n, counts := range perNode {
-		if counts == nil {
-			continue
-		}
-		node := nodes[n].Node()
+	for n := range nodes {
+		counts := perNode[n*len(cs) : (n+1)*len(cs)]
 		for i := range cs {
 			if counts[i] < 0 {
 				continue
 			}
-			s.counts[i][node.Labels[cs[i].topologyKey]] += counts[i]
+			s.counts[i][nodes[n].Node().Labels[cs[i].topologyKey]] += counts[i]
 		}
 	}
 	state.Write(spreadPreFilterKey, s)
