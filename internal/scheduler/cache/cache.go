@@ -283,7 +283,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	if len(c.dirty) == 0 {
 		return
 	}
-	membershipChanged, rebuild := false, false
+	membershipChanged, rebuild, affinityChanged := false, false, false
 	for name := range c.dirty {
 		ni, ok := c.nodes[name]
 		if !ok || ni.Node() == nil {
@@ -298,8 +298,12 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		if _, had := snap.nodeInfoMap[name]; !had {
 			membershipChanged = true
 		}
-		if membershipChanged || rebuild || !snap.replace(clone) {
+		if membershipChanged || rebuild {
 			rebuild = true
+		} else if ok, affinity := snap.replace(clone); !ok {
+			rebuild = true
+		} else if affinity {
+			affinityChanged = true
 		}
 		snap.nodeInfoMap[name] = clone
 	}
@@ -313,6 +317,8 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	}
 	if membershipChanged || rebuild {
 		snap.rebuildLists()
+	} else if affinityChanged {
+		snap.rebuildAffinityLists()
 	}
 	snap.generation = c.generation
 }

@@ -215,12 +215,15 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	partial := make([]*interPodAffinityState, len(nodes))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
-		local := &interPodAffinityState{podInfo: pi, nsLabels: s.nsLabels,
-			existingAntiAffinity: topologyCounts{}, affinity: topologyCounts{}, antiAffinity: topologyCounts{}}
 		pods := ni.PodsWithRequiredAntiAffinity
 		if hasOwnTerms {
 			pods = ni.Pods
 		}
+		if len(pods) == 0 {
+			return // most nodes in a large cluster: no counts to allocate
+		}
+		local := &interPodAffinityState{podInfo: pi, nsLabels: s.nsLabels,
+			existingAntiAffinity: topologyCounts{}, affinity: topologyCounts{}, antiAffinity: topologyCounts{}}
 		for _, existing := range pods {
 			var nsl labels.Set
 			if ownNeedNs {
@@ -231,6 +234,9 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 		partial[i] = local
 	})
 	for _, p := range partial {
+		if p == nil {
+			continue
+		}
 		for k, v := range p.existingAntiAffinity {
 			s.existingAntiAffinity[k] += v
 		}
