@@ -85,9 +85,10 @@ type NodeInfo struct {
 	// hundreds of nodes evaluated per pod, each cache line touched per node is a
 	// memory miss.
 	node *v1.Node
-	// name, unschedulable and taints copy what the hot filters and scores read of the
-	// node, so they need not touch the Node object elsewhere in memory.
+	// name, labels, unschedulable and taints copy what the hot filters and scores read
+	// of the node, so they need not touch the Node object elsewhere in memory.
 	name             string
+	labels           map[string]string
 	unschedulable    bool
 	taints           []v1.Taint
 	Pods             []*PodInfo
@@ -125,18 +126,21 @@ func (n *NodeInfo) Node() *v1.Node {
 // SetNode sets the node and its allocatable resources.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.node = node
-	n.name, n.unschedulable, n.taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
+	n.name, n.labels, n.unschedulable, n.taints = node.Name, node.Labels, node.Spec.Unschedulable, node.Spec.Taints
 	n.Allocatable = NewResource(node.Status.Allocatable)
 }
 
 // RemoveNode forgets the node object, keeping pods (they may still be deleted later).
 func (n *NodeInfo) RemoveNode() {
 	n.node = nil
-	n.name, n.unschedulable, n.taints = "", false, nil
+	n.name, n.labels, n.unschedulable, n.taints = "", nil, false, nil
 }
 
 // Name is the node's name ("" while the node is unknown).
 func (n *NodeInfo) Name() string { return n.name }
+
+// Labels are the node's labels (shared with the Node object: do not modify).
+func (n *NodeInfo) Labels() map[string]string { return n.labels }
 
 // Unschedulable is the node's spec.unschedulable.
 func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
@@ -219,6 +223,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{
 		node:                         n.node,
 		name:                         n.name,
+		labels:                       n.labels,
 		unschedulable:                n.unschedulable,
 		taints:                       n.taints,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
