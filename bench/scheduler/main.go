@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -52,9 +53,13 @@ func main() {
 	qps := flag.Float64("scheduler-qps", 5000, "the scheduler's clientConnection.qps (and burst)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole process during the measured phase")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole process after the last workload")
+	blockProfile := flag.String("blockprofile", "", "write a blocking profile (waits of 10µs and more) after the last workload")
 	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level")
 	flag.Parse()
 
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
 	var selected []workload
 	for _, name := range strings.Split(*names, ",") {
 		for _, w := range workloads() {
@@ -94,14 +99,17 @@ func main() {
 		}
 		fmt.Println(res)
 	}
-	if *memProfile != "" {
-		f, err := os.Create(*memProfile)
+	for name, path := range map[string]string{"allocs": *memProfile, "block": *blockProfile} {
+		if path == "" {
+			continue
+		}
+		f, err := os.Create(path)
 		if err == nil {
-			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			err = pprof.Lookup(name).WriteTo(f, 0)
 			f.Close()
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "memprofile:", err)
+			fmt.Fprintln(os.Stderr, name, "profile:", err)
 		}
 	}
 }
