@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -109,6 +110,11 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	ctx := context.Background()
 	newClient := func() *kubernetes.Clientset { return kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)) }
 	client := newClient()
+	// Pod creates pass ServiceAccount admission, as upstream's do: the namespaces need
+	// the "default" account the controller-manager (not running here) would create.
+	if err := ensureDefaultServiceAccount(ctx, client, "default"); err != nil {
+		return err
+	}
 
 	// Creates: workers goroutines, as many client-go workers.
 	var next atomic.Int64
@@ -201,6 +207,9 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fanout"}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace fanout: %w", err)
 	}
+	if err := ensureDefaultServiceAccount(ctx, client, "fanout"); err != nil {
+		return err
+	}
 	var delivered atomic.Int64
 	delays := make([][]time.Duration, nWatchers)
 	var ready sync.WaitGroup
@@ -274,4 +283,13 @@ func benchPod(name string) *corev1.Pod {
 			Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
 		}}},
 	}
+}
+
+// ensureDefaultServiceAccount creates the namespace's "default" ServiceAccount.
+func ensureDefaultServiceAccount(ctx context.Context, client kubernetes.Interface, namespace string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default service account in %s: %w", namespace, err)
+	}
+	return nil
 }

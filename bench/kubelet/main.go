@@ -1,8 +1,9 @@
-// Command kubelet measures pod startup on a real single-node `mizzen server` (apiserver,
-// scheduler, controller-manager and the agent with its own containerd): the time from
-// a pod's create call until a watch shows all its containers started, as upstream's
-// pod startup SLO counts it (image present). It runs as root with Debian's containerd,
-// runc and CNI plugins installed.
+// Command kubelet measures pod startup on a real single node: `mizzen server`
+// (apiserver, scheduler, controller-manager) and `mizzen kubelet` as its own process
+// with its own containerd: the time from a pod's create call until a watch shows all its
+// containers started, as upstream's pod startup SLO counts it (image present), and the
+// kubelet's memory. It runs as root with Debian's containerd, runc and CNI plugins
+// installed.
 //
 //	make build && go run ./bench/kubelet
 package main
@@ -11,11 +12,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -24,7 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/bench/internal/benchutil"
+	"mizzen/internal/kubelet/containerd"
 )
 
 // image is present on every node: the sandbox image the agent imports at start.
@@ -39,75 +40,99 @@ func main() {
 	}
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[int(float64(len(d)-1)*p)]
-}
-
 func run(bin string) error {
-	dir, err := os.MkdirTemp("", "mizzen-bench-kubelet-")
+	// A bridge and pod CIDR of its own, so a cluster already running here is left alone.
+	const bridge = "mzn-bench"
+	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
+	if err != nil {
+		return fmt.Errorf("cpuacct cgroup: %w", err)
+	}
+	srv, err := benchutil.StartServer(bin, "--disable", "agent", "--cluster-cidr", "10.201.0.0/16")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port))
-	srv.Stderr = nil
-	if err := srv.Start(); err != nil {
+	defer srv.Stop()
+	// The kubelet runs as its own process, as upstream's does, so its memory is its own;
+	// it supervises its containerd as the agent in `mizzen server` does.
+	runtime := containerd.Options{DataDir: filepath.Join(srv.Dir, "containerd")}
+	kubelet := exec.Command(bin, "kubelet", "--kubeconfig", srv.Kubeconfig, "--hostname-override", "bench-node",
+		"--root-dir", filepath.Join(srv.Dir, "kubelet"), "--containerd-data-dir", runtime.DataDir,
+		"--pause-binary", filepath.Join(filepath.Dir(bin), "mizzen-pause"), "--cni-bridge", bridge,
+		"--port", strconv.Itoa(benchutil.FreePort()))
+	if err := kubelet.Start(); err != nil {
 		return err
 	}
-	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
+	defer func() {
+		if err := containerd.RemoveAllPods(context.Background(), runtime); err != nil {
+			fmt.Fprintln(os.Stderr, "removing the pods from containerd:", err)
+		}
+		_ = kubelet.Process.Signal(os.Interrupt)
+		_ = kubelet.Wait()
+		_ = exec.Command("ip", "link", "delete", bridge).Run()
+		_ = exec.Command("nft", "delete", "table", "ip", "mizzen-"+bridge).Run()
+	}()
 	ctx := context.Background()
-	var client *kubernetes.Clientset
+	client := srv.Client
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no Ready node within 2 minutes")
 		}
 		time.Sleep(200 * time.Millisecond)
-		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
-		if err != nil {
-			continue
-		}
-		cfg.QPS, cfg.Burst = -1, 0
-		c := kubernetes.NewForConfigOrDie(cfg)
-		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil || len(nodes.Items) == 0 {
+		node, err := client.CoreV1().Nodes().Get(ctx, "bench-node", metav1.GetOptions{})
+		if err != nil || node.Spec.PodCIDR == "" {
 			continue
 		}
 		ready := false
-		for _, cond := range nodes.Items[0].Status.Conditions {
+		for _, cond := range node.Status.Conditions {
 			ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
 		}
 		if ready {
-			client = c
 			break
 		}
 	}
+	idle := benchutil.ProcStats(kubelet.Process.Pid)
+	fmt.Printf("kubelet idle: RSS %.0f MiB, private %.0f MiB\n", idle.RSSMiB, idle.AnonMiB)
+	// Each figure starts on a node at rest: the previous pods are gone from the runtime
+	// too, not only from the API.
+	settle := func() { _ = containerd.RemoveAllPods(ctx, runtime) }
+	noop := func() {}
 	// One pod first, as upstream's single-pod figure.
-	single, err := startPods(ctx, client, "single", 1, 1)
+	single, err := startPods(ctx, client, "single", 1, 1, noop)
 	if err != nil {
 		return err
 	}
+	settle()
 	fmt.Printf("single pod: %v from create to all containers started\n", single[0].Round(time.Millisecond))
-	burst, err := startPods(ctx, client, "burst", 20, 20)
+	cpu0 := cpu()
+	var cpuBurst time.Duration
+	burst, err := startPods(ctx, client, "burst", 20, 20, func() { cpuBurst = cpu() - cpu0 })
 	if err != nil {
 		return err
 	}
-	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v\n", percentile(burst, 0.5).Round(time.Millisecond), percentile(burst, 0.99).Round(time.Millisecond))
-	steady, err := startPods(ctx, client, "steady", 100, 10)
+	settle()
+	if os.Getenv("BENCH_VERBOSE") != "" {
+		fmt.Println("burst latencies:", burst)
+	}
+	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench)\n",
+		benchutil.Percentile(burst, 0.5).Round(time.Millisecond), benchutil.Percentile(burst, 0.99).Round(time.Millisecond),
+		float64(cpuBurst.Milliseconds())/20)
+	steady, err := startPods(ctx, client, "steady", 100, 10, func() {
+		time.Sleep(10 * time.Second) // a status and relist period with every pod running
+		p := benchutil.ProcStats(kubelet.Process.Pid)
+		fmt.Printf("kubelet with 100 pods running: RSS %.0f MiB, private %.0f MiB\n", p.RSSMiB, p.AnonMiB)
+	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("100 pods created 10 at a time: p50 %v, p99 %v\n", percentile(steady, 0.5).Round(time.Millisecond), percentile(steady, 0.99).Round(time.Millisecond))
+	fmt.Printf("100 pods created 10 at a time: p50 %v, p99 %v\n", benchutil.Percentile(steady, 0.5).Round(time.Millisecond), benchutil.Percentile(steady, 0.99).Round(time.Millisecond))
 	return nil
 }
 
 // startPods creates n pods, at most concurrent at a time (each batch waits for the one
-// before to be started), and returns each one's create-to-started latency.
-func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, concurrent int) ([]time.Duration, error) {
+// before to be started), calls allRunning, deletes them, and returns each one's
+// create-to-started latency.
+func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, concurrent int, allRunning func()) ([]time.Duration, error) {
 	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
 	if err != nil {
 		return nil, err
@@ -160,8 +185,21 @@ func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, c
 			}
 		}
 	}
-	_ = c.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "bench=" + prefix})
-	return out, nil
+	allRunning()
+	// The next figure starts on a node at rest, and the run leaves no sandbox behind.
+	sel := metav1.ListOptions{LabelSelector: "bench=" + prefix}
+	if err := c.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		pods, err := c.CoreV1().Pods("default").List(ctx, sel)
+		if err == nil && len(pods.Items) == 0 {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s pods not gone 2 minutes after their deletion", prefix)
+		}
+	}
 }
 
 func allStarted(pod *corev1.Pod) bool {

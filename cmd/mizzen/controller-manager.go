@@ -17,6 +17,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var kubeconfig string
 	var qps float32
 	var burst int
+	serving := controllermanager.ServingOptions{}
 	opts := controllermanager.RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -28,6 +29,16 @@ func newControllerManagerCommand() *cobra.Command {
 				return err
 			}
 			cfg.QPS, cfg.Burst = qps, burst
+			// 0 on the command line means no tainting at all, as upstream; in the
+			// options 0 means the default and a negative rate none.
+			for _, rate := range []*float64{&opts.NodeEviction.Rate, &opts.NodeEviction.SecondaryRate} {
+				if *rate == 0 {
+					*rate = -1
+				}
+			}
+			if serving.Port > 0 {
+				opts.Serving = &serving
+			}
 			return controllermanager.Run(cmd.Context(), cfg, opts)
 		},
 	}
@@ -37,11 +48,18 @@ func newControllerManagerCommand() *cobra.Command {
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "Run controllers only while holding the Lease kube-system/kube-controller-manager")
 	f.IntVar(&opts.ConcurrentSyncs, "concurrent-syncs", 5, "Workers per controller")
 	f.DurationVar(&opts.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "How long a node's Lease may go unrenewed before the node is marked Unknown")
+	f.Float64Var(&opts.NodeEviction.Rate, "node-eviction-rate", 0.1, "Nodes per second that may get a NoExecute taint (their pods evicted) in a healthy zone")
+	f.Float64Var(&opts.NodeEviction.SecondaryRate, "secondary-node-eviction-rate", 0.01, "Nodes per second that may get a NoExecute taint in an unhealthy zone of more than --large-cluster-size-threshold nodes (smaller unhealthy zones: none)")
+	f.Float64Var(&opts.NodeEviction.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "Fraction of a zone's nodes (at least 3) that must be not Ready for the zone to count as unhealthy")
+	f.IntVar(&opts.NodeEviction.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "Nodes in a zone above which an unhealthy zone still evicts, at --secondary-node-eviction-rate")
 	f.StringVar(&opts.ClusterCIDR, "cluster-cidr", "", "CIDR range pod CIDRs are allocated from (node IPAM allocates nothing when empty)")
 	f.IntVar(&opts.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "Prefix length of each node's pod CIDR")
 	f.IntVar(&opts.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "Terminated pods kept before the oldest are deleted (0 or less: never)")
 	f.Float32Var(&qps, "kube-api-qps", 50, "Requests per second to the apiserver (client-side limit)")
 	f.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the apiserver above --kube-api-qps")
+	f.IntVar(&serving.Port, "secure-port", 10257, "Port serving /healthz and /metrics over HTTPS with a self-signed certificate (0 disables)")
+	f.StringVar(&serving.BindAddress, "bind-address", "0.0.0.0", "Address --secure-port listens on")
+	f.BoolVar(&serving.Profiling, "profiling", false, "Serve /debug/pprof/ on --secure-port (unauthenticated here, unlike upstream: off by default)")
 	f.StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle to publish as kube-root-ca.crt (default: the kubeconfig's CA)")
 	return cmd
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,6 +19,7 @@ import (
 
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
+	nodeserver "mizzen/internal/kubelet/server"
 )
 
 func init() { register(newKubeletCommand) }
@@ -49,10 +53,15 @@ func newKubeletCommand() *cobra.Command {
 	f.Int64Var(&kf.maxPods, "max-pods", 110, "pods capacity of the node")
 	f.StringSliceVar(&kf.clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
 	f.StringVar(&kf.clusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
-	f.Int32Var(&kf.port, "port", 10250, "kubelet port advertised in the node status")
+	f.Int32Var(&kf.port, "port", 10250, "port of the node server (logs, exec, attach, port-forward, stats), advertised in the node status")
+	f.StringVar(&kf.address, "address", "0.0.0.0", "IP address the node server listens on")
+	f.StringVar(&kf.tlsCertFile, "tls-cert-file", "", "node server certificate (default: a self-signed one kept under --root-dir/pki)")
+	f.StringVar(&kf.tlsKeyFile, "tls-private-key-file", "", "node server private key, with --tls-cert-file")
+	f.StringVar(&kf.clientCAFile, "client-ca-file", "", "CA bundle that callers' client certificates are verified against (without one every caller is refused)")
 	f.StringVar(&kf.containerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
 	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
+	f.StringVar(&kf.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
@@ -63,9 +72,13 @@ type kubeletFlags struct {
 	hostnameOverride, runtimeEndpoint, imageEndpoint   string
 	taints, nodeIP, rootDir, nodeLabels, clusterDomain string
 	containerdDir, pauseBinary, cniBridge              string
-	clusterDNS                                         []string
-	maxPods                                            int64
-	port                                               int32
+	address, tlsCertFile, tlsKeyFile, clientCAFile     string
+	// imagesDir holds image tarballs imported into the runtime at start (the agent's).
+	imagesDir       string
+	podManifestPath string
+	clusterDNS      []string
+	maxPods         int64
+	port            int32
 }
 
 // runKubelet starts the runtime (its own containerd when containerdDir is set) and runs
@@ -111,11 +124,32 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		}
 		defer func() { <-stopped }()
 		runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
+		if kf.imagesDir != "" {
+			imported, err := containerd.ImportArchivesIn(ctx, rtOpts, kf.imagesDir)
+			if err != nil {
+				return fmt.Errorf("importing images from %s: %w", kf.imagesDir, err)
+			}
+			if len(imported) > 0 {
+				slog.Info("imported images", "files", imported)
+			}
+		}
 		podCIDRChanged = func(cidr string) {
 			if err := rtOpts.WriteCNIConfig(cidr); err != nil {
 				slog.Error("writing CNI configuration", "err", err)
 			}
 		}
+	}
+	cert, err := nodeserver.LoadCertificate(kf.tlsCertFile, kf.tlsKeyFile, filepath.Join(kf.rootDir, "pki"), name)
+	if err != nil {
+		return fmt.Errorf("node server certificate: %w", err)
+	}
+	clientCAs, err := nodeserver.LoadClientCAs(kf.clientCAFile)
+	if err != nil {
+		return err
+	}
+	address := kf.address
+	if address == "" {
+		address = "0.0.0.0"
 	}
 	rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
 	if err != nil {
@@ -137,5 +171,10 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		ClusterDomain:      kf.clusterDomain,
 		Port:               kf.port,
 		RootDir:            kf.rootDir,
+		PodManifestPath:    kf.podManifestPath,
+		NodeServer: &nodeserver.Options{
+			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.port))),
+			Certificate: cert, ClientCAs: clientCAs,
+		},
 	})
 }

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
-
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +29,11 @@ type serverFlags struct {
 	clusterCIDR string
 	podBridge   string
 	kubeletPort int32
+	kubeletCA   string
+
+	serviceAccountKeyFile string
+	serviceAccountIssuer  string
+	disableAdmission      []string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -42,6 +44,10 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
+	fl.StringVar(&f.serviceAccountKeyFile, "service-account-key-file", "", "RSA private key (PEM) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, created if missing)")
+	fl.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "", "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local)")
+	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run (ServiceAccount)")
+	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
 		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent)")
 	}
@@ -51,7 +57,9 @@ func (f *serverFlags) options() server.Options {
 	return server.Options{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
-		OpenAPI: openAPIHandler,
+		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
+		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
+		DisableAdmissionPlugins: f.disableAdmission,
 	}
 }
 
@@ -122,28 +130,19 @@ func runBundle(f serverFlags) error {
 		}()
 	}
 	if !disabled["agent"] {
-		host, err := os.Hostname()
+		kf, err := agentKubeletFlags(f.dataDir, "", f.kubeletPort, f.podBridge)
+		if err != nil {
+			return fmt.Errorf("%w, or run with --disable agent", err)
+		}
+		cfg, err := cp.ComponentConfig("kubelet", "system:node:"+kf.hostnameOverride, []string{"system:nodes"})
 		if err != nil {
 			return err
 		}
-		host = strings.ToLower(host)
-		cfg, err := cp.ComponentConfig("kubelet", "system:node:"+host, []string{"system:nodes"})
+		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", kf.hostnameOverride)
 		if err != nil {
 			return err
 		}
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		kf := kubeletFlags{
-			hostnameOverride: host, rootDir: filepath.Join(f.dataDir, "agent", "kubelet"),
-			containerdDir: filepath.Join(f.dataDir, "agent", "containerd"),
-			pauseBinary:   filepath.Join(filepath.Dir(exe), "mizzen-pause"),
-			clusterDomain: "cluster.local", maxPods: 110, port: f.kubeletPort, cniBridge: f.podBridge,
-		}
-		if _, err := os.Stat(kf.pauseBinary); err != nil {
-			return fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it, or run with --disable agent", kf.pauseBinary)
-		}
+		kf.tlsCertFile, kf.tlsKeyFile, kf.clientCAFile = certFile, keyFile, cp.CAFile()
 		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
 	}
 	select {

@@ -46,8 +46,16 @@ func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourc
 	case podsGVR:
 		add("binding", &metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, "create")
 		add("eviction", &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, "create")
+		add("log", own, "get")
+		add("exec", &metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, "create", "get")
+		add("attach", &metav1.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, "create", "get")
+		add("portforward", &metav1.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, "create", "get")
+	case nodesGVR:
+		add("proxy", &metav1.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, "create", "delete", "get", "patch", "update")
 	case namespacesGVR:
 		add("finalize", own, "update")
+	case serviceAccountsGVR:
+		add("token", &metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, "create")
 	case csrGVR:
 		add("approval", own, "get", "patch", "update")
 	}

@@ -7,6 +7,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
 )
@@ -48,6 +50,18 @@ type Config struct {
 	Admission []AdmissionPlugin
 	// Authorizer refuses requests; nil lets every authenticated user through.
 	Authorizer Authorizer
+	// ServiceAccountIssuer signs and verifies service account tokens: the TokenRequest
+	// API, bearer token authentication and OpenID discovery; nil disables them.
+	ServiceAccountIssuer *satoken.Signer
+	// APIAudiences are the audiences a token must name to be accepted here, and those a
+	// TokenRequest without audiences gets; the issuer when empty.
+	APIAudiences []string
+	// ServiceAccountAdmission runs upstream's ServiceAccount admission plugin first.
+	ServiceAccountAdmission bool
+	// KubeletClientTLS is how the server reaches kubelets for pods/log, exec, attach,
+	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those
+	// subresources answer 503 without it.
+	KubeletClientTLS *tls.Config
 }
 
 // Server serves the Kubernetes API.
@@ -63,6 +77,8 @@ type Server struct {
 	log       *slog.Logger
 	ready     atomic.Bool
 	discovery *discoveryDocs
+	// kubeletTransport reaches kubelets; nil without Config.KubeletClientTLS.
+	kubeletTransport *http.Transport
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -107,6 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log}
+	if cfg.ServiceAccountAdmission {
+		s.cfg.Admission = append([]AdmissionPlugin{&serviceAccountAdmission{s: s}}, cfg.Admission...)
+	}
 
 	primary := map[schema.GroupResource]*registry.Resource{}
 	for _, r := range cfg.Resources {
@@ -162,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
 	s.discovery = s.buildDiscovery()
+	s.kubeletTransport = newKubeletTransport(cfg)
 	return s, nil
 }
 
@@ -258,6 +278,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.cfg.OpenAPI.ServeHTTP(w, r)
 			return
 		}
+	case s.serveOpenID(w, r):
+		return
 	}
 	info := parseRequestInfo(r)
 	if info == nil || info.Resource == "" {

@@ -101,10 +101,14 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		s.evict(w, r, info, h)
 	case info.Subresource == "finalize" && gvr == namespacesGVR && info.Verb == "update":
 		s.finalizeNamespace(w, r, info, h)
+	case info.Subresource == "token" && gvr == serviceAccountsGVR && info.Verb == "create":
+		s.createToken(w, r, info, h)
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
 	default:
-		s.writeError(w, r, notFound())
+		if !s.serveKubeletSubresource(w, r, info, h) {
+			s.writeError(w, r, notFound())
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"mizzen/internal/controller/nodelifecycle"
 )
 
 // ControllerContext is what every controller is started with.
@@ -33,6 +35,10 @@ type Options struct {
 	ConcurrentSyncs int
 	// NodeMonitorGracePeriod: a node whose Lease is older than this becomes Unknown.
 	NodeMonitorGracePeriod time.Duration
+	// NodeEviction paces NoExecute taints per zone (--node-eviction-rate,
+	// --secondary-node-eviction-rate, --unhealthy-zone-threshold,
+	// --large-cluster-size-threshold); zero values take upstream's defaults.
+	NodeEviction nodelifecycle.EvictionOptions
 	// ClusterCIDR is the range node IPAM hands podCIDRs out of; NodeCIDRMaskSize the
 	// size of each.
 	ClusterCIDR      string
@@ -47,7 +53,11 @@ type Options struct {
 // Descriptor names a controller and starts it. Start registers the informers it needs
 // and launches its goroutines under ctx; it must not block.
 type Descriptor struct {
+	// Name is upstream's canonical --controllers name ("deployment-controller").
 	Name string
+	// Aliases are other names --controllers accepts for it: upstream's older names
+	// ("deployment"), and this project's earlier ones.
+	Aliases []string
 	// DisabledByDefault controllers run only when named in --controllers.
 	DisabledByDefault bool
 	Start             func(ctx context.Context, cc *ControllerContext) error

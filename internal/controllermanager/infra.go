@@ -19,32 +19,33 @@ import (
 	"mizzen/internal/controller/serviceaccount"
 )
 
-// infraControllers lists the controllers that keep the cluster itself in order:
-// endpoints, endpointslice, garbage collector, namespace, node lifecycle, node IPAM,
+// infraControllers lists, under upstream's canonical names and aliases, the
+// controllers that keep the cluster itself in order: endpoints, endpointslice,
+// garbage collector, namespace, node lifecycle, taint eviction, node IPAM,
 // serviceaccount, root CA publisher, resourcequota, podgc.
 func infraControllers() []Descriptor {
 	return []Descriptor{
-		{Name: endpoints.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "endpoints-controller", Aliases: []string{"endpoint", "endpoints"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := endpoints.New(cc.Client, core.Services(), core.Pods(), core.Endpoints())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: endpointslice.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := endpointslice.New(cc.Client, core.Services(), core.Pods(), core.Nodes(), cc.Informers.Discovery().V1().EndpointSlices())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: garbagecollector.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector", "garbage-collector"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			meta, disc, err := dynamicClients(cc)
 			if err != nil {
 				return err
 			}
-			go garbagecollector.New(meta, disc).Run(ctx, cc.Options.ConcurrentSyncs)
+			go garbagecollector.New(clientFor(cc, garbagecollector.Name), meta, disc, cc.Informers).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: namespace.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "namespace-controller", Aliases: []string{"namespace"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			meta, disc, err := dynamicClients(cc)
 			if err != nil {
 				return err
@@ -53,16 +54,25 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: nodelifecycle.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle", "node-lifecycle"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
-			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod)
+			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod, cc.Options.NodeEviction)
 			if err != nil {
 				return err
 			}
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: nodeipam.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "taint-eviction-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c, err := nodelifecycle.NewTaintEviction(cc.Client, core.Nodes(), core.Pods())
+			if err != nil {
+				return err
+			}
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "node-ipam-controller", Aliases: []string{"nodeipam", "node-ipam"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			if cc.Options.ClusterCIDR == "" {
 				return notConfigured("no --cluster-cidr to allocate pod CIDRs from")
 			}
@@ -73,13 +83,13 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, 1) // one worker: allocations are sequential anyway
 			return nil
 		}},
-		{Name: serviceaccount.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := serviceaccount.New(cc.Client, core.Namespaces(), core.ServiceAccounts())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: rootcacertpublisher.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "root-ca-certificate-publisher-controller", Aliases: []string{"root-ca-cert-publisher"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			if len(cc.Options.RootCA) == 0 {
 				return notConfigured("no CA bundle: the client config has no CA and --root-ca-file is unset")
 			}
@@ -88,7 +98,7 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: resourcequota.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			meta, disc, err := dynamicClients(cc)
 			if err != nil {
 				return err
@@ -101,7 +111,7 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: podgc.Name, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc", "pod-garbage-collector"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := podgc.New(cc.Client, core.Pods(), core.Nodes(), cc.Options.TerminatedPodGCThreshold)
 			go c.Run(ctx)

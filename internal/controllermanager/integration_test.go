@@ -2,6 +2,9 @@ package controllermanager_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -295,32 +299,15 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// node-a's kubelet keeps beating throughout: with no Ready node left at all, the
+		// controller would suspect its own connectivity and evict nothing, as upstream.
+		stop := keepNodeHealthy(t, client, "node-a")
+		defer stop()
 		node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Report Ready as a kubelet would (node IPAM may be writing the node meanwhile).
-		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			now := metav1.Now()
-			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: now, LastTransitionTime: now}}
-			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		renew := metav1.NewMicroTime(time.Now())
-		holder := "node-b"
-		if _, err := client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: "node-b"},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		heartbeat(t, client, node.Name)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stranded"},
 			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 		if _, err := client.CoreV1().Pods("story").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -349,6 +336,22 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 			p, err := client.CoreV1().Pods("story").Get(ctx, "stranded", metav1.GetOptions{})
 			return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), nil
 		})
+		eventually(t, "kubectl describe would show why", func(ctx context.Context) (bool, error) {
+			nodeEvents, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=node-b"})
+			if err != nil {
+				return false, err
+			}
+			podEvents, err := client.CoreV1().Events("story").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=stranded"})
+			if err != nil {
+				return false, err
+			}
+			reasons := map[string]string{}
+			for _, e := range append(nodeEvents.Items, podEvents.Items...) {
+				reasons[e.Reason] = e.Message
+			}
+			return reasons["RegisteredNode"] == "Registered Node node-b in Controller" &&
+				reasons["NodeNotReady"] != "" && reasons["TaintManagerEviction"] == "Marking for deletion Pod story/stranded", nil
+		})
 		// No kubelet will ever confirm the pod's end: finish it as an operator would.
 		err = client.CoreV1().Pods("story").Delete(ctx, "stranded", *metav1.NewDeleteOptions(0))
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -356,7 +359,30 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("a deleted namespace is emptied and goes away", func(t *testing.T) {
+	t.Run("a deleted namespace is emptied of every kind and goes away", func(t *testing.T) {
+		// Beside what the stories above left (pods, services, endpoints, slices, quota,
+		// service account, root CA), a few more kinds.
+		for _, create := range []func() error{
+			func() error {
+				_, err := client.CoreV1().Secrets("story").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := client.RbacV1().Roles("story").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r"}}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := client.CoordinationV1().Leases("story").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l"}}, metav1.CreateOptions{})
+				return err
+			},
+		} {
+			if err := create(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if before := namespaceContent(t, cfg, "story"); !slices.Contains(before, "secrets/s") || !slices.Contains(before, "leases/l") {
+			t.Fatalf("namespace content %v lacks what the test created", before)
+		}
 		if err := client.CoreV1().Namespaces().Delete(ctx, "story", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -370,12 +396,14 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 			}
 			for _, c := range ns.Status.Conditions {
 				if c.Type == corev1.NamespaceContentRemaining && c.Reason == "ContentRemoved" {
-					pods, err := client.CoreV1().Pods("story").List(ctx, metav1.ListOptions{})
-					return err == nil && len(pods.Items) == 0, err
+					return true, nil
 				}
 			}
 			return false, nil
 		})
+		if left := namespaceContent(t, cfg, "story"); len(left) > 0 {
+			t.Errorf("left in the namespace: %v", left)
+		}
 		if !finalizeWorks(t, client) {
 			t.Skip("apiserver: PUT /api/v1/namespaces/<name>/finalize leaves spec.finalizers unchanged, so no namespace can go")
 		}
@@ -384,6 +412,105 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 			return apierrors.IsNotFound(err), nil
 		})
 	})
+}
+
+// namespaceContent lists every namespaced resource the apiserver serves in namespace,
+// as kubectl api-resources would find them, and names what is there.
+func namespaceContent(t *testing.T, cfg *rest.Config, namespace string) []string {
+	t.Helper()
+	_, lists, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerGroupsAndResources()
+	if err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	meta := metadata.NewForConfigOrDie(cfg)
+	var out []string
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range l.APIResources {
+			if !r.Namespaced || strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
+				continue
+			}
+			items, err := meta.Resource(gv.WithResource(r.Name)).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Errorf("list %s: %v", r.Name, err)
+				continue
+			}
+			for _, item := range items.Items {
+				out = append(out, r.Name+"/"+item.Name)
+			}
+		}
+	}
+	return out
+}
+
+// heartbeat reports the node Ready and renews its Lease, as its kubelet would.
+func heartbeat(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	// Node IPAM may be writing the node meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now}}
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renew := metav1.NewMicroTime(time.Now())
+	leases := client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, RenewTime: &renew}}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		lease.Spec.RenewTime = &renew
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepNodeHealthy beats for the node every half second until the returned stop is
+// called.
+func keepNodeHealthy(t *testing.T, client kubernetes.Interface, name string) (stop func()) {
+	t.Helper()
+	heartbeat(t, client, name)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(500 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				renew := metav1.NewMicroTime(time.Now())
+				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, renew.Format(metav1.RFC3339Micro))
+				if _, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && ctx.Err() == nil {
+					t.Logf("renew lease %s: %v", name, err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // finalizeWorks reports whether the apiserver's namespaces/finalize subresource really

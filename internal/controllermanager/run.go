@@ -17,6 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
+
+	"mizzen/internal/controllermanager/metrics"
 )
 
 // Lease that elects the active controller-manager, as upstream.
@@ -41,6 +44,10 @@ type RunOptions struct {
 	// RootCAFile, when set, replaces the rest config's CAData/CAFile as the bundle the
 	// root-ca-cert-publisher writes into kube-root-ca.crt.
 	RootCAFile string
+	// Serving, when set, serves /healthz and /metrics over HTTPS. client-go takes one
+	// work queue metrics provider per process: the first serving Run in a process
+	// reports the queues of every later one too.
+	Serving *ServingOptions
 }
 
 // Run starts the controller-manager against the apiserver of cfg and blocks until ctx
@@ -83,6 +90,20 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 	if err != nil {
 		return err
 	}
+	var m *metrics.Metrics
+	var leaderHealth *leaderelection.HealthzAdaptor
+	if opts.Serving != nil {
+		m = metrics.New()
+		// Before any controller makes its queue, so that every queue reports.
+		workqueue.SetProvider(m)
+		if opts.LeaderElect {
+			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
+			m.SetLeader(leaseName, false)
+		}
+		if err := serve(ctx, *opts.Serving, m, leaderHealth); err != nil {
+			return err
+		}
+	}
 	startAll := func(ctx context.Context) {
 		cc := &ControllerContext{
 			Client:    client,
@@ -108,11 +129,13 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 		<-ctx.Done()
 		return nil
 	}
-	return runElected(ctx, client, opts, startAll)
+	return runElected(ctx, client, opts, startAll, m, leaderHealth)
 }
 
-// runElected campaigns for the Lease and runs start while leading.
-func runElected(ctx context.Context, client kubernetes.Interface, opts RunOptions, start func(context.Context)) error {
+// runElected campaigns for the Lease and runs start while leading; m and health, when
+// not nil, follow the leadership.
+func runElected(ctx context.Context, client kubernetes.Interface, opts RunOptions, start func(context.Context),
+	m *metrics.Metrics, health *leaderelection.HealthzAdaptor) error {
 	id := opts.Identity
 	if id == "" {
 		host, _ := os.Hostname()
@@ -131,12 +154,19 @@ func runElected(ctx context.Context, client kubernetes.Interface, opts RunOption
 		RetryPeriod:     orDefault(opts.RetryPeriod, 2*time.Second),
 		ReleaseOnCancel: true,
 		Name:            leaseName,
+		WatchDog:        health,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				slog.InfoContext(ctx, "became leader", "lease", leaseNamespace+"/"+leaseName, "identity", id)
+				if m != nil {
+					m.SetLeader(leaseName, true)
+				}
 				start(ctx)
 			},
 			OnStoppedLeading: func() {
+				if m != nil {
+					m.SetLeader(leaseName, false)
+				}
 				if ctx.Err() == nil {
 					close(lost)
 				}
@@ -171,22 +201,36 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // enabledControllers resolves --controllers against the known descriptors the way
-// upstream does: an explicit "foo" or "-foo" wins over "*", and "*" enables only the
-// controllers that are on by default. Unknown names are an error.
+// upstream does: an explicit "foo" or "-foo" (by name or alias) wins over "*", and "*"
+// enables only the controllers that are on by default. Unknown names are an error.
 func enabledControllers(all []Descriptor, flags []string) ([]Descriptor, error) {
 	if len(flags) == 0 {
 		flags = []string{"*"}
 	}
-	known := make(map[string]bool, len(all))
+	canonical := make(map[string]string, len(all))
 	for _, d := range all {
-		known[d.Name] = true
-	}
-	for _, f := range flags {
-		name := strings.TrimPrefix(f, "-")
-		if f != "*" && !known[name] {
-			return nil, fmt.Errorf("%q is not in the list of known controllers", f)
+		canonical[d.Name] = d.Name
+		for _, a := range d.Aliases {
+			canonical[a] = d.Name
 		}
 	}
+	resolved := make([]string, 0, len(flags))
+	for _, f := range flags {
+		if f == "*" {
+			resolved = append(resolved, f)
+			continue
+		}
+		disable := strings.HasPrefix(f, "-")
+		name, ok := canonical[strings.TrimPrefix(f, "-")]
+		if !ok {
+			return nil, fmt.Errorf("%q is not in the list of known controllers", f)
+		}
+		if disable {
+			name = "-" + name
+		}
+		resolved = append(resolved, name)
+	}
+	flags = resolved
 	var out []Descriptor
 	for _, d := range all {
 		if isEnabled(d, flags) {

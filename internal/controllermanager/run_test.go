@@ -13,17 +13,21 @@ import (
 )
 
 func TestEnabledControllers(t *testing.T) {
-	all := []Descriptor{{Name: "endpoints"}, {Name: "namespace"}, {Name: "bootstrapsigner", DisabledByDefault: true}}
+	all := []Descriptor{{Name: "endpoints"}, {Name: "namespace"}, {Name: "bootstrapsigner", DisabledByDefault: true},
+		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector"}}}
 	tests := []struct {
 		flags   []string
 		want    []string
 		wantErr bool
 	}{
-		{flags: nil, want: []string{"endpoints", "namespace"}},
-		{flags: []string{"*"}, want: []string{"endpoints", "namespace"}},
-		{flags: []string{"*", "-namespace"}, want: []string{"endpoints"}},
-		{flags: []string{"-namespace", "*"}, want: []string{"endpoints"}},
-		{flags: []string{"*", "bootstrapsigner"}, want: []string{"endpoints", "namespace", "bootstrapsigner"}},
+		{flags: nil, want: []string{"endpoints", "namespace", "garbage-collector-controller"}},
+		{flags: []string{"*"}, want: []string{"endpoints", "namespace", "garbage-collector-controller"}},
+		{flags: []string{"*", "-namespace"}, want: []string{"endpoints", "garbage-collector-controller"}},
+		{flags: []string{"-namespace", "*"}, want: []string{"endpoints", "garbage-collector-controller"}},
+		{flags: []string{"*", "bootstrapsigner"}, want: []string{"endpoints", "namespace", "bootstrapsigner", "garbage-collector-controller"}},
+		{flags: []string{"*", "-garbagecollector"}, want: []string{"endpoints", "namespace"}},
+		{flags: []string{"garbagecollector"}, want: []string{"garbage-collector-controller"}},
+		{flags: []string{"garbage-collector-controller"}, want: []string{"garbage-collector-controller"}},
 		{flags: []string{"namespace"}, want: []string{"namespace"}},
 		{flags: []string{"bootstrapsigner"}, want: []string{"bootstrapsigner"}},
 		{flags: []string{"-endpoints"}, want: nil},
@@ -47,14 +51,23 @@ func TestEnabledControllers(t *testing.T) {
 }
 
 func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
-	want := []string{"endpoints", "endpointslice", "garbage-collector", "namespace", "node-lifecycle",
-		"node-ipam", "serviceaccount", "root-ca-cert-publisher", "resourcequota", "pod-garbage-collector"}
+	// Upstream's canonical names, and the older names it still accepts.
+	want := []string{"endpoints-controller", "endpointslice-controller", "garbage-collector-controller", "namespace-controller",
+		"node-lifecycle-controller", "taint-eviction-controller", "node-ipam-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller",
+		"resourcequota-controller", "pod-garbage-collector-controller", "deployment-controller", "replicaset-controller",
+		"replicationcontroller-controller", "daemonset-controller", "statefulset-controller", "job-controller",
+		"cronjob-controller", "ttl-after-finished-controller", "disruption-controller",
+		"endpoint", "endpointslice", "garbagecollector", "namespace", "nodelifecycle", "nodeipam", "serviceaccount",
+		"root-ca-cert-publisher", "resourcequota", "podgc", "deployment", "replicaset", "replicationcontroller",
+		"daemonset", "statefulset", "job", "cronjob", "ttl-after-finished", "disruption"}
 	seen := map[string]bool{}
 	for _, d := range append(infraControllers(), workloadControllers()...) {
-		if seen[d.Name] {
-			t.Errorf("controller %q listed twice", d.Name)
+		for _, name := range append([]string{d.Name}, d.Aliases...) {
+			if seen[name] {
+				t.Errorf("controller name %q used twice", name)
+			}
+			seen[name] = true
 		}
-		seen[d.Name] = true
 		if d.Start == nil {
 			t.Errorf("controller %q has no Start", d.Name)
 		}

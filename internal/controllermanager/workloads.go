@@ -23,10 +23,11 @@ type runner interface {
 	Run(ctx context.Context, workers int)
 }
 
-// workload makes a Descriptor for a controller built by newController; Start registers
-// its informers and launches its workers without blocking.
+// workload makes a Descriptor for a controller built by newController, named
+// "<name>-controller" with name as its alias, as upstream; Start registers its
+// informers and launches its workers without blocking.
 func workload(name string, newController func(kubernetes.Interface, informers.SharedInformerFactory, clock.Clock) runner) Descriptor {
-	return Descriptor{Name: name, Start: func(ctx context.Context, cc *ControllerContext) error {
+	return Descriptor{Name: name + "-controller", Aliases: []string{name}, Start: func(ctx context.Context, cc *ControllerContext) error {
 		newController(clientFor(cc, name), cc.Informers, clock.RealClock{}).Run(ctx, cc.Options.ConcurrentSyncs)
 		return nil
 	}}

@@ -12,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/kubelet/volume"
 )
 
 // podHostname is the sandbox hostname: spec.hostname, else the pod name cut to 63
@@ -237,7 +239,7 @@ func containerHash(c *v1.Container) string {
 }
 
 // containerConfig is the CRI description of one container instance.
-func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, attempt uint32, restarts int32, imageRef string, sb *runtimeapi.PodSandboxStatus) (*runtimeapi.ContainerConfig, error) {
+func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, attempt uint32, restarts int32, imageRef string, sb *runtimeapi.PodSandboxStatus, vols map[string]volume.Mounted) (*runtimeapi.ContainerConfig, error) {
 	env, err := kl.makeEnv(ctx, pod, c, sandboxIPs(sb))
 	if err != nil {
 		return nil, err
@@ -261,6 +263,10 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if termPolicy == "" {
 		termPolicy = v1.TerminationMessageReadFile
 	}
+	mounts, err := kl.containerMounts(pod, c, vols, vars, sandboxIPs(sb), termPath)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -268,6 +274,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		Args:       expandAll(c.Args),
 		WorkingDir: c.WorkingDir,
 		Envs:       env,
+		Mounts:     mounts,
 		Labels: map[string]string{
 			labelContainerName: c.Name,
 			labelPodName:       pod.Name,

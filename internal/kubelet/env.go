@@ -14,8 +14,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// makeEnv resolves a container's environment: envFrom sources first, then env entries
-// (which override), each value expanded against the variables defined before it.
+// makeEnv resolves a container's environment: the master service's variables, envFrom
+// sources, then env entries (which override), each value expanded against the
+// variables defined before it.
 func (kl *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
 	var order []string
 	vals := map[string]string{}
@@ -24,6 +25,9 @@ func (kl *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, po
 			order = append(order, k)
 		}
 		vals[k] = v
+	}
+	for _, kv := range kl.masterServiceEnv(ctx) {
+		set(kv[0], kv[1])
 	}
 	for _, from := range c.EnvFrom {
 		data, err := kl.envSource(ctx, pod.Namespace, from)

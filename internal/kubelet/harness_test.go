@@ -73,8 +73,10 @@ func (h *harness) options() Options {
 		NodeIP:   "10.0.0.5",
 		Machine: &MachineInfo{CPUCores: 4, MemoryBytes: 8 << 30, EphemeralStorage: 100 << 30,
 			KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"},
-		Clock:  h.clock,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Clock:   h.clock,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RootDir: h.t.TempDir(),
+		NoTmpfs: true,
 	}
 }
 

@@ -37,6 +37,8 @@ func TestAgainstRealAPIServer(t *testing.T) {
 			Client: client, NodeName: "node-a", Runtime: rt.Client(), Images: rt.Client(),
 			NodeIP:       "10.0.0.9",
 			Machine:      &kubelet.MachineInfo{CPUCores: 2, MemoryBytes: 4 << 30, EphemeralStorage: 20 << 30},
+			RootDir:      t.TempDir(),
+			NoTmpfs:      true,
 			RelistPeriod: 100 * time.Millisecond, ResyncPeriod: time.Second,
 			LeaseRenewInterval: time.Second, NodeStatusUpdateFrequency: time.Second,
 			Logger: slog.New(slog.NewTextHandler(testLogOutput(), nil)),

@@ -13,12 +13,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +29,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
+
+	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/kubelet/volume"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -58,7 +63,8 @@ type Options struct {
 	ClusterDomain string
 	// KubeletVersion is reported in NodeInfo; Version when empty.
 	KubeletVersion string
-	// Port is the kubelet endpoint advertised in status.daemonEndpoints; 10250 when zero.
+	// Port is the kubelet endpoint advertised in status.daemonEndpoints, where NodeServer
+	// listens unless its Address says otherwise; 10250 when zero.
 	Port int32
 	// PodLogsDir is where the runtime writes container logs; /var/log/pods when empty.
 	PodLogsDir string
@@ -68,9 +74,22 @@ type Options struct {
 	// PodCIDRChanged, if set, is called with the Node's spec.podCIDR when it is first
 	// seen and whenever it changes: the real runtime writes its CNI configuration from it.
 	PodCIDRChanged func(podCIDR string)
+	// NodeServer, when set, serves the node server (logs, exec, attach, port-forward,
+	// stats) over HTTPS on Port; Run fills in its runtime, node name, root directory and
+	// pods.
+	NodeServer *nodeserver.Options
+	// ParallelStarts is how many sandbox and container starts run at once (see
+	// startGate); the number of CPUs when zero.
+	ParallelStarts int
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
+	// NoTmpfs keeps memory-backed volumes (medium Memory, secrets, projected tokens) as
+	// plain directories: hollow nodes and unprivileged runs cannot mount tmpfs.
+	NoTmpfs bool
+	// PodManifestPath is a directory of static pod manifests to run, each mirrored to
+	// the apiserver; none when empty.
+	PodManifestPath string
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -81,6 +100,7 @@ type Options struct {
 	NodeStatusUpdateFrequency time.Duration // status computed, 10s
 	NodeStatusReportFrequency time.Duration // status posted even if unchanged, 1m
 	LeaseRenewInterval        time.Duration // 10s
+	FileCheckFrequency        time.Duration // static pod manifests reread, 20s
 	Logger                    *slog.Logger
 }
 
@@ -126,6 +146,9 @@ func (o *Options) setDefaults() error {
 	if o.PodLogsDir == "" {
 		o.PodLogsDir = "/var/log/pods"
 	}
+	if o.ParallelStarts <= 0 {
+		o.ParallelStarts = runtime.NumCPU()
+	}
 	if o.RootDir == "" {
 		o.RootDir = "/var/lib/kubelet"
 	}
@@ -140,6 +163,7 @@ func (o *Options) setDefaults() error {
 	setDuration(&o.NodeStatusUpdateFrequency, 10*time.Second)
 	setDuration(&o.NodeStatusReportFrequency, time.Minute)
 	setDuration(&o.LeaseRenewInterval, 10*time.Second)
+	setDuration(&o.FileCheckFrequency, 20*time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -182,7 +206,12 @@ type Kubelet struct {
 	podInformer cache.SharedIndexInformer
 	workers     *podWorkers
 	backoff     *backoff
+	starts      *startGate
 	recorder    record.EventRecorder
+	volumes     *volume.Manager
+	// volumeSources reads (and briefly caches) what volumes and service env need.
+	volumeSources volumeSources
+	static        *staticPods // nil without a manifest directory
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -201,6 +230,7 @@ func Run(ctx context.Context, opts Options) error {
 		runtime: opts.Runtime,
 		images:  opts.Images,
 		backoff: newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
+		starts:  newStartGate(opts.ParallelStarts),
 	}
 	v, err := kl.runtime.Version(ctx, "v1")
 	if err != nil {
@@ -214,6 +244,16 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
+	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
+	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
+		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
+	if opts.PodManifestPath != "" {
+		// Read before the watch starts, so that a mirror pod it delivers is not taken
+		// for an orphan, and before the first relist, so that running static pods are
+		// adopted.
+		kl.static = newStaticPods(opts.PodManifestPath, opts.NodeName)
+		kl.static.reload(kl.clock.Now(), kl.manifestError)
+	}
 
 	// The kubelet's own watch: only pods bound to this node.
 	kl.podInformer = coreinformers.NewFilteredPodInformer(kl.client, metav1.NamespaceAll, 0,
@@ -228,12 +268,23 @@ func Run(ctx context.Context, opts Options) error {
 	}); err != nil {
 		return err
 	}
+	if opts.NodeServer != nil {
+		if err := kl.startNodeServer(ctx); err != nil {
+			return err
+		}
+	}
 	go kl.podInformer.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), kl.podInformer.HasSynced) {
 		kl.workers.wait()
 		return nil // ctx ended before the first list: a clean stop
 	}
 
+	if kl.static != nil {
+		for _, pod := range kl.static.list() {
+			kl.workers.dispatch(pod.UID, cacheKey(pod))
+		}
+		go kl.runStaticPods(ctx)
+	}
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
@@ -241,6 +292,41 @@ func Run(ctx context.Context, opts Options) error {
 	<-ctx.Done()
 	kl.workers.wait()
 	return nil
+}
+
+// startNodeServer listens on the kubelet port and serves the node server until ctx ends.
+func (kl *Kubelet) startNodeServer(ctx context.Context) error {
+	so := *kl.opts.NodeServer
+	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
+	so.Pods = kl.boundPods
+	if so.Address == "" {
+		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))
+	}
+	srv, err := nodeserver.New(so)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", so.Address)
+	if err != nil {
+		return fmt.Errorf("kubelet: node server: %w", err)
+	}
+	go func() {
+		if err := srv.Serve(ctx, l); err != nil {
+			kl.log.Error("node server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// boundPods returns the pods bound to this node from the watch cache.
+func (kl *Kubelet) boundPods() []*v1.Pod {
+	var pods []*v1.Pod
+	for _, obj := range kl.podInformer.GetStore().List() {
+		if pod, ok := obj.(*v1.Pod); ok {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
 }
 
 // onPod dispatches an informer event to the pod's worker.
@@ -252,17 +338,24 @@ func (kl *Kubelet) onPod(obj any) {
 	if !ok || pod.Spec.NodeName != kl.opts.NodeName {
 		return
 	}
+	if isMirrorPod(pod) {
+		kl.onMirrorPod(pod)
+		return
+	}
 	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
 }
 
 // getPod returns the pod with this key and UID from the watch cache, or nil.
 func (kl *Kubelet) getPod(key string, uid string) *v1.Pod {
+	if pod := kl.staticPod(types.UID(uid)); pod != nil {
+		return pod
+	}
 	obj, exists, err := kl.podInformer.GetStore().GetByKey(key)
 	if err != nil || !exists {
 		return nil
 	}
 	pod := obj.(*v1.Pod)
-	if string(pod.UID) != uid || pod.Spec.NodeName != kl.opts.NodeName {
+	if string(pod.UID) != uid || pod.Spec.NodeName != kl.opts.NodeName || isMirrorPod(pod) {
 		return nil
 	}
 	return pod
@@ -278,6 +371,41 @@ func (kl *Kubelet) runResync(ctx context.Context) {
 			return
 		case <-t.C():
 			kl.workers.pokeAll()
+			kl.removeOrphanedPodDirs(ctx)
+		}
+	}
+}
+
+// removeOrphanedPodDirs removes the directories of pods the kubelet no longer knows:
+// not in the API nor a static pod, without a worker and without a sandbox (deleted
+// while the kubelet was down, say).
+func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context) {
+	onDisk, err := kl.volumes.PodsOnDisk()
+	if err != nil || len(onDisk) == 0 {
+		return
+	}
+	known := map[types.UID]bool{}
+	for _, obj := range kl.podInformer.GetStore().List() {
+		known[obj.(*v1.Pod).UID] = true
+	}
+	if kl.static != nil {
+		for _, pod := range kl.static.list() {
+			known[pod.UID] = true
+		}
+	}
+	sandboxes, err := kl.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return
+	}
+	for _, sb := range sandboxes {
+		known[types.UID(sb.GetMetadata().GetUid())] = true
+	}
+	for _, uid := range onDisk {
+		if known[uid] || kl.workers.has(uid) {
+			continue
+		}
+		if err := kl.volumes.TearDown(ctx, uid); err != nil {
+			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
 		}
 	}
 }

@@ -16,6 +16,11 @@ type podState struct {
 	probes     map[probeKey]*probeWorker
 	results    map[string]*containerProbeResults // by container ID
 	kills      map[string]string                 // container ID -> reason
+	// Volume set-up failures, worker-owned: when the current stretch began, and the
+	// back-off of their retries and events.
+	mountWaitSince time.Time
+	mountRetryAt   time.Time
+	mountRetry     time.Duration
 }
 
 type waitingReason struct{ reason, message string }

@@ -29,10 +29,14 @@ func nanoTime(ns int64) metav1.Time {
 
 // terminatedState is the API view of an exited runtime container.
 func (kl *Kubelet) terminatedState(c *runtimeapi.ContainerStatus) *v1.ContainerStateTerminated {
+	msg := c.Message
+	if msg == "" {
+		msg = terminationMessage(c)
+	}
 	return &v1.ContainerStateTerminated{
 		ExitCode:    c.ExitCode,
 		Reason:      c.Reason,
-		Message:     c.Message,
+		Message:     msg,
 		StartedAt:   nanoTime(c.StartedAt),
 		FinishedAt:  nanoTime(c.FinishedAt),
 		ContainerID: kl.containerID(c.Id),
@@ -289,11 +293,12 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, init
 
 // writeStatus posts the status through pods/status if it differs from the pod's.
 func (kl *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, status v1.PodStatus) error {
-	if apiequality.Semantic.DeepEqual(pod.Status, status) {
+	target := kl.statusTarget(pod)
+	if target == nil || apiequality.Semantic.DeepEqual(target.Status, status) {
 		return nil
 	}
 	// Keep the order of conditions stable against the old one to avoid needless writes.
-	updated := pod.DeepCopy()
+	updated := target.DeepCopy()
 	updated.Status = status
 	_, err := kl.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {

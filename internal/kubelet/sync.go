@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"mizzen/internal/kubelet/volume"
 )
 
 // Waiting reasons the kubelet reports, as upstream spells them.
@@ -32,6 +34,9 @@ const (
 // done when the pod is gone from the API and its runtime objects are removed.
 func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	uid := string(w.uid)
+	if strings.HasPrefix(uid, "mirror:") {
+		return kl.syncOrphanMirror(ctx, w)
+	}
 	rt, err := kl.readPodRuntime(ctx, uid)
 	if err != nil {
 		return false, err
@@ -41,13 +46,26 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	case pod == nil:
 		return kl.cleanupPod(ctx, w, rt)
 	case pod.DeletionTimestamp != nil:
-		return false, kl.terminatePod(ctx, w, pod, rt)
+		if err := kl.terminatePod(ctx, w, pod, rt); err != nil {
+			return false, err
+		}
+		kl.staticPodTerminated(w.uid)
+		return false, nil
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
-		// A terminal pod never runs again: stop what is left, keep the status.
+		// A terminal pod never runs again: stop what is left, keep the status, and
+		// release its volumes (tmpfs memory, tokens) as upstream does.
 		w.state.stopProbes()
-		return false, kl.stopAll(ctx, rt, 0)
+		if err := kl.stopAll(ctx, rt, 0); err != nil {
+			return false, err
+		}
+		return false, kl.volumes.TearDownVolumes(ctx, w.uid)
 	}
 
+	if kl.static.get(w.uid) != nil {
+		if err := kl.syncMirrorPod(ctx, pod); err != nil {
+			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
+		}
+	}
 	if reason, msg := kl.admit(pod); reason != "" {
 		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
 	}
@@ -58,7 +76,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		kl.workers.pokeAfter(kl.clock, w.uid, left)
 	}
 
-	syncErr := kl.reconcilePod(ctx, w, pod, rt)
+	var syncErr error
+	if vols, ok := kl.setUpVolumes(ctx, w, pod); ok || rt.anyRunning() {
+		// A running pod keeps running while a source is missing, as upstream's does.
+		syncErr = kl.reconcilePod(ctx, w, pod, rt, vols)
+	}
 	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
 		return false, err
 	}
@@ -119,6 +141,9 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 		}
 	}
 	kl.backoff.forget(string(w.uid) + "/")
+	if err := kl.volumes.TearDown(ctx, w.uid); err != nil {
+		return false, fmt.Errorf("removing volumes: %w", err)
+	}
 	return true, nil
 }
 
@@ -263,7 +288,7 @@ func needsNewSandbox(pod *v1.Pod, rt *podRuntime) bool {
 
 // reconcilePod does what the pod needs next: a sandbox, the next init container, the
 // containers that are missing or due a restart, the kill a failed probe asked for.
-func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
+func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, vols map[string]volume.Mounted) error {
 	if w.state.startTime.IsZero() {
 		w.state.startTime = kl.clock.Now()
 	}
@@ -283,7 +308,13 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		if err != nil {
 			return err
 		}
-		if _, err := kl.runtime.RunPodSandbox(ctx, cfg, ""); err != nil {
+		release, err := kl.starts.acquire(ctx, startSandbox)
+		if err != nil {
+			return err
+		}
+		_, err = kl.runtime.RunPodSandbox(ctx, cfg, "")
+		release()
+		if err != nil {
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
 		}
@@ -300,7 +331,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if err != nil {
 		return err
 	}
-	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg}
+	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg, volumes: vols}
 
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -400,6 +431,7 @@ type podSync struct {
 	rt            *podRuntime
 	sandbox       *runtimeapi.PodSandboxStatus
 	sandboxConfig *runtimeapi.PodSandboxConfig
+	volumes       map[string]volume.Mounted
 }
 
 func backoffKey(pod *v1.Pod, name string) string { return string(pod.UID) + "/" + name }
@@ -433,23 +465,15 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 	if err != nil {
 		return nil // reported through the waiting reason; retried with image back-off
 	}
-	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox)
+	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox, p.volumes)
 	ref := containerRef(p.pod, c.Name)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
 		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return nil
 	}
-	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
+	id, err := p.createAndStart(ctx, c, cfg)
 	if err != nil {
-		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
-		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return err
-	}
-	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
-		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
-		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
 	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
@@ -461,6 +485,30 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		}
 	}
 	return nil
+}
+
+// createAndStart creates and starts a container in the pod's sandbox, holding a slot of
+// the start gate for just the runtime calls.
+func (p *podSync) createAndStart(ctx context.Context, c *v1.Container, cfg *runtimeapi.ContainerConfig) (string, error) {
+	release, err := p.kl.starts.acquire(ctx, startContainer)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	ref := containerRef(p.pod, c.Name)
+	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
+	if err != nil {
+		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return "", err
+	}
+	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
+		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
+		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return "", err
+	}
+	return id, nil
 }
 
 // ensureImage makes the container's image present per its imagePullPolicy and returns
@@ -496,7 +544,7 @@ func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container
 	}
 	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	began := kl.clock.Now()
-	ref, err := kl.images.PullImage(ctx, spec, nil, sbCfg)
+	ref, err := kl.pullImage(ctx, pod, spec, sbCfg)
 	if err != nil {
 		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		now := kl.clock.Now()

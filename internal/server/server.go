@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,7 +26,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/apiserver"
+	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
+	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/catalog"
@@ -47,7 +51,23 @@ type Options struct {
 	// OpenAPI serves /openapi/*, when set.
 	OpenAPI func(resources []*registry.Resource) (http.Handler, error)
 	Log     *slog.Logger
+	// ServiceAccountKeyFile is the RSA key that signs and verifies service account
+	// tokens (PEM); DataDir/tls/sa.key, created when missing, by default. Apiservers
+	// sharing one etcd must share this key.
+	ServiceAccountKeyFile string
+	// ServiceAccountIssuer is the iss claim of service account tokens and the default
+	// API audience; https://kubernetes.default.svc.cluster.local by default.
+	ServiceAccountIssuer string
+	// DisableAdmissionPlugins names admission plugins not to run ("ServiceAccount").
+	DisableAdmissionPlugins []string
+	// KubeletCertificateAuthority is a PEM bundle file that kubelets' serving
+	// certificates are verified against; without it they are not verified, as upstream's
+	// apiserver does without --kubelet-certificate-authority.
+	KubeletCertificateAuthority string
 }
+
+// DefaultServiceAccountIssuer is the issuer of service account tokens unless configured.
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // ControlPlane is a running etcd + apiserver.
 type ControlPlane struct {
@@ -91,6 +111,33 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
+	for _, name := range opts.DisableAdmissionPlugins {
+		if name != "ServiceAccount" {
+			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: ServiceAccount)", name)
+		}
+	}
+	if opts.ServiceAccountKeyFile == "" {
+		opts.ServiceAccountKeyFile = filepath.Join(tlsDir, "sa.key")
+	}
+	if opts.ServiceAccountIssuer == "" {
+		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
+	}
+	// Making a new RSA key can take a second on a busy machine: it overlaps etcd's start.
+	type signerResult struct {
+		signer *satoken.Signer
+		err    error
+	}
+	saSigner := make(chan signerResult, 1)
+	go func() {
+		key, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
+		if err != nil {
+			saSigner <- signerResult{err: fmt.Errorf("service account key: %w", err)}
+			return
+		}
+		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer)
+		saSigner <- signerResult{signer, err}
+	}()
+
 	var client *clientv3.Client
 	var member *etcd.Member
 	if opts.EtcdServers != "" {
@@ -127,9 +174,24 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		// Building the documents is the start-up's largest transient allocation.
 		debug.FreeOSMemory()
 	}
+	sa := <-saSigner
+	if sa.err != nil {
+		if member != nil {
+			member.Close()
+		}
+		_ = listener.Close()
+		return nil, sa.err
+	}
+	kubeletClient, err := kubeletClientTLS(ca, tlsDir, opts.KubeletCertificateAuthority)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
+		ServiceAccountIssuer:    sa.signer,
+		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
+		KubeletClientTLS:        kubeletClient,
 	})
 	if err != nil {
 		return nil, err
@@ -241,6 +303,60 @@ func servingNames(bind string, serviceIP net.IP) ([]string, []net.IP) {
 		}
 	}
 	return hosts, ips
+}
+
+// kubeletClientTLS is how the apiserver reaches kubelets: with a client certificate of
+// the identity kubelets let through, verifying their serving certificates against
+// caFile when given. Without one they are not verified, as upstream: a kubelet serves
+// with a self-signed certificate unless it is given one.
+func kubeletClientTLS(ca *pki.CA, dir, caFile string) (*tls.Config, error) {
+	issued, err := ca.LoadOrIssueClient(dir, "apiserver-kubelet-client", nodeserver.APIServerClientUser, nil)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := issued.TLS()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		cfg.InsecureSkipVerify = true
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--kubelet-certificate-authority: %w", err)
+	}
+	cfg.RootCAs = x509.NewCertPool()
+	if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--kubelet-certificate-authority %s: no certificates", caFile)
+	}
+	return cfg, nil
+}
+
+// CAFile is the cluster CA's certificate: kubelets verify the apiserver's client
+// certificate against it (--client-ca-file).
+func (cp *ControlPlane) CAFile() string { return filepath.Join(cp.DataDir, "tls", "ca.crt") }
+
+// KubeletServing issues a serving certificate for the node server of a kubelet on this
+// machine, valid for hostname and the machine's addresses, kept as
+// DataDir/tls/<name>.{crt,key}; it returns the two files.
+func (cp *ControlPlane) KubeletServing(name, hostname string) (certFile, keyFile string, err error) {
+	hosts, ips := servingNames("0.0.0.0", nil)
+	hosts = append(hosts, hostname)
+	issued, err := cp.ca.IssueServing(hostname, hosts, ips)
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(cp.DataDir, "tls")
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(keyFile, issued.KeyPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(certFile, issued.CertPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
 }
 
 // ComponentConfig gives a bundled component credentials of its own (a client

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mizzen/internal/testing/proc"
 )
 
 // mizzenBin is the binary built once for all tests.
@@ -30,6 +32,14 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building mizzen:", err)
+		os.Exit(1)
+	}
+	// The agent's sandbox program lives beside the binary, as `make build` puts it.
+	pause := exec.Command("go", "build", "-o", filepath.Join(dir, "mizzen-pause"), "mizzen/internal/kubelet/containerd/pause")
+	pause.Env = append(os.Environ(), "CGO_ENABLED=0")
+	pause.Stdout, pause.Stderr = os.Stderr, os.Stderr
+	if err := pause.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building mizzen-pause:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -84,20 +94,7 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 	return c
 }
 
-func (c *cluster) stop() {
-	if c.cmd.Process == nil || c.cmd.ProcessState != nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-	}
-}
+func (c *cluster) stop() { proc.Stop(c.cmd, 15*time.Second) }
 
 // kill stops the server abruptly, as a crash would.
 func (c *cluster) kill() {

@@ -18,12 +18,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "endpoints"
 
 const (
@@ -42,6 +44,8 @@ type Controller struct {
 	endpoints corelisters.EndpointsLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	events    *util.Events
+	recorder  record.EventRecorder
 }
 
 // New registers the controller's handlers on the informers.
@@ -52,8 +56,10 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		pods:      pods.Lister(),
 		endpoints: endpoints.Lister(),
 		synced:    []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
-		queue:     util.NewQueue(Name),
+		queue:     util.NewQueue("endpoint"),
+		events:    util.NewEvents(client, "endpoint-controller"),
 	}
+	c.recorder = c.events
 	services.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	endpoints.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) { util.Enqueue(c.queue, obj) }, // recreate if deleted by hand
@@ -82,6 +88,7 @@ func (c *Controller) enqueueServicesOf(obj any) {
 
 // Run processes services until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunKeyWorkers(ctx, Name, c.queue, workers, c.sync, c.synced...)
 }
 
@@ -146,6 +153,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	if err != nil {
+		if exists {
+			c.recorder.Eventf(ep, corev1.EventTypeWarning, "FailedToUpdateEndpoint", "Failed to update endpoint %s/%s: %v", namespace, name, err)
+		} else {
+			c.recorder.Eventf(ep, corev1.EventTypeWarning, "FailedToCreateEndpoint", "Failed to create endpoint for service %s/%s: %v", namespace, name, err)
+		}
 		return fmt.Errorf("write endpoints %s: %w", key, err)
 	}
 	return nil

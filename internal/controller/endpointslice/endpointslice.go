@@ -21,12 +21,14 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "endpointslice"
 
 const (
@@ -51,6 +53,8 @@ type Controller struct {
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
 	maxPer   int
+	events   *util.Events
+	recorder record.EventRecorder
 
 	// pending records, per service, slices we created or deleted that the informer
 	// has not shown yet; syncing on such a stale view would duplicate slices.
@@ -74,10 +78,12 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		slices:   slices.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced,
 			nodes.Informer().HasSynced, slices.Informer().HasSynced},
-		queue:   util.NewQueue(Name),
+		queue:   util.NewQueue("endpoint_slice"),
 		maxPer:  maxEndpointsPerSlice,
 		pending: map[string]*expectations{},
+		events:  util.NewEvents(client, "endpoint-slice-controller"),
 	}
+	c.recorder = c.events
 	services.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueServicesOf,
@@ -112,6 +118,7 @@ func (c *Controller) enqueueServicesOf(obj any) {
 
 // Run processes services until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	util.RunKeyWorkers(ctx, Name, c.queue, workers, c.sync, c.synced...)
 }
 
@@ -150,7 +157,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	desired := c.desiredEndpoints(svc, pods)
 	p := reconcile(svc, desired, existing, c.maxPer)
 	p.triggerTime = util.LastChangeTime(svc, pods)
-	return c.apply(ctx, key, p)
+	if err := c.apply(ctx, key, p); err != nil {
+		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
+			"Error updating Endpoint Slices for Service %s/%s: %v", svc.Namespace, svc.Name, err)
+		return err
+	}
+	return nil
 }
 
 // checkFresh fails while the informer has not yet shown our own recent writes.

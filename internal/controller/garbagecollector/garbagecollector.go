@@ -10,6 +10,10 @@
 //     blockOwnerDeletion remains;
 //   - an owner being deleted with the orphan finalizer has its ownerReference removed
 //     from every dependent, then loses the finalizer.
+//
+// An ownerReference that cannot hold (a cluster-scoped object owned by a namespaced
+// kind, or an owner that lives in another namespace than its dependent) is reported
+// with an OwnerRefInvalidNamespace Event on the dependent, as upstream.
 package garbagecollector
 
 import (
@@ -20,21 +24,26 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "garbage-collector"
 
 // rediscoverPeriod is how often new resource types are looked for, as upstream.
@@ -49,24 +58,34 @@ type Controller struct {
 	discovery discovery.DiscoveryInterface
 	monitors  *monitors
 	queue     workqueue.TypedRateLimitingInterface[string]
+	events    *util.Events
+	recorder  record.EventRecorder
 }
 
-// New builds the collector. Nothing is watched until Run discovers the resources.
-func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface) *Controller {
+// New builds the collector; client carries its Events. Built-in resources are watched
+// through typed, when set (the shared factory, so that objects other controllers
+// watch are not cached twice), the others through metadata-only informers. Nothing
+// is watched until Run discovers the resources.
+func New(client kubernetes.Interface, metadataClient metadata.Interface, disc discovery.DiscoveryInterface, typed informers.SharedInformerFactory) *Controller {
+	events := util.NewEvents(client, "garbage-collector-controller")
 	return &Controller{
+		events:    events,
+		recorder:  events,
 		metadata:  metadataClient,
 		discovery: disc,
 		monitors: &monitors{
 			factory: metadatainformer.NewSharedInformerFactory(metadataClient, 0),
+			typed:   typed,
 			byGVR:   map[schema.GroupVersionResource]*monitor{},
 			byKind:  map[schema.GroupKind]*monitor{},
 		},
-		queue: util.NewQueue(Name),
+		queue: util.NewQueue("garbage_collector_attempt_to_delete"),
 	}
 }
 
 // Run watches every deletable resource and collects until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	if err := c.discover(ctx); err != nil {
 		slog.WarnContext(ctx, "garbage collector: partial discovery", "err", err)
 	}
@@ -97,13 +116,7 @@ func (c *Controller) discover(ctx context.Context) error {
 }
 
 func (c *Controller) addHandlers(mon *monitor) {
-	toMeta := func(obj any) *metav1.PartialObjectMetadata {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		m, _ := obj.(*metav1.PartialObjectMetadata)
-		return m
-	}
+	toMeta := mon.meta
 	mon.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if m := toMeta(obj); m != nil {
@@ -168,8 +181,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil || !exists {
 		return err
 	}
-	item, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
+	item := mon.meta(obj)
+	if item == nil {
 		return nil
 	}
 	if item.DeletionTimestamp != nil {
@@ -199,7 +212,7 @@ const (
 
 // ownerState looks an owner up in the cache and, when the cache does not show it,
 // confirms with a live GET by UID: a lagging cache must never cause a deletion.
-func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) (ownerState, error) {
+func (c *Controller) ownerState(ctx context.Context, dependentMon *monitor, dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) (ownerState, error) {
 	mon := c.monitors.forOwner(ref)
 	if mon == nil {
 		return ownerUnknown, nil
@@ -207,7 +220,10 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 	ns := ""
 	if mon.namespaced {
 		if dependent.Namespace == "" {
-			return ownerGone, nil // a cluster-scoped object cannot be owned by a namespaced one
+			// A cluster-scoped object cannot be owned by a namespaced one; whether that
+			// owner exists cannot be told, so the object is left alone, as upstream.
+			c.reportInvalidNamespace(dependentMon, dependent, ref)
+			return ownerUnknown, nil
 		}
 		ns = dependent.Namespace
 	}
@@ -225,12 +241,15 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 		key = ns + "/" + ref.Name
 	}
 	if obj, ok, _ := mon.informer.GetIndexer().GetByKey(key); ok {
-		if o, isMeta := obj.(*metav1.PartialObjectMetadata); isMeta && o.UID == ref.UID {
+		if o := mon.meta(obj); o != nil && o.UID == ref.UID {
 			return classify(o), nil
 		}
 	}
 	live, err := c.metadata.Resource(mon.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if mon.holdsUID(ref.UID) {
+			c.reportInvalidNamespace(dependentMon, dependent, ref)
+		}
 		return ownerGone, nil
 	}
 	if err != nil {
@@ -239,12 +258,21 @@ func (c *Controller) ownerState(ctx context.Context, dependent *metav1.PartialOb
 	return classify(live), nil
 }
 
+// reportInvalidNamespace tells the dependent's users that its owner cannot be in its
+// namespace, worded as upstream.
+func (c *Controller) reportInvalidNamespace(mon *monitor, dependent *metav1.PartialObjectMetadata, ref metav1.OwnerReference) {
+	owner := fmt.Sprintf("[%s/%s, namespace: %s, name: %s, uid: %s]", ref.APIVersion, ref.Kind, dependent.Namespace, ref.Name, ref.UID)
+	c.recorder.Eventf(&corev1.ObjectReference{APIVersion: mon.gvr.GroupVersion().String(), Kind: mon.kind,
+		Namespace: dependent.Namespace, Name: dependent.Name, UID: dependent.UID},
+		corev1.EventTypeWarning, "OwnerRefInvalidNamespace", "ownerRef %s does not exist in namespace %q", owner, dependent.Namespace)
+}
+
 // collectIfOrphaned deletes an object all of whose owners are gone, and drops
 // references to gone or foreground-deleting owners when a live owner remains.
 func (c *Controller) collectIfOrphaned(ctx context.Context, mon *monitor, item *metav1.PartialObjectMetadata) error {
 	var present, gone, deleting []metav1.OwnerReference
 	for _, ref := range item.OwnerReferences {
-		state, err := c.ownerState(ctx, item, ref)
+		state, err := c.ownerState(ctx, mon, item, ref)
 		if err != nil {
 			return err
 		}

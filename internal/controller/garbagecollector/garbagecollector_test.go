@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"mizzen/internal/controller/util"
 )
@@ -67,8 +69,9 @@ func deleting(finalizers ...string) objOpt {
 }
 
 type fixture struct {
-	meta *metadatafake.FakeMetadataClient
-	c    *Controller
+	meta   *metadatafake.FakeMetadataClient
+	c      *Controller
+	events *record.FakeRecorder
 }
 
 // newFixture builds a collector that has observed cached objects; live objects exist
@@ -88,7 +91,9 @@ func newFixture(t *testing.T, cached []*metav1.PartialObjectMetadata, liveOnly .
 	}
 	meta := metadatafake.NewSimpleMetadataClient(scheme, all...)
 	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: apiResources}}
-	c := New(meta, disc)
+	c := New(fake.NewClientset(), meta, disc, nil)
+	events := record.NewFakeRecorder(100)
+	c.recorder = events
 	found, err := util.DiscoverResources(disc, "list", "watch", "delete")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +107,7 @@ func newFixture(t *testing.T, cached []*metav1.PartialObjectMetadata, liveOnly .
 		}
 	}
 	meta.ClearActions()
-	return &fixture{meta: meta, c: c}
+	return &fixture{meta: meta, c: c, events: events}
 }
 
 func (f *fixture) forget(t *testing.T, o *metav1.PartialObjectMetadata) {
@@ -177,6 +182,7 @@ func TestCollectDependentsOfGoneOwners(t *testing.T) {
 		liveOnly []*metav1.PartialObjectMetadata
 		sync     [3]string // resource, namespace, name
 		want     []string
+		event    string // the Event recorded, if any
 	}{
 		{
 			story:  "a replica set whose deployment is gone is deleted in the background",
@@ -216,10 +222,18 @@ func TestCollectDependentsOfGoneOwners(t *testing.T) {
 			want:   []string{"delete widgets/gadget (Background)"},
 		},
 		{
-			story:  "a cluster-scoped object cannot be owned by a namespaced one",
+			story:  "a cluster-scoped object owned by a namespaced kind is left alone and reported",
 			cached: []*metav1.PartialObjectMetadata{obj("v1", "ConfigMap", "shop", "settings"), obj("v1", "Node", "", "n1", ownedBy("v1", "ConfigMap", "settings", false, ""))},
 			sync:   [3]string{"nodes", "", "n1"},
-			want:   []string{"delete nodes/n1 (Background)"},
+			event:  `Warning OwnerRefInvalidNamespace ownerRef [v1/ConfigMap, namespace: , name: settings, uid: uid-settings] does not exist in namespace ""`,
+		},
+		{
+			story: "an object whose owner lives in another namespace is collected and reported",
+			cached: []*metav1.PartialObjectMetadata{obj("v1", "ConfigMap", "other", "settings"),
+				obj("v1", "Pod", "shop", "p1", ownedBy("v1", "ConfigMap", "settings", false, ""))},
+			sync:  [3]string{"pods", "shop", "p1"},
+			want:  []string{"delete pods/p1 (Background)"},
+			event: `Warning OwnerRefInvalidNamespace ownerRef [v1/ConfigMap, namespace: shop, name: settings, uid: uid-settings] does not exist in namespace "shop"`,
 		},
 		{
 			story:  "an orphan with the orphan finalizer is deleted in orphan mode",
@@ -234,6 +248,13 @@ func TestCollectDependentsOfGoneOwners(t *testing.T) {
 			f.sync(t, tt.sync[0], tt.sync[1], tt.sync[2])
 			if got := f.writes(); !slices.Equal(got, tt.want) {
 				t.Fatalf("writes\n got %v\nwant %v", got, tt.want)
+			}
+			var events []string
+			for len(f.events.Events) > 0 {
+				events = append(events, <-f.events.Events)
+			}
+			if tt.event == "" && len(events) > 0 || tt.event != "" && !slices.Equal(events, []string{tt.event}) {
+				t.Errorf("events %q, want %q", events, tt.event)
 			}
 		})
 	}
@@ -314,7 +335,7 @@ func TestRunCollectsThroughInformers(t *testing.T) {
 		obj("apps/v1", "ReplicaSet", "shop", "web-1"),
 		obj("v1", "Pod", "shop", "kept", ownedBy("apps/v1", "ReplicaSet", "web-1", true, "")),
 		obj("v1", "Pod", "shop", "orphan", ownedBy("apps/v1", "ReplicaSet", "web-0", true, "")))
-	c := New(f.meta, &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: apiResources}})
+	c := New(fake.NewClientset(), f.meta, &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: apiResources}}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Run(ctx, 2)

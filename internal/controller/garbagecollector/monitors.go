@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -25,17 +26,45 @@ func ignored(gr schema.GroupResource) bool {
 	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
 }
 
-// monitor is the metadata informer of one resource.
+// monitor is the informer of one resource: the shared typed one when the resource is
+// built in (so objects other controllers watch are cached once), else a metadata one.
 type monitor struct {
 	gvr        schema.GroupVersionResource
+	kind       string
 	namespaced bool
 	informer   cache.SharedIndexInformer
 }
 
-// monitors holds one metadata informer per deletable resource the apiserver serves,
-// and the kind -> resource mapping needed to follow an ownerReference.
+// meta returns the metadata of an object from the monitor's informer (typed or
+// metadata-only; tombstones unwrapped), nil if it is neither.
+func (mon *monitor) meta(obj any) *metav1.PartialObjectMetadata {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return m
+	}
+	acc, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil
+	}
+	om, ok := acc.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return nil
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: mon.gvr.GroupVersion().String(), Kind: mon.kind},
+		ObjectMeta: *om,
+	}
+}
+
+// monitors holds one informer per deletable resource the apiserver serves, and the
+// kind -> resource mapping needed to follow an ownerReference.
 type monitors struct {
 	factory metadatainformer.SharedInformerFactory
+	// typed, when set, is the controller-manager's shared factory, preferred for the
+	// resources it knows, as upstream.
+	typed informers.SharedInformerFactory
 
 	mu     sync.RWMutex
 	byGVR  map[schema.GroupVersionResource]*monitor
@@ -68,7 +97,7 @@ func (m *monitors) sync(found []util.DiscoveredResource, handlers func(*monitor)
 		if existing, ok := m.byKind[gk]; ok && existing.gvr.Resource == r.GVR.Resource {
 			continue // already watched (possibly at another version)
 		}
-		mon := &monitor{gvr: r.GVR, namespaced: r.Namespaced, informer: m.factory.ForResource(r.GVR).Informer()}
+		mon := &monitor{gvr: r.GVR, kind: r.Kind, namespaced: r.Namespaced, informer: m.informerFor(r.GVR)}
 		if err := mon.informer.AddIndexers(cache.Indexers{byOwnerUID: ownerUIDs}); err != nil {
 			continue // already has the index: a monitor for it exists
 		}
@@ -78,6 +107,17 @@ func (m *monitors) sync(found []util.DiscoveredResource, handlers func(*monitor)
 		added = append(added, mon)
 	}
 	return added
+}
+
+// informerFor picks the shared typed informer of a built-in resource, else a
+// metadata-only one.
+func (m *monitors) informerFor(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	if m.typed != nil {
+		if inf, err := m.typed.ForResource(gvr); err == nil {
+			return inf.Informer()
+		}
+	}
+	return m.factory.ForResource(gvr).Informer()
 }
 
 func ownerUIDs(obj any) ([]string, error) {
@@ -126,7 +166,7 @@ func (m *monitors) dependentsOf(uid types.UID) []dependent {
 			continue
 		}
 		for _, o := range objs {
-			if pom, ok := o.(*metav1.PartialObjectMetadata); ok {
+			if pom := mon.meta(o); pom != nil {
 				out = append(out, dependent{mon: mon, obj: pom})
 			}
 		}
@@ -145,4 +185,22 @@ func (m *monitors) allSynced() bool {
 	return true
 }
 
-func (m *monitors) start(ctx context.Context) { m.factory.Start(ctx.Done()) }
+// start starts the informers not yet running (the typed factory's included: the ones
+// the garbage collector asked for after the manager started it).
+func (m *monitors) start(ctx context.Context) {
+	m.factory.Start(ctx.Done())
+	if m.typed != nil {
+		m.typed.Start(ctx.Done())
+	}
+}
+
+// holdsUID reports whether any cached object of the monitor has uid (in whatever
+// namespace). A scan: it runs only when an owner was not found where it should be.
+func (mon *monitor) holdsUID(uid types.UID) bool {
+	for _, obj := range mon.informer.GetStore().List() {
+		if o, ok := obj.(metav1.Object); ok && o.GetUID() == uid {
+			return true
+		}
+	}
+	return false
+}

@@ -29,7 +29,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "namespace"
 
 // recheckAfter is how soon a namespace whose content is still going away (pods in

@@ -1,6 +1,7 @@
 // Package nodeipam gives every node a pod CIDR (spec.podCIDR and spec.podCIDRs) out of
 // the cluster CIDR, never the same one to two nodes. Allocations are rebuilt from the
-// nodes themselves at start, so nothing is kept outside the API.
+// nodes themselves at start, so nothing is kept outside the API. A node that cannot
+// get one is told with a CIDRNotAvailable or CIDRAssignmentFailed Event, as upstream.
 package nodeipam
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,12 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "node-ipam"
 
 // Controller allocates pod CIDRs; its queue holds node names.
@@ -32,6 +36,9 @@ type Controller struct {
 	synced cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 	cidrs  *allocator
+
+	events   *util.Events
+	recorder record.EventRecorder
 }
 
 // New registers the controller on the node informer. clusterCIDR is one IPv4 or IPv6
@@ -47,13 +54,16 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, clusterC
 		synced: nodes.Informer().HasSynced,
 		queue:  util.NewQueue(Name),
 		cidrs:  cidrs,
+		events: util.NewEvents(client, "cidrAllocator"),
 	}
+	c.recorder = c.events
 	nodes.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	return c, nil
 }
 
 // Run rebuilds the allocations from the nodes, then processes nodes until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.events.Start(ctx)
 	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
 		return
 	}
@@ -108,6 +118,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	p, err := c.cidrs.allocate(name)
 	if err != nil {
+		c.recordStatus(node, "CIDRNotAvailable")
 		return err
 	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{
@@ -120,8 +131,15 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		c.cidrs.release(name)
+		c.recordStatus(node, "CIDRAssignmentFailed")
 		return fmt.Errorf("assign pod CIDR %s to node %s: %w", p, name, err)
 	}
 	slog.InfoContext(ctx, "assigned pod CIDR", "node", name, "podCIDR", p.String())
 	return nil
+}
+
+// recordStatus records a node status change the way upstream words it.
+func (c *Controller) recordStatus(node *corev1.Node, status string) {
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
+	c.recorder.Eventf(ref, corev1.EventTypeNormal, status, "Node %s status is now: %s", node.Name, status)
 }

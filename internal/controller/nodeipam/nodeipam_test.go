@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 )
 
 func node(name, podCIDR string) *corev1.Node {
@@ -58,6 +59,7 @@ func TestAssignPodCIDRs(t *testing.T) {
 		deleted     []string // removed from the informer before the sync
 		want        map[string]string
 		wantErr     bool
+		wantEvents  []string
 	}{
 		{
 			story: "two new nodes get the first two subnets", clusterCIDR: "10.244.0.0/16", maskSize: 24,
@@ -80,6 +82,7 @@ func TestAssignPodCIDRs(t *testing.T) {
 			story: "a full range is an error and nothing is written", clusterCIDR: "10.0.0.0/24", maskSize: 24,
 			observed: []*corev1.Node{node("a", "10.0.0.0/24"), node("b", "")}, sync: []string{"b"},
 			want: map[string]string{}, wantErr: true,
+			wantEvents: []string{"Normal CIDRNotAvailable Node b status is now: CIDRNotAvailable"},
 		},
 		{
 			story: "IPv6 works the same way", clusterCIDR: "fd00:10::/56", maskSize: 64,
@@ -99,6 +102,8 @@ func TestAssignPodCIDRs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			events := record.NewFakeRecorder(10)
+			c.recorder = events
 			idx := inf.Core().V1().Nodes().Informer().GetIndexer()
 			for _, n := range tt.observed {
 				idx.Add(n)
@@ -127,6 +132,13 @@ func TestAssignPodCIDRs(t *testing.T) {
 				if got[n] != cidr {
 					t.Errorf("node %s got %q, want %q", n, got[n], cidr)
 				}
+			}
+			var gotEvents []string
+			for len(events.Events) > 0 {
+				gotEvents = append(gotEvents, <-events.Events)
+			}
+			if !slices.Equal(gotEvents, tt.wantEvents) {
+				t.Errorf("events %q, want %q", gotEvents, tt.wantEvents)
 			}
 		})
 	}

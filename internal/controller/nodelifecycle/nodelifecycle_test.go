@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"mizzen/internal/controller/util"
 )
@@ -52,19 +53,35 @@ type fixture struct {
 	client *fake.Clientset
 	inf    informers.SharedInformerFactory
 	c      *Controller
+	te     *TaintEviction
 	clock  time.Time
+	events *record.FakeRecorder
 }
 
+// newFixture observes objs plus a healthy node "peer", so the cluster is never entirely
+// down (when it is, no NoExecute taint is placed at all; see TestZoneAwareTainting).
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	return newClusterFixture(t, EvictionOptions{}, append(objs, readyNode("peer", corev1.ConditionTrue))...)
+}
+
+// newClusterFixture observes exactly objs, with the given eviction pacing.
+func newClusterFixture(t *testing.T, eviction EvictionOptions, objs ...runtime.Object) *fixture {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	inf := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, inf.Core().V1().Nodes(), inf.Coordination().V1().Leases(), inf.Core().V1().Pods(), grace)
+	c, err := New(client, inf.Core().V1().Nodes(), inf.Coordination().V1().Leases(), inf.Core().V1().Pods(), grace, eviction)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{client: client, inf: inf, c: c, clock: t0}
+	te, err := NewTaintEviction(client, inf.Core().V1().Nodes(), inf.Core().V1().Pods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{client: client, inf: inf, c: c, te: te, clock: t0, events: record.NewFakeRecorder(100)}
+	c.recorder, te.recorder = f.events, f.events
 	c.now = func() time.Time { return f.clock }
+	te.now = func() time.Time { return f.clock }
 	for _, o := range objs {
 		f.observe(o)
 	}
@@ -125,12 +142,16 @@ func TestSilentNodeBecomesUnknownAndTainted(t *testing.T) {
 
 	// Then the kubelet goes silent for longer than the grace period.
 	f.clock = t0.Add(30*time.Second + grace + time.Second)
-	err := f.c.sync(ctx, "n1")
-	var later *util.RequeueAfterError
-	if !errors.As(err, &later) {
-		t.Fatalf("sync: %v, want a requeue for the pod's toleration", err)
+	if err := f.c.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
 	}
 	n := f.node(t, "n1")
+	f.observe(n)
+	err := f.te.sync(ctx, "n1")
+	var later *util.RequeueAfterError
+	if !errors.As(err, &later) {
+		t.Fatalf("taint eviction sync: %v, want a requeue for the pod's toleration", err)
+	}
 	for _, cond := range n.Status.Conditions {
 		reason, message := "NodeStatusUnknown", "Kubelet stopped posting node status."
 		if cond.Type == corev1.NodeDiskPressure || cond.Type == corev1.NodePIDPressure {
@@ -205,7 +226,7 @@ func TestPodsAreEvictedWhenTolerationRunsOut(t *testing.T) {
 		runningPod("forever", "n1", tolerate(nil)),
 		runningPod("tolerates-everything", "n1", corev1.Toleration{Operator: corev1.TolerationOpExists}),
 		runningPod("elsewhere", "n2"))
-	err := f.c.sync(context.Background(), "n1")
+	err := f.te.sync(context.Background(), "n1")
 	var later *util.RequeueAfterError
 	if !errors.As(err, &later) || later.After != 200*time.Second {
 		t.Fatalf("sync: %v, want a requeue in 200s for long-toleration", err)

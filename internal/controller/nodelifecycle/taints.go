@@ -57,9 +57,21 @@ func evictionTime(pod *corev1.Pod, taints []corev1.Taint, now time.Time) (at tim
 	return at, ok
 }
 
+// hasNoExecuteTaint reports whether the node carries this controller's unreachable or
+// not-ready NoExecute taint.
+func hasNoExecuteTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute && (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) {
+			return true
+		}
+	}
+	return false
+}
+
 // wantTaints returns the node's taints with the unreachable/not-ready pair set to
-// match its Ready condition, and whether anything changed.
-func wantTaints(node *corev1.Node, ready corev1.ConditionStatus, now time.Time) ([]corev1.Taint, bool) {
+// match its Ready condition, and whether anything changed. Without noExecute only the
+// NoSchedule half is wanted (and a NoExecute one present is removed).
+func wantTaints(node *corev1.Node, ready corev1.ConditionStatus, now time.Time, noExecute bool) ([]corev1.Taint, bool) {
 	var key string
 	switch ready {
 	case corev1.ConditionUnknown:
@@ -72,7 +84,8 @@ func wantTaints(node *corev1.Node, ready corev1.ConditionStatus, now time.Time) 
 	have := map[corev1.TaintEffect]bool{}
 	for _, t := range node.Spec.Taints {
 		ours := t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady
-		if ours && t.Key != key && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule) {
+		unwanted := t.Key != key || (t.Effect == corev1.TaintEffectNoExecute && !noExecute)
+		if ours && unwanted && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule) {
 			changed = true
 			continue
 		}
@@ -83,7 +96,7 @@ func wantTaints(node *corev1.Node, ready corev1.ConditionStatus, now time.Time) 
 	}
 	if key != "" {
 		for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
-			if have[effect] {
+			if have[effect] || (effect == corev1.TaintEffectNoExecute && !noExecute) {
 				continue
 			}
 			t := corev1.Taint{Key: key, Effect: effect}

@@ -1,12 +1,15 @@
 // Package podgc deletes pods nobody else will: terminated pods beyond a threshold
-// (oldest first), pods bound to nodes that no longer exist, and terminating pods that
-// were never scheduled, so no kubelet will ever finish them.
+// (oldest first), terminating pods on a node that is not Ready and that an operator
+// has tainted node.kubernetes.io/out-of-service (non-graceful node shutdown), pods
+// bound to nodes that no longer exist, and terminating pods that were never
+// scheduled, so no kubelet will ever finish them.
 package podgc
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -24,7 +27,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "pod-garbage-collector"
 
 // checkPeriod is how often the whole pod list is examined, as upstream.
@@ -69,6 +73,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		return err
 	}
 	c.collectTerminated(ctx, pods)
+	c.collectOutOfService(ctx, pods)
 	c.collectOrphaned(ctx, pods)
 	c.collectUnscheduledTerminating(ctx, pods)
 	return nil
@@ -96,7 +101,7 @@ func (c *Controller) collectTerminated(ctx context.Context, pods []*corev1.Pod) 
 		return ti.Before(&tj)
 	})
 	for _, p := range terminated[:excess] {
-		c.delete(ctx, p, "")
+		c.delete(ctx, p, false, "")
 	}
 }
 
@@ -118,7 +123,7 @@ func (c *Controller) collectOrphaned(ctx context.Context, pods []*corev1.Pod) {
 			checked[p.Spec.NodeName] = exists
 		}
 		if !exists {
-			c.delete(ctx, p, "PodGC: node no longer exists")
+			c.delete(ctx, p, true, "PodGC: node no longer exists")
 		}
 	}
 }
@@ -126,23 +131,52 @@ func (c *Controller) collectOrphaned(ctx context.Context, pods []*corev1.Pod) {
 func (c *Controller) collectUnscheduledTerminating(ctx context.Context, pods []*corev1.Pod) {
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil && p.Spec.NodeName == "" {
-			c.delete(ctx, p, "PodGC: unscheduled pod is terminating")
+			c.delete(ctx, p, true, "PodGC: unscheduled pod is terminating")
 		}
 	}
 }
 
-// delete marks a still-running pod Failed with a DisruptionTarget condition saying why
-// (when why is set), then deletes it with no grace period, as upstream's podgc does.
-func (c *Controller) delete(ctx context.Context, p *corev1.Pod, why string) {
+// collectOutOfService force-deletes terminating pods whose node is not Ready and
+// carries the out-of-service taint: the operator says the node is gone for good, so
+// its kubelet will never confirm these pods' end and their volumes can move.
+func (c *Controller) collectOutOfService(ctx context.Context, pods []*corev1.Pod) {
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil || p.Spec.NodeName == "" {
+			continue
+		}
+		node, err := c.nodes.Get(p.Spec.NodeName)
+		if err != nil || nodeReady(node) {
+			continue
+		}
+		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeOutOfService }) {
+			c.delete(ctx, p, true, "")
+		}
+	}
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// delete marks a still-running pod Failed when fail is set, with a DisruptionTarget
+// condition saying why when why is set, then deletes it with no grace period, as
+// upstream's podgc does.
+func (c *Controller) delete(ctx context.Context, p *corev1.Pod, fail bool, why string) {
 	log := slog.With("pod", p.Namespace+"/"+p.Name)
-	if why != "" && !util.IsPodTerminal(p) {
-		patch, _ := json.Marshal(map[string]any{"status": map[string]any{
-			"phase": corev1.PodFailed,
-			"conditions": []corev1.PodCondition{{
+	if fail && !util.IsPodTerminal(p) {
+		status := map[string]any{"phase": corev1.PodFailed}
+		if why != "" {
+			status["conditions"] = []corev1.PodCondition{{
 				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC",
 				Message: why, LastTransitionTime: metav1.Now(),
-			}},
-		}})
+			}}
+		}
+		patch, _ := json.Marshal(map[string]any{"status": status})
 		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if err != nil && !apierrors.IsNotFound(err) {
 			log.WarnContext(ctx, "cannot mark pod failed before deleting it", "err", err)

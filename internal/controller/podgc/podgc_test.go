@@ -40,6 +40,13 @@ func terminating() podOpt {
 
 func node(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
 
+func nodeWith(name string, ready corev1.ConditionStatus, taints ...corev1.Taint) *corev1.Node {
+	n := node(name)
+	n.Spec.Taints = taints
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+	return n
+}
+
 func TestPodGC(t *testing.T) {
 	tests := []struct {
 		story       string
@@ -79,6 +86,22 @@ func TestPodGC(t *testing.T) {
 			},
 			wantDeleted: []string{"orphan", "orphan-done"},
 			wantFailed:  []string{"orphan"},
+		},
+		{
+			story: "terminating pods on a not-ready node tainted out-of-service are finished off", threshold: 100,
+			nodes: []*corev1.Node{
+				nodeWith("dead", corev1.ConditionUnknown, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}),
+				nodeWith("down", corev1.ConditionFalse),
+				nodeWith("back", corev1.ConditionTrue, corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}),
+			},
+			pods: []*corev1.Pod{
+				pod("stuck-on-dead", onNode("dead"), terminating()),
+				pod("running-on-dead", onNode("dead")),
+				pod("stuck-on-down", onNode("down"), terminating()),
+				pod("stuck-on-back", onNode("back"), terminating()),
+			},
+			wantDeleted: []string{"stuck-on-dead"},
+			wantFailed:  []string{"stuck-on-dead"},
 		},
 		{
 			story: "an unscheduled terminating pod is finished off; a pending one is not", threshold: 100,

@@ -52,15 +52,17 @@ type Controller struct {
 
 // NewReplicaSet returns the ReplicaSet controller, its informers registered on f.
 func NewReplicaSet(client kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) *Controller {
-	return newController("replicaset", "replicaset-controller", client, f, newReplicaSetKind(client, f), clk)
+	return newController("replicaset", "replicaset", "replicaset-controller", client, f, newReplicaSetKind(client, f), clk)
 }
 
 // NewReplicationController returns the ReplicationController controller.
 func NewReplicationController(client kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) *Controller {
-	return newController("replicationcontroller", "replication-controller", client, f, newRCKind(client, f), clk)
+	return newController("replicationcontroller", "replicationmanager", "replication-controller", client, f, newRCKind(client, f), clk)
 }
 
-func newController(name, component string, client kubernetes.Interface, f informers.SharedInformerFactory, k kind, clk clock.Clock) *Controller {
+// newController builds either controller; queueName is upstream's, as the work queue
+// metrics show it.
+func newController(name, queueName, component string, client kubernetes.Interface, f informers.SharedInformerFactory, k kind, clk clock.Clock) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -73,7 +75,7 @@ func newController(name, component string, client kubernetes.Interface, f inform
 		podInformer:  podInf.Informer(),
 		podsSynced:   podInf.Informer().HasSynced,
 		ownersSynced: k.informer().HasSynced,
-		queue:        util.NewQueue(name),
+		queue:        util.NewQueue(queueName),
 		expectations: util.NewExpectations(clk.Now),
 		clock:        clk,
 		events:       util.NewEvents(client, component),

@@ -31,7 +31,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "resourcequota"
 
 // resyncPeriod recounts every quota even without events, as upstream does, which
@@ -79,7 +80,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		client: client, metadata: metadataClient, discovery: disc,
 		quotas: inf.Quotas.Lister(), pods: inf.Pods.Lister(), services: inf.Services.Lister(),
 		configMaps: inf.ConfigMaps.Lister(), secrets: inf.Secrets.Lister(), pvcs: inf.PVCs.Lister(),
-		queue: util.NewQueue(Name),
+		queue: util.NewQueue("resourcequota_primary"),
 		now:   time.Now,
 	}
 	for _, i := range []cache.SharedIndexInformer{inf.Quotas.Informer(), inf.Pods.Informer(), inf.Services.Informer(),

@@ -18,7 +18,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "root-ca-cert-publisher"
 
 const (
@@ -46,7 +47,7 @@ func New(client kubernetes.Interface, rootCA []byte, namespaces coreinformers.Na
 		namespaces: namespaces.Lister(),
 		configMaps: configMaps.Lister(),
 		synced:     []cache.InformerSynced{namespaces.Informer().HasSynced, configMaps.Informer().HasSynced},
-		queue:      util.NewQueue(Name),
+		queue:      util.NewQueue("root_ca_cert_publisher"),
 	}
 	namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(c.queue, obj) },

@@ -17,7 +17,8 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// Name is the controller's name in --controllers.
+// Name names the controller in its logs (its --controllers names,
+// upstream's, are given in internal/controllermanager).
 const Name = "serviceaccount"
 
 // defaultName is the ServiceAccount every namespace gets.

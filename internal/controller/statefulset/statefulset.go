@@ -1,8 +1,9 @@
 // Package statefulset runs a StatefulSet's pods with stable identities <set>-<ordinal>,
 // each with its own PersistentVolumeClaims <template>-<set>-<ordinal>, created and
 // removed in order (OrderedReady) or all at once (Parallel). Template changes roll out
-// from the highest ordinal down to the partition (RollingUpdate) or when the user
-// deletes pods (OnDelete); revisions are ControllerRevisions.
+// from the highest ordinal down to the partition, at most maxUnavailable pods down at
+// a time (RollingUpdate), or when the user deletes pods (OnDelete); revisions are
+// ControllerRevisions.
 package statefulset
 
 import (
@@ -19,6 +20,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -311,28 +313,53 @@ func (s *stsSync) reconcile(ctx context.Context, pods []*corev1.Pod) error {
 			return errors.Join(errs...)
 		}
 	}
-	if len(errs) > 0 || !allHealthy || s.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+	if len(errs) > 0 || s.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || (s.monotonic() && !allHealthy) {
 		return errors.Join(errs...)
 	}
-	// RollingUpdate: replace the highest ordinal not yet updated, one at a time, down
-	// to the partition; wait for each replacement to be healthy.
+	return s.rollingUpdate(ctx, byOrdinal, lo, hi)
+}
+
+// rollingUpdate replaces pods not yet at the update revision, highest ordinal first,
+// down to the partition, keeping at most maxUnavailable of the set's pods unavailable
+// (missing, terminating or not yet available count), as upstream: with the default of
+// one, pods are replaced one at a time, each waiting for the previous to be available.
+func (s *stsSync) rollingUpdate(ctx context.Context, byOrdinal map[int]*corev1.Pod, lo, hi int) error {
 	partition := 0
-	if ru := s.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+	ru := s.set.Spec.UpdateStrategy.RollingUpdate
+	if ru != nil && ru.Partition != nil {
 		partition = int(*ru.Partition)
 	}
-	for o := hi - 1; o >= lo+partition; o-- {
-		pod := byOrdinal[o]
-		if pod.Labels[util.ControllerRevisionHashLabel] != s.update.Name {
-			if pod.DeletionTimestamp == nil {
-				return s.deletePod(ctx, pod)
-			}
-			return nil
-		}
-		if !s.healthy(pod) {
-			return nil
+	budget := maxUnavailable(ru, s.replicas())
+	for o := lo; o < hi; o++ {
+		if pod := byOrdinal[o]; pod == nil || !s.healthy(pod) {
+			budget--
 		}
 	}
-	return nil
+	var errs []error
+	for o := hi - 1; o >= lo+partition && budget > 0; o-- {
+		pod := byOrdinal[o]
+		if pod == nil || pod.DeletionTimestamp != nil || pod.Labels[util.ControllerRevisionHashLabel] == s.update.Name {
+			continue
+		}
+		if err := s.deletePod(ctx, pod); err != nil {
+			errs = append(errs, err)
+		}
+		budget--
+	}
+	return errors.Join(errs...)
+}
+
+// maxUnavailable is the RollingUpdate's maxUnavailable for replicas pods (a percentage
+// rounds up), at least one; unset means one.
+func maxUnavailable(ru *appsv1.RollingUpdateStatefulSetStrategy, replicas int) int {
+	if ru == nil || ru.MaxUnavailable == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, true)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 // revisionFor picks the revision a new pod with ordinal is made from: below the

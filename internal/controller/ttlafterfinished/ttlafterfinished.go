@@ -37,7 +37,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, clk clo
 	}
 	inf := f.Batch().V1().Jobs()
 	c := &Controller{client: client, jobs: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue: util.NewQueue("ttl-after-finished"), clock: clk}
+		queue: util.NewQueue("ttl_jobs_to_delete"), clock: clk}
 	enqueue := func(obj any) {
 		if j, ok := obj.(*batchv1.Job); ok && j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil {
 			util.Enqueue(c.queue, obj)

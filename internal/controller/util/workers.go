@@ -17,7 +17,8 @@ func RunWorkers(ctx context.Context, name string, q workqueue.TypedRateLimitingI
 
 // NewQueue returns the queue of object keys every controller uses: keys deduplicated
 // while waiting, failures retried with per-key exponential back-off under an overall
-// rate limit.
+// rate limit. name labels its work queue metrics; controllers use upstream's queue
+// names ("endpoint", "garbage_collector_attempt_to_delete", ...) so dashboards match.
 func NewQueue(name string) workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),

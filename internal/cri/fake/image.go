@@ -151,6 +151,9 @@ func (r *Runtime) PullImage(_ context.Context, req *runtimeapi.PullImageRequest)
 	if err := r.pullErrors[ref]; err != nil {
 		return nil, err
 	}
+	if want := r.pullAuth[ref]; want != nil && (req.GetAuth().GetUsername() != want.Username || req.GetAuth().GetPassword() != want.Password) {
+		return nil, status.Errorf(codes.Unknown, "failed to pull and unpack image %q: failed to resolve reference %q: pulling from host: 401 Unauthorized", ref, ref)
+	}
 	img, ok := r.images[ref]
 	if !ok {
 		img = newImage(ref)

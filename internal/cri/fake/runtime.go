@@ -67,6 +67,7 @@ type Runtime struct {
 	byName        map[string]Behavior
 	byImage       map[string]Behavior
 	pullErrors    map[string]error
+	pullAuth      map[string]*runtimeapi.AuthConfig
 	calls         map[string]int
 }
 
@@ -91,6 +92,7 @@ type container struct {
 	labels      map[string]string
 	annotations map[string]string
 	logPath     string
+	mounts      []*runtimeapi.Mount
 	state       runtimeapi.ContainerState
 	createdAt   int64
 	startedAt   int64
@@ -130,6 +132,7 @@ func New(opts Options) *Runtime {
 		byName:     map[string]Behavior{},
 		byImage:    map[string]Behavior{},
 		pullErrors: map[string]error{},
+		pullAuth:   map[string]*runtimeapi.AuthConfig{},
 		calls:      map[string]int{},
 	}
 }
@@ -159,6 +162,14 @@ func (r *Runtime) SetPullError(image string, err error) {
 		return
 	}
 	r.pullErrors[normalizeImage(image)] = err
+}
+
+// RequireAuth makes image private: its pulls fail as a registry's 401 unless they carry
+// this username and password.
+func (r *Runtime) RequireAuth(image, username, password string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pullAuth[normalizeImage(image)] = &runtimeapi.AuthConfig{Username: username, Password: password}
 }
 
 // Calls reports how many times the named CRI method (e.g. "StartContainer") was called.
@@ -434,6 +445,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		imageID:     img.id,
 		labels:      maps.Clone(cfg.Labels),
 		annotations: maps.Clone(cfg.Annotations),
+		mounts:      cloneMounts(cfg.Mounts),
 		state:       runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt:   r.now(),
 	}
@@ -548,6 +560,7 @@ func (c *container) toStatus() *runtimeapi.ContainerStatus {
 		Labels:      maps.Clone(c.labels),
 		Annotations: maps.Clone(c.annotations),
 		LogPath:     c.logPath,
+		Mounts:      cloneMounts(c.mounts),
 	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		st.ExitCode = c.exitCode
@@ -662,4 +675,15 @@ func (r *Runtime) String() string {
 	defer r.mu.Unlock()
 	return fmt.Sprintf("fake runtime: %d sandboxes, %d containers, %d images",
 		len(r.sandboxes), len(r.containers), len(r.images))
+}
+
+// cloneMounts copies the mounts a container was created with, as a real runtime
+// reports them back in its status.
+func cloneMounts(in []*runtimeapi.Mount) []*runtimeapi.Mount {
+	out := make([]*runtimeapi.Mount, 0, len(in))
+	for _, m := range in {
+		out = append(out, &runtimeapi.Mount{ContainerPath: m.ContainerPath, HostPath: m.HostPath,
+			Readonly: m.Readonly, SelinuxRelabel: m.SelinuxRelabel, Propagation: m.Propagation})
+	}
+	return out
 }

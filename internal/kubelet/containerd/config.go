@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -24,9 +25,16 @@ type Options struct {
 	CNIBinDir    string // /usr/lib/cni (Debian's containernetworking-plugins) when empty
 	Snapshotter  string // overlayfs when empty
 	Bridge       string // the pod network's bridge; mizzen0 when empty
+	// Address is the socket of a containerd not supervised here, for image imports;
+	// the socket under DataDir when empty.
+	Address string
 	// ContainerdPath and CtrPath are the binaries; found in PATH when empty.
 	ContainerdPath string
 	CtrPath        string
+	// StreamServerPort is where the CRI streaming server (exec, attach, port-forward)
+	// listens on 127.0.0.1; Run picks a free port when zero, so several containerds can
+	// share a host.
+	StreamServerPort int
 }
 
 func (o *Options) setDefaults() {
@@ -88,6 +96,10 @@ func (o Options) Config() string {
 	p(`[plugins."io.containerd.grpc.v1.cri"]`)
 	p("  sandbox_image = %s", toml(o.SandboxImage))
 	p("  restrict_oom_score_adj = true")
+	// Only the kubelet, on this host, talks to the streaming server: it proxies the
+	// apiserver's authenticated exec/attach/port-forward requests to it.
+	p(`  stream_server_address = "127.0.0.1"`)
+	p("  stream_server_port = %s", toml(strconv.Itoa(o.StreamServerPort)))
 	p("  enable_selinux = false")
 	p(`  [plugins."io.containerd.grpc.v1.cri".containerd]`)
 	p("    snapshotter = %s", toml(o.Snapshotter))
@@ -104,7 +116,8 @@ func (o Options) Config() string {
 }
 
 // CNIConfList is the pod network: a bridge with host-local addresses from the node's pod
-// CIDR, masquerading traffic that leaves it, and portmap for hostPorts. containerd's CRI
+// CIDR, and portmap for hostPorts. Traffic leaving the network is masqueraded by one
+// nftables rule (EnsureMasquerade), not by the bridge plugin's per-pod chains. containerd's CRI
 // plugin adds the loopback interface itself, with the loopback plugin from CNIBinDir.
 // ipamDir keeps host-local's address reservations with the node's own state: in the
 // shared default (/var/lib/cni/networks) a previous cluster's leftovers would exhaust
@@ -126,7 +139,7 @@ func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 				"type":        "bridge",
 				"bridge":      bridge,
 				"isGateway":   true,
-				"ipMasq":      true,
+				"ipMasq":      false,
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
@@ -141,12 +154,15 @@ func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
-// WriteCNIConfig writes the pod network configuration for podCIDR; containerd picks it up
-// without a restart.
+// WriteCNIConfig writes the pod network configuration for podCIDR, which containerd
+// picks up without a restart, and installs its masquerade rule.
 func (o Options) WriteCNIConfig(podCIDR string) error {
 	o.setDefaults()
 	data, err := CNIConfList(podCIDR, o.Bridge, filepath.Join(o.DataDir, "cni-ipam"))
 	if err != nil {
+		return err
+	}
+	if err := EnsureMasquerade(o.Bridge, podCIDR); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.CNIConfDir(), 0o755); err != nil {

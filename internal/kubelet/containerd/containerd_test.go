@@ -26,7 +26,7 @@ import (
 )
 
 func TestConfig(t *testing.T) {
-	cfg := Options{DataDir: "/var/lib/mizzen/containerd"}.Config()
+	cfg := Options{DataDir: "/var/lib/mizzen/containerd", StreamServerPort: 41234}.Config()
 	for _, want := range []string{
 		`root = "/var/lib/mizzen/containerd/root"`,
 		`state = "/var/lib/mizzen/containerd/state"`,
@@ -37,6 +37,8 @@ func TestConfig(t *testing.T) {
 		`conf_dir = "/var/lib/mizzen/containerd/cni/net.d"`,
 		`snapshotter = "overlayfs"`,
 		`SystemdCgroup = false`,
+		`stream_server_address = "127.0.0.1"`,
+		`stream_server_port = "41234"`,
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config lacks %q:\n%s", want, cfg)
@@ -146,7 +148,10 @@ func TestPodRunsOnContainerd(t *testing.T) {
 
 	// A bridge of the test's own, removed afterwards: the host outlives the test.
 	opts := Options{DataDir: filepath.Join(dir, "data"), Bridge: "mzntest0"}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", opts.Bridge).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "delete", opts.Bridge).Run()
+		_ = RemoveMasquerade(opts.Bridge)
+	})
 	rtCtx, stopRuntime := context.WithCancel(context.Background())
 	runtimeDone := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -187,6 +192,7 @@ func TestPodRunsOnContainerd(t *testing.T) {
 			Client: client, NodeName: "real-node", Runtime: rs, Images: is, NodeIP: "10.0.0.1",
 			Machine:      &kubelet.MachineInfo{CPUCores: 2, MemoryBytes: 4 << 30},
 			PodLogsDir:   filepath.Join(dir, "pods"),
+			RootDir:      filepath.Join(dir, "kubelet"),
 			RelistPeriod: 200 * time.Millisecond,
 			Logger:       log,
 		})
@@ -252,5 +258,131 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOCIArchiveLayerAndConfig checks what a container sees of an image: the layer's
+// files, links and directories, and the configuration's entrypoint, command and env.
+func TestOCIArchiveLayerAndConfig(t *testing.T) {
+	img := Image{
+		Name: "mizzen.local/box:v1",
+		Files: []File{
+			{Path: "/bin/busybox", Mode: 0o755, Data: []byte("elf")},
+			{Path: "/usr/bin/wget", Link: "/bin/busybox"},
+			{Path: "/tmp", Mode: 0o1777, Dir: true},
+		},
+		Cmd: []string{"sh"},
+		Env: []string{"PATH=/bin"},
+	}
+	var buf bytes.Buffer
+	if err := WriteOCIArchive(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string][]byte{}
+	tr := tar.NewReader(&buf)
+	for h, err := tr.Next(); err != io.EOF; h, err = tr.Next() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		blobs[h.Name] = b
+	}
+	blob := func(digest string) []byte { return blobs["blobs/sha256/"+strings.TrimPrefix(digest, "sha256:")] }
+	var index struct{ Manifests []descriptor }
+	var manifest struct {
+		Config descriptor
+		Layers []descriptor
+	}
+	if err := json.Unmarshal(blobs["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(blob(index.Manifests[0].Digest), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var config struct {
+		Config struct{ Entrypoint, Cmd, Env []string }
+	}
+	if err := json.Unmarshal(blob(manifest.Config.Digest), &config); err != nil {
+		t.Fatal(err)
+	}
+	if config.Config.Entrypoint != nil || strings.Join(config.Config.Cmd, " ") != "sh" || strings.Join(config.Config.Env, " ") != "PATH=/bin" {
+		t.Errorf("image config %+v, want no entrypoint, cmd sh, env PATH=/bin", config.Config)
+	}
+	type entry struct {
+		kind byte
+		mode int64
+		link string
+	}
+	got := map[string]entry{}
+	lr := tar.NewReader(bytes.NewReader(blob(manifest.Layers[0].Digest)))
+	for h, err := lr.Next(); err != io.EOF; h, err = lr.Next() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = entry{h.Typeflag, h.Mode, h.Linkname}
+	}
+	want := map[string]entry{
+		"bin/":         {tar.TypeDir, 0o755, ""},
+		"bin/busybox":  {tar.TypeReg, 0o755, ""},
+		"usr/":         {tar.TypeDir, 0o755, ""},
+		"usr/bin/":     {tar.TypeDir, 0o755, ""},
+		"usr/bin/wget": {tar.TypeSymlink, 0o777, "/bin/busybox"},
+		"tmp/":         {tar.TypeDir, 0o1777, ""},
+	}
+	if len(got) != len(want) {
+		t.Errorf("layer entries %v, want %v", got, want)
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("layer entry %s = %+v, want %+v", name, got[name], w)
+		}
+	}
+}
+
+// TestImportArchivesIn imports the tarballs of a directory through ctr (a script here
+// that records its arguments) and nothing else.
+func TestImportArchivesIn(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "calls")
+	ctr := filepath.Join(dir, "ctr")
+	script := "#!/bin/sh\necho \"$@\" >> " + record + "\ncase \"$*\" in *bad.tar) echo 'unrecognized image format' >&2; exit 1;; esac\n"
+	if err := os.WriteFile(ctr, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	images := filepath.Join(dir, "images")
+	for _, name := range []string{"a.tar", "b.tar", "notes.txt", ".hidden"} {
+		if err := os.MkdirAll(images, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(images, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := Options{DataDir: filepath.Join(dir, "containerd"), CtrPath: ctr}
+	ctx := context.Background()
+
+	imported, err := ImportArchivesIn(ctx, opts, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(images, "a.tar"), filepath.Join(images, "b.tar")}; strings.Join(imported, ",") != strings.Join(want, ",") {
+		t.Errorf("imported %v, want %v", imported, want)
+	}
+	calls, _ := os.ReadFile(record)
+	wantCall := "--address " + opts.Socket() + " -n k8s.io images import --snapshotter overlayfs " + filepath.Join(images, "a.tar")
+	if lines := strings.Split(strings.TrimSpace(string(calls)), "\n"); len(lines) != 2 || lines[0] != wantCall {
+		t.Errorf("ctr calls:\n%s\nwant the first to be %q", calls, wantCall)
+	}
+
+	if imported, err := ImportArchivesIn(ctx, opts, filepath.Join(dir, "missing")); err != nil || len(imported) != 0 {
+		t.Errorf("missing directory: %v, %v; want nothing imported and no error", imported, err)
+	}
+	opts.Address = "/run/other/containerd.sock"
+	err = ImportArchive(ctx, opts, filepath.Join(dir, "bad.tar"))
+	if err == nil || !strings.Contains(err.Error(), "unrecognized image format") {
+		t.Errorf("importing a bad archive: %v, want ctr's message", err)
+	}
+	if calls, _ := os.ReadFile(record); !strings.Contains(string(calls), "--address /run/other/containerd.sock ") {
+		t.Errorf("Address was not used: %s", calls)
 	}
 }

@@ -7,10 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -23,11 +26,14 @@ const (
 	mediaTypeLayer    = "application/vnd.oci.image.layer.v1.tar"
 )
 
-// File is one file of a single-layer image.
+// File is one entry of a single-layer image: a regular file with Data, a symbolic link
+// when Link is set, or a directory when Dir is set.
 type File struct {
 	Path string // absolute inside the image, e.g. "/pause"
 	Mode int64
 	Data []byte
+	Link string // target of a symbolic link
+	Dir  bool
 }
 
 // Image describes a single-layer image to package.
@@ -35,6 +41,8 @@ type Image struct {
 	Name       string // full reference, e.g. registry.k8s.io/pause:3.10
 	Files      []File
 	Entrypoint []string
+	Cmd        []string
+	Env        []string // KEY=value
 }
 
 type descriptor struct {
@@ -73,8 +81,22 @@ func layerTar(files []File) ([]byte, error) {
 				}
 			}
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: f.Mode, Size: int64(len(f.Data)), ModTime: epoch}); err != nil {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: f.Mode, Size: int64(len(f.Data)), ModTime: epoch}
+		switch {
+		case f.Dir:
+			if dirs[rel+"/"] {
+				return nil, fmt.Errorf("image layer: directory %s comes after its contents", f.Path)
+			}
+			dirs[rel+"/"] = true
+			hdr = &tar.Header{Typeflag: tar.TypeDir, Name: rel + "/", Mode: f.Mode, ModTime: epoch}
+		case f.Link != "":
+			hdr = &tar.Header{Typeflag: tar.TypeSymlink, Name: rel, Linkname: f.Link, Mode: 0o777, ModTime: epoch}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
 		}
 		if _, err := tw.Write(f.Data); err != nil {
 			return nil, err
@@ -98,7 +120,7 @@ func WriteOCIArchive(w io.Writer, img Image) error {
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
-		"config":       map[string]any{"Entrypoint": img.Entrypoint},
+		"config":       imageConfig(img),
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
 	})
 	if err != nil {
@@ -156,6 +178,21 @@ func WriteOCIArchive(w io.Writer, img Image) error {
 	return tw.Close()
 }
 
+// imageConfig is the runtime part of the image configuration; empty fields are left out.
+func imageConfig(img Image) map[string]any {
+	c := map[string]any{}
+	if len(img.Entrypoint) > 0 {
+		c["Entrypoint"] = img.Entrypoint
+	}
+	if len(img.Cmd) > 0 {
+		c["Cmd"] = img.Cmd
+	}
+	if len(img.Env) > 0 {
+		c["Env"] = img.Env
+	}
+	return c
+}
+
 // PauseImage is the sandbox image around a statically linked pause binary.
 func PauseImage(name string, pauseBinary []byte) Image {
 	return Image{Name: name, Files: []File{{Path: "/pause", Mode: 0o755, Data: pauseBinary}}, Entrypoint: []string{"/pause"}}
@@ -177,10 +214,49 @@ func ImportImage(ctx context.Context, opts Options, img Image) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, opts.CtrPath, "--address", opts.Socket(), "-n", "k8s.io",
-		"images", "import", "--snapshotter", opts.Snapshotter, f.Name()).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ctr images import %s: %w: %s", img.Name, err, out)
+	if err := ImportArchive(ctx, opts, f.Name()); err != nil {
+		return fmt.Errorf("importing %s: %w", img.Name, err)
 	}
 	return nil
+}
+
+// ImportArchive imports an image tarball (an OCI image layout or a docker-archive, as
+// `docker save` writes) into containerd's k8s.io namespace with ctr. opts.Socket() is
+// the containerd socket unless opts.Address is set.
+func ImportArchive(ctx context.Context, opts Options, path string) error {
+	opts.setDefaults()
+	address := opts.Address
+	if address == "" {
+		address = opts.Socket()
+	}
+	out, err := exec.CommandContext(ctx, opts.CtrPath, "--address", address, "-n", "k8s.io",
+		"images", "import", "--snapshotter", opts.Snapshotter, path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr images import %s: %w: %s", path, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// ImportArchivesIn imports every *.tar file in dir (none when dir does not exist), as
+// k3s does for air-gapped images, and returns the files it imported.
+func ImportArchivesIn(ctx context.Context, opts Options, dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var imported []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tar") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := ImportArchive(ctx, opts, path); err != nil {
+			return imported, err
+		}
+		imported = append(imported, path)
+	}
+	return imported, nil
 }

@@ -25,6 +25,13 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err := os.MkdirAll(opts.DataDir, 0o711); err != nil {
 		return err
 	}
+	if opts.StreamServerPort == 0 {
+		port, err := freeLocalPort()
+		if err != nil {
+			return err
+		}
+		opts.StreamServerPort = port
+	}
 	if err := os.WriteFile(opts.configPath(), []byte(opts.Config()), 0o644); err != nil {
 		return err
 	}
@@ -61,7 +68,10 @@ func runOnce(ctx context.Context, opts Options) error {
 	}
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// containerd dies with its supervisor, even a killed one, so that a restarted agent
+	// does not find the old containerd holding its state; the containers live on in
+	// their shims and the new containerd reconnects to them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
@@ -115,4 +125,14 @@ func Start(ctx context.Context, opts Options, log *slog.Logger, pauseBinary []by
 		return done, err
 	}
 	return done, nil
+}
+
+// freeLocalPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freeLocalPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
@@ -94,6 +96,13 @@ func Run(ctx context.Context, opts Options) error {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	defer events.Shutdown()
+	// Pod volumes (tokens, config maps, termination message files) are real files, as
+	// in upstream's kubemark, in a directory of this run's own.
+	rootDir, err := os.MkdirTemp("", "mizzen-hollow-")
+	if err != nil {
+		return fmt.Errorf("hollow: %w", err)
+	}
+	defer os.RemoveAll(rootDir)
 	var wg sync.WaitGroup
 	errs := make(chan error, opts.Count)
 	for i := range opts.Count {
@@ -117,6 +126,8 @@ func Run(ctx context.Context, opts Options) error {
 			MaxPods:  opts.MaxPods,
 			Logger:   opts.Logger,
 			Events:   kubelet.NewEventRecorder(events, name),
+			RootDir:  filepath.Join(rootDir, name),
+			NoTmpfs:  true,
 		}
 		wg.Add(1)
 		go func() {

@@ -43,6 +43,20 @@ func StartWithDir(t testing.TB, dir string) *Server {
 // restarted server is reachable at the address clients already use.
 func StartWithDirPort(t testing.TB, dir, port string) *Server {
 	t.Helper()
+	return start(t, dir, port, nil)
+}
+
+// StartWithOptions runs a control plane whose options the test adjusts. Like upstream's
+// test servers, a test control plane runs without the ServiceAccount admission plugin
+// (it has no controller-manager to create "default" accounts) unless the test turns it
+// back on by clearing DisableAdmissionPlugins.
+func StartWithOptions(t testing.TB, adjust func(*server.Options)) *Server {
+	t.Helper()
+	return start(t, t.TempDir(), "0", adjust)
+}
+
+func start(t testing.TB, dir, port string, adjust func(*server.Options)) *Server {
+	t.Helper()
 	portNum, err := strconv.Atoi(port)
 	if err != nil {
 		t.Fatalf("bad port %q", port)
@@ -50,7 +64,12 @@ func StartWithDirPort(t testing.TB, dir, port string) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Logs go to stderr: a test's own logger may not be written after the test ends.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cp, err := server.Start(ctx, server.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: portNum, Log: log})
+	opts := server.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: portNum, Log: log,
+		DisableAdmissionPlugins: []string{"ServiceAccount"}}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	cp, err := server.Start(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the apiserver: %v", err)

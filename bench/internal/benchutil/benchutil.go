@@ -1,0 +1,159 @@
+// Package benchutil holds what the benchmark programs share: starting a `mizzen server`
+// process on a free port in a temporary data directory and waiting for it, reading a
+// process's CPU time and memory from /proc, and percentiles.
+package benchutil
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/testing/proc"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Proc is what /proc says of a process.
+type Proc struct {
+	CPUSeconds float64 // user + system
+	RSSMiB     float64 // resident memory, VmRSS
+	// AnonMiB is the private part of RSSMiB (RssAnon): the rest are pages of the mizzen
+	// binary, shared by every process that runs it.
+	AnonMiB float64
+}
+
+// ProcStats reads a process's CPU time and memory; all -1 when it is gone.
+func ProcStats(pid int) Proc {
+	p := Proc{CPUSeconds: -1, RSSMiB: -1, AnonMiB: -1}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return p
+	}
+	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	p.CPUSeconds = (utime + stime) / 100 // clock ticks are 100 per second on Linux
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "VmRSS:":
+			p.RSSMiB = kb / 1024
+		case "RssAnon:":
+			p.AnonMiB = kb / 1024
+		}
+	}
+	return p
+}
+
+// Percentile returns the p-th quantile (0..1) of d, which it sorts.
+func Percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	i := int(float64(len(d)-1) * p)
+	return d[i]
+}
+
+// Server is a `mizzen server` process started by Start.
+type Server struct {
+	Cmd        *exec.Cmd
+	Dir        string // its data directory
+	Kubeconfig string // the admin kubeconfig
+	// Config and Client are the admin's, without a client-side rate limit.
+	Config *rest.Config
+	Client *kubernetes.Clientset
+}
+
+// StartServer runs `bin server` with a temporary data directory on a free port of
+// 127.0.0.1, plus args, and waits until /readyz answers ok.
+func StartServer(bin string, args ...string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "mizzen-bench-")
+	if err != nil {
+		return nil, err
+	}
+	port := FreePort()
+	cmd := exec.Command(bin, append([]string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(port)}, args...)...)
+	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &Server{Cmd: cmd, Dir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if time.Since(start) > 2*time.Minute {
+			s.Stop()
+			return nil, fmt.Errorf("mizzen server not ready after 2 minutes; see %s", logFile.Name())
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+		if err != nil {
+			continue
+		}
+		cfg.QPS, cfg.Burst = -1, 0
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			continue
+		}
+		if body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil && string(body) == "ok" {
+			s.Config, s.Client = cfg, c
+			return s, nil
+		}
+	}
+}
+
+// Stop interrupts the server, waits for it, and removes its data directory.
+func (s *Server) Stop() {
+	proc.Stop(s.Cmd, 30*time.Second)
+	_ = os.RemoveAll(s.Dir)
+}
+
+// CPUAccount moves this process into a cgroup of its own in the cgroup v1 cpuacct
+// hierarchy, so that it and every process it starts from now on (servers, runtimes,
+// their plugins) are counted together, and returns a function reading their CPU time
+// so far. It is a load-independent measure of what a figure costs: wall-clock latency
+// on a busy machine says little, CPU seconds per pod stay put.
+func CPUAccount(name string) (func() time.Duration, error) {
+	dir := filepath.Join("/sys/fs/cgroup/cpuacct", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, err
+	}
+	return func() time.Duration {
+		b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+		if err != nil {
+			return -1
+		}
+		ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return time.Duration(ns)
+	}, nil
+}

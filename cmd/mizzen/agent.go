@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func init() { register(newAgentCommand) }
+
+// newAgentCommand runs a node's agent bundle: the kubelet with a containerd of its own
+// under the data directory, as `mizzen server` runs it beside the control plane.
+func newAgentCommand() *cobra.Command {
+	var kubeconfig, dataDir, nodeName, podBridge, clientCAFile string
+	var kubeletPort int32
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run a node: the kubelet with its own containerd, joining the cluster of --kubeconfig",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			kf, err := agentKubeletFlags(dataDir, nodeName, kubeletPort, podBridge)
+			if err != nil {
+				return err
+			}
+			if kf.clientCAFile = clientCAFile; clientCAFile == "" {
+				if kf.clientCAFile, err = clusterCAFile(cfg.TLSClientConfig, kf.rootDir); err != nil {
+					return err
+				}
+			}
+			return runKubelet(ctx, cfg, kf)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials")
+	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests)")
+	f.StringVar(&nodeName, "node-name", "", "node name to register (default: the host name)")
+	f.StringVar(&podBridge, "pod-bridge", "mizzen0", "the pod network bridge (distinct per node when several share a host)")
+	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")
+	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle the node server verifies callers (the apiserver) against (default: the cluster CA of --kubeconfig)")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// agentKubeletFlags are the kubelet settings of an agent, bundled or not: everything
+// lives under DATA_DIR/agent, the runtime is a containerd of its own, and the sandbox
+// program sits beside the mizzen binary. An empty nodeName means the host name.
+func agentKubeletFlags(dataDir, nodeName string, port int32, bridge string) (kubeletFlags, error) {
+	if nodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return kubeletFlags{}, err
+		}
+		nodeName = host
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return kubeletFlags{}, err
+	}
+	agentDir := filepath.Join(dataDir, "agent")
+	kf := kubeletFlags{
+		hostnameOverride: strings.ToLower(nodeName),
+		rootDir:          filepath.Join(agentDir, "kubelet"),
+		containerdDir:    filepath.Join(agentDir, "containerd"),
+		imagesDir:        filepath.Join(agentDir, "images"),
+		podManifestPath:  filepath.Join(agentDir, "pod-manifests"),
+		pauseBinary:      filepath.Join(filepath.Dir(exe), "mizzen-pause"),
+		clusterDomain:    "cluster.local", maxPods: 110, port: port, cniBridge: bridge,
+	}
+	if _, err := os.Stat(kf.pauseBinary); err != nil {
+		return kubeletFlags{}, fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it", kf.pauseBinary)
+	}
+	return kf, nil
+}
+
+// clusterCAFile returns a file holding the cluster CA of the kubeconfig, which in a
+// mizzen cluster also signs the apiserver's client certificate for kubelets: the CA file
+// it names, or its inline data written under rootDir.
+func clusterCAFile(tls rest.TLSClientConfig, rootDir string) (string, error) {
+	if tls.CAFile != "" {
+		return tls.CAFile, nil
+	}
+	if len(tls.CAData) == 0 {
+		return "", errors.New("the kubeconfig names no cluster CA: pass --client-ca-file, or the node server refuses every caller")
+	}
+	path := filepath.Join(rootDir, "pki", "cluster-ca.crt")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, tls.CAData, 0o644)
+}

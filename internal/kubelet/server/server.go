@@ -1,0 +1,258 @@
+// Package server is the kubelet's node server: the HTTPS endpoint (port 10250 upstream)
+// through which the apiserver reads container logs, runs exec, attach and port-forward
+// sessions, lists the node's pods and reads resource usage. Callers authenticate with a
+// client certificate; only the apiserver's kubelet-client identity and system:masters
+// get through. Streams are handed to the container runtime's CRI streaming server.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	cri "k8s.io/cri-api/pkg/apis"
+)
+
+// APIServerClientUser is the user name of the apiserver's client certificate for
+// kubelets, as kubeadm names it.
+const APIServerClientUser = "kube-apiserver-kubelet-client"
+
+// mastersGroup is the group every request from is let through.
+const mastersGroup = "system:masters"
+
+// Options configure a node server. Runtime, Pods, Certificate and ClientCAs are
+// required.
+type Options struct {
+	// Address is host:port to listen on, e.g. ":10250".
+	Address  string
+	NodeName string
+	Runtime  cri.RuntimeService
+	// Pods returns the pods bound to this node, as the kubelet knows them.
+	Pods func() []*v1.Pod
+	// Certificate is the serving certificate; ClientCAs verify callers' certificates.
+	Certificate tls.Certificate
+	ClientCAs   *x509.CertPool
+	// RootDir is the kubelet's state directory; its filesystem is the node's fs in
+	// /stats/summary.
+	RootDir string
+	// AllowedUsers may call the server besides members of system:masters;
+	// APIServerClientUser when empty.
+	AllowedUsers []string
+	Logger       *slog.Logger
+}
+
+// Server is a node server.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	runtime cri.RuntimeService
+	mux     *http.ServeMux
+	// cpu remembers the node's previous CPU sample, to report a usage rate.
+	cpuMu   sync.Mutex
+	lastCPU *cpuSample
+}
+
+// New builds a node server; Run or ServeHTTP serve it.
+func New(opts Options) (*Server, error) {
+	if opts.Runtime == nil || opts.Pods == nil {
+		return nil, errors.New("node server: Runtime and Pods are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ClientCAs == nil {
+		// A nil pool would make crypto/tls trust the system's roots for clients.
+		opts.ClientCAs = x509.NewCertPool()
+	}
+	if len(opts.AllowedUsers) == 0 {
+		opts.AllowedUsers = []string{APIServerClientUser}
+	}
+	s := &Server{opts: opts, log: opts.Logger, runtime: opts.Runtime, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
+	s.mux.HandleFunc("GET /pods", s.servePods)
+	s.mux.HandleFunc("GET /runningpods/", s.serveRunningPods)
+	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveContainerLogs)
+	for _, m := range []string{"GET", "POST"} {
+		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.serveExec)
+		s.mux.HandleFunc(m+" /attach/{namespace}/{pod}/{container}", s.serveAttach)
+		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}", s.servePortForward)
+	}
+	s.mux.HandleFunc("GET /stats/summary", s.serveSummary)
+	s.mux.HandleFunc("GET /metrics/resource", s.serveResourceMetrics)
+	return s, nil
+}
+
+// Run serves HTTPS on opts.Address until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	l, err := net.Listen("tcp", s.opts.Address)
+	if err != nil {
+		return fmt.Errorf("node server: %w", err)
+	}
+	return s.Serve(ctx, l)
+}
+
+// Serve serves HTTPS on l until ctx ends.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{
+		Handler:   s,
+		TLSConfig: s.TLSConfig(),
+		// Streams and followed logs last as long as the user wants; only the headers
+		// are bounded.
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		<-ctx.Done()
+		_ = hs.Close()
+	}()
+	s.log.Info("node server listening", "address", l.Addr().String())
+	if err := hs.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// TLSConfig is the listener's configuration: client certificates are verified when
+// given, and the handler refuses requests without one. HTTP/1.1 only, since the
+// streaming endpoints hijack their connection for an upgrade.
+func (s *Server) TLSConfig() *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{s.opts.Certificate},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    s.opts.ClientCAs,
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"http/1.1"},
+	}
+}
+
+// ServeHTTP authenticates and authorizes the caller, then routes the request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	user, groups, ok := authenticate(r)
+	if !ok {
+		writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	if !s.allowed(user, groups) {
+		verb, sub := requestAttributes(r)
+		writeStatus(w, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, s.opts.NodeName,
+			fmt.Errorf("user=%s, verb=%s, resource=nodes, subresource=%s", user, verb, sub)))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// authenticate reads the caller from the client certificate the TLS handshake verified.
+func authenticate(r *http.Request) (user string, groups []string, ok bool) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return "", nil, false
+	}
+	leaf := r.TLS.VerifiedChains[0][0]
+	return leaf.Subject.CommonName, leaf.Subject.Organization, true
+}
+
+func (s *Server) allowed(user string, groups []string) bool {
+	return slices.Contains(s.opts.AllowedUsers, user) || slices.Contains(groups, mastersGroup)
+}
+
+// requestAttributes names a request as upstream's kubelet authorizer does (with its
+// fine-grained subresources): the verb from the method and the nodes subresource from
+// the path.
+func requestAttributes(r *http.Request) (verb, subresource string) {
+	verb = "get"
+	switch r.Method {
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	switch first {
+	case "stats":
+		subresource = "stats"
+	case "metrics":
+		subresource = "metrics"
+	case "logs":
+		subresource = "log"
+	case "healthz":
+		subresource = "healthz"
+	case "pods", "runningpods":
+		subresource = "pods"
+	default:
+		subresource = "proxy"
+	}
+	return verb, subresource
+}
+
+func (s *Server) servePods(w http.ResponseWriter, _ *http.Request) {
+	list := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, p := range s.opts.Pods() {
+		pod := p.DeepCopy()
+		pod.TypeMeta = metav1.TypeMeta{}
+		list.Items = append(list.Items, *pod)
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// serveRunningPods lists the pods the runtime runs, built from its sandboxes and
+// containers, as upstream's /runningpods does.
+func (s *Server) serveRunningPods(w http.ResponseWriter, r *http.Request) {
+	list, err := s.runningPods(r.Context())
+	if err != nil {
+		writeStatus(w, apierrors.NewInternalError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeText(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(text))
+}
+
+// writeStatus answers with err as a metav1.Status, as the apiserver would.
+func writeStatus(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		status = apierrors.NewInternalError(err)
+	}
+	st := status.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	code := int(st.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, &st)
+}
+
+// parseBool reads a boolean query parameter as upstream does ("1", "true", ...).
+func parseBool(s string) bool {
+	b, err := strconv.ParseBool(s)
+	return err == nil && b
+}

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/cri/fake"
+	"mizzen/internal/pki"
+)
+
+// testNode is a node server on the fake runtime with one pod, default/web, whose
+// container app has written a log, and the clients of several identities.
+type testNode struct {
+	url     string
+	clients map[string]*http.Client
+}
+
+func startTestNode(t *testing.T) *testNode {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "ca"), "ca", "test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.IssueServing("node-a", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servingPair, err := serving.TLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := context.Background()
+	rt := fake.New(fake.Options{})
+	cri := rt.Client()
+	logDir := filepath.Join(dir, "pods", "default_web_uid1")
+	if _, err := cri.PullImage(ctx, &runtimeapi.ImageSpec{Image: "app:1"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	sbCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid1"},
+		LogDirectory: logDir,
+		Labels:       map[string]string{labelPodName: "web", labelPodNamespace: "default", labelPodUID: "uid1"},
+	}
+	sb, err := cri.RunPodSandbox(ctx, sbCfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The app container ran once (attempt 0, now exited) and runs again (attempt 1).
+	logs := map[uint32]string{
+		0: "2026-01-02T03:03:00Z stdout F before the restart\n",
+		1: "2026-01-02T03:04:01Z stdout F hello\n2026-01-02T03:04:02Z stderr F world\n",
+	}
+	if err := os.MkdirAll(filepath.Join(logDir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := uint32(0); attempt <= 1; attempt++ {
+		logPath := filepath.Join("app", strconv.Itoa(int(attempt))+".log")
+		id, err := cri.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: attempt}, Image: &runtimeapi.ImageSpec{Image: "app:1"},
+			LogPath: logPath,
+			Labels:  map[string]string{labelPodName: "web", labelPodNamespace: "default", labelPodUID: "uid1", labelContainerName: "app"},
+		}, sbCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cri.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if attempt == 0 {
+			if err := cri.StopContainer(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(logDir, logPath), []byte(logs[attempt]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid1"}}
+	srv, err := New(Options{
+		NodeName: "node-a", Runtime: cri, Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		Certificate: servingPair, ClientCAs: ca.Pool(), RootDir: dir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv)
+	hs.TLS = srv.TLSConfig()
+	hs.StartTLS()
+	t.Cleanup(hs.Close)
+
+	// A CA the node does not trust signs the impostor's certificate.
+	otherCA, err := pki.LoadOrCreateCA(filepath.Join(dir, "other"), "ca", "other-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(signer *pki.CA, user string, groups []string) *http.Client {
+		cfg := &tls.Config{RootCAs: ca.Pool()}
+		if signer != nil {
+			issued, err := signer.IssueClient(user, groups)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair, err := issued.TLS()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{pair}
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	return &testNode{url: hs.URL, clients: map[string]*http.Client{
+		"anonymous": client(nil, "", nil),
+		"apiserver": client(ca, APIServerClientUser, nil),
+		"admin":     client(ca, "alice", []string{"system:masters"}),
+		"node":      client(ca, "system:node:node-b", []string{"system:nodes"}),
+		"impostor":  client(otherCA, APIServerClientUser, nil),
+	}}
+}
+
+func (n *testNode) get(t *testing.T, who, path string) (int, string, error) {
+	t.Helper()
+	resp, err := n.clients[who].Get(n.url + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), nil
+}
+
+func TestAuthentication(t *testing.T) {
+	n := startTestNode(t)
+	for _, tc := range []struct {
+		who, path string
+		want      int
+		wantBody  string
+	}{
+		{"anonymous", "/healthz", http.StatusUnauthorized, `"reason":"Unauthorized"`},
+		{"anonymous", "/containerLogs/default/web/app", http.StatusUnauthorized, "Unauthorized"},
+		{"node", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:node:node-b, verb=get, resource=nodes, subresource=proxy"},
+		{"node", "/stats/summary", http.StatusForbidden, "subresource=stats"},
+		{"node", "/pods", http.StatusForbidden, "subresource=pods"},
+		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
+		{"apiserver", "/healthz", http.StatusOK, "ok"},
+		{"admin", "/healthz", http.StatusOK, "ok"},
+		{"apiserver", "/no/such/path", http.StatusNotFound, ""},
+	} {
+		code, body, err := n.get(t, tc.who, tc.path)
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.who, tc.path, err)
+			continue
+		}
+		if code != tc.want || !strings.Contains(body, tc.wantBody) {
+			t.Errorf("%s %s: %d %q, want %d containing %q", tc.who, tc.path, code, body, tc.want, tc.wantBody)
+		}
+	}
+	// A certificate from another CA is not accepted: the client either withholds it
+	// (it does not chain to the CAs the server names) or fails the handshake.
+	if code, body, err := n.get(t, "impostor", "/healthz"); err == nil && code != http.StatusUnauthorized {
+		t.Errorf("a certificate of an untrusted CA: %d %q", code, body)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	n := startTestNode(t)
+	for _, tc := range []struct {
+		path     string
+		want     int
+		wantBody string
+	}{
+		{"/containerLogs/default/web/app", http.StatusOK, "hello\nworld\n"},
+		{"/containerLogs/default/web/app?tailLines=1&timestamps=true", http.StatusOK, "2026-01-02T03:04:02Z world\n"},
+		{"/containerLogs/default/web/app?limitBytes=3", http.StatusOK, "hel"},
+		{"/containerLogs/default/web/app?tailLines=-2", http.StatusBadRequest, "tailLines: Invalid value"},
+		{"/containerLogs/default/web/nope", http.StatusBadRequest, `container \"nope\" in pod \"web\" is not available`},
+		{"/containerLogs/default/web/app?previous=true", http.StatusOK, "before the restart\n"},
+		{"/exec/default/web/app?stdout=true", http.StatusBadRequest, "you must specify at least one command"},
+		{"/exec/default/web/app?command=ls", http.StatusBadRequest, "at least 1 of stdin, stdout, stderr"},
+		{"/exec/default/web/nope?command=ls&stdout=true", http.StatusBadRequest, "container nope is not running in pod web"},
+		{"/portForward/default/missing", http.StatusNotFound, `pods \"missing\" not found`},
+	} {
+		code, body, err := n.get(t, "apiserver", tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.want || !strings.Contains(body, tc.wantBody) {
+			t.Errorf("%s: %d %q, want %d containing %q", tc.path, code, body, tc.want, tc.wantBody)
+		}
+	}
+
+	code, body, err := n.get(t, "apiserver", "/pods")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/pods: %d %v", code, err)
+	}
+	var pods v1.PodList
+	if err := json.Unmarshal([]byte(body), &pods); err != nil || pods.Kind != "PodList" || len(pods.Items) != 1 || pods.Items[0].Name != "web" {
+		t.Errorf("/pods: %v %s", err, body)
+	}
+
+	code, body, err = n.get(t, "apiserver", "/runningpods/")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/runningpods/: %d %v", code, err)
+	}
+	pods = v1.PodList{}
+	if err := json.Unmarshal([]byte(body), &pods); err != nil || len(pods.Items) != 1 || len(pods.Items[0].Spec.Containers) != 1 || pods.Items[0].Spec.Containers[0].Name != "app" {
+		t.Errorf("/runningpods/: %v %s", err, body)
+	}
+
+	code, body, err = n.get(t, "apiserver", "/stats/summary")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/stats/summary: %d %v", code, err)
+	}
+	var sum Summary
+	if err := json.Unmarshal([]byte(body), &sum); err != nil || sum.Node.NodeName != "node-a" || len(sum.Pods) != 1 ||
+		sum.Pods[0].PodRef != (PodReference{Name: "web", Namespace: "default", UID: "uid1"}) || len(sum.Pods[0].Containers) != 1 ||
+		sum.Node.Fs == nil || sum.Node.Fs.CapacityBytes == nil || *sum.Node.Fs.CapacityBytes == 0 || sum.Node.Memory == nil || sum.Node.CPU == nil {
+		t.Errorf("/stats/summary: %v %s", err, body)
+	}
+
+	code, body, err = n.get(t, "apiserver", "/metrics/resource")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, `container_start_time_seconds{container="app",namespace="default",pod="web"}`) ||
+		!strings.Contains(body, "resource_scrape_error 0") {
+		t.Errorf("/metrics/resource: %d %v\n%s", code, err, body)
+	}
+}

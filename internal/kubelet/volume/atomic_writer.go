@@ -1,0 +1,180 @@
+package volume
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// file is one file of an API-data volume: its content and permission bits.
+type file struct {
+	data []byte
+	mode os.FileMode
+}
+
+// payload maps a relative path inside the volume to its file.
+type payload map[string]file
+
+const dataDirName = "..data"
+
+// validatePath refuses what could escape the volume or clash with the writer's own
+// entries: absolute paths, "..", and elements starting with "..".
+func validatePath(p string) error {
+	if p == "" {
+		return fmt.Errorf("invalid path: must not be empty")
+	}
+	if filepath.IsAbs(p) {
+		return fmt.Errorf("invalid path %q: must be relative", p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return fmt.Errorf("invalid path %q: must not contain '..'", p)
+		}
+	}
+	if strings.HasPrefix(p, "..") {
+		return fmt.Errorf("invalid path %q: must not start with '..'", p)
+	}
+	return nil
+}
+
+// writeAtomic makes dir show exactly the payload, so that a reader never sees a mix of
+// two versions: the files go into a fresh timestamped directory, the "..data" symlink is
+// swapped to it with one rename, and each user-visible top-level name is a symlink into
+// "..data". gid, when not negative, owns the files (fsGroup). It reports whether
+// anything changed.
+func writeAtomic(dir string, p payload, gid int64) (bool, error) {
+	for path := range p {
+		if err := validatePath(path); err != nil {
+			return false, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	oldTS, err := os.Readlink(filepath.Join(dir, dataDirName))
+	if err != nil && !os.IsNotExist(err) {
+		return false, err
+	}
+	if oldTS != "" {
+		same, err := sameContent(filepath.Join(dir, oldTS), p)
+		if err != nil {
+			return false, err
+		}
+		if same {
+			return false, nil
+		}
+	}
+
+	tsDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		return false, err
+	}
+	if err := os.Chmod(tsDir, 0o755); err != nil {
+		return false, err
+	}
+	for path, f := range p {
+		full := filepath.Join(tsDir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return false, err
+		}
+		if err := os.WriteFile(full, f.data, f.mode); err != nil {
+			return false, err
+		}
+		if err := os.Chmod(full, f.mode); err != nil {
+			return false, err
+		}
+		if gid >= 0 {
+			if err := os.Lchown(full, -1, int(gid)); err != nil {
+				return false, err
+			}
+		}
+	}
+
+	tmpLink := filepath.Join(dir, "..data_tmp")
+	_ = os.Remove(tmpLink)
+	if err := os.Symlink(filepath.Base(tsDir), tmpLink); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
+		return false, err
+	}
+
+	visible := map[string]bool{}
+	for path := range p {
+		visible[strings.SplitN(path, "/", 2)[0]] = true
+	}
+	for name := range visible {
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(dataDirName, name), link); err != nil {
+			return false, err
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, "..") || visible[name] || e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return false, err
+		}
+	}
+	if oldTS != "" {
+		if err := os.RemoveAll(filepath.Join(dir, oldTS)); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// sameContent reports whether dir holds exactly the payload's files, bytes and modes.
+func sameContent(dir string, p payload) (bool, error) {
+	seen := 0
+	same := true
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		want, ok := p[rel]
+		if !ok {
+			same = false
+			return filepath.SkipAll
+		}
+		seen++
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm() != want.mode.Perm() {
+			same = false
+			return filepath.SkipAll
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want.data) {
+			same = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	return same && seen == len(p), err
+}

@@ -1,0 +1,285 @@
+// Package volume prepares a pod's volumes on the node before its containers start and
+// removes them after its containers are gone: emptyDir (on disk or tmpfs), configMap,
+// secret, downwardAPI and projected volumes (written atomically, following updates of
+// their sources on every sync), hostPath with its type checks, and the service account
+// tokens of projected volumes, refreshed before they expire. It also turns a
+// container's volumeMounts into CRI mounts.
+//
+// Layout, as upstream's kubelet: RootDir/pods/<uid>/volumes/kubernetes.io~<kind>/<name>.
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Sources is where volume content comes from: the API, and what only the kubelet knows.
+type Sources interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	// ResourceValue resolves a downwardAPI resourceFieldRef of the pod.
+	ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error)
+	// ServiceAccountToken requests a token for the pod's service account, bound to
+	// the pod, and returns it with its expiry.
+	ServiceAccountToken(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, time.Time, error)
+}
+
+// Options configure a Manager. RootDir and Sources are required.
+type Options struct {
+	RootDir string
+	Sources Sources
+	// Tmpfs puts memory-medium emptyDirs and secret, downwardAPI and projected volumes on
+	// tmpfs mounts, as upstream does; without it they are plain directories (hollow
+	// nodes, unprivileged tests).
+	Tmpfs  bool
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
+}
+
+// Manager sets up and tears down the volumes of the pods on one node.
+type Manager struct {
+	opts   Options
+	tokens *tokenCache
+}
+
+// NewManager returns a manager for the volumes under opts.RootDir.
+func NewManager(opts Options) *Manager {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Manager{opts: opts, tokens: newTokenCache(opts.Clock)}
+}
+
+// Plugin directory names, as upstream's volume plugins name them.
+const (
+	kindEmptyDir    = "kubernetes.io~empty-dir"
+	kindConfigMap   = "kubernetes.io~configmap"
+	kindSecret      = "kubernetes.io~secret"
+	kindDownwardAPI = "kubernetes.io~downward-api"
+	kindProjected   = "kubernetes.io~projected"
+)
+
+// Mounted is one volume ready on the host.
+type Mounted struct {
+	// Path is the host path to bind into containers.
+	Path string
+	// ReadOnly volumes (API data) are mounted read-only whatever the volumeMount says.
+	ReadOnly bool
+	// Writable volumes may get a missing subPath created inside them.
+	Writable bool
+}
+
+// PodDir is the pod's state directory.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.opts.RootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, kind, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumes", kind, name)
+}
+
+// MountError is why one volume could not be set up; its message is worded as
+// upstream's FailedMount events.
+type MountError struct {
+	Volume string
+	Err    error
+}
+
+func (e *MountError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *MountError) Unwrap() error { return e.Err }
+
+// SetUp makes every volume of the pod present and current: it creates what is
+// missing and rewrites API-data volumes whose sources changed. It is cheap to call on
+// every sync. The error joins one *MountError per volume that is not ready; a volume
+// that was set up before and now fails to refresh (its ConfigMap deleted, say) keeps
+// its last content and stays in the result, so running pods keep working as upstream's.
+func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, error) {
+	out := make(map[string]Mounted, len(pod.Spec.Volumes))
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		mv, ok := m.mounted(pod, vol)
+		if !ok {
+			errs = append(errs, &MountError{Volume: vol.Name, Err: errors.New("volume type is not supported by this kubelet")})
+			continue
+		}
+		if err := m.setUpVolume(ctx, pod, vol, mv.Path); err != nil {
+			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+			if !mv.ReadOnly || !isDir(filepath.Join(mv.Path, dataDirName)) {
+				continue
+			}
+		}
+		out[vol.Name] = mv
+	}
+	return out, errors.Join(errs...)
+}
+
+// mounted is where a volume lives on the host and how it may be mounted.
+func (m *Manager) mounted(pod *v1.Pod, vol *v1.Volume) (Mounted, bool) {
+	src := &vol.VolumeSource
+	apiData := func(kind string) (Mounted, bool) {
+		return Mounted{Path: m.volumeDir(pod.UID, kind, vol.Name), ReadOnly: true}, true
+	}
+	switch {
+	case src.EmptyDir != nil:
+		return Mounted{Path: m.volumeDir(pod.UID, kindEmptyDir, vol.Name), Writable: true}, true
+	case src.HostPath != nil:
+		return Mounted{Path: src.HostPath.Path, Writable: true}, true
+	case src.ConfigMap != nil:
+		return apiData(kindConfigMap)
+	case src.Secret != nil:
+		return apiData(kindSecret)
+	case src.DownwardAPI != nil:
+		return apiData(kindDownwardAPI)
+	case src.Projected != nil:
+		return apiData(kindProjected)
+	}
+	return Mounted{}, false
+}
+
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
+}
+
+// setUpVolume creates or refreshes one volume at dir.
+func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, dir string) error {
+	src := &vol.VolumeSource
+	gid := fsGroup(pod)
+	var p payload
+	var err error
+	memory := true
+	switch {
+	case src.EmptyDir != nil:
+		return m.setUpEmptyDir(dir, src.EmptyDir, gid)
+	case src.HostPath != nil:
+		return setUpHostPath(src.HostPath)
+	case src.ConfigMap != nil:
+		memory = false
+		p, err = m.configMapPayload(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.DefaultMode, src.ConfigMap.Optional)
+	case src.Secret != nil:
+		p, err = m.secretPayload(ctx, pod.Namespace, src.Secret.SecretName, src.Secret.Items, src.Secret.DefaultMode, src.Secret.Optional)
+	case src.DownwardAPI != nil:
+		p, err = m.downwardAPIPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
+	case src.Projected != nil:
+		p, err = m.projectedPayload(ctx, pod, src.Projected)
+	}
+	if err != nil {
+		return err
+	}
+	return m.write(dir, memory, p, gid)
+}
+
+// write brings an API-data volume to the payload, on tmpfs when memory-backed; with
+// an fsGroup the group owns and may read every file, as upstream sets it.
+func (m *Manager) write(dir string, memory bool, p payload, gid int64) error {
+	if memory && m.opts.Tmpfs {
+		if err := mountTmpfs(dir, ""); err != nil {
+			return err
+		}
+	}
+	if gid >= 0 {
+		for path, f := range p {
+			f.mode |= 0o440
+			p[path] = f
+		}
+	}
+	_, err := writeAtomic(dir, p, gid)
+	return err
+}
+
+// fsGroup is the pod's fsGroup, or -1.
+func fsGroup(pod *v1.Pod) int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return *sc.FSGroup
+	}
+	return -1
+}
+
+// fileMode is an item's mode, else the volume's default mode, else 0644.
+func fileMode(item, def *int32) os.FileMode {
+	mode := int32(v1.ConfigMapVolumeSourceDefaultMode)
+	if def != nil {
+		mode = *def
+	}
+	if item != nil {
+		mode = *item
+	}
+	return os.FileMode(mode) & os.ModePerm
+}
+
+// TearDown removes everything the pod had on the node: its volumes, then its
+// directory (hosts file, termination messages).
+func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
+	if err := m.TearDownVolumes(ctx, uid); err != nil {
+		return err
+	}
+	return os.RemoveAll(m.PodDir(uid))
+}
+
+// TearDownVolumes unmounts and removes the pod's volumes, keeping the rest of its
+// directory: a finished pod's volumes go while its object (and the termination
+// messages its status came from) remain. tmpfs mounts are unmounted first, so that
+// nothing outside the pod directory can be removed through them.
+func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
+	m.tokens.forget(uid)
+	volumes := filepath.Join(m.PodDir(uid), "volumes")
+	kinds, err := os.ReadDir(volumes)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	for _, k := range kinds {
+		names, err := os.ReadDir(filepath.Join(volumes, k.Name()))
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			dir := filepath.Join(volumes, k.Name(), n.Name())
+			if mounted, err := isMountPoint(dir); err != nil {
+				return err
+			} else if mounted {
+				if err := syscall.Unmount(dir, 0); err != nil {
+					return fmt.Errorf("unmounting %s: %w", dir, err)
+				}
+			}
+		}
+	}
+	return os.RemoveAll(volumes)
+}
+
+// PodsOnDisk lists the pods that have a directory under RootDir/pods.
+func (m *Manager) PodsOnDisk() ([]types.UID, error) {
+	entries, err := os.ReadDir(filepath.Join(m.opts.RootDir, "pods"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	uids := make([]types.UID, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			uids = append(uids, types.UID(e.Name()))
+		}
+	}
+	return uids, nil
+}

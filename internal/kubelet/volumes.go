@@ -1,0 +1,289 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"mizzen/internal/kubelet/volume"
+)
+
+// volumeSources gives the volume manager what it reads: objects from the API (through
+// a short-lived cache, so that every pod's periodic sync does not cost a GET per
+// volume, as upstream's TTL cache strategy), tokens from the TokenRequest API, and
+// resource values the kubelet computes.
+type volumeSources struct {
+	kl      *Kubelet
+	objects *objectCache
+}
+
+var _ volume.Sources = volumeSources{}
+
+func (s volumeSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	obj, err := s.objects.get("configmaps/"+ns+"/"+name, func() (any, error) {
+		return s.kl.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.ConfigMap), nil
+}
+
+func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	obj, err := s.objects.get("secrets/"+ns+"/"+name, func() (any, error) {
+		return s.kl.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Secret), nil
+}
+
+// objectCache keeps objects read from the API for a while; errors (a missing
+// ConfigMap) are not kept, so a pod waiting for one sees it on its next retry.
+type objectCache struct {
+	clock     clock.PassiveClock
+	ttl       time.Duration
+	mu        sync.Mutex
+	entries   map[string]cachedObject
+	lastPrune time.Time
+}
+
+type cachedObject struct {
+	obj     any
+	fetched time.Time
+}
+
+func newObjectCache(c clock.PassiveClock, ttl time.Duration) *objectCache {
+	return &objectCache{clock: c, ttl: ttl, entries: map[string]cachedObject{}}
+}
+
+func (c *objectCache) get(key string, fetch func() (any, error)) (any, error) {
+	if c == nil {
+		return fetch() // a Kubelet built by hand in a test
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.fetched) < c.ttl {
+		return e.obj, nil
+	}
+	obj, err := fetch()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		delete(c.entries, key)
+		return nil, err
+	}
+	c.entries[key] = cachedObject{obj: obj, fetched: now}
+	if now.Sub(c.lastPrune) > c.ttl {
+		for k, e := range c.entries {
+			if now.Sub(e.fetched) >= c.ttl {
+				delete(c.entries, k)
+			}
+		}
+		c.lastPrune = now
+	}
+	return obj, nil
+}
+
+func (s volumeSources) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	c := containerSpec(pod, ref.ContainerName)
+	if c == nil {
+		return "", fmt.Errorf("resourceFieldRef: no container %q", ref.ContainerName)
+	}
+	return s.kl.resourceFieldValue(pod, c, ref)
+}
+
+func (s volumeSources) ServiceAccountToken(ctx context.Context, pod *v1.Pod, audience string, seconds int64) (string, time.Time, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &seconds,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if audience != "" {
+		req.Spec.Audiences = []string{audience}
+	}
+	tr, err := s.kl.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return tr.Status.Token, tr.Status.ExpirationTimestamp.Time, nil
+}
+
+// Volume set-up retries back off as upstream's volume operations do: from half a
+// second, doubling up to about two minutes. After mountTimeout of waiting, one summary
+// event names the volumes still missing (and again each time as long).
+const (
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 2*time.Minute + 2*time.Second
+	mountTimeout      = 2*time.Minute + 3*time.Second
+)
+
+// setUpVolumes makes the pod's volumes ready and current. A volume that is not is
+// reported as a FailedMount event, worded as upstream's, each time its retry falls due.
+func (kl *Kubelet) setUpVolumes(ctx context.Context, w *podWorker, pod *v1.Pod) (map[string]volume.Mounted, bool) {
+	st := w.state
+	vols, err := kl.volumes.SetUp(ctx, pod)
+	if err == nil {
+		st.mountWaitSince, st.mountRetryAt, st.mountRetry = time.Time{}, time.Time{}, 0
+		return vols, true
+	}
+	now := kl.clock.Now()
+	if st.mountWaitSince.IsZero() {
+		st.mountWaitSince = now
+	}
+	if now.Sub(st.mountWaitSince) >= mountTimeout {
+		var unmounted []string
+		for _, e := range mountErrors(err) {
+			unmounted = append(unmounted, e.Volume)
+		}
+		all := make([]string, 0, len(pod.Spec.Volumes))
+		for _, v := range pod.Spec.Volumes {
+			all = append(all, v.Name)
+		}
+		kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedMount",
+			"Unable to attach or mount volumes: unmounted volumes=[%s], unattached volumes=[%s]: timed out waiting for the condition",
+			strings.Join(unmounted, " "), strings.Join(all, " "))
+		st.mountWaitSince = now
+	}
+	if now.Before(st.mountRetryAt) {
+		return vols, false // a sync between retries: the retry is scheduled
+	}
+	for _, e := range mountErrors(err) {
+		kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedMount", "%v", e)
+	}
+	st.mountRetry = min(max(2*st.mountRetry, mountRetryInitial), mountRetryMax)
+	st.mountRetryAt = now.Add(st.mountRetry)
+	kl.workers.pokeAfter(kl.clock, pod.UID, st.mountRetry)
+	return vols, false
+}
+
+// mountErrors splits SetUp's joined error into its volumes' errors.
+func mountErrors(err error) []*volume.MountError {
+	var out []*volume.MountError
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	for _, e := range errs {
+		var me *volume.MountError
+		if errors.As(e, &me) {
+			out = append(out, me)
+		}
+	}
+	return out
+}
+
+// containerMounts is every mount of a container instance: its volumes, the managed
+// /etc/hosts, and a fresh termination message file.
+func (kl *Kubelet) containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounted, vars map[string]string, podIPs []string, termPath string) ([]*runtimeapi.Mount, error) {
+	mounts, err := volume.ContainerMounts(c, vols, vars)
+	if err != nil {
+		return nil, err
+	}
+	// As upstream, the hosts file is managed only where the pod has addresses (a
+	// sandbox without a network keeps the image's).
+	if volume.ManagesHosts(c) && (pod.Spec.HostNetwork || len(podIPs) > 0) {
+		hosts, err := kl.volumes.HostsFile(pod, kl.podHostname(pod), kl.opts.ClusterDomain, podIPs)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: hosts})
+	}
+	if termPath != "" {
+		f, err := kl.volumes.TerminationLogFile(pod.UID, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: termPath, HostPath: f})
+	}
+	return mounts, nil
+}
+
+// Limits of a termination message, as upstream's.
+const (
+	maxTerminationMessageBytes = 4096
+	maxFallbackLogBytes        = 2048
+	maxFallbackLogLines        = 80
+)
+
+// terminationMessage is what an exited container left in its termination message
+// file; with FallbackToLogsOnError and a failure and no message, the tail of its log.
+func terminationMessage(c *runtimeapi.ContainerStatus) string {
+	path := c.GetAnnotations()[annoTermMsgPath]
+	if path == "" {
+		return ""
+	}
+	var msg string
+	for _, m := range c.Mounts {
+		if m.ContainerPath == path {
+			msg = readHead(m.HostPath, maxTerminationMessageBytes)
+			break
+		}
+	}
+	if msg == "" && c.ExitCode != 0 && c.GetAnnotations()[annoTermMsgPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) {
+		msg = logTail(c.LogPath)
+	}
+	return msg
+}
+
+func readHead(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(b)
+}
+
+// logTail is the last lines of a container's CRI log (at most 80 lines and 2048
+// bytes), without the CRI timestamp, stream and tag fields.
+func logTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > window {
+		_, _ = f.Seek(st.Size()-window, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var out []string
+	for _, l := range lines {
+		// "<time> <stream> <F|P> <message>"
+		parts := strings.SplitN(l, " ", 4)
+		if len(parts) == 4 {
+			out = append(out, parts[3])
+		}
+	}
+	if len(out) > maxFallbackLogLines {
+		out = out[len(out)-maxFallbackLogLines:]
+	}
+	msg := strings.Join(out, "\n")
+	if len(out) > 0 {
+		msg += "\n"
+	}
+	if len(msg) > maxFallbackLogBytes {
+		msg = msg[len(msg)-maxFallbackLogBytes:]
+	}
+	return msg
+}

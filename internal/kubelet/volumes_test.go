@@ -1,0 +1,344 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/cri/fake"
+)
+
+// runningContainer returns the runtime status of the pod's running container.
+func (h *harness) runningContainer(podUID, name string) *runtimeapi.ContainerStatus {
+	h.t.Helper()
+	ctx := context.Background()
+	list, err := h.rt.Client().ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: podUID}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, c := range list {
+		if c.Metadata.Name == name && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			st, err := h.rt.Client().ContainerStatus(ctx, c.Id, false)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			return st.Status
+		}
+	}
+	return nil
+}
+
+func mountAt(c *runtimeapi.ContainerStatus, path string) *runtimeapi.Mount {
+	for _, m := range c.Mounts {
+		if m.ContainerPath == path {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestConfigMapVolumeWaitsForItsSourceAndFollowsUpdates(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	h.startWith(opts)
+	ctx := context.Background()
+
+	pod := newPod("cfgpod", "app")
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}}}},
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "scratch", MountPath: "/scratch"}}
+	h.createPod(pod)
+
+	msg := h.waitEvent("cfgpod", "FailedMount")
+	if want := `MountVolume.SetUp failed for volume "config" : configmap "settings" not found`; msg != want {
+		t.Errorf("FailedMount message = %q, want %q", msg, want)
+	}
+	p := h.waitPod("cfgpod", "status written while waiting", func(p *v1.Pod) bool { return containerStatus(p, "app") != nil })
+	if w := containerStatus(p, "app").State.Waiting; w == nil || w.Reason != reasonContainerCreating {
+		t.Errorf("container state while the configMap is missing = %+v, want waiting ContainerCreating", containerStatus(p, "app").State)
+	}
+	if n := h.rt.Calls("CreateContainer"); n != 0 {
+		t.Errorf("%d containers created before the volume was ready", n)
+	}
+	summary := ""
+	h.eventually("the summary event after two minutes", func() bool {
+		evs, _ := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		for _, e := range evs.Items {
+			if e.Reason == "FailedMount" && strings.HasPrefix(e.Message, "Unable to attach") {
+				summary = e.Message
+				return true
+			}
+		}
+		return false
+	})
+	if want := "Unable to attach or mount volumes: unmounted volumes=[config], unattached volumes=[config scratch]: timed out waiting for the condition"; summary != want {
+		t.Errorf("summary event %q, want %q", summary, want)
+	}
+	// Retries back off: two minutes of waiting cost about ten events, not sixty.
+	evs, _ := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	for _, e := range evs.Items {
+		if e.Reason == "FailedMount" && strings.HasPrefix(e.Message, "MountVolume.SetUp") && (e.Count < 3 || e.Count > 12) {
+			t.Errorf("%d FailedMount events in two minutes, want a backed-off handful", e.Count)
+		}
+	}
+
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "blue"}}
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPod("cfgpod", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	c := h.runningContainer(string(pod.UID), "app")
+	volDir := filepath.Join(opts.RootDir, "pods", string(pod.UID), "volumes")
+	for _, want := range []*runtimeapi.Mount{
+		{ContainerPath: "/etc/app", HostPath: filepath.Join(volDir, "kubernetes.io~configmap/config"), Readonly: true},
+		{ContainerPath: "/scratch", HostPath: filepath.Join(volDir, "kubernetes.io~empty-dir/scratch")},
+		{ContainerPath: "/etc/hosts", HostPath: filepath.Join(opts.RootDir, "pods", string(pod.UID), "etc-hosts")},
+	} {
+		got := mountAt(c, want.ContainerPath)
+		if got == nil || got.HostPath != want.HostPath || got.Readonly != want.Readonly {
+			t.Errorf("mount %s = %v, want %v", want.ContainerPath, got, want)
+		}
+	}
+	if m := mountAt(c, "/dev/termination-log"); m == nil || !strings.HasPrefix(m.HostPath, filepath.Join(opts.RootDir, "pods", string(pod.UID), "containers", "app")) {
+		t.Errorf("termination log mount = %v", m)
+	}
+	hosts, err := os.ReadFile(filepath.Join(opts.RootDir, "pods", string(pod.UID), "etc-hosts"))
+	if err != nil || !strings.Contains(string(hosts), "\tcfgpod\n") {
+		t.Errorf("hosts file %q (%v) lacks the pod's own name", hosts, err)
+	}
+	readMode := func() string {
+		b, _ := os.ReadFile(filepath.Join(volDir, "kubernetes.io~configmap/config/mode"))
+		return string(b)
+	}
+	if got := readMode(); got != "blue" {
+		t.Errorf("mode file = %q, want blue", got)
+	}
+
+	cm.Data["mode"] = "green"
+	if _, err := h.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the update reaches the volume", func() bool { return readMode() == "green" })
+
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "cfgpod", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod directory removed", func() bool {
+		_, err := os.Stat(filepath.Join(opts.RootDir, "pods", string(pod.UID)))
+		return os.IsNotExist(err)
+	})
+}
+
+func TestTerminationMessage(t *testing.T) {
+	cases := []struct {
+		name    string
+		policy  v1.TerminationMessagePolicy
+		file    string
+		log     string
+		want    string
+		logPath string
+	}{
+		{name: "from the file", policy: v1.TerminationMessageReadFile, file: "all done", want: "all done"},
+		{name: "file wins over the log", policy: v1.TerminationMessageFallbackToLogsOnError, file: "from file", log: "2026-11-30T00:00:00Z stderr F boom\n", want: "from file"},
+		{name: "fallback to the log", policy: v1.TerminationMessageFallbackToLogsOnError,
+			log: "2026-11-30T00:00:00Z stdout F starting\n2026-11-30T00:00:01Z stderr F boom\n", want: "starting\nboom\n"},
+		{name: "no fallback without the policy", policy: v1.TerminationMessageReadFile, log: "2026-11-30T00:00:01Z stderr F boom\n", want: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: 30 * time.Second, ExitCode: 2})
+			opts := h.options()
+			opts.PodLogsDir = t.TempDir()
+			h.startWith(opts)
+			pod := newPod("ends", "app")
+			pod.Spec.RestartPolicy = v1.RestartPolicyNever
+			pod.Spec.Containers[0].TerminationMessagePolicy = tc.policy
+			h.createPod(pod)
+			h.waitPod("ends", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+			c := h.runningContainer(string(pod.UID), "app")
+			m := mountAt(c, "/dev/termination-log")
+			if m == nil {
+				t.Fatal("no termination log mount")
+			}
+			if err := os.WriteFile(m.HostPath, []byte(tc.file), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(c.LogPath), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.LogPath, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := h.waitPod("ends", "failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+			term := containerStatus(p, "app").State.Terminated
+			if term == nil || term.Message != tc.want {
+				t.Errorf("terminated = %+v, want message %q", term, tc.want)
+			}
+		})
+	}
+}
+
+func TestFinishedPodReleasesItsVolumesAndOrphansAreRemoved(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("job", fake.Behavior{Exits: true, After: 3 * time.Second})
+	opts := h.options()
+	orphan := filepath.Join(opts.RootDir, "pods", "gone-uid", "volumes", "kubernetes.io~empty-dir", "data")
+	if err := os.MkdirAll(orphan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.startWith(opts)
+
+	pod := newPod("batch", "job")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	h.createPod(pod)
+	podDir := filepath.Join(opts.RootDir, "pods", string(pod.UID))
+	h.waitPod("batch", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if _, err := os.Stat(filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "scratch")); err != nil {
+		t.Fatalf("emptyDir of the running pod: %v", err)
+	}
+	h.waitPod("batch", "succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	h.eventually("the finished pod's volumes removed", func() bool {
+		_, err := os.Stat(filepath.Join(podDir, "volumes"))
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(podDir); err != nil {
+		t.Errorf("the finished pod's directory (termination messages) should stay while the pod exists: %v", err)
+	}
+	h.eventually("the orphaned pod directory removed", func() bool {
+		_, err := os.Stat(filepath.Join(opts.RootDir, "pods", "gone-uid"))
+		return os.IsNotExist(err)
+	})
+}
+
+func TestObjectCache(t *testing.T) {
+	h := newHarness(t)
+	c := newObjectCache(h.clock, 10*time.Second)
+	fetches := 0
+	fetch := func() (any, error) { fetches++; return fetches, nil }
+	failing := func() (any, error) { fetches++; return nil, os.ErrNotExist }
+	steps := []struct {
+		advance time.Duration
+		fetch   func() (any, error)
+		want    any
+		fetched int
+	}{
+		{0, fetch, 1, 1},
+		{9 * time.Second, fetch, 1, 1}, // still fresh
+		{time.Second, fetch, 2, 2},     // ten seconds old: fetched again
+		{10 * time.Second, failing, nil, 3},
+		{0, fetch, 4, 4}, // an error is not kept
+	}
+	for i, s := range steps {
+		h.clock.Step(s.advance)
+		got, _ := c.get("k", s.fetch)
+		if got != s.want || fetches != s.fetched {
+			t.Errorf("step %d: got %v after %d fetches, want %v after %d", i, got, fetches, s.want, s.fetched)
+		}
+	}
+}
+
+func TestServiceEnv(t *testing.T) {
+	cases := []struct {
+		name string
+		svc  *v1.Service
+		want string
+	}{{
+		name: "the kubernetes service",
+		svc: &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1",
+			Ports: []v1.ServicePort{{Name: "https", Port: 443, Protocol: v1.ProtocolTCP}}}},
+		want: "KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 KUBERNETES_SERVICE_PORT_HTTPS=443 " +
+			"KUBERNETES_PORT=tcp://10.96.0.1:443 KUBERNETES_PORT_443_TCP=tcp://10.96.0.1:443 KUBERNETES_PORT_443_TCP_PROTO=tcp " +
+			"KUBERNETES_PORT_443_TCP_PORT=443 KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1",
+	}, {
+		name: "dashes and several ports",
+		svc: &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "my-dns"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.10",
+			Ports: []v1.ServicePort{{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP}, {Name: "dns-tcp", Port: 53, Protocol: v1.ProtocolTCP}}}},
+		want: "MY_DNS_SERVICE_HOST=10.96.0.10 MY_DNS_SERVICE_PORT=53 MY_DNS_SERVICE_PORT_DNS=53 MY_DNS_SERVICE_PORT_DNS_TCP=53 " +
+			"MY_DNS_PORT=udp://10.96.0.10:53 MY_DNS_PORT_53_UDP=udp://10.96.0.10:53 MY_DNS_PORT_53_UDP_PROTO=udp MY_DNS_PORT_53_UDP_PORT=53 " +
+			"MY_DNS_PORT_53_UDP_ADDR=10.96.0.10 MY_DNS_PORT_53_TCP=tcp://10.96.0.10:53 MY_DNS_PORT_53_TCP_PROTO=tcp MY_DNS_PORT_53_TCP_PORT=53 " +
+			"MY_DNS_PORT_53_TCP_ADDR=10.96.0.10",
+	}, {
+		name: "headless",
+		svc:  &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: v1.ServiceSpec{ClusterIP: "None", Ports: []v1.ServicePort{{Port: 5432}}}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, kv := range serviceEnv(tc.svc) {
+				got = append(got, kv[0]+"="+kv[1])
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("env:\n%s\nwant:\n%s", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}
+
+func TestMasterServiceEnvComesFirst(t *testing.T) {
+	client := k8sfake.NewSimpleClientset(&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"},
+		Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []v1.ServicePort{{Name: "https", Port: 443, Protocol: v1.ProtocolTCP}}}})
+	kl := &Kubelet{client: client, opts: Options{Machine: &MachineInfo{}}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps"}}
+	c := &v1.Container{Name: "c", Env: []v1.EnvVar{
+		{Name: "API", Value: "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
+		{Name: "KUBERNETES_SERVICE_PORT", Value: "8443"},
+	}}
+	env, err := kl.makeEnv(context.Background(), pod, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range env {
+		got[kv.Key] = string(kv.Value)
+	}
+	for k, want := range map[string]string{
+		"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "8443", "API": "https://10.96.0.1:443",
+		"KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.1",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+}
+
+func TestDownwardAPIVolumeFollowsLabels(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	h.startWith(opts)
+	ctx := context.Background()
+	pod := newPod("labelled", "app")
+	pod.Labels = map[string]string{"tier": "front"}
+	pod.Spec.Volumes = []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+		Items: []v1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}}}
+	h.createPod(pod)
+	h.waitPod("labelled", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	file := filepath.Join(opts.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~downward-api", "info", "labels")
+	read := func() string { b, _ := os.ReadFile(file); return string(b) }
+	if got := read(); got != `tier="front"` {
+		t.Errorf("labels file = %q", got)
+	}
+	p, err := h.getPod("labelled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels["tier"] = "back"
+	p.Labels["canary"] = "yes"
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("new labels in the volume", func() bool { return read() == "canary=\"yes\"\ntier=\"back\"" })
+}
