@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +39,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/scheduler"
 	"mizzen/internal/server"
 )
@@ -249,6 +249,11 @@ func run(w workload, opts runOptions) (result, error) {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return res, err
 		}
+		// ServiceAccount admission wants the namespace's default account, which no
+		// controller-manager makes here.
+		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
 	}
 	if w.highPriorityClass {
 		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 10}, metav1.CreateOptions{}); err != nil {
@@ -334,8 +339,8 @@ func run(w workload, opts runOptions) (result, error) {
 	}
 	res.measured = last.Sub(measureStart)
 	res.podsPerSecond = float64(len(lat)) / res.measured.Seconds()
-	slices.Sort(lat)
-	res.p50, res.p90, res.p99, res.max = percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), lat[len(lat)-1]
+	res.p50, res.p90, res.p99 = benchutil.Percentile(lat, 0.50), benchutil.Percentile(lat, 0.90), benchutil.Percentile(lat, 0.99)
+	res.max = lat[len(lat)-1] // sorted by Percentile
 	res.preempted = int(tr.deletions.Load() - deletedBefore)
 	res.doubleBound = int(tr.doubleBound.Load())
 	res.overCommits, err = overCommittedNodes(ctx, client)
@@ -413,13 +418,6 @@ func createPods(ctx context.Context, client kubernetes.Interface, tr *tracker, n
 		_, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		return err
 	})
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(float64(len(sorted)-1)*p)]
 }
 
 // tracker records, per pod, when its create call started and when a watch first showed
