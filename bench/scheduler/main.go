@@ -150,7 +150,6 @@ func workloadNames() []string {
 func podWithRequests(cpu string) *v1.Pod {
 	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("500Mi")}
 	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
 			Ports:     []v1.ContainerPort{{ContainerPort: 80}},
 			Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}}}},
@@ -412,7 +411,6 @@ func createNode(ctx context.Context, client kubernetes.Interface, w workload, i 
 func createPods(ctx context.Context, client kubernetes.Interface, tr *tracker, ns, prefix string, template func() *v1.Pod, n, workers int) error {
 	return parallel(workers, n, func(i int) error {
 		p := template()
-		p.GenerateName = ""
 		p.Name = fmt.Sprintf("%s-%06d", prefix, i)
 		tr.startCreate(ns + "/" + p.Name)
 		_, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
