@@ -64,6 +64,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	podCycle := s.queue.SchedulingCycle()
 	start := time.Now()
 	state := framework.NewCycleState()
+	// A copy: the queue may refresh its PodInfo if the pod changes during the cycle.
+	podInfo := *pInfo.PodInfo
+	if podInfo.Pod == pod {
+		state.SetPodInfo(&podInfo)
+	}
 
 	s.cache.UpdateSnapshot(s.snapshot)
 	result, err := s.schedulePod(ctx, fwk, state, pod)

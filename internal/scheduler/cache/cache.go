@@ -283,7 +283,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	if len(c.dirty) == 0 {
 		return
 	}
-	membershipChanged, rebuild := false, false
+	membershipChanged, rebuild, affinityChanged := false, false, false
 	for name := range c.dirty {
 		ni, ok := c.nodes[name]
 		if !ok || ni.Node() == nil {
@@ -298,8 +298,12 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		if _, had := snap.nodeInfoMap[name]; !had {
 			membershipChanged = true
 		}
-		if membershipChanged || rebuild || !snap.replace(clone) {
+		if membershipChanged || rebuild {
 			rebuild = true
+		} else if ok, affinity := snap.replace(clone); !ok {
+			rebuild = true
+		} else if affinity {
+			affinityChanged = true
 		}
 		snap.nodeInfoMap[name] = clone
 	}
@@ -313,11 +317,18 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	}
 	if membershipChanged || rebuild {
 		snap.rebuildLists()
+	} else if affinityChanged {
+		snap.rebuildAffinityLists()
 	}
 	snap.generation = c.generation
 }
 
+// imageSummaries is nil for a node without images, so scoring skips the lookups (a
+// nil map costs no memory access; an empty one still does, for every node and pod).
 func (c *Cache) imageSummaries(node *v1.Node) map[string]*framework.ImageStateSummary {
+	if len(node.Status.Images) == 0 {
+		return nil
+	}
 	out := make(map[string]*framework.ImageStateSummary, len(node.Status.Images))
 	for _, img := range node.Status.Images {
 		for _, name := range img.Names {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -158,5 +159,51 @@ func TestImageStatesCountNodes(t *testing.T) {
 	ni, _ := snap.Get("n1")
 	if st := ni.ImageStates["img:1"]; st == nil || st.NumNodes != 2 || st.Size != 100 {
 		t.Errorf("image state %+v, want 2 nodes of size 100", st)
+	}
+}
+
+// The snapshot's lists of nodes hosting pods with (anti-)affinity follow pods as they
+// come and go, and hold the current version of each node.
+func TestSnapshotAffinityLists(t *testing.T) {
+	withAntiAffinity := func(name, node string) *v1.Pod {
+		p := mkPod(name, node, 100)
+		p.Labels = map[string]string{"app": "a"}
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}, TopologyKey: v1.LabelHostname}}}}
+		return p
+	}
+	c := New()
+	snap := NewEmptySnapshot()
+	steps := []struct {
+		name      string
+		do        func()
+		wantNodes []string // nodes in HavePodsWithRequiredAntiAffinityList, in order
+		wantPods  map[string]int
+	}{
+		{name: "nodes only", do: func() { c.AddNode(mkNode("n1")); c.AddNode(mkNode("n2")); c.AddNode(mkNode("n3")) }, wantPods: map[string]int{}},
+		{name: "anti-affinity pod on n2", do: func() { c.AddPod(withAntiAffinity("a1", "n2")) }, wantNodes: []string{"n2"}, wantPods: map[string]int{"n2": 1}},
+		{name: "plain pod on n1 leaves the list alone", do: func() { c.AddPod(mkPod("p1", "n1", 100)) }, wantNodes: []string{"n2"}, wantPods: map[string]int{"n2": 1}},
+		{name: "second one on n2 and one on n1", do: func() { c.AddPod(withAntiAffinity("a2", "n2")); c.AddPod(withAntiAffinity("a3", "n1")) },
+			wantNodes: []string{"n1", "n2"}, wantPods: map[string]int{"n1": 1, "n2": 2}},
+		{name: "n2's pods leave", do: func() { c.RemovePod(withAntiAffinity("a1", "n2")); c.RemovePod(withAntiAffinity("a2", "n2")) },
+			wantNodes: []string{"n1"}, wantPods: map[string]int{"n1": 1}},
+	}
+	for _, st := range steps {
+		st.do()
+		c.UpdateSnapshot(snap)
+		var nodes []string
+		pods := map[string]int{}
+		for _, ni := range snap.HavePodsWithRequiredAntiAffinityList() {
+			nodes = append(nodes, ni.Node().Name)
+			pods[ni.Node().Name] = len(ni.PodsWithRequiredAntiAffinity)
+		}
+		if !reflect.DeepEqual(nodes, st.wantNodes) || !reflect.DeepEqual(pods, st.wantPods) {
+			t.Errorf("%s: nodes %v with pods %v, want %v with %v", st.name, nodes, pods, st.wantNodes, st.wantPods)
+		}
+		for _, ni := range snap.List() {
+			if got, _ := snap.Get(ni.Node().Name); got != ni {
+				t.Errorf("%s: List and Get disagree on %s", st.name, ni.Node().Name)
+			}
+		}
 	}
 }

@@ -37,12 +37,19 @@ func NewSnapshot(nodeInfos ...*framework.NodeInfo) *Snapshot {
 func (s *Snapshot) rebuildLists() {
 	s.index = make(map[string]int, len(s.names))
 	s.list = s.list[:0]
+	for _, name := range s.names {
+		s.index[name] = len(s.list)
+		s.list = append(s.list, s.nodeInfoMap[name])
+	}
+	s.rebuildAffinityLists()
+}
+
+// rebuildAffinityLists recomputes the lists of nodes hosting pods with (anti-)affinity
+// from list, keeping list's order.
+func (s *Snapshot) rebuildAffinityLists() {
 	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
 	s.havePodsWithRequiredAntiAffin = s.havePodsWithRequiredAntiAffin[:0]
-	for _, name := range s.names {
-		ni := s.nodeInfoMap[name]
-		s.index[name] = len(s.list)
-		s.list = append(s.list, ni)
+	for _, ni := range s.list {
 		if len(ni.PodsWithAffinity) > 0 {
 			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
 		}
@@ -52,21 +59,21 @@ func (s *Snapshot) rebuildLists() {
 	}
 }
 
-// replace swaps in a new version of a listed node; it reports false when the lists must
-// be rebuilt instead (the node's presence in the affinity lists changes, or it is in one).
-func (s *Snapshot) replace(ni *framework.NodeInfo) bool {
+// replace swaps in a new version of a listed node. It reports ok=false when the node is
+// not listed (the lists must be rebuilt), and affinityChanged when the node hosts, or
+// hosted, pods with (anti-)affinity, so the affinity lists must be recomputed (they
+// hold the old version). Only those lists are: rebuilding the index of thousands of
+// nodes on every bind of such a pod was most of the snapshot's cost.
+func (s *Snapshot) replace(ni *framework.NodeInfo) (ok, affinityChanged bool) {
 	name := ni.Node().Name
 	old := s.nodeInfoMap[name]
-	i, ok := s.index[name]
-	if !ok || old == nil {
-		return false
-	}
-	if len(old.PodsWithAffinity)+len(ni.PodsWithAffinity)+len(old.PodsWithRequiredAntiAffinity)+len(ni.PodsWithRequiredAntiAffinity) > 0 {
-		return false
+	i, listed := s.index[name]
+	if !listed || old == nil {
+		return false, false
 	}
 	s.nodeInfoMap[name] = ni
 	s.list[i] = ni
-	return true
+	return true, len(old.PodsWithAffinity)+len(ni.PodsWithAffinity)+len(old.PodsWithRequiredAntiAffinity)+len(ni.PodsWithRequiredAntiAffinity) > 0
 }
 
 // NodeInfos implements framework.SharedLister.

@@ -21,6 +21,8 @@ import (
 const (
 	DefaultQPS   = 50
 	DefaultBurst = 100
+	// DefaultContentType is upstream's clientConnection.contentType default.
+	DefaultContentType = "application/vnd.kubernetes.protobuf"
 )
 
 // Group version and kind accepted in configuration files.

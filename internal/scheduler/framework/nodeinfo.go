@@ -81,15 +81,25 @@ type ImageStateSummary struct {
 
 // NodeInfo is the scheduler's aggregated view of one node and the pods on it.
 type NodeInfo struct {
-	node                         *v1.Node
-	Pods                         []*PodInfo
+	// The fields every filter and score reads come first, next to each other: with
+	// hundreds of nodes evaluated per pod, each cache line touched per node is a
+	// memory miss.
+	node *v1.Node
+	// name, labels, unschedulable and taints copy what the hot filters and scores read
+	// of the node, so they need not touch the Node object elsewhere in memory.
+	name             string
+	labels           map[string]string
+	unschedulable    bool
+	taints           []v1.Taint
+	Pods             []*PodInfo
+	Requested        Resource
+	Allocatable      Resource
+	NonZeroRequested Resource
+	ImageStates      map[string]*ImageStateSummary
+
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	UsedPorts                    HostPortInfo
-	Requested                    Resource
-	NonZeroRequested             Resource
-	Allocatable                  Resource
-	ImageStates                  map[string]*ImageStateSummary
 	// PVCRefCounts counts pods using each "namespace/claim".
 	PVCRefCounts map[string]int
 	// Generation increases on every change, so snapshots copy only changed nodes.
@@ -116,11 +126,27 @@ func (n *NodeInfo) Node() *v1.Node {
 // SetNode sets the node and its allocatable resources.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.node = node
+	n.name, n.labels, n.unschedulable, n.taints = node.Name, node.Labels, node.Spec.Unschedulable, node.Spec.Taints
 	n.Allocatable = NewResource(node.Status.Allocatable)
 }
 
 // RemoveNode forgets the node object, keeping pods (they may still be deleted later).
-func (n *NodeInfo) RemoveNode() { n.node = nil }
+func (n *NodeInfo) RemoveNode() {
+	n.node = nil
+	n.name, n.labels, n.unschedulable, n.taints = "", nil, false, nil
+}
+
+// Name is the node's name ("" while the node is unknown).
+func (n *NodeInfo) Name() string { return n.name }
+
+// Labels are the node's labels (shared with the Node object: do not modify).
+func (n *NodeInfo) Labels() map[string]string { return n.labels }
+
+// Unschedulable is the node's spec.unschedulable.
+func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
+
+// Taints are the node's spec.taints (shared with the Node object: do not modify).
+func (n *NodeInfo) Taints() []v1.Taint { return n.taints }
 
 // AddPod adds a pod to the node's accounting.
 func (n *NodeInfo) AddPod(pod *v1.Pod) { n.AddPodInfo(NewPodInfo(pod)) }
@@ -196,6 +222,10 @@ func (n *NodeInfo) update(pi *PodInfo, sign int64) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{
 		node:                         n.node,
+		name:                         n.name,
+		labels:                       n.labels,
+		unschedulable:                n.unschedulable,
+		taints:                       n.taints,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
 		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),

@@ -79,6 +79,10 @@ type Framework struct {
 
 	waitingMu   sync.Mutex
 	waitingPods map[types.UID]*WaitingPod
+
+	// scoreBuffers recycles RunScorePlugins' per-plugin score lists (plugins x nodes
+	// entries per pod, the scheduler's largest allocation).
+	scoreBuffers sync.Pool
 }
 
 var _ Handle = (*Framework)(nil)
@@ -321,6 +325,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 			}
 		}
 	}
+	state.filters, state.filtersFor, state.filtersSkipped = f.computeActiveFilterPlugins(state), f, len(state.SkipFilterPlugins)
 	return result, nil, rejectors
 }
 
@@ -356,10 +361,7 @@ func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *C
 
 // RunFilterPlugins runs the filters on one node and returns the first rejection.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
-	for _, pl := range f.filterPlugins {
-		if state.SkipFilterPlugins[pl.Name()] {
-			continue
-		}
+	for _, pl := range f.activeFilterPlugins(state) {
 		if s := pl.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
 			if !s.IsRejected() {
 				s = AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError()))
@@ -370,11 +372,37 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 	return nil
 }
 
+// activeFilterPlugins returns the filters PreFilter did not skip: the list that
+// RunPreFilterPlugins left in state, or, when the skips changed since (or PreFilter did
+// not run), one computed now. The list saves a map lookup per node and plugin.
+func (f *Framework) activeFilterPlugins(state *CycleState) []FilterPlugin {
+	if state.filtersFor == f && state.filtersSkipped == len(state.SkipFilterPlugins) {
+		return state.filters
+	}
+	return f.computeActiveFilterPlugins(state)
+}
+
+func (f *Framework) computeActiveFilterPlugins(state *CycleState) []FilterPlugin {
+	if len(state.SkipFilterPlugins) == 0 {
+		return f.filterPlugins
+	}
+	active := make([]FilterPlugin, 0, len(f.filterPlugins))
+	for _, pl := range f.filterPlugins {
+		if !state.SkipFilterPlugins[pl.Name()] {
+			active = append(active, pl)
+		}
+	}
+	return active
+}
+
 // RunFilterPluginsWithNominatedPods filters a node as if pods nominated to it with equal
 // or higher priority were already there, and also without them (they may not land), so
 // the pod fits only if it fits both ways, as upstream.
 func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
-	nominated := f.NominatedPodsForNode(nodeInfo.Node().Name)
+	if c, ok := f.opts.Nominator.(NominationCounter); ok && !c.HasNominatedPods() {
+		return f.RunFilterPlugins(ctx, state, pod, nodeInfo)
+	}
+	nominated := f.NominatedPodsForNode(nodeInfo.Name())
 	if len(nominated) > 0 {
 		prio := PodPriority(pod)
 		var withNominated *NodeInfo
@@ -449,9 +477,18 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	if len(active) == 0 {
 		return totals, nil
 	}
+	buf, _ := f.scoreBuffers.Get().(*[]NodeScore)
+	if buf == nil {
+		buf = new([]NodeScore)
+	}
+	if need := len(active) * len(nodes); cap(*buf) < need {
+		*buf = make([]NodeScore, need)
+	}
+	defer f.scoreBuffers.Put(buf)
 	scores := make([][]NodeScore, len(active))
 	for j := range active {
-		scores[j] = make([]NodeScore, len(nodes))
+		// Every entry is written below before it is read.
+		scores[j] = (*buf)[j*len(nodes) : (j+1)*len(nodes) : (j+1)*len(nodes)]
 	}
 	var errMu sync.Mutex
 	var firstErr *Status
@@ -469,7 +506,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 				cancel()
 				return
 			}
-			scores[j][n] = NodeScore{Name: nodes[n].Node().Name, Score: s}
+			scores[j][n] = NodeScore{Name: nodes[n].Name(), Score: s}
 		}
 	})
 	if firstErr != nil {

@@ -43,7 +43,7 @@ func (*BalancedAllocation) Name() string { return NodeResourcesBalancedAllocatio
 
 // PreScore computes the pod's scoring requests once.
 func (*BalancedAllocation) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	state.Write(balancedStateKey, &fitScoreState{nonZero: framework.NewPodInfo(pod).NonZeroRequests})
+	state.Write(balancedStateKey, &fitScoreState{nonZero: framework.PodInfoFor(state, pod).NonZeroRequests})
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (pl *BalancedAllocation) Score(_ context.Context, state *framework.CycleSta
 	if d, ok := state.Read(balancedStateKey); ok {
 		podReq = &d.(*fitScoreState).nonZero
 	} else {
-		r := framework.NewPodInfo(pod).NonZeroRequests
+		r := framework.PodInfoFor(state, pod).NonZeroRequests
 		podReq = &r
 	}
 	fractions := make([]float64, 0, len(pl.resources))

@@ -336,10 +336,14 @@ func earliestStartOfHighest(c *candidate) *metav1.Time {
 }
 
 // prepare evicts the victims (marking them with a DisruptionTarget condition first) and
-// clears lower-priority nominations on the node so they do not hold the freed room.
+// clears lower-priority nominations on the node so they do not hold the freed room. The
+// victims are evicted in parallel: one after another, their API calls were what
+// serialized a wave of preemptions (~40 ms per preemptor in bench/scheduler).
 func (pl *DefaultPreemption) prepare(ctx context.Context, c *candidate, preemptor *v1.Pod) error {
 	client := pl.handle.ClientSet()
-	for _, victim := range c.victims {
+	errs := make([]error, len(c.victims))
+	pl.handle.Parallelizer().Until(ctx, len(c.victims), func(i int) {
+		victim := c.victims[i]
 		cond := v1.PodCondition{
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
 			Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
@@ -347,12 +351,19 @@ func (pl *DefaultPreemption) prepare(ctx context.Context, c *candidate, preempto
 		}
 		patch, _ := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"conditions": []v1.PodCondition{cond}}})
 		if _, err := client.CoreV1().Pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("marking victim %s/%s: %w", victim.Namespace, victim.Name, err)
+			errs[i] = fmt.Errorf("marking victim %s/%s: %w", victim.Namespace, victim.Name, err)
+			return
 		}
 		if err := client.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("preempting victim %s/%s: %w", victim.Namespace, victim.Name, err)
+			errs[i] = fmt.Errorf("preempting victim %s/%s: %w", victim.Namespace, victim.Name, err)
+			return
 		}
 		pl.handle.EventRecorder().Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "Preempted by pod %v on node %v", preemptor.UID, c.node)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	prio := framework.PodPriority(preemptor)
 	for _, p := range pl.handle.NominatedPodsForNode(c.node) {

@@ -70,6 +70,9 @@ func (pl *ImageLocality) Score(_ context.Context, state *framework.CycleState, p
 	var sum int64
 	containers := len(images.names)
 	for _, names := range images.names {
+		if len(ni.ImageStates) == 0 { // nil for nodes without images: no lookups
+			break
+		}
 		st, ok := ni.ImageStates[names[0]]
 		if !ok {
 			st = ni.ImageStates[names[1]]

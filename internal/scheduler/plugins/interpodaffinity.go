@@ -191,7 +191,7 @@ func needsNsLabels(terms []framework.AffinityTerm) bool {
 
 // PreFilter counts, per topology domain, the existing pods relevant to the incoming pod.
 func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
-	pi := framework.NewPodInfo(pod)
+	pi := framework.PodInfoFor(state, pod)
 	if pi.ParseError != nil {
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "invalid pod affinity terms: "+pi.ParseError.Error())
 	}
@@ -215,12 +215,15 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	partial := make([]*interPodAffinityState, len(nodes))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
-		local := &interPodAffinityState{podInfo: pi, nsLabels: s.nsLabels,
-			existingAntiAffinity: topologyCounts{}, affinity: topologyCounts{}, antiAffinity: topologyCounts{}}
 		pods := ni.PodsWithRequiredAntiAffinity
 		if hasOwnTerms {
 			pods = ni.Pods
 		}
+		if len(pods) == 0 {
+			return // most nodes in a large cluster: no counts to allocate
+		}
+		local := &interPodAffinityState{podInfo: pi, nsLabels: s.nsLabels,
+			existingAntiAffinity: topologyCounts{}, affinity: topologyCounts{}, antiAffinity: topologyCounts{}}
 		for _, existing := range pods {
 			var nsl labels.Set
 			if ownNeedNs {
@@ -231,6 +234,9 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 		partial[i] = local
 	})
 	for _, p := range partial {
+		if p == nil {
+			continue
+		}
 		for k, v := range p.existingAntiAffinity {
 			s.existingAntiAffinity[k] += v
 		}
@@ -328,7 +334,7 @@ const interPodAffinityPreScoreKey framework.StateKey = "PreScore" + InterPodAffi
 // PreScore sums preferred-term weights per topology domain from both sides: the incoming
 // pod's preferences for existing pods, and existing pods' terms about the incoming pod.
 func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	pi := framework.NewPodInfo(pod)
+	pi := framework.PodInfoFor(state, pod)
 	if pi.ParseError != nil {
 		return framework.AsStatus(pi.ParseError)
 	}

@@ -201,7 +201,7 @@ const fitScoreStateKey framework.StateKey = "PreScore" + NodeResourcesFitName
 
 // PreScore computes the pod's requests with defaults for unset cpu/memory.
 func (*NodeResourcesFit) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	state.Write(fitScoreStateKey, &fitScoreState{nonZero: framework.NewPodInfo(pod).NonZeroRequests})
+	state.Write(fitScoreStateKey, &fitScoreState{nonZero: framework.PodInfoFor(state, pod).NonZeroRequests})
 	return nil
 }
 
@@ -209,7 +209,7 @@ func podScoringRequests(state *framework.CycleState, pod *v1.Pod) *framework.Res
 	if d, ok := state.Read(fitScoreStateKey); ok {
 		return &d.(*fitScoreState).nonZero
 	}
-	r := framework.NewPodInfo(pod).NonZeroRequests
+	r := framework.PodInfoFor(state, pod).NonZeroRequests
 	return &r
 }
 

@@ -36,7 +36,7 @@ func (*NodeUnschedulable) EventsToRegister() []framework.ClusterEventWithHint {
 
 // Filter implements framework.FilterPlugin.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) *framework.Status {
-	if !ni.Node().Spec.Unschedulable {
+	if !ni.Unschedulable() {
 		return nil
 	}
 	taint := v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}

@@ -249,9 +249,9 @@ func nodeCounted(c *spreadConstraint, required nodeaffinity.RequiredNodeAffinity
 	return true
 }
 
-func hasAllKeys(node *v1.Node, cs []spreadConstraint) bool {
+func hasAllKeys(nodeLabels map[string]string, cs []spreadConstraint) bool {
 	for i := range cs {
-		if _, ok := node.Labels[cs[i].topologyKey]; !ok {
+		if _, ok := nodeLabels[cs[i].topologyKey]; !ok {
 			return false
 		}
 	}
@@ -331,32 +331,33 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		}
 	}
 	nodes := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	perNode := make([][]int64, len(nodes))
+	// One flat slice (node n's counts at n*len(cs)), -1 for a node or constraint that
+	// does not count: a slice per node was thousands of allocations per pod.
+	// The domain values are read in the parallel part too, so the sequential merge
+	// touches only these two slices, not thousands of nodes' labels.
+	perNode := make([]int64, len(nodes)*len(cs))
+	domains := make([]string, len(nodes)*len(cs))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(n int) {
-		node := nodes[n].Node()
-		if !hasAllKeys(node, cs) {
+		counts := perNode[n*len(cs) : (n+1)*len(cs)]
+		ni := nodes[n]
+		if !hasAllKeys(ni.Labels(), cs) {
+			for i := range counts {
+				counts[i] = -1
+			}
 			return
 		}
-		counts := make([]int64, len(cs))
 		for i := range cs {
-			if !nodeCounted(&cs[i], s.required, s.tolerations, node) {
+			if !nodeCounted(&cs[i], s.required, s.tolerations, ni.Node()) {
 				counts[i] = -1
 				continue
 			}
-			counts[i] = countMatching(nodes[n].Pods, cs[i].selector, pod.Namespace)
+			counts[i] = countMatching(ni.Pods, cs[i].selector, pod.Namespace)
+			domains[n*len(cs)+i] = ni.Labels()[cs[i].topologyKey]
 		}
-		perNode[n] = counts
 	})
-	for n, counts := range perNode {
-		if counts == nil {
-			continue
-		}
-		node := nodes[n].Node()
-		for i := range cs {
-			if counts[i] < 0 {
-				continue
-			}
-			s.counts[i][node.Labels[cs[i].topologyKey]] += counts[i]
+	for j, count := range perNode {
+		if count >= 0 {
+			s.counts[j%len(cs)][domains[j]] += count
 		}
 	}
 	state.Write(spreadPreFilterKey, s)
@@ -373,7 +374,7 @@ func (pl *PodTopologySpread) update(state *framework.CycleState, pod *v1.Pod, ch
 	}
 	s := d.(*spreadFilterState)
 	node := ni.Node()
-	if changed.Pod.Namespace != pod.Namespace || !hasAllKeys(node, s.constraints) {
+	if changed.Pod.Namespace != pod.Namespace || !hasAllKeys(node.Labels, s.constraints) {
 		return nil
 	}
 	for i := range s.constraints {
@@ -403,10 +404,10 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 		return framework.AsStatus(errMissingState(PodTopologySpreadName))
 	}
 	s := d.(*spreadFilterState)
-	node := ni.Node()
+	nodeLabels := ni.Labels()
 	for i := range s.constraints {
 		c := &s.constraints[i]
-		value, ok := node.Labels[c.topologyKey]
+		value, ok := nodeLabels[c.topologyKey]
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}
@@ -450,7 +451,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	}
 	for _, ni := range filtered {
 		node := ni.Node()
-		if !hasAllKeys(node, cs) {
+		if !hasAllKeys(node.Labels, cs) {
 			s.ignored[node.Name] = true
 			continue
 		}
@@ -463,7 +464,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	perNode := make([][]int64, len(all))
 	pl.handle.Parallelizer().Until(ctx, len(all), func(n int) {
 		node := all[n].Node()
-		if !hasAllKeys(node, cs) {
+		if !hasAllKeys(node.Labels, cs) {
 			return
 		}
 		counts := make([]int64, len(cs))

@@ -94,7 +94,7 @@ func findUntoleratedTaint(taints []v1.Taint, tolerations []v1.Toleration, includ
 
 // Filter implements framework.FilterPlugin.
 func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) *framework.Status {
-	taint, found := findUntoleratedTaint(ni.Node().Spec.Taints, pod.Spec.Tolerations, hardTaint)
+	taint, found := findUntoleratedTaint(ni.Taints(), pod.Spec.Tolerations, hardTaint)
 	if !found {
 		return nil
 	}
@@ -129,8 +129,9 @@ func (*TaintToleration) Score(_ context.Context, state *framework.CycleState, po
 		tols = pod.Spec.Tolerations
 	}
 	var n int64
-	for i := range ni.Node().Spec.Taints {
-		t := &ni.Node().Spec.Taints[i]
+	taints := ni.Taints()
+	for i := range taints {
+		t := &taints[i]
 		if t.Effect == v1.TaintEffectPreferNoSchedule && !tolerates(tols, t) {
 			n++
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -486,12 +487,18 @@ func (q *Queue) AddNominatedPod(pi *framework.PodInfo, nodeName string) {
 // DeleteNominatedPodIfExists forgets a nomination.
 func (q *Queue) DeleteNominatedPodIfExists(pod *v1.Pod) { q.nominator.delete(pod) }
 
+// HasNominatedPods reports whether any pod is nominated to any node.
+func (q *Queue) HasNominatedPods() bool { return q.nominator.count.Load() > 0 }
+
 // NominatedPodsForNode returns pods nominated to nodeName.
 func (q *Queue) NominatedPodsForNode(nodeName string) []*framework.PodInfo {
 	return q.nominator.forNode(nodeName)
 }
 
 type nominator struct {
+	// count mirrors len(podToNode), so the filter's per-node lookup skips the lock
+	// when nothing is nominated (the common case, asked for every node of every pod).
+	count     atomic.Int64
 	mu        sync.RWMutex
 	byNode    map[string][]*framework.PodInfo
 	podToNode map[types.UID]string
@@ -517,6 +524,7 @@ func (n *nominator) add(pi *framework.PodInfo, nodeName string) {
 	uid := framework.PodUID(pi.Pod)
 	n.podToNode[uid] = nodeName
 	n.byNode[nodeName] = append(n.byNode[nodeName], pi)
+	n.count.Store(int64(len(n.podToNode)))
 }
 
 func (n *nominator) delete(pod *v1.Pod) {
@@ -528,6 +536,7 @@ func (n *nominator) delete(pod *v1.Pod) {
 		return
 	}
 	delete(n.podToNode, uid)
+	n.count.Store(int64(len(n.podToNode)))
 	list := n.byNode[node]
 	for i, pi := range list {
 		if framework.PodUID(pi.Pod) == uid {
@@ -543,6 +552,9 @@ func (n *nominator) delete(pod *v1.Pod) {
 }
 
 func (n *nominator) update(oldPod, newPod *v1.Pod) {
+	if newPod.Status.NominatedNodeName == "" && n.count.Load() == 0 {
+		return
+	}
 	n.mu.RLock()
 	node, had := n.podToNode[framework.PodUID(newPod)]
 	n.mu.RUnlock()
@@ -556,6 +568,9 @@ func (n *nominator) update(oldPod, newPod *v1.Pod) {
 }
 
 func (n *nominator) forNode(nodeName string) []*framework.PodInfo {
+	if n.count.Load() == 0 {
+		return nil
+	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	list := n.byNode[nodeName]

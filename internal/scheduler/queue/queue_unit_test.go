@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,5 +85,48 @@ func TestNominator(t *testing.T) {
 	q.DeleteNominatedPodIfExists(mk("b", ""))
 	if len(q.NominatedPodsForNode("n1"))+len(q.NominatedPodsForNode("n2")) != 0 {
 		t.Error("nominations remain after deletes")
+	}
+}
+
+// Nominations come from preemption (AddNominatedPod) and from pods' status; the filter
+// asks HasNominatedPods first and skips the per-node lookup when it is false.
+func TestNominations(t *testing.T) {
+	q := New(Options{Clock: clocktesting.NewFakeClock(time.Now())})
+	pod := func(name, nominated string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+			Status: v1.PodStatus{NominatedNodeName: nominated}}
+	}
+	names := func(node string) []string {
+		var out []string
+		for _, pi := range q.NominatedPodsForNode(node) {
+			out = append(out, pi.Pod.Name)
+		}
+		return out
+	}
+	steps := []struct {
+		name    string
+		do      func()
+		wantHas bool
+		wantN1  []string
+		wantN2  []string
+	}{
+		{name: "nothing nominated", do: func() {}, wantHas: false},
+		{name: "a pending pod without nomination", do: func() { q.Add(pod("plain", "")) }, wantHas: false},
+		{name: "preemption nominates a to n1", do: func() { q.AddNominatedPod(framework.NewPodInfo(pod("a", "")), "n1") }, wantHas: true, wantN1: []string{"a"}},
+		{name: "a status naming n2 moves it", do: func() { q.Update(pod("a", ""), pod("a", "n2")) }, wantHas: true, wantN2: []string{"a"}},
+		{name: "an update of another pod changes nothing", do: func() { q.Update(pod("plain", ""), pod("plain", "")) }, wantHas: true, wantN2: []string{"a"}},
+		{name: "the nomination is dropped", do: func() { q.DeleteNominatedPodIfExists(pod("a", "n2")) }, wantHas: false},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := q.HasNominatedPods(); got != st.wantHas {
+			t.Errorf("%s: HasNominatedPods %v, want %v", st.name, got, st.wantHas)
+		}
+		if got := names("n1"); !slices.Equal(got, st.wantN1) {
+			t.Errorf("%s: n1 has %v, want %v", st.name, got, st.wantN1)
+		}
+		if got := names("n2"); !slices.Equal(got, st.wantN2) {
+			t.Errorf("%s: n2 has %v, want %v", st.name, got, st.wantN2)
+		}
 	}
 }

@@ -1,0 +1,550 @@
+// Command scheduler benchmarks `mizzen scheduler` end to end, in the manner of
+// upstream's scheduler_perf but through a real apiserver on embedded etcd instead of an
+// in-memory one: for each workload it starts a fresh control plane and a scheduler,
+// creates the nodes and the initial pods (and waits until they are bound), then creates
+// the measured pods and reports pods/s and the p50/p99 of each measured pod's latency
+// from its create call to the moment a watch shows it bound. Afterwards it checks that
+// no pod was bound twice and that no node holds more than its allocatable.
+//
+// Everything runs in this one process (etcd, apiserver, scheduler, the creating
+// clients and the watching informer), so -cpuprofile profiles all of it.
+//
+//	go run ./bench/scheduler -workloads SchedulingBasic
+//	go run ./bench/scheduler -workloads all -cpuprofile /tmp/sched.pprof
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"mizzen/bench/internal/benchutil"
+	"mizzen/internal/scheduler"
+	"mizzen/internal/server"
+)
+
+func main() {
+	names := flag.String("workloads", "SchedulingBasic", "comma-separated workloads, or all: "+strings.Join(workloadNames(), ", "))
+	nodes := flag.Int("nodes", 0, "nodes (0: the workload's own)")
+	initPods := flag.Int("init-pods", 0, "pods placed before measuring (0: the workload's own; -1: none)")
+	measurePods := flag.Int("measure-pods", 0, "measured pods (0: the workload's own)")
+	workers := flag.Int("create-workers", 32, "goroutines creating nodes and pods")
+	qps := flag.Float64("scheduler-qps", 5000, "the scheduler's clientConnection.qps (and burst)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole process during the measured phase")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole process after the last workload")
+	blockProfile := flag.String("blockprofile", "", "write a blocking profile (waits of 10µs and more) after the last workload")
+	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level")
+	flag.Parse()
+
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
+	var selected []workload
+	for _, name := range strings.Split(*names, ",") {
+		for _, w := range workloads() {
+			if name == "all" || name == w.name {
+				selected = append(selected, w)
+			}
+		}
+	}
+	if len(selected) == 0 {
+		fmt.Fprintf(os.Stderr, "no workload named %q; known: %s\n", *names, strings.Join(workloadNames(), ", "))
+		os.Exit(2)
+	}
+	for i, w := range selected {
+		if *nodes > 0 {
+			w.nodes = *nodes
+		}
+		switch {
+		case *initPods > 0:
+			w.initPods = *initPods
+		case *initPods < 0:
+			w.initPods = 0
+		}
+		if *measurePods > 0 {
+			w.measurePods = *measurePods
+		}
+		profile := ""
+		if *cpuProfile != "" {
+			profile = *cpuProfile
+			if len(selected) > 1 {
+				profile = fmt.Sprintf("%s.%d.%s", *cpuProfile, i, w.name)
+			}
+		}
+		res, err := run(w, runOptions{workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: error: %v\n", w.name, err)
+			os.Exit(1)
+		}
+		fmt.Println(res)
+	}
+	for name, path := range map[string]string{"allocs": *memProfile, "block": *blockProfile} {
+		if path == "" {
+			continue
+		}
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup(name).WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, name, "profile:", err)
+		}
+	}
+}
+
+// workload is one scenario: its cluster shape and the pods it creates.
+type workload struct {
+	name                            string
+	nodes, initPods, measurePods    int
+	zones                           []string // topology.kubernetes.io/zone values, round robin over nodes
+	initNamespace, measureNamespace string
+	initPod, measurePod             func() *v1.Pod
+	highPriorityClass               bool // create a PriorityClass "high" (value 10) first
+}
+
+// Shapes follow upstream's scheduler_perf config (performance-config.yaml and its pod
+// templates): nodes of 4 CPUs, 32Gi and 110 pods; pods of 100m and 500Mi.
+func workloads() []workload {
+	return []workload{
+		{name: "SchedulingBasic", nodes: 5000, initPods: 1000, measurePods: 10000,
+			initNamespace: "sched-0", measureNamespace: "sched-0", initPod: defaultPod, measurePod: defaultPod},
+		{name: "TopologySpreading", nodes: 5000, initPods: 5000, measurePods: 2000, zones: []string{"moon-1", "moon-2", "moon-3"},
+			initNamespace: "sched-0", measureNamespace: "sched-0", initPod: defaultPod, measurePod: spreadingPod},
+		{name: "PodAntiAffinity", nodes: 5000, initPods: 1000, measurePods: 1000,
+			initNamespace: "sched-0", measureNamespace: "sched-1", initPod: antiAffinityPod, measurePod: antiAffinityPod},
+		{name: "Preemption", nodes: 500, initPods: 2000, measurePods: 500,
+			initNamespace: "sched-0", measureNamespace: "sched-0", initPod: lowPriorityPod, measurePod: highPriorityPod, highPriorityClass: true},
+	}
+}
+
+func workloadNames() []string {
+	var names []string
+	for _, w := range workloads() {
+		names = append(names, w.name)
+	}
+	return names
+}
+
+func podWithRequests(cpu string) *v1.Pod {
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("500Mi")}
+	return &v1.Pod{
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+			Ports:     []v1.ContainerPort{{ContainerPort: 80}},
+			Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}}}},
+	}
+}
+
+func defaultPod() *v1.Pod { return podWithRequests("100m") }
+
+func spreadingPod() *v1.Pod {
+	p := podWithRequests("100m")
+	p.Labels = map[string]string{"color": "blue"}
+	p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 5, TopologyKey: v1.LabelTopologyZone,
+		WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}}}}
+	return p
+}
+
+func antiAffinityPod() *v1.Pod {
+	p := podWithRequests("100m")
+	p.Labels = map[string]string{"color": "green"}
+	p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "green"}},
+		TopologyKey:   v1.LabelHostname, Namespaces: []string{"sched-0", "sched-1"}}}}}
+	return p
+}
+
+func lowPriorityPod() *v1.Pod {
+	p := podWithRequests("900m")
+	zero := int64(0)
+	p.Spec.TerminationGracePeriodSeconds = &zero
+	return p
+}
+
+func highPriorityPod() *v1.Pod {
+	p := podWithRequests("3000m")
+	p.Spec.PriorityClassName = "high"
+	return p
+}
+
+type runOptions struct {
+	workers    int
+	qps        float64
+	cpuProfile string
+	verbose    bool
+}
+
+type result struct {
+	w                        workload
+	setup, measured, creates time.Duration
+	cpu                      time.Duration // process CPU time (user+system) in the measured phase
+	loadBefore, loadAfter    string
+	podsPerSecond            float64
+	p50, p90, p99, max       time.Duration
+	doubleBound, overCommits int
+	preempted                int
+}
+
+func (r result) String() string {
+	s := fmt.Sprintf("%s: %d nodes, %d initial pods (placed in %v), %d measured pods bound in %v: %.0f pods/s; latency p50 %v, p90 %v, p99 %v, max %v",
+		r.w.name, r.w.nodes, r.w.initPods, r.setup.Round(time.Millisecond), r.w.measurePods, r.measured.Round(time.Millisecond), r.podsPerSecond,
+		r.p50.Round(time.Millisecond), r.p90.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
+	if r.w.highPriorityClass {
+		s += fmt.Sprintf("; %d pods preempted", r.preempted)
+	}
+	s += fmt.Sprintf("; process CPU %.2f ms per measured pod", float64(r.cpu.Microseconds())/1000/float64(r.w.measurePods))
+	return s + fmt.Sprintf("; creates took %v; bound twice: %d; nodes over capacity: %d; load average %s before, %s after",
+		r.creates.Round(time.Millisecond), r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter)
+}
+
+func run(w workload, opts runOptions) (result, error) {
+	res := result{w: w}
+	dir, err := os.MkdirTemp("", "mizzen-bench-sched-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	level := slog.LevelWarn
+	if opts.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := context.WithCancel(context.Background())
+	cp, err := server.Start(ctx, server.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0, Log: logger})
+	if err != nil {
+		stop()
+		return res, err
+	}
+	defer func() { stop(); <-cp.Done }()
+	cfg := rest.CopyConfig(cp.AdminConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	client := kubernetes.NewForConfigOrDie(cfg)
+
+	for _, ns := range []string{w.initNamespace, w.measureNamespace} {
+		if _, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+			continue
+		}
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
+		// ServiceAccount admission wants the namespace's default account, which no
+		// controller-manager makes here.
+		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
+	}
+	if w.highPriorityClass {
+		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 10}, metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
+	}
+
+	// The scheduler runs throughout, as in scheduler_perf: nodes arrive while it watches.
+	configFile := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(configFile, []byte(fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
+		"clientConnection:\n  qps: %g\n  burst: %d\nleaderElection:\n  leaderElect: false\n", opts.qps, int(opts.qps))), 0o600); err != nil {
+		return res, err
+	}
+	schedLogger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.verbose {
+		schedLogger = logger
+	}
+	schedDone := make(chan error, 1)
+	go func() {
+		schedDone <- scheduler.Run(ctx, scheduler.Options{RestConfig: cp.AdminConfig, ConfigFile: configFile, MetricsAddr: "0", Logger: schedLogger})
+	}()
+	defer func() { stop(); <-schedDone }()
+
+	tr := newTracker()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	podInformer := factory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { tr.observe(obj.(*v1.Pod)) },
+		UpdateFunc: func(_, obj interface{}) { tr.observe(obj.(*v1.Pod)) },
+		DeleteFunc: func(obj interface{}) { tr.deleted() },
+	}); err != nil {
+		return res, err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	setupStart := time.Now()
+	if err := parallel(opts.workers, w.nodes, func(i int) error { return createNode(ctx, client, w, i) }); err != nil {
+		return res, fmt.Errorf("creating nodes: %w", err)
+	}
+	if err := createPods(ctx, client, tr, w.initNamespace, "init", w.initPod, w.initPods, opts.workers); err != nil {
+		return res, fmt.Errorf("creating initial pods: %w", err)
+	}
+	if err := tr.waitBound(ctx, w.initNamespace, w.initPods, 10*time.Minute); err != nil {
+		return res, fmt.Errorf("initial pods: %w", err)
+	}
+	res.setup = time.Since(setupStart)
+	deletedBefore := tr.deletions.Load()
+
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			return res, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	res.loadBefore = loadAverage()
+	cpuBefore := processCPU()
+	measureStart := time.Now()
+	if err := createPods(ctx, client, tr, w.measureNamespace, "measured", w.measurePod, w.measurePods, opts.workers); err != nil {
+		return res, fmt.Errorf("creating measured pods: %w", err)
+	}
+	res.creates = time.Since(measureStart)
+	want := w.measurePods
+	if w.measureNamespace == w.initNamespace {
+		want += w.initPods
+	}
+	if err := tr.waitBound(ctx, w.measureNamespace, want, 10*time.Minute); err != nil {
+		return res, fmt.Errorf("measured pods: %w", err)
+	}
+	res.loadAfter = loadAverage()
+	res.cpu = processCPU() - cpuBefore
+	if opts.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+
+	lat, last := tr.latencies(w.measureNamespace, measureStart)
+	if len(lat) < w.measurePods {
+		return res, fmt.Errorf("only %d of %d measured pods bound", len(lat), w.measurePods)
+	}
+	res.measured = last.Sub(measureStart)
+	res.podsPerSecond = float64(len(lat)) / res.measured.Seconds()
+	res.p50, res.p90, res.p99 = benchutil.Percentile(lat, 0.50), benchutil.Percentile(lat, 0.90), benchutil.Percentile(lat, 0.99)
+	res.max = lat[len(lat)-1] // sorted by Percentile
+	res.preempted = int(tr.deletions.Load() - deletedBefore)
+	res.doubleBound = int(tr.doubleBound.Load())
+	res.overCommits, err = overCommittedNodes(ctx, client)
+	return res, err
+}
+
+// processCPU is this process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's one-minute load average: the figures mean little when
+// other work competes for the cores.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+func parallel(workers, n int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func createNode(ctx context.Context, client kubernetes.Interface, w workload, i int) error {
+	name := fmt.Sprintf("node-%05d", i)
+	labels := map[string]string{v1.LabelHostname: name}
+	if len(w.zones) > 0 {
+		labels[v1.LabelTopologyZone] = w.zones[i%len(w.zones)]
+	}
+	n, err := client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	n.Status.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("32Gi"), v1.ResourcePods: resource.MustParse("110")}
+	n.Status.Capacity = n.Status.Allocatable
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+func createPods(ctx context.Context, client kubernetes.Interface, tr *tracker, ns, prefix string, template func() *v1.Pod, n, workers int) error {
+	return parallel(workers, n, func(i int) error {
+		p := template()
+		p.Name = fmt.Sprintf("%s-%06d", prefix, i)
+		tr.startCreate(ns + "/" + p.Name)
+		_, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// tracker records, per pod, when its create call started and when a watch first showed
+// it bound, and notices a pod whose node changes (bound twice).
+type tracker struct {
+	mu          sync.Mutex
+	createdAt   map[string]time.Time
+	boundAt     map[string]time.Time
+	boundTo     map[types.UID]string
+	boundPerNS  map[string]int
+	doubleBound atomic.Int64
+	deletions   atomic.Int64
+}
+
+func newTracker() *tracker {
+	return &tracker{createdAt: map[string]time.Time{}, boundAt: map[string]time.Time{}, boundTo: map[types.UID]string{}, boundPerNS: map[string]int{}}
+}
+
+func (t *tracker) startCreate(key string) {
+	now := time.Now()
+	t.mu.Lock()
+	t.createdAt[key] = now
+	t.mu.Unlock()
+}
+
+func (t *tracker) observe(p *v1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	now := time.Now()
+	key := p.Namespace + "/" + p.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if prev, ok := t.boundTo[p.UID]; ok {
+		if prev != p.Spec.NodeName {
+			t.doubleBound.Add(1)
+		}
+		return
+	}
+	t.boundTo[p.UID] = p.Spec.NodeName
+	t.boundAt[key] = now
+	t.boundPerNS[p.Namespace]++
+}
+
+func (t *tracker) deleted() { t.deletions.Add(1) }
+
+// waitBound polls until n pods of ns have been seen bound.
+func (t *tracker) waitBound(ctx context.Context, ns string, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		t.mu.Lock()
+		bound := t.boundPerNS[ns]
+		t.mu.Unlock()
+		if bound >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d pods bound in %s after %v", bound, n, ns, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// latencies returns create-to-bound latencies of pods in ns created after since, and
+// when the last of them was seen bound.
+func (t *tracker) latencies(ns string, since time.Time) ([]time.Duration, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lat []time.Duration
+	var last time.Time
+	for key, created := range t.createdAt {
+		if !strings.HasPrefix(key, ns+"/") || created.Before(since) {
+			continue
+		}
+		bound, ok := t.boundAt[key]
+		if !ok {
+			continue
+		}
+		lat = append(lat, bound.Sub(created))
+		if bound.After(last) {
+			last = bound
+		}
+	}
+	return lat, last
+}
+
+// overCommittedNodes counts nodes whose bound, non-terminal pods request more CPU,
+// memory or pod slots than the node's allocatable.
+func overCommittedNodes(ctx context.Context, client kubernetes.Interface) (int, error) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	type usage struct{ cpu, mem, count int64 }
+	used := map[string]*usage{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		u := used[p.Spec.NodeName]
+		if u == nil {
+			u = &usage{}
+			used[p.Spec.NodeName] = u
+		}
+		u.count++
+		for _, c := range p.Spec.Containers {
+			u.cpu += c.Resources.Requests.Cpu().MilliValue()
+			u.mem += c.Resources.Requests.Memory().Value()
+		}
+	}
+	over := 0
+	for _, n := range nodes.Items {
+		u := used[n.Name]
+		if u == nil {
+			continue
+		}
+		a := n.Status.Allocatable
+		if u.cpu > a.Cpu().MilliValue() || u.mem > a.Memory().Value() || u.count > a.Pods().Value() {
+			over++
+		}
+	}
+	return over, nil
+}
