@@ -14,13 +14,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/bench/internal/benchutil"
 )
 
 func main() {
@@ -43,52 +43,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
-}
-
-// memory is a process's resident memory in MiB.
-type memory struct{ rss, anon, file float64 }
-
-func (m memory) String() string {
-	return fmt.Sprintf("RSS %.0f MiB (anonymous %.0f, file-backed %.0f)", m.rss, m.anon, m.file)
-}
-
-// procStats returns a process's CPU seconds (user+system) and resident memory.
-func procStats(pid int) (float64, memory) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1, memory{}
-	}
-	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	var mem memory
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(status), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			mem.rss = kb / 1024
-		case "RssAnon:":
-			mem.anon = kb / 1024
-		case "RssFile:":
-			mem.file = kb / 1024
-		}
-	}
-	return (utime + stime) / 100, mem // clock ticks are 100 per second on Linux
-}
-
-// freePort asks the kernel for a free local port.
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // fetchHeapProfile saves the controller-manager's heap profile (self-signed HTTPS).
@@ -112,7 +66,7 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 		return err
 	}
 	defer os.RemoveAll(dir)
-	port := freePort()
+	port := benchutil.FreePort()
 	srv := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--disable", "agent,scheduler,controller-manager")
 	if err := srv.Start(); err != nil {
 		return err
@@ -135,7 +89,7 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 			break
 		}
 	}
-	cmPort := freePort()
+	cmPort := benchutil.FreePort()
 	cm := exec.Command(bin, "controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(cmPort), "--profiling="+strconv.FormatBool(heapProfile != ""))
 	if err := cm.Start(); err != nil {
@@ -143,8 +97,8 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 	}
 	defer func() { _ = cm.Process.Kill(); _ = cm.Wait() }()
 	time.Sleep(10 * time.Second)
-	cpu0, idle := procStats(cm.Process.Pid)
-	fmt.Printf("controller-manager idle: %s\n", idle)
+	idle := benchutil.ProcStats(cm.Process.Pid)
+	fmt.Printf("controller-manager idle: %s\n", idle.Memory())
 
 	ctx := context.Background()
 	t0 := time.Now()
@@ -176,8 +130,8 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 	created := time.Since(t0)
 	var peakRSS float64
 	for {
-		if _, mem := procStats(cm.Process.Pid); mem.rss > peakRSS {
-			peakRSS = mem.rss
+		if p := benchutil.ProcStats(cm.Process.Pid); p.RSSMiB > peakRSS {
+			peakRSS = p.RSSMiB
 		}
 		list, err := client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
@@ -198,11 +152,11 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 		time.Sleep(200 * time.Millisecond)
 	}
 	elapsed := time.Since(t0)
-	cpu1, after := procStats(cm.Process.Pid)
+	after := benchutil.ProcStats(cm.Process.Pid)
 	pods := nDeploy * int(replicas)
 	fmt.Printf("%d deployments x %d replicas created in %v; every ReplicaSet at %d replicas after %v: %.0f pods/s\n",
 		nDeploy, replicas, created.Round(time.Millisecond), replicas, elapsed.Round(time.Millisecond), float64(pods)/elapsed.Seconds())
-	fmt.Printf("controller-manager: %.1f CPU seconds, %s after (peak RSS seen %.0f MiB)\n", cpu1-cpu0, after, peakRSS)
+	fmt.Printf("controller-manager: %.1f CPU seconds, %s after (peak RSS seen %.0f MiB)\n", after.CPUSeconds-idle.CPUSeconds, after.Memory(), peakRSS)
 	if heapProfile != "" {
 		return fetchHeapProfile(cmPort, heapProfile)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/kubelet/volume"
 )
 
 // makeEnv resolves a container's environment: the master service's variables, envFrom
@@ -147,19 +149,10 @@ func (kl *Kubelet) envValueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 
 // podFieldValue resolves a downward-API field path.
 func (kl *Kubelet) podFieldValue(pod *v1.Pod, path string, podIPs []string) (string, error) {
-	if k, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[k], nil
-	}
-	if k, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[k], nil
+	if strings.HasPrefix(path, "metadata.") {
+		return volume.MetadataField(pod, path)
 	}
 	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
 	case "spec.nodeName":
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
@@ -175,15 +168,6 @@ func (kl *Kubelet) podFieldValue(pod *v1.Pod, path string, podIPs []string) (str
 		return strings.Join(podIPs, ","), nil
 	}
 	return "", fmt.Errorf("unsupported fieldPath: %s", path)
-}
-
-// subscript parses "prefix['key']".
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok || !strings.HasSuffix(rest, "']") {
-		return "", false
-	}
-	return strings.TrimSuffix(rest, "']"), true
 }
 
 // resourceFieldValue resolves a resourceFieldRef; an unset limit is the node's

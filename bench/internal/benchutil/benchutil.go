@@ -36,14 +36,19 @@ func FreePort() int {
 type Proc struct {
 	CPUSeconds float64 // user + system
 	RSSMiB     float64 // resident memory, VmRSS
-	// AnonMiB is the private part of RSSMiB (RssAnon): the rest are pages of the mizzen
-	// binary, shared by every process that runs it.
-	AnonMiB float64
+	// AnonMiB is the private part of RSSMiB (RssAnon); FileMiB (RssFile) are pages of
+	// the mizzen binary, shared by every process that runs it.
+	AnonMiB, FileMiB float64
+}
+
+// Memory says a process's resident memory in words.
+func (p Proc) Memory() string {
+	return fmt.Sprintf("RSS %.0f MiB (anonymous %.0f, file-backed %.0f)", p.RSSMiB, p.AnonMiB, p.FileMiB)
 }
 
 // ProcStats reads a process's CPU time and memory; all -1 when it is gone.
 func ProcStats(pid int) Proc {
-	p := Proc{CPUSeconds: -1, RSSMiB: -1, AnonMiB: -1}
+	p := Proc{CPUSeconds: -1, RSSMiB: -1, AnonMiB: -1, FileMiB: -1}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return p
@@ -64,6 +69,8 @@ func ProcStats(pid int) Proc {
 			p.RSSMiB = kb / 1024
 		case "RssAnon:":
 			p.AnonMiB = kb / 1024
+		case "RssFile:":
+			p.FileMiB = kb / 1024
 		}
 	}
 	return p

@@ -17,7 +17,7 @@ func (m *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFi
 		var value string
 		switch {
 		case it.FieldRef != nil:
-			v, err := metadataField(pod, it.FieldRef.FieldPath)
+			v, err := MetadataField(pod, it.FieldRef.FieldPath)
 			if err != nil {
 				return nil, err
 			}
@@ -36,9 +36,10 @@ func (m *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFi
 	return p, nil
 }
 
-// metadataField resolves the field paths a downwardAPI volume may name. Whole label
-// and annotation maps are one key="value" line per entry, sorted, as upstream writes.
-func metadataField(pod *v1.Pod, path string) (string, error) {
+// MetadataField resolves the metadata field paths of the downward API: those a
+// downwardAPI volume may name, and the metadata ones of an env fieldRef. Whole label and
+// annotation maps are one key="value" line per entry, sorted, as upstream writes.
+func MetadataField(pod *v1.Pod, path string) (string, error) {
 	if k, ok := subscript(path, "metadata.labels"); ok {
 		return pod.Labels[k], nil
 	}

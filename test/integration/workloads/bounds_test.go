@@ -176,8 +176,9 @@ func TestJobWithParallelismThreeAndSixCompletions(t *testing.T) {
 		return false, nil
 	})
 	stop()
-	if got.Status.Succeeded != 6 || got.Status.Active != 0 || got.Status.Failed != 0 {
-		t.Errorf("status succeeded %d active %d failed %d, want 6, 0, 0", got.Status.Succeeded, got.Status.Active, got.Status.Failed)
+	if got.Status.Succeeded != 6 || got.Status.Active != 0 || got.Status.Failed != 0 || got.Status.CompletionTime == nil {
+		t.Errorf("status succeeded %d active %d failed %d completionTime %v, want 6, 0, 0 and a time",
+			got.Status.Succeeded, got.Status.Active, got.Status.Failed, got.Status.CompletionTime)
 	}
 	mu.Lock()
 	defer mu.Unlock()

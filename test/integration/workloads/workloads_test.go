@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -202,47 +201,3 @@ func TestDeploymentRollsOutAndUpdates(t *testing.T) {
 	})
 }
 
-func TestJobRunsToCompletion(t *testing.T) {
-	ctx, client := cluster(t)
-	kubelet(ctx, t, client)
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi"},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr(int32(2)),
-			Completions: ptr(int32(4)),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "pi", Image: "perl"}}}},
-		},
-	}
-	if _, err := client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var got *batchv1.Job
-	eventually(t, "the job to complete", func() (bool, error) {
-		var err error
-		if got, err = client.BatchV1().Jobs("default").Get(ctx, "pi", metav1.GetOptions{}); err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if got.Status.Succeeded != 4 || got.Status.Active != 0 || got.Status.CompletionTime == nil {
-		t.Errorf("status %+v, want 4 succeeded and a completion time", got.Status)
-	}
-	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != 4 {
-		t.Errorf("%d pods, want exactly 4", len(pods.Items))
-	}
-	for _, p := range pods.Items {
-		if len(p.Finalizers) != 0 {
-			t.Errorf("pod %s keeps finalizers %v", p.Name, p.Finalizers)
-		}
-	}
-}
