@@ -200,4 +200,3 @@ func TestDeploymentRollsOutAndUpdates(t *testing.T) {
 		return n == 3, nil
 	})
 }
-
