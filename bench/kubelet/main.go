@@ -142,6 +142,7 @@ func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, c
 	created := map[string]time.Time{}
 	var out []time.Duration
 	started := map[string]bool{}
+	bound := map[string]time.Time{}
 	for b := 0; b < n; b += concurrent {
 		var wg sync.WaitGroup
 		for i := b; i < b+concurrent && i < n; i++ {
@@ -173,12 +174,19 @@ func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, c
 					return nil, fmt.Errorf("watch error: %v", ev.Object)
 				}
 				pod, ok := ev.Object.(*corev1.Pod)
+				if ok && pod.Spec.NodeName != "" && bound[pod.Name].IsZero() {
+					bound[pod.Name] = time.Now()
+				}
 				if !ok || started[pod.Name] || !allStarted(pod) {
 					continue
 				}
 				started[pod.Name] = true
 				mu.Lock()
 				out = append(out, time.Since(created[pod.Name]))
+				if os.Getenv("BENCH_VERBOSE") != "" {
+					fmt.Printf("  %s: bound after %v, running %v later\n", pod.Name,
+						bound[pod.Name].Sub(created[pod.Name]).Round(time.Millisecond), time.Since(bound[pod.Name]).Round(time.Millisecond))
+				}
 				mu.Unlock()
 			case <-timeout:
 				return nil, fmt.Errorf("%d of %d pods started after 2 minutes", len(out), want)
