@@ -40,9 +40,10 @@ images: deps
 	$(GO) run ./test/images/build -out $(OUT)/images
 
 ## run: start a single-node cluster in the background and print how to use it
-run: deps build
+run: deps build images
 	@$(MAKE) --no-print-directory stop
-	@mkdir -p $(DATA_DIR)
+	@mkdir -p $(DATA_DIR)/agent/images
+	@cp $(OUT)/images/*.tar $(DATA_DIR)/agent/images/   # the agent imports them as it starts
 	@nohup $(BIN) server --data-dir $(DATA_DIR) > $(OUT)/server.log 2>&1 & echo $$! > $(OUT)/server.pid
 	@for i in $$(seq 1 100); do \
 	  if [ -f $(DATA_DIR)/admin.kubeconfig ] && $(BIN) kubectl --kubeconfig $(DATA_DIR)/admin.kubeconfig get --raw /readyz >/dev/null 2>&1; then break; fi; \
@@ -51,11 +52,13 @@ run: deps build
 	@echo "mizzen is running (pid $$(cat $(OUT)/server.pid), log $(OUT)/server.log, data $(DATA_DIR))."
 	@echo "  export KUBECONFIG=$(DATA_DIR)/admin.kubeconfig"
 	@echo "  $(BIN) kubectl get namespaces       # or any kubectl of your own"
+	@echo "  $(BIN) kubectl run web --image mizzen.local/agnhost:v1 -- netexec   # the test images are on the node"
 	@echo "  make stop                            # to stop it"
 
 ## stop: stop the cluster started by make run
 stop:
-	@if [ -f $(OUT)/server.pid ]; then kill $$(cat $(OUT)/server.pid) 2>/dev/null || true; rm -f $(OUT)/server.pid; fi
+	@if [ -f $(OUT)/server.pid ]; then pid=$$(cat $(OUT)/server.pid); kill $$pid 2>/dev/null || true; \
+	  for i in $$(seq 1 300); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; rm -f $(OUT)/server.pid; fi
 
 ## test: install what the tests need (packages, test images), then vet and run every test
 test: deps vet images

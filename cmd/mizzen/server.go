@@ -91,10 +91,17 @@ func newServerCommand() *cobra.Command {
 // runBundle starts the control plane, then the bundled components that are not
 // disabled, each reaching the apiserver only through its URL and credentials.
 func runBundle(f serverFlags) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The control plane outlives the components on the way down, so that they can still
+	// release their leader Leases and finish their writes: a scheduler whose Lease is
+	// left behind keeps the next server's scheduler waiting for it to expire.
+	cpCtx, stopControlPlane := context.WithCancel(context.Background())
+	defer stopControlPlane()
+	ctx, stopComponents := context.WithCancel(signalled)
+	defer stopComponents()
 	opts := f.options()
-	cp, err := server.Start(ctx, opts)
+	cp, err := server.Start(cpCtx, opts)
 	if err != nil {
 		return err
 	}
@@ -104,6 +111,7 @@ func runBundle(f serverFlags) error {
 		disabled[d] = true
 	}
 	errs := make(chan error, 4)
+	running := 0 // components started, each sends once on errs when it ends
 	if !disabled["scheduler"] {
 		cfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler", nil)
 		if err != nil {
@@ -112,6 +120,7 @@ func runBundle(f serverFlags) error {
 		// The scheduler's writes are one bind per pod: upstream's default client limit
 		// (50/s) would be its ceiling.
 		cfg.QPS, cfg.Burst = 2000, 4000
+		running++
 		go func() {
 			errs <- wrapErr("scheduler", scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")}))
 		}()
@@ -126,6 +135,7 @@ func runBundle(f serverFlags) error {
 		if f.controllerManagerPort > 0 {
 			serving = &controllermanager.ServingOptions{BindAddress: f.bindAddress, Port: f.controllerManagerPort}
 		}
+		running++
 		go func() {
 			errs <- wrapErr("controller-manager", controllermanager.Run(ctx, cfg, controllermanager.RunOptions{
 				Options: controllermanager.Options{
@@ -150,20 +160,45 @@ func runBundle(f serverFlags) error {
 			return err
 		}
 		kf.tlsCertFile, kf.tlsKeyFile, kf.clientCAFile = certFile, keyFile, cp.CAFile()
+		running++
 		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
 	}
-	select {
-	case <-cp.Done:
-		return cp.Err
-	case err := <-errs:
-		if err != nil && ctx.Err() == nil {
-			stop()
-			<-cp.Done
-			return err
+	return shutDownBundle(signalled, cp, errs, running, stopComponents, stopControlPlane)
+}
+
+// shutDownBundle waits for a signal, the control plane's end or a component's failure,
+// then stops the running components, waiting up to 20 s for them, and then the control
+// plane. The error is the first failure's, if anything failed before the signal.
+func shutDownBundle(signalled context.Context, cp *server.ControlPlane, errs <-chan error, running int, stopComponents, stopControlPlane func()) error {
+	var failed error
+	for failed == nil && signalled.Err() == nil {
+		select {
+		case <-cp.Done:
+			stopComponents()
+			return cp.Err
+		case <-signalled.Done():
+		case err := <-errs:
+			running--
+			failed = err
 		}
-		<-cp.Done
-		return cp.Err
 	}
+	stopComponents()
+	timeout := time.After(20 * time.Second)
+wait:
+	for running > 0 {
+		select {
+		case <-errs:
+			running--
+		case <-timeout:
+			break wait
+		}
+	}
+	stopControlPlane()
+	<-cp.Done
+	if failed != nil {
+		return failed
+	}
+	return cp.Err
 }
 
 func wrapErr(component string, err error) error {
