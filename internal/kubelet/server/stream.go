@@ -64,33 +64,33 @@ func (o streamOptions) validate() error {
 }
 
 func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
-	ns, pod, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	opts := streamOptionsFromQuery(r)
 	command := r.URL.Query()["command"]
 	if len(command) == 0 {
 		writeStatus(w, apierrors.NewBadRequest("you must specify at least one command for the container"))
 		return
 	}
-	if err := opts.validate(); err != nil {
-		writeStatus(w, err)
-		return
-	}
-	c, err := s.findRunningContainer(r.Context(), ns, pod, container)
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
-	resp, err := s.runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
-		ContainerId: c.Id, Cmd: command, Tty: opts.tty, Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr,
+	s.serveRemoteCommand(w, r, "exec in", func(ctx context.Context, id string, o streamOptions) (string, error) {
+		resp, err := s.runtime.Exec(ctx, &runtimeapi.ExecRequest{
+			ContainerId: id, Cmd: command, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
+		})
+		return resp.GetUrl(), err
 	})
-	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("exec in container %q of pod %q: %w", container, pod, err)))
-		return
-	}
-	s.proxyRemoteCommand(w, r, resp.Url, opts)
 }
 
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
+	s.serveRemoteCommand(w, r, "attach to", func(ctx context.Context, id string, o streamOptions) (string, error) {
+		resp, err := s.runtime.Attach(ctx, &runtimeapi.AttachRequest{
+			ContainerId: id, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
+		})
+		return resp.GetUrl(), err
+	})
+}
+
+// serveRemoteCommand serves exec and attach alike: it checks the stream options, finds
+// the running container, asks the runtime for its streaming URL (streamURL) and proxies
+// the client's stream to it. verb words the error ("exec in", "attach to").
+func (s *Server) serveRemoteCommand(w http.ResponseWriter, r *http.Request, verb string,
+	streamURL func(ctx context.Context, containerID string, o streamOptions) (string, error)) {
 	ns, pod, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	opts := streamOptionsFromQuery(r)
 	if err := opts.validate(); err != nil {
@@ -102,14 +102,12 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err)
 		return
 	}
-	resp, err := s.runtime.Attach(r.Context(), &runtimeapi.AttachRequest{
-		ContainerId: c.Id, Tty: opts.tty, Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr,
-	})
+	url, err := streamURL(r.Context(), c.Id, opts)
 	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("attach to container %q of pod %q: %w", container, pod, err)))
+		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("%s container %q of pod %q: %w", verb, container, pod, err)))
 		return
 	}
-	s.proxyRemoteCommand(w, r, resp.Url, opts)
+	s.proxyRemoteCommand(w, r, url, opts)
 }
 
 func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
