@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,8 +25,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/bench/internal/benchutil"
 )
@@ -61,34 +58,12 @@ func fetchHeapProfile(port int, path string) error {
 }
 
 func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) error {
-	dir, err := os.MkdirTemp("", "mizzen-bench-cm-")
+	srv, err := benchutil.StartServer(bin, "--disable", "agent,scheduler,controller-manager")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	port := benchutil.FreePort()
-	srv := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--disable", "agent,scheduler,controller-manager")
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	var client *kubernetes.Clientset
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if time.Since(start) > time.Minute {
-			return fmt.Errorf("server not ready")
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			continue
-		}
-		cfg.QPS, cfg.Burst = -1, 0
-		c := kubernetes.NewForConfigOrDie(cfg)
-		if body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil && string(body) == "ok" {
-			client = c
-			break
-		}
-	}
+	defer srv.Stop()
+	kubeconfig, client := srv.Kubeconfig, srv.Client
 	cmPort := benchutil.FreePort()
 	cm := exec.Command(bin, "controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(cmPort), "--profiling="+strconv.FormatBool(heapProfile != ""))
