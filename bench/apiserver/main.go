@@ -11,13 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/bench/internal/benchutil"
 )
 
 func main() {
@@ -44,43 +43,13 @@ func main() {
 	}
 }
 
-func freePort() int {
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// rssMiB reads a process's resident set size.
-func rssMiB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return -1
-}
-
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[int(float64(len(d)-1)*p)]
-}
-
 func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	dir, err := os.MkdirTemp("", "mizzen-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	port := freePort()
+	port := benchutil.FreePort()
 	start := time.Now()
 	cmd := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--disable", "agent,scheduler,controller-manager")
 	cmd.Stderr = os.Stderr
@@ -104,7 +73,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	}
 	fmt.Printf("start to /readyz: %v\n", time.Since(start).Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
-	fmt.Printf("RSS idle (etcd + apiserver, one process): %.0f MiB\n", rssMiB(cmd.Process.Pid))
+	fmt.Printf("RSS idle (etcd + apiserver, one process): %.0f MiB\n", benchutil.ProcStats(cmd.Process.Pid).RSSMiB)
 
 	cfg.QPS, cfg.Burst = -1, 0
 	ctx := context.Background()
@@ -146,7 +115,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 		all = append(all, l...)
 	}
 	fmt.Printf("pod creates: %.0f/s with %d clients (p50 %v, p99 %v)\n", float64(nPods)/elapsed.Seconds(), workers,
-		percentile(all, 0.5).Round(time.Microsecond), percentile(all, 0.99).Round(time.Microsecond))
+		benchutil.Percentile(all, 0.5).Round(time.Microsecond), benchutil.Percentile(all, 0.99).Round(time.Microsecond))
 
 	// Gets.
 	var gets atomic.Int64
@@ -185,7 +154,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 		if rv == "0" {
 			label = "resourceVersion=0"
 		}
-		fmt.Printf("list %d pods (%s, protobuf): p50 %v, max %v\n", nPods, label, percentile(ds, 0.5).Round(time.Millisecond), percentile(ds, 1).Round(time.Millisecond))
+		fmt.Printf("list %d pods (%s, protobuf): p50 %v, max %v\n", nPods, label, benchutil.Percentile(ds, 0.5).Round(time.Millisecond), benchutil.Percentile(ds, 1).Round(time.Millisecond))
 	}
 	jsonCfg := rest.CopyConfig(cfg)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
@@ -198,9 +167,9 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 		}
 		ds = append(ds, time.Since(s))
 	}
-	fmt.Printf("list %d pods (consistent, JSON): p50 %v\n", nPods, percentile(ds, 0.5).Round(time.Millisecond))
+	fmt.Printf("list %d pods (consistent, JSON): p50 %v\n", nPods, benchutil.Percentile(ds, 0.5).Round(time.Millisecond))
 	time.Sleep(2 * time.Second)
-	fmt.Printf("RSS holding %d pods: %.0f MiB\n", nPods, rssMiB(cmd.Process.Pid))
+	fmt.Printf("RSS holding %d pods: %.0f MiB\n", nPods, benchutil.ProcStats(cmd.Process.Pid).RSSMiB)
 
 	// Watch fan-out: nWatchers watch pods in a namespace; nWatchEvents changes; each event
 	// carries its write time.
@@ -271,7 +240,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 		dl = append(dl, d...)
 	}
 	fmt.Printf("watch fan-out: %d watchers x %d events: %.0f events/s delivered, delay p50 %v p99 %v\n", nWatchers, nWatchEvents,
-		float64(delivered.Load())/fanout.Seconds(), percentile(dl, 0.5).Round(time.Microsecond), percentile(dl, 0.99).Round(time.Microsecond))
+		float64(delivered.Load())/fanout.Seconds(), benchutil.Percentile(dl, 0.5).Round(time.Microsecond), benchutil.Percentile(dl, 0.99).Round(time.Microsecond))
 	return nil
 }
 
