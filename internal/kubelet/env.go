@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/kubelet/volume"
@@ -73,7 +72,7 @@ func (kl *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, po
 func (kl *Kubelet) envSource(ctx context.Context, ns string, from v1.EnvFromSource) (map[string]string, error) {
 	switch {
 	case from.ConfigMapRef != nil:
-		cm, err := kl.client.CoreV1().ConfigMaps(ns).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
+		cm, err := kl.volumeSources.ConfigMap(ctx, ns, from.ConfigMapRef.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && optional(from.ConfigMapRef.Optional) {
 				return nil, nil
@@ -82,7 +81,7 @@ func (kl *Kubelet) envSource(ctx context.Context, ns string, from v1.EnvFromSour
 		}
 		return cm.Data, nil
 	case from.SecretRef != nil:
-		s, err := kl.client.CoreV1().Secrets(ns).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
+		s, err := kl.volumeSources.Secret(ctx, ns, from.SecretRef.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && optional(from.SecretRef.Optional) {
 				return nil, nil
@@ -111,7 +110,7 @@ func (kl *Kubelet) envValueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
-		cm, err := kl.client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		cm, err := kl.volumeSources.ConfigMap(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && optional(ref.Optional) {
 				return "", false, nil
@@ -128,7 +127,7 @@ func (kl *Kubelet) envValueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return v, true, nil
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
-		s, err := kl.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		s, err := kl.volumeSources.Secret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && optional(ref.Optional) {
 				return "", false, nil

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -36,7 +35,7 @@ func (kl *Kubelet) pullCredentials(ctx context.Context, pod *v1.Pod, image strin
 	var creds []registryCredential
 	var missing []string
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		secret, err := kl.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		secret, err := kl.volumeSources.Secret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			missing = append(missing, ref.Name)
 			continue

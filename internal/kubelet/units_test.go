@@ -65,6 +65,7 @@ func TestMakeEnv(t *testing.T) {
 	)
 	kl := &Kubelet{client: client, opts: Options{NodeIP: "10.0.0.5", MaxPods: 110,
 		Machine: &MachineInfo{CPUCores: 4, MemoryBytes: 8 << 30}}}
+	kl.volumeSources = volumeSources{kl: kl} // no cache: every read is a GET
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1", Labels: map[string]string{"app": "web"}},
 		Spec:       v1.PodSpec{NodeName: "node-1", ServiceAccountName: "sa"},

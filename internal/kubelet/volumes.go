@@ -22,7 +22,8 @@ import (
 // volumeSources gives the volume manager what it reads: objects from the API (through
 // a short-lived cache, so that every pod's periodic sync does not cost a GET per
 // volume, as upstream's TTL cache strategy), tokens from the TokenRequest API, and
-// resource values the kubelet computes.
+// resource values the kubelet computes. Environment variables and image pull secrets
+// read their ConfigMaps and Secrets through it too.
 type volumeSources struct {
 	kl      *Kubelet
 	objects *objectCache
