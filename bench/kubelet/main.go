@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,20 +34,43 @@ const image = "registry.k8s.io/pause:3.10"
 
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary (mizzen-pause beside it)")
+	floor := flag.String("floor-slots", "4", "first measure the runtime alone, through CRI with no kubelet, starting this many pods at a time (comma-separated counts; empty: skip)")
 	flag.Parse()
-	if err := run(*bin); err != nil {
+	// Every process the benchmark starts is counted in one cpuacct cgroup.
+	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
+	if err == nil && *floor != "" {
+		err = measureFloor(*bin, *floor, cpu)
+	}
+	if err == nil {
+		err = run(*bin, cpu)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string) error {
+// measureFloor runs runtimeFloor in a directory of its own.
+func measureFloor(bin, slots string, cpu func() time.Duration) error {
+	var counts []int
+	for _, s := range strings.Split(slots, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-floor-slots: %q is not a positive count", s)
+		}
+		counts = append(counts, n)
+	}
+	dir, err := os.MkdirTemp("", "mizzen-bench-floor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	return runtimeFloor(bin, dir, 20, counts, cpu)
+}
+
+func run(bin string, cpu func() time.Duration) error {
 	// A bridge and pod CIDR of its own, so a cluster already running here is left alone.
 	const bridge = "mzn-bench"
-	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
-	if err != nil {
-		return fmt.Errorf("cpuacct cgroup: %w", err)
-	}
 	srv, err := benchutil.StartServer(bin, "--disable", "agent", "--cluster-cidr", "10.201.0.0/16")
 	if err != nil {
 		return err
@@ -104,9 +128,20 @@ func run(bin string) error {
 	}
 	settle()
 	fmt.Printf("single pod: %v from create to all containers started\n", single[0].Round(time.Millisecond))
+	// The mizzen processes' part of the CPU: the server (apiserver with its etcd,
+	// scheduler, controller-manager) and the kubelet; the rest is the runtime's.
+	mizzenCPU := func() (server, kubeletCPU float64) {
+		return benchutil.ProcStats(srv.Cmd.Process.Pid).CPUSeconds, benchutil.ProcStats(kubelet.Process.Pid).CPUSeconds
+	}
 	cpu0 := cpu()
+	server0, kubelet0 := mizzenCPU()
 	var cpuBurst time.Duration
-	burst, err := startPods(ctx, client, "burst", 20, 20, func() { cpuBurst = cpu() - cpu0 })
+	var serverBurst, kubeletBurst float64
+	burst, err := startPods(ctx, client, "burst", 20, 20, func() {
+		cpuBurst = cpu() - cpu0
+		server1, kubelet1 := mizzenCPU()
+		serverBurst, kubeletBurst = server1-server0, kubelet1-kubelet0
+	})
 	if err != nil {
 		return err
 	}
@@ -114,9 +149,9 @@ func run(bin string) error {
 	if os.Getenv("BENCH_VERBOSE") != "" {
 		fmt.Println("burst latencies:", burst)
 	}
-	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench)\n",
+	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench), of which mizzen server %.0f ms, kubelet %.0f ms\n",
 		benchutil.Percentile(burst, 0.5).Round(time.Millisecond), benchutil.Percentile(burst, 0.99).Round(time.Millisecond),
-		float64(cpuBurst.Milliseconds())/20)
+		float64(cpuBurst.Milliseconds())/20, serverBurst*1000/20, kubeletBurst*1000/20)
 	steady, err := startPods(ctx, client, "steady", 100, 10, func() {
 		time.Sleep(10 * time.Second) // a status and relist period with every pod running
 		p := benchutil.ProcStats(kubelet.Process.Pid)

@@ -19,6 +19,7 @@ import (
 
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 )
 
@@ -156,7 +157,12 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		return err
 	}
 	defer rs.Close(ctx)
+	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("finding the cgroup hierarchies: %w", err)
+	}
 	return kubelet.Run(ctx, kubelet.Options{
+		PodCgroups:         cgroups,
 		PodCIDRChanged:     podCIDRChanged,
 		Client:             client,
 		NodeName:           name,

@@ -30,6 +30,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
 )
@@ -92,6 +93,10 @@ type Options struct {
 	// PodManifestPath is a directory of static pod manifests to run, each mirrored to
 	// the apiserver; none when empty.
 	PodManifestPath string
+	// PodCgroups, when set, are the host's cgroup hierarchies, where the kubelet removes
+	// each pod's cgroup once the pod's sandboxes are gone (runc leaves them behind).
+	// Nil for a runtime that makes no cgroups, such as hollow nodes' fake one.
+	PodCgroups *podcgroups.Cgroups
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -373,17 +378,26 @@ func (kl *Kubelet) runResync(ctx context.Context) {
 			return
 		case <-t.C():
 			kl.workers.pokeAll()
-			kl.removeOrphanedPodDirs(ctx)
+			kl.removeOrphans(ctx)
 		}
 	}
 }
 
-// removeOrphanedPodDirs removes the directories of pods the kubelet no longer knows:
-// not in the API nor a static pod, without a worker and without a sandbox (deleted
-// while the kubelet was down, say).
-func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context) {
+// removeOrphans removes what is left of pods the kubelet no longer knows (not in the
+// API nor a static pod, without a worker and without a sandbox: deleted while the
+// kubelet was down, say): their directories and their cgroups.
+func (kl *Kubelet) removeOrphans(ctx context.Context) {
 	onDisk, err := kl.volumes.PodsOnDisk()
-	if err != nil || len(onDisk) == 0 {
+	if err != nil {
+		kl.log.Error("listing pod directories", "err", err)
+	}
+	var inCgroups []types.UID
+	if kl.opts.PodCgroups != nil {
+		if inCgroups, err = kl.opts.PodCgroups.Pods(); err != nil {
+			kl.log.Error("listing pod cgroups", "err", err)
+		}
+	}
+	if len(onDisk) == 0 && len(inCgroups) == 0 {
 		return
 	}
 	known := map[types.UID]bool{}
@@ -408,6 +422,14 @@ func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context) {
 		}
 		if err := kl.volumes.TearDown(ctx, uid); err != nil {
 			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
+		}
+	}
+	for _, uid := range inCgroups {
+		if known[uid] || kl.workers.has(uid) {
+			continue
+		}
+		if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {
+			kl.log.Error("removing an orphaned pod cgroup", "uid", uid, "err", err)
 		}
 	}
 }

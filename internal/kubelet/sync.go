@@ -141,6 +141,12 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 		}
 	}
 	kl.backoff.forget(string(w.uid) + "/")
+	if kl.opts.PodCgroups != nil {
+		// Busy only if a process outlived its container; the orphan sweep retries.
+		if err := kl.opts.PodCgroups.RemovePod(w.uid); err != nil {
+			kl.log.Error("removing the pod's cgroup", "uid", w.uid, "err", err)
+		}
+	}
 	if err := kl.volumes.TearDown(ctx, w.uid); err != nil {
 		return false, fmt.Errorf("removing volumes: %w", err)
 	}

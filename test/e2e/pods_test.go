@@ -460,6 +460,20 @@ func TestPodsOnContainerd(t *testing.T) {
 		if preStop < 0 || term < 0 || preStop > term {
 			t.Errorf("container log %q: want the preStop hook's line, then SIGTERM's", logs)
 		}
+		// Nothing of the pod stays on the host: runc leaves the pod's cgroup behind, in
+		// every hierarchy, unless the kubelet removes it.
+		eventually(t, 30*time.Second, func() error {
+			var left []string
+			for _, pattern := range []string{"/sys/fs/cgroup/*/kubepods/pod%s", "/sys/fs/cgroup/*/kubepods/*/pod%s",
+				"/sys/fs/cgroup/kubepods/pod%s", "/sys/fs/cgroup/kubepods/*/pod%s"} {
+				found, _ := filepath.Glob(fmt.Sprintf(pattern, pod.UID))
+				left = append(left, found...)
+			}
+			if len(left) > 0 {
+				return fmt.Errorf("pod cgroups left: %v", left)
+			}
+			return nil
+		})
 	})
 
 	t.Run("a static pod runs and is mirrored", func(t *testing.T) {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/bench/internal/benchutil"
+	"mizzen/internal/kubelet"
+	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/podcgroups"
+)
+
+// runtimeFloor starts pods straight through CRI on a containerd of its own, the way the
+// kubelet calls it (RunPodSandbox, CreateContainer, StartContainer, a few at a time,
+// each pod in its own QoS cgroup, a log file per container) but with no apiserver,
+// scheduler, kubelet, volume or status write in between: what the runtime alone needs,
+// the floor under the kubelet's figures on this machine.
+func runtimeFloor(bin, dir string, n int, slotCounts []int, cpu func() time.Duration) error {
+	ctx, stop := context.WithCancel(context.Background())
+	const bridge = "mzn-floor"
+	opts := containerd.Options{DataDir: filepath.Join(dir, "floor-containerd"), Bridge: bridge}
+	pause, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "mizzen-pause"))
+	if err != nil {
+		stop()
+		return err
+	}
+	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		stop()
+		return err
+	}
+	var mu sync.Mutex
+	var uids []types.UID
+	stopped, err := containerd.Start(ctx, opts, nil, pause)
+	defer func() {
+		_ = containerd.RemoveAllPods(context.Background(), opts)
+		stop()
+		<-stopped
+		_ = exec.Command("ip", "link", "delete", bridge).Run()
+		_ = containerd.RemoveMasquerade(bridge)
+		for _, uid := range uids {
+			_ = cgroups.RemovePod(uid)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	if err := opts.WriteCNIConfig("10.202.0.0/16"); err != nil {
+		return err
+	}
+	rs, _, err := kubelet.ConnectRuntime(ctx, opts.Endpoint(), "")
+	if err != nil {
+		return err
+	}
+	defer rs.Close(ctx)
+	startPod := func(name string) error {
+		uid := string(uuid.NewUUID())
+		mu.Lock()
+		uids = append(uids, types.UID(uid))
+		mu.Unlock()
+		logDir := filepath.Join(dir, "floor-logs", uid)
+		sbCfg := &runtimeapi.PodSandboxConfig{
+			Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
+			Hostname:     name,
+			LogDirectory: logDir,
+			Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/besteffort/pod" + uid},
+		}
+		sb, err := rs.RunPodSandbox(ctx, sbCfg, "")
+		if err != nil {
+			return err
+		}
+		id, err := rs.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
+			Image:    &runtimeapi.ImageSpec{Image: containerd.DefaultSandboxImage},
+			LogPath:  "c/0.log",
+		}, sbCfg)
+		if err != nil {
+			return err
+		}
+		return rs.StartContainer(ctx, id)
+	}
+
+	// One pod on an idle runtime, then a burst of n for each number of slots.
+	begin := time.Now()
+	if err := startPod("floor-single"); err != nil {
+		return err
+	}
+	fmt.Printf("runtime alone (CRI straight to containerd): one pod %v\n", time.Since(begin).Round(time.Millisecond))
+	for _, slots := range slotCounts {
+		if err := containerd.RemoveAllPods(ctx, opts); err != nil {
+			return err
+		}
+		gate := make(chan struct{}, slots)
+		var done []time.Duration
+		var firstErr error
+		var wg sync.WaitGroup
+		cpu0 := cpu()
+		begin = time.Now()
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				gate <- struct{}{}
+				err := startPod(fmt.Sprintf("floor-%d-%03d", slots, i))
+				<-gate
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				done = append(done, time.Since(begin))
+			}()
+		}
+		wg.Wait()
+		cpuBurst := cpu() - cpu0
+		if firstErr != nil {
+			return firstErr
+		}
+		fmt.Printf("runtime alone: burst of %d, %d at a time: p50 %v, p99 %v; %.0f ms CPU per pod\n",
+			n, slots, benchutil.Percentile(done, 0.5).Round(time.Millisecond),
+			benchutil.Percentile(done, 0.99).Round(time.Millisecond), float64(cpuBurst.Milliseconds())/float64(n))
+	}
+	return nil
+}
