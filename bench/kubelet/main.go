@@ -35,11 +35,15 @@ const image = "registry.k8s.io/pause:3.10"
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary (mizzen-pause beside it)")
 	floor := flag.String("floor-slots", "4", "first measure the runtime alone, through CRI with no kubelet, starting this many pods at a time (comma-separated counts; empty: skip)")
+	hostNetwork := flag.Bool("floor-host-network", false, "measure the runtime alone with host-network sandboxes too (no network namespace, no CNI)")
 	flag.Parse()
 	// Every process the benchmark starts is counted in one cpuacct cgroup.
 	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
 	if err == nil && *floor != "" {
-		err = measureFloor(*bin, *floor, cpu)
+		err = measureFloor(*bin, *floor, false, cpu)
+		if err == nil && *hostNetwork {
+			err = measureFloor(*bin, *floor, true, cpu)
+		}
 	}
 	if err == nil {
 		err = run(*bin, cpu)
@@ -51,7 +55,7 @@ func main() {
 }
 
 // measureFloor runs runtimeFloor in a directory of its own.
-func measureFloor(bin, slots string, cpu func() time.Duration) error {
+func measureFloor(bin, slots string, hostNetwork bool, cpu func() time.Duration) error {
 	var counts []int
 	for _, s := range strings.Split(slots, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -65,7 +69,7 @@ func measureFloor(bin, slots string, cpu func() time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	return runtimeFloor(bin, dir, 20, counts, cpu)
+	return runtimeFloor(bin, dir, 20, counts, hostNetwork, cpu)
 }
 
 func run(bin string, cpu func() time.Duration) error {
