@@ -213,6 +213,7 @@ type Kubelet struct {
 	podInformer cache.SharedIndexInformer
 	workers     *podWorkers
 	backoff     *backoff
+	statuses    *statusCache
 	starts      *startGate
 	recorder    record.EventRecorder
 	volumes     *volume.Manager
@@ -230,14 +231,15 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	kl := &Kubelet{
-		opts:    opts,
-		log:     opts.Logger,
-		clock:   opts.Clock,
-		client:  opts.Client,
-		runtime: opts.Runtime,
-		images:  opts.Images,
-		backoff: newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
-		starts:  newStartGate(opts.ParallelStarts),
+		opts:     opts,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		client:   opts.Client,
+		runtime:  opts.Runtime,
+		images:   opts.Images,
+		backoff:  newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
+		starts:   newStartGate(opts.ParallelStarts),
+		statuses: newStatusCache(),
 	}
 	v, err := kl.runtime.Version(ctx, "v1")
 	if err != nil {

@@ -535,3 +535,30 @@ func TestActiveDeadlineFailsPod(t *testing.T) {
 		return len(cs) == 0
 	})
 }
+
+// A running pod's resyncs read the runtime's lists but not, again, each unchanged
+// container's status; a state change is still seen at once.
+func TestUnchangedStatusesAreNotReadAgain(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: time.Minute, ExitCode: 7})
+	h.start()
+	pod := newPod("web", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	h.createPod(pod)
+	h.waitPod("web", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	lists, statuses := h.rt.Calls("ListContainers"), h.rt.Calls("ContainerStatus")
+	for range 30 { // three resync periods
+		h.clock.Step(time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.eventually("more resyncs", func() bool { return h.rt.Calls("ListContainers") >= lists+3 })
+	if n := h.rt.Calls("ContainerStatus"); n != statuses {
+		t.Errorf("ContainerStatus called %d more times for a container that stayed running", n-statuses)
+	}
+
+	p := h.waitPod("web", "Failed with the exit code", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if cs := containerStatus(p, "app"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 7 {
+		t.Errorf("app status %+v", cs)
+	}
+}

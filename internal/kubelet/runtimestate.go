@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -89,6 +90,47 @@ func restartCount(c *runtimeapi.ContainerStatus) int32 {
 	return int32(c.GetMetadata().GetAttempt())
 }
 
+// statusCache keeps the runtime's PodSandboxStatus and ContainerStatus answers for as
+// long as they cannot change. A status changes only with its state: a running
+// container's start time, a ready sandbox's IP and an exited container's exit code and
+// reason are fixed. So readPodRuntime asks again only for what the list shows in a new
+// state, and a pod's sync costs two list calls instead of one more call per sandbox and
+// container (three times per sync, for every pod).
+type statusCache struct {
+	mu   sync.Mutex
+	pods map[string]*podStatuses // by pod UID
+}
+
+// podStatuses are the cached statuses of one pod's sandboxes and containers, by ID.
+type podStatuses struct {
+	sandboxes  map[string]*runtimeapi.PodSandboxStatus
+	containers map[string]*runtimeapi.ContainerStatus
+}
+
+func newStatusCache() *statusCache { return &statusCache{pods: map[string]*podStatuses{}} }
+
+// get returns the pod's cached statuses; the caller replaces them with put.
+func (c *statusCache) get(uid string) *podStatuses {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods[uid]
+}
+
+// put replaces the pod's statuses with those of its latest read, which drops the
+// sandboxes and containers that are gone.
+func (c *statusCache) put(uid string, p *podStatuses) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(p.sandboxes) == 0 && len(p.containers) == 0 {
+		delete(c.pods, uid)
+		return
+	}
+	c.pods[uid] = p
+}
+
+// forget drops a removed pod's statuses.
+func (c *statusCache) forget(uid string) { c.put(uid, &podStatuses{}) }
+
 // readPodRuntime lists the pod's sandboxes and containers by its UID label.
 func (kl *Kubelet) readPodRuntime(ctx context.Context, uid string) (*podRuntime, error) {
 	sel := map[string]string{labelPodUID: uid}
@@ -100,22 +142,41 @@ func (kl *Kubelet) readPodRuntime(ctx context.Context, uid string) (*podRuntime,
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
+	cached := kl.statuses.get(uid)
+	if cached == nil {
+		cached = &podStatuses{}
+	}
+	fresh := &podStatuses{
+		sandboxes:  make(map[string]*runtimeapi.PodSandboxStatus, len(sbs)),
+		containers: make(map[string]*runtimeapi.ContainerStatus, len(cs)),
+	}
 	r := &podRuntime{sandboxOf: make(map[string]string, len(cs))}
 	for _, sb := range sbs {
-		st, err := kl.runtime.PodSandboxStatus(ctx, sb.Id, false)
-		if err != nil {
-			continue // removed meanwhile
+		st := cached.sandboxes[sb.Id]
+		if st == nil || st.State != sb.State {
+			resp, err := kl.runtime.PodSandboxStatus(ctx, sb.Id, false)
+			if err != nil {
+				continue // removed meanwhile
+			}
+			st = resp.Status
 		}
-		r.sandboxes = append(r.sandboxes, st.Status)
+		fresh.sandboxes[sb.Id] = st
+		r.sandboxes = append(r.sandboxes, st)
 	}
 	for _, c := range cs {
-		st, err := kl.runtime.ContainerStatus(ctx, c.Id, false)
-		if err != nil {
-			continue
+		st := cached.containers[c.Id]
+		if st == nil || st.State != c.State || c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			resp, err := kl.runtime.ContainerStatus(ctx, c.Id, false)
+			if err != nil {
+				continue
+			}
+			st = resp.Status
 		}
-		r.containers = append(r.containers, st.Status)
+		fresh.containers[c.Id] = st
+		r.containers = append(r.containers, st)
 		r.sandboxOf[c.Id] = c.PodSandboxId
 	}
+	kl.statuses.put(uid, fresh)
 	sort.SliceStable(r.sandboxes, func(i, j int) bool {
 		a, b := r.sandboxes[i], r.sandboxes[j]
 		if a.Metadata.GetAttempt() != b.Metadata.GetAttempt() {

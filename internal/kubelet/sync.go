@@ -141,6 +141,7 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 		}
 	}
 	kl.backoff.forget(string(w.uid) + "/")
+	kl.statuses.forget(string(w.uid))
 	if kl.opts.PodCgroups != nil {
 		// Busy only if a process outlived its container; the orphan sweep retries.
 		if err := kl.opts.PodCgroups.RemovePod(w.uid); err != nil {

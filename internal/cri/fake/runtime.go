@@ -361,6 +361,7 @@ func cloneSandboxMeta(m *runtimeapi.PodSandboxMetadata) *runtimeapi.PodSandboxMe
 func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.count("PodSandboxStatus")
 	sb, ok := r.sandboxes[req.PodSandboxId]
 	if !ok {
 		return nil, notFound("sandbox", req.PodSandboxId)
@@ -571,6 +572,9 @@ func (c *container) toStatus() *runtimeapi.ContainerStatus {
 
 // ListContainers implements runtimeapi.RuntimeServiceServer.
 func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	r.mu.Lock()
+	r.count("ListContainers")
+	r.mu.Unlock()
 	return &runtimeapi.ListContainersResponse{Containers: r.listContainers(req.GetFilter())}, nil
 }
 
@@ -607,6 +611,7 @@ func (r *Runtime) listContainers(f *runtimeapi.ContainerFilter) []*runtimeapi.Co
 func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.count("ContainerStatus")
 	c, ok := r.containers[req.ContainerId]
 	if !ok {
 		return nil, notFound("container", req.ContainerId)
