@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -170,6 +171,16 @@ func TestPodRunsOnContainerd(t *testing.T) {
 	if err := ImportImage(ctx, opts, PauseImage(DefaultSandboxImage, pauseBin)); err != nil {
 		t.Fatal(err)
 	}
+	// The pod runs an image imported from a docker-archive tarball (what `docker save`
+	// writes), the other format `mizzen image import` takes besides OCI archives.
+	const dockerImage = "mizzen.local/docker-archive:v1"
+	archive := filepath.Join(dir, "docker-archive.tar")
+	if err := writeDockerArchive(archive, PauseImage(dockerImage, pauseBin)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ImportArchive(ctx, opts, archive); err != nil {
+		t.Fatal(err)
+	}
 	rs, is, err := kubelet.ConnectRuntime(ctx, opts.Endpoint(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +224,7 @@ func TestPodRunsOnContainerd(t *testing.T) {
 			NodeName:                      "real-node",
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
 			Containers: []v1.Container{{
-				Name: "app", Image: DefaultSandboxImage, ImagePullPolicy: v1.PullNever,
+				Name: "app", Image: dockerImage, ImagePullPolicy: v1.PullNever,
 				Resources: v1.ResourceRequirements{Limits: v1.ResourceList{}},
 			}},
 		},
@@ -248,6 +259,51 @@ func TestPodRunsOnContainerd(t *testing.T) {
 		return err == nil && len(sbs) == 0
 	})
 	t.Logf("%s: pod deleted, sandbox removed", time.Since(began))
+}
+
+// writeDockerArchive writes img as `docker save` does: manifest.json naming the config
+// and the layer, the config as <digest>.json, the layer as <digest>/layer.tar.
+func writeDockerArchive(path string, img Image) error {
+	layer, err := layerTar(img.Files)
+	if err != nil {
+		return err
+	}
+	config, err := json.Marshal(map[string]any{
+		"architecture": runtime.GOARCH,
+		"os":           "linux",
+		"config":       imageConfig(img),
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{digestOf(layer)}},
+	})
+	if err != nil {
+		return err
+	}
+	configName := strings.TrimPrefix(digestOf(config), "sha256:") + ".json"
+	layerName := strings.TrimPrefix(digestOf(layer), "sha256:") + "/layer.tar"
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{img.Name}, "Layers": []string{layerName}}})
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, e := range []struct {
+		name string
+		data []byte
+	}{{"manifest.json", manifest}, {configName, config}, {layerName, layer}} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data))}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
