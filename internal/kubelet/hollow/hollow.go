@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -81,6 +82,7 @@ func Run(ctx context.Context, opts Options) error {
 		newClient = func(string) (kubernetes.Interface, error) {
 			cfg := rest.CopyConfig(opts.Config)
 			cfg.UserAgent = "mizzen-kubelet (hollow)"
+			cfg.ContentType = runtime.ContentTypeProtobuf // as real kubelets
 			return kubernetes.NewForConfig(cfg)
 		}
 	}
