@@ -212,7 +212,7 @@ func (s *Server) serviceProxyLocation(ctx context.Context, h *resourceHandler, n
 	// Try them in a random order and take the first that really is a pod's address.
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, c := range candidates {
-		if s.addressIsPods(ctx, namespace, c.addr, c.pod) {
+		if s.addressBelongsToPod(ctx, namespace, c.addr, c.pod) {
 			return &url.URL{Scheme: scheme, Host: net.JoinHostPort(c.addr, strconv.Itoa(c.port))}, nil
 		}
 	}
@@ -234,8 +234,8 @@ func slicePort(slice *discoveryv1.EndpointSlice, name string) int {
 	return 0
 }
 
-// addressIsPods reports whether addr is an IP of the pod ref names, in the namespace.
-func (s *Server) addressIsPods(ctx context.Context, namespace, addr string, ref *corev1.ObjectReference) bool {
+// addressBelongsToPod reports whether addr is an IP of the pod ref names, in the namespace.
+func (s *Server) addressBelongsToPod(ctx context.Context, namespace, addr string, ref *corev1.ObjectReference) bool {
 	ph := s.handlers[podsGVR]
 	if ph == nil || ref == nil || ref.Kind != "Pod" || ref.Namespace != namespace {
 		return false

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	kubectlproxy "k8s.io/kubectl/pkg/proxy"
 	"k8s.io/utils/ptr"
 
 	"mizzen/internal/testing/apiserver"
@@ -49,6 +50,12 @@ type recordingBackend struct {
 func (b *recordingBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.EqualFold(r.Header.Get("Upgrade"), "mizzen-echo") {
 		b.echo(w)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, ".html") {
+		// A page with a link from the root of the backend's site.
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<html><body><a href="/docs/index.html">docs</a></body></html>`)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
@@ -262,6 +269,16 @@ func TestPodProxy(t *testing.T) {
 					t.Errorf("X-Forwarded-Uri %q, want %q", seen.ForwardedURI, wantForwardedURI)
 				}
 			})
+		}
+	})
+
+	t.Run("links in HTML pages point back through the proxy", func(t *testing.T) {
+		resp, data := raw.do(t, http.MethodGet, base+"web/proxy/page.html", "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %s", resp.StatusCode, data)
+		}
+		if want := `href="` + base + `web/proxy/docs/index.html"`; !strings.Contains(string(data), want) {
+			t.Errorf("page %s lacks %s", data, want)
 		}
 	})
 
@@ -486,6 +503,27 @@ func TestServiceProxy(t *testing.T) {
 		}
 		if seen := decodeSeen(t, data); seen.URI != "/x?q=1" {
 			t.Errorf("ProxyGet: backend saw %+v", seen)
+		}
+	})
+
+	t.Run("kubectl proxy", func(t *testing.T) {
+		h, err := kubectlproxy.NewProxyHandler("/", nil, srv.AdminConfig, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp := httptest.NewServer(h)
+		t.Cleanup(kp.Close)
+		resp, err := http.Get(kp.URL + base + "web:80/proxy/through/kubectl?z=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %s", resp.StatusCode, data)
+		}
+		if seen := decodeSeen(t, data); seen.Backend != "ready" || seen.URI != "/through/kubectl?z=1" {
+			t.Errorf("backend saw %+v", seen)
 		}
 	})
 
