@@ -50,6 +50,9 @@ func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourc
 		add("exec", &metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, "create", "get")
 		add("attach", &metav1.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, "create", "get")
 		add("portforward", &metav1.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, "create", "get")
+		add("proxy", &metav1.GroupVersionKind{Version: "v1", Kind: "PodProxyOptions"}, "create", "delete", "get", "patch", "update")
+	case servicesGVR:
+		add("proxy", &metav1.GroupVersionKind{Version: "v1", Kind: "ServiceProxyOptions"}, "create", "delete", "get", "patch", "update")
 	case nodesGVR:
 		add("proxy", &metav1.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, "create", "delete", "get", "patch", "update")
 	case namespacesGVR:

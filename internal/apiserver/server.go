@@ -79,6 +79,8 @@ type Server struct {
 	discovery *discoveryDocs
 	// kubeletTransport reaches kubelets; nil without Config.KubeletClientTLS.
 	kubeletTransport *http.Transport
+	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
+	proxyTransport *http.Transport
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -182,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.discovery = s.buildDiscovery()
 	s.kubeletTransport = newKubeletTransport(cfg)
+	s.proxyTransport = newProxyTransport()
 	return s, nil
 }
 
@@ -267,6 +270,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, unauthorized())
 		return
 	}
+	// As upstream, the credentials stop here: proxied requests must not carry the
+	// user's token on to a pod, a service or a kubelet.
+	r.Header.Del("Authorization")
 	ctx := registry.WithUser(r.Context(), *user)
 	r = r.WithContext(ctx)
 	switch {

@@ -106,7 +106,7 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
 	default:
-		if !s.serveKubeletSubresource(w, r, info, h) {
+		if !s.serveKubeletSubresource(w, r, info, h) && !s.serveProxySubresource(w, r, info, h) {
 			s.writeError(w, r, notFound())
 		}
 	}
