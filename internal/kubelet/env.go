@@ -15,20 +15,29 @@ import (
 	"mizzen/internal/kubelet/volume"
 )
 
-// makeEnv resolves a container's environment: the master service's variables, envFrom
-// sources, then env entries (which override), each value expanded against the
-// variables defined before it.
+// makeEnv resolves a container's environment as upstream's kubelet does: envFrom
+// sources, then env entries (which override), each env value expanded against the
+// service variables and the variables defined before it; then the service variables
+// (see podServiceEnv) the container does not define itself.
 func (kl *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+	services, err := kl.podServiceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	// vals holds every variable $(NAME) may refer to; declared lists the container's
+	// own in the order it defines them.
+	vals := make(map[string]string, len(services))
+	for _, kv := range services {
+		vals[kv[0]] = kv[1]
+	}
 	var order []string
-	vals := map[string]string{}
+	declared := map[string]bool{}
 	set := func(k, v string) {
-		if _, ok := vals[k]; !ok {
+		if !declared[k] {
+			declared[k] = true
 			order = append(order, k)
 		}
 		vals[k] = v
-	}
-	for _, kv := range kl.masterServiceEnv(ctx) {
-		set(kv[0], kv[1])
 	}
 	for _, from := range c.EnvFrom {
 		data, err := kl.envSource(ctx, pod.Namespace, from)
@@ -61,9 +70,15 @@ func (kl *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, po
 			set(e.Name, v)
 		}
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(order))
+	out := make([]*runtimeapi.KeyValue, 0, len(order)+len(services))
 	for _, k := range order {
 		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(vals[k])})
+	}
+	for _, kv := range services {
+		if !declared[kv[0]] {
+			declared[kv[0]] = true // two Services could render the same name
+			out = append(out, &runtimeapi.KeyValue{Key: kv[0], Value: []byte(vals[kv[0]])})
+		}
 	}
 	return out, nil
 }

@@ -21,10 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -97,6 +99,12 @@ type Options struct {
 	// each pod's cgroup once the pod's sandboxes are gone (runc leaves them behind).
 	// Nil for a runtime that makes no cgroups, such as hollow nodes' fake one.
 	PodCgroups *podcgroups.Cgroups
+	// ServiceLister and ServicesSynced, set together, are a shared informer's view of
+	// every Service in the cluster (indexed by namespace) and whether it has listed
+	// once: containers' service environment variables come from it. Hollow nodes share
+	// one across their kubelets; when nil the kubelet runs an informer of its own.
+	ServiceLister  corelisters.ServiceLister
+	ServicesSynced cache.InformerSynced
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -137,6 +145,8 @@ func (o *Options) setDefaults() error {
 		return errors.New("kubelet: Options.NodeName is required")
 	case o.Runtime == nil || o.Images == nil:
 		return errors.New("kubelet: Options.Runtime and Options.Images are required")
+	case (o.ServiceLister == nil) != (o.ServicesSynced == nil):
+		return errors.New("kubelet: Options.ServiceLister and Options.ServicesSynced go together")
 	}
 	if o.Hostname == "" {
 		o.Hostname = o.NodeName
@@ -211,13 +221,17 @@ type Kubelet struct {
 	images      cri.ImageManagerService
 	runtimeName string // prefix of container IDs in status, e.g. "containerd"
 	podInformer cache.SharedIndexInformer
-	workers     *podWorkers
-	backoff     *backoff
-	statuses    *statusCache
-	starts      *startGate
-	recorder    record.EventRecorder
-	volumes     *volume.Manager
-	// volumeSources reads (and briefly caches) what volumes and service env need.
+	// services lists Services for containers' environment; nil only in unit tests that
+	// build a Kubelet by hand.
+	services       corelisters.ServiceLister
+	servicesSynced cache.InformerSynced
+	workers        *podWorkers
+	backoff        *backoff
+	statuses       *statusCache
+	starts         *startGate
+	recorder       record.EventRecorder
+	volumes        *volume.Manager
+	// volumeSources reads (and briefly caches) the objects volumes and env refer to.
 	volumeSources volumeSources
 	static        *staticPods // nil without a manifest directory
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
@@ -262,6 +276,18 @@ func Run(ctx context.Context, opts Options) error {
 		// adopted.
 		kl.static = newStaticPods(opts.PodManifestPath, opts.NodeName)
 		kl.static.reload(kl.clock.Now(), kl.manifestError)
+	}
+
+	kl.services, kl.servicesSynced = opts.ServiceLister, opts.ServicesSynced
+	if kl.services == nil {
+		// Every namespace's Services, as upstream's kubelet watches them: a container
+		// start then reads its service variables from memory, not the API.
+		factory := informers.NewSharedInformerFactory(kl.client, 0)
+		inf := factory.Core().V1().Services()
+		kl.services, kl.servicesSynced = inf.Lister(), inf.Informer().HasSynced
+		servicesCtx, stopServices := context.WithCancel(ctx)
+		factory.Start(servicesCtx.Done())
+		defer func() { stopServices(); factory.Shutdown() }() // also on an early error return
 	}
 
 	// The kubelet's own watch: only pods bound to this node.

@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/cri/fake"
@@ -247,70 +246,6 @@ func TestObjectCache(t *testing.T) {
 		got, _ := c.get("k", s.fetch)
 		if got != s.want || fetches != s.fetched {
 			t.Errorf("step %d: got %v after %d fetches, want %v after %d", i, got, fetches, s.want, s.fetched)
-		}
-	}
-}
-
-func TestServiceEnv(t *testing.T) {
-	cases := []struct {
-		name string
-		svc  *v1.Service
-		want string
-	}{{
-		name: "the kubernetes service",
-		svc: &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1",
-			Ports: []v1.ServicePort{{Name: "https", Port: 443, Protocol: v1.ProtocolTCP}}}},
-		want: "KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 KUBERNETES_SERVICE_PORT_HTTPS=443 " +
-			"KUBERNETES_PORT=tcp://10.96.0.1:443 KUBERNETES_PORT_443_TCP=tcp://10.96.0.1:443 KUBERNETES_PORT_443_TCP_PROTO=tcp " +
-			"KUBERNETES_PORT_443_TCP_PORT=443 KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1",
-	}, {
-		name: "dashes and several ports",
-		svc: &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "my-dns"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.10",
-			Ports: []v1.ServicePort{{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP}, {Name: "dns-tcp", Port: 53, Protocol: v1.ProtocolTCP}}}},
-		want: "MY_DNS_SERVICE_HOST=10.96.0.10 MY_DNS_SERVICE_PORT=53 MY_DNS_SERVICE_PORT_DNS=53 MY_DNS_SERVICE_PORT_DNS_TCP=53 " +
-			"MY_DNS_PORT=udp://10.96.0.10:53 MY_DNS_PORT_53_UDP=udp://10.96.0.10:53 MY_DNS_PORT_53_UDP_PROTO=udp MY_DNS_PORT_53_UDP_PORT=53 " +
-			"MY_DNS_PORT_53_UDP_ADDR=10.96.0.10 MY_DNS_PORT_53_TCP=tcp://10.96.0.10:53 MY_DNS_PORT_53_TCP_PROTO=tcp MY_DNS_PORT_53_TCP_PORT=53 " +
-			"MY_DNS_PORT_53_TCP_ADDR=10.96.0.10",
-	}, {
-		name: "headless",
-		svc:  &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: v1.ServiceSpec{ClusterIP: "None", Ports: []v1.ServicePort{{Port: 5432}}}},
-	}}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, kv := range serviceEnv(tc.svc) {
-				got = append(got, kv[0]+"="+kv[1])
-			}
-			if strings.Join(got, " ") != tc.want {
-				t.Errorf("env:\n%s\nwant:\n%s", strings.Join(got, " "), tc.want)
-			}
-		})
-	}
-}
-
-func TestMasterServiceEnvComesFirst(t *testing.T) {
-	client := k8sfake.NewSimpleClientset(&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"},
-		Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []v1.ServicePort{{Name: "https", Port: 443, Protocol: v1.ProtocolTCP}}}})
-	kl := &Kubelet{client: client, opts: Options{Machine: &MachineInfo{}}}
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps"}}
-	c := &v1.Container{Name: "c", Env: []v1.EnvVar{
-		{Name: "API", Value: "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
-		{Name: "KUBERNETES_SERVICE_PORT", Value: "8443"},
-	}}
-	env, err := kl.makeEnv(context.Background(), pod, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, kv := range env {
-		got[kv.Key] = string(kv.Value)
-	}
-	for k, want := range map[string]string{
-		"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "8443", "API": "https://10.96.0.1:443",
-		"KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.1",
-	} {
-		if got[k] != want {
-			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
 	}
 }

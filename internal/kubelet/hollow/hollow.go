@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -98,6 +99,19 @@ func Run(ctx context.Context, opts Options) error {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	defer events.Shutdown()
+	// One Service informer for all nodes, where each real kubelet has its own: the
+	// service environment variables of every container come from it, and a cache of
+	// every Service per node would cost 1,000 nodes 1,000 copies.
+	servicesClient, err := newClient(opts.NamePrefix + "services")
+	if err != nil {
+		return fmt.Errorf("hollow: services client: %w", err)
+	}
+	serviceInformers := informers.NewSharedInformerFactory(servicesClient, 0)
+	services := serviceInformers.Core().V1().Services()
+	servicesSynced := services.Informer().HasSynced
+	servicesCtx, stopServices := context.WithCancel(ctx)
+	serviceInformers.Start(servicesCtx.Done())
+	defer func() { stopServices(); serviceInformers.Shutdown() }() // also on an early error return
 	// Pod volumes (tokens, config maps, termination message files) are real files, as
 	// in upstream's kubemark, in a directory of this run's own.
 	rootDir, err := os.MkdirTemp("", "mizzen-hollow-")
@@ -130,6 +144,9 @@ func Run(ctx context.Context, opts Options) error {
 			Events:   kubelet.NewEventRecorder(events, name),
 			RootDir:  filepath.Join(rootDir, name),
 			NoTmpfs:  true,
+
+			ServiceLister:  services.Lister(),
+			ServicesSynced: servicesSynced,
 		}
 		wg.Add(1)
 		go func() {

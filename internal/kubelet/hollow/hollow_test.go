@@ -6,14 +6,17 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 func TestAddresses(t *testing.T) {
@@ -41,6 +44,12 @@ func TestHollowNodesRunPods(t *testing.T) {
 	client := k8sfake.NewSimpleClientset()
 	hub := &podHub{}
 	hub.install(client)
+	// Every node shares one Service informer: one list of Services, not one per node.
+	var serviceLists atomic.Int32
+	client.PrependReactor("list", "services", func(clienttesting.Action) (bool, apiruntime.Object, error) {
+		serviceLists.Add(1)
+		return false, nil, nil
+	})
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -99,6 +108,9 @@ func TestHollowNodesRunPods(t *testing.T) {
 		}
 		return len(pl.Items) == nodes*podsPerNode
 	})
+	if n := serviceLists.Load(); n != 1 {
+		t.Errorf("%d nodes listed Services %d times, want once for all", nodes, n)
+	}
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
