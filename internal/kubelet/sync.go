@@ -62,6 +62,15 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	}
 
 	if kl.static.get(w.uid) != nil {
+		wait, err := kl.waitsForOlderPod(ctx, pod)
+		if err != nil {
+			return false, err
+		}
+		if wait {
+			// Poked again when the older pod has terminated (or by the resync).
+			kl.log.Info("static pod waits for the older pod of its name to terminate", "pod", w.key, "uid", w.uid)
+			return false, nil
+		}
 		if err := kl.syncMirrorPod(ctx, pod); err != nil {
 			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
 		}
