@@ -5,16 +5,22 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/registry"
 )
 
 var (
-	tokenReviewsGVR = authenticationv1.SchemeGroupVersion.WithResource("tokenreviews")
-	tokenReviewGVK  = authenticationv1.SchemeGroupVersion.WithKind("TokenReview")
+	tokenReviewsGVR       = authenticationv1.SchemeGroupVersion.WithResource("tokenreviews")
+	tokenReviewGVK        = authenticationv1.SchemeGroupVersion.WithKind("TokenReview")
+	selfSubjectReviewsGVR = authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews")
+	selfSubjectReviewGVK  = authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview")
 )
 
 // createOnlyResource is a resource that is never stored: a client creates one as a
-// question, and the response carries the answer in its status (TokenReview). It only
+// question, and the response carries the answer in its status (TokenReview,
+// SelfSubjectReview). It only
 // takes POST to its collection.
 type createOnlyResource struct {
 	gvr      schema.GroupVersionResource
@@ -26,6 +32,7 @@ type createOnlyResource struct {
 // createOnlyResources lists the create-only resources the server serves.
 func createOnlyResources() []createOnlyResource {
 	return []createOnlyResource{
+		{gvr: selfSubjectReviewsGVR, kind: "SelfSubjectReview", singular: "selfsubjectreview", create: (*Server).createSelfSubjectReview},
 		{gvr: tokenReviewsGVR, kind: "TokenReview", singular: "tokenreview", create: (*Server).createTokenReview},
 	}
 }
@@ -90,11 +97,47 @@ func (s *Server) createTokenReview(w http.ResponseWriter, r *http.Request) {
 		review.Status.Authenticated = true
 		review.Status.Audiences = granted
 		review.Status.User = authenticationv1.UserInfo{Username: user.Name, UID: user.UID, Groups: user.Groups,
-			Extra: map[string]authenticationv1.ExtraValue{}}
-		for k, v := range user.Extra {
-			review.Status.User.Extra[k] = v
-		}
+			Extra: extraValues(user.Extra)}
 	}
 	review.SetGroupVersionKind(tokenReviewGVK)
 	s.writeObject(w, http.StatusCreated, review, format.mediaType)
+}
+
+// createSelfSubjectReview answers POST selfsubjectreviews (kubectl auth whoami): who
+// the server takes the requester for. Nothing is stored.
+func (s *Server) createSelfSubjectReview(w http.ResponseWriter, r *http.Request) {
+	format, data, err := readWriteRequest(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	strictErr, err := s.codecs.decodeInto(requestMediaType(r), data, selfSubjectReviewGVK, &authenticationv1.SelfSubjectReview{})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := applyFieldValidation(w, r, strictErr); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	user, ok := registry.UserFrom(r.Context())
+	if !ok {
+		s.writeError(w, r, apierrors.NewBadRequest("no user present on request"))
+		return
+	}
+	review := &authenticationv1.SelfSubjectReview{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
+		Status: authenticationv1.SelfSubjectReviewStatus{UserInfo: authenticationv1.UserInfo{
+			Username: user.Name, UID: user.UID, Groups: user.Groups, Extra: extraValues(user.Extra)}},
+	}
+	review.SetGroupVersionKind(selfSubjectReviewGVK)
+	s.writeObject(w, http.StatusCreated, review, format.mediaType)
+}
+
+func extraValues(extra map[string][]string) map[string]authenticationv1.ExtraValue {
+	out := make(map[string]authenticationv1.ExtraValue, len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/testing/apiserver"
 )
@@ -136,32 +137,73 @@ func TestTokenReview(t *testing.T) {
 		}
 	})
 
+	t.Run("self subject review", func(t *testing.T) {
+		anon := rest.AnonymousClientConfig(cfg)
+		anon.BearerToken = podBound
+		for _, tc := range []struct {
+			name       string
+			client     kubernetes.Interface
+			wantUser   string
+			wantUID    string
+			wantGroups []string
+			wantExtra  []string
+		}{
+			{name: "client certificate", client: c, wantUser: "system:admin", wantGroups: []string{"system:masters", "system:authenticated"}},
+			{name: "pod-bound token", client: kubernetes.NewForConfigOrDie(anon), wantUser: "system:serviceaccount:default:robot", wantUID: string(sa.UID), wantGroups: robotGroups,
+				wantExtra: []string{"authentication.kubernetes.io/credential-id", "authentication.kubernetes.io/pod-name", "authentication.kubernetes.io/pod-uid"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				got, err := tc.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				u := got.Status.UserInfo
+				if u.Username != tc.wantUser || u.UID != tc.wantUID || !slices.Equal(u.Groups, tc.wantGroups) {
+					t.Errorf("user %+v, want %s (uid %q) in %v", u, tc.wantUser, tc.wantUID, tc.wantGroups)
+				}
+				var keys []string
+				for k := range u.Extra {
+					keys = append(keys, k)
+				}
+				slices.Sort(keys)
+				if !slices.Equal(keys, tc.wantExtra) {
+					t.Errorf("extra keys %v, want %v", keys, tc.wantExtra)
+				}
+			})
+		}
+	})
+
 	t.Run("discovery", func(t *testing.T) {
 		list, err := c.Discovery().ServerResourcesForGroupVersion("authentication.k8s.io/v1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "tokenreviews" })
-		if i < 0 {
-			t.Fatalf("authentication.k8s.io/v1 resources %v lack tokenreviews", list.APIResources)
-		}
-		if r := list.APIResources[i]; r.Kind != "TokenReview" || r.Namespaced || !slices.Equal(r.Verbs, []string{"create"}) {
-			t.Errorf("tokenreviews %+v, want cluster-scoped TokenReview with verbs [create]", r)
-		}
 		_, lists, err := c.Discovery().ServerGroupsAndResources()
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, l := range lists {
-			for _, r := range l.APIResources {
-				if l.GroupVersion == "authentication.k8s.io/v1" && r.Name == "tokenreviews" {
-					found = slices.Equal(r.Verbs, []string{"create"}) && !r.Namespaced
+		for _, want := range []metav1.APIResource{
+			{Name: "selfsubjectreviews", Kind: "SelfSubjectReview"},
+			{Name: "tokenreviews", Kind: "TokenReview"},
+		} {
+			i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == want.Name })
+			if i < 0 {
+				t.Fatalf("authentication.k8s.io/v1 resources %v lack %s", list.APIResources, want.Name)
+			}
+			if r := list.APIResources[i]; r.Kind != want.Kind || r.Namespaced || !slices.Equal(r.Verbs, []string{"create"}) {
+				t.Errorf("%s %+v, want cluster-scoped %s with verbs [create]", want.Name, r, want.Kind)
+			}
+			found := false
+			for _, l := range lists {
+				for _, r := range l.APIResources {
+					if l.GroupVersion == "authentication.k8s.io/v1" && r.Name == want.Name {
+						found = r.Kind == want.Kind && slices.Equal(r.Verbs, []string{"create"}) && !r.Namespaced
+					}
 				}
 			}
-		}
-		if !found {
-			t.Error("aggregated discovery lacks a cluster-scoped tokenreviews with verbs [create]")
+			if !found {
+				t.Errorf("aggregated discovery lacks a cluster-scoped %s with verbs [create]", want.Name)
+			}
 		}
 	})
 }
