@@ -320,3 +320,60 @@ spec:
 		return len(newCs) == 1 && newCs[0].State == runtimeapi.ContainerState_CONTAINER_RUNNING
 	})
 }
+
+// A manifest changed while the kubelet was down: the restarted kubelet finds the old
+// pod's containers still running and stops them before it starts the new pod.
+func TestStaticPodChangedWhileKubeletDown(t *testing.T) {
+	manifestFor := func(image string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: apiserver\nspec:\n  hostNetwork: true\n  containers:\n  - name: apiserver\n    image: " + image + "\n")
+	}
+	v1Manifest, v2Manifest := manifestFor("registry.local/apiserver:1.36"), manifestFor("registry.local/apiserver:1.37")
+	newPod, err := staticPodFromManifest(v2Manifest, testNode, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "apiserver.yaml")
+	if err := os.WriteFile(manifest, v1Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := h.options()
+	opts.PodManifestPath = dir
+	h.startWith(opts)
+	ctx := context.Background()
+	name := "apiserver-" + testNode
+	h.waitPod(name, "mirror of the first manifest running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	running, err := h.rt.Client().ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil || len(running) != 1 {
+		t.Fatalf("running containers %v (%v), want one", running, err)
+	}
+	oldID := running[0].Id
+
+	h.stop()
+	if err := os.WriteFile(manifest, v2Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.startWith(opts)
+	h.waitPod(name, "mirror of the changed manifest running", func(p *v1.Pod) bool {
+		return p.Annotations[annoConfigMirror] == string(newPod.UID) && p.Status.Phase == v1.PodRunning
+	})
+	sbs, err := h.rt.Client().ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(newPod.UID)}})
+	if err != nil || len(sbs) != 1 {
+		t.Fatalf("sandboxes of the new pod %v (%v), want one", sbs, err)
+	}
+	stopped, created := -1, -1
+	for i, c := range h.rt.CallLog() {
+		switch {
+		case c.Method == "StopContainer" && c.ID == oldID && stopped < 0:
+			stopped = i
+		case c.Method == "RunPodSandbox" && c.ID == sbs[0].Id:
+			created = i
+		}
+	}
+	if stopped < 0 || created < 0 || stopped > created {
+		t.Errorf("old container stopped at call %d, new sandbox created at call %d; want the stop first", stopped, created)
+	}
+}
