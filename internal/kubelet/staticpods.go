@@ -282,8 +282,13 @@ func (kl *Kubelet) staticPodTerminated(uid types.UID) {
 		return
 	}
 	kl.workers.poke(uid)
-	key := old.Namespace + "/" + old.Name
-	if next := kl.static.byKey(key); next != nil {
+	kl.wakeStaticPodNamed(old.Namespace+"/"+old.Name, uid)
+}
+
+// wakeStaticPodNamed pokes the static pod of this full name, other than the pod
+// (UID) that just terminated, which may be waiting for it.
+func (kl *Kubelet) wakeStaticPodNamed(key string, terminated types.UID) {
+	if next := kl.static.byKey(key); next != nil && next.UID != terminated {
 		kl.workers.dispatch(next.UID, key)
 	}
 }

@@ -44,7 +44,14 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	pod := kl.getPod(w.key, uid)
 	switch {
 	case pod == nil:
-		return kl.cleanupPod(ctx, w, rt)
+		done, err := kl.cleanupPod(ctx, w, rt)
+		if done && len(rt.sandboxes) > 0 && kl.static != nil {
+			// A static pod of the same name may be waiting for this one (found
+			// running after a restart) to be gone.
+			labels := rt.sandboxes[0].GetLabels()
+			kl.wakeStaticPodNamed(labels[labelPodNamespace]+"/"+labels[labelPodName], w.uid)
+		}
+		return done, err
 	case pod.DeletionTimestamp != nil:
 		if err := kl.terminatePod(ctx, w, pod, rt); err != nil {
 			return false, err
