@@ -73,21 +73,44 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 		byGV[gv] = append(byGV[gv], h)
 	}
 	verbs := metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	createOnlyIn := func(gv string) []createOnlyResource {
+		var out []createOnlyResource
+		for _, c := range createOnlyResources() {
+			if c.gvr.GroupVersion().String() == gv {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
 	apiResources := func(gv string) *metav1.APIResourceList {
 		list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
-		hs := byGV[gv]
-		sort.Slice(hs, func(i, j int) bool { return hs[i].Resource.Resource < hs[j].Resource.Resource })
-		for _, h := range hs {
-			list.APIResources = append(list.APIResources, metav1.APIResource{
+		// Each resource comes with its subresources right after it, in name order.
+		type entry struct {
+			name      string
+			resources []metav1.APIResource
+		}
+		var entries []entry
+		for _, h := range byGV[gv] {
+			e := entry{name: h.Resource.Resource, resources: []metav1.APIResource{{
 				Name: h.Resource.Resource, SingularName: h.SingularName, Namespaced: h.Namespaced, Kind: h.Kind,
 				Verbs: verbs, ShortNames: h.ShortNames, Categories: h.Categories,
-			})
+			}}}
 			for _, sub := range s.subresources(h) {
-				list.APIResources = append(list.APIResources, metav1.APIResource{
+				e.resources = append(e.resources, metav1.APIResource{
 					Name: h.Resource.Resource + "/" + sub.Subresource, Namespaced: h.Namespaced,
 					Group: sub.ResponseKind.Group, Version: sub.ResponseKind.Version, Kind: sub.ResponseKind.Kind, Verbs: sub.Verbs,
 				})
 			}
+			entries = append(entries, e)
+		}
+		for _, c := range createOnlyIn(gv) {
+			entries = append(entries, entry{name: c.gvr.Resource, resources: []metav1.APIResource{{
+				Name: c.gvr.Resource, SingularName: c.singular, Kind: c.kind, Verbs: metav1.Verbs{"create"},
+			}}})
+		}
+		sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+		for _, e := range entries {
+			list.APIResources = append(list.APIResources, e.resources...)
 		}
 		return list
 	}
@@ -114,6 +137,16 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 					Subresources:     s.subresources(h),
 				})
 			}
+			for _, c := range createOnlyIn(gv) {
+				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+					Resource:         c.gvr.Resource,
+					ResponseKind:     &metav1.GroupVersionKind{Group: g.name, Version: v, Kind: c.kind},
+					Scope:            apidiscoveryv2.ScopeCluster,
+					SingularResource: c.singular,
+					Verbs:            []string{"create"},
+				})
+			}
+			sort.SliceStable(vd.Resources, func(i, j int) bool { return vd.Resources[i].Resource < vd.Resources[j].Resource })
 			out.Versions = append(out.Versions, vd)
 		}
 		return out

@@ -174,6 +174,15 @@ func New(cfg Config) (*Server, error) {
 			groupVersions[g] = append(groupVersions[g], r.GroupVersion.Version)
 		}
 	}
+	for _, c := range createOnlyResources() {
+		g := c.gvr.Group
+		if _, ok := groupVersions[g]; !ok {
+			groupOrder = append(groupOrder, g)
+		}
+		if !contains(groupVersions[g], c.gvr.Version) {
+			groupVersions[g] = append(groupVersions[g], c.gvr.Version)
+		}
+	}
 	for _, g := range groupOrder {
 		s.groups = append(s.groups, groupInfo{name: g, versions: sortVersions(groupVersions[g])})
 	}
@@ -295,7 +304,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound())
 		return
 	}
-	h := s.handlers[schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}]
+	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+	if c := createOnly(gvr); c != nil {
+		if err := s.authorize(ctx, *user, info); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.serveCreateOnly(w, r, info, c)
+		return
+	}
+	h := s.handlers[gvr]
 	if h == nil {
 		if info.Name == "" && s.serveDiscovery(w, r) {
 			return

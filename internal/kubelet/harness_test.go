@@ -44,7 +44,7 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{
 		t:      t,
 		clock:  clk,
-		rt:     fake.New(fake.Options{Clock: clk, RuntimeName: "containerd", RuntimeVersion: "1.6.20"}),
+		rt:     fake.New(fake.Options{Clock: clk, RuntimeName: "containerd", RuntimeVersion: "1.6.20", RecordCalls: true}),
 		client: k8sfake.NewSimpleClientset(),
 	}
 	// Register the kubelet's pod watch before the test creates pods: the fake tracker

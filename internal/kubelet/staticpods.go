@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -64,16 +65,30 @@ func (s *staticPods) get(uid types.UID) *v1.Pod {
 	return nil
 }
 
-// forget drops a removed pod once it has terminated; it reports whether uid was one.
-func (s *staticPods) forget(uid types.UID) bool {
+// forget drops a removed pod once it has terminated; it returns the pod, or nil when
+// uid was not a removed one.
+func (s *staticPods) forget(uid types.UID) *v1.Pod {
 	if s == nil {
-		return false
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.removed[uid]
+	p := s.removed[uid]
 	delete(s.removed, uid)
-	return ok
+	return p
+}
+
+// olderTerminating reports whether a removed pod with this full name (namespace/name)
+// and another UID has not finished terminating yet.
+func (s *staticPods) olderTerminating(key string, uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for other, p := range s.removed {
+		if other != uid && p.Namespace+"/"+p.Name == key {
+			return true
+		}
+	}
+	return false
 }
 
 // byKey returns the static pod named namespace/name, or nil.
@@ -237,13 +252,13 @@ func isMirrorPod(pod *v1.Pod) bool {
 }
 
 // staticPod returns the static pod with this UID, with the status of its mirror pod
-// when the mirror is current, or nil when uid is not a static pod's.
+// when the mirror is its own (not an older manifest's), or nil when uid is not a static pod's.
 func (kl *Kubelet) staticPod(uid types.UID) *v1.Pod {
 	pod := kl.static.get(uid)
 	if pod == nil {
 		return nil
 	}
-	if mirror := kl.mirrorOf(pod); mirror != nil && mirror.DeletionTimestamp == nil {
+	if mirror := kl.mirrorOf(pod); mirror != nil && mirror.DeletionTimestamp == nil && mirror.Annotations[annoConfigMirror] == string(uid) {
 		pod.Status = mirror.Status
 	}
 	return pod
@@ -259,11 +274,48 @@ func (kl *Kubelet) mirrorOf(pod *v1.Pod) *v1.Pod {
 }
 
 // staticPodTerminated is called when a pod's graceful termination has finished: a
-// removed static pod is then forgotten, and its worker cleans up what is left.
+// removed static pod is then forgotten, its worker cleans up what is left, and the
+// static pod that replaces it (same full name, new manifest) may start.
 func (kl *Kubelet) staticPodTerminated(uid types.UID) {
-	if kl.static.forget(uid) {
-		kl.workers.poke(uid)
+	old := kl.static.forget(uid)
+	if old == nil {
+		return
 	}
+	kl.workers.poke(uid)
+	kl.wakeStaticPodNamed(old.Namespace+"/"+old.Name, uid)
+}
+
+// wakeStaticPodNamed pokes the static pod of this full name, other than the pod
+// (UID) that just terminated, which may be waiting for it.
+func (kl *Kubelet) wakeStaticPodNamed(key string, terminated types.UID) {
+	if next := kl.static.byKey(key); next != nil && next.UID != terminated {
+		kl.workers.dispatch(next.UID, key)
+	}
+}
+
+// waitsForOlderPod reports whether a static pod must wait before starting because an
+// older pod of the same full name is still terminating, as upstream's kubelet makes
+// it: the two would otherwise overlap, and host-network pods (etcd, an apiserver)
+// would fight over their ports. The older pod is either one whose manifest changed or
+// went away, or one a restarted kubelet found still running in the runtime.
+func (kl *Kubelet) waitsForOlderPod(ctx context.Context, pod *v1.Pod) (bool, error) {
+	key := pod.Namespace + "/" + pod.Name
+	if kl.static.olderTerminating(key, pod.UID) {
+		return true, nil
+	}
+	sbs, err := kl.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+		LabelSelector: map[string]string{labelPodNamespace: pod.Namespace, labelPodName: pod.Name},
+	})
+	if err != nil {
+		return false, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	for _, sb := range sbs {
+		if sb.Labels[labelPodUID] != string(pod.UID) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // statusTarget is the API object a pod's status is written to: the pod itself, or for

@@ -2,6 +2,10 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -166,4 +170,210 @@ func TestStaticPodIsMirroredAndStops(t *testing.T) {
 		cs, err := h.rt.Client().ListContainers(ctx, nil)
 		return err == nil && len(cs) == 0
 	})
+}
+
+// A changed manifest replaces the pod only once the old one has terminated: upstream's
+// kubelet never lets two pods of one full name overlap (host-network static pods would
+// fight over their ports). The old pod's preStop hook blocks here, so the test sees the
+// new pod wait for it.
+func TestStaticPodReplacedAfterOldTerminates(t *testing.T) {
+	hookCalled := make(chan struct{}, 1)
+	release := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case hookCalled <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hook.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	hookURL, err := url.Parse(hook.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifestFor := func(image string) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 60
+  containers:
+  - name: etcd
+    image: %s
+    lifecycle:
+      preStop:
+        httpGet: {host: %q, port: %s, path: /stop}
+`, image, hookURL.Hostname(), hookURL.Port()))
+	}
+	v1Manifest, v2Manifest := manifestFor("registry.local/etcd:3.5"), manifestFor("registry.local/etcd:3.6")
+	oldPod, err := staticPodFromManifest(v1Manifest, testNode, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPod, err := staticPodFromManifest(v2Manifest, testNode, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldHash, newHash := string(oldPod.UID), string(newPod.UID)
+
+	h := newHarness(t)
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "etcd.yaml")
+	if err := os.WriteFile(manifest, v1Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := h.options()
+	opts.PodManifestPath = dir
+	h.startWith(opts)
+	ctx := context.Background()
+	name := "etcd-" + testNode
+
+	h.waitPod(name, "mirror of the first manifest running", func(p *v1.Pod) bool {
+		return p.Annotations[annoConfigMirror] == oldHash && p.Status.Phase == v1.PodRunning
+	})
+	containersOf := func(hash string) []*runtimeapi.Container {
+		cs, err := h.rt.Client().ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: hash}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	sandboxesOf := func(hash string) []*runtimeapi.PodSandbox {
+		sbs, err := h.rt.Client().ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: hash}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sbs
+	}
+	old := containersOf(oldHash)
+	if len(old) != 1 || old[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("containers of the first manifest's pod: %v, want one running", old)
+	}
+	oldID := old[0].Id
+
+	if err := os.WriteFile(manifest, v2Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the old pod's preStop hook called", func() bool {
+		select {
+		case <-hookCalled:
+			return true
+		default:
+			return false
+		}
+	})
+	// While the old pod is terminating, the new one has no sandbox and the mirror is
+	// still the old pod's. The workers get many syncs' worth of time to misbehave.
+	for range 50 {
+		h.clock.Step(time.Second)
+		time.Sleep(5 * time.Millisecond)
+		if sbs := sandboxesOf(newHash); len(sbs) != 0 {
+			t.Fatalf("new pod got sandbox %s while the old pod was still terminating", sbs[0].Id)
+		}
+	}
+	if p, err := h.getPod(name); err != nil || p.Annotations[annoConfigMirror] != oldHash {
+		t.Errorf("mirror pod while the old pod terminates: %v, annotations %v; want the old pod's", err, p.GetAnnotations())
+	}
+	close(release)
+
+	mirror := h.waitPod(name, "mirror of the changed manifest running", func(p *v1.Pod) bool {
+		return p.Annotations[annoConfigMirror] == newHash && p.Status.Phase == v1.PodRunning
+	})
+	if mirror.Annotations[annoConfigHash] != newHash || mirror.Spec.Containers[0].Image != "registry.local/etcd:3.6" {
+		t.Errorf("mirror pod hash %q image %q, want %q %q", mirror.Annotations[annoConfigHash], mirror.Spec.Containers[0].Image, newHash, "registry.local/etcd:3.6")
+	}
+	sbs := sandboxesOf(newHash)
+	if len(sbs) != 1 {
+		t.Fatalf("sandboxes of the new pod: %v, want one", sbs)
+	}
+	stopped, created := -1, -1
+	for i, c := range h.rt.CallLog() {
+		switch {
+		case c.Method == "StopContainer" && c.ID == oldID && stopped < 0:
+			stopped = i
+		case c.Method == "RunPodSandbox" && c.ID == sbs[0].Id:
+			created = i
+		}
+	}
+	if stopped < 0 || created < 0 || stopped > created {
+		t.Errorf("old container stopped at call %d, new sandbox created at call %d; want the stop first", stopped, created)
+	}
+	h.eventually("only the new pod's container running", func() bool {
+		oldCs, newCs := containersOf(oldHash), containersOf(newHash)
+		for _, c := range oldCs {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false
+			}
+		}
+		return len(newCs) == 1 && newCs[0].State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	})
+}
+
+// A manifest changed while the kubelet was down: the restarted kubelet finds the old
+// pod's containers still running and stops them before it starts the new pod.
+func TestStaticPodChangedWhileKubeletDown(t *testing.T) {
+	manifestFor := func(image string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: apiserver\nspec:\n  hostNetwork: true\n  containers:\n  - name: apiserver\n    image: " + image + "\n")
+	}
+	v1Manifest, v2Manifest := manifestFor("registry.local/apiserver:1.36"), manifestFor("registry.local/apiserver:1.37")
+	newPod, err := staticPodFromManifest(v2Manifest, testNode, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "apiserver.yaml")
+	if err := os.WriteFile(manifest, v1Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := h.options()
+	opts.PodManifestPath = dir
+	h.startWith(opts)
+	ctx := context.Background()
+	name := "apiserver-" + testNode
+	h.waitPod(name, "mirror of the first manifest running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	running, err := h.rt.Client().ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil || len(running) != 1 {
+		t.Fatalf("running containers %v (%v), want one", running, err)
+	}
+	oldID := running[0].Id
+
+	h.stop()
+	if err := os.WriteFile(manifest, v2Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.startWith(opts)
+	h.waitPod(name, "mirror of the changed manifest running", func(p *v1.Pod) bool {
+		return p.Annotations[annoConfigMirror] == string(newPod.UID) && p.Status.Phase == v1.PodRunning
+	})
+	sbs, err := h.rt.Client().ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(newPod.UID)}})
+	if err != nil || len(sbs) != 1 {
+		t.Fatalf("sandboxes of the new pod %v (%v), want one", sbs, err)
+	}
+	stopped, created := -1, -1
+	for i, c := range h.rt.CallLog() {
+		switch {
+		case c.Method == "StopContainer" && c.ID == oldID && stopped < 0:
+			stopped = i
+		case c.Method == "RunPodSandbox" && c.ID == sbs[0].Id:
+			created = i
+		}
+	}
+	if stopped < 0 || created < 0 || stopped > created {
+		t.Errorf("old container stopped at call %d, new sandbox created at call %d; want the stop first", stopped, created)
+	}
 }

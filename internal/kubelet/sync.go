@@ -44,7 +44,14 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	pod := kl.getPod(w.key, uid)
 	switch {
 	case pod == nil:
-		return kl.cleanupPod(ctx, w, rt)
+		done, err := kl.cleanupPod(ctx, w, rt)
+		if done && len(rt.sandboxes) > 0 && kl.static != nil {
+			// A static pod of the same name may be waiting for this one (found
+			// running after a restart) to be gone.
+			labels := rt.sandboxes[0].GetLabels()
+			kl.wakeStaticPodNamed(labels[labelPodNamespace]+"/"+labels[labelPodName], w.uid)
+		}
+		return done, err
 	case pod.DeletionTimestamp != nil:
 		if err := kl.terminatePod(ctx, w, pod, rt); err != nil {
 			return false, err
@@ -62,6 +69,15 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	}
 
 	if kl.static.get(w.uid) != nil {
+		wait, err := kl.waitsForOlderPod(ctx, pod)
+		if err != nil {
+			return false, err
+		}
+		if wait {
+			// Poked again when the older pod has terminated (or by the resync).
+			kl.log.Info("static pod waits for the older pod of its name to terminate", "pod", w.key, "uid", w.uid)
+			return false, nil
+		}
 		if err := kl.syncMirrorPod(ctx, pod); err != nil {
 			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
 		}

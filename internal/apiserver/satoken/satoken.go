@@ -155,6 +155,7 @@ func LooksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
 // Verify checks the token's signature and issuer, that it is valid at now (with a
 // minute of clock skew, as upstream allows), and that it names one of the audiences.
+// A valid token for other audiences returns its claims with ErrAudience.
 func (s *Signer) Verify(token string, audiences []string, now time.Time) (*Claims, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -196,7 +197,7 @@ func (s *Signer) Verify(token string, audiences []string, now time.Time) (*Claim
 		return nil, ErrNotYet
 	}
 	if !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }) {
-		return nil, ErrAudience
+		return &c, ErrAudience // the claims, so that the caller can say which audiences it has
 	}
 	return &c, nil
 }

@@ -34,6 +34,17 @@ type Options struct {
 	PodCIDR string
 	// HostIP is the IP reported for host-network sandboxes.
 	HostIP string
+	// RecordCalls keeps an ordered log of the sandbox and container lifecycle calls
+	// (see CallLog), for tests that assert the order of what a kubelet did. Off by
+	// default: the log grows with every call.
+	RecordCalls bool
+}
+
+// Call is one lifecycle call in the log: the CRI method and the ID of the sandbox or
+// container it acted on (the new one's for RunPodSandbox and CreateContainer).
+type Call struct {
+	Method string
+	ID     string
 }
 
 // Behavior says what a container does once started. The zero value runs until stopped.
@@ -69,6 +80,8 @@ type Runtime struct {
 	pullErrors    map[string]error
 	pullAuth      map[string]*runtimeapi.AuthConfig
 	calls         map[string]int
+	recordCalls   bool
+	callLog       []Call
 }
 
 type sandbox struct {
@@ -120,20 +133,21 @@ func New(opts Options) *Runtime {
 	}
 	prefix = prefix.Masked()
 	return &Runtime{
-		clock:      opts.Clock,
-		name:       opts.RuntimeName,
-		version:    opts.RuntimeVersion,
-		prefix:     prefix,
-		hostIP:     opts.HostIP,
-		nextIP:     prefix.Addr().Next(),
-		sandboxes:  map[string]*sandbox{},
-		containers: map[string]*container{},
-		images:     map[string]*image{},
-		byName:     map[string]Behavior{},
-		byImage:    map[string]Behavior{},
-		pullErrors: map[string]error{},
-		pullAuth:   map[string]*runtimeapi.AuthConfig{},
-		calls:      map[string]int{},
+		clock:       opts.Clock,
+		name:        opts.RuntimeName,
+		version:     opts.RuntimeVersion,
+		prefix:      prefix,
+		hostIP:      opts.HostIP,
+		nextIP:      prefix.Addr().Next(),
+		sandboxes:   map[string]*sandbox{},
+		containers:  map[string]*container{},
+		images:      map[string]*image{},
+		byName:      map[string]Behavior{},
+		byImage:     map[string]Behavior{},
+		pullErrors:  map[string]error{},
+		pullAuth:    map[string]*runtimeapi.AuthConfig{},
+		calls:       map[string]int{},
+		recordCalls: opts.RecordCalls,
 	}
 }
 
@@ -180,6 +194,21 @@ func (r *Runtime) Calls(method string) int {
 }
 
 func (r *Runtime) count(method string) { r.calls[method]++ }
+
+// CallLog returns the lifecycle calls made so far, in order; it is empty unless
+// Options.RecordCalls was set.
+func (r *Runtime) CallLog() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.callLog...)
+}
+
+// logCall appends a lifecycle call to the log when recording; r.mu must be held.
+func (r *Runtime) logCall(method, id string) {
+	if r.recordCalls {
+		r.callLog = append(r.callLog, Call{Method: method, ID: id})
+	}
+}
 
 // behaviorLocked finds the behaviour for a container by name, then by image.
 func (r *Runtime) behaviorLocked(c *container) Behavior {
@@ -283,6 +312,7 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		sb.ip = r.allocateIPLocked()
 	}
 	r.sandboxes[sb.id] = sb
+	r.logCall("RunPodSandbox", sb.id)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
 }
 
@@ -303,6 +333,7 @@ func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandb
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count("StopPodSandbox")
+	r.logCall("StopPodSandbox", req.PodSandboxId)
 	sb, ok := r.sandboxes[req.PodSandboxId]
 	if !ok {
 		return &runtimeapi.StopPodSandboxResponse{}, nil
@@ -323,6 +354,7 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count("RemovePodSandbox")
+	r.logCall("RemovePodSandbox", req.PodSandboxId)
 	for id, c := range r.containers {
 		if c.sandboxID == req.PodSandboxId {
 			delete(r.containers, id)
@@ -454,6 +486,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		c.logPath = req.GetSandboxConfig().GetLogDirectory() + "/" + cfg.LogPath
 	}
 	r.containers[c.id] = c
+	r.logCall("CreateContainer", c.id)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
@@ -462,6 +495,7 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count("StartContainer")
+	r.logCall("StartContainer", req.ContainerId)
 	c, ok := r.containers[req.ContainerId]
 	if !ok {
 		return nil, notFound("container", req.ContainerId)
@@ -508,6 +542,7 @@ func (r *Runtime) StopContainer(_ context.Context, req *runtimeapi.StopContainer
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count("StopContainer")
+	r.logCall("StopContainer", req.ContainerId)
 	c, ok := r.containers[req.ContainerId]
 	if !ok {
 		return nil, notFound("container", req.ContainerId)
@@ -522,6 +557,7 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count("RemoveContainer")
+	r.logCall("RemoveContainer", req.ContainerId)
 	if c, ok := r.containers[req.ContainerId]; ok {
 		r.refreshLocked(c, r.now())
 		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
