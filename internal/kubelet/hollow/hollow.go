@@ -128,6 +128,8 @@ func Run(ctx context.Context, opts Options) error {
 			Events:   kubelet.NewEventRecorder(events, name),
 			RootDir:  filepath.Join(rootDir, name),
 			NoTmpfs:  true,
+			// The fake runtime writes no log files: nothing to rotate.
+			ContainerLogMaxSize: -1,
 		}
 		wg.Add(1)
 		go func() {
