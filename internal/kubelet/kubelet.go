@@ -103,8 +103,8 @@ type Options struct {
 	// as hollow nodes do, whose runtime writes no files.
 	ContainerLogMaxSize         int64         // bytes, 10Mi
 	ContainerLogMaxFiles        int           // files kept per container, current one included; 5, at least 2
-	ContainerLogMaxWorkers      int           // containers rotated at once, 1
-	ContainerLogMonitorInterval time.Duration // 10s
+	ContainerLogMaxWorkers      int           // containers rotated at once; 1, at least 1
+	ContainerLogMonitorInterval time.Duration // 10s, at least 3s
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.

@@ -34,6 +34,9 @@ const (
 	DefaultMonitorInterval = 10 * time.Second
 )
 
+// minMonitorInterval is the shortest interval upstream's kubelet configuration accepts.
+const minMonitorInterval = 3 * time.Second
+
 const (
 	// timestampFormat is the suffix of a rotated log: <log>.20060102-150405.
 	timestampFormat = "20060102-150405"
@@ -60,9 +63,9 @@ type Options struct {
 	// MaxFiles is how many files a container's log may have, the current one included;
 	// at least 2.
 	MaxFiles int
-	// MaxWorkers is how many containers are rotated at once.
+	// MaxWorkers is how many containers are rotated at once; at least 1.
 	MaxWorkers int
-	// MonitorInterval is how often the logs are looked at.
+	// MonitorInterval is how often the logs are looked at; at least 3s.
 	MonitorInterval time.Duration
 	Clock           clock.WithTicker
 	Logger          *slog.Logger
@@ -98,8 +101,8 @@ func New(opts Options) (*Manager, error) {
 	if opts.MonitorInterval == 0 {
 		opts.MonitorInterval = DefaultMonitorInterval
 	}
-	if opts.MonitorInterval < 0 {
-		return nil, fmt.Errorf("logrotate: invalid container log monitor interval %v", opts.MonitorInterval)
+	if opts.MonitorInterval < minMonitorInterval {
+		return nil, fmt.Errorf("logrotate: invalid container log monitor interval %v, must be at least %v", opts.MonitorInterval, minMonitorInterval)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

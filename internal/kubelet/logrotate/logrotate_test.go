@@ -361,10 +361,12 @@ func TestNew(t *testing.T) {
 	}{
 		{name: "defaults", opts: Options{Runtime: rt},
 			want: Options{MaxSize: 10 << 20, MaxFiles: 5, MaxWorkers: 1, MonitorInterval: 10 * time.Second}},
-		{name: "set", opts: Options{Runtime: rt, MaxSize: 1, MaxFiles: 2, MaxWorkers: 3, MonitorInterval: time.Second},
-			want: Options{MaxSize: 1, MaxFiles: 2, MaxWorkers: 3, MonitorInterval: time.Second}},
+		{name: "set", opts: Options{Runtime: rt, MaxSize: 1, MaxFiles: 2, MaxWorkers: 3, MonitorInterval: 3 * time.Second},
+			want: Options{MaxSize: 1, MaxFiles: 2, MaxWorkers: 3, MonitorInterval: 3 * time.Second}},
 		{name: "one file", opts: Options{Runtime: rt, MaxFiles: 1}, wantErr: "must be at least 2"},
 		{name: "negative workers", opts: Options{Runtime: rt, MaxWorkers: -1}, wantErr: "must be at least 1"},
+		{name: "interval too short", opts: Options{Runtime: rt, MonitorInterval: time.Second}, wantErr: "must be at least 3s"},
+		{name: "negative interval", opts: Options{Runtime: rt, MonitorInterval: -time.Minute}, wantErr: "must be at least 3s"},
 		{name: "no runtime", opts: Options{}, wantErr: "Runtime is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
