@@ -21,6 +21,7 @@ func init() { register(newAgentCommand) }
 func newAgentCommand() *cobra.Command {
 	var kubeconfig, dataDir, nodeName, podBridge, clientCAFile string
 	var kubeletPort int32
+	var containerLog containerLogFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node: the kubelet with its own containerd, joining the cluster of --kubeconfig",
@@ -36,6 +37,7 @@ func newAgentCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			kf.containerLog = containerLog
 			if kf.clientCAFile = clientCAFile; clientCAFile == "" {
 				if kf.clientCAFile, err = clusterCAFile(cfg.TLSClientConfig, kf.rootDir); err != nil {
 					return err
@@ -51,6 +53,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&podBridge, "pod-bridge", "mizzen0", "the pod network bridge (distinct per node when several share a host)")
 	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")
 	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle the node server verifies callers (the apiserver) against (default: the cluster CA of --kubeconfig)")
+	containerLog.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

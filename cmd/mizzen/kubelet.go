@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 )
@@ -64,6 +66,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
 	f.StringVar(&kf.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
+	kf.containerLog.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
@@ -81,6 +84,23 @@ type kubeletFlags struct {
 	clusterDNS      []string
 	maxPods         int64
 	port            int32
+	containerLog    containerLogFlags
+}
+
+// containerLogFlags are upstream's --container-log-* settings, of `mizzen kubelet` and
+// `mizzen agent`; zero values mean the kubelet's defaults.
+type containerLogFlags struct {
+	maxSize              string
+	maxFiles, maxWorkers int
+	monitorInterval      time.Duration
+}
+
+func (c *containerLogFlags) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.maxSize, "container-log-max-size", "10Mi", "size a container's log file grows to before it is rotated (a quantity such as 10Mi)")
+	f.IntVar(&c.maxFiles, "container-log-max-files", 5, "most log files kept per container, the current one included; at least 2")
+	f.IntVar(&c.maxWorkers, "container-log-max-workers", 1, "how many containers' logs are rotated at once")
+	f.DurationVar(&c.monitorInterval, "container-log-monitor-interval", 10*time.Second, "how often container logs are checked for rotation")
 }
 
 // runKubelet starts the runtime (its own containerd when containerdDir is set) and runs
@@ -163,6 +183,12 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		return err
 	}
 	defer rs.Close(ctx)
+	var logMaxSize int64
+	if kf.containerLog.maxSize != "" {
+		if logMaxSize, err = logrotate.ParseMaxSize(kf.containerLog.maxSize); err != nil {
+			return fmt.Errorf("--container-log-max-size: %w", err)
+		}
+	}
 	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		return fmt.Errorf("finding the cgroup hierarchies: %w", err)
@@ -184,6 +210,12 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		Port:               kf.port,
 		RootDir:            kf.rootDir,
 		PodManifestPath:    kf.podManifestPath,
+
+		ContainerLogMaxSize:         logMaxSize,
+		ContainerLogMaxFiles:        kf.containerLog.maxFiles,
+		ContainerLogMaxWorkers:      kf.containerLog.maxWorkers,
+		ContainerLogMonitorInterval: kf.containerLog.monitorInterval,
+
 		NodeServer: &nodeserver.Options{
 			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.port))),
 			Certificate: cert, ClientCAs: clientCAs,

@@ -77,6 +77,9 @@ func (h *harness) options() Options {
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RootDir: h.t.TempDir(),
 		NoTmpfs: true,
+		// The fake runtime writes no log files, and the rotation's own ContainerStatus
+		// calls would blur what tests count of the pod workers'.
+		ContainerLogMaxSize: -1,
 	}
 }
 

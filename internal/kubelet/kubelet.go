@@ -32,6 +32,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
@@ -105,6 +106,13 @@ type Options struct {
 	// one across their kubelets; when nil the kubelet runs an informer of its own.
 	ServiceLister  corelisters.ServiceLister
 	ServicesSynced cache.InformerSynced
+	// Container log rotation, as upstream's --container-log-* flags (see logrotate):
+	// zero means upstream's default; a negative ContainerLogMaxSize turns rotation off,
+	// as hollow nodes do, whose runtime writes no files.
+	ContainerLogMaxSize         int64         // bytes, 10Mi
+	ContainerLogMaxFiles        int           // files kept per container, current one included; 5, at least 2
+	ContainerLogMaxWorkers      int           // containers rotated at once; 1, at least 1
+	ContainerLogMonitorInterval time.Duration // 10s, at least 3s
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -255,6 +263,14 @@ func Run(ctx context.Context, opts Options) error {
 		starts:   newStartGate(opts.ParallelStarts),
 		statuses: newStatusCache(),
 	}
+	logRotation, err := logrotate.New(logrotate.Options{
+		Runtime: opts.Runtime, MaxSize: opts.ContainerLogMaxSize, MaxFiles: opts.ContainerLogMaxFiles,
+		MaxWorkers: opts.ContainerLogMaxWorkers, MonitorInterval: opts.ContainerLogMonitorInterval,
+		Clock: opts.Clock, Logger: opts.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("kubelet: %w", err)
+	}
 	v, err := kl.runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("kubelet: container runtime not reachable: %w", err)
@@ -323,6 +339,7 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
+	go logRotation.Run(ctx)
 	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
 	<-ctx.Done()
 	kl.workers.wait()

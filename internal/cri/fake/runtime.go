@@ -681,6 +681,7 @@ func (r *Runtime) UpdatePodSandboxResources(_ context.Context, req *runtimeapi.U
 func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.count("ReopenContainerLog")
 	c, ok := r.containers[req.ContainerId]
 	if !ok {
 		return nil, notFound("container", req.ContainerId)

@@ -147,6 +147,8 @@ func Run(ctx context.Context, opts Options) error {
 
 			ServiceLister:  services.Lister(),
 			ServicesSynced: servicesSynced,
+			// The fake runtime writes no log files: nothing to rotate.
+			ContainerLogMaxSize: -1,
 		}
 		wg.Add(1)
 		go func() {

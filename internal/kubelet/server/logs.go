@@ -121,7 +121,7 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, out io.Writer) 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { f.Close() }() // f changes when the log is rotated
 	start, err := tailOffset(f, opts.Tail)
 	if err != nil {
 		return err
@@ -156,17 +156,25 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, out io.Writer) 
 		if !opts.Follow {
 			return nil
 		}
+		if rotated(f, path) {
+			// The kubelet renamed the file being read and the runtime writes a new one
+			// at path: finish the old file, then go on from the start of the new one.
+			if !writeRest(w, br, pending, opts) {
+				return nil
+			}
+			pending = pending[:0]
+			next, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			f.Close()
+			f = next
+			br.Reset(f)
+			continue
+		}
 		if opts.Running != nil && !opts.Running(ctx) {
 			// The container is gone: what it wrote before it stopped is all there is.
-			rest, _ := io.ReadAll(br)
-			pending = append(pending, rest...)
-			for _, line := range bytes.Split(pending, []byte{'\n'}) {
-				if len(line) > 0 {
-					if werr := writeEntry(w, line, opts); werr != nil {
-						return nil
-					}
-				}
-			}
+			writeRest(w, br, pending, opts)
 			return nil
 		}
 		select {
@@ -175,6 +183,34 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, out io.Writer) 
 		case <-time.After(poll):
 		}
 	}
+}
+
+// rotated reports whether path now names another file than f, as after a log rotation.
+// While path is missing (between the rotation's rename and the runtime's reopen) it has
+// not been rotated yet.
+func rotated(f *os.File, path string) bool {
+	opened, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	current, err := os.Stat(path)
+	return err == nil && !os.SameFile(opened, current)
+}
+
+// writeRest writes what is left to read of a file that will not grow any more, pending
+// being the start of its unfinished line; it reports whether the reader may go on (the
+// limit was not reached).
+func writeRest(w *limitedWriter, br *bufio.Reader, pending []byte, opts LogOptions) bool {
+	rest, _ := io.ReadAll(br)
+	pending = append(pending, rest...)
+	for _, line := range bytes.Split(pending, []byte{'\n'}) {
+		if len(line) > 0 {
+			if err := writeEntry(w, line, opts); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // writeEntry writes one log line's content if the options keep it; a line that does not

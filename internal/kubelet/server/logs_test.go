@@ -239,3 +239,49 @@ func TestLogOptionsFromQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestReadLogsFollowAcrossRotation follows a log while the kubelet rotates it: what was
+// written to the old file comes out before what the runtime writes to the new one.
+func TestReadLogsFollowAcrossRotation(t *testing.T) {
+	path := writeLog(t, "2026-01-02T03:04:01Z stdout F first\n")
+	var running atomic.Bool
+	running.Store(true)
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- ReadLogs(context.Background(), path, LogOptions{
+			Tail: -1, Follow: true, PollInterval: 5 * time.Millisecond,
+			Running: func(context.Context) bool { return running.Load() },
+		}, out)
+	}()
+	appendTo := func(name, s string) {
+		f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the first line", func() bool { return out.String() == "first\n" })
+	// The runtime's last write to the old file races with the rename: the reader still
+	// sends it, before anything of the new file.
+	appendTo(path, "2026-01-02T03:04:02Z stdout F second\n")
+	if err := os.Rename(path, path+".20260102-030402"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(path, "2026-01-02T03:04:03Z stdout F third\n")
+	waitUntil(t, "the line of the new file", func() bool { return out.String() == "first\nsecond\nthird\n" })
+	appendTo(path, "2026-01-02T03:04:04Z stdout F fourth\n")
+	waitUntil(t, "a later line of the new file", func() bool { return out.String() == "first\nsecond\nthird\nfourth\n" })
+	running.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("following did not end when the container stopped")
+	}
+}
