@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +159,14 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 	}
 	kl.backoff.forget(string(w.uid) + "/")
 	kl.statuses.forget(string(w.uid))
+	// The pod's container logs go with it, as upstream's kubelet removes the log
+	// directories of pods that no longer exist.
+	if ns, name, ok := strings.Cut(w.key, "/"); ok {
+		dir := kl.podLogDir(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: w.uid}})
+		if err := os.RemoveAll(dir); err != nil {
+			kl.log.Error("removing the pod's logs", "dir", dir, "err", err)
+		}
+	}
 	if kl.opts.PodCgroups != nil {
 		// Busy only if a process outlived its container; the orphan sweep retries.
 		if err := kl.opts.PodCgroups.RemovePod(w.uid); err != nil {

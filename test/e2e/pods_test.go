@@ -461,7 +461,7 @@ func TestPodsOnContainerd(t *testing.T) {
 			t.Errorf("container log %q: want the preStop hook's line, then SIGTERM's", logs)
 		}
 		// Nothing of the pod stays on the host: runc leaves the pod's cgroup behind, in
-		// every hierarchy, unless the kubelet removes it.
+		// every hierarchy, unless the kubelet removes it; its logs go too.
 		eventually(t, 30*time.Second, func() error {
 			var left []string
 			for _, pattern := range []string{"/sys/fs/cgroup/*/kubepods/pod%s", "/sys/fs/cgroup/*/kubepods/*/pod%s",
@@ -471,6 +471,9 @@ func TestPodsOnContainerd(t *testing.T) {
 			}
 			if len(left) > 0 {
 				return fmt.Errorf("pod cgroups left: %v", left)
+			}
+			if _, err := os.Stat(filepath.Dir(filepath.Dir(logFile))); !os.IsNotExist(err) {
+				return fmt.Errorf("pod log directory still there: %v", err)
 			}
 			return nil
 		})
