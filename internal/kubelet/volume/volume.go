@@ -2,8 +2,9 @@
 // removes them after its containers are gone: emptyDir (on disk or tmpfs), configMap,
 // secret, downwardAPI and projected volumes (written atomically, following updates of
 // their sources on every sync), hostPath with its type checks, and the service account
-// tokens of projected volumes, refreshed before they expire. It also turns a
-// container's volumeMounts into CRI mounts.
+// tokens of projected volumes, refreshed before they expire. A pod's fsGroup owns its
+// emptyDir and API-data volumes (hostPath never), as upstream's kubelet sets it. It
+// also turns a container's volumeMounts into CRI mounts.
 //
 // Layout, as upstream's kubelet: RootDir/pods/<uid>/volumes/kubernetes.io~<kind>/<name>.
 package volume
