@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// file is one file of an API-data volume: its content and permission bits.
+// file is one file of an API-data volume: its content, permission bits and, for
+// service account tokens, the user that owns it (-1 or unset: root).
 type file struct {
-	data []byte
-	mode os.FileMode
+	data  []byte
+	mode  os.FileMode
+	owner *int64
 }
 
 // payload maps a relative path inside the volume to its file.
@@ -44,8 +46,8 @@ func validatePath(p string) error {
 // writeAtomic makes dir show exactly the payload, so that a reader never sees a mix of
 // two versions: the files go into a fresh timestamped directory, the "..data" symlink is
 // swapped to it with one rename, and each user-visible top-level name is a symlink into
-// "..data". gid, when not negative, owns the files (fsGroup). It reports whether
-// anything changed.
+// "..data". gid, when not negative, owns the files (fsGroup), and a file's owner, when
+// set, is its user. It reports whether anything changed.
 func writeAtomic(dir string, p payload, gid int64) (bool, error) {
 	for path := range p {
 		if err := validatePath(path); err != nil {
@@ -87,8 +89,12 @@ func writeAtomic(dir string, p payload, gid int64) (bool, error) {
 		if err := os.Chmod(full, f.mode); err != nil {
 			return false, err
 		}
-		if gid >= 0 {
-			if err := os.Lchown(full, -1, int(gid)); err != nil {
+		uid := -1
+		if f.owner != nil {
+			uid = int(*f.owner)
+		}
+		if gid >= 0 || uid >= 0 {
+			if err := os.Lchown(full, uid, int(gid)); err != nil {
 				return false, err
 			}
 		}

@@ -10,8 +10,10 @@ import (
 )
 
 // setUpEmptyDir creates the volume's directory, world-writable as upstream makes it;
-// medium Memory is a tmpfs mount limited to sizeLimit when one is set.
-func (m *Manager) setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid int64) error {
+// medium Memory is a tmpfs mount limited to sizeLimit when one is set. With an fsGroup
+// the volume is given to the group the first time this manager sets it up (see
+// ownVolume).
+func (m *Manager) setUpEmptyDir(pod *v1.Pod, name, dir string, src *v1.EmptyDirVolumeSource) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
@@ -31,13 +33,17 @@ func (m *Manager) setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid in
 	default:
 		return fmt.Errorf("emptyDir medium %q is not supported", src.Medium)
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
+	info, err := os.Stat(dir)
+	if err != nil {
 		return err
 	}
-	if gid >= 0 {
-		return os.Lchown(dir, -1, int(gid))
+	if info.Mode().Perm() != 0o777 {
+		// Keep the setgid bit an fsGroup gave the directory.
+		if err := os.Chmod(dir, info.Mode()&(os.ModeSetgid|os.ModeSticky)|0o777); err != nil {
+			return err
+		}
 	}
-	return nil
+	return m.ownVolume(pod, name, dir)
 }
 
 // mountTmpfs mounts a tmpfs on dir unless one is already there.

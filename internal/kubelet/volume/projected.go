@@ -46,7 +46,9 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.Pro
 }
 
 // tokenPayload is the file of a serviceAccountToken projection: a token bound to the
-// pod, reused until it is due a refresh.
+// pod, reused until it is due a refresh. As upstream, the token is private (0600)
+// when the pod has an fsGroup (which write then lets read: 0640) or when all its
+// containers run as one user, who then owns it; otherwise it has the volume's mode.
 func (m *Manager) tokenPayload(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection, defMode *int32) (payload, error) {
 	exp := int64(3600)
 	if src.ExpirationSeconds != nil {
@@ -56,5 +58,13 @@ func (m *Manager) tokenPayload(ctx context.Context, pod *v1.Pod, src *v1.Service
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch token: %w", err)
 	}
-	return payload{src.Path: {data: []byte(tok), mode: fileMode(nil, defMode)}}, nil
+	f := file{data: []byte(tok), mode: fileMode(nil, defMode)}
+	if uid := fsUser(pod); uid >= 0 {
+		f.owner = &uid
+		f.mode = 0o600
+	}
+	if fsGroup(pod) >= 0 {
+		f.mode = 0o600
+	}
+	return payload{src.Path: f}, nil
 }

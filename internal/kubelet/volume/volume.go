@@ -2,8 +2,9 @@
 // removes them after its containers are gone: emptyDir (on disk or tmpfs), configMap,
 // secret, downwardAPI and projected volumes (written atomically, following updates of
 // their sources on every sync), hostPath with its type checks, and the service account
-// tokens of projected volumes, refreshed before they expire. It also turns a
-// container's volumeMounts into CRI mounts.
+// tokens of projected volumes, refreshed before they expire. A pod's fsGroup owns its
+// emptyDir and API-data volumes (hostPath never), as upstream's kubelet sets it. It
+// also turns a container's volumeMounts into CRI mounts.
 //
 // Layout, as upstream's kubelet: RootDir/pods/<uid>/volumes/kubernetes.io~<kind>/<name>.
 package volume
@@ -50,6 +51,7 @@ type Options struct {
 type Manager struct {
 	opts   Options
 	tokens *tokenCache
+	owned  ownedVolumes
 }
 
 // NewManager returns a manager for the volumes under opts.RootDir.
@@ -167,8 +169,9 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 	memory := true
 	switch {
 	case src.EmptyDir != nil:
-		return m.setUpEmptyDir(dir, src.EmptyDir, gid)
+		return m.setUpEmptyDir(pod, vol.Name, dir, src.EmptyDir)
 	case src.HostPath != nil:
+		// Never chowned, whatever the fsGroup: the host's files are not the pod's.
 		return setUpHostPath(src.HostPath)
 	case src.ConfigMap != nil:
 		memory = false
@@ -187,7 +190,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 }
 
 // write brings an API-data volume to the payload, on tmpfs when memory-backed; with
-// an fsGroup the group owns and may read every file, as upstream sets it.
+// an fsGroup the group owns and may read every file and directory, as upstream sets
+// it, each time the content changes.
 func (m *Manager) write(dir string, memory bool, p payload, gid int64) error {
 	if memory && m.opts.Tmpfs {
 		if err := mountTmpfs(dir, ""); err != nil {
@@ -200,8 +204,12 @@ func (m *Manager) write(dir string, memory bool, p payload, gid int64) error {
 			p[path] = f
 		}
 	}
-	_, err := writeAtomic(dir, p, gid)
-	return err
+	changed, err := writeAtomic(dir, p, gid)
+	if err != nil || !changed {
+		return err
+	}
+	// The directories too, as upstream: group-searchable and setgid, read-only.
+	return setVolumeOwnership(dir, gid, nil, true)
 }
 
 // fsGroup is the pod's fsGroup, or -1.
@@ -239,6 +247,7 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 // nothing outside the pod directory can be removed through them.
 func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
+	m.owned.forget(uid)
 	volumes := filepath.Join(m.PodDir(uid), "volumes")
 	kinds, err := os.ReadDir(volumes)
 	if err != nil {
