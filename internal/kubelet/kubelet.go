@@ -32,6 +32,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
@@ -113,6 +114,11 @@ type Options struct {
 	ContainerLogMaxFiles        int           // files kept per container, current one included; 5, at least 2
 	ContainerLogMaxWorkers      int           // containers rotated at once; 1, at least 1
 	ContainerLogMonitorInterval time.Duration // 10s, at least 3s
+	// EvictionMonitoringPeriod is how often pods are measured against their local
+	// ephemeral-storage limits (emptyDir sizeLimit, containers' ephemeral-storage) and
+	// evicted past them; 10s when zero, as upstream. Negative turns the checks off, as
+	// hollow nodes do, whose runtime writes no files.
+	EvictionMonitoringPeriod time.Duration
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -340,6 +346,17 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
 	go logRotation.Run(ctx)
+	if kl.opts.EvictionMonitoringPeriod >= 0 {
+		evictions, err := eviction.New(eviction.Options{
+			Runtime: kl.runtime, Pods: kl.evictablePods, LogDir: kl.podLogDir, Evict: kl.evictPod,
+			EmptyDirPath: func(pod *v1.Pod, name string) string { return kl.volumes.EmptyDirPath(pod.UID, name) },
+			Period:       kl.opts.EvictionMonitoringPeriod, Clock: kl.clock, Logger: kl.log,
+		})
+		if err != nil {
+			return fmt.Errorf("kubelet: %w", err)
+		}
+		go evictions.Run(ctx)
+	}
 	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
 	<-ctx.Done()
 	kl.workers.wait()
@@ -379,6 +396,25 @@ func (kl *Kubelet) boundPods() []*v1.Pod {
 		}
 	}
 	return pods
+}
+
+// evictablePods are the API's pods on this node that are still to run or running:
+// those the eviction monitor measures.
+func (kl *Kubelet) evictablePods() []*v1.Pod {
+	var pods []*v1.Pod
+	for _, pod := range kl.boundPods() {
+		if pod.Spec.NodeName != kl.opts.NodeName || isMirrorPod(pod) || pod.DeletionTimestamp != nil ||
+			pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+// evictPod hands an eviction to the pod's worker, which fails and kills the pod.
+func (kl *Kubelet) evictPod(pod *v1.Pod, msg string) {
+	kl.workers.evict(pod.UID, msg)
 }
 
 // onPod dispatches an informer event to the pod's worker.

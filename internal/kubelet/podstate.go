@@ -16,6 +16,9 @@ type podState struct {
 	probes     map[probeKey]*probeWorker
 	results    map[string]*containerProbeResults // by container ID
 	kills      map[string]string                 // container ID -> reason
+	// eviction is why the pod is to be evicted; empty unless the eviction monitor
+	// found it over a limit.
+	eviction string
 	// Volume set-up failures, worker-owned: when the current stretch began, and the
 	// back-off of their retries and events.
 	mountWaitSince time.Time
@@ -87,6 +90,20 @@ func (s *podState) takeKill(containerID string) string {
 	r := s.kills[containerID]
 	delete(s.kills, containerID)
 	return r
+}
+
+func (s *podState) setEviction(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.eviction == "" {
+		s.eviction = msg
+	}
+}
+
+func (s *podState) evictionMessage() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.eviction
 }
 
 // probeResults returns the container's probe results, or nil if none are recorded.

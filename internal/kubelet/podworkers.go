@@ -67,6 +67,17 @@ func (p *podWorkers) poke(uid types.UID) bool {
 	return ok
 }
 
+// evict marks the pod's worker to evict its pod with this message on its next sync,
+// and wakes it; a pod already marked keeps its first message.
+func (p *podWorkers) evict(uid types.UID, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.workers[uid]; ok {
+		w.state.setEviction(msg)
+		w.wake()
+	}
+}
+
 func (p *podWorkers) pokeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/volume"
 )
 
@@ -83,12 +84,16 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
 		}
 	}
+	if msg := w.state.evictionMessage(); msg != "" {
+		// Over a local storage limit: killed at once, whatever the pod's grace period.
+		return false, kl.failPod(ctx, w, pod, rt, eviction.GracePeriodSeconds, eviction.Reason, msg)
+	}
 	if reason, msg := kl.admit(pod); reason != "" {
-		return false, kl.failPod(ctx, w, pod, rt, reason, msg)
+		return false, kl.failPod(ctx, w, pod, rt, gracePeriod(pod), reason, msg)
 	}
 	if left, ok := kl.deadlineLeft(pod); ok {
 		if left <= 0 {
-			return false, kl.failPod(ctx, w, pod, rt, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+			return false, kl.failPod(ctx, w, pod, rt, gracePeriod(pod), "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 		}
 		kl.workers.pokeAfter(kl.clock, w.uid, left)
 	}
@@ -123,11 +128,11 @@ func (kl *Kubelet) deadlineLeft(pod *v1.Pod) (time.Duration, bool) {
 	return end.Sub(kl.clock.Now()), true
 }
 
-// failPod ends a pod for good: its containers are stopped and its phase becomes Failed
-// with the reason and message given.
-func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, reason, msg string) error {
+// failPod ends a pod for good: its containers are stopped with grace seconds each and
+// its phase becomes Failed with the reason and message given.
+func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, grace int64, reason, msg string) error {
 	w.state.stopProbes()
-	if err := kl.stopAll(ctx, rt, gracePeriod(pod)); err != nil {
+	if err := kl.stopAll(ctx, rt, grace); err != nil {
 		return err
 	}
 	rt, err := kl.readPodRuntime(ctx, string(pod.UID))

@@ -58,6 +58,9 @@ type Behavior struct {
 	// ExecExitCode and ExecStdout are the result of every ExecSync in the container.
 	ExecExitCode int32
 	ExecStdout   string
+	// WritableLayerBytes, when not zero, is the writable layer usage ContainerStats
+	// reports (32 KiB otherwise); it applies at once.
+	WritableLayerBytes uint64
 }
 
 // Runtime is the in-memory CRI runtime. It implements runtimeapi.RuntimeServiceServer and

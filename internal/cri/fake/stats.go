@@ -35,6 +35,10 @@ func (r *Runtime) containerStatsLocked(c *container, now int64) *runtimeapi.Cont
 		cores = fakeNanoCores
 		mem = workingSet(c.id)
 	}
+	layer := uint64(32 * 1024)
+	if b := r.behaviorLocked(c); b.WritableLayerBytes != 0 {
+		layer = b.WritableLayerBytes
+	}
 	return &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{
 			Id:       c.id,
@@ -58,7 +62,7 @@ func (r *Runtime) containerStatsLocked(c *container, now int64) *runtimeapi.Cont
 		WritableLayer: &runtimeapi.FilesystemUsage{
 			Timestamp:  now,
 			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/fake/containers"},
-			UsedBytes:  &runtimeapi.UInt64Value{Value: 32 * 1024},
+			UsedBytes:  &runtimeapi.UInt64Value{Value: layer},
 			InodesUsed: &runtimeapi.UInt64Value{Value: 8},
 		},
 	}

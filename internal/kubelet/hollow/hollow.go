@@ -149,6 +149,8 @@ func Run(ctx context.Context, opts Options) error {
 			ServicesSynced: servicesSynced,
 			// The fake runtime writes no log files: nothing to rotate.
 			ContainerLogMaxSize: -1,
+			// Nor walk disks for local storage usage: their containers write nothing.
+			EvictionMonitoringPeriod: -1,
 		}
 		wg.Add(1)
 		go func() {

@@ -89,6 +89,11 @@ func (m *Manager) PodDir(uid types.UID) string {
 	return filepath.Join(m.opts.RootDir, "pods", string(uid))
 }
 
+// EmptyDirPath is where the pod's emptyDir volume of this name lives.
+func (m *Manager) EmptyDirPath(uid types.UID, name string) string {
+	return m.volumeDir(uid, kindEmptyDir, name)
+}
+
 func (m *Manager) volumeDir(uid types.UID, kind, name string) string {
 	return filepath.Join(m.PodDir(uid), "volumes", kind, name)
 }
