@@ -87,6 +87,7 @@ func run(bin string, cpu func() time.Duration) error {
 		"--root-dir", filepath.Join(srv.Dir, "kubelet"), "--containerd-data-dir", runtime.DataDir,
 		"--pause-binary", filepath.Join(filepath.Dir(bin), "mizzen-pause"), "--cni-bridge", bridge,
 		"--port", strconv.Itoa(benchutil.FreePort()))
+	benchutil.DieWithParent(kubelet)
 	if err := kubelet.Start(); err != nil {
 		return err
 	}

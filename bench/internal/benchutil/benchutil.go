@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -96,6 +97,16 @@ type Server struct {
 	Client *kubernetes.Clientset
 }
 
+// DieWithParent has the kernel stop cmd (SIGTERM) when the benchmark process ends, also
+// when it ends by a signal or os.Exit without running its clean-up: a benchmark killed
+// by a timeout must not leave a cluster running that skews every later figure.
+func DieWithParent(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+}
+
 // StartServer runs `bin server` with a temporary data directory on a free port of
 // 127.0.0.1, plus args, and waits until /readyz answers ok.
 func StartServer(bin string, args ...string) (*Server, error) {
@@ -111,6 +122,7 @@ func StartServer(bin string, args ...string) (*Server, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
