@@ -37,6 +37,9 @@ func main() {
 	floor := flag.String("floor-slots", "4", "first measure the runtime alone, through CRI with no kubelet, starting this many pods at a time (comma-separated counts; empty: skip)")
 	hostNetwork := flag.Bool("floor-host-network", false, "measure the runtime alone with host-network sandboxes too (no network namespace, no CNI)")
 	flag.Parse()
+	// The host's state shifts these figures from run to run (see
+	// docs/testing-with-containerd.md): say what it was.
+	fmt.Println("host before the run:", hostState())
 	// Every process the benchmark starts is counted in one cpuacct cgroup.
 	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
 	if err == nil && *floor != "" {
@@ -52,6 +55,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// hostState counts what makes every container start on this host slower: mounts, and
+// memory cgroups (dying ones of removed containers included).
+func hostState() string {
+	mounts, cgroups := "?", "?"
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		mounts = strconv.Itoa(strings.Count(string(b), "\n"))
+	}
+	if b, err := os.ReadFile("/proc/cgroups"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && f[0] == "memory" {
+				cgroups = f[2]
+			}
+		}
+	}
+	return mounts + " mounts, " + cgroups + " memory cgroups"
 }
 
 // measureFloor runs runtimeFloor in a directory of its own.
