@@ -144,42 +144,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 func TestReadLogsFollow(t *testing.T) {
 	path := writeLog(t, "2026-01-02T03:04:01Z stdout F first\n")
-	var running atomic.Bool
-	running.Store(true)
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- ReadLogs(context.Background(), path, LogOptions{
-			Tail: -1, Follow: true, PollInterval: 5 * time.Millisecond,
-			Running: func(context.Context) bool { return running.Load() },
-		}, out)
-	}()
-	appendLog := func(s string) {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	out, stop := followLog(t, path)
 	waitUntil(t, "the first line", func() bool { return out.String() == "first\n" })
 	// A line written in two pieces comes out whole once its end is written.
-	appendLog("2026-01-02T03:04:02Z stdout F sec")
-	appendLog("ond\n")
+	appendLog(t, path, "2026-01-02T03:04:02Z stdout F sec")
+	appendLog(t, path, "ond\n")
 	waitUntil(t, "the second line", func() bool { return out.String() == "first\nsecond\n" })
 	// The container stops after writing a last line: the reader sends it, then ends.
-	appendLog("2026-01-02T03:04:03Z stdout F last\n")
-	running.Store(false)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("following did not end when the container stopped")
-	}
+	appendLog(t, path, "2026-01-02T03:04:03Z stdout F last\n")
+	stop()
 	if got := out.String(); got != "first\nsecond\nlast\n" {
 		t.Errorf("followed %q", got)
 	}
@@ -244,9 +217,28 @@ func TestLogOptionsFromQuery(t *testing.T) {
 // written to the old file comes out before what the runtime writes to the new one.
 func TestReadLogsFollowAcrossRotation(t *testing.T) {
 	path := writeLog(t, "2026-01-02T03:04:01Z stdout F first\n")
+	out, stop := followLog(t, path)
+	waitUntil(t, "the first line", func() bool { return out.String() == "first\n" })
+	// The runtime's last write to the old file races with the rename: the reader still
+	// sends it, before anything of the new file.
+	appendLog(t, path, "2026-01-02T03:04:02Z stdout F second\n")
+	if err := os.Rename(path, path+".20260102-030402"); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, path, "2026-01-02T03:04:03Z stdout F third\n")
+	waitUntil(t, "the line of the new file", func() bool { return out.String() == "first\nsecond\nthird\n" })
+	appendLog(t, path, "2026-01-02T03:04:04Z stdout F fourth\n")
+	waitUntil(t, "a later line of the new file", func() bool { return out.String() == "first\nsecond\nthird\nfourth\n" })
+	stop()
+}
+
+// followLog follows the log at path as `kubectl logs -f` does while its container
+// runs; stop marks the container stopped and waits for the reader to end.
+func followLog(t *testing.T, path string) (out *syncBuffer, stop func()) {
+	t.Helper()
 	var running atomic.Bool
 	running.Store(true)
-	out := &syncBuffer{}
+	out = &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- ReadLogs(context.Background(), path, LogOptions{
@@ -254,34 +246,30 @@ func TestReadLogsFollowAcrossRotation(t *testing.T) {
 			Running: func(context.Context) bool { return running.Load() },
 		}, out)
 	}()
-	appendTo := func(name, s string) {
-		f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
+	return out, func() {
+		t.Helper()
+		running.Store(false)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("following did not end when the container stopped")
 		}
 	}
-	waitUntil(t, "the first line", func() bool { return out.String() == "first\n" })
-	// The runtime's last write to the old file races with the rename: the reader still
-	// sends it, before anything of the new file.
-	appendTo(path, "2026-01-02T03:04:02Z stdout F second\n")
-	if err := os.Rename(path, path+".20260102-030402"); err != nil {
+}
+
+// appendLog appends s to the log file at path, creating it as the runtime does after
+// a rotation.
+func appendLog(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
 		t.Fatal(err)
 	}
-	appendTo(path, "2026-01-02T03:04:03Z stdout F third\n")
-	waitUntil(t, "the line of the new file", func() bool { return out.String() == "first\nsecond\nthird\n" })
-	appendTo(path, "2026-01-02T03:04:04Z stdout F fourth\n")
-	waitUntil(t, "a later line of the new file", func() bool { return out.String() == "first\nsecond\nthird\nfourth\n" })
-	running.Store(false)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("following did not end when the container stopped")
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
