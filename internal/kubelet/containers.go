@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/kubelet/volume"
@@ -34,7 +35,12 @@ func (kl *Kubelet) podHostname(pod *v1.Pod) string {
 
 // podLogDir is where the runtime writes the pod's container logs, named as upstream.
 func (kl *Kubelet) podLogDir(pod *v1.Pod) string {
-	return filepath.Join(kl.opts.PodLogsDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+	return kl.podLogDirOf(pod.Namespace, pod.Name, pod.UID)
+}
+
+// podLogDirOf is podLogDir for a pod known only by its key and UID (one gone from the API).
+func (kl *Kubelet) podLogDirOf(namespace, name string, uid types.UID) string {
+	return filepath.Join(kl.opts.PodLogsDir, namespace+"_"+name+"_"+string(uid))
 }
 
 func podLabels(pod *v1.Pod) map[string]string {

@@ -167,7 +167,7 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 	// The pod's container logs go with it, as upstream's kubelet removes the log
 	// directories of pods that no longer exist.
 	if ns, name, ok := strings.Cut(w.key, "/"); ok {
-		dir := kl.podLogDir(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: w.uid}})
+		dir := kl.podLogDirOf(ns, name, w.uid)
 		if err := os.RemoveAll(dir); err != nil {
 			kl.log.Error("removing the pod's logs", "dir", dir, "err", err)
 		}
