@@ -79,6 +79,8 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 		se := apierrors.NewTimeoutError(msg, 1)
 		se.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 		return se
+	case errors.Is(err, storage.ErrStopped):
+		return apierrors.NewServiceUnavailable("apiserver is shutting down")
 	}
 	return err
 }

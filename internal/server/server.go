@@ -255,9 +255,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}()
 	go func() {
 		<-ctx.Done()
+		// Watches end with the cache (ctx is its parent), so in-flight requests are what
+		// graceful shutdown waits for. Whatever is still open after the grace period is
+		// cut before etcd goes: a kept-alive connection must not reach a handler whose
+		// store has stopped.
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = httpServer.Shutdown(shutdownCtx)
+		_ = httpServer.Close()
 		stopCache()
 		_ = client.Close()
 		if member != nil {

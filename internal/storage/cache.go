@@ -91,7 +91,9 @@ type Cache struct {
 	rvChanged *sync.Cond
 	resources map[string]*resourceCache
 	ready     chan struct{}
-	log       *slog.Logger
+	// stopped is set, under mu, when Run has ended and open watches were stopped.
+	stopped bool
+	log     *slog.Logger
 }
 
 // NewCache returns a cache for the given resources; Run fills and follows it.
@@ -512,6 +514,11 @@ func (c *Cache) Watch(segment string, opts WatchOptions) (*Watcher, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		// A watcher added now would never be stopped, and would hold its request, and the
+		// server's shutdown, open.
+		return nil, keyErr(ErrStopped, opts.KeyPrefix, "")
+	}
 	w := newWatcher(rc, opts)
 	from := opts.FromRV
 	if from == 0 {
@@ -563,6 +570,7 @@ func (c *Cache) bookmarkLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			c.mu.Lock()
+			c.stopped = true
 			for _, rc := range c.resources {
 				for w := range rc.watchers {
 					w.stop(ctx.Err())

@@ -16,6 +16,9 @@ var (
 	// ErrTooLargeRV: the requested resource version is newer than the cache has seen
 	// within the wait allowed.
 	ErrTooLargeRV = errors.New("resource version too large")
+	// ErrStopped: the cache has stopped following etcd (the server is shutting down),
+	// so a new watch would never see an event nor end.
+	ErrStopped = errors.New("the watch cache has stopped")
 )
 
 // KeyError carries the key an error is about.

@@ -1,0 +1,68 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/etcd"
+	"mizzen/internal/storage"
+)
+
+// TestWatchAfterStopIsRefused: once the cache has stopped, open watches end and a new
+// one is refused. A watch accepted then would never end, and would hold its HTTP
+// request, and the server's graceful shutdown, open until the deadline.
+func TestWatchAfterStopIsRefused(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
+		Segment: "pods",
+		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
+		New:     func() runtime.Object { return &corev1.Pod{} },
+		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
+	}}, slog.Default())
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { _ = cache.Run(runCtx); close(ran) }()
+	<-cache.Ready()
+
+	open, err := cache.Watch("pods", storage.WatchOptions{KeyPrefix: storage.Prefix + "pods/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	<-ran
+	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	if _, err := open.Next(waitCtx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a watch open when the cache stopped: Next gave %v, want it ended", err)
+	}
+	// The stop of open watches runs beside Run's return; a watch started after it must
+	// be refused rather than wait forever.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w, err := cache.Watch("pods", storage.WatchOptions{KeyPrefix: storage.Prefix + "pods/"})
+		if errors.Is(err, storage.ErrStopped) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("watch after stop: %v, want ErrStopped", err)
+		}
+		cache.StopWatch(w)
+		if time.Now().After(deadline) {
+			t.Fatal("a watch started after the cache stopped was accepted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
