@@ -65,6 +65,7 @@ func (f *forwarder) exchange(ctx context.Context, req *miekg.Msg) (*miekg.Msg, e
 }
 
 // upstreamsFromResolvConf reads the nameservers of a resolv.conf as host:port addresses.
+// Beyond resolv.conf(5), a nameserver may carry a port ("127.0.0.1:5353", "[::1]:5353").
 func upstreamsFromResolvConf(path string) ([]string, error) {
 	cfg, err := miekg.ClientConfigFromFile(path)
 	if err != nil {
@@ -76,6 +77,10 @@ func upstreamsFromResolvConf(path string) ([]string, error) {
 	}
 	out := make([]string, 0, len(cfg.Servers))
 	for _, s := range cfg.Servers {
+		if ap, err := netip.ParseAddrPort(s); err == nil {
+			out = append(out, ap.String())
+			continue
+		}
 		out = append(out, net.JoinHostPort(s, port))
 	}
 	return out, nil

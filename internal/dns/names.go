@@ -113,6 +113,9 @@ func parseName(qname, zone string) (p parsedName, ok bool) {
 // podAddr reads the address of a pod name label: "10-1-2-3" for 10.1.2.3, and the
 // colons of an IPv6 address written as dashes ("fd00--1" for fd00::1), as CoreDNS does.
 func podAddr(label string) (netip.Addr, bool) {
+	if strings.ContainsAny(label, ".:") {
+		return netip.Addr{}, false
+	}
 	var text string
 	if strings.Count(label, "-") == 3 && !strings.Contains(label, "--") {
 		text = strings.ReplaceAll(label, "-", ".")
