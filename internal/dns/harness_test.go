@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	miekg "github.com/miekg/dns"
