@@ -15,9 +15,12 @@ const (
 	dnsVersionTTL    = 28800
 )
 
-// kubeDNSService names the Service whose cluster IPs are the zone's nameserver address
-// (ns.dns.<zone>), as kubeadm's cluster DNS service is named.
-var kubeDNSService = objKey{namespace: "kube-system", name: "kube-dns"}
+// The Service whose cluster IPs are the zone's nameserver address (ns.dns.<zone>), named
+// as kubeadm names the cluster DNS service.
+const (
+	kubeDNSNamespace = "kube-system"
+	kubeDNSName      = "kube-dns"
+)
 
 // maxCNAMEChase bounds how many CNAMEs an answer follows.
 const maxCNAMEChase = 8
@@ -47,7 +50,7 @@ func (s *Server) answerName(ctx context.Context, reply *miekg.Msg, q miekg.Quest
 		case miekg.TypeNS:
 			ns := "ns.dns." + s.zone
 			reply.Answer = append(reply.Answer, &miekg.NS{Hdr: s.header(owner, miekg.TypeNS), Ns: ns})
-			for _, a := range s.idx.clusterIPs(kubeDNSService.namespace, kubeDNSService.name) {
+			for _, a := range s.idx.clusterIPs(kubeDNSNamespace, kubeDNSName) {
 				reply.Extra = append(reply.Extra, s.addrRecord(ns, a))
 			}
 		}
@@ -60,7 +63,7 @@ func (s *Server) answerName(ctx context.Context, reply *miekg.Msg, q miekg.Quest
 		}
 		return true
 	case nameNameserver:
-		s.appendAddrs(reply, owner, q.Qtype, s.idx.clusterIPs(kubeDNSService.namespace, kubeDNSService.name))
+		s.appendAddrs(reply, owner, q.Qtype, s.idx.clusterIPs(kubeDNSNamespace, kubeDNSName))
 		return true
 	case nameSvcRoot, namePodRoot:
 		return true

@@ -79,6 +79,7 @@ type index struct {
 	namespaces map[string]struct{}
 	services   map[objKey]*serviceInfo
 	slices     map[objKey]map[string]*sliceInfo // by service, then slice name
+	sliceOwner map[objKey]string                // the service each slice serves, by slice
 	names      map[string]*node
 	reverse    map[netip.Addr][]ptrOwner
 	owned      map[objKey]owned
@@ -91,6 +92,7 @@ func newIndex(zone string) *index {
 		namespaces: map[string]struct{}{},
 		services:   map[objKey]*serviceInfo{},
 		slices:     map[objKey]map[string]*sliceInfo{},
+		sliceOwner: map[objKey]string{},
 		names:      map[string]*node{},
 		reverse:    map[netip.Addr][]ptrOwner{},
 		owned:      map[objKey]owned{},
@@ -131,45 +133,45 @@ func (x *index) deleteService(namespace, name string) {
 
 func (x *index) setSlice(slice *discoveryv1.EndpointSlice) {
 	info := sliceInfoOf(slice)
+	key := objKey{slice.Namespace, slice.Name}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	// A slice may change owner in theory; drop it from any other service first.
-	for key, byName := range x.slices {
-		if key.namespace != slice.Namespace || key.name == info.service {
-			continue
-		}
-		if _, ok := byName[slice.Name]; ok {
-			delete(byName, slice.Name)
-			if len(byName) == 0 {
-				delete(x.slices, key)
-			}
-			x.rebuild(key)
-		}
+	// A slice relabelled to another service leaves the one it served.
+	if prev, ok := x.sliceOwner[key]; ok && prev != info.service {
+		x.dropSlice(key, prev)
 	}
 	if info.service == "" {
 		return
 	}
-	key := objKey{slice.Namespace, info.service}
-	if x.slices[key] == nil {
-		x.slices[key] = map[string]*sliceInfo{}
+	svc := objKey{slice.Namespace, info.service}
+	if x.slices[svc] == nil {
+		x.slices[svc] = map[string]*sliceInfo{}
 	}
-	x.slices[key][slice.Name] = info
-	x.rebuild(key)
+	x.slices[svc][slice.Name] = info
+	x.sliceOwner[key] = info.service
+	x.rebuild(svc)
 }
 
-func (x *index) deleteSlice(namespace, name, service string) {
-	key := objKey{namespace, service}
+func (x *index) deleteSlice(namespace, name string) {
+	key := objKey{namespace, name}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	byName := x.slices[key]
-	if _, ok := byName[name]; !ok {
-		return
+	if service, ok := x.sliceOwner[key]; ok {
+		x.dropSlice(key, service)
 	}
-	delete(byName, name)
-	if len(byName) == 0 {
-		delete(x.slices, key)
+}
+
+// dropSlice removes a slice from the service it served; called with the lock held.
+func (x *index) dropSlice(key objKey, service string) {
+	svc := objKey{key.namespace, service}
+	delete(x.sliceOwner, key)
+	if byName := x.slices[svc]; byName != nil {
+		delete(byName, key.name)
+		if len(byName) == 0 {
+			delete(x.slices, svc)
+		}
 	}
-	x.rebuild(key)
+	x.rebuild(svc)
 }
 
 // touch moves the SOA serial forward; called with the lock held.

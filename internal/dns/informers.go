@@ -41,9 +41,7 @@ func newInformers(client kubernetes.Interface, idx *index) (factory informers.Sh
 		AddFunc:    func(obj any) { setIf(obj, idx.setSlice) },
 		UpdateFunc: func(_, obj any) { setIf(obj, idx.setSlice) },
 		DeleteFunc: func(obj any) {
-			deleted(obj, func(s *discoveryv1.EndpointSlice) {
-				idx.deleteSlice(s.Namespace, s.Name, s.Labels[discoveryv1.LabelServiceName])
-			})
+			deleted(obj, func(s *discoveryv1.EndpointSlice) { idx.deleteSlice(s.Namespace, s.Name) })
 		},
 	})
 	if err != nil {
