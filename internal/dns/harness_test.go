@@ -26,7 +26,7 @@ const testTTL = 7
 
 // startUpstream runs a resolver on loopback (UDP and TCP on one port) answering with
 // handler, and returns its address.
-func startUpstream(t *testing.T, handler miekg.HandlerFunc) string {
+func startUpstream(t testing.TB, handler miekg.HandlerFunc) string {
 	t.Helper()
 	var pc net.PacketConn
 	var ln net.Listener
@@ -96,7 +96,7 @@ func upstreamZone(w miekg.ResponseWriter, req *miekg.Msg) {
 }
 
 // writeResolvConf writes a resolv.conf naming the given resolvers.
-func writeResolvConf(t *testing.T, servers ...string) string {
+func writeResolvConf(t testing.TB, servers ...string) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("search example.com\n")
@@ -120,7 +120,7 @@ func startServer(t *testing.T, objs ...runtime.Object) (*Server, *fake.Clientset
 	return s, client
 }
 
-func startServerWith(t *testing.T, client *fake.Clientset, resolvConf string) *Server {
+func startServerWith(t testing.TB, client *fake.Clientset, resolvConf string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Start(ctx, client, Options{
@@ -152,7 +152,7 @@ func waitReady(t *testing.T, s *Server) {
 }
 
 // eventually polls cond until it holds, failing the test after a generous timeout.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
