@@ -16,8 +16,10 @@ import (
 // drops it.
 type packWriter struct{ buf []byte }
 
-func (w *packWriter) LocalAddr() net.Addr  { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
-func (w *packWriter) RemoteAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
+func (w *packWriter) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (w *packWriter) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
 func (w *packWriter) WriteMsg(m *miekg.Msg) error {
 	var err error
 	w.buf, err = m.PackBuffer(w.buf)
