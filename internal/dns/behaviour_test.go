@@ -343,3 +343,32 @@ func TestUpstreamsFromResolvConf(t *testing.T) {
 		t.Error("a missing resolv.conf gave no error")
 	}
 }
+
+// TestQueryClasses checks that only class IN is answered from the cluster.
+func TestQueryClasses(t *testing.T) {
+	s, _ := startServer(t, clusterObjects()...)
+	tests := []struct {
+		name  string
+		qname string
+		class uint16
+		rcode int
+	}{
+		{"IN in the cluster zone", "web.default.svc.cluster.local.", miekg.ClassINET, miekg.RcodeSuccess},
+		{"CH in the cluster zone is refused", "web.default.svc.cluster.local.", miekg.ClassCHAOS, miekg.RcodeRefused},
+		{"CH elsewhere goes upstream", "version.bind.", miekg.ClassCHAOS, miekg.RcodeNameError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := new(miekg.Msg)
+			m.SetQuestion(tt.qname, miekg.TypeA)
+			m.Question[0].Qclass = tt.class
+			resp, _, err := (&miekg.Client{Timeout: 10 * time.Second}).Exchange(m, s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Rcode != tt.rcode {
+				t.Errorf("rcode = %s, want %s", miekg.RcodeToString[resp.Rcode], miekg.RcodeToString[tt.rcode])
+			}
+		})
+	}
+}

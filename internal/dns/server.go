@@ -302,18 +302,19 @@ func (s *Server) handle(ctx context.Context, req *miekg.Msg) *miekg.Msg {
 		return reply
 	}
 
-	if q.Qclass == miekg.ClassINET {
-		if p, ok := parseName(qname, s.zone); ok {
-			if !s.hasSynced() {
-				reply.Rcode = miekg.RcodeServerFailure // no answer yet beats a wrong NXDOMAIN
-				return reply
-			}
+	if p, ok := parseName(qname, s.zone); ok {
+		switch {
+		case q.Qclass != miekg.ClassINET:
+			reply.Rcode = miekg.RcodeRefused // the cluster's records are all class IN
+		case !s.hasSynced():
+			reply.Rcode = miekg.RcodeServerFailure // no answer yet beats a wrong NXDOMAIN
+		default:
 			s.answerCluster(ctx, reply, q, qname, p)
-			return reply
 		}
-		if q.Qtype == miekg.TypePTR && isReverseName(qname) && s.hasSynced() && s.answerPTR(reply, q, qname) {
-			return reply
-		}
+		return reply
+	}
+	if q.Qclass == miekg.ClassINET && q.Qtype == miekg.TypePTR && isReverseName(qname) && s.hasSynced() && s.answerPTR(reply, q, qname) {
+		return reply
 	}
 
 	resp, err := s.fwd.exchange(ctx, req)
