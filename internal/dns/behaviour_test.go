@@ -372,3 +372,28 @@ func TestQueryClasses(t *testing.T) {
 		})
 	}
 }
+
+func TestStartRejectsBadOptions(t *testing.T) {
+	good := Options{Listen: "127.0.0.1:0", ClusterDomain: "cluster.local", TTL: 5}
+	tests := []struct {
+		name   string
+		change func(o *Options)
+		want   string
+	}{
+		{"no cluster domain", func(o *Options) { o.ClusterDomain = "" }, "a cluster domain is required"},
+		{"a cluster domain that is no name", func(o *Options) { o.ClusterDomain = "a..b" }, "is not a domain name"},
+		{"a TTL over an hour", func(o *Options) { o.TTL = 3601 }, "TTL 3601"},
+		{"a missing resolv.conf", func(o *Options) { o.UpstreamResolvConf = t.TempDir() + "/missing" }, "reading upstream resolvers"},
+		{"a listen address that is no address", func(o *Options) { o.Listen = "nowhere" }, "listening on UDP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := good
+			tt.change(&o)
+			_, err := Start(t.Context(), fake.NewClientset(), o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Start error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

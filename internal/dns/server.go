@@ -33,6 +33,9 @@ const (
 	DefaultUpstreamResolvConf = "/etc/resolv.conf"
 )
 
+// maxTTL is the longest TTL accepted, as CoreDNS's kubernetes plugin accepts.
+const maxTTL = 3600
+
 // queryTimeout bounds the work on one query, upstream lookups included.
 const queryTimeout = 5 * time.Second
 
@@ -102,6 +105,9 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Ser
 	}
 	if _, ok := miekg.IsDomainName(zone); !ok {
 		return nil, fmt.Errorf("cluster domain %q is not a domain name", opts.ClusterDomain)
+	}
+	if opts.TTL > maxTTL {
+		return nil, fmt.Errorf("TTL %d is over the %d seconds CoreDNS allows", opts.TTL, maxTTL)
 	}
 	log := opts.Logger
 	if log == nil {
