@@ -16,8 +16,12 @@ import (
 	miekg "github.com/miekg/dns"
 )
 
-// upstreamTimeout bounds one exchange with one upstream resolver.
-const upstreamTimeout = 2 * time.Second
+// upstreamTimeout bounds one exchange with one upstream resolver, and forwardTimeout
+// the whole of one forwarded question.
+const (
+	upstreamTimeout = 2 * time.Second
+	forwardTimeout  = 5 * time.Second
+)
 
 // errNoUpstream is returned when there is nothing to forward to.
 var errNoUpstream = errors.New("no upstream resolver to forward to")
@@ -47,6 +51,8 @@ func (f *forwarder) exchange(ctx context.Context, req *miekg.Msg) (*miekg.Msg, e
 	if len(f.upstreams) == 0 {
 		return nil, errNoUpstream
 	}
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
 	var lastErr error
 	for _, u := range f.upstreams {
 		resp, _, err := f.udp.ExchangeContext(ctx, req, u)

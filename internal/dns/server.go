@@ -36,8 +36,6 @@ const (
 // maxTTL is the longest TTL accepted, as CoreDNS's kubernetes plugin accepts.
 const maxTTL = 3600
 
-// queryTimeout bounds the work on one query, upstream lookups included.
-const queryTimeout = 5 * time.Second
 
 // Options configure the server.
 type Options struct {
@@ -269,19 +267,15 @@ func (s *Server) checkLoop(ctx context.Context) {
 	s.wg.Go(func() {
 		m := new(miekg.Msg)
 		m.SetQuestion(s.probe, miekg.TypeHINFO)
-		probeCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-		defer cancel()
-		_, _ = s.fwd.exchange(probeCtx, m)
+		_, _ = s.fwd.exchange(ctx, m)
 	})
 }
 
 // ServeDNS answers one query: from the cluster for the cluster zone and the reverse
 // names of cluster addresses, from upstream for the rest.
 func (s *Server) ServeDNS(w miekg.ResponseWriter, req *miekg.Msg) {
-	ctx, cancel := context.WithTimeout(s.baseCtx, queryTimeout)
-	defer cancel()
 	_, isTCP := w.RemoteAddr().(*net.TCPAddr)
-	reply := s.handle(ctx, req)
+	reply := s.handle(s.baseCtx, req)
 	fit(reply, req, isTCP)
 	if err := w.WriteMsg(reply); err != nil {
 		s.log.Debug("writing a DNS reply failed", "err", err)
