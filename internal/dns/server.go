@@ -36,7 +36,6 @@ const (
 // maxTTL is the longest TTL accepted, as CoreDNS's kubernetes plugin accepts.
 const maxTTL = 3600
 
-
 // Options configure the server.
 type Options struct {
 	// Listen is the address served over both UDP and TCP, e.g. "0.0.0.0:53".
