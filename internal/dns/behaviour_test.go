@@ -317,6 +317,8 @@ func TestWithoutSelf(t *testing.T) {
 		{"loopback on another port is not", "127.0.0.1:53", []string{"127.0.0.1:5353"}, []string{"127.0.0.1:5353"}},
 		{"a local address is us when listening on all", "0.0.0.0:53", []string{"192.168.1.10:53", "192.168.1.11:53"}, []string{"192.168.1.11:53"}},
 		{"a local address is not us when listening on another", "10.96.0.10:53", []string{"192.168.1.10:53", "10.96.0.10:53"}, []string{"192.168.1.10:53"}},
+		{"loopback is not us when listening on one address", "192.168.1.10:53", []string{"127.0.0.53:53", "127.0.0.1:53"}, []string{"127.0.0.53:53", "127.0.0.1:53"}},
+		{"the loopback address we listen on is us", "127.0.0.1:53", []string{"127.0.0.53:53", "127.0.0.1:53"}, []string{"127.0.0.53:53"}},
 		{"a name is no upstream", "0.0.0.0:53", []string{"dns.example.com:53"}, nil},
 	}
 	for _, tt := range tests {

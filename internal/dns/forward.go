@@ -92,9 +92,9 @@ func upstreamsFromResolvConf(path string) ([]string, error) {
 	return out, nil
 }
 
-// withoutSelf drops the upstreams that are this server itself (same port on a loopback
-// address, the listen address, or, when listening on every address, any local address):
-// forwarding to them would loop.
+// withoutSelf drops the upstreams that are this server itself: its listen address, or,
+// when it listens on every address, any address of this host on its port (loopback
+// included). Forwarding to them would loop.
 func withoutSelf(upstreams []string, listen netip.AddrPort, localAddrs []netip.Addr, log *slog.Logger) []string {
 	var out []string
 	for _, u := range upstreams {
@@ -108,8 +108,7 @@ func withoutSelf(upstreams []string, listen netip.AddrPort, localAddrs []netip.A
 			log.Warn("ignoring an upstream resolver that is not an address", "upstream", u)
 			continue
 		}
-		a = a.Unmap()
-		if port == int(listen.Port()) && isSelf(a, listen.Addr().Unmap(), localAddrs) {
+		if port == int(listen.Port()) && isSelf(a.WithZone("").Unmap(), listen.Addr().Unmap(), localAddrs) {
 			log.Warn("ignoring an upstream resolver that is this server: forwarding to it would loop", "upstream", u)
 			continue
 		}
@@ -119,11 +118,14 @@ func withoutSelf(upstreams []string, listen netip.AddrPort, localAddrs []netip.A
 }
 
 func isSelf(a, listen netip.Addr, localAddrs []netip.Addr) bool {
-	if a.IsLoopback() || a.IsUnspecified() || a == listen {
+	if a == listen {
 		return true
 	}
 	if !listen.IsUnspecified() {
-		return false
+		return false // another address on this host is another socket, e.g. systemd-resolved's 127.0.0.53
+	}
+	if a.IsLoopback() || a.IsUnspecified() {
+		return true
 	}
 	for _, l := range localAddrs {
 		if l.Unmap() == a {
