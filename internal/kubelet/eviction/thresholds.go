@@ -107,7 +107,7 @@ func (v Value) String() string {
 	if v.Quantity != nil {
 		return v.Quantity.String()
 	}
-	return strconv.FormatFloat(float64(v.Percentage)*100, 'f', -1, 32) + "%"
+	return strconv.FormatFloat(float64(v.Percentage)*100, 'g', 6, 64) + "%"
 }
 
 // Threshold is one eviction threshold: met while the signal's available amount is
