@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"time"
@@ -204,5 +205,83 @@ func TestMemoryPressureEviction(t *testing.T) {
 	}
 	if p, _ := h.getPod("burstable"); p.Status.Phase != v1.PodRunning {
 		t.Errorf("the burstable pod within its request is %s, want Running", p.Status.Phase)
+	}
+}
+
+// diskMeasurer reports nodefs short of space, from three minutes after start (when
+// image GC may remove images it has known for two), for as long as an unused image
+// named "unused" takes up the disk.
+type diskMeasurer struct {
+	h     *harness
+	start time.Time
+}
+
+func (m *diskMeasurer) Node(ctx context.Context) (eviction.NodeStats, error) {
+	available := int64(500)
+	if m.h.clock.Since(m.start) >= 3*time.Minute && hasImage(ctx, m.h, "unused") {
+		available = 50
+	}
+	return eviction.NodeStats{NodeFs: &eviction.FsStats{AvailableBytes: available, CapacityBytes: 1000, InodesFree: 100, Inodes: 100}}, nil
+}
+
+func (m *diskMeasurer) Pods(context.Context, []*v1.Pod) (map[types.UID]eviction.PodStats, error) {
+	return map[types.UID]eviction.PodStats{}, nil
+}
+
+func hasImage(ctx context.Context, h *harness, name string) bool {
+	imgs, err := h.rt.Client().ListImages(ctx, nil)
+	if err != nil {
+		return false
+	}
+	for _, img := range imgs {
+		for _, tag := range img.RepoTags {
+			if strings.Contains(tag, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Under disk pressure the kubelet removes unused images before it evicts anybody; if
+// that relieves the pressure no pod goes, DiskPressure is still reported for the
+// transition period, and new pods are refused meanwhile.
+func TestDiskPressureReclaimsImages(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	if _, err := h.rt.Client().PullImage(ctx, &runtimeapi.ImageSpec{Image: "registry.local/unused:1.0"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	thresholds, err := eviction.ParseThresholds(eviction.ThresholdFlags{Hard: "nodefs.available<10%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := h.options()
+	opts.NodePressure = &NodePressure{Thresholds: thresholds, Measurer: &diskMeasurer{h: h, start: h.clock.Now()}}
+	h.startWith(opts)
+	h.createPod(newPod("web", "app"))
+	h.waitPod("web", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	h.eventually("DiskPressure True", func() bool {
+		c := nodeCondition(h, v1.NodeDiskPressure)
+		return c != nil && c.Status == v1.ConditionTrue
+	})
+	if c := nodeCondition(h, v1.NodeDiskPressure); c.Reason != "KubeletHasDiskPressure" || c.Message != "kubelet has disk pressure" {
+		t.Errorf("DiskPressure reason %q message %q", c.Reason, c.Message)
+	}
+	h.eventually("the unused image removed", func() bool { return !hasImage(ctx, h, "unused") })
+	if !hasImage(ctx, h, "registry.local/app") {
+		t.Error("the image of the running pod was removed")
+	}
+
+	late := newPod("late", "app")
+	late.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Mi")}
+	h.createPod(late)
+	p := h.waitPod("late", "rejected", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if p.Status.Reason != "Evicted" || p.Status.Message != "The node was low on resource: [DiskPressure]. " {
+		t.Errorf("new pod under disk pressure: reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	if p, _ := h.getPod("web"); p.Status.Phase != v1.PodRunning {
+		t.Errorf("web is %s after image GC relieved the pressure, want Running", p.Status.Phase)
 	}
 }

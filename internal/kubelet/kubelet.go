@@ -271,6 +271,7 @@ type Kubelet struct {
 	// pressure is the node-pressure eviction manager; nil when off (its methods
 	// then report no pressure).
 	pressure *eviction.Pressure
+	imageGC  *eviction.ImageGC // with pressure: removes unused images under disk pressure
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -392,6 +393,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if kl.pressure != nil {
 		go kl.pressure.Run(ctx)
+		go kl.imageGC.Run(ctx)
 	}
 	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
 	<-ctx.Done()
@@ -448,7 +450,8 @@ func (kl *Kubelet) evictablePods() []*v1.Pod {
 	return pods
 }
 
-// newPressure makes the node-pressure eviction manager from the options.
+// newPressure makes the node-pressure eviction manager from the options, and
+// kl.imageGC, with which it reclaims disk.
 func (kl *Kubelet) newPressure() (*eviction.Pressure, error) {
 	np := kl.opts.NodePressure
 	measurer := np.Measurer
@@ -465,11 +468,15 @@ func (kl *Kubelet) newPressure() (*eviction.Pressure, error) {
 			return nil, err
 		}
 	}
+	var err error
+	kl.imageGC, err = eviction.NewImageGC(eviction.ImageGCOptions{Runtime: kl.runtime, Images: kl.images, Clock: kl.clock, Logger: kl.log})
+	if err != nil {
+		return nil, err
+	}
 	return eviction.NewPressure(eviction.PressureOptions{
 		Thresholds: np.Thresholds, MaxPodGracePeriodSeconds: np.MaxPodGracePeriodSeconds,
-		TransitionPeriod: np.TransitionPeriod, Measurer: measurer,
-		Reclaimer: &eviction.ImageGC{Runtime: kl.runtime, Images: kl.images, Logger: kl.log},
-		Pods:      kl.evictablePods,
+		TransitionPeriod: np.TransitionPeriod, Measurer: measurer, Reclaimer: kl.imageGC,
+		Pods: kl.evictablePods,
 		Evict: func(pod *v1.Pod, grace int64, msg string) {
 			kl.workers.evict(pod.UID, evictionRequest{message: msg, gracePeriod: grace, nodePressure: true})
 		},

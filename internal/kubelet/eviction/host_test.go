@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,27 +143,48 @@ func TestImageGC(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := fake.New(fake.Options{Clock: clk})
 	c := rt.Client()
-	for _, ref := range []string{"registry.local/unused:1", "registry.local/other:2"} {
+	pull := func(ref string) {
+		t.Helper()
 		if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: ref}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p := memPod("p", 0, "")
-	runContainer(t, rt, p, "app") // uses "img"
-	gc := &ImageGC{Runtime: c, Images: c}
-	if err := gc.Reclaim(ctx); err != nil {
-		t.Fatal(err)
+	images := func() []string {
+		t.Helper()
+		imgs, err := c.ListImages(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, img := range imgs {
+			out = append(out, img.RepoTags...)
+		}
+		slices.Sort(out)
+		return out
 	}
-	imgs, err := c.ListImages(ctx, nil)
+	pull("registry.local/old:1")
+	runContainer(t, rt, memPod("p", 0, ""), "app") // uses "img"
+	gc, err := NewImageGC(ImageGCOptions{Runtime: c, Images: c, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	for _, img := range imgs {
-		left = append(left, img.RepoTags...)
+	// Images first seen now are too young to go.
+	if err := gc.Reclaim(ctx); err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(left)
-	if len(left) != 1 || !slices.ContainsFunc(left, func(s string) bool { return filepath.Base(s) == "img:latest" || s == "img" }) {
-		t.Errorf("images left %q, want only the one a container uses", left)
+	if got := images(); len(got) != 2 {
+		t.Fatalf("images after a reclaim of young images: %q, want both", got)
+	}
+	clk.Step(time.Minute)
+	pull("registry.local/new:1")
+	clk.Step(time.Minute)
+	if err := gc.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// old is unused and two minutes known; new was first seen a minute ago; img is used.
+	got := images()
+	if len(got) != 2 || slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "old") }) ||
+		!slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "new") }) {
+		t.Errorf("images left %q, want the used one and the young one", got)
 	}
 }
