@@ -109,7 +109,7 @@ func (e *evictionFlags) addFlags(cmd *cobra.Command) {
 	f.StringVar(&e.soft, "eviction-soft", "", "thresholds (e.g. memory.available<1.5Gi) that evict pods when met for their grace period")
 	f.StringVar(&e.softGracePeriod, "eviction-soft-grace-period", "", "how long each soft threshold must stay met before pods are evicted (e.g. memory.available=1m30s)")
 	f.Int64Var(&e.maxPodGracePeriod, "eviction-max-pod-grace-period", 0, "most seconds a pod evicted for a soft threshold gets to stop; negative leaves the pod's own")
-	f.DurationVar(&e.transitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met")
+	f.DurationVar(&e.transitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met (0 means the default)")
 	f.StringVar(&e.minimumReclaim, "eviction-minimum-reclaim", "", "how much past each threshold is reclaimed once the kubelet acts (e.g. imagefs.available=2Gi)")
 }
 
