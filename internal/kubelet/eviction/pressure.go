@@ -88,16 +88,17 @@ func NewPressure(opts PressureOptions) (*Pressure, error) {
 	return &Pressure{opts: opts, metSince: map[thresholdKey]time.Time{}, conditionSeen: map[v1.NodeConditionType]time.Time{}}, nil
 }
 
-// Run measures every Period until ctx ends.
+// Run measures now, as upstream's manager does when it starts, then every Period
+// until ctx ends.
 func (p *Pressure) Run(ctx context.Context) {
 	t := p.opts.Clock.NewTicker(p.opts.Period)
 	defer t.Stop()
 	for {
+		p.Sync(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			p.Sync(ctx)
 		}
 	}
 }
