@@ -152,6 +152,11 @@ func (c *containerLogFlags) addFlags(cmd *cobra.Command) {
 // runKubelet starts the runtime (its own containerd when containerdDir is set) and runs
 // the kubelet until ctx ends.
 func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
+	// Bad flags fail before anything starts.
+	pressure, err := kf.eviction.nodePressure()
+	if err != nil {
+		return err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "mizzen-kubelet"
 	if cfg.QPS == 0 {
@@ -234,10 +239,6 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		if logMaxSize, err = logrotate.ParseMaxSize(kf.containerLog.maxSize); err != nil {
 			return fmt.Errorf("--container-log-max-size: %w", err)
 		}
-	}
-	pressure, err := kf.eviction.nodePressure()
-	if err != nil {
-		return err
 	}
 	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
 	if err != nil {
