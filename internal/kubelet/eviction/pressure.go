@@ -139,7 +139,39 @@ func (p *Pressure) Sync(ctx context.Context) {
 	}
 	obs := node.observations()
 	now := p.opts.Clock.Now()
+	met := p.observeThresholds(obs, now)
+	p.updateConditions(met, now)
 
+	var acting []Threshold
+	for _, t := range met {
+		if now.Sub(p.metSince[keyOf(t)]) >= t.GracePeriod {
+			acting = append(acting, t)
+		}
+	}
+	p.acting = acting
+	if len(acting) == 0 {
+		return
+	}
+	// Memory first, then the other signals in their listed order; hard before soft.
+	slices.SortStableFunc(acting, func(a, b Threshold) int {
+		return slices.Index(signals, a.Signal) - slices.Index(signals, b.Signal)
+	})
+	t := acting[0]
+	if t.Signal.isDisk() && p.opts.Reclaimer != nil {
+		var relieved bool
+		if obs, relieved = p.reclaim(ctx, obs); relieved {
+			return
+		}
+	}
+	p.evictOne(ctx, t, obs)
+}
+
+func keyOf(t Threshold) thresholdKey { return thresholdKey{t.Signal, t.Soft} }
+
+// observeThresholds returns the thresholds the observations meet, with those acted on at
+// the last sync until their minimum reclaim is satisfied, and records since when each
+// has been met.
+func (p *Pressure) observeThresholds(obs map[Signal]Observation, now time.Time) []Threshold {
 	met := thresholdsMet(p.opts.Thresholds, obs, false)
 	for _, t := range thresholdsMet(p.acting, obs, true) {
 		if !slices.ContainsFunc(met, func(m Threshold) bool { return keyOf(m) == keyOf(t) }) {
@@ -155,17 +187,24 @@ func (p *Pressure) Sync(ctx context.Context) {
 		since[keyOf(t)] = first
 	}
 	p.metSince = since
+	return met
+}
+
+// updateConditions reports a pressure condition while one of its thresholds is met,
+// grace period or not, and for the transition period after.
+func (p *Pressure) updateConditions(met []Threshold, now time.Time) {
 	for _, t := range met {
 		p.conditionSeen[t.Signal.condition()] = now
 	}
 	var conds []v1.NodeConditionType
 	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
-		if seen, ok := p.conditionSeen[c]; ok {
-			if now.Sub(seen) < p.opts.TransitionPeriod {
-				conds = append(conds, c)
-			} else {
-				delete(p.conditionSeen, c)
-			}
+		seen, ok := p.conditionSeen[c]
+		switch {
+		case !ok:
+		case now.Sub(seen) < p.opts.TransitionPeriod:
+			conds = append(conds, c)
+		default:
+			delete(p.conditionSeen, c)
 		}
 	}
 	p.mu.Lock()
@@ -175,51 +214,26 @@ func (p *Pressure) Sync(ctx context.Context) {
 	if changed {
 		p.opts.Logger.Info("eviction: node pressure", "conditions", conds)
 	}
-
-	var acting []Threshold
-	for _, t := range met {
-		if now.Sub(since[keyOf(t)]) >= t.GracePeriod {
-			acting = append(acting, t)
-		}
-	}
-	p.acting = acting
-	if len(acting) == 0 {
-		return
-	}
-	// Memory first, then the other signals in their listed order; hard before soft.
-	slices.SortStableFunc(acting, func(a, b Threshold) int {
-		return slices.Index(signals, a.Signal) - slices.Index(signals, b.Signal)
-	})
-	t := acting[0]
-	if t.Signal.isDisk() && p.opts.Reclaimer != nil {
-		if p.reclaimed(ctx) {
-			return
-		}
-		if node, err = p.opts.Measurer.Node(ctx); err == nil {
-			obs = node.observations()
-		}
-	}
-	p.evictOne(ctx, t, obs)
 }
 
-func keyOf(t Threshold) thresholdKey { return thresholdKey{t.Signal, t.Soft} }
-
-// reclaimed frees node-level disk space and reports whether that met every
-// threshold's minimum reclaim, so that no pod need go.
-func (p *Pressure) reclaimed(ctx context.Context) bool {
+// reclaim frees node-level disk space and measures again. relieved reports whether
+// that met every threshold's minimum reclaim, so that no pod need go; obs are the new
+// observations (the old ones if the node could not be measured).
+func (p *Pressure) reclaim(ctx context.Context, old map[Signal]Observation) (obs map[Signal]Observation, relieved bool) {
 	if err := p.opts.Reclaimer.Reclaim(ctx); err != nil {
 		p.opts.Logger.Error("eviction: reclaiming node-level disk space", "err", err)
 	}
 	node, err := p.opts.Measurer.Node(ctx)
 	if err != nil {
 		p.opts.Logger.Error("eviction: measuring the node", "err", err)
-		return false
+		return old, false
 	}
-	if len(thresholdsMet(p.opts.Thresholds, node.observations(), true)) == 0 {
+	obs = node.observations()
+	if len(thresholdsMet(p.opts.Thresholds, obs, true)) == 0 {
 		p.opts.Logger.Info("eviction: node-level reclaim relieved the pressure; no pod evicted")
-		return true
+		return obs, true
 	}
-	return false
+	return obs, false
 }
 
 // evictOne evicts the first pod in rank for the threshold that is not critical.
