@@ -233,7 +233,9 @@ func (SetMark) String() string { return fmt.Sprintf("meta mark set meta mark | 0
 // ClearMark clears the masquerade bit (it is known to be set where this runs).
 type ClearMark struct{}
 
-func (ClearMark) String() string { return fmt.Sprintf("meta mark set meta mark ^ 0x%08x", masqueradeBit) }
+func (ClearMark) String() string {
+	return fmt.Sprintf("meta mark set meta mark ^ 0x%08x", masqueradeBit)
+}
 
 // Masquerade SNATs to the outgoing interface's address with random source ports.
 type Masquerade struct{}
