@@ -1,0 +1,263 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Options configure Run.
+type Options struct {
+	Client   kubernetes.Interface
+	NodeName string
+	// ClusterCIDR tells pod traffic from other traffic (upstream's --cluster-cidr);
+	// invalid when unknown.
+	ClusterCIDR netip.Prefix
+	// NodePortAddresses is upstream's --nodeport-addresses: CIDRs whose local
+	// addresses serve NodePorts (0.0.0.0/0: every local address), or "primary", the
+	// node's own IPs from its Node object. Empty means primary, the nftables default.
+	NodePortAddresses []string
+	MasqueradeAll     bool
+	// MinSyncPeriod is the least time between two syncs: changes arriving closer
+	// together are written in one batch. SyncPeriod forces a full rewrite.
+	MinSyncPeriod time.Duration
+	SyncPeriod    time.Duration
+	// Writer writes the rules; a Table in the process's namespace when nil.
+	Writer Writer
+	Log    *slog.Logger
+}
+
+// Writer writes a ruleset to the kernel; Table is the real one.
+type Writer interface {
+	Apply(*Ruleset) error
+}
+
+// DefaultMinSyncPeriod and DefaultSyncPeriod are upstream's nftables defaults.
+const (
+	DefaultMinSyncPeriod = time.Second
+	DefaultSyncPeriod    = 30 * time.Second
+)
+
+// serviceProxyLabels selects the Services and EndpointSlices a default proxy handles,
+// as upstream's: headless services and those claimed by another proxy are skipped.
+const serviceProxyLabels = "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name"
+
+// ParseNodePortAddresses checks --nodeport-addresses values.
+func ParseNodePortAddresses(values []string) error {
+	for _, v := range values {
+		if v == "primary" {
+			continue
+		}
+		if _, err := netip.ParsePrefix(v); err != nil {
+			return fmt.Errorf("--nodeport-addresses %q: not a CIDR or \"primary\"", v)
+		}
+	}
+	return nil
+}
+
+// Run follows Services, EndpointSlices and the node, and keeps the table in step until
+// ctx ends. The table stays on return, as upstream's rules do: the next proxy takes it
+// over, and --cleanup removes it.
+func Run(ctx context.Context, opts Options) error {
+	if opts.MinSyncPeriod <= 0 {
+		opts.MinSyncPeriod = DefaultMinSyncPeriod
+	}
+	if opts.SyncPeriod <= 0 {
+		opts.SyncPeriod = DefaultSyncPeriod
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Writer == nil {
+		opts.Writer = Table{}
+	}
+	if err := ParseNodePortAddresses(opts.NodePortAddresses); err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = serviceProxyLabels }))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
+		}))
+	services := factory.Core().V1().Services()
+	slices := factory.Discovery().V1().EndpointSlices()
+	nodes := nodeFactory.Core().V1().Nodes()
+
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{services.Informer(), slices.Informer(), nodes.Informer()} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+	}
+	factory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer nodeFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced, nodes.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	opts.Log.Info("service proxy started", "node", opts.NodeName, "table", "ip "+TableName,
+		"clusterCIDR", opts.ClusterCIDR, "nodePortAddresses", opts.NodePortAddresses)
+
+	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(),
+		slices: func() ([]*discoveryv1.EndpointSlice, error) { return slices.Lister().List(labels.Everything()) }}
+	periodic := time.NewTicker(opts.SyncPeriod)
+	defer periodic.Stop()
+	var last time.Time
+	force := true
+	for {
+		// Space syncs at least MinSyncPeriod apart; what arrives meanwhile joins the
+		// next one.
+		if wait := opts.MinSyncPeriod - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		if err := s.sync(force); err != nil {
+			opts.Log.Error("syncing service rules; retrying", "err", err)
+			poke()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+			force = false
+		case <-periodic.C:
+			force = true
+		}
+	}
+}
+
+// syncer computes and writes the ruleset from the listers.
+type syncer struct {
+	opts     Options
+	services corelisters.ServiceLister
+	nodes    corelisters.NodeLister
+	slices   func() ([]*discoveryv1.EndpointSlice, error)
+	applied  string // the last ruleset written, in its String form
+}
+
+func (s *syncer) sync(force bool) error {
+	svcs, err := s.services.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	eps, err := s.slices()
+	if err != nil {
+		return err
+	}
+	in := Input{Services: svcs, EndpointSlices: eps, NodeName: s.opts.NodeName,
+		ClusterCIDR: s.opts.ClusterCIDR, MasqueradeAll: s.opts.MasqueradeAll}
+	in.NodePortAddresses, in.NodePortOnAllLocal = s.nodePortAddresses()
+	rs := Build(in)
+	text := rs.String()
+	if !force && text == s.applied {
+		return nil
+	}
+	start := time.Now()
+	if err := s.opts.Writer.Apply(rs); err != nil {
+		s.applied = ""
+		return err
+	}
+	s.applied = text
+	s.opts.Log.Debug("service rules written", "services", len(svcs), "endpointSlices", len(eps),
+		"chains", len(rs.Chains), "took", time.Since(start))
+	return nil
+}
+
+// nodePortAddresses resolves --nodeport-addresses to the addresses NodePorts are
+// served on now.
+func (s *syncer) nodePortAddresses() ([]netip.Addr, bool) {
+	want := s.opts.NodePortAddresses
+	if len(want) == 0 {
+		want = []string{"primary"}
+	}
+	var out []netip.Addr
+	var prefixes []netip.Prefix
+	for _, v := range want {
+		if v == "primary" {
+			out = append(out, s.primaryNodeIPs()...)
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			continue // checked by ParseNodePortAddresses
+		}
+		if p.Bits() == 0 && p.Addr().Is4() {
+			return nil, true
+		}
+		prefixes = append(prefixes, p)
+	}
+	if len(prefixes) > 0 {
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			s.opts.Log.Error("listing the node's addresses for NodePorts", "err", err)
+		}
+		for _, a := range addrs {
+			ipnet, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(ipnet.IP)
+			if !ok {
+				continue
+			}
+			ip = ip.Unmap()
+			for _, p := range prefixes {
+				if p.Contains(ip) {
+					out = append(out, ip)
+					break
+				}
+			}
+		}
+	}
+	return out, false
+}
+
+// primaryNodeIPs are the node's IPv4 addresses from its Node object: the first
+// InternalIP, or else the first ExternalIP, as upstream picks the node IP.
+func (s *syncer) primaryNodeIPs() []netip.Addr {
+	node, err := s.nodes.Get(s.opts.NodeName)
+	if err != nil {
+		return nil
+	}
+	for _, typ := range []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP} {
+		for _, a := range node.Status.Addresses {
+			if a.Type != typ {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+				return []netip.Addr{ip}
+			}
+		}
+	}
+	return nil
+}

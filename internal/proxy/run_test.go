@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// recorder keeps the rulesets Run writes.
+type recorder struct {
+	mu     sync.Mutex
+	last   string
+	writes int
+}
+
+func (r *recorder) Apply(rs *Ruleset) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last, r.writes = rs.String(), r.writes+1
+	return nil
+}
+
+func (r *recorder) rules() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// waitRules polls until the written rules satisfy ok.
+func waitRules(t *testing.T, r *recorder, what string, ok func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok(r.rules()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rules never showed %s; last written:\n%s", what, r.rules())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunFollowsTheAPI checks that Run rewrites the rules as Services, EndpointSlices
+// and the node change.
+func TestRunFollowsTheAPI(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeHostName, Address: "node-a"}, {Type: v1.NodeInternalIP, Address: "192.168.5.10"},
+	}}}
+	other := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: "192.168.5.11"},
+	}}}
+	svc := labService("web", "10.96.0.10", v1.ServiceTypeNodePort)
+	// A service another proxy implementation claims gets no rules from this one.
+	claimed := labService("claimed", "10.96.0.99", v1.ServiceTypeClusterIP)
+	claimed.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": "other-proxy"}
+	client := fake.NewClientset(node, other, svc, claimed)
+	rec := &recorder{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Client: client, NodeName: "node-a", MinSyncPeriod: 10 * time.Millisecond, Writer: rec})
+	}()
+
+	waitRules(t, rec, "the service rejecting without endpoints, NodePorts on the node's primary IP only", func(s string) bool {
+		return strings.Contains(s, "10.96.0.10 . tcp . 80 : goto reject-chain") &&
+			strings.Contains(s, "elements = { 192.168.5.10 }")
+	})
+	slice := labSlice("web", labEP1, labEP2)
+	if _, err := client.DiscoveryV1().EndpointSlices("lab").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRules(t, rec, "both endpoints", func(s string) bool {
+		return strings.Contains(s, "10.96.0.10 . tcp . 80 : goto service-") && strings.Contains(s, "numgen random mod 2")
+	})
+	slice.Endpoints = slice.Endpoints[:1]
+	if _, err := client.DiscoveryV1().EndpointSlices("lab").Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRules(t, rec, "one endpoint left", func(s string) bool {
+		return strings.Contains(s, "numgen random mod 1") && !strings.Contains(s, fmt.Sprintf("dnat to %s:", labEP2))
+	})
+	if strings.Contains(rec.rules(), "10.96.0.99") {
+		t.Errorf("a service claimed by another proxy got rules:\n%s", rec.rules())
+	}
+	if err := client.CoreV1().Services("lab").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRules(t, rec, "no service left", func(s string) bool { return !strings.Contains(s, "10.96.0.10") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
