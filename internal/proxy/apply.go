@@ -12,10 +12,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Table writes rulesets to the proxy's nftables table. The zero value works in the
-// calling process's network namespace; NetNS names another one by an open fd (tests).
+// Table writes rulesets to the proxy's nftables table. The zero value is table ip
+// mizzen-proxy in the calling process's network namespace; NetNS names another
+// namespace by an open fd (tests), Name another table (TableNameFor).
 type Table struct {
 	NetNS int
+	Name  string
+}
+
+// TableNameFor names the table of the proxy of a node whose pod network is bridge:
+// mizzen-proxy for the default bridge, mizzen-proxy-BRIDGE for others, so that several
+// clusters sharing a host (tests) do not rewrite each other's rules.
+func TableNameFor(bridge string) string {
+	if bridge == "" || bridge == "mizzen0" {
+		return TableName
+	}
+	return TableName + "-" + bridge
 }
 
 func (t Table) conn() (*nftables.Conn, error) {
@@ -25,8 +37,12 @@ func (t Table) conn() (*nftables.Conn, error) {
 	return nftables.New()
 }
 
-func table() *nftables.Table {
-	return &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
+func (t Table) table() *nftables.Table {
+	name := t.Name
+	if name == "" {
+		name = TableName
+	}
+	return &nftables.Table{Family: nftables.TableFamilyIPv4, Name: name}
 }
 
 // Apply replaces the table's whole content with rs in one netlink batch: the kernel
@@ -38,7 +54,7 @@ func (t Table) Apply(rs *Ruleset) error {
 	if err != nil {
 		return err
 	}
-	tbl := table()
+	tbl := t.table()
 	conn.AddTable(tbl)
 	conn.DelTable(tbl)
 	conn.AddTable(tbl)
@@ -94,7 +110,7 @@ func (t Table) Apply(rs *Ruleset) error {
 		}
 	}
 	if err := conn.Flush(); err != nil {
-		return fmt.Errorf("writing table ip %s: %w", TableName, err)
+		return fmt.Errorf("writing table ip %s: %w", tbl.Name, err)
 	}
 	return nil
 }
@@ -105,11 +121,11 @@ func (t Table) Delete() error {
 	if err != nil {
 		return err
 	}
-	tbl := table()
+	tbl := t.table()
 	conn.AddTable(tbl)
 	conn.DelTable(tbl)
 	if err := conn.Flush(); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("deleting table ip %s: %w", TableName, err)
+		return fmt.Errorf("deleting table ip %s: %w", tbl.Name, err)
 	}
 	return nil
 }

@@ -121,8 +121,12 @@ func Run(ctx context.Context, opts Options) error {
 	if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced, nodes.Informer().HasSynced) {
 		return ctx.Err()
 	}
-	opts.Log.Info("service proxy started", "node", opts.NodeName, "table", "ip "+TableName,
-		"clusterCIDR", opts.ClusterCIDR, "nodePortAddresses", opts.NodePortAddresses)
+	log := opts.Log
+	if t, ok := opts.Writer.(Table); ok {
+		log = log.With("table", "ip "+t.table().Name)
+	}
+	log.Info("service proxy started", "node", opts.NodeName, "clusterCIDR", opts.ClusterCIDR,
+		"nodePortAddresses", opts.NodePortAddresses, "masqueradeAll", opts.MasqueradeAll)
 
 	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(),
 		slices: func() ([]*discoveryv1.EndpointSlice, error) { return slices.Lister().List(labels.Everything()) }}
