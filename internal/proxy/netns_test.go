@@ -241,9 +241,10 @@ func TestRulesInNetworkNamespaces(t *testing.T) {
 		}
 	})
 
-	clusterTCP := fmt.Sprintf("%s:%d", labClusterIP, labTCPPort)
-	clusterUDP := fmt.Sprintf("%s:%d", labClusterIP, labUDPPort)
-	nodePort := fmt.Sprintf("%s:%d", labNodeIP, labNodePort)
+	hostPort := func(host string, port int) string { return net.JoinHostPort(host, fmt.Sprint(port)) }
+	clusterTCP := hostPort(labClusterIP, labTCPPort)
+	clusterUDP := hostPort(labClusterIP, labUDPPort)
+	nodePort := hostPort(labNodeIP.String(), labNodePort)
 	// The node's address on each endpoint's link: the source an endpoint sees for
 	// masqueraded traffic.
 	nodeSide := map[string]string{"ep1": "10.77.1.1", "ep2": "10.77.2.1"}
@@ -293,7 +294,7 @@ func TestRulesInNetworkNamespaces(t *testing.T) {
 				port = labUDPPort
 			}
 			for _, from := range []string{"client", "node"} {
-				_, err := l.dial(from, network, fmt.Sprintf("%s:%d", labEmptyIP, port))
+				_, err := l.dial(from, network, hostPort(labEmptyIP, port))
 				// A datagram the node's own socket sends is refused in the output hook,
 				// before it leaves: the send fails with EPERM, as under upstream's rules.
 				if !errors.Is(err, syscall.ECONNREFUSED) && !(from == "node" && network == "udp4" && errors.Is(err, syscall.EPERM)) {
@@ -305,6 +306,55 @@ func TestRulesInNetworkNamespaces(t *testing.T) {
 	t.Run("an unknown port of a ClusterIP rejects", func(t *testing.T) {
 		if _, err := l.dial("client", "tcp4", labClusterIP+":81"); !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Errorf("got %v, want connection refused", err)
+		}
+	})
+
+	t.Run("a UDP flow to a removed endpoint moves once its conntrack entry is cleared", func(t *testing.T) {
+		in.EndpointSlices = []*discoveryv1.EndpointSlice{labSlice("web", labEP2)}
+		if err := tbl.Apply(Build(in)); err != nil {
+			t.Fatal(err)
+		}
+		var conn net.Conn
+		var err error
+		l.in("client", func() { conn, err = net.Dial("udp4", clusterUDP) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// ask sends a datagram from the same source port each time: one conntrack entry.
+		ask := func() string {
+			t.Helper()
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := conn.Write([]byte("hello")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 512)
+			n, err := conn.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, _, _ := strings.Cut(string(buf[:n]), " ")
+			return name
+		}
+		if got := ask(); got != "ep2" {
+			t.Fatalf("first datagram answered by %s, want ep2", got)
+		}
+		in.EndpointSlices = []*discoveryv1.EndpointSlice{labSlice("web", labEP1)}
+		rs := Build(in)
+		if err := tbl.Apply(rs); err != nil {
+			t.Fatal(err)
+		}
+		// The kernel keeps the flow's DNAT: this is what clearing is for.
+		if got := ask(); got != "ep2" {
+			t.Fatalf("before clearing, answered by %s; the flow was expected to stick to ep2", got)
+		}
+		if err := (Conntrack{NetNS: int(nsFile.Fd())}).ClearUDPTo(map[netip.AddrPort]bool{
+			netip.AddrPortFrom(labEP2, uint16(labTargetPort)): true,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ask(); got != "ep1" {
+			t.Fatalf("after clearing, answered by %s, want ep1", got)
 		}
 	})
 

@@ -37,12 +37,20 @@ type Options struct {
 	SyncPeriod    time.Duration
 	// Writer writes the rules; a Table in the process's namespace when nil.
 	Writer Writer
-	Log    *slog.Logger
+	// Conntrack clears UDP entries to removed endpoints; Conntrack{} when nil.
+	Conntrack ConntrackCleaner
+	Log       *slog.Logger
 }
 
 // Writer writes a ruleset to the kernel; Table is the real one.
 type Writer interface {
 	Apply(*Ruleset) error
+}
+
+// ConntrackCleaner clears the UDP conntrack entries DNATed to the given endpoints;
+// Conntrack is the real one.
+type ConntrackCleaner interface {
+	ClearUDPTo(map[netip.AddrPort]bool) error
 }
 
 // DefaultMinSyncPeriod and DefaultSyncPeriod are upstream's nftables defaults.
@@ -83,6 +91,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Writer == nil {
 		opts.Writer = Table{}
+	}
+	if opts.Conntrack == nil {
+		opts.Conntrack = Conntrack{}
 	}
 	if err := ParseNodePortAddresses(opts.NodePortAddresses); err != nil {
 		return err
@@ -167,6 +178,8 @@ type syncer struct {
 	nodes    corelisters.NodeLister
 	slices   func() ([]*discoveryv1.EndpointSlice, error)
 	applied  string // the last ruleset written, in its String form
+	// udpTargets are the UDP endpoints of the last ruleset written.
+	udpTargets map[netip.AddrPort]bool
 }
 
 func (s *syncer) sync(force bool) error {
@@ -192,6 +205,18 @@ func (s *syncer) sync(force bool) error {
 		return err
 	}
 	s.applied = text
+	// Once no rule sends UDP to an endpoint, flows already going there must stop too.
+	targets := udpTargets(rs)
+	gone := map[netip.AddrPort]bool{}
+	for ep := range s.udpTargets {
+		if !targets[ep] {
+			gone[ep] = true
+		}
+	}
+	s.udpTargets = targets
+	if err := s.opts.Conntrack.ClearUDPTo(gone); err != nil {
+		s.opts.Log.Error("clearing UDP conntrack entries of removed endpoints", "err", err)
+	}
 	s.opts.Log.Debug("service rules written", "services", len(svcs), "endpointSlices", len(eps),
 		"chains", len(rs.Chains), "took", time.Since(start))
 	return nil

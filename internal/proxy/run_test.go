@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,27 @@ func (r *recorder) Apply(rs *Ruleset) error {
 	defer r.mu.Unlock()
 	r.last, r.writes = rs.String(), r.writes+1
 	return nil
+}
+
+// clearedConntrack records the UDP endpoints Run asks to clear.
+type clearedConntrack struct {
+	mu      sync.Mutex
+	cleared map[netip.AddrPort]bool
+}
+
+func (c *clearedConntrack) ClearUDPTo(eps map[netip.AddrPort]bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ep := range eps {
+		c.cleared[ep] = true
+	}
+	return nil
+}
+
+func (c *clearedConntrack) has(ep netip.AddrPort) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cleared[ep]
 }
 
 func (r *recorder) rules() string {
@@ -62,9 +84,10 @@ func TestRunFollowsTheAPI(t *testing.T) {
 	claimed.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": "other-proxy"}
 	client := fake.NewClientset(node, other, svc, claimed)
 	rec := &recorder{}
+	ct := &clearedConntrack{cleared: map[netip.AddrPort]bool{}}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Client: client, NodeName: "node-a", MinSyncPeriod: 10 * time.Millisecond, Writer: rec})
+		done <- Run(ctx, Options{Client: client, NodeName: "node-a", MinSyncPeriod: 10 * time.Millisecond, Writer: rec, Conntrack: ct})
 	}()
 
 	waitRules(t, rec, "the service rejecting without endpoints, NodePorts on the node's primary IP only", func(s string) bool {
@@ -85,6 +108,11 @@ func TestRunFollowsTheAPI(t *testing.T) {
 	waitRules(t, rec, "one endpoint left", func(s string) bool {
 		return strings.Contains(s, "numgen random mod 1") && !strings.Contains(s, fmt.Sprintf("dnat to %s:", labEP2))
 	})
+	// The removed endpoint's UDP flows are cleared, the remaining one's are not.
+	removedUDP, keptUDP := netip.AddrPortFrom(labEP2, uint16(labTargetPort)), netip.AddrPortFrom(labEP1, uint16(labTargetPort))
+	if !ct.has(removedUDP) || ct.has(keptUDP) {
+		t.Errorf("cleared UDP conntrack entries: %v %t, %v %t; want the first only", removedUDP, ct.has(removedUDP), keptUDP, ct.has(keptUDP))
+	}
 	if strings.Contains(rec.rules(), "10.96.0.99") {
 		t.Errorf("a service claimed by another proxy got rules:\n%s", rec.rules())
 	}
