@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -45,20 +46,25 @@ func (t Table) table() *nftables.Table {
 	return &nftables.Table{Family: nftables.TableFamilyIPv4, Name: name}
 }
 
-// Apply replaces the table's whole content with rs in one netlink batch: the kernel
-// commits a batch atomically, so packets see either the old rules or the new ones,
-// never an empty table. Adding the table first makes the delete valid when it is
-// missing.
+// Apply makes the table hold exactly rs, in one netlink batch, which the kernel
+// commits atomically: packets see the old rules or the new ones, never a table in
+// between. Every chain is emptied and refilled, every set and map replaced, and what rs
+// no longer has is deleted; the sets that remember session affinity clients keep their
+// elements.
 func (t Table) Apply(rs *Ruleset) error {
 	conn, err := t.conn()
 	if err != nil {
 		return err
 	}
 	tbl := t.table()
-	conn.AddTable(tbl)
-	conn.DelTable(tbl)
+	oldChains, oldSets, err := existing(conn, tbl)
+	if err != nil {
+		return err
+	}
 	conn.AddTable(tbl)
 
+	// Empty every chain first, new or old, so that nothing refers to what is replaced
+	// or deleted below.
 	chains := map[string]*nftables.Chain{}
 	for _, c := range rs.Chains {
 		ch := &nftables.Chain{Name: c.Name, Table: tbl}
@@ -71,10 +77,27 @@ func (t Table) Apply(rs *Ruleset) error {
 			ch.Type, ch.Hooknum, ch.Priority = typ, hook, &prio
 		}
 		chains[c.Name] = conn.AddChain(ch)
+		conn.FlushChain(ch)
 	}
+	for name := range oldChains {
+		if chains[name] == nil {
+			conn.FlushChain(&nftables.Chain{Name: name, Table: tbl})
+		}
+	}
+
 	sets := map[string]*nftables.Set{}
 	for _, s := range rs.Sets {
 		set := &nftables.Set{Table: tbl, Name: s.Name, KeyType: datatype(s.Type), Concatenation: s.Type != KeyAddr}
+		if s.Timeout > 0 {
+			set.HasTimeout, set.Dynamic, set.Timeout = true, true, s.Timeout
+			if old, ok := oldSets[s.Name]; ok && old.HasTimeout && old.Timeout == s.Timeout {
+				sets[s.Name] = old // kept with the clients it remembers
+				continue
+			}
+		}
+		if old, ok := oldSets[s.Name]; ok {
+			conn.DelSet(old)
+		}
 		elems := make([]nftables.SetElement, len(s.Elements))
 		for i, e := range s.Elements {
 			elems[i] = nftables.SetElement{Key: keyBytes(s.Type, e)}
@@ -87,6 +110,9 @@ func (t Table) Apply(rs *Ruleset) error {
 	for _, m := range rs.Maps {
 		set := &nftables.Set{Table: tbl, Name: m.Name, IsMap: true, KeyType: datatype(m.Type),
 			DataType: nftables.TypeVerdict, Concatenation: m.Type != KeyAddr}
+		if old, ok := oldSets[m.Name]; ok {
+			conn.DelSet(old)
+		}
 		elems := make([]nftables.SetElement, len(m.Elements))
 		for i, e := range m.Elements {
 			elems[i] = nftables.SetElement{Key: keyBytes(m.Type, e.Key), VerdictData: verdictExpr(e.Verdict)}
@@ -96,6 +122,7 @@ func (t Table) Apply(rs *Ruleset) error {
 		}
 		sets[m.Name] = set
 	}
+
 	for _, c := range rs.Chains {
 		for _, r := range c.Rules {
 			var exprs []expr.Any
@@ -109,10 +136,53 @@ func (t Table) Apply(rs *Ruleset) error {
 			conn.AddRule(&nftables.Rule{Table: tbl, Chain: chains[c.Name], Exprs: exprs})
 		}
 	}
+
+	for name, old := range oldSets {
+		if sets[name] == nil {
+			conn.DelSet(old)
+		}
+	}
+	for name := range oldChains {
+		if chains[name] == nil {
+			conn.DelChain(&nftables.Chain{Name: name, Table: tbl})
+		}
+	}
 	if err := conn.Flush(); err != nil {
 		return fmt.Errorf("writing table ip %s: %w", tbl.Name, err)
 	}
 	return nil
+}
+
+// existing lists the chains and named sets (maps included) the table has now; none
+// when it does not exist yet.
+func existing(conn *nftables.Conn, tbl *nftables.Table) (map[string]bool, map[string]*nftables.Set, error) {
+	chains, sets := map[string]bool{}, map[string]*nftables.Set{}
+	all, err := conn.ListChainsOfTableFamily(tbl.Family)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing chains: %w", err)
+	}
+	for _, c := range all {
+		if c.Table.Name == tbl.Name {
+			chains[c.Name] = true
+		}
+	}
+	if len(chains) == 0 {
+		if _, err := conn.ListTableOfFamily(tbl.Name, tbl.Family); err != nil {
+			return chains, sets, nil // no table yet
+		}
+	}
+	list, err := conn.GetSets(tbl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing sets: %w", err)
+	}
+	for _, s := range list {
+		if s.Anonymous || strings.HasPrefix(s.Name, "__") {
+			continue // belong to rules, and go with them
+		}
+		s.Table = tbl
+		sets[s.Name] = s
+	}
+	return chains, sets, nil
 }
 
 // Delete removes the table, if it exists.
@@ -233,12 +303,25 @@ func stmtExprs(conn *nftables.Conn, tbl *nftables.Table, sets map[string]*nftabl
 				Mask: net.CIDRMask(s.Prefix.Bits(), 32), Xor: zero})
 		}
 		return append(out, &expr.Cmp{Op: op, Register: 1, Data: s.Prefix.Masked().Addr().AsSlice()}), nil
-	case MatchDaddrSet:
+	case MatchDaddrSet, MatchSaddrSet:
+		name, source := "", false
+		if m, ok := s.(MatchSaddrSet); ok {
+			name, source = m.Set, true
+		} else {
+			name = s.(MatchDaddrSet).Set
+		}
+		set, ok := sets[name]
+		if !ok {
+			return nil, fmt.Errorf("no set %s", name)
+		}
+		return []expr.Any{loadAddr(source, 1), &expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID}}, nil
+	case UpdateSet:
 		set, ok := sets[s.Set]
 		if !ok {
 			return nil, fmt.Errorf("no set %s", s.Set)
 		}
-		return []expr.Any{loadAddr(false, 1), &expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID}}, nil
+		return []expr.Any{loadAddr(true, 1), &expr.Dynset{SrcRegKey: 1, SetName: set.Name, SetID: set.ID,
+			Operation: unix.NFT_DYNSET_OP_UPDATE}}, nil
 	case MatchProto:
 		return []expr.Any{
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},

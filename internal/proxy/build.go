@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -60,6 +61,7 @@ type endpoint struct {
 type builder struct {
 	in            Input
 	chains        []Chain
+	affinitySets  []Set
 	clusterIPs    map[netip.Addr]bool
 	serviceIPs    []MapElement
 	nodePorts     []MapElement
@@ -152,6 +154,12 @@ func (b *builder) addService(svc *v1.Service, slices []*discoveryv1.EndpointSlic
 		}
 		sp.externalLocal = (nodePortType || len(externalIPs) > 0) &&
 			svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+		if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+			sp.affinity = defaultAffinityTimeout
+			if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+				sp.affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+			}
+		}
 		b.addServicePort(sp)
 	}
 }
@@ -166,8 +174,14 @@ type servicePort struct {
 	externalIPs   []netip.Addr
 	internalLocal bool
 	externalLocal bool
-	endpoints     []endpoint
+	// affinity is how long a client sticks to its endpoint (sessionAffinity:
+	// ClientIP); zero without affinity.
+	affinity  time.Duration
+	endpoints []endpoint
 }
+
+// defaultAffinityTimeout is upstream's default sessionAffinityConfig timeout (3 hours).
+const defaultAffinityTimeout = 10800 * time.Second
 
 // endpointsFor collects the endpoints of the named port from a service's slices, once
 // per address and port, sorted.
@@ -266,8 +280,12 @@ func (b *builder) addServicePort(sp servicePort) {
 	localChain := chainName("local", sp.base)
 	externalChain := chainName("external", sp.base)
 
-	// One chain per endpoint in use: hairpin traffic is masqueraded, then DNAT.
+	// One chain per endpoint in use: hairpin traffic is masqueraded, the client is
+	// remembered when the service has affinity, then DNAT.
 	endpointChains := map[netip.AddrPort]string{}
+	affinitySet := func(e endpoint) string {
+		return chainName("affinity", sp.base+"__"+e.addr.String()+"/"+fmt.Sprint(e.port))
+	}
 	addEndpointChains := func(eps []endpoint) []string {
 		var names []string
 		for _, e := range eps {
@@ -276,14 +294,28 @@ func (b *builder) addServicePort(sp servicePort) {
 			if !ok {
 				name = chainName("endpoint", sp.base+"__"+e.addr.String()+"/"+fmt.Sprint(e.port))
 				endpointChains[ap] = name
-				b.chains = append(b.chains, Chain{Name: name, Rules: []Rule{
-					{MatchAddr{Source: true, Prefix: netip.PrefixFrom(e.addr, 32)}, Verdict{Kind: Jump, Chain: chainMarkForMasq}},
-					{MatchProto{sp.proto}, DNAT{Addr: e.addr, Port: e.port}},
-				}})
+				rules := []Rule{{MatchAddr{Source: true, Prefix: netip.PrefixFrom(e.addr, 32)}, Verdict{Kind: Jump, Chain: chainMarkForMasq}}}
+				if sp.affinity > 0 {
+					b.affinitySets = append(b.affinitySets, Set{Name: affinitySet(e), Type: KeyAddr, Timeout: sp.affinity})
+					rules = append(rules, Rule{UpdateSet{affinitySet(e)}})
+				}
+				rules = append(rules, Rule{MatchProto{sp.proto}, DNAT{Addr: e.addr, Port: e.port}})
+				b.chains = append(b.chains, Chain{Name: name, Rules: rules})
 			}
 			names = append(names, name)
 		}
 		return names
+	}
+	// pick sends a client with affinity back to its endpoint, others to a random one.
+	pick := func(eps []endpoint) []Rule {
+		chains := addEndpointChains(eps)
+		var rules []Rule
+		if sp.affinity > 0 {
+			for i, e := range eps {
+				rules = append(rules, Rule{MatchSaddrSet{affinitySet(e)}, Verdict{Kind: Goto, Chain: chains[i]}})
+			}
+		}
+		return append(rules, Rule{RandomGoto{Chains: chains}})
 	}
 
 	// The cluster policy chain: masquerade off-cluster traffic to the ClusterIP, then
@@ -299,13 +331,13 @@ func (b *builder) addServicePort(sp servicePort) {
 			rules = append(rules, append(toClusterIP, MatchAddr{Source: true, Prefix: b.in.ClusterCIDR, Negate: true},
 				Verdict{Kind: Jump, Chain: chainMarkForMasq}))
 		}
-		rules = append(rules, Rule{RandomGoto{Chains: addEndpointChains(clusterEPs)}})
+		rules = append(rules, pick(clusterEPs)...)
 		b.chains = append(b.chains, Chain{Name: serviceChain, Rules: rules})
 	}
 	// The local policy chain: only this node's endpoints, sources kept.
 	usesLocalChain := len(localEPs) > 0 && (sp.internalLocal || (hasExternal && sp.externalLocal))
 	if usesLocalChain {
-		b.chains = append(b.chains, Chain{Name: localChain, Rules: []Rule{{RandomGoto{Chains: addEndpointChains(localEPs)}}}})
+		b.chains = append(b.chains, Chain{Name: localChain, Rules: pick(localEPs)})
 	}
 
 	// ClusterIP: to its policy's chain, or refused. A service with no endpoints at all
@@ -431,7 +463,9 @@ func (b *builder) ruleset() *Ruleset {
 		}
 		sortKeys(nodePortIPs.Elements)
 	}
-	rs.Sets = []Set{clusterIPs, nodePortIPs}
+	affinity := append([]Set(nil), b.affinitySets...)
+	sort.Slice(affinity, func(i, j int) bool { return affinity[i].Name < affinity[j].Name })
+	rs.Sets = append([]Set{clusterIPs, nodePortIPs}, affinity...)
 	rs.Maps = []Map{
 		{Name: mapNoEndpointNodePort, Type: KeyProtoPort, Elements: sortedElements(b.noEPNodePorts)},
 		{Name: mapNoEndpointServices, Type: KeyAddrProtoPort, Elements: sortedElements(b.noEPServices)},

@@ -19,6 +19,7 @@ import (
 //	node name=N [cluster-cidr=C] [nodeport-addresses=(A,...)] [masquerade-all]
 //	service name=NS/NAME [type=T] [cluster-ip=IP] ports=(NAME:PROTO:PORT[:NODEPORT],...)
 //	        [itp=Local] [etp=Local] [external-ips=(IP,...)] [lb-ips=(IP,...)]
+//	        [affinity=SECONDS]   (sessionAffinity ClientIP; 0 for the default timeout)
 //	endpoints service=NS/NAME [slice=S] ports=(NAME:PROTO:PORT,...)
 //	  IP [node=N] [not-ready] [terminating] [not-serving]     (one endpoint a line)
 //	delete service=NS/NAME | slice=NS/S
@@ -107,6 +108,9 @@ func serviceParts(rs *Ruleset) string {
 	}
 	var b strings.Builder
 	for _, s := range rs.Sets {
+		if s.Timeout > 0 {
+			fmt.Fprintf(&b, "set %s: timeout %s\n", s.Name, s.Timeout)
+		}
 		if len(s.Elements) == 0 {
 			continue
 		}
@@ -194,6 +198,11 @@ func parseService(t *testing.T, d *datadriven.TestData) *v1.Service {
 			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicy(a.Vals[0])
 		case "external-ips":
 			svc.Spec.ExternalIPs = a.Vals
+		case "affinity":
+			svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+			if secs := atoi32(t, d, a.Vals[0]); secs > 0 {
+				svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: &secs}}
+			}
 		case "lb-ips":
 			for _, ip := range a.Vals {
 				svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, v1.LoadBalancerIngress{IP: ip})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // TableName is the proxy's nftables table, in the ip (IPv4) family.
@@ -89,11 +90,14 @@ func (p Protocol) String() string {
 	return fmt.Sprintf("%d", uint8(p))
 }
 
-// Set is a named set of keys.
+// Set is a named set of keys. A set with a Timeout is filled by the packets
+// themselves (UpdateSet) and forgets each key that long after its last update; writes
+// keep its elements.
 type Set struct {
 	Name     string
 	Type     KeyType
 	Elements []Key
+	Timeout  time.Duration
 }
 
 // Map is a named verdict map.
@@ -190,6 +194,16 @@ func (m MatchAddr) String() string {
 type MatchDaddrSet struct{ Set string }
 
 func (m MatchDaddrSet) String() string { return "ip daddr @" + m.Set }
+
+// MatchSaddrSet matches source addresses in a named set.
+type MatchSaddrSet struct{ Set string }
+
+func (m MatchSaddrSet) String() string { return "ip saddr @" + m.Set }
+
+// UpdateSet adds the packet's source address to a set with timeouts, or refreshes it.
+type UpdateSet struct{ Set string }
+
+func (u UpdateSet) String() string { return "update @" + u.Set + " { ip saddr }" }
 
 // MatchPort matches a transport protocol and destination port.
 type MatchPort struct {
@@ -290,6 +304,9 @@ func (rs *Ruleset) String() string {
 	fmt.Fprintf(&b, "table ip %s {\n", TableName)
 	for _, s := range rs.Sets {
 		fmt.Fprintf(&b, "\tset %s {\n\t\ttype %s\n", s.Name, s.Type)
+		if s.Timeout > 0 {
+			fmt.Fprintf(&b, "\t\tflags dynamic,timeout\n\t\ttimeout %ds\n", int(s.Timeout.Seconds()))
+		}
 		if len(s.Elements) > 0 {
 			elems := make([]string, len(s.Elements))
 			for i, e := range s.Elements {

@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -358,10 +360,69 @@ func TestRulesInNetworkNamespaces(t *testing.T) {
 		}
 	})
 
-	t.Run("a removed endpoint gets no new connections", func(t *testing.T) {
-		in.EndpointSlices = []*discoveryv1.EndpointSlice{labSlice("web", labEP1)}
+	t.Run("sessionAffinity keeps a client on one endpoint across writes", func(t *testing.T) {
+		sticky := labService("sticky", "10.96.77.12", v1.ServiceTypeClusterIP)
+		sticky.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+		in.Services = append(in.Services, sticky)
+		in.EndpointSlices = []*discoveryv1.EndpointSlice{labSlice("web", labEP1, labEP2), labSlice("sticky", labEP1, labEP2)}
 		if err := tbl.Apply(Build(in)); err != nil {
 			t.Fatal(err)
+		}
+		stickyTCP := hostPort("10.96.77.12", labTCPPort)
+		first := ""
+		for i := range 24 {
+			if i == 12 {
+				// A write in between (here: the same rules again) keeps what the
+				// affinity sets remember.
+				rs := Build(in)
+				if err := tbl.Apply(rs); err != nil {
+					t.Fatal(err)
+				}
+				if remembered := affinityClients(t, int(nsFile.Fd()), rs); !remembered[labClientIP] {
+					t.Fatalf("after the write the affinity sets hold %v, want the client %s", remembered, labClientIP)
+				}
+			}
+			answer, err := l.dial("client", "tcp4", stickyTCP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, _, _ := strings.Cut(answer, " ")
+			if first == "" {
+				first = name
+			} else if name != first {
+				t.Fatalf("connection %d reached %s, the first reached %s", i, name, first)
+			}
+		}
+	})
+
+	t.Run("a removed endpoint gets no new connections", func(t *testing.T) {
+		in.EndpointSlices = []*discoveryv1.EndpointSlice{labSlice("web", labEP1)}
+		rs := Build(in)
+		if err := tbl.Apply(rs); err != nil {
+			t.Fatal(err)
+		}
+		// The table holds exactly the new chains: the removed endpoints' are gone.
+		conn, err := nftables.New(nftables.WithNetNSFd(int(nsFile.Fd())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chains, err := conn.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for _, c := range chains {
+			if c.Table.Name == TableName {
+				got = append(got, c.Name)
+			}
+		}
+		for _, c := range rs.Chains {
+			want = append(want, c.Name)
+		}
+		sort.Strings(got)
+		sort.Strings(want)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("chains in the kernel:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		for _, addr := range []string{clusterTCP, nodePort} {
 			for range 16 {
@@ -391,6 +452,33 @@ func TestRulesInNetworkNamespaces(t *testing.T) {
 			t.Fatalf("table still listed:\n%s", out)
 		}
 	})
+}
+
+// affinityClients reads the client addresses the ruleset's affinity sets hold in the
+// kernel.
+func affinityClients(t *testing.T, netns int, rs *Ruleset) map[netip.Addr]bool {
+	t.Helper()
+	conn, err := nftables.New(nftables.WithNetNSFd(netns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
+	out := map[netip.Addr]bool{}
+	for _, s := range rs.Sets {
+		if s.Timeout == 0 {
+			continue
+		}
+		elems, err := conn.GetSetElements(&nftables.Set{Table: tbl, Name: s.Name, KeyType: nftables.TypeIPAddr})
+		if err != nil {
+			t.Fatalf("set %s: %v", s.Name, err)
+		}
+		for _, e := range elems {
+			if a, ok := netip.AddrFromSlice(e.Key); ok {
+				out[a] = true
+			}
+		}
+	}
+	return out
 }
 
 func metaNS(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
