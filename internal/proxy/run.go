@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -136,6 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 	if t, ok := opts.Writer.(Table); ok {
 		log = log.With("table", "ip "+t.table().Name)
 	}
+	warnIfBridgeUnfiltered(log)
 	log.Info("service proxy started", "node", opts.NodeName, "clusterCIDR", opts.ClusterCIDR,
 		"nodePortAddresses", opts.NodePortAddresses, "masqueradeAll", opts.MasqueradeAll)
 
@@ -168,6 +171,16 @@ func Run(ctx context.Context, opts Options) error {
 		case <-periodic.C:
 			force = true
 		}
+	}
+}
+
+// warnIfBridgeUnfiltered warns, as upstream's proxy does, when bridged traffic skips
+// the IP hooks: then a pod's reply to another pod on its bridge that reached it through
+// a ClusterIP is not translated back, and the client drops it.
+func warnIfBridgeUnfiltered(log *slog.Logger) {
+	b, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables")
+	if err != nil || strings.TrimSpace(string(b)) != "1" {
+		log.Warn("br_netfilter is missing or net.bridge.bridge-nf-call-iptables is not 1: pods reaching pods on their own bridge through a Service may not get answers")
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // recorder keeps the rulesets Run writes.
@@ -123,5 +126,56 @@ func TestRunFollowsTheAPI(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+func TestNodePortAddresses(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeExternalIP, Address: "203.0.113.4"},
+		{Type: v1.NodeInternalIP, Address: "fd00::4"},
+		{Type: v1.NodeInternalIP, Address: "192.168.5.10"},
+		{Type: v1.NodeInternalIP, Address: "192.168.5.11"},
+	}}}
+	externalOnly := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeExternalIP, Address: "203.0.113.5"},
+	}}}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range []*v1.Node{node, externalOnly} {
+		if err := indexer.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		node     string
+		flag     []string
+		want     []string
+		allLocal bool
+	}{
+		{name: "default: the node's first IPv4 InternalIP", node: "node-a", want: []string{"192.168.5.10"}},
+		{name: "primary spelled out", node: "node-a", flag: []string{"primary"}, want: []string{"192.168.5.10"}},
+		{name: "an ExternalIP when there is no InternalIP", node: "node-b", want: []string{"203.0.113.5"}},
+		{name: "an unknown node has none yet", node: "node-c"},
+		{name: "a CIDR takes the local addresses in it", node: "node-a", flag: []string{"127.0.0.0/8"}, want: []string{"127.0.0.1"}},
+		{name: "0.0.0.0/0 is every local address", node: "node-a", flag: []string{"0.0.0.0/0"}, allLocal: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &syncer{opts: Options{NodeName: tc.node, NodePortAddresses: tc.flag, Log: slog.Default()},
+				nodes: corelisters.NewNodeLister(indexer)}
+			addrs, all := s.nodePortAddresses()
+			var got []string
+			for _, a := range addrs {
+				got = append(got, a.String())
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || all != tc.allLocal {
+				t.Errorf("got %v (all local %t), want %v (all local %t)", got, all, tc.want, tc.allLocal)
+			}
+		})
+	}
+	if err := ParseNodePortAddresses([]string{"10.0.0.0/8", "primary"}); err != nil {
+		t.Errorf("valid values refused: %v", err)
+	}
+	if err := ParseNodePortAddresses([]string{"10.0.0.1"}); err == nil {
+		t.Error("an address without a prefix length was accepted")
 	}
 }
