@@ -31,11 +31,15 @@ type netnsLab struct {
 
 // Addresses of the lab. The node's address toward the client serves NodePorts.
 var (
-	labNodeIP     = netip.MustParseAddr("192.168.77.1")
-	labClientIP   = netip.MustParseAddr("192.168.77.2")
-	labEP1        = netip.MustParseAddr("10.77.1.2")
-	labEP2        = netip.MustParseAddr("10.77.2.2")
-	labCluster    = netip.MustParsePrefix("10.77.0.0/16")
+	labNodeIP   = netip.MustParseAddr("192.168.77.1")
+	labClientIP = netip.MustParseAddr("192.168.77.2")
+	labEP1      = netip.MustParseAddr("10.77.1.2")
+	labEP2      = netip.MustParseAddr("10.77.2.2")
+	labCluster  = netip.MustParsePrefix("10.77.0.0/16")
+)
+
+// The lab's services: one with both endpoints, one without any.
+const (
 	labClusterIP  = "10.96.77.10"
 	labEmptyIP    = "10.96.77.11"
 	labTCPPort    = 80
