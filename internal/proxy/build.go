@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -138,16 +137,13 @@ func (b *builder) addService(svc *v1.Service, slices []*discoveryv1.EndpointSlic
 			continue
 		}
 		sp := servicePort{
-			base:          fmt.Sprintf("%s/%s/%s/%s", svc.Namespace, svc.Name, strings.ToLower(string(port.Protocol)), port.Name),
+			base:          fmt.Sprintf("%s/%s/%s/%s", svc.Namespace, svc.Name, proto, port.Name),
 			clusterIP:     clusterIP,
 			proto:         proto,
 			port:          uint16(port.Port),
 			externalIPs:   externalIPs,
 			internalLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal,
 			endpoints:     endpointsFor(slices, port.Name, port.Protocol),
-		}
-		if proto == TCP && port.Protocol == "" {
-			sp.base = fmt.Sprintf("%s/%s/tcp/%s", svc.Namespace, svc.Name, port.Name)
 		}
 		if nodePortType && port.NodePort != 0 {
 			sp.nodePort = uint16(port.NodePort)
