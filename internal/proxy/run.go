@@ -132,7 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer factory.Shutdown()
 	defer nodeFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced, nodes.Informer().HasSynced) {
-		return ctx.Err()
+		return nil // stopped before the first sync
 	}
 	log := opts.Log
 	if t, ok := opts.Writer.(Table); ok {
