@@ -20,13 +20,15 @@ import (
 
 func init() { register(newProxyCommand) }
 
-// proxyFlags are the service proxy's settings, standalone or bundled in an agent.
+// proxyFlags are the service proxy's settings, standalone or bundled in an agent. The
+// bundles serve no health checks: several nodes of test clusters share one host.
 type proxyFlags struct {
 	hostnameOverride  string
 	clusterCIDR       string
 	nodePortAddresses []string
 	masqueradeAll     bool
 	table             string
+	healthzAddress    string
 }
 
 // newProxyCommand runs the service proxy: `mizzen proxy --kubeconfig K`.
@@ -64,6 +66,7 @@ func newProxyCommand() *cobra.Command {
 	f.StringVar(&pf.clusterCIDR, "cluster-cidr", "", "the pods' CIDR: traffic to a ClusterIP from outside it is masqueraded (default: none, nothing is)")
 	f.StringSliceVar(&pf.nodePortAddresses, "nodeport-addresses", nil, "CIDRs whose local addresses serve NodePorts (0.0.0.0/0: all), or \"primary\" (default: primary, the node's IP from its Node object)")
 	f.BoolVar(&pf.masqueradeAll, "masquerade-all", false, "masquerade all traffic sent to a ClusterIP")
+	f.StringVar(&pf.healthzAddress, "healthz-bind-address", "0.0.0.0:10256", "address serving /healthz and /livez (empty: none)")
 	f.StringVar(&pf.table, "nftables-table", proxy.TableName, "the nftables table (family ip) the rules live in")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the proxy's table and exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
@@ -73,7 +76,7 @@ func newProxyCommand() *cobra.Command {
 // runProxy runs the proxy until ctx ends.
 func runProxy(ctx context.Context, cfg *rest.Config, pf proxyFlags, log *slog.Logger) error {
 	opts := proxy.Options{NodeName: pf.hostnameOverride, NodePortAddresses: pf.nodePortAddresses,
-		MasqueradeAll: pf.masqueradeAll, Writer: proxy.Table{Name: pf.table}, Log: log}
+		MasqueradeAll: pf.masqueradeAll, Writer: proxy.Table{Name: pf.table}, HealthzBindAddress: pf.healthzAddress, Log: log}
 	if pf.clusterCIDR != "" {
 		p, err := netip.ParsePrefix(pf.clusterCIDR)
 		if err != nil || !p.Addr().Is4() {

@@ -39,6 +39,9 @@ type Options struct {
 	SyncPeriod    time.Duration
 	// Writer writes the rules; a Table in the process's namespace when nil.
 	Writer Writer
+	// HealthzBindAddress serves /healthz and /livez (upstream's 0.0.0.0:10256); empty
+	// serves nothing.
+	HealthzBindAddress string
 	// Conntrack clears UDP entries to removed endpoints; Conntrack{} when nil.
 	Conntrack ConntrackCleaner
 	Log       *slog.Logger
@@ -110,8 +113,13 @@ func Run(ctx context.Context, opts Options) error {
 	slices := factory.Discovery().V1().EndpointSlices()
 	nodes := nodeFactory.Core().V1().Nodes()
 
+	healthz := newHealth(2*opts.SyncPeriod, time.Now)
+	if opts.HealthzBindAddress != "" {
+		go serveHealth(ctx, opts.HealthzBindAddress, healthz, opts.Log)
+	}
 	kick := make(chan struct{}, 1)
 	poke := func() {
+		healthz.queued()
 		select {
 		case kick <- struct{}{}:
 		default:
@@ -162,6 +170,8 @@ func Run(ctx context.Context, opts Options) error {
 		if err := s.sync(force); err != nil {
 			opts.Log.Error("syncing service rules; retrying", "err", err)
 			poke()
+		} else {
+			healthz.updated(last)
 		}
 		select {
 		case <-ctx.Done():

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -229,4 +230,82 @@ func TestServiceProxy(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestProxyStandalone runs `mizzen proxy` on its own against a control plane without
+// nodes, with a table of its own, and watches the rules follow a Service and its
+// EndpointSlice; the rules outlive the proxy until `--cleanup`.
+func TestProxyStandalone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writing nftables rules needs root")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("the nft tool is needed to look at the rules")
+	}
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent")
+	table := fmt.Sprintf("mzp-e2e-%d", os.Getpid())
+	listTable := func() (string, error) {
+		out, err := exec.Command("nft", "list", "table", "ip", table).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _ = exec.Command(mizzenBin, "proxy", "--cleanup", "--nftables-table", table).Run() })
+	healthz := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	p := startProcess(t, "proxy", "--kubeconfig", c.kubeconfig, "--hostname-override", "standalone-node",
+		"--nftables-table", table, "--healthz-bind-address", healthz)
+
+	c.kubectlStdin(`apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  ports:
+  - {name: http, port: 80}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-manual
+  labels: {kubernetes.io/service-name: web, endpointslice.kubernetes.io/managed-by: e2e-test}
+addressType: IPv4
+ports:
+- {name: http, port: 8080, protocol: TCP}
+endpoints:
+- addresses: ["198.51.100.7"]
+`, "apply", "-f", "-")
+	ip := strings.TrimSpace(c.kubectl("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"))
+	eventually(t, 30*time.Second, func() error {
+		rules, err := listTable()
+		if err != nil || !strings.Contains(rules, ip+" . tcp . 80 : goto service-") || !strings.Contains(rules, "dnat to 198.51.100.7:8080") {
+			return fmt.Errorf("rules for %s not there yet (%v):\n%s\nproxy log:\n%s", ip, err, rules, p.log.String())
+		}
+		return nil
+	})
+	if body, err := newConnGet("http://" + healthz + "/healthz"); err != nil || !strings.Contains(body, `"lastUpdated"`) {
+		t.Errorf("/healthz: %q, %v", body, err)
+	}
+
+	c.kubectl("delete", "endpointslice", "web-manual")
+	eventually(t, 30*time.Second, func() error {
+		rules, err := listTable()
+		if err != nil || !strings.Contains(rules, ip+" . tcp . 80 : goto reject-chain") || strings.Contains(rules, "198.51.100.7") {
+			return fmt.Errorf("service %s not rejecting yet (%v):\n%s", ip, err, rules)
+		}
+		return nil
+	})
+
+	// A stopped proxy leaves its rules, as upstream's; --cleanup removes them.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("proxy exit: %v\n%s", err, p.log.String())
+	}
+	if _, err := listTable(); err != nil {
+		t.Fatalf("the table went with the proxy: %v", err)
+	}
+	if out, err := exec.Command(mizzenBin, "proxy", "--cleanup", "--nftables-table", table).CombinedOutput(); err != nil {
+		t.Fatalf("--cleanup: %v\n%s", err, out)
+	}
+	if rules, err := listTable(); err == nil {
+		t.Fatalf("the table is still there after --cleanup:\n%s", rules)
+	}
 }
