@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,6 +39,8 @@ const (
 	chainNodePortEPCheck  = "nodeport-endpoints-check"
 	chainClusterIPsCheck  = "cluster-ips-check"
 	chainReject           = "reject-chain"
+	chainFirewallCheck    = "firewall-check"
+	mapFirewallIPs        = "firewall-ips"
 	setClusterIPs         = "cluster-ips"
 	setNodePortIPs        = "nodeport-ips"
 	mapServiceIPs         = "service-ips"
@@ -66,6 +69,7 @@ type builder struct {
 	nodePorts     []MapElement
 	noEPServices  []MapElement
 	noEPNodePorts []MapElement
+	firewallIPs   []MapElement
 }
 
 // Build computes the proxy's whole table from what it observed. It is deterministic:
@@ -125,9 +129,17 @@ func (b *builder) addService(svc *v1.Service, slices []*discoveryv1.EndpointSlic
 			externalIPs = append(externalIPs, a)
 		}
 	}
+	var lbIPs []netip.Addr
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
 		if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
 			externalIPs = append(externalIPs, a)
+			lbIPs = append(lbIPs, a)
+		}
+	}
+	var sourceRanges []netip.Prefix
+	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && p.Addr().Is4() {
+			sourceRanges = append(sourceRanges, p.Masked())
 		}
 	}
 	nodePortType := svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer
@@ -142,6 +154,8 @@ func (b *builder) addService(svc *v1.Service, slices []*discoveryv1.EndpointSlic
 			proto:         proto,
 			port:          uint16(port.Port),
 			externalIPs:   externalIPs,
+			lbIPs:         lbIPs,
+			sourceRanges:  sourceRanges,
 			internalLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal,
 			endpoints:     endpointsFor(slices, port.Name, port.Protocol),
 		}
@@ -167,7 +181,9 @@ type servicePort struct {
 	proto         Protocol
 	port          uint16
 	nodePort      uint16
-	externalIPs   []netip.Addr
+	externalIPs   []netip.Addr // externalIPs and load balancer IPs
+	lbIPs         []netip.Addr
+	sourceRanges  []netip.Prefix // loadBalancerSourceRanges
 	internalLocal bool
 	externalLocal bool
 	// affinity is how long a client sticks to its endpoint (sessionAffinity:
@@ -376,6 +392,19 @@ func (b *builder) addServicePort(sp servicePort) {
 		}
 		b.chains = append(b.chains, Chain{Name: externalChain, Rules: rules})
 	}
+	// loadBalancerSourceRanges: new connections to the load balancer IPs from
+	// elsewhere are dropped before anything else happens to them.
+	if len(sp.sourceRanges) > 0 && len(sp.lbIPs) > 0 {
+		firewallChain := chainName("firewall", sp.base)
+		var rules []Rule
+		for _, r := range sp.sourceRanges {
+			rules = append(rules, Rule{MatchAddr{Source: true, Prefix: r}, Verdict{Kind: Return}})
+		}
+		b.chains = append(b.chains, Chain{Name: firewallChain, Rules: append(rules, Rule{Verdict{Kind: Drop}})})
+		for _, ip := range sp.lbIPs {
+			b.firewallIPs = append(b.firewallIPs, MapElement{Key{Addr: ip, Proto: sp.proto, Port: sp.port}, Verdict{Kind: Goto, Chain: firewallChain}})
+		}
+	}
 	toExternal := Verdict{Kind: Goto, Chain: externalChain}
 	for _, ip := range sp.externalIPs {
 		k := Key{Addr: ip, Proto: sp.proto, Port: sp.port}
@@ -419,14 +448,16 @@ func (b *builder) ruleset() *Ruleset {
 		return append(append(Rule{}, dests...), VmapLookup{Map: m, Type: t})
 	}
 	chains := []Chain{
+		base("filter-prerouting", "filter", "prerouting", -110, ctNew(chainFirewallCheck)),
 		base("filter-input", "filter", "input", -110, ctNew(chainNodePortEPCheck), ctNew(chainServiceEPCheck)),
 		base("filter-forward", "filter", "forward", -110, ctNew(chainServiceEPCheck), ctNew(chainClusterIPsCheck)),
-		base("filter-output", "filter", "output", -110, ctNew(chainServiceEPCheck)),
+		base("filter-output", "filter", "output", -110, ctNew(chainServiceEPCheck), ctNew(chainFirewallCheck)),
 		base("filter-output-post-dnat", "filter", "output", -90, ctNew(chainClusterIPsCheck)),
 		base("nat-prerouting", "nat", "prerouting", -100, Rule{Verdict{Kind: Jump, Chain: chainServices}}),
 		base("nat-output", "nat", "output", -100, Rule{Verdict{Kind: Jump, Chain: chainServices}}),
 		base("nat-postrouting", "nat", "postrouting", 100, Rule{Verdict{Kind: Jump, Chain: chainMasquerading}}),
 		{Name: chainClusterIPsCheck, Rules: []Rule{{MatchDaddrSet{setClusterIPs}, Verdict{Kind: Reject}}}},
+		{Name: chainFirewallCheck, Rules: []Rule{vmap(nil, mapFirewallIPs, KeyAddrProtoPort)}},
 		{Name: chainMarkForMasq, Rules: []Rule{{SetMark{}}}},
 		{Name: chainMasquerading, Rules: []Rule{
 			{MatchMarkUnset{}, Verdict{Kind: Return}},
@@ -463,6 +494,7 @@ func (b *builder) ruleset() *Ruleset {
 	sort.Slice(affinity, func(i, j int) bool { return affinity[i].Name < affinity[j].Name })
 	rs.Sets = append([]Set{clusterIPs, nodePortIPs}, affinity...)
 	rs.Maps = []Map{
+		{Name: mapFirewallIPs, Type: KeyAddrProtoPort, Elements: sortedElements(b.firewallIPs)},
 		{Name: mapNoEndpointNodePort, Type: KeyProtoPort, Elements: sortedElements(b.noEPNodePorts)},
 		{Name: mapNoEndpointServices, Type: KeyAddrProtoPort, Elements: sortedElements(b.noEPServices)},
 		{Name: mapServiceIPs, Type: KeyAddrProtoPort, Elements: sortedElements(b.serviceIPs)},

@@ -19,7 +19,7 @@ import (
 //	node name=N [cluster-cidr=C] [nodeport-addresses=(A,...)] [masquerade-all]
 //	service name=NS/NAME [type=T] [cluster-ip=IP] ports=(NAME:PROTO:PORT[:NODEPORT],...)
 //	        [itp=Local] [etp=Local] [external-ips=(IP,...)] [lb-ips=(IP,...)]
-//	        [affinity=SECONDS]   (sessionAffinity ClientIP; 0 for the default timeout)
+//	        [source-ranges=(CIDR,...)] [affinity=SECONDS]   (sessionAffinity ClientIP; 0 for the default timeout)
 //	endpoints service=NS/NAME [slice=S] ports=(NAME:PROTO:PORT,...)
 //	  IP [node=N] [not-ready] [terminating] [not-serving]     (one endpoint a line)
 //	delete service=NS/NAME | slice=NS/S
@@ -203,6 +203,8 @@ func parseService(t *testing.T, d *datadriven.TestData) *v1.Service {
 			if secs := atoi32(t, d, a.Vals[0]); secs > 0 {
 				svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: &secs}}
 			}
+		case "source-ranges":
+			svc.Spec.LoadBalancerSourceRanges = a.Vals
 		case "lb-ips":
 			for _, ip := range a.Vals {
 				svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, v1.LoadBalancerIngress{IP: ip})

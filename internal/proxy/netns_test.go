@@ -315,6 +315,40 @@ func TestRulesInNetworkNamespaces(t *testing.T) {
 		}
 	})
 
+	t.Run("loadBalancerSourceRanges drop other sources", func(t *testing.T) {
+		lb := labService("lb", "10.96.77.13", v1.ServiceTypeLoadBalancer)
+		lb.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "198.51.100.50"}}
+		withLB := in
+		withLB.Services = append(append([]*v1.Service(nil), in.Services...), lb)
+		withLB.EndpointSlices = append(append([]*discoveryv1.EndpointSlice(nil), in.EndpointSlices...), labSlice("lb", labEP1))
+		lbAddr := hostPort("198.51.100.50", labTCPPort)
+		for _, tc := range []struct {
+			ranges  []string
+			reaches bool
+		}{
+			{[]string{"192.168.77.0/24"}, true},
+			{[]string{"10.77.0.0/16", "203.0.113.9/32"}, false},
+			{nil, true}, // no ranges: open to all
+		} {
+			lb.Spec.LoadBalancerSourceRanges = tc.ranges
+			if err := tbl.Apply(Build(withLB)); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			var conn net.Conn
+			l.in("client", func() { conn, err = net.DialTimeout("tcp4", lbAddr, time.Second) })
+			if err == nil {
+				conn.Close()
+			}
+			if (err == nil) != tc.reaches {
+				t.Errorf("ranges %v: dialing the load balancer IP from the client: %v, want reached %t", tc.ranges, err, tc.reaches)
+			}
+		}
+		if err := tbl.Apply(Build(in)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a UDP flow to a removed endpoint moves once its conntrack entry is cleared", func(t *testing.T) {
 		in.EndpointSlices = []*discoveryv1.EndpointSlice{labSlice("web", labEP2)}
 		if err := tbl.Apply(Build(in)); err != nil {
