@@ -53,10 +53,17 @@ type status struct {
 	NodeEligible bool   `json:"nodeEligible"`
 }
 
+// healthy reports whether no change has waited past the timeout.
+func (h *health) healthy() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastQueued.IsZero() || h.now().Sub(h.lastQueued) <= h.timeout
+}
+
 func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	healthy := h.healthy()
 	h.mu.Lock()
 	now := h.now()
-	healthy := h.lastQueued.IsZero() || now.Sub(h.lastQueued) <= h.timeout
 	body := status{CurrentTime: now.UTC().Format(time.RFC3339Nano), NodeEligible: true}
 	if !h.lastUpdated.IsZero() {
 		body.LastUpdated = h.lastUpdated.UTC().Format(time.RFC3339Nano)

@@ -45,6 +45,9 @@ type Options struct {
 	// Conntrack clears UDP entries to removed endpoints; Conntrack{} when nil.
 	Conntrack ConntrackCleaner
 	Log       *slog.Logger
+	// serviceHealthHost is where healthCheckNodePorts are bound: every address
+	// normally, loopback in tests.
+	serviceHealthHost string
 }
 
 // Writer writes a ruleset to the kernel; Table is the real one.
@@ -150,7 +153,9 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("service proxy started", "node", opts.NodeName, "clusterCIDR", opts.ClusterCIDR,
 		"nodePortAddresses", opts.NodePortAddresses, "masqueradeAll", opts.MasqueradeAll)
 
-	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(),
+	serviceHealth := newServiceHealthServers(opts.serviceHealthHost, healthz, opts.Log)
+	go serviceHealth.closeOn(ctx)
+	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(), serviceHealth: serviceHealth,
 		slices: func() ([]*discoveryv1.EndpointSlice, error) { return slices.Lister().List(labels.Everything()) }}
 	periodic := time.NewTicker(opts.SyncPeriod)
 	defer periodic.Stop()
@@ -196,11 +201,12 @@ func warnIfBridgeUnfiltered(log *slog.Logger) {
 
 // syncer computes and writes the ruleset from the listers.
 type syncer struct {
-	opts     Options
-	services corelisters.ServiceLister
-	nodes    corelisters.NodeLister
-	slices   func() ([]*discoveryv1.EndpointSlice, error)
-	applied  string // the last ruleset written, in its String form
+	opts          Options
+	services      corelisters.ServiceLister
+	nodes         corelisters.NodeLister
+	slices        func() ([]*discoveryv1.EndpointSlice, error)
+	serviceHealth *serviceHealthServers
+	applied       string // the last ruleset written, in its String form
 	// udpTargets are the UDP endpoints of the last ruleset written.
 	udpTargets map[netip.AddrPort]bool
 }
@@ -217,6 +223,7 @@ func (s *syncer) sync(force bool) error {
 	in := Input{Services: svcs, EndpointSlices: eps, NodeName: s.opts.NodeName,
 		ClusterCIDR: s.opts.ClusterCIDR, MasqueradeAll: s.opts.MasqueradeAll}
 	in.NodePortAddresses, in.NodePortOnAllLocal = s.nodePortAddresses()
+	s.serviceHealth.update(HealthCheckServices(in))
 	rs := Build(in)
 	text := rs.String()
 	if !force && text == s.applied {
