@@ -153,10 +153,18 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("service proxy started", "node", opts.NodeName, "clusterCIDR", opts.ClusterCIDR,
 		"nodePortAddresses", opts.NodePortAddresses, "masqueradeAll", opts.MasqueradeAll)
 
+	opts.Log = log
 	serviceHealth := newServiceHealthServers(opts.serviceHealthHost, healthz, opts.Log)
 	go serviceHealth.closeOn(ctx)
 	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(), serviceHealth: serviceHealth,
 		slices: func() ([]*discoveryv1.EndpointSlice, error) { return slices.Lister().List(labels.Everything()) }}
+	s.loop(ctx, kick, poke, healthz)
+	return nil
+}
+
+// loop syncs at once, then on every change and every SyncPeriod, until ctx ends.
+func (s *syncer) loop(ctx context.Context, kick <-chan struct{}, poke func(), healthz *health) {
+	opts := s.opts
 	periodic := time.NewTicker(opts.SyncPeriod)
 	defer periodic.Stop()
 	var last time.Time
@@ -167,7 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 		if wait := opts.MinSyncPeriod - time.Since(last); wait > 0 {
 			select {
 			case <-ctx.Done():
-				return nil
+				return
 			case <-time.After(wait):
 			}
 		}
@@ -180,7 +188,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-kick:
 			force = false
 		case <-periodic.C:
