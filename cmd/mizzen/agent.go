@@ -130,7 +130,7 @@ func agentKubeletFlags(dataDir, nodeName string, port int32, bridge string) (kub
 		podManifestPath:  filepath.Join(agentDir, "pod-manifests"),
 		pauseBinary:      filepath.Join(filepath.Dir(exe), "mizzen-pause"),
 		clusterDomain:    "cluster.local", maxPods: 110, port: port, cniBridge: bridge,
-		eviction:         evictionFlags{hard: agentEvictionHard, hardGiven: true},
+		eviction: evictionFlags{hard: agentEvictionHard, hardGiven: true},
 	}
 	if _, err := os.Stat(kf.pauseBinary); err != nil {
 		return kubeletFlags{}, fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it", kf.pauseBinary)

@@ -22,6 +22,7 @@ func init() { register(newServerCommand) }
 type serverFlags struct {
 	dataDir     string
 	bindAddress string
+	advertise   string
 	securePort  int
 	etcdServers string
 	serviceCIDR string
@@ -43,6 +44,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for the cluster's state: certificates, kubeconfigs, embedded etcd")
 	fl.StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
+	fl.StringVar(&f.advertise, "advertise-address", "", "IP the kubernetes Service's endpoints give in-cluster clients (default: --bind-address, or the machine's primary address)")
 	fl.IntVar(&f.securePort, "secure-port", 6443, "HTTPS port of the apiserver")
 	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
@@ -58,7 +60,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 
 func (f *serverFlags) options() server.Options {
 	return server.Options{
-		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
+		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, AdvertiseAddress: f.advertise,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
 		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,

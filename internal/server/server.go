@@ -28,6 +28,7 @@ import (
 	"mizzen/internal/apiserver"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
+	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
@@ -41,6 +42,10 @@ type Options struct {
 	DataDir     string
 	BindAddress string
 	SecurePort  int
+	// AdvertiseAddress is the IP the kubernetes Service's endpoints and discovery give
+	// clients: the bind address, or the machine's primary address when bound to every
+	// interface.
+	AdvertiseAddress string
 	// EtcdServers, when set, is an external cluster (comma-separated client URLs);
 	// otherwise etcd runs embedded with its data under DataDir/etcd.
 	EtcdServers string
@@ -161,6 +166,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	port := listener.Addr().(*net.TCPAddr).Port
 	localURL := "https://127.0.0.1:" + strconv.Itoa(port)
+	advertise, err := advertiseIP(opts.AdvertiseAddress, opts.BindAddress)
+	if err != nil {
+		_ = listener.Close()
+		if member != nil {
+			member.Close()
+		}
+		return nil, err
+	}
 
 	resources := opts.Resources
 	if resources == nil {
@@ -188,7 +201,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
-		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
+		Log: log, ExternalAddress: net.JoinHostPort(advertise.String(), strconv.Itoa(port)), OpenAPI: openAPI,
 		ServiceAccountIssuer:    sa.signer,
 		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
 		KubeletClientTLS:        kubeletClient,
@@ -253,8 +266,17 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			cp.Err = err
 		}
 	}()
+	endpointsCtx, stopEndpoints := context.WithCancel(context.Background())
+	endpointsDone := make(chan struct{})
+	go func() {
+		defer close(endpointsDone)
+		srv.RunKubernetesEndpoints(endpointsCtx, advertise)
+	}()
 	go func() {
 		<-ctx.Done()
+		// This server leaves the kubernetes Service's endpoints while etcd is still up.
+		stopEndpoints()
+		<-endpointsDone
 		// Watches end with the cache (ctx is its parent), so in-flight requests are what
 		// graceful shutdown waits for. Whatever is still open after the grace period is
 		// cut before etcd goes: a kept-alive connection must not reach a handler whose
@@ -279,13 +301,24 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	return cp, nil
 }
 
-// advertiseIP is the address clients are told to use.
-func advertiseIP(bind string) net.IP {
-	ip := net.ParseIP(bind)
-	if ip == nil || ip.IsUnspecified() {
-		return net.ParseIP("127.0.0.1")
+// advertiseIP is the address clients are told to use: the one given, else the bind
+// address, else (bound to every interface) the machine's primary address, or loopback
+// on a machine without one.
+func advertiseIP(given, bind string) (net.IP, error) {
+	if given != "" {
+		ip := net.ParseIP(given)
+		if ip == nil || ip.To4() == nil || ip.IsUnspecified() {
+			return nil, fmt.Errorf("--advertise-address %q: an IPv4 address is required", given)
+		}
+		return ip, nil
 	}
-	return ip
+	if ip := net.ParseIP(bind); ip != nil && !ip.IsUnspecified() {
+		return ip, nil
+	}
+	if ip, err := hostaddr.PrimaryIPv4(); err == nil {
+		return ip, nil
+	}
+	return net.ParseIP("127.0.0.1"), nil
 }
 
 // servingNames are the names and addresses the serving certificate is valid for.
