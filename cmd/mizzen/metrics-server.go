@@ -15,8 +15,8 @@ func init() { register(newMetricsServerCommand) }
 // newMetricsServerCommand runs the metrics server: `mizzen metrics-server --kubeconfig K`.
 func newMetricsServerCommand() *cobra.Command {
 	var (
-		opts     metrics.Options
-		verbose  bool
+		opts         metrics.Options
+		verbose      bool
 		registration metrics.Registration
 	)
 	cmd := &cobra.Command{
