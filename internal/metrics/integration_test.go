@@ -1,25 +1,33 @@
 package metrics_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubectlcmd "k8s.io/kubectl/pkg/cmd"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"mizzen/internal/cri/fake"
@@ -102,6 +110,8 @@ func createNodeAndPod(t *testing.T, ctx context.Context, client kubernetes.Inter
 	}
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip.String()}}
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	node.Status.Allocatable = node.Status.Capacity
 	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +239,17 @@ func TestMetricsThroughTheAggregator(t *testing.T) {
 		t.Errorf("a pod without metrics: %v, want NotFound", err)
 	}
 
+	// kubectl top, in this process.
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	rows := kubectlRows(t, cp.AdminKubeconfig, "top", "node")
+	if len(rows) != 2 || !slices.Equal(rows[0], []string{"NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"}) || rows[1][0] != "node-a" {
+		t.Errorf("kubectl top node:\n%v", rows)
+	}
+	rows = kubectlRows(t, cp.AdminKubeconfig, "top", "pod", "-n", "default")
+	if len(rows) != 2 || !slices.Equal(rows[1][:2], []string{"web", "10m"}) {
+		t.Errorf("kubectl top pod:\n%v", rows)
+	}
+
 	// Discovery, legacy and aggregated, lists the group and its resources.
 	groups, err := client.Discovery().ServerGroups()
 	if err != nil {
@@ -299,4 +320,46 @@ func TestMetricsThroughTheAggregator(t *testing.T) {
 	if err != nil || status != "False" {
 		t.Errorf("APIService Available=%s reason %s without endpoint slices (%v), want False EndpointsNotFound", status, reason, err)
 	}
+}
+
+// kubectlExit is how a kubectl run in this process ends on an error: kubectl would exit
+// the process, so the test makes it panic with this and recovers.
+type kubectlExit struct{ msg string }
+
+// kubectlRows runs the upstream kubectl in this process and splits its output into
+// rows of cells; the test fails if kubectl does.
+func kubectlRows(t *testing.T, kubeconfig string, args ...string) [][]string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	failure := func() (failure string) {
+		cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(kubectlExit{fmt.Sprintf("exit %d: %s", code, msg)}) })
+		defer cmdutil.DefaultBehaviorOnFatal()
+		defer func() {
+			if r := recover(); r != nil {
+				exit, ok := r.(kubectlExit)
+				if !ok {
+					panic(r)
+				}
+				failure = exit.msg
+			}
+		}()
+		args = append([]string{"--kubeconfig", kubeconfig}, args...)
+		cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
+			Arguments: append([]string{"kubectl"}, args...), ConfigFlags: genericclioptions.NewConfigFlags(true),
+			IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
+		})
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			return err.Error()
+		}
+		return ""
+	}()
+	if failure != "" {
+		t.Fatalf("kubectl %s: %s %s", strings.Join(args, " "), failure, stderr.String())
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		rows = append(rows, strings.Fields(line))
+	}
+	return rows
 }
