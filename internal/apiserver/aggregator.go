@@ -459,7 +459,7 @@ func setRemoteUser(h http.Header, u registry.User) {
 	for k := range h {
 		if strings.EqualFold(k, remoteUserHeader) || strings.EqualFold(k, remoteGroupHeader) ||
 			len(k) > len(remoteExtraPrefix) && strings.EqualFold(k[:len(remoteExtraPrefix)], remoteExtraPrefix) {
-			h.Del(k)
+			delete(h, k) // the key as stored, canonical or not
 		}
 	}
 	h.Set(remoteUserHeader, u.Name)
