@@ -398,19 +398,26 @@ func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *request
 	if st == nil || len(st.byGroupVersion) == 0 {
 		return false
 	}
-	parts := splitPath(r.URL.Path)
-	if len(parts) < 2 || parts[0] != "apis" {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/apis/")
+	if !ok {
 		return false
 	}
-	if len(parts) == 2 {
+	var group, version string
+	if info != nil {
+		group, version = info.Group, info.Version
+	} else {
+		group, rest, _ = strings.Cut(strings.Trim(rest, "/"), "/")
+		version, _, _ = strings.Cut(rest, "/")
+	}
+	if version == "" {
 		// /apis/<group>: this server answers from what it learnt.
-		data, ok := st.groups[parts[1]]
+		data, ok := st.groups[group]
 		if ok {
 			writeJSON(w, mediaJSON, data)
 		}
 		return ok
 	}
-	api := st.byGroupVersion[parts[1]+"/"+parts[2]]
+	api := st.byGroupVersion[group+"/"+version]
 	if api == nil {
 		return false
 	}
@@ -622,7 +629,6 @@ func (s *Server) publishAuthenticationInfo(ctx context.Context) error {
 		data["requestheader-username-headers"] = jsonList([]string{remoteUserHeader})
 		data["requestheader-group-headers"] = jsonList([]string{remoteGroupHeader})
 		data["requestheader-extra-headers-prefix"] = jsonList([]string{remoteExtraPrefix})
-		data["requestheader-uid-headers"] = jsonList(nil)
 	}
 	const namespace, name = "kube-system", "extension-apiserver-authentication"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: data}
