@@ -22,6 +22,7 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ import (
 
 	apiregistrationv1 "mizzen/internal/apis/apiregistration/v1"
 	"mizzen/internal/registry"
+	"mizzen/internal/storage"
 )
 
 // The aggregation layer. An APIService whose spec names a Service registers an API
@@ -114,8 +116,8 @@ func newAggregator(s *Server, interval time.Duration) *aggregator {
 // current is the state, nil before the first reconcile.
 func (a *aggregator) current() *aggregatedState { return a.state.Load() }
 
-// run reconciles every interval, and within a second of an APIService's spec
-// changing, until ctx ends.
+// run reconciles every interval, and within a second of an aggregated APIService's
+// spec, its Service or the Service's EndpointSlices changing, until ctx ends.
 func (a *aggregator) run(ctx context.Context) {
 	select {
 	case <-a.s.cache.Ready():
@@ -130,7 +132,7 @@ func (a *aggregator) run(ctx context.Context) {
 		services, err := a.listAPIServices()
 		if err != nil {
 			a.s.log.Warn("aggregator: listing APIServices", "err", err)
-		} else if specs := specFingerprint(services); specs != lastSpecs || time.Since(lastFull) >= a.interval {
+		} else if specs := a.fingerprint(services); specs != lastSpecs || time.Since(lastFull) >= a.interval {
 			a.reconcile(ctx, services)
 			lastSpecs, lastFull = specs, time.Now()
 		}
@@ -180,13 +182,30 @@ func (s *Server) servesLocally(group, version string) bool {
 	return false
 }
 
-// specFingerprint changes whenever an aggregated APIService is added, removed or has
-// its spec changed (not on status writes, which the reconcile makes itself).
-func specFingerprint(services []*apiregistrationv1.APIService) string {
+// fingerprint changes whenever an aggregated APIService is added, removed or has its
+// spec changed, or the Service it names or that Service's EndpointSlices change; not on
+// status writes, which the reconcile makes itself. It reads only the watch cache.
+func (a *aggregator) fingerprint(services []*apiregistrationv1.APIService) string {
 	var b strings.Builder
+	sh, eh := a.s.handlers[servicesGVR], a.s.handlers[endpointSlicesGVR]
 	for _, svc := range services {
 		spec, _ := json.Marshal(svc.Spec)
-		fmt.Fprintf(&b, "%s=%s\n", svc.Name, spec)
+		fmt.Fprintf(&b, "%s=%s", svc.Name, spec)
+		ref := svc.Spec.Service
+		if sh != nil {
+			if e, _, err := a.s.cache.Get(sh.segment, sh.key(ref.Namespace, ref.Name)); err == nil && e != nil {
+				fmt.Fprintf(&b, " service@%d", e.RV)
+			}
+		}
+		if eh != nil {
+			entries, _, _ := a.s.cache.List(eh.segment, eh.listPrefix(ref.Namespace), func(e *storage.Entry) bool {
+				return e.Labels[discoveryv1.LabelServiceName] == ref.Name
+			})
+			for _, e := range entries {
+				fmt.Fprintf(&b, " slice@%d", e.RV)
+			}
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
