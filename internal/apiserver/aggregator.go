@@ -145,8 +145,9 @@ func (a *aggregator) run(ctx context.Context) {
 	}
 }
 
-// listAPIServices lists the APIServices that name a Service, for group versions this
-// server does not serve itself.
+// listAPIServices lists the APIServices that name a Service, for groups this server
+// does not serve itself (mixing local and remote versions of one group is not
+// supported).
 func (a *aggregator) listAPIServices() ([]*apiregistrationv1.APIService, error) {
 	h := a.s.handlerForKind(apiregistrationv1.SchemeGroupVersion.Group, apiregistrationv1.SchemeGroupVersion.Version, "APIService")
 	if h == nil {
@@ -163,7 +164,7 @@ func (a *aggregator) listAPIServices() ([]*apiregistrationv1.APIService, error) 
 			return nil, err
 		}
 		svc, ok := obj.(*apiregistrationv1.APIService)
-		if !ok || svc.Spec.Service == nil || a.s.servesLocally(svc.Spec.Group, svc.Spec.Version) {
+		if !ok || svc.Spec.Service == nil || a.s.servesGroup(svc.Spec.Group) {
 			continue
 		}
 		out = append(out, svc)
@@ -172,11 +173,11 @@ func (a *aggregator) listAPIServices() ([]*apiregistrationv1.APIService, error) 
 	return out, nil
 }
 
-// servesLocally reports whether this server serves the group version itself.
-func (s *Server) servesLocally(group, version string) bool {
+// servesGroup reports whether this server serves a version of the group itself.
+func (s *Server) servesGroup(group string) bool {
 	for _, g := range s.groups {
 		if g.name == group {
-			return contains(g.versions, version)
+			return true
 		}
 	}
 	return false
