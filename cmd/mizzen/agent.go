@@ -58,6 +58,12 @@ func newAgentCommand() *cobra.Command {
 	return cmd
 }
 
+// agentEvictionHard are the bundled node's hard eviction thresholds: k3s's, lower on
+// disk than upstream's kubelet defaults (10% and 15%), since an agent shares its disk
+// with everything else on a developer's machine and upstream's would refuse every pod
+// there long before the disk is full.
+const agentEvictionHard = "memory.available<100Mi,nodefs.available<5%,imagefs.available<5%"
+
 // agentKubeletFlags are the kubelet settings of an agent, bundled or not: everything
 // lives under DATA_DIR/agent, the runtime is a containerd of its own, and the sandbox
 // program sits beside the mizzen binary. An empty nodeName means the host name.
@@ -82,6 +88,7 @@ func agentKubeletFlags(dataDir, nodeName string, port int32, bridge string) (kub
 		podManifestPath:  filepath.Join(agentDir, "pod-manifests"),
 		pauseBinary:      filepath.Join(filepath.Dir(exe), "mizzen-pause"),
 		clusterDomain:    "cluster.local", maxPods: 110, port: port, cniBridge: bridge,
+		eviction:         evictionFlags{hard: agentEvictionHard, hardGiven: true},
 	}
 	if _, err := os.Stat(kf.pauseBinary); err != nil {
 		return kubeletFlags{}, fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it", kf.pauseBinary)
