@@ -24,7 +24,7 @@ func (s *Server) KubernetesServiceIP() net.IP {
 
 // Bootstrap creates what every cluster has from its first start (the system
 // namespaces, the kubernetes service) and the given extra objects, leaving any that
-// exist alone. It goes through the same create chain as a client's request.
+// exist alone, and publishes the authentication ConfigMap aggregated servers read. It goes through the same create chain as a client's request.
 func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 	var objs []runtime.Object
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
@@ -61,7 +61,10 @@ func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 			return fmt.Errorf("creating %s %s: %w", h.Kind, acc.GetName(), err)
 		}
 	}
-	return s.markLocalAPIServicesAvailable(ctx, local)
+	if err := s.markLocalAPIServicesAvailable(ctx, local); err != nil {
+		return err
+	}
+	return s.publishAuthenticationInfo(ctx)
 }
 
 func (s *Server) handlerForKind(group, version, kind string) *resourceHandler {

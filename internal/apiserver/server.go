@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,14 @@ type Config struct {
 	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those
 	// subresources answer 503 without it.
 	KubeletClientTLS *tls.Config
+	// FrontProxy is how the server authenticates to aggregated API servers (APIServices
+	// naming a Service); without it they get requests without a client certificate.
+	FrontProxy *FrontProxyConfig
+	// ClientCAPEM is the CA bundle of ClientCAs, published with FrontProxy in
+	// kube-system/extension-apiserver-authentication for aggregated servers.
+	ClientCAPEM []byte
+	// AggregatorInterval is how often aggregated APIs are checked; 10s when zero.
+	AggregatorInterval time.Duration
 }
 
 // Server serves the Kubernetes API.
@@ -81,6 +90,8 @@ type Server struct {
 	kubeletTransport *http.Transport
 	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
 	proxyTransport *http.Transport
+	// aggregator proxies APIServices that name a Service.
+	aggregator *aggregator
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -194,6 +205,7 @@ func New(cfg Config) (*Server, error) {
 	s.discovery = s.buildDiscovery()
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
+	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
 	return s, nil
 }
 
@@ -225,8 +237,11 @@ func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
 	return set
 }
 
-// Run starts the watch cache and blocks until ctx ends.
-func (s *Server) Run(ctx context.Context) error { return s.cache.Run(ctx) }
+// Run starts the watch cache and the aggregation layer, and blocks until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	go s.aggregator.run(ctx)
+	return s.cache.Run(ctx)
+}
 
 // WaitCacheSynced waits until the watch cache has loaded.
 func (s *Server) WaitCacheSynced(ctx context.Context) error {
@@ -297,6 +312,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := parseRequestInfo(r)
+	if s.aggregator.serve(w, r, info) {
+		return
+	}
 	if info == nil || info.Resource == "" {
 		if s.serveDiscovery(w, r) {
 			return

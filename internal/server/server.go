@@ -199,12 +199,18 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	frontProxy, err := frontProxyConfig(tlsDir)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertise.String(), strconv.Itoa(port)), OpenAPI: openAPI,
 		ServiceAccountIssuer:    sa.signer,
 		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
 		KubeletClientTLS:        kubeletClient,
+		FrontProxy:              frontProxy,
+		ClientCAPEM:             ca.CertPEM,
 	})
 	if err != nil {
 		return nil, err
@@ -370,6 +376,29 @@ func kubeletClientTLS(ca *pki.CA, dir, caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("--kubelet-certificate-authority %s: no certificates", caFile)
 	}
 	return cfg, nil
+}
+
+// FrontProxyClientName is the common name of the apiserver's front-proxy client
+// certificate, the one name aggregated servers accept forwarded users from.
+const FrontProxyClientName = "front-proxy-client"
+
+// frontProxyConfig is how the apiserver authenticates to aggregated API servers: a
+// client certificate of a CA of its own (front-proxy-ca, as kubeadm makes it), so that
+// no client certificate of the cluster CA can pass for the apiserver forwarding a user.
+func frontProxyConfig(dir string) (*apiserver.FrontProxyConfig, error) {
+	ca, err := pki.LoadOrCreateCA(dir, "front-proxy-ca", "front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	issued, err := ca.LoadOrIssueClient(dir, "front-proxy-client", FrontProxyClientName, nil)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := issued.TLS()
+	if err != nil {
+		return nil, err
+	}
+	return &apiserver.FrontProxyConfig{ClientCertificate: pair, CAPEM: ca.CertPEM, AllowedNames: []string{FrontProxyClientName}}, nil
 }
 
 // CAFile is the cluster CA's certificate: kubelets verify the apiserver's client
