@@ -6,18 +6,17 @@ import (
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	apiregistrationv1 "mizzen/internal/apis/apiregistration/v1"
+	"mizzen/internal/hostservice"
 )
 
 // Where the metrics API is registered, as upstream's metrics-server manifests name it.
@@ -62,71 +61,17 @@ func Register(ctx context.Context, cfg *rest.Config, reg Registration) error {
 	if err != nil {
 		return err
 	}
-	if err := applyService(ctx, client); err != nil {
-		return fmt.Errorf("service %s/%s: %w", ServiceNamespace, ServiceName, err)
-	}
-	if err := applyEndpointSlice(ctx, client, ip, reg.Port); err != nil {
-		return fmt.Errorf("endpointslice %s/%s: %w", ServiceNamespace, ServiceName, err)
+	if err := hostservice.Apply(ctx, client, hostservice.Spec{
+		Namespace: ServiceNamespace, Name: ServiceName, Labels: map[string]string{"k8s-app": ServiceName},
+		Ports:   []hostservice.Port{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: reg.Port}},
+		Address: ip, ManagedBy: managedBy,
+	}); err != nil {
+		return err
 	}
 	if err := applyAPIService(ctx, dyn, reg.CABundle); err != nil {
 		return fmt.Errorf("apiservice %s: %w", APIServiceName, err)
 	}
 	return nil
-}
-
-func applyService(ctx context.Context, client kubernetes.Interface) error {
-	ports := []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromString("https")}}
-	services := client.CoreV1().Services(ServiceNamespace)
-	svc, err := services.Get(ctx, ServiceName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = services.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: ServiceNamespace, Labels: map[string]string{"k8s-app": ServiceName}},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports},
-		}, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	svc.Spec.Ports, svc.Spec.Selector = ports, nil
-	_, err = services.Update(ctx, svc, metav1.UpdateOptions{})
-	return err
-}
-
-func applyEndpointSlice(ctx context.Context, client kubernetes.Interface, ip net.IP, port int32) error {
-	name, proto, ready := "https", corev1.ProtocolTCP, true
-	family := discoveryv1.AddressTypeIPv4
-	if ip.To4() == nil {
-		family = discoveryv1.AddressTypeIPv6
-	}
-	want := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: ServiceNamespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: ServiceName, discoveryv1.LabelManagedBy: managedBy,
-		}},
-		AddressType: family,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Protocol: &proto, Port: &port}},
-	}
-	slices := client.DiscoveryV1().EndpointSlices(ServiceNamespace)
-	current, err := slices.Get(ctx, ServiceName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if current.AddressType != want.AddressType {
-		// The address type cannot change: replace the slice.
-		if err := slices.Delete(ctx, ServiceName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
-		return err
-	}
-	want.ResourceVersion = current.ResourceVersion
-	_, err = slices.Update(ctx, want, metav1.UpdateOptions{})
-	return err
 }
 
 // APIService is the registration of the metrics API with the apiserver.
