@@ -57,7 +57,7 @@ func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 			continue
 		}
 		acc := accessor(obj)
-		if _, err := s.createObject(ctx, h, acc.GetNamespace(), obj, false); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := s.createObject(ctx, h, acc.GetNamespace(), obj, false, &fieldOwner{manager: selfManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s: %w", h.Kind, acc.GetName(), err)
 		}
 	}
@@ -109,7 +109,7 @@ func (s *Server) markLocalAPIServicesAvailable(ctx context.Context, objs []runti
 	}
 	for _, obj := range objs {
 		name := accessor(obj).GetName()
-		_, err := s.updateObject(ctx, h, "", name, updateStatus, false, func(current runtime.Object) (runtime.Object, error) {
+		_, err := s.updateObject(ctx, h, "", name, updateStatus, false, &fieldOwner{manager: selfManager, subresource: "status"}, func(current runtime.Object) (runtime.Object, error) {
 			svc := current.(*apiregistrationv1.APIService)
 			for _, c := range svc.Status.Conditions {
 				if c.Type == apiregistrationv1.Available && c.Status == apiregistrationv1.ConditionTrue {

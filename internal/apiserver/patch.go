@@ -51,13 +51,16 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		if patched, err = strategicpatch.StrategicMergePatch(currentJSON, patch, h.New()); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+	case types.ApplyYAMLPatchType:
+		// Apply is served by serverSideApply on objects and their status; the other
+		// subresources do not take it.
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-			"server-side apply is not supported yet; use client-side apply (kubectl apply without --server-side)", 0, false)
+			"server-side apply is not supported on this subresource; use a merge or strategic merge patch", 0, false)
 	default:
+		// apply-patch+cbor included: upstream takes it only behind a feature gate.
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
-				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
+				types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.StrategicMergePatchType), 0, false)
 	}
 	obj := h.New()
 	strictErr, err := s.codecs.decodeInto(mediaJSON, patched, h.GroupVersionKind(), obj)
