@@ -57,10 +57,7 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
 			"server-side apply is not supported on this subresource; use a merge or strategic merge patch", 0, false)
 	default:
-		// apply-patch+cbor included: upstream takes it only behind a feature gate.
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
-				types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.StrategicMergePatchType), 0, false)
+		return nil, unsupportedPatchType()
 	}
 	obj := h.New()
 	strictErr, err := s.codecs.decodeInto(mediaJSON, patched, h.GroupVersionKind(), obj)
@@ -74,6 +71,23 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		h.Strategy.Default(obj)
 	}
 	return obj, nil
+}
+
+// supportedPatchType says whether a PATCH body's media type is one the server takes.
+func supportedPatchType(patchType string) bool {
+	switch types.PatchType(patchType) {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+		return true
+	}
+	return false
+}
+
+// unsupportedPatchType is the 415 for any other body, apply-patch+cbor included:
+// upstream takes that one only behind a feature gate.
+func unsupportedPatchType() error {
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
+			types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.StrategicMergePatchType), 0, false)
 }
 
 // applyJSONPatch applies ops, turning a panic of the patch library (it panics on some

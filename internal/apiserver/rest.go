@@ -820,6 +820,10 @@ func finishedGracePeriod(acc metav1.Object) bool {
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
 	patchType := requestMediaType(r)
+	if !supportedPatchType(patchType) {
+		s.writeError(w, r, unsupportedPatchType())
+		return
+	}
 	if isApply(patchType) {
 		s.serverSideApply(w, r, info, h, mode)
 		return
