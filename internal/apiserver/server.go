@@ -192,7 +192,7 @@ func New(cfg Config) (*Server, error) {
 		s.groups = append(s.groups, groupInfo{name: g, versions: sortVersions(groupVersions[g])})
 	}
 	s.codecs = newCodecs(scheme)
-	s.fields = fieldmanager.New(scheme, cfg.Resources, func() (map[string]*spec.Schema, error) { return openapi.Models(cfg.Resources) })
+	s.fields = fieldmanager.New(cfg.Log, scheme, cfg.Resources, func() (map[string]*spec.Schema, error) { return openapi.Models(cfg.Resources) })
 	s.cache = storage.NewCache(cfg.Store.Client(), cacheConfigs, cfg.Log)
 	if cfg.ServiceCIDR != nil {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)

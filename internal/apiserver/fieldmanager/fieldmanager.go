@@ -10,8 +10,10 @@ package fieldmanager
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,6 +32,7 @@ import (
 // Managers holds the shared type converter and one field manager per kind and
 // subresource.
 type Managers struct {
+	log       *slog.Logger
 	scheme    *runtime.Scheme
 	models    func() (map[string]*spec.Schema, error)
 	convertor *convertor
@@ -52,8 +55,9 @@ type managerKey struct {
 
 // New prepares field management for the given resources; models returns the OpenAPI
 // definitions the type converter is built from, called once, on first use.
-func New(scheme *runtime.Scheme, resources []*registry.Resource, models func() (map[string]*spec.Schema, error)) *Managers {
+func New(log *slog.Logger, scheme *runtime.Scheme, resources []*registry.Resource, models func() (map[string]*spec.Schema, error)) *Managers {
 	m := &Managers{
+		log:        log,
 		scheme:     scheme,
 		models:     models,
 		convertor:  newConvertor(scheme, resources),
@@ -74,12 +78,18 @@ func New(scheme *runtime.Scheme, resources []*registry.Resource, models func() (
 // TypeConverter returns the shared type converter, building it on first use.
 func (m *Managers) TypeConverter() (managedfields.TypeConverter, error) {
 	m.buildOnce.Do(func() {
+		start := time.Now()
 		models, err := m.models()
 		if err != nil {
 			m.buildErr = err
 			return
 		}
 		m.typeConverter, m.buildErr = managedfields.NewTypeConverter(models, false)
+		if m.buildErr != nil {
+			m.log.Error("building the type converter of server-side apply", "err", m.buildErr)
+			return
+		}
+		m.log.Info("built the type converter of server-side apply", "models", len(models), "took", time.Since(start).Round(time.Millisecond))
 	})
 	return m.typeConverter, m.buildErr
 }

@@ -1,6 +1,7 @@
 package fieldmanager_test
 
 import (
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func newManagers(t testing.TB) *fieldmanager.Managers {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	return fieldmanager.New(scheme, resources, func() (map[string]*spec.Schema, error) { return openapi.Models(resources) })
+	return fieldmanager.New(slog.New(slog.DiscardHandler), scheme, resources, func() (map[string]*spec.Schema, error) { return openapi.Models(resources) })
 }
 
 func config(t *testing.T, doc string) *unstructured.Unstructured {
