@@ -289,10 +289,11 @@ func TestManagerName(t *testing.T) {
 // TestTypeConverterCost reports what building the shared type converter costs; the
 // figures go to the report, nothing is asserted on them.
 func TestTypeConverterCost(t *testing.T) {
-	m := newManagers(t)
+	resources := catalog.All()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	m := newManagers(t)
 	start := time.Now()
 	tc, err := m.TypeConverter()
 	if err != nil {
@@ -300,7 +301,7 @@ func TestTypeConverterCost(t *testing.T) {
 	}
 	took := time.Since(start)
 	// The library resolves types lazily: touch every kind, as a server's writes would.
-	for _, r := range catalog.All() {
+	for _, r := range resources {
 		obj := r.New()
 		obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
 		if _, err := tc.ObjectToTyped(obj); err != nil {
@@ -312,4 +313,6 @@ func TestTypeConverterCost(t *testing.T) {
 	t.Logf("type converter: built in %v, %.1f MiB retained (%.1f MiB allocated while building)",
 		took, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
 	runtime.KeepAlive(tc)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(resources)
 }
