@@ -89,11 +89,8 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, info *r
 		s.writeError(w, r, err)
 		return
 	}
-	subresource := ""
-	if mode == updateStatus {
-		subresource = "status"
-	}
-	owner, force, config, err := s.readApply(w, r, h, subresource, data)
+	subresource := mode.subresource()
+	owner, force, config, err := readApply(w, r, subresource, data)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -139,7 +136,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, info *r
 }
 
 // readApply checks an apply request's parameters and decodes its body.
-func (s *Server) readApply(w http.ResponseWriter, r *http.Request, h *resourceHandler, subresource string, data []byte) (*fieldOwner, bool, *unstructured.Unstructured, error) {
+func readApply(w http.ResponseWriter, r *http.Request, subresource string, data []byte) (*fieldOwner, bool, *unstructured.Unstructured, error) {
 	q := r.URL.Query()
 	force, err := forceParam(q.Get("force"), q.Has("force"))
 	if err != nil {
