@@ -316,3 +316,34 @@ func TestTypeConverterCost(t *testing.T) {
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(resources)
 }
+
+// List keys the server defaults (a port's protocol) match a configuration that
+// leaves them out, so re-applying changes nothing and keeps one port.
+func TestApplyListKeysWithDefaults(t *testing.T) {
+	m := newManagers(t)
+	svcGVK := corev1.SchemeGroupVersion.WithKind("Service")
+	doc := `
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports:
+  - {port: 80, targetPort: 8080}
+`
+	first, err := m.Apply(svcGVK, "", &corev1.Service{}, config(t, doc), "tool", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := first.(*corev1.Service)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Fatalf("ports after apply = %+v", svc.Spec.Ports)
+	}
+	second, err := m.Apply(svcGVK, "", svc, config(t, strings.Replace(doc, "targetPort: 8080", "targetPort: 9090", 1)), "tool", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ports := second.(*corev1.Service).Spec.Ports; len(ports) != 1 || ports[0].TargetPort.IntValue() != 9090 {
+		t.Errorf("ports after re-apply = %+v", ports)
+	}
+}
