@@ -337,7 +337,7 @@ func (a *aggregator) setAvailable(ctx context.Context, svc *apiregistrationv1.AP
 		}
 	}
 	h := a.s.handlerForKind(apiregistrationv1.SchemeGroupVersion.Group, apiregistrationv1.SchemeGroupVersion.Version, "APIService")
-	_, err := a.s.updateObject(ctx, h, "", svc.Name, updateStatus, false, func(current runtime.Object) (runtime.Object, error) {
+	_, err := a.s.updateObject(ctx, h, "", svc.Name, updateStatus, false, nil, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*apiregistrationv1.APIService)
 		cond := apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
 		replaced := false
@@ -655,14 +655,14 @@ func (s *Server) publishAuthenticationInfo(ctx context.Context) error {
 	existing, err := s.getObject(ctx, h, namespace, name, "")
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err = s.createObject(ctx, h, namespace, cm, false)
+		_, err = s.createObject(ctx, h, namespace, cm, false, nil)
 		return err
 	case err != nil:
 		return err
 	case maps.Equal(existing.(*corev1.ConfigMap).Data, data):
 		return nil
 	}
-	_, err = s.updateObject(ctx, h, namespace, name, updateMain, false, func(current runtime.Object) (runtime.Object, error) {
+	_, err = s.updateObject(ctx, h, namespace, name, updateMain, false, nil, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*corev1.ConfigMap)
 		cur.Data = data
 		return cur, nil

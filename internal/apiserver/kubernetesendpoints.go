@@ -145,7 +145,7 @@ func (s *Server) ensureObject(ctx context.Context, want runtime.Object, same fun
 	acc := accessor(want)
 	current, err := s.getObject(ctx, h, acc.GetNamespace(), acc.GetName(), "")
 	if apierrors.IsNotFound(err) {
-		_, err = s.createObject(ctx, h, acc.GetNamespace(), want, false)
+		_, err = s.createObject(ctx, h, acc.GetNamespace(), want, false, nil)
 		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -158,7 +158,7 @@ func (s *Server) ensureObject(ctx context.Context, want runtime.Object, same fun
 	if same(current, want) {
 		return nil
 	}
-	_, err = s.updateObject(ctx, h, acc.GetNamespace(), acc.GetName(), updateMain, false, func(current runtime.Object) (runtime.Object, error) {
+	_, err = s.updateObject(ctx, h, acc.GetNamespace(), acc.GetName(), updateMain, false, nil, func(current runtime.Object) (runtime.Object, error) {
 		copyWanted(current, want)
 		return current, nil
 	})

@@ -25,7 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"mizzen/internal/apiserver/fieldmanager"
+	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
@@ -75,14 +78,16 @@ type Config struct {
 
 // Server serves the Kubernetes API.
 type Server struct {
-	cfg       Config
-	scheme    *runtime.Scheme
-	codecs    *codecs
-	store     *storage.Store
-	cache     *storage.Cache
-	handlers  map[schema.GroupVersionResource]*resourceHandler
-	groups    []groupInfo
-	services  *serviceAllocator
+	cfg      Config
+	scheme   *runtime.Scheme
+	codecs   *codecs
+	store    *storage.Store
+	cache    *storage.Cache
+	handlers map[schema.GroupVersionResource]*resourceHandler
+	groups   []groupInfo
+	services *serviceAllocator
+	// fields keeps managedFields and merges server-side apply.
+	fields    *fieldmanager.Managers
 	log       *slog.Logger
 	ready     atomic.Bool
 	discovery *discoveryDocs
@@ -198,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 		s.groups = append(s.groups, groupInfo{name: g, versions: sortVersions(groupVersions[g])})
 	}
 	s.codecs = newCodecs(scheme)
+	s.fields = fieldmanager.New(cfg.Log, scheme, cfg.Resources, func() (map[string]*spec.Schema, error) { return openapi.Models(cfg.Resources) })
 	s.cache = storage.NewCache(cfg.Store.Client(), cacheConfigs, cfg.Log)
 	if cfg.ServiceCIDR != nil {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
