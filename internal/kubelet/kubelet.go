@@ -543,7 +543,9 @@ func (kl *Kubelet) runResync(ctx context.Context) {
 
 // removeOrphans removes what is left of pods the kubelet no longer knows (not in the
 // API nor a static pod, without a worker and without a sandbox: deleted while the
-// kubelet was down, say): their directories and their cgroups.
+// kubelet was down, say): their directories and their cgroups. Only the cgroups of pods
+// with a directory under this kubelet's root are its own: other kubelets on the host
+// (test clusters, hollow nodes) keep theirs in the same hierarchy.
 func (kl *Kubelet) removeOrphans(ctx context.Context) {
 	onDisk, err := kl.volumes.PodsOnDisk()
 	if err != nil {
@@ -582,8 +584,12 @@ func (kl *Kubelet) removeOrphans(ctx context.Context) {
 			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
 		}
 	}
+	ours := map[types.UID]bool{}
+	for _, uid := range onDisk {
+		ours[uid] = true
+	}
 	for _, uid := range inCgroups {
-		if known[uid] || kl.workers.has(uid) {
+		if !ours[uid] || known[uid] || kl.workers.has(uid) {
 			continue
 		}
 		if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {

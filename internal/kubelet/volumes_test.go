@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/cri/fake"
+	"mizzen/internal/kubelet/podcgroups"
 )
 
 // runningContainer returns the runtime status of the pod's running container.
@@ -276,4 +277,30 @@ func TestDownwardAPIVolumeFollowsLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("new labels in the volume", func() bool { return read() == "canary=\"yes\"\ntier=\"back\"" })
+}
+
+// TestOrphanedPodCgroupsAreOnlyThisKubeletsOwn: the cgroup of a pod this kubelet once
+// ran (its directory is under the kubelet's root) is removed once the pod is gone; the
+// cgroup of a pod it never ran, another kubelet's on the same host, is left alone.
+func TestOrphanedPodCgroupsAreOnlyThisKubeletsOwn(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	hierarchy := t.TempDir()
+	opts.PodCgroups = podcgroups.New(hierarchy)
+	for _, uid := range []string{"mine-gone", "another-kubelets"} {
+		if err := os.MkdirAll(filepath.Join(hierarchy, "kubepods", "besteffort", "pod"+uid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(opts.RootDir, "pods", "mine-gone"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.startWith(opts)
+	h.eventually("this kubelet's orphaned pod cgroup removed", func() bool {
+		_, err := os.Stat(filepath.Join(hierarchy, "kubepods", "besteffort", "podmine-gone"))
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(filepath.Join(hierarchy, "kubepods", "besteffort", "podanother-kubelets")); err != nil {
+		t.Errorf("another kubelet's pod cgroup: %v; want it left alone", err)
+	}
 }

@@ -206,6 +206,21 @@ func TestServiceProxy(t *testing.T) {
 			t.Errorf("from the host: %v; want connection refused", err)
 		}
 	})
+	t.Run("pod to service by name, through cluster DNS", func(t *testing.T) {
+		// The bundle's DNS is the kube-dns Service; the kubelet wrote it, with the
+		// search path, into the pod's resolv.conf.
+		resolv := c.kubectl("exec", "client", "--", "cat", "/etc/resolv.conf")
+		if !strings.Contains(resolv, "nameserver 10.96.0.10") || !strings.Contains(resolv, "search default.svc.cluster.local svc.cluster.local cluster.local") {
+			t.Errorf("the client pod's resolv.conf:\n%s", resolv)
+		}
+		reachesBoth("the service by its short name", func() (string, error) {
+			return fromPod("client", "http://backend/hostname")
+		})
+		out := c.kubectl("exec", "client", "--", "nslookup", "kubernetes.default.svc.cluster.local")
+		if !strings.Contains(out, "Address: "+clusterIP("kubernetes")) {
+			t.Errorf("nslookup kubernetes.default.svc.cluster.local:\n%s", out)
+		}
+	})
 	t.Run("a deleted backend gets no new connections", func(t *testing.T) {
 		c.kubectl("delete", "pod", "backend-2", "--wait=true", "--timeout=60s")
 		eventually(t, 30*time.Second, func() error {
