@@ -15,6 +15,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"mizzen/internal/kubelet/containerd"
 	"mizzen/internal/testing/proc"
 )
 
@@ -152,4 +157,33 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// readyNode waits until a node is Ready with a pod CIDR and returns its name, then
+// imports the busybox image into the bundled agent's containerd, so a test's pods need
+// not wait for the agent's own import.
+func readyNode(t *testing.T, ctx context.Context, client kubernetes.Interface, dataDir, images string) string {
+	t.Helper()
+	var node string
+	eventually(t, 90*time.Second, func() error {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue && n.Spec.PodCIDR != "" {
+					node = n.Name
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no Ready node with a pod CIDR yet")
+	})
+	importCtx, cancelImport := context.WithTimeout(ctx, time.Minute)
+	defer cancelImport()
+	if err := containerd.ImportArchive(importCtx, containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}, filepath.Join(images, "busybox.tar")); err != nil {
+		t.Fatal(err)
+	}
+	return node
 }

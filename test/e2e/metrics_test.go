@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 	"mizzen/internal/testing/proc"
@@ -39,22 +36,6 @@ spec:
     command: ["sleep", "3600"]
 `
 
-// routableIP is an address of this machine an EndpointSlice accepts (not loopback).
-func routableIP(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-			return ipn.IP.String()
-		}
-	}
-	t.Skip("no routable IPv4 address")
-	return ""
-}
-
 // TestKubectlTop runs a cluster with an agent on its own containerd and a
 // `mizzen metrics-server` process registered with the apiserver, and checks that
 // `kubectl top node` and `kubectl top pod` show the node and a running pod.
@@ -66,13 +47,19 @@ func TestKubectlTop(t *testing.T) {
 	if _, err := exec.LookPath("/bin/busybox"); err != nil {
 		t.Skip("busybox-static not installed")
 	}
-	ip := routableIP(t)
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		t.Skipf("no routable IPv4 address: %v", err)
+	}
+	ip := hostIP.String()
 	images := testImages(t)
 	dataDir := t.TempDir()
 	bridge := "mzn-metrics"
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.227.0.0/16", "--pod-bridge", bridge,
 		"--kubelet-port", strconv.Itoa(freePort(t)),
-		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"))
+		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"),
+		// The test runs the standalone command in its place.
+		"--disable", "metrics-server")
 	t.Cleanup(func() { cleanupHost(t, c, dataDir, bridge) })
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
@@ -81,27 +68,7 @@ func TestKubectlTop(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	var node string
-	eventually(t, 90*time.Second, func() error {
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes.Items {
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
-					node = n.Name
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("no Ready node yet")
-	})
-	importCtx, cancelImport := context.WithTimeout(ctx, time.Minute)
-	defer cancelImport()
-	if err := containerd.ImportArchive(importCtx, containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}, filepath.Join(images, "busybox.tar")); err != nil {
-		t.Fatal(err)
-	}
+	node := readyNode(t, ctx, client, dataDir, images)
 	c.kubectlStdin(fmt.Sprintf(topPodYAML, node), "apply", "-f", "-")
 
 	// The metrics server's credentials: a client certificate of the cluster CA for the

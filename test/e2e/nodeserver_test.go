@@ -88,27 +88,7 @@ func TestNodeServerStreams(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
-	var node string
-	eventually(t, 90*time.Second, func() error {
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes.Items {
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue && n.Spec.PodCIDR != "" {
-					node = n.Name
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("no Ready node with a pod CIDR yet")
-	})
-	importCtx, cancelImport := context.WithTimeout(ctx, time.Minute)
-	defer cancelImport()
-	if err := containerd.ImportArchive(importCtx, containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}, filepath.Join(images, "busybox.tar")); err != nil {
-		t.Fatal(err)
-	}
+	node := readyNode(t, ctx, client, dataDir, images)
 
 	c.kubectlStdin(fmt.Sprintf(streamsPodYAML, node), "apply", "-f", "-")
 	eventually(t, 120*time.Second, func() error {
