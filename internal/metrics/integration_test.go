@@ -1,10 +1,8 @@
 package metrics_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -20,14 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	kubectlcmd "k8s.io/kubectl/pkg/cmd"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"mizzen/internal/cri/fake"
@@ -35,6 +29,7 @@ import (
 	"mizzen/internal/metrics"
 	"mizzen/internal/pki"
 	testapiserver "mizzen/internal/testing/apiserver"
+	"mizzen/internal/testing/kubectlrun"
 )
 
 // hostIP is a routable address of this machine: EndpointSlices refuse loopback ones.
@@ -323,43 +318,13 @@ func TestMetricsThroughTheAggregator(t *testing.T) {
 	}
 }
 
-// kubectlExit is how a kubectl run in this process ends on an error: kubectl would exit
-// the process, so the test makes it panic with this and recovers.
-type kubectlExit struct{ msg string }
-
 // kubectlRows runs the upstream kubectl in this process and splits its output into
 // rows of cells; the test fails if kubectl does.
 func kubectlRows(t *testing.T, kubeconfig string, args ...string) [][]string {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	failure := func() (failure string) {
-		cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(kubectlExit{fmt.Sprintf("exit %d: %s", code, msg)}) })
-		defer cmdutil.DefaultBehaviorOnFatal()
-		defer func() {
-			if r := recover(); r != nil {
-				exit, ok := r.(kubectlExit)
-				if !ok {
-					panic(r)
-				}
-				failure = exit.msg
-			}
-		}()
-		args = append([]string{"--kubeconfig", kubeconfig}, args...)
-		cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
-			Arguments: append([]string{"kubectl"}, args...), ConfigFlags: genericclioptions.NewConfigFlags(true),
-			IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
-		})
-		cmd.SetArgs(args)
-		if err := cmd.Execute(); err != nil {
-			return err.Error()
-		}
-		return ""
-	}()
-	if failure != "" {
-		t.Fatalf("kubectl %s: %s %s", strings.Join(args, " "), failure, stderr.String())
-	}
+	out := kubectlrun.MustRun(t, kubeconfig, args...)
 	var rows [][]string
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		rows = append(rows, strings.Fields(line))
 	}
 	return rows

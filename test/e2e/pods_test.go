@@ -208,8 +208,10 @@ func firstContainer(pod *v1.Pod) (v1.ContainerStatus, error) {
 	return pod.Status.ContainerStatuses[0], nil
 }
 
+// httpGet fetches url over a connection of its own: a kept-alive one would stay with the
+// endpoint it first reached.
 func httpGet(url string) (string, error) {
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(url)
 	if err != nil {
 		return "", err

@@ -3,9 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,25 +83,6 @@ spec:
   ports:
   - {port: 80, targetPort: 8080}
 `
-
-// newConnGet fetches url over a connection of its own: a kept-alive one would stay
-// with the endpoint it first reached.
-func newConnGet(url string) (string, error) {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return string(body), nil
-}
 
 // TestServiceProxy runs a cluster whose bundled agent runs the service proxy, and
 // reaches pods through Services from a pod and from the host.
@@ -190,9 +169,9 @@ func TestServiceProxy(t *testing.T) {
 	})
 	t.Run("host to NodePort and ClusterIP", func(t *testing.T) {
 		reachesBoth("the NodePort from the host", func() (string, error) {
-			return newConnGet("http://" + net.JoinHostPort(nodeIP, nodePort) + "/hostname")
+			return httpGet("http://" + net.JoinHostPort(nodeIP, nodePort) + "/hostname")
 		})
-		got, err := newConnGet("http://" + backendIP + "/hostname")
+		got, err := httpGet("http://" + backendIP + "/hostname")
 		if err != nil || !strings.HasPrefix(got, "backend-") {
 			t.Fatalf("ClusterIP from the host: %q, %v", got, err)
 		}
@@ -234,7 +213,7 @@ func TestServiceProxy(t *testing.T) {
 		// The proxy follows within its minimum sync period; then only backend-1 answers.
 		eventually(t, 30*time.Second, func() error {
 			for range 10 {
-				name, err := newConnGet("http://" + net.JoinHostPort(nodeIP, nodePort) + "/hostname")
+				name, err := httpGet("http://" + net.JoinHostPort(nodeIP, nodePort) + "/hostname")
 				if err != nil {
 					return err
 				}
@@ -294,7 +273,7 @@ endpoints:
 		}
 		return nil
 	})
-	if body, err := newConnGet("http://" + healthz + "/healthz"); err != nil || !strings.Contains(body, `"lastUpdated"`) {
+	if body, err := httpGet("http://" + healthz + "/healthz"); err != nil || !strings.Contains(body, `"lastUpdated"`) {
 		t.Errorf("/healthz: %q, %v", body, err)
 	}
 

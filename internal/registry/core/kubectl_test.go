@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,60 +11,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	kubectlcmd "k8s.io/kubectl/pkg/cmd"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"mizzen/internal/testing/apiserver"
+	"mizzen/internal/testing/kubectlrun"
 )
-
-// kubectlExit is how a kubectl run in this process ends on an error: kubectl would
-// exit the process, so the test makes it panic with this and recovers.
-type kubectlExit struct{ msg string }
-
-// runKubectl runs the upstream kubectl in this process against the test server and
-// returns what it printed, and the error it reported if it failed.
-func runKubectl(kubeconfig string, args ...string) (out, failure string) {
-	var stdout, stderr bytes.Buffer
-	cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(kubectlExit{fmt.Sprintf("exit %d: %s", code, msg)}) })
-	defer cmdutil.DefaultBehaviorOnFatal()
-	defer func() {
-		if r := recover(); r != nil {
-			exit, ok := r.(kubectlExit)
-			if !ok {
-				panic(r)
-			}
-			out, failure = stdout.String(), exit.msg+stderr.String()
-		}
-	}()
-	cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
-		Arguments:   append([]string{"kubectl", "--kubeconfig", kubeconfig}, args...),
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		IOStreams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
-	})
-	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
-	if err := cmd.Execute(); err != nil {
-		return stdout.String(), err.Error() + stderr.String()
-	}
-	return stdout.String(), ""
-}
-
-// kubectl runs kubectl and fails the test if it fails.
-func kubectl(t *testing.T, kubeconfig string, args ...string) string {
-	t.Helper()
-	out, failure := runKubectl(kubeconfig, args...)
-	if failure != "" {
-		t.Fatalf("kubectl %s: %s", strings.Join(args, " "), failure)
-	}
-	return out
-}
 
 // kubectlErr runs kubectl expecting it to fail and returns what it reported.
 func kubectlErr(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	out, failure := runKubectl(kubeconfig, args...)
+	out, failure := kubectlrun.Run(kubeconfig, args...)
 	if failure == "" {
 		t.Fatalf("kubectl %s succeeded:\n%s", strings.Join(args, " "), out)
 	}
@@ -134,37 +89,37 @@ func TestKubectlGet(t *testing.T) {
 	}
 
 	t.Run("pods", func(t *testing.T) {
-		rows := table(kubectl(t, kc, "get", "pods", "-n", ns))
+		rows := table(kubectlrun.MustRun(t, kc, "get", "pods", "-n", ns))
 		wantRow(t, rows[0], "NAME", "READY", "STATUS", "RESTARTS", "AGE")
 		wantRow(t, rows[1], "web", "0/1", "Pending", "0", "*")
-		rows = table(kubectl(t, kc, "get", "po", "-n", ns, "-o", "wide"))
+		rows = table(kubectlrun.MustRun(t, kc, "get", "po", "-n", ns, "-o", "wide"))
 		wantRow(t, rows[0], "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES")
 		wantRow(t, rows[1], "web", "0/1", "Pending", "0", "*", "<none>", "<none>", "<none>", "<none>")
 	})
 
 	t.Run("services", func(t *testing.T) {
-		rows := table(kubectl(t, kc, "get", "svc", "-n", ns, "-o", "wide"))
+		rows := table(kubectlrun.MustRun(t, kc, "get", "svc", "-n", ns, "-o", "wide"))
 		wantRow(t, rows[0], "NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR")
 		wantRow(t, rows[1], "web", "NodePort", svcGot.Spec.ClusterIP, "<none>", "80:30080/TCP", "*", "app=web")
 	})
 
 	t.Run("nodes", func(t *testing.T) {
-		rows := table(kubectl(t, kc, "get", "no", "-o", "wide"))
+		rows := table(kubectlrun.MustRun(t, kc, "get", "no", "-o", "wide"))
 		wantRow(t, rows[0], "NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME")
 		wantRow(t, rows[1], "node-1", "Ready", "control-plane", "*", "v1.37.2", "192.168.1.10", "<none>", "Debian", "6.12", "containerd://2.1")
-		kubectl(t, kc, "cordon", "node-1")
-		rows = table(kubectl(t, kc, "get", "nodes"))
+		kubectlrun.MustRun(t, kc, "cordon", "node-1")
+		rows = table(kubectlrun.MustRun(t, kc, "get", "nodes"))
 		wantRow(t, rows[1], "node-1", "Ready,SchedulingDisabled", "control-plane", "*", "v1.37.2")
 	})
 
 	t.Run("namespaces", func(t *testing.T) {
-		rows := table(kubectl(t, kc, "get", "ns", ns))
+		rows := table(kubectlrun.MustRun(t, kc, "get", "ns", ns))
 		wantRow(t, rows[0], "NAME", "STATUS", "AGE")
 		wantRow(t, rows[1], ns, "Active", "*")
 	})
 
 	t.Run("get all uses the all category", func(t *testing.T) {
-		out := kubectl(t, kc, "get", "all", "-n", ns)
+		out := kubectlrun.MustRun(t, kc, "get", "all", "-n", ns)
 		for _, want := range []string{"pod/web", "service/web"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("kubectl get all missing %s:\n%s", want, out)
@@ -179,7 +134,7 @@ func TestKubectlGet(t *testing.T) {
 		if _, err := c.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rows := table(kubectl(t, kc, "get", "events", "-n", ns))
+		rows := table(kubectlrun.MustRun(t, kc, "get", "events", "-n", ns))
 		wantRow(t, rows[0], "LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
 		wantRow(t, rows[1], "*", "Warning", "BackOff", "pod/web", "Back-off", "pulling", "image")
 	})
@@ -191,7 +146,7 @@ func TestKubectlGet(t *testing.T) {
 		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rows := table(kubectl(t, kc, "get", "pv"))
+		rows := table(kubectlrun.MustRun(t, kc, "get", "pv"))
 		wantRow(t, rows[0], "NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE")
 		wantRow(t, rows[1], "pv1", "5Gi", "RWO", "Retain", "Pending", "local", "<unset>", "*")
 
@@ -201,14 +156,14 @@ func TestKubectlGet(t *testing.T) {
 		if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rows = table(kubectl(t, kc, "get", "pvc", "-n", ns))
+		rows = table(kubectlrun.MustRun(t, kc, "get", "pvc", "-n", ns))
 		wantRow(t, rows[1], "data", "Pending", "<unset>", "*")
 
 		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}}}
 		if _, err := c.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rows = table(kubectl(t, kc, "get", "quota", "-n", ns))
+		rows = table(kubectlrun.MustRun(t, kc, "get", "quota", "-n", ns))
 		wantRow(t, rows[0], "NAME", "REQUEST", "LIMIT", "AGE")
 
 		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
@@ -220,15 +175,15 @@ func TestKubectlGet(t *testing.T) {
 		if q := got.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU]; q.String() != "2" {
 			t.Errorf("limit range default request cpu = %s, want 2 from max", q.String())
 		}
-		rows = table(kubectl(t, kc, "get", "limits", "-n", ns))
+		rows = table(kubectlrun.MustRun(t, kc, "get", "limits", "-n", ns))
 		wantRow(t, rows[0], "NAME", "CREATED", "AT")
 		wantRow(t, rows[1], "lr", got.CreationTimestamp.UTC().Format(time.RFC3339))
 	})
 
 	t.Run("create and field selectors", func(t *testing.T) {
-		kubectl(t, kc, "create", "configmap", "cfg", "-n", ns, "--from-literal=a=1", "--from-literal=b=2")
-		kubectl(t, kc, "create", "secret", "generic", "pw", "-n", ns, "--from-literal=password=x")
-		rows := table(kubectl(t, kc, "get", "cm,secrets", "-n", ns, "--field-selector", "metadata.name!=kube-root-ca.crt"))
+		kubectlrun.MustRun(t, kc, "create", "configmap", "cfg", "-n", ns, "--from-literal=a=1", "--from-literal=b=2")
+		kubectlrun.MustRun(t, kc, "create", "secret", "generic", "pw", "-n", ns, "--from-literal=password=x")
+		rows := table(kubectlrun.MustRun(t, kc, "get", "cm,secrets", "-n", ns, "--field-selector", "metadata.name!=kube-root-ca.crt"))
 		found := map[string][]string{}
 		for _, r := range rows {
 			if len(r) > 0 {
@@ -237,7 +192,7 @@ func TestKubectlGet(t *testing.T) {
 		}
 		wantRow(t, found["configmap/cfg"], "configmap/cfg", "2", "*")
 		wantRow(t, found["secret/pw"], "secret/pw", "Opaque", "1", "*")
-		out := kubectl(t, kc, "get", "pods", "-A", "--field-selector", "status.phase=Pending", "-o", "name")
+		out := kubectlrun.MustRun(t, kc, "get", "pods", "-A", "--field-selector", "status.phase=Pending", "-o", "name")
 		if strings.TrimSpace(out) != "pod/web" {
 			t.Errorf("pods with status.phase=Pending: %q", out)
 		}
@@ -261,12 +216,12 @@ func TestKubectlWorkflows(t *testing.T) {
 	}
 
 	t.Run("run, expose and describe", func(t *testing.T) {
-		kubectl(t, kc, "run", "web", "--image=nginx:1.27", "--labels=app=web", "--port=80")
-		kubectl(t, kc, "expose", "pod", "web", "--port=8080", "--target-port=80")
-		rows := table(kubectl(t, kc, "get", "svc", "web", "-o", "wide"))
+		kubectlrun.MustRun(t, kc, "run", "web", "--image=nginx:1.27", "--labels=app=web", "--port=80")
+		kubectlrun.MustRun(t, kc, "expose", "pod", "web", "--port=8080", "--target-port=80")
+		rows := table(kubectlrun.MustRun(t, kc, "get", "svc", "web", "-o", "wide"))
 		wantRow(t, rows[1], "web", "ClusterIP", "*", "<none>", "8080/TCP", "*", "app=web")
 		described := map[string]string{}
-		for _, line := range strings.Split(kubectl(t, kc, "describe", "pod", "web"), "\n") {
+		for _, line := range strings.Split(kubectlrun.MustRun(t, kc, "describe", "pod", "web"), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(k, " ") {
 				described[k] = strings.TrimSpace(v)
 			}
@@ -290,9 +245,9 @@ spec:
     ports:
     - containerPort: %d
 `
-		kubectl(t, kc, "apply", "--validate=false", "-f", write("pod1.yaml", fmt.Sprintf(manifest, "1.26", 80)))
-		kubectl(t, kc, "apply", "--validate=false", "-f", write("pod2.yaml", fmt.Sprintf(manifest, "1.27", 80)))
-		out := kubectl(t, kc, "get", "pod", "app", "-o", "jsonpath={.spec.containers[0].image}")
+		kubectlrun.MustRun(t, kc, "apply", "--validate=false", "-f", write("pod1.yaml", fmt.Sprintf(manifest, "1.26", 80)))
+		kubectlrun.MustRun(t, kc, "apply", "--validate=false", "-f", write("pod2.yaml", fmt.Sprintf(manifest, "1.27", 80)))
+		out := kubectlrun.MustRun(t, kc, "get", "pod", "app", "-o", "jsonpath={.spec.containers[0].image}")
 		if out != "nginx:1.27" {
 			t.Errorf("image after apply = %q", out)
 		}
@@ -319,7 +274,7 @@ spec:
 	})
 
 	t.Run("scale a replication controller", func(t *testing.T) {
-		kubectl(t, kc, "apply", "--validate=false", "-f", write("rc.yaml", `apiVersion: v1
+		kubectlrun.MustRun(t, kc, "apply", "--validate=false", "-f", write("rc.yaml", `apiVersion: v1
 kind: ReplicationController
 metadata:
   name: rc
@@ -333,16 +288,16 @@ spec:
       - name: c
         image: busybox
 `))
-		kubectl(t, kc, "scale", "rc", "rc", "--replicas=4")
-		rows := table(kubectl(t, kc, "get", "rc", "rc", "-o", "wide"))
+		kubectlrun.MustRun(t, kc, "scale", "rc", "rc", "--replicas=4")
+		rows := table(kubectlrun.MustRun(t, kc, "get", "rc", "rc", "-o", "wide"))
 		wantRow(t, rows[0], "NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
 		wantRow(t, rows[1], "rc", "4", "0", "0", "*", "c", "busybox", "app=rc")
 	})
 
 	t.Run("taint a node", func(t *testing.T) {
-		kubectl(t, kc, "create", "--validate=false", "-f", write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"))
-		kubectl(t, kc, "taint", "nodes", "n1", "dedicated=gpu:NoSchedule")
-		out := kubectl(t, kc, "get", "node", "n1", "-o", "jsonpath={.spec.taints[0].effect}")
+		kubectlrun.MustRun(t, kc, "create", "--validate=false", "-f", write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"))
+		kubectlrun.MustRun(t, kc, "taint", "nodes", "n1", "dedicated=gpu:NoSchedule")
+		out := kubectlrun.MustRun(t, kc, "get", "node", "n1", "-o", "jsonpath={.spec.taints[0].effect}")
 		if out != "NoSchedule" {
 			t.Errorf("taint effect = %q", out)
 		}
