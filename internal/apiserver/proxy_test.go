@@ -25,6 +25,7 @@ import (
 	kubectlproxy "k8s.io/kubectl/pkg/proxy"
 	"k8s.io/utils/ptr"
 
+	"mizzen/internal/hostaddr"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -98,17 +99,11 @@ func (b *recordingBackend) lastRequest() seenRequest {
 // unicast: upstream refuses loopback and link-local pod IPs).
 func hostIP(t *testing.T) string {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ip, err := hostaddr.PrimaryIPv4()
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no routable IPv4 address: %v", err)
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
-			return n.IP.String()
-		}
-	}
-	t.Skip("this machine has no global unicast IPv4 address for a backend to listen on")
-	return ""
+	return ip.String()
 }
 
 // startBackend serves b on ip; tlsOn serves HTTPS with a self-signed certificate.

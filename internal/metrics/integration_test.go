@@ -25,6 +25,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"mizzen/internal/cri/fake"
+	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/metrics"
 	"mizzen/internal/pki"
@@ -35,17 +36,11 @@ import (
 // hostIP is a routable address of this machine: EndpointSlices refuse loopback ones.
 func hostIP(t *testing.T) net.IP {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ip, err := hostaddr.PrimaryIPv4()
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no routable IPv4 address: %v", err)
 	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-			return ipn.IP
-		}
-	}
-	t.Skip("no routable IPv4 address on this machine")
-	return nil
+	return ip
 }
 
 // startNodeServer runs a kubelet node server over a fake runtime that runs the pod

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"mizzen/internal/hostaddr"
 	"mizzen/internal/pki"
 	"mizzen/internal/testing/apiserver"
 )
@@ -89,17 +90,11 @@ func startWardle(t *testing.T, ip net.IP, serving tls.Certificate, frontProxyCA 
 
 func routableIPv4(t *testing.T) net.IP {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ip, err := hostaddr.PrimaryIPv4()
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no routable IPv4 address: %v", err)
 	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-			return ipn.IP
-		}
-	}
-	t.Skip("no routable IPv4 address: EndpointSlices refuse loopback ones")
-	return nil
+	return ip
 }
 
 // TestAggregation registers an APIService for a server of the test and walks its
