@@ -81,6 +81,9 @@ type Server struct {
 	kubeletTransport *http.Transport
 	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
 	proxyTransport *http.Transport
+	// authzFeed keeps an authorizer that follows stored objects (RBAC) current; nil
+	// for other authorizers.
+	authzFeed *authzFeed
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -192,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
 	s.discovery = s.buildDiscovery()
+	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
 	return s, nil
@@ -225,17 +229,30 @@ func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
 	return set
 }
 
-// Run starts the watch cache and blocks until ctx ends.
-func (s *Server) Run(ctx context.Context) error { return s.cache.Run(ctx) }
+// Run starts the watch cache, and the authorizer's feed from it, and blocks until ctx
+// ends.
+func (s *Server) Run(ctx context.Context) error {
+	if s.authzFeed != nil {
+		go func() {
+			select {
+			case <-s.cache.Ready():
+				s.authzFeed.run(ctx, s)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return s.cache.Run(ctx)
+}
 
-// WaitCacheSynced waits until the watch cache has loaded.
+// WaitCacheSynced waits until the watch cache has loaded, and the authorizer has
+// what it follows.
 func (s *Server) WaitCacheSynced(ctx context.Context) error {
 	select {
 	case <-s.cache.Ready():
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return s.WaitAuthorizerFresh(ctx)
 }
 
 // MarkReady makes /readyz answer ok.
@@ -282,8 +299,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// As upstream, the credentials stop here: proxied requests must not carry the
 	// user's token on to a pod, a service or a kubelet.
 	r.Header.Del("Authorization")
+	impersonated, err := s.impersonate(r.Context(), *user, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	user = &impersonated
 	ctx := registry.WithUser(r.Context(), *user)
 	r = r.WithContext(ctx)
+	info := parseRequestInfo(r)
+	if info == nil || info.Resource == "" {
+		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
+		// authorized by path before anything else, as upstream.
+		if err := s.authorizePath(ctx, *user, r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.serveNonResource(w, r)
+		return
+	}
+	if err := s.authorize(ctx, *user, info); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+	if c := createOnly(gvr); c != nil {
+		s.serveCreateOnly(w, r, info, c)
+		return
+	}
+	h := s.handlers[gvr]
+	if h == nil {
+		if info.Name == "" && s.serveDiscovery(w, r) {
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	}
+	s.serveResource(w, r, info, h)
+}
+
+// serveNonResource serves an authorized non-resource request.
+func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
 	switch {
 	case path == "/api" || path == "/apis" || path == "/api/" || path == "/apis/":
 		s.serveDiscoveryRoot(w, r)
@@ -296,36 +353,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s.serveOpenID(w, r):
 		return
 	}
-	info := parseRequestInfo(r)
-	if info == nil || info.Resource == "" {
-		if s.serveDiscovery(w, r) {
-			return
-		}
-		s.writeError(w, r, notFound())
+	if s.serveDiscovery(w, r) {
 		return
 	}
-	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
-	if c := createOnly(gvr); c != nil {
-		if err := s.authorize(ctx, *user, info); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.serveCreateOnly(w, r, info, c)
-		return
-	}
-	h := s.handlers[gvr]
-	if h == nil {
-		if info.Name == "" && s.serveDiscovery(w, r) {
-			return
-		}
-		s.writeError(w, r, notFound())
-		return
-	}
-	if err := s.authorize(ctx, *user, info); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.serveResource(w, r, info, h)
+	s.writeError(w, r, notFound())
 }
 
 func writeText(w http.ResponseWriter, code int, text string) {
