@@ -32,8 +32,12 @@ func clusterRoleBinding(name, roleName string, subjects ...rbacv1.Subject) *rbac
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roleName}, Subjects: subjects}
 }
 
-func userSubject(name string) rbacv1.Subject  { return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name} }
-func groupSubject(name string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.GroupKind, Name: name} }
+func userSubject(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name}
+}
+func groupSubject(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.GroupKind, Name: name}
+}
 func saSubject(ns, name string) rbacv1.Subject {
 	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}
 }
