@@ -354,6 +354,10 @@ func TestRBACAccessReviewsAndImpersonation(t *testing.T) {
 	if got, want := asJSON(who.Status.UserInfo), `{"username":"system:serviceaccount:default:default","groups":["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]}`; got != want {
 		t.Errorf("impersonated user %s, want %s", got, want)
 	}
+	err = admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods").SetHeader("Impersonate-Group", "ops").Do(ctx).Error()
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "requested [Impersonate-Group] without impersonating a user") {
+		t.Errorf("a group without a user: %v", err)
+	}
 	daveCfg, _ := userClient(t, srv, "dave")
 	daveAsBob := rest.CopyConfig(daveCfg)
 	daveAsBob.Impersonate = rest.ImpersonationConfig{UserName: "bob"}
