@@ -258,8 +258,9 @@ func (s *Server) WaitCacheSynced(ctx context.Context) error {
 // MarkReady makes /readyz answer ok.
 func (s *Server) MarkReady() { s.ready.Store(true) }
 
-// ServeHTTP routes a request: health and version without credentials, everything else
-// only for an authenticated user.
+// ServeHTTP routes a request: health and version also for a request without
+// credentials, everything else only for an authenticated user; each only when
+// authorized.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		// A bug in one request must not take the server down; the client gets a 500.
@@ -272,29 +273,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	path := r.URL.Path
-	switch path {
-	case "/healthz", "/livez":
-		writeText(w, http.StatusOK, "ok")
-		return
-	case "/readyz":
-		if !s.ready.Load() {
-			writeText(w, http.StatusServiceUnavailable, "[-]informer-sync failed: not finished\nreadyz check failed")
-			return
-		}
-		writeText(w, http.StatusOK, "ok")
-		return
-	case "/version":
-		s.serveVersion(w, r)
-		return
-	}
-	if strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/") {
-		writeText(w, http.StatusOK, "ok")
-		return
-	}
 	user, ok := s.authenticate(r)
 	if !ok {
-		s.writeError(w, r, unauthorized())
-		return
+		// Health and version are public: a request without credentials is the
+		// anonymous user, whom the default policy lets read them, as upstream.
+		if !isPublicPath(path) || hasCredentials(r) {
+			s.writeError(w, r, unauthorized())
+			return
+		}
+		user = &registry.User{Name: anonymousUser, Groups: []string{unauthenticatedGroup}}
 	}
 	// As upstream, the credentials stop here: proxied requests must not carry the
 	// user's token on to a pod, a service or a kubelet.
@@ -307,6 +294,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user = &impersonated
 	ctx := registry.WithUser(r.Context(), *user)
 	r = r.WithContext(ctx)
+	if isPublicPath(path) {
+		if err := s.authorizePath(ctx, *user, r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.servePublic(w, r)
+		return
+	}
 	info := parseRequestInfo(r)
 	if info == nil || info.Resource == "" {
 		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
@@ -336,6 +331,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveResource(w, r, info, h)
+}
+
+const (
+	anonymousUser        = "system:anonymous"
+	unauthenticatedGroup = "system:unauthenticated"
+)
+
+// isPublicPath reports whether a path is served to requests without credentials.
+func isPublicPath(path string) bool {
+	switch path {
+	case "/healthz", "/livez", "/readyz", "/version", "/version/":
+		return true
+	}
+	return strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/")
+}
+
+// hasCredentials reports whether a request presented any: a refused one is 401 even
+// on a public path.
+func hasCredentials(r *http.Request) bool {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return true
+	}
+	return r.Header.Get("Authorization") != ""
+}
+
+// servePublic serves health and version.
+func (s *Server) servePublic(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/readyz":
+		if !s.ready.Load() {
+			writeText(w, http.StatusServiceUnavailable, "[-]informer-sync failed: not finished\nreadyz check failed")
+			return
+		}
+	case "/version", "/version/":
+		s.serveVersion(w, r)
+		return
+	}
+	writeText(w, http.StatusOK, "ok")
 }
 
 // serveNonResource serves an authorized non-resource request.

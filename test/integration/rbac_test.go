@@ -93,6 +93,21 @@ func TestRBACForbidsUntilABindingGrants(t *testing.T) {
 	if err := wantForbidden(err, `forbidden: User "alice" cannot get path "/foo/bar"`); err != nil {
 		t.Fatal(err)
 	}
+	// Without credentials, health and version only, as system:anonymous.
+	anonymous := kubernetes.NewForConfigOrDie(rest.AnonymousClientConfig(srv.AdminConfig)).CoreV1().RESTClient()
+	if err := anonymous.Get().AbsPath("/healthz").Do(ctx).Error(); err != nil {
+		t.Errorf("anonymous /healthz: %v", err)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(rest.AnonymousClientConfig(srv.AdminConfig)).Discovery().ServerVersion(); err != nil {
+		t.Errorf("anonymous /version: %v", err)
+	}
+	err = anonymous.Get().AbsPath("/readyz/etcd").Do(ctx).Error()
+	if err := wantForbidden(err, `forbidden: User "system:anonymous" cannot get path "/readyz/etcd"`); err != nil {
+		t.Errorf("anonymous /readyz/etcd: %v", err)
+	}
+	if err := anonymous.Get().AbsPath("/api").Do(ctx).Error(); !apierrors.IsUnauthorized(err) {
+		t.Errorf("anonymous /api: %v, want 401", err)
+	}
 	// Discovery is every authenticated user's (system:discovery), so is who-am-I.
 	if _, err := alice.Discovery().ServerGroups(); err != nil {
 		t.Fatalf("discovery: %v", err)
