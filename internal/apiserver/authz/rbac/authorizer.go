@@ -57,10 +57,11 @@ type subjectKey struct {
 	name  string
 }
 
-// subjectRef is one subject of one binding.
+// subjectRef is one subject of one binding, with the reason an allowed request is
+// given, computed once here rather than per request.
 type subjectRef struct {
-	b       *binding
-	subject int
+	b      *binding
+	reason string
 }
 
 // New returns an authorizer that knows no objects yet.
@@ -151,7 +152,7 @@ func (a *Authorizer) addBinding(key string, b *binding) {
 	a.bindings[key] = b
 	for i := range b.subjects {
 		if k, ok := subjectKeyOf(&b.subjects[i], b.namespace); ok {
-			a.bySubject[k] = append(a.bySubject[k], subjectRef{b: b, subject: i})
+			a.bySubject[k] = append(a.bySubject[k], subjectRef{b: b, reason: describe(b, &b.subjects[i])})
 		}
 	}
 }
@@ -267,7 +268,7 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (bool,
 	a.visit(attrs.User, ns, func(ref subjectRef, rules []rbacv1.PolicyRule) bool {
 		for i := range rules {
 			if RuleAllows(attrs, &rules[i]) {
-				reason = describe(ref)
+				reason = ref.reason
 				return false
 			}
 		}
@@ -277,8 +278,7 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (bool,
 }
 
 // describe is upstream's reason for an allowed request.
-func describe(ref subjectRef) string {
-	b, s := ref.b, &ref.b.subjects[ref.subject]
+func describe(b *binding, s *rbacv1.Subject) string {
 	subject := fmt.Sprintf("%s %q", s.Kind, s.Name)
 	if s.Kind == rbacv1.ServiceAccountKind {
 		ns := s.Namespace
