@@ -54,11 +54,19 @@ func TestSync(t *testing.T) {
 			role("e", toEdit, watchAll),
 		}, "edit", []rbacv1.PolicyRule{watchAll, getPods}, true},
 		{"already aggregated: no write", []runtime.Object{
-			func() runtime.Object { r := aggregated("view", toView); r.Rules = []rbacv1.PolicyRule{getPods}; return r }(),
+			func() runtime.Object {
+				r := aggregated("view", toView)
+				r.Rules = []rbacv1.PolicyRule{getPods}
+				return r
+			}(),
 			role("a-pods", toView, getPods),
 		}, "view", nil, false},
 		{"rules of a role that lost its label leave", []runtime.Object{
-			func() runtime.Object { r := aggregated("view", toView); r.Rules = []rbacv1.PolicyRule{getPods, listNodes}; return r }(),
+			func() runtime.Object {
+				r := aggregated("view", toView)
+				r.Rules = []rbacv1.PolicyRule{getPods, listNodes}
+				return r
+			}(),
 			role("a-pods", toView, getPods),
 			role("b-nodes", nil, listNodes),
 		}, "view", []rbacv1.PolicyRule{getPods}, true},
