@@ -285,3 +285,52 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:volume-scheduler", subjects(rbacv1.UserKind, "system:kube-scheduler")),
 	}
 }
+
+// namespacedObjectMeta is objectMeta in a namespace.
+func namespacedObjectMeta(namespace, name string) metav1.ObjectMeta {
+	m := objectMeta(name)
+	m.Namespace = namespace
+	return m
+}
+
+// Roles are upstream's default roles in kube-system: reading the ConfigMap where the
+// apiserver publishes its client authentication settings (extension apiservers such as
+// the metrics server read it), and the ConfigMap leader locks older components used.
+func Roles() []rbacv1.Role {
+	return []rbacv1.Role{
+		{ObjectMeta: namespacedObjectMeta("kube-system", "extension-apiserver-authentication-reader"), Rules: rules(
+			rule("get", "list", "watch").groups(legacyGroup).resources("configmaps").names("extension-apiserver-authentication"),
+		)},
+		{ObjectMeta: namespacedObjectMeta("kube-system", "system::leader-locking-kube-controller-manager"), Rules: rules(
+			rule("watch").groups(legacyGroup).resources("configmaps"),
+			rule("get", "update").groups(legacyGroup).resources("configmaps").names("kube-controller-manager"),
+		)},
+		{ObjectMeta: namespacedObjectMeta("kube-system", "system::leader-locking-kube-scheduler"), Rules: rules(
+			rule("watch").groups(legacyGroup).resources("configmaps"),
+			rule("get", "update").groups(legacyGroup).resources("configmaps").names("kube-scheduler"),
+		)},
+	}
+}
+
+func roleBinding(namespace, name, role string, s []rbacv1.Subject) rbacv1.RoleBinding {
+	return rbacv1.RoleBinding{
+		ObjectMeta: namespacedObjectMeta(namespace, name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		Subjects:   s,
+	}
+}
+
+// RoleBindings are upstream's default role bindings in kube-system.
+func RoleBindings() []rbacv1.RoleBinding {
+	sa := func(name string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "kube-system"}
+	}
+	return []rbacv1.RoleBinding{
+		roleBinding("kube-system", "system::extension-apiserver-authentication-reader", "extension-apiserver-authentication-reader",
+			subjects(rbacv1.UserKind, "system:kube-controller-manager", "system:kube-scheduler")),
+		roleBinding("kube-system", "system::leader-locking-kube-controller-manager", "system::leader-locking-kube-controller-manager",
+			append(subjects(rbacv1.UserKind, "system:kube-controller-manager"), sa("kube-controller-manager"))),
+		roleBinding("kube-system", "system::leader-locking-kube-scheduler", "system::leader-locking-kube-scheduler",
+			append(subjects(rbacv1.UserKind, "system:kube-scheduler"), sa("kube-scheduler"))),
+	}
+}

@@ -51,6 +51,15 @@ func TestDefaultsAreLabelledAndBound(t *testing.T) {
 			t.Errorf("binding %s has no subjects", b.Name)
 		}
 	}
+	namespaced := map[string]bool{}
+	for _, r := range Roles() {
+		namespaced[r.Namespace+"/"+r.Name] = true
+	}
+	for _, b := range RoleBindings() {
+		if !namespaced[b.Namespace+"/"+b.RoleRef.Name] || len(b.Subjects) == 0 {
+			t.Errorf("binding %s/%s refers to no default role of its namespace, or names nobody", b.Namespace, b.Name)
+		}
+	}
 }
 
 func TestReconcileClusterRole(t *testing.T) {

@@ -21,7 +21,7 @@ type Item struct {
 	Reconcile func(current runtime.Object) (runtime.Object, bool)
 }
 
-// Items lists the default policy: every cluster role, then every binding.
+// Items lists the default policy: the roles first, then their bindings.
 func Items() []Item {
 	var out []Item
 	for _, r := range ClusterRoles() {
@@ -32,6 +32,26 @@ func Items() []Item {
 				return current, false
 			}
 			return ReconcileClusterRole(existing, &r)
+		}})
+	}
+	for _, r := range Roles() {
+		r := r
+		out = append(out, Item{Desired: &r, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
+			existing, ok := current.(*rbacv1.Role)
+			if !ok {
+				return current, false
+			}
+			return ReconcileRole(existing, &r)
+		}})
+	}
+	for _, b := range RoleBindings() {
+		b := b
+		out = append(out, Item{Desired: &b, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
+			existing, ok := current.(*rbacv1.RoleBinding)
+			if !ok {
+				return current, false
+			}
+			return ReconcileRoleBinding(existing, &b)
 		}})
 	}
 	for _, b := range ClusterRoleBindings() {
@@ -93,13 +113,32 @@ func ReconcileClusterRole(existing, desired *rbacv1.ClusterRole) (*rbacv1.Cluste
 		}
 		return existing, changed
 	}
-	for _, r := range desired.Rules {
-		if ok, _ := rbacauthz.Covers(existing.Rules, []rbacv1.PolicyRule{r}); !ok {
-			existing.Rules = append(existing.Rules, r)
-			changed = true
+	var added bool
+	existing.Rules, added = addMissingRules(existing.Rules, desired.Rules)
+	return existing, changed || added
+}
+
+// ReconcileRole adds to existing the labels, annotations and rules of desired it lacks.
+func ReconcileRole(existing, desired *rbacv1.Role) (*rbacv1.Role, bool) {
+	if !autoUpdate(&existing.ObjectMeta) {
+		return existing, false
+	}
+	changed := mergeMetadata(&existing.ObjectMeta, &desired.ObjectMeta)
+	var added bool
+	existing.Rules, added = addMissingRules(existing.Rules, desired.Rules)
+	return existing, changed || added
+}
+
+// addMissingRules appends the desired rules that have is not covering.
+func addMissingRules(have, desired []rbacv1.PolicyRule) ([]rbacv1.PolicyRule, bool) {
+	added := false
+	for _, r := range desired {
+		if ok, _ := rbacauthz.Covers(have, []rbacv1.PolicyRule{r}); !ok {
+			have = append(have, r)
+			added = true
 		}
 	}
-	return existing, changed
+	return have, added
 }
 
 // ReconcileClusterRoleBinding adds to existing the labels, annotations and subjects of
@@ -109,13 +148,31 @@ func ReconcileClusterRoleBinding(existing, desired *rbacv1.ClusterRoleBinding) (
 		return existing, false
 	}
 	changed := mergeMetadata(&existing.ObjectMeta, &desired.ObjectMeta)
-	for _, s := range desired.Subjects {
-		if !slices.ContainsFunc(existing.Subjects, func(e rbacv1.Subject) bool {
+	var added bool
+	existing.Subjects, added = addMissingSubjects(existing.Subjects, desired.Subjects)
+	return existing, changed || added
+}
+
+// ReconcileRoleBinding is ReconcileClusterRoleBinding for a RoleBinding.
+func ReconcileRoleBinding(existing, desired *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+	if !autoUpdate(&existing.ObjectMeta) || existing.RoleRef != desired.RoleRef {
+		return existing, false
+	}
+	changed := mergeMetadata(&existing.ObjectMeta, &desired.ObjectMeta)
+	var added bool
+	existing.Subjects, added = addMissingSubjects(existing.Subjects, desired.Subjects)
+	return existing, changed || added
+}
+
+func addMissingSubjects(have, desired []rbacv1.Subject) ([]rbacv1.Subject, bool) {
+	added := false
+	for _, s := range desired {
+		if !slices.ContainsFunc(have, func(e rbacv1.Subject) bool {
 			return e.Kind == s.Kind && e.Name == s.Name && e.Namespace == s.Namespace
 		}) {
-			existing.Subjects = append(existing.Subjects, s)
-			changed = true
+			have = append(have, s)
+			added = true
 		}
 	}
-	return existing, changed
+	return have, added
 }
