@@ -494,3 +494,24 @@ func TestKubectlAuthCanI(t *testing.T) {
 		})
 	}
 }
+
+// A restart finds the default policy in place and writes nothing: the reconciliation
+// at start is idempotent.
+func TestRBACDefaultPolicyRestartWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	srv := apiserver.StartWithDir(t, dir)
+	ctx := context.Background()
+	revision := func(cfg *rest.Config) string {
+		list, err := kubernetes.NewForConfigOrDie(cfg).RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.ResourceVersion
+	}
+	before := revision(srv.AdminConfig)
+	srv.Stop()
+	srv = apiserver.StartWithDir(t, dir)
+	if after := revision(srv.AdminConfig); after != before {
+		t.Errorf("revision %s after the restart, %s before", after, before)
+	}
+}
