@@ -1,7 +1,9 @@
-// Package apiserver is mizzen's HTTP front: it authenticates requests, routes them to
-// the resource they name, and serves the generic REST verbs (get, list, watch, create,
-// update, patch, delete, deletecollection) for every resource in the registry, plus
-// discovery, the subresources, health and version. Storage lives in internal/storage;
+// Package apiserver is mizzen's HTTP front: it authenticates requests (and applies
+// impersonation), authorizes them (the authorizer of package authz, fed from the watch
+// cache when it follows stored policy), routes them to the resource they name, and
+// serves the generic REST verbs (get, list, watch, create, update, patch, delete,
+// deletecollection) for every resource in the registry, plus discovery, the
+// subresources, the access reviews, health and version. Storage lives in internal/storage;
 // everything resource-specific comes from internal/registry.
 package apiserver
 
