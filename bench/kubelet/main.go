@@ -106,7 +106,10 @@ func run(bin string, cpu func() time.Duration) error {
 	kubelet := exec.Command(bin, "kubelet", "--kubeconfig", srv.Kubeconfig, "--hostname-override", "bench-node",
 		"--root-dir", filepath.Join(srv.Dir, "kubelet"), "--containerd-data-dir", runtime.DataDir,
 		"--pause-binary", filepath.Join(filepath.Dir(bin), "mizzen-pause"), "--cni-bridge", bridge,
-		"--port", strconv.Itoa(benchutil.FreePort()))
+		"--port", strconv.Itoa(benchutil.FreePort()),
+		// Disk thresholds as the bundled agent's: upstream's 15% would refuse the
+		// benchmark's pods on a machine whose disk is merely busy.
+		"--eviction-hard", "memory.available<100Mi,nodefs.available<5%,imagefs.available<5%")
 	benchutil.DieWithParent(kubelet)
 	if err := kubelet.Start(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,19 +13,24 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/proxy"
 )
 
 func init() { register(newAgentCommand) }
 
 // newAgentCommand runs a node's agent bundle: the kubelet with a containerd of its own
-// under the data directory, as `mizzen server` runs it beside the control plane.
+// under the data directory, and the service proxy, as `mizzen server` runs them beside
+// the control plane.
 func newAgentCommand() *cobra.Command {
-	var kubeconfig, dataDir, nodeName, podBridge, clientCAFile string
+	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile string
+	var pf proxyFlags
+	var noProxy, verbose bool
 	var kubeletPort int32
 	var containerLog containerLogFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Run a node: the kubelet with its own containerd, joining the cluster of --kubeconfig",
+		Short: "Run a node: the kubelet with its own containerd and the service proxy, joining the cluster of --kubeconfig",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -43,7 +49,18 @@ func newAgentCommand() *cobra.Command {
 					return err
 				}
 			}
-			return runKubelet(ctx, cfg, kf)
+			if noProxy {
+				return runKubelet(ctx, cfg, kf)
+			}
+			proxyCfg := cfg
+			if proxyKubeconfig != "" {
+				if proxyCfg, err = clientcmd.BuildConfigFromFlags("", proxyKubeconfig); err != nil {
+					return fmt.Errorf("loading the proxy's kubeconfig: %w", err)
+				}
+			}
+			pf.hostnameOverride, pf.table = kf.hostnameOverride, proxy.TableNameFor(podBridge)
+			return runNode(ctx, func(ctx context.Context) error { return runKubelet(ctx, cfg, kf) },
+				func(ctx context.Context) error { return runProxy(ctx, proxyCfg, pf, newLogger(verbose)) })
 		},
 	}
 	f := cmd.Flags()
@@ -53,9 +70,40 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&podBridge, "pod-bridge", "mizzen0", "the pod network bridge (distinct per node when several share a host)")
 	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")
 	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle the node server verifies callers (the apiserver) against (default: the cluster CA of --kubeconfig)")
+	f.StringVar(&proxyKubeconfig, "proxy-kubeconfig", "", "kubeconfig of the service proxy, upstream's system:kube-proxy (default: --kubeconfig)")
+	f.StringVar(&pf.clusterCIDR, "cluster-cidr", "", "the pods' CIDR, for the proxy: traffic to a ClusterIP from outside it is masqueraded")
+	f.StringSliceVar(&pf.nodePortAddresses, "nodeport-addresses", nil, "the proxy's NodePort addresses: CIDRs, or \"primary\" (default: primary)")
+	f.BoolVar(&pf.masqueradeAll, "masquerade-all", false, "the proxy masquerades all traffic sent to a ClusterIP")
+	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
 	containerLog.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
+}
+
+// agentEvictionHard are the bundled node's hard eviction thresholds: k3s's, lower on
+// disk than upstream's kubelet defaults (10% and 15%), since an agent shares its disk
+// with everything else on a developer's machine and upstream's would refuse every pod
+// there long before the disk is full.
+const agentEvictionHard = "memory.available<100Mi,nodefs.available<5%,imagefs.available<5%"
+
+// runNode runs a node's components until ctx ends or one of them fails, which stops
+// the others; the error is the first failure's.
+func runNode(ctx context.Context, components ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(components))
+	for _, run := range components {
+		go func() { errs <- run(ctx) }()
+	}
+	var first error
+	for range components {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
 }
 
 // agentKubeletFlags are the kubelet settings of an agent, bundled or not: everything
@@ -82,6 +130,7 @@ func agentKubeletFlags(dataDir, nodeName string, port int32, bridge string) (kub
 		podManifestPath:  filepath.Join(agentDir, "pod-manifests"),
 		pauseBinary:      filepath.Join(filepath.Dir(exe), "mizzen-pause"),
 		clusterDomain:    "cluster.local", maxPods: 110, port: port, cniBridge: bridge,
+		eviction:         evictionFlags{hard: agentEvictionHard, hardGiven: true},
 	}
 	if _, err := os.Stat(kf.pauseBinary); err != nil {
 		return kubeletFlags{}, fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it", kf.pauseBinary)

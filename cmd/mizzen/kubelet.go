@@ -21,6 +21,7 @@ import (
 
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
@@ -42,6 +43,8 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
+			// Upstream's defaults apply only while --eviction-hard is not given.
+			kf.eviction.hardGiven = cmd.Flags().Changed("eviction-hard")
 			return runKubelet(ctx, cfg, kf)
 		},
 	}
@@ -67,6 +70,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
 	f.StringVar(&kf.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
 	kf.containerLog.addFlags(cmd)
+	kf.eviction.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
@@ -85,6 +89,48 @@ type kubeletFlags struct {
 	maxPods         int64
 	port            int32
 	containerLog    containerLogFlags
+	eviction        evictionFlags
+}
+
+// evictionFlags are upstream's node-pressure eviction settings (--eviction-*). The
+// zero value, as the agent in `mizzen server` has it, means upstream's defaults.
+type evictionFlags struct {
+	hard, soft, softGracePeriod, minimumReclaim string
+	// hardGiven is set when --eviction-hard was given, even empty: then only its
+	// thresholds apply, as upstream.
+	hardGiven         bool
+	maxPodGracePeriod int64
+	transitionPeriod  time.Duration
+}
+
+func (e *evictionFlags) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&e.hard, "eviction-hard", eviction.DefaultHard, "thresholds (signal<quantity or percentage, comma-separated) that evict pods at once when met; giving some leaves the others unset")
+	f.StringVar(&e.soft, "eviction-soft", "", "thresholds (e.g. memory.available<1.5Gi) that evict pods when met for their grace period")
+	f.StringVar(&e.softGracePeriod, "eviction-soft-grace-period", "", "how long each soft threshold must stay met before pods are evicted (e.g. memory.available=1m30s)")
+	f.Int64Var(&e.maxPodGracePeriod, "eviction-max-pod-grace-period", 0, "most seconds a pod evicted for a soft threshold gets to stop; negative leaves the pod's own")
+	f.DurationVar(&e.transitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met (0 means the default)")
+	f.StringVar(&e.minimumReclaim, "eviction-minimum-reclaim", "", "how much past each threshold is reclaimed once the kubelet acts (e.g. imagefs.available=2Gi)")
+}
+
+// nodePressure parses the flags into the kubelet's node-pressure eviction settings.
+func (e *evictionFlags) nodePressure() (*kubelet.NodePressure, error) {
+	hard := e.hard
+	if !e.hardGiven {
+		hard = eviction.DefaultHard
+	}
+	thresholds, err := eviction.ParseThresholds(eviction.ThresholdFlags{
+		Hard: hard, Soft: e.soft, SoftGracePeriod: e.softGracePeriod, MinimumReclaim: e.minimumReclaim,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e.transitionPeriod < 0 {
+		return nil, fmt.Errorf("--eviction-pressure-transition-period must not be negative: %v", e.transitionPeriod)
+	}
+	return &kubelet.NodePressure{
+		Thresholds: thresholds, MaxPodGracePeriodSeconds: e.maxPodGracePeriod, TransitionPeriod: e.transitionPeriod,
+	}, nil
 }
 
 // containerLogFlags are upstream's --container-log-* settings, of `mizzen kubelet` and
@@ -106,6 +152,11 @@ func (c *containerLogFlags) addFlags(cmd *cobra.Command) {
 // runKubelet starts the runtime (its own containerd when containerdDir is set) and runs
 // the kubelet until ctx ends.
 func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
+	// Bad flags fail before anything starts.
+	pressure, err := kf.eviction.nodePressure()
+	if err != nil {
+		return err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "mizzen-kubelet"
 	if cfg.QPS == 0 {
@@ -215,6 +266,7 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		ContainerLogMaxFiles:        kf.containerLog.maxFiles,
 		ContainerLogMaxWorkers:      kf.containerLog.maxWorkers,
 		ContainerLogMonitorInterval: kf.containerLog.monitorInterval,
+		NodePressure:                pressure,
 
 		NodeServer: &nodeserver.Options{
 			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.port))),

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"mizzen/internal/controllermanager"
+	"mizzen/internal/proxy"
 	"mizzen/internal/scheduler"
 	"mizzen/internal/server"
 )
@@ -53,7 +54,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
-		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent)")
+		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy)")
 	}
 }
 
@@ -112,7 +113,7 @@ func runBundle(f serverFlags) error {
 	for _, d := range f.disable {
 		disabled[d] = true
 	}
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	running := 0 // components started, each sends once on errs when it ends
 	if !disabled["scheduler"] {
 		cfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler", nil)
@@ -164,6 +165,17 @@ func runBundle(f serverFlags) error {
 		kf.tlsCertFile, kf.tlsKeyFile, kf.clientCAFile = certFile, keyFile, cp.CAFile()
 		running++
 		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
+		if !disabled["proxy"] {
+			proxyCfg, err := cp.ComponentConfig("kube-proxy", "system:kube-proxy", nil)
+			if err != nil {
+				return err
+			}
+			pf := proxyFlags{hostnameOverride: kf.hostnameOverride, clusterCIDR: f.clusterCIDR, table: proxy.TableNameFor(f.podBridge)}
+			running++
+			go func() {
+				errs <- wrapErr("proxy", runProxy(ctx, proxyCfg, pf, opts.Log.With("component", "proxy")))
+			}()
+		}
 	}
 	return shutDownBundle(signalled, cp, errs, running, stopComponents, stopControlPlane)
 }
@@ -211,7 +223,7 @@ func wrapErr(component string, err error) error {
 }
 
 // knownComponents are the names --disable accepts.
-var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true}
+var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true}
 
 // runControlPlane starts the control plane and waits for SIGINT or SIGTERM.
 func runControlPlane(opts server.Options) error {

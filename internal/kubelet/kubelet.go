@@ -119,6 +119,11 @@ type Options struct {
 	// evicted past them; 10s when zero, as upstream. Negative turns the checks off, as
 	// hollow nodes do, whose runtime writes no files.
 	EvictionMonitoringPeriod time.Duration
+	// NodePressure, when set and EvictionMonitoringPeriod is not negative, turns on
+	// node-pressure eviction (see eviction.Pressure): MemoryPressure, DiskPressure and
+	// PIDPressure conditions, pod admission under pressure, and evictions. Nil for
+	// hollow nodes, which must not read the real machine.
+	NodePressure *NodePressure
 
 	// Clock drives every timer (back-off, probes, relists, status, lease); the real
 	// clock when nil.
@@ -131,6 +136,21 @@ type Options struct {
 	LeaseRenewInterval        time.Duration // 10s
 	FileCheckFrequency        time.Duration // static pod manifests reread, 20s
 	Logger                    *slog.Logger
+}
+
+// NodePressure configures node-pressure eviction, as upstream's --eviction-* flags.
+type NodePressure struct {
+	// Thresholds are the hard and soft thresholds (eviction.ParseThresholds).
+	Thresholds []eviction.Threshold
+	// MaxPodGracePeriodSeconds caps the grace period of pods evicted for a soft
+	// threshold; negative leaves the pod's own.
+	MaxPodGracePeriodSeconds int64
+	// TransitionPeriod is how long a pressure condition stays True after its
+	// threshold was last met; 5m when zero.
+	TransitionPeriod time.Duration
+	// Measurer measures the node and its pods; the host (eviction.Host, over RootDir,
+	// the runtime's image filesystem, PodCgroups) when nil. Tests feed values.
+	Measurer eviction.Measurer
 }
 
 // MachineInfo is what the node reports about itself.
@@ -248,6 +268,10 @@ type Kubelet struct {
 	// volumeSources reads (and briefly caches) the objects volumes and env refer to.
 	volumeSources volumeSources
 	static        *staticPods // nil without a manifest directory
+	// pressure is the node-pressure eviction manager; nil when off (its methods
+	// then report no pressure).
+	pressure *eviction.Pressure
+	imageGC  *eviction.ImageGC // with pressure: removes unused images under disk pressure
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -300,6 +324,13 @@ func Run(ctx context.Context, opts Options) error {
 		kl.static.reload(kl.clock.Now(), kl.manifestError)
 	}
 
+	if opts.NodePressure != nil && opts.EvictionMonitoringPeriod >= 0 {
+		// Made before any pod worker, which asks it to admit pods.
+		if kl.pressure, err = kl.newPressure(); err != nil {
+			return fmt.Errorf("kubelet: %w", err)
+		}
+	}
+
 	kl.services, kl.servicesSynced = opts.ServiceLister, opts.ServicesSynced
 	if kl.services == nil {
 		// Every namespace's Services, as upstream's kubelet watches them: a container
@@ -348,7 +379,10 @@ func Run(ctx context.Context, opts Options) error {
 	go logRotation.Run(ctx)
 	if kl.opts.EvictionMonitoringPeriod >= 0 {
 		evictions, err := eviction.New(eviction.Options{
-			Runtime: kl.runtime, Pods: kl.evictablePods, LogDir: kl.podLogDir, Evict: kl.evictPod,
+			Runtime: kl.runtime, Pods: kl.evictablePods, LogDir: kl.podLogDir,
+			Evict: func(pod *v1.Pod, msg string) {
+				kl.workers.evict(pod.UID, evictionRequest{message: msg, gracePeriod: eviction.GracePeriodSeconds})
+			},
 			EmptyDirPath: func(pod *v1.Pod, name string) string { return kl.volumes.EmptyDirPath(pod.UID, name) },
 			Period:       kl.opts.EvictionMonitoringPeriod, Clock: kl.clock, Logger: kl.log,
 		})
@@ -356,6 +390,10 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("kubelet: %w", err)
 		}
 		go evictions.Run(ctx)
+	}
+	if kl.pressure != nil {
+		go kl.pressure.Run(ctx)
+		go kl.imageGC.Run(ctx)
 	}
 	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
 	<-ctx.Done()
@@ -412,9 +450,48 @@ func (kl *Kubelet) evictablePods() []*v1.Pod {
 	return pods
 }
 
-// evictPod hands an eviction to the pod's worker, which fails and kills the pod.
-func (kl *Kubelet) evictPod(pod *v1.Pod, msg string) {
-	kl.workers.evict(pod.UID, msg)
+// newPressure makes the node-pressure eviction manager from the options, and
+// kl.imageGC, with which it reclaims disk.
+func (kl *Kubelet) newPressure() (*eviction.Pressure, error) {
+	np := kl.opts.NodePressure
+	measurer := np.Measurer
+	if measurer == nil {
+		host := eviction.HostOptions{
+			RootDir: kl.opts.RootDir, Runtime: kl.runtime, Images: kl.images, LogDir: kl.podLogDir,
+			EmptyDirPath: func(pod *v1.Pod, name string) string { return kl.volumes.EmptyDirPath(pod.UID, name) },
+		}
+		if kl.opts.PodCgroups != nil {
+			host.PodProcesses = kl.opts.PodCgroups.PodProcesses
+		}
+		var err error
+		if measurer, err = eviction.NewHost(host); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	kl.imageGC, err = eviction.NewImageGC(eviction.ImageGCOptions{Runtime: kl.runtime, Images: kl.images, Clock: kl.clock, Logger: kl.log})
+	if err != nil {
+		return nil, err
+	}
+	return eviction.NewPressure(eviction.PressureOptions{
+		Thresholds: np.Thresholds, MaxPodGracePeriodSeconds: np.MaxPodGracePeriodSeconds,
+		TransitionPeriod: np.TransitionPeriod, Measurer: measurer, Reclaimer: kl.imageGC,
+		Pods: kl.evictablePods,
+		Evict: func(pod *v1.Pod, grace int64, msg string) {
+			kl.workers.evict(pod.UID, evictionRequest{message: msg, gracePeriod: grace, nodePressure: true})
+		},
+		Period: kl.opts.EvictionMonitoringPeriod, Clock: kl.clock, Logger: kl.log,
+	})
+}
+
+// admitUnderPressure refuses a pod new to the node while the node is under pressure,
+// as upstream's eviction admission does (see eviction.Pressure.Admit); like admit it
+// never re-checks a pod that has started.
+func (kl *Kubelet) admitUnderPressure(pod *v1.Pod) (string, string) {
+	if pod.Status.StartTime != nil || pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" {
+		return "", ""
+	}
+	return kl.pressure.Admit(pod)
 }
 
 // onPod dispatches an informer event to the pod's worker.

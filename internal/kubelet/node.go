@@ -158,10 +158,12 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context, force bool) (bool, erro
 		if err != nil {
 			return err
 		}
-		kl.setNodeStatus(ctx, node, node.Status.DeepCopy())
+		previous := node.Status.DeepCopy()
+		kl.setNodeStatus(ctx, node, previous)
 		updated, err := kl.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		if err == nil {
 			kl.lastNodeStatus = updated.Status.DeepCopy()
+			kl.recordPressureEvents(previous, &updated.Status)
 		}
 		return err
 	})
@@ -232,11 +234,61 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 	if !runtimeReady {
 		ready = cond(v1.NodeReady, v1.ConditionFalse, notReadyReason, notReadyMsg)
 	}
+	pressure := kl.pressure.Conditions()
+	pressureCond := func(t v1.NodeConditionType, falseReason, falseMsg, trueReason, trueMsg string) v1.NodeCondition {
+		if slices.Contains(pressure, t) {
+			return cond(t, v1.ConditionTrue, trueReason, trueMsg)
+		}
+		return cond(t, v1.ConditionFalse, falseReason, falseMsg)
+	}
 	node.Status.Conditions = []v1.NodeCondition{
-		cond(v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-		cond(v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-		cond(v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		pressureCond(v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available",
+			"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+		pressureCond(v1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure",
+			"KubeletHasDiskPressure", "kubelet has disk pressure"),
+		pressureCond(v1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available",
+			"KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
 		ready,
+	}
+}
+
+// pressureEvent is the node event upstream's kubelet records when a pressure
+// condition turns True (under) or False.
+func pressureEvent(t v1.NodeConditionType, under bool) string {
+	switch {
+	case t == v1.NodeMemoryPressure && under:
+		return "NodeHasInsufficientMemory"
+	case t == v1.NodeMemoryPressure:
+		return "NodeHasSufficientMemory"
+	case t == v1.NodeDiskPressure && under:
+		return "NodeHasDiskPressure"
+	case t == v1.NodeDiskPressure:
+		return "NodeHasNoDiskPressure"
+	case under:
+		return "NodeHasInsufficientPID"
+	}
+	return "NodeHasSufficientPID"
+}
+
+// recordPressureEvents records an event for each pressure condition whose status
+// changed between the posted statuses (a condition not posted before counts as False).
+func (kl *Kubelet) recordPressureEvents(old, cur *v1.NodeStatus) {
+	status := func(s *v1.NodeStatus, t v1.NodeConditionType) v1.ConditionStatus {
+		for _, c := range s.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return v1.ConditionFalse
+	}
+	ref := &v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)}
+	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		was, is := status(old, t), status(cur, t)
+		if was == is {
+			continue
+		}
+		event := pressureEvent(t, is == v1.ConditionTrue)
+		kl.recorder.Eventf(ref, v1.EventTypeNormal, event, "Node %s status is now: %s", kl.opts.NodeName, event)
 	}
 }
 

@@ -16,9 +16,9 @@ type podState struct {
 	probes     map[probeKey]*probeWorker
 	results    map[string]*containerProbeResults // by container ID
 	kills      map[string]string                 // container ID -> reason
-	// eviction is why the pod is to be evicted; empty unless the eviction monitor
-	// found it over a limit.
-	eviction string
+	// eviction is why and how the pod is to be evicted; empty unless an eviction
+	// manager chose it (over a local storage limit, or for node pressure).
+	eviction evictionRequest
 	// Volume set-up failures, worker-owned: when the current stretch began, and the
 	// back-off of their retries and events.
 	mountWaitSince time.Time
@@ -92,15 +92,26 @@ func (s *podState) takeKill(containerID string) string {
 	return r
 }
 
-func (s *podState) setEviction(msg string) {
+// evictionRequest is an eviction decided for the pod: upstream's message, the grace
+// period its containers get, and whether node pressure caused it (which marks the pod
+// with a DisruptionTarget condition, as upstream's kubelet does).
+type evictionRequest struct {
+	message      string
+	gracePeriod  int64
+	nodePressure bool
+}
+
+// setEviction records the pod's eviction; the first one recorded stands.
+func (s *podState) setEviction(e evictionRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.eviction == "" {
-		s.eviction = msg
+	if s.eviction.message == "" {
+		s.eviction = e
 	}
 }
 
-func (s *podState) evictionMessage() string {
+// pendingEviction is the pod's eviction; its message is empty when there is none.
+func (s *podState) pendingEviction() evictionRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.eviction

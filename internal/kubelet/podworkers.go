@@ -67,13 +67,13 @@ func (p *podWorkers) poke(uid types.UID) bool {
 	return ok
 }
 
-// evict marks the pod's worker to evict its pod with this message on its next sync,
-// and wakes it; a pod already marked keeps its first message.
-func (p *podWorkers) evict(uid types.UID, msg string) {
+// evict marks the pod's worker to evict its pod on its next sync, and wakes it; a pod
+// already marked keeps its first eviction.
+func (p *podWorkers) evict(uid types.UID, e evictionRequest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w, ok := p.workers[uid]; ok {
-		w.state.setEviction(msg)
+		w.state.setEviction(e)
 		w.wake()
 	}
 }

@@ -84,9 +84,17 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 			kl.log.Error("syncing mirror pod", "pod", w.key, "err", err)
 		}
 	}
-	if msg := w.state.evictionMessage(); msg != "" {
-		// Over a local storage limit: killed at once, whatever the pod's grace period.
-		return false, kl.failPod(ctx, w, pod, rt, eviction.GracePeriodSeconds, eviction.Reason, msg)
+	if ev := w.state.pendingEviction(); ev.message != "" {
+		// The eviction's grace period, whatever the pod's own.
+		var disruption []v1.PodCondition
+		if ev.nodePressure {
+			disruption = append(disruption, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+				Reason: v1.PodReasonTerminationByKubelet, Message: ev.message})
+		}
+		return false, kl.failPod(ctx, w, pod, rt, ev.gracePeriod, eviction.Reason, ev.message, disruption...)
+	}
+	if reason, msg := kl.admitUnderPressure(pod); reason != "" {
+		return false, kl.failPod(ctx, w, pod, rt, gracePeriod(pod), reason, msg)
 	}
 	if reason, msg := kl.admit(pod); reason != "" {
 		return false, kl.failPod(ctx, w, pod, rt, gracePeriod(pod), reason, msg)
@@ -129,8 +137,9 @@ func (kl *Kubelet) deadlineLeft(pod *v1.Pod) (time.Duration, bool) {
 }
 
 // failPod ends a pod for good: its containers are stopped with grace seconds each and
-// its phase becomes Failed with the reason and message given.
-func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, grace int64, reason, msg string) error {
+// its phase becomes Failed with the reason and message given, and the extra
+// conditions.
+func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, grace int64, reason, msg string, extra ...v1.PodCondition) error {
 	w.state.stopProbes()
 	if err := kl.stopAll(ctx, rt, grace); err != nil {
 		return err
@@ -142,8 +151,28 @@ func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *p
 	status := kl.generateStatus(pod, rt, w.state, true)
 	status.Phase, status.Reason, status.Message = v1.PodFailed, reason, msg
 	status.Conditions = kl.podConditions(pod, status, false, len(pod.Spec.InitContainers) == 0, nil)
+	for _, c := range extra {
+		status.Conditions = setPodCondition(status.Conditions, c, kl.clock.Now())
+	}
 	kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, reason, "%s", msg)
 	return kl.writeStatus(ctx, pod, status)
+}
+
+// setPodCondition puts c in conds, replacing one of its type; the transition time
+// stays when the status does not change.
+func setPodCondition(conds []v1.PodCondition, c v1.PodCondition, now time.Time) []v1.PodCondition {
+	c.LastTransitionTime = metav1.NewTime(now)
+	for i := range conds {
+		if conds[i].Type != c.Type {
+			continue
+		}
+		if conds[i].Status == c.Status {
+			c.LastTransitionTime = conds[i].LastTransitionTime
+		}
+		conds[i] = c
+		return conds
+	}
+	return append(conds, c)
 }
 
 // cleanupPod removes the runtime objects of a pod no longer in the API.

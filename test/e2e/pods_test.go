@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/proxy"
 	"mizzen/internal/testing/proc"
 )
 
@@ -114,7 +115,7 @@ func (a *agent) kill() {
 
 // cleanupNode removes what a node left on the host after its agent stopped, should its
 // pods have outlived it: container shims still serving its containerd, mounts under its
-// data directory, its bridge and masquerade rule.
+// data directory, its bridge, masquerade rule and service proxy table.
 func cleanupNode(t *testing.T, dataDir, bridge string) {
 	for _, pid := range processesMentioning(dataDir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -131,6 +132,9 @@ func cleanupNode(t *testing.T, dataDir, bridge string) {
 	_ = exec.Command("ip", "link", "delete", bridge).Run()
 	if err := containerd.RemoveMasquerade(bridge); err != nil {
 		t.Logf("removing the pod network's masquerade rule: %v", err)
+	}
+	if err := (proxy.Table{Name: proxy.TableNameFor(bridge)}).Delete(); err != nil {
+		t.Logf("removing the service proxy's table: %v", err)
 	}
 	if err := os.RemoveAll(dataDir); err != nil {
 		t.Logf("removing %s: %v", dataDir, err)

@@ -1,8 +1,18 @@
-// Package eviction decides which pods the kubelet evicts for using more local
-// ephemeral storage than their spec allows, as upstream's eviction manager does when
-// local storage capacity isolation is on: an emptyDir past its sizeLimit, a pod past the
-// sum of its containers' ephemeral-storage limits, a container (writable layer plus
-// logs) past its own limit. Node-pressure eviction is not part of it.
+// Package eviction decides which pods the kubelet evicts, as upstream's eviction
+// manager does, in two independent loops:
+//
+//   - Monitor: local ephemeral-storage limits (local storage capacity isolation): an
+//     emptyDir past its sizeLimit, a pod past the sum of its containers'
+//     ephemeral-storage limits, a container (writable layer plus logs) past its own.
+//   - Pressure: node-pressure eviction. Thresholds on memory.available,
+//     nodefs/imagefs available and inodesFree, and pid.available (ParseThresholds
+//     reads upstream's --eviction-* flags) drive the MemoryPressure, DiskPressure and
+//     PIDPressure node conditions, refuse new pods under pressure (Admit), and evict
+//     one pod per period, ranked as upstream, after unused images are removed for disk
+//     pressure. A Measurer supplies the numbers: Host reads the real machine; tests
+//     and hollow nodes (which run no Pressure at all) never touch it.
+//
+// Both only decide: the kubelet kills the pod and writes its Failed status.
 package eviction
 
 import (

@@ -127,36 +127,41 @@ func isCritical(pod *v1.Pod) bool {
 // writableLayers returns each pod's containers' writable layer usage, by pod UID and
 // container name, from the newest instance of each container.
 func (m *Monitor) writableLayers(ctx context.Context) (map[string]map[string]int64, error) {
-	stats, err := m.opts.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	stats, err := newestContainerStats(ctx, m.opts.Runtime)
 	if err != nil {
 		return nil, err
 	}
-	type newest struct {
-		attempt uint32
-		used    int64
+	out := make(map[string]map[string]int64, len(stats))
+	for uid, byName := range stats {
+		out[uid] = make(map[string]int64, len(byName))
+		for name, st := range byName {
+			out[uid][name] = int64(st.GetWritableLayer().GetUsedBytes().GetValue())
+		}
 	}
-	seen := map[string]map[string]newest{}
+	return out, nil
+}
+
+// newestContainerStats returns the runtime's stats of each pod's containers, by pod
+// UID and container name, from the newest instance of each container.
+func newestContainerStats(ctx context.Context, rt cri.RuntimeService) (map[string]map[string]*runtimeapi.ContainerStats, error) {
+	stats, err := rt.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]*runtimeapi.ContainerStats{}
 	for _, st := range stats {
 		attrs := st.GetAttributes()
 		uid, name := attrs.GetLabels()[labelPodUID], attrs.GetLabels()[labelContainerName]
 		if uid == "" || name == "" {
 			continue
 		}
-		if seen[uid] == nil {
-			seen[uid] = map[string]newest{}
+		if out[uid] == nil {
+			out[uid] = map[string]*runtimeapi.ContainerStats{}
 		}
-		attempt := attrs.GetMetadata().GetAttempt()
-		if prev, ok := seen[uid][name]; ok && prev.attempt > attempt {
+		if prev, ok := out[uid][name]; ok && prev.GetAttributes().GetMetadata().GetAttempt() > attrs.GetMetadata().GetAttempt() {
 			continue
 		}
-		seen[uid][name] = newest{attempt: attempt, used: int64(st.GetWritableLayer().GetUsedBytes().GetValue())}
-	}
-	out := make(map[string]map[string]int64, len(seen))
-	for uid, byName := range seen {
-		out[uid] = make(map[string]int64, len(byName))
-		for name, n := range byName {
-			out[uid][name] = n.used
-		}
+		out[uid][name] = st
 	}
 	return out, nil
 }
@@ -197,12 +202,25 @@ func (m *Monitor) measure(pod *v1.Pod, layers map[string]int64) Usage {
 // diskUsage is the space the files under dir take on disk, as du counts it (allocated
 // blocks, a hard-linked file once); ok is false when dir does not exist.
 func (m *Monitor) diskUsage(dir string) (int64, bool) {
+	u, ok, err := diskUsage(dir)
+	if err != nil {
+		m.opts.Logger.Error("eviction: measuring disk usage", "dir", dir, "err", err)
+	}
+	return u.bytes, ok
+}
+
+// dirUsage is what a directory tree takes: bytes allocated and inodes.
+type dirUsage struct{ bytes, inodes int64 }
+
+// diskUsage measures the tree under dir as du does (allocated blocks, a hard-linked
+// file once); ok is false when dir does not exist.
+func diskUsage(dir string) (dirUsage, bool, error) {
 	if _, err := os.Lstat(dir); err != nil {
-		return 0, false
+		return dirUsage{}, false, nil
 	}
 	type inode struct{ dev, ino uint64 }
 	linked := map[inode]bool{}
-	var total int64
+	var u dirUsage
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // vanished or unreadable: count what can be read
@@ -213,7 +231,8 @@ func (m *Monitor) diskUsage(dir string) (int64, bool) {
 		}
 		st, ok := info.Sys().(*syscall.Stat_t)
 		if !ok {
-			total += info.Size()
+			u.bytes += info.Size()
+			u.inodes++
 			return nil
 		}
 		if st.Nlink > 1 && !info.IsDir() {
@@ -223,11 +242,9 @@ func (m *Monitor) diskUsage(dir string) (int64, bool) {
 			}
 			linked[key] = true
 		}
-		total += st.Blocks * 512
+		u.bytes += st.Blocks * 512
+		u.inodes++
 		return nil
 	})
-	if err != nil {
-		m.opts.Logger.Error("eviction: measuring disk usage", "dir", dir, "err", err)
-	}
-	return total, true
+	return u, true, err
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,8 @@ import (
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/testing/lockedbuf"
 )
-
-// syncBuffer collects what a follower writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // contiguousLines returns how many lines "line 1", "line 2", ... out starts with, and
 // an error at the first line out of sequence.
@@ -160,7 +142,7 @@ func TestChattyContainerOnContainerd(t *testing.T) {
 	logPath := filepath.Join(sbCfg.LogDirectory, "app", "0.log")
 
 	followCtx, stopFollowing := context.WithCancel(ctx)
-	followed := &syncBuffer{}
+	followed := &lockedbuf.Buffer{}
 	followDone := make(chan error, 1)
 	go func() {
 		followDone <- nodeserver.ReadLogs(followCtx, logPath, nodeserver.LogOptions{

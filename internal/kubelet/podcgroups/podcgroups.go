@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -135,4 +136,23 @@ func (c *Cgroups) Pods() ([]types.UID, error) {
 		}
 	}
 	return out, nil
+}
+
+// PodProcesses counts the pod's processes (threads included) from its cgroup's
+// pids.current, in whichever hierarchy has the pids controller; ok is false when no
+// hierarchy reports it.
+func (c *Cgroups) PodProcesses(uid types.UID) (int64, bool) {
+	for _, mount := range c.mounts {
+		for _, parent := range QoSParents {
+			b, err := os.ReadFile(filepath.Join(mount, parent, "pod"+string(uid), "pids.current"))
+			if err != nil {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
 }

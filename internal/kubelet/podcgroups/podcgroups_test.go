@@ -87,3 +87,26 @@ func TestRemovePodAndList(t *testing.T) {
 		t.Errorf("a cgroup not named pod<UID> was touched: %v", err)
 	}
 }
+
+func TestPodProcesses(t *testing.T) {
+	cpu, pids := t.TempDir(), t.TempDir()
+	dir := filepath.Join(pids, "kubepods/burstable/poda")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.current"), []byte("17\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := New(cpu, pids)
+	tests := []struct {
+		uid    types.UID
+		want   int64
+		wantOK bool
+	}{{uid: "a", want: 17, wantOK: true}, {uid: "gone"}}
+	for _, tt := range tests {
+		got, ok := c.PodProcesses(tt.uid)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("PodProcesses(%s) = %d, %v; want %d, %v", tt.uid, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}

@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"mizzen/internal/testing/lockedbuf"
 )
 
 func TestParseCRILogLine(t *testing.T) {
@@ -113,24 +114,6 @@ func TestTailOffsetLongLinesAndNoFinalNewline(t *testing.T) {
 	}
 }
 
-// syncBuffer is a buffer written by one goroutine and read by another.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -163,7 +146,7 @@ func TestReadLogsFollowEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- ReadLogs(ctx, path, LogOptions{Tail: -1, Follow: true, PollInterval: 5 * time.Millisecond}, &syncBuffer{})
+		done <- ReadLogs(ctx, path, LogOptions{Tail: -1, Follow: true, PollInterval: 5 * time.Millisecond}, &lockedbuf.Buffer{})
 	}()
 	cancel()
 	select {
@@ -234,11 +217,11 @@ func TestReadLogsFollowAcrossRotation(t *testing.T) {
 
 // followLog follows the log at path as `kubectl logs -f` does while its container
 // runs; stop marks the container stopped and waits for the reader to end.
-func followLog(t *testing.T, path string) (out *syncBuffer, stop func()) {
+func followLog(t *testing.T, path string) (out *lockedbuf.Buffer, stop func()) {
 	t.Helper()
 	var running atomic.Bool
 	running.Store(true)
-	out = &syncBuffer{}
+	out = &lockedbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- ReadLogs(context.Background(), path, LogOptions{
