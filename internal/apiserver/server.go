@@ -3,8 +3,8 @@
 // cache when it follows stored policy), routes them to the resource they name, and
 // serves the generic REST verbs (get, list, watch, create, update, patch, delete,
 // deletecollection) for every resource in the registry, plus discovery, the
-// subresources, the access reviews, health and version. Storage lives in internal/storage;
-// everything resource-specific comes from internal/registry.
+// subresources, the access reviews, health and version. Storage lives in
+// internal/storage; everything resource-specific comes from internal/registry.
 package apiserver
 
 import (
