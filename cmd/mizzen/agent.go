@@ -28,6 +28,7 @@ func newAgentCommand() *cobra.Command {
 	var noProxy, verbose bool
 	var kubeletPort int32
 	var containerLog containerLogFlags
+	var clusterDNS []string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node: the kubelet with its own containerd and the service proxy, joining the cluster of --kubeconfig",
@@ -44,6 +45,7 @@ func newAgentCommand() *cobra.Command {
 				return err
 			}
 			kf.containerLog = containerLog
+			kf.clusterDNS = clusterDNS
 			if kf.clientCAFile = clientCAFile; clientCAFile == "" {
 				if kf.clientCAFile, err = clusterCAFile(cfg.TLSClientConfig, kf.rootDir); err != nil {
 					return err
@@ -76,6 +78,7 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&pf.masqueradeAll, "masquerade-all", false, "the proxy masquerades all traffic sent to a ClusterIP")
 	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
+	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
 	containerLog.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
@@ -130,7 +133,7 @@ func agentKubeletFlags(dataDir, nodeName string, port int32, bridge string) (kub
 		podManifestPath:  filepath.Join(agentDir, "pod-manifests"),
 		pauseBinary:      filepath.Join(filepath.Dir(exe), "mizzen-pause"),
 		clusterDomain:    "cluster.local", maxPods: 110, port: port, cniBridge: bridge,
-		eviction:         evictionFlags{hard: agentEvictionHard, hardGiven: true},
+		eviction: evictionFlags{hard: agentEvictionHard, hardGiven: true},
 	}
 	if _, err := os.Stat(kf.pauseBinary); err != nil {
 		return kubeletFlags{}, fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it", kf.pauseBinary)

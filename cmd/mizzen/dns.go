@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/dns"
 )
@@ -40,7 +41,11 @@ func newDNSCommand() *cobra.Command {
 			opts.Logger = newLogger(verbose)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return dns.Run(ctx, kubeconfig, opts)
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			return dns.Run(ctx, cfg, opts, nil)
 		},
 	}
 	f := cmd.Flags()

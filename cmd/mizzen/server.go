@@ -3,14 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"mizzen/internal/controllermanager"
+	"mizzen/internal/dns"
+	"mizzen/internal/hostaddr"
+	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/metrics"
 	"mizzen/internal/proxy"
 	"mizzen/internal/scheduler"
 	"mizzen/internal/server"
@@ -22,6 +29,7 @@ func init() { register(newServerCommand) }
 type serverFlags struct {
 	dataDir     string
 	bindAddress string
+	advertise   string
 	securePort  int
 	etcdServers string
 	serviceCIDR string
@@ -44,6 +52,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for the cluster's state: certificates, kubeconfigs, embedded etcd")
 	fl.StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
+	fl.StringVar(&f.advertise, "advertise-address", "", "IP the kubernetes Service's endpoints give in-cluster clients (default: --bind-address, or the machine's primary address)")
 	fl.IntVar(&f.securePort, "secure-port", 6443, "HTTPS port of the apiserver")
 	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
@@ -54,13 +63,13 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
-		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy)")
+		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy, dns, metrics-server)")
 	}
 }
 
 func (f *serverFlags) options() server.Options {
 	return server.Options{
-		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
+		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, AdvertiseAddress: f.advertise,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
 		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
@@ -113,7 +122,7 @@ func runBundle(f serverFlags) error {
 	for _, d := range f.disable {
 		disabled[d] = true
 	}
-	errs := make(chan error, 5)
+	errs := make(chan error, len(knownComponents))
 	running := 0 // components started, each sends once on errs when it ends
 	if !disabled["scheduler"] {
 		cfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler", nil)
@@ -149,6 +158,21 @@ func runBundle(f serverFlags) error {
 			}))
 		}()
 	}
+	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
+	// them, reached through Services whose endpoint is this machine.
+	var clusterDNS net.IP
+	if !disabled["dns"] {
+		if clusterDNS, err = startDNS(ctx, cp, f, opts.Log, errs); err != nil {
+			return fmt.Errorf("dns: %w, or run with --disable dns", err)
+		}
+		running++
+	}
+	if !disabled["metrics-server"] {
+		if err := startMetricsServer(ctx, cp, opts.Log, errs); err != nil {
+			return fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err)
+		}
+		running++
+	}
 	if !disabled["agent"] {
 		kf, err := agentKubeletFlags(f.dataDir, "", f.kubeletPort, f.podBridge)
 		if err != nil {
@@ -163,6 +187,9 @@ func runBundle(f serverFlags) error {
 			return err
 		}
 		kf.tlsCertFile, kf.tlsKeyFile, kf.clientCAFile = certFile, keyFile, cp.CAFile()
+		if clusterDNS != nil {
+			kf.clusterDNS = []string{clusterDNS.String()}
+		}
 		running++
 		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
 		if !disabled["proxy"] {
@@ -223,7 +250,75 @@ func wrapErr(component string, err error) error {
 }
 
 // knownComponents are the names --disable accepts.
-var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true}
+var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true, "dns": true, "metrics-server": true}
+
+// startDNS runs cluster DNS on this machine's address (a free port) and publishes it as
+// kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
+// kubelet's --cluster-dns. The server's end is sent on errs.
+func startDNS(ctx context.Context, cp *server.ControlPlane, f serverFlags, log *slog.Logger, errs chan<- error) (net.IP, error) {
+	serviceIP, err := dns.ServiceIP(f.serviceCIDR)
+	if err != nil {
+		return nil, err
+	}
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		return nil, fmt.Errorf("pods reach DNS at this machine's address: %w", err)
+	}
+	cfg, err := cp.ComponentConfig("dns", dnsUser, nil)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	opts := dns.Options{Listen: net.JoinHostPort(hostIP.String(), "0"), ClusterDomain: "cluster.local", TTL: dns.DefaultTTL,
+		UpstreamResolvConf: dns.DefaultUpstreamResolvConf, Logger: log.With("component", "dns")}
+	go func() {
+		errs <- wrapErr("dns", dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
+			return dns.Publish(ctx, admin, serviceIP, addr)
+		}))
+	}()
+	return serviceIP, nil
+}
+
+// dnsUser is the bundled DNS server's identity.
+const dnsUser = "system:kube-dns"
+
+// startMetricsServer runs the metrics server on this machine's address (a free port)
+// and registers it as the metrics.k8s.io API. The server's end is sent on errs.
+func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.Logger, errs chan<- error) error {
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		return fmt.Errorf("the apiserver reaches it at this machine's address: %w", err)
+	}
+	cfg, err := cp.ComponentConfig("metrics-server", nodeserver.MetricsServerUser, nil)
+	if err != nil {
+		return err
+	}
+	certFile, keyFile, err := cp.KubeletServing("metrics-server", metrics.ServiceName+"."+metrics.ServiceNamespace+".svc")
+	if err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(cp.CAFile())
+	if err != nil {
+		return err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(hostIP.String(), "0"))
+	if err != nil {
+		return err
+	}
+	port := int32(listener.Addr().(*net.TCPAddr).Port)
+	if err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}); err != nil {
+		_ = listener.Close()
+		return err
+	}
+	go func() {
+		errs <- wrapErr("metrics-server", metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
+			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")}))
+	}()
+	return nil
+}
 
 // runControlPlane starts the control plane and waits for SIGINT or SIGTERM.
 func runControlPlane(opts server.Options) error {

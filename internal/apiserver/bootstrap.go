@@ -24,7 +24,10 @@ func (s *Server) KubernetesServiceIP() net.IP {
 
 // Bootstrap creates what every cluster has from its first start (the system
 // namespaces, the kubernetes service) and the given extra objects, leaving any that
-// exist alone. It goes through the same create chain as a client's request.
+// exist alone, and publishes the authentication ConfigMap aggregated servers read. It
+// goes through the same create chain as a client's request, but records no
+// managedFields: field tracking's type converter is built on the first client write,
+// not at every start (upstream's objects show "kube-apiserver").
 func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 	var objs []runtime.Object
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
@@ -57,11 +60,14 @@ func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 			continue
 		}
 		acc := accessor(obj)
-		if _, err := s.createObject(ctx, h, acc.GetNamespace(), obj, false); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := s.createObject(ctx, h, acc.GetNamespace(), obj, false, nil); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s: %w", h.Kind, acc.GetName(), err)
 		}
 	}
-	return s.markLocalAPIServicesAvailable(ctx, local)
+	if err := s.markLocalAPIServicesAvailable(ctx, local); err != nil {
+		return err
+	}
+	return s.publishAuthenticationInfo(ctx)
 }
 
 func (s *Server) handlerForKind(group, version, kind string) *resourceHandler {
@@ -109,7 +115,7 @@ func (s *Server) markLocalAPIServicesAvailable(ctx context.Context, objs []runti
 	}
 	for _, obj := range objs {
 		name := accessor(obj).GetName()
-		_, err := s.updateObject(ctx, h, "", name, updateStatus, false, func(current runtime.Object) (runtime.Object, error) {
+		_, err := s.updateObject(ctx, h, "", name, updateStatus, false, nil, func(current runtime.Object) (runtime.Object, error) {
 			svc := current.(*apiregistrationv1.APIService)
 			for _, c := range svc.Status.Conditions {
 				if c.Type == apiregistrationv1.Available && c.Status == apiregistrationv1.ConditionTrue {
@@ -144,7 +150,7 @@ func (s *Server) Reconcile(ctx context.Context, desired runtime.Object, reconcil
 	}
 	acc := accessor(desired)
 	ns, name := acc.GetNamespace(), acc.GetName()
-	_, err = s.createObject(ctx, h, ns, desired.DeepCopyObject(), false)
+	_, err = s.createObject(ctx, h, ns, desired.DeepCopyObject(), false, nil)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -155,7 +161,7 @@ func (s *Server) Reconcile(ctx context.Context, desired runtime.Object, reconcil
 	if _, changed := reconcile(current.DeepCopyObject()); !changed {
 		return nil
 	}
-	_, err = s.updateObject(ctx, h, ns, name, updateMain, false, func(current runtime.Object) (runtime.Object, error) {
+	_, err = s.updateObject(ctx, h, ns, name, updateMain, false, nil, func(current runtime.Object) (runtime.Object, error) {
 		obj, _ := reconcile(current)
 		return obj, nil
 	})

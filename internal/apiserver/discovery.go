@@ -228,6 +228,14 @@ func writeJSON(w http.ResponseWriter, contentType string, data []byte) {
 // serveDiscoveryRoot answers /api and /apis.
 func (s *Server) serveDiscoveryRoot(w http.ResponseWriter, r *http.Request) {
 	core := strings.TrimSuffix(r.URL.Path, "/") == "/api"
+	if merged := s.aggregator.discoveryRoot(wantsAggregated(r)); !core && merged != nil {
+		media := mediaJSON
+		if wantsAggregated(r) {
+			media = aggregatedDiscoveryMedia
+		}
+		writeJSON(w, media, merged)
+		return
+	}
 	switch {
 	case wantsAggregated(r) && core:
 		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.aggCore)

@@ -51,13 +51,13 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		if patched, err = strategicpatch.StrategicMergePatch(currentJSON, patch, h.New()); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+	case types.ApplyYAMLPatchType:
+		// Apply is served by serverSideApply on objects and their status; the other
+		// subresources do not take it.
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-			"server-side apply is not supported yet; use client-side apply (kubectl apply without --server-side)", 0, false)
+			"server-side apply is not supported on this subresource; use a merge or strategic merge patch", 0, false)
 	default:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
-				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+		return nil, unsupportedPatchType()
 	}
 	obj := h.New()
 	strictErr, err := s.codecs.decodeInto(mediaJSON, patched, h.GroupVersionKind(), obj)
@@ -71,6 +71,23 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, h *resourceH
 		h.Strategy.Default(obj)
 	}
 	return obj, nil
+}
+
+// supportedPatchType says whether a PATCH body's media type is one the server takes.
+func supportedPatchType(patchType string) bool {
+	switch types.PatchType(patchType) {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+		return true
+	}
+	return false
+}
+
+// unsupportedPatchType is the 415 for any other body, apply-patch+cbor included:
+// upstream takes that one only behind a feature gate.
+func unsupportedPatchType() error {
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
+			types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.StrategicMergePatchType), 0, false)
 }
 
 // applyJSONPatch applies ops, turning a panic of the patch library (it panics on some

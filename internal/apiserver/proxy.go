@@ -172,6 +172,21 @@ func (s *Server) serviceProxyLocation(ctx context.Context, h *resourceHandler, n
 	if !ok {
 		return nil, fmt.Errorf("services: unexpected object %T", obj)
 	}
+	host, err := s.serviceEndpoint(ctx, svc, portName, id, true)
+	if err != nil {
+		return nil, err
+	}
+	return &url.URL{Scheme: scheme, Host: host}, nil
+}
+
+// serviceEndpoint picks a ready endpoint (host:port) of svc serving the service port
+// portName, at random. A port number is first translated to the name of the service
+// port that declares it; id names the request in errors. With onlyPods, an endpoint is
+// only used when it is an address of a pod of the service's namespace (services/proxy,
+// which anyone able to write an EndpointSlice could otherwise aim anywhere); the
+// aggregator trusts the endpoints of the Service an APIService names, as upstream.
+func (s *Server) serviceEndpoint(ctx context.Context, svc *corev1.Service, portName, id string, onlyPods bool) (string, error) {
+	namespace, name := svc.Namespace, svc.Name
 	if num, err := strconv.ParseInt(portName, 10, 32); err == nil {
 		found := false
 		for _, p := range svc.Spec.Ports {
@@ -181,12 +196,12 @@ func (s *Server) serviceProxyLocation(ctx context.Context, h *resourceHandler, n
 			}
 		}
 		if !found {
-			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", num, name))
+			return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", num, name))
 		}
 	}
 	slices, err := s.serviceEndpointSlices(ctx, namespace, name)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	type candidate struct {
 		addr string
@@ -209,14 +224,14 @@ func (s *Server) serviceProxyLocation(ctx context.Context, h *resourceHandler, n
 			}
 		}
 	}
-	// Try them in a random order and take the first that really is a pod's address.
+	// Try them in a random order and take the first that may be used.
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, c := range candidates {
-		if s.addressBelongsToPod(ctx, namespace, c.addr, c.pod) {
-			return &url.URL{Scheme: scheme, Host: net.JoinHostPort(c.addr, strconv.Itoa(c.port))}, nil
+		if !onlyPods || s.addressBelongsToPod(ctx, namespace, c.addr, c.pod) {
+			return net.JoinHostPort(c.addr, strconv.Itoa(c.port)), nil
 		}
 	}
-	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", id))
+	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", id))
 }
 
 // slicePort is the port number the slice serves under the service port's name, 0 when

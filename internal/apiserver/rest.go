@@ -563,12 +563,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInf
 		s.writeError(w, r, err)
 		return
 	}
+	owner, err := writeOwner(r, "create", "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	obj, err := s.decodeBody(w, r, h, data, requestMediaType(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	created, err := s.createObject(ctx, h, info.Namespace, obj, isDryRun(r))
+	created, err := s.createObject(ctx, h, info.Namespace, obj, isDryRun(r), owner)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -576,8 +581,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInf
 	s.respondObject(w, r, http.StatusCreated, h, created, format)
 }
 
-// createObject runs the create chain for a decoded object and stores it.
-func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+// createObject runs the create chain for a decoded object and stores it; owner (nil
+// for none) is recorded in its managedFields.
+func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace string, obj runtime.Object, dryRun bool, owner *fieldOwner) (runtime.Object, error) {
 	acc := accessor(obj)
 	gr := h.GroupVersionResource().GroupResource()
 	if h.Namespaced {
@@ -600,6 +606,7 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 	if h.Strategy != nil {
 		h.Strategy.PrepareForCreate(ctx, obj)
 	}
+	obj = s.trackFields(h, owner, nil, obj)
 	if err := s.validateCreate(ctx, h, obj); err != nil {
 		return nil, err
 	}
@@ -649,6 +656,11 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info *requestInf
 		s.writeError(w, r, err)
 		return
 	}
+	owner, err := writeOwner(r, "update", mode.subresource())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	obj, err := s.decodeBody(w, r, h, data, requestMediaType(r))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -670,7 +682,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info *requestInf
 	if h.Strategy != nil && mode == updateMain {
 		h.Strategy.Default(obj)
 	}
-	updated, err := s.updateObject(r.Context(), h, info.Namespace, info.Name, mode, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	updated, err := s.updateObject(r.Context(), h, info.Namespace, info.Name, mode, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
 	if err != nil {
@@ -692,7 +704,16 @@ const (
 	updateAll                      // both (pods/binding)
 )
 
-func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace, name string, mode updateMode, dryRun bool, newObject func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+// subresource names the endpoint of a mode, as managedFields record it.
+func (m updateMode) subresource() string {
+	if m == updateStatus {
+		return "status"
+	}
+	return ""
+}
+
+// updateObject records owner (nil for none) in the object's managedFields.
+func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace, name string, mode updateMode, dryRun bool, owner *fieldOwner, newObject func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	gr := h.GroupVersionResource().GroupResource()
 	var result runtime.Object
 	var deleted bool
@@ -720,6 +741,9 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			full := current.DeepCopyObject()
 			copyField(full, obj, "Status")
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())
+			if owner != nil && owner.applied {
+				accessor(full).SetManagedFields(acc.GetManagedFields())
+			}
 			obj, acc = full, accessor(full)
 		} else if h.HasStatus && mode == updateMain {
 			copyField(obj, current, "Status")
@@ -730,6 +754,8 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
+		obj = s.trackFields(h, owner, current, obj)
+		acc = accessor(obj)
 		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll); err != nil {
 			return nil, err
 		}
@@ -793,13 +819,26 @@ func finishedGracePeriod(acc metav1.Object) bool {
 }
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
+	patchType := requestMediaType(r)
+	if !supportedPatchType(patchType) {
+		s.writeError(w, r, unsupportedPatchType())
+		return
+	}
+	if isApply(patchType) {
+		s.serverSideApply(w, r, info, h, mode)
+		return
+	}
 	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	patchType := requestMediaType(r)
-	updated, err := s.updateObject(r.Context(), h, info.Namespace, info.Name, mode, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	owner, err := writeOwner(r, "patch", mode.subresource())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	updated, err := s.updateObject(r.Context(), h, info.Namespace, info.Name, mode, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 		return s.applyPatch(w, r, h, current, patchType, data)
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"mizzen/internal/apiserver/fieldmanager"
+	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
@@ -64,18 +68,28 @@ type Config struct {
 	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those
 	// subresources answer 503 without it.
 	KubeletClientTLS *tls.Config
+	// FrontProxy is how the server authenticates to aggregated API servers (APIServices
+	// naming a Service); without it they get requests without a client certificate.
+	FrontProxy *FrontProxyConfig
+	// ClientCAPEM is the CA bundle of ClientCAs, published with FrontProxy in
+	// kube-system/extension-apiserver-authentication for aggregated servers.
+	ClientCAPEM []byte
+	// AggregatorInterval is how often aggregated APIs are checked; 10s when zero.
+	AggregatorInterval time.Duration
 }
 
 // Server serves the Kubernetes API.
 type Server struct {
-	cfg       Config
-	scheme    *runtime.Scheme
-	codecs    *codecs
-	store     *storage.Store
-	cache     *storage.Cache
-	handlers  map[schema.GroupVersionResource]*resourceHandler
-	groups    []groupInfo
-	services  *serviceAllocator
+	cfg      Config
+	scheme   *runtime.Scheme
+	codecs   *codecs
+	store    *storage.Store
+	cache    *storage.Cache
+	handlers map[schema.GroupVersionResource]*resourceHandler
+	groups   []groupInfo
+	services *serviceAllocator
+	// fields keeps managedFields and merges server-side apply.
+	fields    *fieldmanager.Managers
 	log       *slog.Logger
 	ready     atomic.Bool
 	discovery *discoveryDocs
@@ -86,6 +100,8 @@ type Server struct {
 	// authzFeed keeps an authorizer that follows stored objects (RBAC) current; nil
 	// for other authorizers.
 	authzFeed *authzFeed
+	// aggregator proxies APIServices that name a Service.
+	aggregator *aggregator
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -192,6 +208,7 @@ func New(cfg Config) (*Server, error) {
 		s.groups = append(s.groups, groupInfo{name: g, versions: sortVersions(groupVersions[g])})
 	}
 	s.codecs = newCodecs(scheme)
+	s.fields = fieldmanager.New(cfg.Log, scheme, cfg.Resources, func() (map[string]*spec.Schema, error) { return openapi.Models(cfg.Resources) })
 	s.cache = storage.NewCache(cfg.Store.Client(), cacheConfigs, cfg.Log)
 	if cfg.ServiceCIDR != nil {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
@@ -200,6 +217,7 @@ func New(cfg Config) (*Server, error) {
 	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
+	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
 	return s, nil
 }
 
@@ -231,8 +249,8 @@ func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
 	return set
 }
 
-// Run starts the watch cache, and the authorizer's feed from it, and blocks until ctx
-// ends.
+// Run starts the watch cache, the authorizer's feed from it and the aggregation layer,
+// and blocks until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
 	if s.authzFeed != nil {
 		go func() {
@@ -243,6 +261,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	go s.aggregator.run(ctx)
 	return s.cache.Run(ctx)
 }
 
@@ -312,11 +331,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		if s.aggregator.serve(w, r, info) {
+			return
+		}
 		s.serveNonResource(w, r)
 		return
 	}
 	if err := s.authorize(ctx, *user, info); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// An aggregated API's requests go on to its server once authorized here, as
+	// upstream's aggregator sits behind the apiserver's authorization.
+	if s.aggregator.serve(w, r, info) {
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}

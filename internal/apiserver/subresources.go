@@ -45,7 +45,12 @@ func (s *Server) serveApproval(w http.ResponseWriter, r *http.Request, info *req
 		return
 	}
 	contentType := requestMediaType(r)
-	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateStatus, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	owner, err := writeOwner(r, info.Verb, "approval")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateStatus, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 		var sent runtime.Object
 		if info.Verb == "patch" {
 			patched, err := s.applyPatch(w, r, h, current.DeepCopyObject(), contentType, data)
@@ -141,7 +146,11 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *reques
 			break
 		}
 		patchType := requestMediaType(r)
-		obj, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateMain, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		var owner *fieldOwner
+		if owner, err = writeOwner(r, info.Verb, "scale"); err != nil {
+			break
+		}
+		obj, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateMain, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 			scale, err := s.newScale(h, current, info.Verb, patchType, data)
 			if err != nil {
 				return nil, err
@@ -204,7 +213,8 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		s.writeError(w, r, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), info.Name, nil))
 		return
 	}
-	_, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateAll, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	// As upstream's binding, a direct write that leaves managedFields as they are.
+	_, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateAll, isDryRun(r), nil, func(current runtime.Object) (runtime.Object, error) {
 		pod := current.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -318,7 +328,7 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	pdb := budgets[0]
-	_, err = s.updateObject(ctx, ph, pdb.Namespace, pdb.Name, updateStatus, false, func(current runtime.Object) (runtime.Object, error) {
+	_, err = s.updateObject(ctx, ph, pdb.Namespace, pdb.Name, updateStatus, false, &fieldOwner{manager: selfManager, subresource: "status"}, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*policyv1.PodDisruptionBudget)
 		if cur.Status.ObservedGeneration < cur.Generation || cur.Status.DisruptionsAllowed <= 0 {
 			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
@@ -351,7 +361,12 @@ func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info 
 	}
 	// Only spec.finalizers changes, live namespace or not: the namespace's own update
 	// rules (which keep the finalizers) do not apply, its validation does.
-	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateAll, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	owner, err := writeOwner(r, "update", "finalize")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateAll, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 		ns := current.(*corev1.Namespace)
 		if sent.ResourceVersion != "" {
 			ns.ResourceVersion = sent.ResourceVersion

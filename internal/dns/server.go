@@ -21,7 +21,7 @@ import (
 
 	miekg "github.com/miekg/dns"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 )
 
 // Defaults of the command's flags.
@@ -73,12 +73,11 @@ type Server struct {
 	err     error
 }
 
-// Run serves DNS for the cluster of a kubeconfig until ctx ends.
-func Run(ctx context.Context, kubeconfig string, opts Options) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
-	}
+// Run serves DNS for the cluster of cfg until ctx ends. listening, when set, is called
+// once the listeners are bound, with their address: the bundle publishes it as the
+// kube-dns Service.
+func Run(ctx context.Context, cfg *rest.Config, opts Options, listening func(ctx context.Context, addr net.Addr) error) error {
+	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.UserAgent = "mizzen-dns"
@@ -91,6 +90,11 @@ func Run(ctx context.Context, kubeconfig string, opts Options) error {
 		return err
 	}
 	s.log.Info("serving DNS", "listen", s.Addr(), "zone", s.zone)
+	if listening != nil {
+		if err := listening(ctx, s.udpConn.LocalAddr()); err != nil {
+			return err
+		}
+	}
 	return s.Wait()
 }
 

@@ -3,7 +3,6 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/hostaddr"
 )
 
 // Well-known node labels the kubelet sets on registration, as upstream does.
@@ -369,22 +370,11 @@ func (kl *Kubelet) runtimeReadiness(ctx context.Context) (bool, string) {
 
 // detectNodeIP picks the first global unicast IPv4 address of an up interface.
 func detectNodeIP() (string, error) {
-	ifaces, err := net.Interfaces()
+	ip, err := hostaddr.PrimaryIPv4()
 	if err != nil {
-		return "", fmt.Errorf("detecting node IP: %w", err)
+		return "", fmt.Errorf("detecting node IP: %w; pass a node IP", err)
 	}
-	for _, ifc := range ifaces {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-				return ipn.IP.String(), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("detecting node IP: no global unicast IPv4 address; pass a node IP")
+	return ip.String(), nil
 }
 
 // readMachineInfo reads the host's hardware and OS facts; ephemeral storage is the size

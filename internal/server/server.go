@@ -30,6 +30,7 @@ import (
 	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
+	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
@@ -43,6 +44,10 @@ type Options struct {
 	DataDir     string
 	BindAddress string
 	SecurePort  int
+	// AdvertiseAddress is the IP the kubernetes Service's endpoints and discovery give
+	// clients: the bind address, or the machine's primary address when bound to every
+	// interface.
+	AdvertiseAddress string
 	// EtcdServers, when set, is an external cluster (comma-separated client URLs);
 	// otherwise etcd runs embedded with its data under DataDir/etcd.
 	EtcdServers string
@@ -169,6 +174,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	port := listener.Addr().(*net.TCPAddr).Port
 	localURL := "https://127.0.0.1:" + strconv.Itoa(port)
+	advertise, err := advertiseIP(opts.AdvertiseAddress, opts.BindAddress)
+	if err != nil {
+		_ = listener.Close()
+		if member != nil {
+			member.Close()
+		}
+		return nil, err
+	}
 
 	resources := opts.Resources
 	if resources == nil {
@@ -194,14 +207,20 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	frontProxy, err := frontProxyConfig(tlsDir)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
-		Log: log, ExternalAddress: net.JoinHostPort(advertiseIP(opts.BindAddress).String(), strconv.Itoa(port)), OpenAPI: openAPI,
+		Log: log, ExternalAddress: net.JoinHostPort(advertise.String(), strconv.Itoa(port)), OpenAPI: openAPI,
 		ServiceAccountIssuer:    sa.signer,
 		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
 		KubeletClientTLS:        kubeletClient,
 		Authorizer:              authorizer,
 		Admission:               admission,
+		FrontProxy:              frontProxy,
+		ClientCAPEM:             ca.CertPEM,
 	})
 	if err != nil {
 		return nil, err
@@ -267,8 +286,17 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			cp.Err = err
 		}
 	}()
+	endpointsCtx, stopEndpoints := context.WithCancel(context.Background())
+	endpointsDone := make(chan struct{})
+	go func() {
+		defer close(endpointsDone)
+		srv.RunKubernetesEndpoints(endpointsCtx, advertise)
+	}()
 	go func() {
 		<-ctx.Done()
+		// This server leaves the kubernetes Service's endpoints while etcd is still up.
+		stopEndpoints()
+		<-endpointsDone
 		// Watches end with the cache (ctx is its parent), so in-flight requests are what
 		// graceful shutdown waits for. Whatever is still open after the grace period is
 		// cut before etcd goes: a kept-alive connection must not reach a handler whose
@@ -321,13 +349,24 @@ func bootstrapPolicy(ctx context.Context, srv *apiserver.Server, authorizer apis
 	return srv.WaitAuthorizerFresh(ctx)
 }
 
-// advertiseIP is the address clients are told to use.
-func advertiseIP(bind string) net.IP {
-	ip := net.ParseIP(bind)
-	if ip == nil || ip.IsUnspecified() {
-		return net.ParseIP("127.0.0.1")
+// advertiseIP is the address clients are told to use: the one given, else the bind
+// address, else (bound to every interface) the machine's primary address, or loopback
+// on a machine without one.
+func advertiseIP(given, bind string) (net.IP, error) {
+	if given != "" {
+		ip := net.ParseIP(given)
+		if ip == nil || ip.To4() == nil || ip.IsUnspecified() {
+			return nil, fmt.Errorf("--advertise-address %q: an IPv4 address is required", given)
+		}
+		return ip, nil
 	}
-	return ip
+	if ip := net.ParseIP(bind); ip != nil && !ip.IsUnspecified() {
+		return ip, nil
+	}
+	if ip, err := hostaddr.PrimaryIPv4(); err == nil {
+		return ip, nil
+	}
+	return net.ParseIP("127.0.0.1"), nil
 }
 
 // servingNames are the names and addresses the serving certificate is valid for.
@@ -379,6 +418,29 @@ func kubeletClientTLS(ca *pki.CA, dir, caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("--kubelet-certificate-authority %s: no certificates", caFile)
 	}
 	return cfg, nil
+}
+
+// FrontProxyClientName is the common name of the apiserver's front-proxy client
+// certificate, the one name aggregated servers accept forwarded users from.
+const FrontProxyClientName = "front-proxy-client"
+
+// frontProxyConfig is how the apiserver authenticates to aggregated API servers: a
+// client certificate of a CA of its own (front-proxy-ca, as kubeadm makes it), so that
+// no client certificate of the cluster CA can pass for the apiserver forwarding a user.
+func frontProxyConfig(dir string) (*apiserver.FrontProxyConfig, error) {
+	ca, err := pki.LoadOrCreateCA(dir, "front-proxy-ca", "front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	issued, err := ca.LoadOrIssueClient(dir, "front-proxy-client", FrontProxyClientName, nil)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := issued.TLS()
+	if err != nil {
+		return nil, err
+	}
+	return &apiserver.FrontProxyConfig{ClientCertificate: pair, CAPEM: ca.CertPEM, AllowedNames: []string{FrontProxyClientName}}, nil
 }
 
 // CAFile is the cluster CA's certificate: kubelets verify the apiserver's client

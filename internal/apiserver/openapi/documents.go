@@ -85,6 +85,15 @@ func (d *Documents) V3Keys() []string {
 // (or pointers to values) of further struct types whose definitions the v2 document
 // should carry even if no operation refers to them.
 func Build(resources []*registry.Resource, extraTypes ...any) (*Documents, error) {
+	b, err := newBuilder(resources, extraTypes...)
+	if err != nil {
+		return nil, err
+	}
+	return b.serialize(time.Now())
+}
+
+// newBuilder derives the definitions and paths of the given resources.
+func newBuilder(resources []*registry.Resource, extraTypes ...any) (*builder, error) {
 	b := &builder{defs: newDefinitions(), gvks: map[string][]gvk{}, byGV: map[schema.GroupVersion][]*pathItem{}, v3Defs: map[string]json.RawMessage{}}
 	if err := b.addResources(resources); err != nil {
 		return nil, err
@@ -97,7 +106,7 @@ func Build(resources []*registry.Resource, extraTypes ...any) (*Documents, error
 	for name, list := range b.gvks {
 		b.defs.byName[name].GroupVersionKinds = list
 	}
-	return b.serialize(time.Now())
+	return b, nil
 }
 
 // builder accumulates definitions and paths.

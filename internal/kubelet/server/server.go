@@ -2,7 +2,7 @@
 // through which the apiserver reads container logs, runs exec, attach and port-forward
 // sessions, lists the node's pods and reads resource usage. Callers authenticate with a
 // client certificate; only the apiserver's kubelet-client identity and system:masters
-// get through. Streams are handed to the container runtime's CRI streaming server.
+// get through, and the metrics server may read resource usage. Streams are handed to the container runtime's CRI streaming server.
 package server
 
 import (
@@ -31,6 +31,11 @@ import (
 // APIServerClientUser is the user name of the apiserver's client certificate for
 // kubelets, as kubeadm names it.
 const APIServerClientUser = "kube-apiserver-kubelet-client"
+
+// MetricsServerUser is the user name of the metrics server's client certificate. It
+// may read the node's resource usage (GET /stats/... and /metrics/...) and nothing
+// else, as upstream's system:metrics-server role grants nodes/stats and nodes/metrics.
+const MetricsServerUser = "system:metrics-server"
 
 // mastersGroup is the group every request from is let through.
 const mastersGroup = "system:masters"
@@ -148,8 +153,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
-	if !s.allowed(user, groups) {
-		verb, sub := requestAttributes(r)
+	verb, sub := requestAttributes(r)
+	if !s.allowed(user, groups) && !metricsReader(user, verb, sub) {
 		writeStatus(w, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, s.opts.NodeName,
 			fmt.Errorf("user=%s, verb=%s, resource=nodes, subresource=%s", user, verb, sub)))
 		return
@@ -168,6 +173,11 @@ func authenticate(r *http.Request) (user string, groups []string, ok bool) {
 
 func (s *Server) allowed(user string, groups []string) bool {
 	return slices.Contains(s.opts.AllowedUsers, user) || slices.Contains(groups, mastersGroup)
+}
+
+// metricsReader reports whether a request is the metrics server reading usage.
+func metricsReader(user, verb, subresource string) bool {
+	return user == MetricsServerUser && verb == "get" && (subresource == "stats" || subresource == "metrics")
 }
 
 // requestAttributes names a request as upstream's kubelet authorizer does (with its

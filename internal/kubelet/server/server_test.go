@@ -131,6 +131,7 @@ func startTestNode(t *testing.T) *testNode {
 		"admin":     client(ca, "alice", []string{"system:masters"}),
 		"node":      client(ca, "system:node:node-b", []string{"system:nodes"}),
 		"impostor":  client(otherCA, APIServerClientUser, nil),
+		"metrics":   client(ca, MetricsServerUser, nil),
 	}}
 }
 
@@ -158,6 +159,11 @@ func TestAuthentication(t *testing.T) {
 		{"node", "/stats/summary", http.StatusForbidden, "subresource=stats"},
 		{"node", "/pods", http.StatusForbidden, "subresource=pods"},
 		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
+		{"metrics", "/stats/summary", http.StatusOK, `"node"`},
+		{"metrics", "/metrics/resource", http.StatusOK, "container_cpu_usage_seconds_total"},
+		{"metrics", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:metrics-server, verb=get, resource=nodes, subresource=proxy"},
+		{"metrics", "/pods", http.StatusForbidden, "subresource=pods"},
+		{"metrics", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
 		{"apiserver", "/healthz", http.StatusOK, "ok"},
 		{"admin", "/healthz", http.StatusOK, "ok"},
 		{"apiserver", "/no/such/path", http.StatusNotFound, ""},

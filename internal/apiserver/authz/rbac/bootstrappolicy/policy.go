@@ -111,6 +111,37 @@ func ClusterRoles() []rbacv1.ClusterRole {
 	}
 }
 
+// AddonClusterRoles are the roles of the add-ons mizzen bundles, which upstream's
+// bootstrap policy does not hold but their own manifests create: kubeadm's CoreDNS
+// role, and the metrics server's. Deviation: they are kept like the defaults, since
+// `mizzen server` runs these add-ons itself.
+func AddonClusterRoles() []rbacv1.ClusterRole {
+	return []rbacv1.ClusterRole{
+		clusterRole("system:aggregated-metrics-reader", rules(
+			rule(readVerbs...).groups(metricsGroup).resources("pods", "nodes"),
+		), aggregateToView, aggregateToEdit, aggregateToAdmin),
+		clusterRole("system:coredns", rules(
+			rule("list", "watch").groups(legacyGroup).resources("endpoints", "services", "pods", "namespaces"),
+			rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+		)),
+		clusterRole("system:metrics-server", rules(
+			rule("get").groups(legacyGroup).resources("nodes/metrics"),
+			rule(readVerbs...).groups(legacyGroup).resources("pods", "nodes"),
+		)),
+	}
+}
+
+// AddonClusterRoleBindings bind the add-on roles to the identities `mizzen server`
+// gives the bundled DNS (the user system:kube-dns, and kubeadm's kube-system/coredns
+// account) and metrics server (system:metrics-server).
+func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
+	return []rbacv1.ClusterRoleBinding{
+		clusterRoleBinding("system:coredns", append(subjects(rbacv1.UserKind, "system:kube-dns"),
+			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "coredns", Namespace: "kube-system"})),
+		clusterRoleBinding("system:metrics-server", subjects(rbacv1.UserKind, "system:metrics-server")),
+	}
+}
+
 func aggregateToEditRules() []rbacv1.PolicyRule {
 	write := []string{"create", "delete", "deletecollection", "patch", "update"}
 	return rules(
@@ -332,5 +363,9 @@ func RoleBindings() []rbacv1.RoleBinding {
 			append(subjects(rbacv1.UserKind, "system:kube-controller-manager"), sa("kube-controller-manager"))),
 		roleBinding("kube-system", "system::leader-locking-kube-scheduler", "system::leader-locking-kube-scheduler",
 			append(subjects(rbacv1.UserKind, "system:kube-scheduler"), sa("kube-scheduler"))),
+		// The bundled metrics server reads the apiserver's client authentication
+		// settings, as its own manifest binds it upstream.
+		roleBinding("kube-system", "metrics-server-auth-reader", "extension-apiserver-authentication-reader",
+			subjects(rbacv1.UserKind, "system:metrics-server")),
 	}
 }

@@ -37,13 +37,13 @@ func TestDefaultsReconcileToThemselves(t *testing.T) {
 
 func TestDefaultsAreLabelledAndBound(t *testing.T) {
 	roles := map[string]bool{}
-	for _, r := range ClusterRoles() {
+	for _, r := range append(ClusterRoles(), AddonClusterRoles()...) {
 		roles[r.Name] = true
 		if r.Labels[BootstrapLabel] != "rbac-defaults" || r.Annotations[AutoUpdateAnnotation] != "true" {
 			t.Errorf("%s: labels %v annotations %v", r.Name, r.Labels, r.Annotations)
 		}
 	}
-	for _, b := range ClusterRoleBindings() {
+	for _, b := range append(ClusterRoleBindings(), AddonClusterRoleBindings()...) {
 		if !roles[b.RoleRef.Name] {
 			t.Errorf("binding %s refers to %s, which is no default role", b.Name, b.RoleRef.Name)
 		}

@@ -24,7 +24,7 @@ type Item struct {
 // Items lists the default policy: the roles first, then their bindings.
 func Items() []Item {
 	var out []Item
-	for _, r := range ClusterRoles() {
+	for _, r := range append(ClusterRoles(), AddonClusterRoles()...) {
 		r := r
 		out = append(out, Item{Desired: &r, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
 			existing, ok := current.(*rbacv1.ClusterRole)
@@ -54,7 +54,7 @@ func Items() []Item {
 			return ReconcileRoleBinding(existing, &b)
 		}})
 	}
-	for _, b := range ClusterRoleBindings() {
+	for _, b := range append(ClusterRoleBindings(), AddonClusterRoleBindings()...) {
 		b := b
 		out = append(out, Item{Desired: &b, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
 			existing, ok := current.(*rbacv1.ClusterRoleBinding)

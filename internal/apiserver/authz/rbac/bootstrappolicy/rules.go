@@ -41,6 +41,7 @@ func rules(bs ...*ruleBuilder) []rbacv1.PolicyRule {
 
 const (
 	legacyGroup       = ""
+	metricsGroup      = "metrics.k8s.io"
 	appsGroup         = "apps"
 	autoscalingGroup  = "autoscaling"
 	batchGroup        = "batch"

@@ -1,0 +1,219 @@
+// Package fieldmanager keeps metadata.managedFields for the apiserver's writes and
+// merges server-side apply requests, as upstream's apiserver does, on top of
+// apimachinery's managedfields library (structured-merge-diff underneath).
+//
+// Schemas come from the OpenAPI models of the served built-in resources. The type
+// converter built from them is large, so one Managers value per server builds it once,
+// on the first write, and shares it; the per-kind field managers are cheap and kept
+// as they are first needed.
+package fieldmanager
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"mizzen/internal/registry"
+)
+
+// Managers holds the shared type converter and one field manager per kind and
+// subresource.
+type Managers struct {
+	log       *slog.Logger
+	scheme    *runtime.Scheme
+	models    func() (map[string]*spec.Schema, error)
+	convertor *convertor
+	// defaulters default an object of a served kind as its resource's strategy does.
+	defaulters map[schema.GroupVersionKind]func(runtime.Object)
+	hasStatus  map[schema.GroupVersionKind]bool
+
+	buildOnce     sync.Once
+	typeConverter managedfields.TypeConverter
+	buildErr      error
+
+	mu       sync.Mutex
+	managers map[managerKey]*managedfields.FieldManager
+}
+
+type managerKey struct {
+	gvk         schema.GroupVersionKind
+	subresource string
+}
+
+// New prepares field management for the given resources; models returns the OpenAPI
+// definitions the type converter is built from, called once, on first use.
+func New(log *slog.Logger, scheme *runtime.Scheme, resources []*registry.Resource, models func() (map[string]*spec.Schema, error)) *Managers {
+	m := &Managers{
+		log:        log,
+		scheme:     scheme,
+		models:     models,
+		convertor:  newConvertor(scheme, resources),
+		defaulters: map[schema.GroupVersionKind]func(runtime.Object){},
+		hasStatus:  map[schema.GroupVersionKind]bool{},
+		managers:   map[managerKey]*managedfields.FieldManager{},
+	}
+	for _, r := range resources {
+		gvk := r.GroupVersionKind()
+		m.hasStatus[gvk] = r.HasStatus
+		if r.Strategy != nil {
+			m.defaulters[gvk] = r.Strategy.Default
+		}
+	}
+	return m
+}
+
+// TypeConverter returns the shared type converter, building it on first use.
+func (m *Managers) TypeConverter() (managedfields.TypeConverter, error) {
+	m.buildOnce.Do(func() {
+		start := time.Now()
+		models, err := m.models()
+		if err != nil {
+			m.buildErr = err
+			return
+		}
+		m.typeConverter, m.buildErr = managedfields.NewTypeConverter(models, false)
+		if m.buildErr != nil {
+			m.log.Error("building the type converter of server-side apply", "err", m.buildErr)
+			return
+		}
+		m.log.Info("built the type converter of server-side apply", "models", len(models), "took", time.Since(start).Round(time.Millisecond))
+	})
+	return m.typeConverter, m.buildErr
+}
+
+// manager returns the field manager of a kind written through subresource ("" for the
+// object itself).
+func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
+	tc, err := m.TypeConverter()
+	if err != nil {
+		return nil, err
+	}
+	key := managerKey{gvk, subresource}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if fm, ok := m.managers[key]; ok {
+		return fm, nil
+	}
+	gv := gvk.GroupVersion()
+	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
+	if f := m.ignoredFields(gvk, subresource); f != nil {
+		resetFields = map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(gv.String()): f}
+	}
+	fm, err := managedfields.NewDefaultFieldManager(tc, m.convertor, defaulter{m.defaulters[gvk]}, m.scheme, gvk, gv, subresource, resetFields)
+	if err != nil {
+		return nil, err
+	}
+	m.managers[key] = fm
+	return fm, nil
+}
+
+// ignoredFields filters out of a manager's fields what the endpoint does not write,
+// as upstream's reset fields do: a write to an object leaves its status alone, a
+// write to a subresource changes only that subresource's part.
+func (m *Managers) ignoredFields(gvk schema.GroupVersionKind, subresource string) fieldpath.Filter {
+	switch subresource {
+	case "":
+		if m.hasStatus[gvk] {
+			return fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
+		}
+		return nil
+	case "status", "approval":
+		return fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("status"))
+	case "scale":
+		return fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "replicas"))
+	case "finalize":
+		return fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "finalizers"))
+	}
+	return nil
+}
+
+// Update records manager (operation Update) as the owner of what changed from live to
+// obj and returns obj with its managedFields set. live is not modified; an empty live
+// object stands for a create. As upstream, field tracking never fails a write: if the
+// fields cannot be worked out, obj keeps live's managedFields.
+func (m *Managers) Update(gvk schema.GroupVersionKind, subresource string, live, obj runtime.Object, manager string) runtime.Object {
+	fm, err := m.manager(gvk, subresource)
+	if err != nil {
+		if acc, aerr := meta.Accessor(obj); aerr == nil {
+			if liveAcc, lerr := meta.Accessor(live); lerr == nil {
+				acc.SetManagedFields(liveAcc.GetManagedFields())
+			}
+		}
+		return obj
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return fm.UpdateNoErrors(live, obj, manager)
+}
+
+// Apply merges an applied configuration (decoded from an apply patch, with apiVersion
+// and kind) into live for manager and returns the merged object, typed, defaulted and
+// with its managedFields set. Conflicts with other managers are a 409 listing them,
+// unless force takes the fields over; a configuration that does not fit the schema is
+// a 400.
+func (m *Managers) Apply(gvk schema.GroupVersionKind, subresource string, live, applied runtime.Object, manager string, force bool) (runtime.Object, error) {
+	fm, err := m.manager(gvk, subresource)
+	if err != nil {
+		return nil, err
+	}
+	live.GetObjectKind().SetGroupVersionKind(gvk)
+	obj, err := fm.Apply(live, applied, manager, force)
+	if err != nil {
+		return nil, asStatusError(err)
+	}
+	return obj, nil
+}
+
+// asStatusError turns the library's plain error for a configuration that does not
+// fit the schema into a 400 (upstream answers 500 here, a known bug).
+func asStatusError(err error) error {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	if strings.HasPrefix(err.Error(), "failed to create typed patch object") {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return err
+}
+
+// ManagerName is the manager a write is recorded under: the fieldManager parameter,
+// or else the user agent up to its first "/", printable characters only, cut to the
+// 128 bytes a manager name may have, as upstream does.
+func ManagerName(fieldManager, userAgent string) string {
+	if fieldManager != "" {
+		return fieldManager
+	}
+	prefix, _, _ := strings.Cut(userAgent, "/")
+	var buf bytes.Buffer
+	for _, r := range prefix {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if buf.Len()+utf8.RuneLen(r) > metav1validation.FieldManagerMaxLength {
+			break
+		}
+		buf.WriteRune(r)
+	}
+	return buf.String()
+}
+
+// defaulter adapts a strategy's Default to runtime.ObjectDefaulter.
+type defaulter struct{ def func(runtime.Object) }
+
+func (d defaulter) Default(obj runtime.Object) {
+	if d.def != nil {
+		d.def(obj)
+	}
+}
