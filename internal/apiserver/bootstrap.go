@@ -134,3 +134,40 @@ func (s *Server) markLocalAPIServicesAvailable(ctx context.Context, objs []runti
 	}
 	return nil
 }
+
+// Reconcile keeps one object of the cluster's defaults (the RBAC bootstrap policy):
+// it creates desired when missing; otherwise reconcile gets a copy of the stored
+// object and what it returns is written back when it reports a change. A server
+// without the object's resource skips it.
+func (s *Server) Reconcile(ctx context.Context, desired runtime.Object, reconcile func(current runtime.Object) (runtime.Object, bool)) error {
+	gvks, _, err := s.scheme.ObjectKinds(desired)
+	if err != nil {
+		return err
+	}
+	h := s.handlerForKind(gvks[0].Group, gvks[0].Version, gvks[0].Kind)
+	if h == nil {
+		return nil
+	}
+	acc := accessor(desired)
+	ns, name := acc.GetNamespace(), acc.GetName()
+	_, err = s.createObject(ctx, h, ns, desired.DeepCopyObject(), false, nil)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	current, err := s.getObject(ctx, h, ns, name, "")
+	if err != nil {
+		return err
+	}
+	if _, changed := reconcile(current.DeepCopyObject()); !changed {
+		return nil
+	}
+	_, err = s.updateObject(ctx, h, ns, name, updateMain, false, nil, func(current runtime.Object) (runtime.Object, error) {
+		obj, _ := reconcile(current)
+		return obj, nil
+	})
+	if err != nil {
+		return fmt.Errorf("reconciling %s %s: %w", h.Kind, name, err)
+	}
+	s.log.Info("reconciled a default object", "kind", h.Kind, "name", name)
+	return nil
+}

@@ -105,7 +105,7 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 		}
 		for _, c := range createOnlyIn(gv) {
 			entries = append(entries, entry{name: c.gvr.Resource, resources: []metav1.APIResource{{
-				Name: c.gvr.Resource, SingularName: c.singular, Kind: c.kind, Verbs: metav1.Verbs{"create"},
+				Name: c.gvr.Resource, SingularName: c.singular, Namespaced: c.namespaced, Kind: c.kind, Verbs: metav1.Verbs{"create"},
 			}}})
 		}
 		sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
@@ -138,10 +138,14 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 				})
 			}
 			for _, c := range createOnlyIn(gv) {
+				scope := apidiscoveryv2.ScopeCluster
+				if c.namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
 				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
 					Resource:         c.gvr.Resource,
 					ResponseKind:     &metav1.GroupVersionKind{Group: g.name, Version: v, Kind: c.kind},
-					Scope:            apidiscoveryv2.ScopeCluster,
+					Scope:            scope,
 					SingularResource: c.singular,
 					Verbs:            []string{"create"},
 				})

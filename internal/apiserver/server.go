@@ -1,8 +1,10 @@
-// Package apiserver is mizzen's HTTP front: it authenticates requests, routes them to
-// the resource they name, and serves the generic REST verbs (get, list, watch, create,
-// update, patch, delete, deletecollection) for every resource in the registry, plus
-// discovery, the subresources, health and version. Storage lives in internal/storage;
-// everything resource-specific comes from internal/registry.
+// Package apiserver is mizzen's HTTP front: it authenticates requests (and applies
+// impersonation), authorizes them (the authorizer of package authz, fed from the watch
+// cache when it follows stored policy), routes them to the resource they name, and
+// serves the generic REST verbs (get, list, watch, create, update, patch, delete,
+// deletecollection) for every resource in the registry, plus discovery, the
+// subresources, the access reviews, health and version. Storage lives in
+// internal/storage; everything resource-specific comes from internal/registry.
 package apiserver
 
 import (
@@ -95,6 +97,9 @@ type Server struct {
 	kubeletTransport *http.Transport
 	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
 	proxyTransport *http.Transport
+	// authzFeed keeps an authorizer that follows stored objects (RBAC) current; nil
+	// for other authorizers.
+	authzFeed *authzFeed
 	// aggregator proxies APIServices that name a Service.
 	aggregator *aggregator
 }
@@ -209,6 +214,7 @@ func New(cfg Config) (*Server, error) {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
 	s.discovery = s.buildDiscovery()
+	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
 	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
@@ -243,27 +249,39 @@ func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
 	return set
 }
 
-// Run starts the watch cache and the aggregation layer, and blocks until ctx ends.
+// Run starts the watch cache, the authorizer's feed from it and the aggregation layer,
+// and blocks until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	if s.authzFeed != nil {
+		go func() {
+			select {
+			case <-s.cache.Ready():
+				s.authzFeed.run(ctx, s)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	go s.aggregator.run(ctx)
 	return s.cache.Run(ctx)
 }
 
-// WaitCacheSynced waits until the watch cache has loaded.
+// WaitCacheSynced waits until the watch cache has loaded, and the authorizer has
+// what it follows.
 func (s *Server) WaitCacheSynced(ctx context.Context) error {
 	select {
 	case <-s.cache.Ready():
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return s.WaitAuthorizerFresh(ctx)
 }
 
 // MarkReady makes /readyz answer ok.
 func (s *Server) MarkReady() { s.ready.Store(true) }
 
-// ServeHTTP routes a request: health and version without credentials, everything else
-// only for an authenticated user.
+// ServeHTTP routes a request: health and version also for a request without
+// credentials, everything else only for an authenticated user; each only when
+// authorized.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		// A bug in one request must not take the server down; the client gets a 500.
@@ -276,35 +294,115 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	path := r.URL.Path
-	switch path {
-	case "/healthz", "/livez":
-		writeText(w, http.StatusOK, "ok")
+	user, ok := s.authenticate(r)
+	if !ok {
+		// Health and version are public: a request without credentials is the
+		// anonymous user, whom the default policy lets read them, as upstream.
+		if !isPublicPath(path) || hasCredentials(r) {
+			s.writeError(w, r, unauthorized())
+			return
+		}
+		user = &registry.User{Name: anonymousUser, Groups: []string{unauthenticatedGroup}}
+	}
+	// As upstream, the credentials stop here: proxied requests must not carry the
+	// user's token on to a pod, a service or a kubelet.
+	r.Header.Del("Authorization")
+	impersonated, err := s.impersonate(r.Context(), *user, r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
+	}
+	user = &impersonated
+	ctx := registry.WithUser(r.Context(), *user)
+	r = r.WithContext(ctx)
+	if isPublicPath(path) {
+		if err := s.authorizePath(ctx, *user, r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.servePublic(w, r)
+		return
+	}
+	info := parseRequestInfo(r)
+	if info == nil || info.Resource == "" {
+		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
+		// authorized by path before anything else, as upstream.
+		if err := s.authorizePath(ctx, *user, r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if s.aggregator.serve(w, r, info) {
+			return
+		}
+		s.serveNonResource(w, r)
+		return
+	}
+	if err := s.authorize(ctx, *user, info); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// An aggregated API's requests go on to its server once authorized here, as
+	// upstream's aggregator sits behind the apiserver's authorization.
+	if s.aggregator.serve(w, r, info) {
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+	if c := createOnly(gvr); c != nil {
+		s.serveCreateOnly(w, r, info, c)
+		return
+	}
+	h := s.handlers[gvr]
+	if h == nil {
+		if info.Name == "" && s.serveDiscovery(w, r) {
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	}
+	s.serveResource(w, r, info, h)
+}
+
+const (
+	anonymousUser        = "system:anonymous"
+	unauthenticatedGroup = "system:unauthenticated"
+)
+
+// isPublicPath reports whether a path is served to requests without credentials.
+func isPublicPath(path string) bool {
+	switch path {
+	case "/healthz", "/livez", "/readyz", "/version", "/version/":
+		return true
+	}
+	return strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/")
+}
+
+// hasCredentials reports whether a request presented any: a refused one is 401 even
+// on a public path.
+func hasCredentials(r *http.Request) bool {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return true
+	}
+	return r.Header.Get("Authorization") != ""
+}
+
+// servePublic serves health and version.
+func (s *Server) servePublic(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
 	case "/readyz":
 		if !s.ready.Load() {
 			writeText(w, http.StatusServiceUnavailable, "[-]informer-sync failed: not finished\nreadyz check failed")
 			return
 		}
-		writeText(w, http.StatusOK, "ok")
-		return
-	case "/version":
+	case "/version", "/version/":
 		s.serveVersion(w, r)
 		return
 	}
-	if strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/") {
-		writeText(w, http.StatusOK, "ok")
-		return
-	}
-	user, ok := s.authenticate(r)
-	if !ok {
-		s.writeError(w, r, unauthorized())
-		return
-	}
-	// As upstream, the credentials stop here: proxied requests must not carry the
-	// user's token on to a pod, a service or a kubelet.
-	r.Header.Del("Authorization")
-	ctx := registry.WithUser(r.Context(), *user)
-	r = r.WithContext(ctx)
+	writeText(w, http.StatusOK, "ok")
+}
+
+// serveNonResource serves an authorized non-resource request.
+func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
 	switch {
 	case path == "/api" || path == "/apis" || path == "/api/" || path == "/apis/":
 		s.serveDiscoveryRoot(w, r)
@@ -317,39 +415,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s.serveOpenID(w, r):
 		return
 	}
-	info := parseRequestInfo(r)
-	if s.aggregator.serve(w, r, info) {
+	if s.serveDiscovery(w, r) {
 		return
 	}
-	if info == nil || info.Resource == "" {
-		if s.serveDiscovery(w, r) {
-			return
-		}
-		s.writeError(w, r, notFound())
-		return
-	}
-	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
-	if c := createOnly(gvr); c != nil {
-		if err := s.authorize(ctx, *user, info); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.serveCreateOnly(w, r, info, c)
-		return
-	}
-	h := s.handlers[gvr]
-	if h == nil {
-		if info.Name == "" && s.serveDiscovery(w, r) {
-			return
-		}
-		s.writeError(w, r, notFound())
-		return
-	}
-	if err := s.authorize(ctx, *user, info); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.serveResource(w, r, info, h)
+	s.writeError(w, r, notFound())
 }
 
 func writeText(w http.ResponseWriter, code int, text string) {

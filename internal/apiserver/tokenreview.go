@@ -26,7 +26,9 @@ type createOnlyResource struct {
 	gvr      schema.GroupVersionResource
 	kind     string
 	singular string
-	create   func(s *Server, w http.ResponseWriter, r *http.Request)
+	// namespaced resources are created in a namespace (LocalSubjectAccessReview).
+	namespaced bool
+	create     func(s *Server, w http.ResponseWriter, r *http.Request, info *requestInfo)
 }
 
 // createOnlyResources lists the create-only resources the server serves.
@@ -34,6 +36,10 @@ func createOnlyResources() []createOnlyResource {
 	return []createOnlyResource{
 		{gvr: selfSubjectReviewsGVR, kind: "SelfSubjectReview", singular: "selfsubjectreview", create: (*Server).createSelfSubjectReview},
 		{gvr: tokenReviewsGVR, kind: "TokenReview", singular: "tokenreview", create: (*Server).createTokenReview},
+		{gvr: subjectAccessReviewsGVR, kind: "SubjectAccessReview", singular: "subjectaccessreview", create: (*Server).createSubjectAccessReview},
+		{gvr: selfSubjectAccessReviewsGVR, kind: "SelfSubjectAccessReview", singular: "selfsubjectaccessreview", create: (*Server).createSelfSubjectAccessReview},
+		{gvr: localSubjectAccessReviewsGVR, kind: "LocalSubjectAccessReview", singular: "localsubjectaccessreview", namespaced: true, create: (*Server).createLocalSubjectAccessReview},
+		{gvr: selfSubjectRulesReviewsGVR, kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview", create: (*Server).createSelfSubjectRulesReview},
 	}
 }
 
@@ -52,12 +58,12 @@ func createOnly(gvr schema.GroupVersionResource) *createOnlyResource {
 // do not exist, as upstream answers.
 func (s *Server) serveCreateOnly(w http.ResponseWriter, r *http.Request, info *requestInfo, c *createOnlyResource) {
 	switch {
-	case info.Namespace != "" || info.Name != "" || info.Subresource != "":
+	case (info.Namespace != "") != c.namespaced || info.Name != "" || info.Subresource != "":
 		s.writeError(w, r, notFound())
 	case r.Method != http.MethodPost:
 		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false))
 	default:
-		c.create(s, w, r)
+		c.create(s, w, r, info)
 	}
 }
 
@@ -65,7 +71,7 @@ func (s *Server) serveCreateOnly(w http.ResponseWriter, r *http.Request, info *r
 // request's bearer token would, for spec.audiences (this server's audiences when
 // empty). A refused token is still 201 Created, with authenticated false and the
 // reason in status.error. Nothing is stored.
-func (s *Server) createTokenReview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createTokenReview(w http.ResponseWriter, r *http.Request, _ *requestInfo) {
 	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -105,7 +111,7 @@ func (s *Server) createTokenReview(w http.ResponseWriter, r *http.Request) {
 
 // createSelfSubjectReview answers POST selfsubjectreviews (kubectl auth whoami): who
 // the server takes the requester for. Nothing is stored.
-func (s *Server) createSelfSubjectReview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createSelfSubjectReview(w http.ResponseWriter, r *http.Request, _ *requestInfo) {
 	format, data, err := readWriteRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 
+	"mizzen/internal/controller/clusterroleaggregation"
 	"mizzen/internal/controller/endpoints"
 	"mizzen/internal/controller/endpointslice"
 	"mizzen/internal/controller/garbagecollector"
@@ -22,9 +23,14 @@ import (
 // infraControllers lists, under upstream's canonical names and aliases, the
 // controllers that keep the cluster itself in order: endpoints, endpointslice,
 // garbage collector, namespace, node lifecycle, taint eviction, node IPAM,
-// serviceaccount, root CA publisher, resourcequota, podgc.
+// serviceaccount, root CA publisher, resourcequota, podgc, clusterrole aggregation.
 func infraControllers() []Descriptor {
 	return []Descriptor{
+		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+			c := clusterroleaggregation.New(clientFor(cc, clusterroleaggregation.Name), cc.Informers.Rbac().V1().ClusterRoles())
+			go c.Run(ctx, 1)
+			return nil
+		}},
 		{Name: "endpoints-controller", Aliases: []string{"endpoint", "endpoints"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := endpoints.New(cc.Client, core.Services(), core.Pods(), core.Endpoints())

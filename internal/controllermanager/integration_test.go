@@ -69,6 +69,17 @@ func startManager(t *testing.T, cfg *rest.Config, nodeGrace time.Duration, contr
 	})
 }
 
+// managerConfig is the controller-manager's own identity, as `mizzen server` gives it:
+// under RBAC, the tests then prove the default policy lets its controllers work.
+func managerConfig(t *testing.T, srv *apiserver.Server) *rest.Config {
+	t.Helper()
+	cfg, err := srv.ComponentConfig("controller-manager", "system:kube-controller-manager", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // requireServed skips the test unless the apiserver serves every named resource
 // ("v1/namespaces", "apps/v1/deployments").
 func requireServed(t *testing.T, cfg *rest.Config, resources ...string) {
@@ -101,11 +112,12 @@ func TestGarbageCollectorAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
 	}
-	cfg := apiserver.Start(t)
+	srv := apiserver.StartServer(t)
+	cfg := srv.AdminConfig
 	requireServed(t, cfg, "rbac.authorization.k8s.io/v1/roles", "coordination.k8s.io/v1/leases")
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	startManager(t, cfg, 40*time.Second, "garbage-collector")
+	startManager(t, managerConfig(t, srv), 40*time.Second, "garbage-collector")
 
 	eventually(t, "the lease names this manager", func(ctx context.Context) (bool, error) {
 		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
@@ -171,7 +183,8 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
 	}
-	cfg := apiserver.Start(t)
+	srv := apiserver.StartServer(t)
+	cfg := srv.AdminConfig
 	requireServed(t, cfg, "v1/namespaces", "v1/serviceaccounts", "v1/configmaps", "v1/secrets", "v1/endpoints",
 		"v1/nodes", "v1/resourcequotas", "v1/persistentvolumeclaims", "v1/pods", "v1/services")
 	client := kubernetes.NewForConfigOrDie(cfg)
@@ -188,7 +201,7 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A short grace period lets the node story run in seconds.
-	startManager(t, cfg, 2*time.Second)
+	startManager(t, managerConfig(t, srv), 2*time.Second)
 
 	t.Run("a pod bound to a node that does not exist is removed", func(t *testing.T) {
 		eventually(t, "pod story/on-a-ghost-node is gone", func(ctx context.Context) (bool, error) {

@@ -56,8 +56,8 @@ func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
 		"node-lifecycle-controller", "taint-eviction-controller", "node-ipam-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller",
 		"resourcequota-controller", "pod-garbage-collector-controller", "deployment-controller", "replicaset-controller",
 		"replicationcontroller-controller", "daemonset-controller", "statefulset-controller", "job-controller",
-		"cronjob-controller", "ttl-after-finished-controller", "disruption-controller",
-		"endpoint", "endpointslice", "garbagecollector", "namespace", "nodelifecycle", "nodeipam", "serviceaccount",
+		"cronjob-controller", "ttl-after-finished-controller", "disruption-controller", "clusterrole-aggregation-controller",
+		"clusterrole-aggregation", "endpoint", "endpointslice", "garbagecollector", "namespace", "nodelifecycle", "nodeipam", "serviceaccount",
 		"root-ca-cert-publisher", "resourcequota", "podgc", "deployment", "replicaset", "replicationcontroller",
 		"daemonset", "statefulset", "job", "cronjob", "ttl-after-finished", "disruption"}
 	seen := map[string]bool{}

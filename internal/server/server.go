@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/apiserver"
+	rbacauthz "mizzen/internal/apiserver/authz/rbac"
+	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/etcd"
 	"mizzen/internal/hostaddr"
@@ -69,6 +71,8 @@ type Options struct {
 	// certificates are verified against; without it they are not verified, as upstream's
 	// apiserver does without --kubelet-certificate-authority.
 	KubeletCertificateAuthority string
+	// AuthorizationMode is RBAC (the default when empty) or AlwaysAllow.
+	AuthorizationMode string
 }
 
 // DefaultServiceAccountIssuer is the issuer of service account tokens unless configured.
@@ -116,6 +120,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
+	authorizer, admission, err := authorization(opts.AuthorizationMode)
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range opts.DisableAdmissionPlugins {
 		if name != "ServiceAccount" {
 			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: ServiceAccount)", name)
@@ -209,6 +217,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		ServiceAccountIssuer:    sa.signer,
 		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
 		KubeletClientTLS:        kubeletClient,
+		Authorizer:              authorizer,
+		Admission:               admission,
 		FrontProxy:              frontProxy,
 		ClientCAPEM:             ca.CertPEM,
 	})
@@ -249,6 +259,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := srv.Bootstrap(ctx, initial...); err != nil {
 		stopCache()
 		return nil, fmt.Errorf("creating the initial objects: %w", err)
+	}
+	if err := bootstrapPolicy(readyCtx, srv, authorizer); err != nil {
+		stopCache()
+		return nil, err
 	}
 	srv.MarkReady()
 
@@ -305,6 +319,34 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	cp.AdminConfig = cfg
 	log.Info("apiserver ready", "url", localURL, "kubeconfig", kubeconfig)
 	return cp, nil
+}
+
+// authorization builds the authorizer of --authorization-mode, and the admission
+// steps that go with it (RBAC's escalation check). AlwaysAllow is no authorizer.
+func authorization(mode string) (apiserver.Authorizer, []apiserver.AdmissionPlugin, error) {
+	switch mode {
+	case "", "RBAC":
+		a := rbacauthz.New()
+		return a, []apiserver.AdmissionPlugin{a.EscalationCheck()}, nil
+	case "AlwaysAllow":
+		return nil, nil, nil
+	}
+	return nil, nil, fmt.Errorf("--authorization-mode: unsupported mode %q (supported: RBAC, AlwaysAllow)", mode)
+}
+
+// bootstrapPolicy creates and reconciles the default RBAC policy when RBAC is on, and
+// waits until the authorizer applies it, so that the components started next are
+// let in from their first request.
+func bootstrapPolicy(ctx context.Context, srv *apiserver.Server, authorizer apiserver.Authorizer) error {
+	if _, ok := authorizer.(*rbacauthz.Authorizer); !ok {
+		return nil
+	}
+	for _, item := range bootstrappolicy.Items() {
+		if err := srv.Reconcile(ctx, item.Desired, item.Reconcile); err != nil {
+			return fmt.Errorf("the default RBAC policy: %w", err)
+		}
+	}
+	return srv.WaitAuthorizerFresh(ctx)
 }
 
 // advertiseIP is the address clients are told to use: the one given, else the bind

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -106,6 +107,17 @@ func TestVolumesOnContainerd(t *testing.T) {
 	if _, err := client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Under RBAC the account may do nothing by default: it is granted what the pod's
+	// in-cluster client and the checks below do.
+	if _, err := client.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "app-reader"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"configmaps", "pods"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "app-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "app-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// `kubectl create token` goes through the TokenRequest API.
 	out, err := exec.CommandContext(ctx, mizzenBin, "kubectl", "--kubeconfig", srv.AdminKubeconfig,
 		"create", "token", "default", "--duration", "10m").CombinedOutput()
@@ -114,9 +126,13 @@ func TestVolumesOnContainerd(t *testing.T) {
 	}
 	userCfg := rest.AnonymousClientConfig(srv.AdminConfig)
 	userCfg.BearerToken = strings.TrimSpace(string(out))
-	if _, err := kubernetes.NewForConfigOrDie(userCfg).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("request with the token kubectl created: %v", err)
-	}
+	eventually(t, 10*time.Second, func() error { // the binding reaches the authorizer within moments
+		_, err := kubernetes.NewForConfigOrDie(userCfg).CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("request with the token kubectl created: %v", err)
+		}
+		return nil
+	})
 	caPEM, err := os.ReadFile(filepath.Join(srv.DataDir, "tls", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)

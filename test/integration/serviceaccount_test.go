@@ -2,20 +2,16 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -180,15 +176,17 @@ func TestTokenRequest(t *testing.T) {
 	bound := issue(authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "worker", UID: pod.UID}})
 	forVault := issue(authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}})
 
-	csr := newCSR(t)
-	created, err := tokenClient(cfg, bound).CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
+	// Who the token authenticates as (kubectl auth whoami, which every authenticated
+	// user may ask); and, with RBAC on, a role of its own lets the robot list pods below.
+	whoami, err := tokenClient(cfg, bound).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("request with a bound token: %v", err)
 	}
-	if created.Spec.Username != "system:serviceaccount:default:robot" || created.Spec.UID != string(sa.UID) ||
-		asJSON(created.Spec.Groups) != `["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]` {
-		t.Errorf("authenticated as %q (uid %q) in %v", created.Spec.Username, created.Spec.UID, created.Spec.Groups)
+	if u := whoami.Status.UserInfo; u.Username != "system:serviceaccount:default:robot" || u.UID != string(sa.UID) ||
+		asJSON(u.Groups) != `["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]` {
+		t.Errorf("authenticated as %q (uid %q) in %v", u.Username, u.UID, u.Groups)
 	}
+	grantPodList(ctx, t, c, "default", "robot")
 	if _, err := tokenClient(cfg, forVault).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Errorf("token for another audience: err = %v, want 401", err)
 	}
@@ -264,23 +262,36 @@ func errorsAs(err error, target *apierrors.APIStatus) bool {
 	return ok
 }
 
-func newCSR(t *testing.T) *certificatesv1.CertificateSigningRequest {
+// grantPodList lets a service account list the pods of its namespace, and waits until
+// the authorizer has the new binding.
+func grantPodList(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, sa string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-lister"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	if _, err := c.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
-	if err != nil {
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-lister"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-lister"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}}
+	if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "whoami-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: "example.com/whoami",
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature},
-		},
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:" + ns + ":" + sa, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: ns}}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the binding of %s/%s does not apply", ns, sa)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -30,25 +30,33 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // cluster starts the apiserver and the workload controllers (the cronjob controller on
-// clk).
+// clk). The controllers run as the controller-manager does, as
+// system:kube-controller-manager under RBAC, so that these tests also prove the
+// default policy grants them what they do; the returned client is the admin's.
 func cluster(t *testing.T) (context.Context, kubernetes.Interface) {
 	return clusterWithClock(t, clock.RealClock{})
 }
 
 func clusterWithClock(t *testing.T, clk clock.Clock) (context.Context, kubernetes.Interface) {
 	t.Helper()
-	cfg := apiserver.Start(t)
-	client := kubernetes.NewForConfigOrDie(cfg)
+	srv := apiserver.StartServer(t)
+	client := kubernetes.NewForConfigOrDie(srv.AdminConfig)
+	cmConfig, err := srv.ComponentConfig("controller-manager", "system:kube-controller-manager", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmConfig.QPS, cmConfig.Burst = 1000, 2000
+	cm := kubernetes.NewForConfigOrDie(cmConfig)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	f := informers.NewSharedInformerFactory(client, 0)
-	deployment.New(client, f, clock.RealClock{}).Run(ctx, 2)
-	replicaset.NewReplicaSet(client, f, clock.RealClock{}).Run(ctx, 2)
-	job.New(client, f, clock.RealClock{}).Run(ctx, 2)
-	statefulset.New(client, f, clock.RealClock{}).Run(ctx, 2)
-	daemonset.New(client, f, clock.RealClock{}).Run(ctx, 2)
-	disruption.New(client, f, clock.RealClock{}).Run(ctx, 2)
-	cronjob.New(client, f, clk).Run(ctx, 2)
+	f := informers.NewSharedInformerFactory(cm, 0)
+	deployment.New(cm, f, clock.RealClock{}).Run(ctx, 2)
+	replicaset.NewReplicaSet(cm, f, clock.RealClock{}).Run(ctx, 2)
+	job.New(cm, f, clock.RealClock{}).Run(ctx, 2)
+	statefulset.New(cm, f, clock.RealClock{}).Run(ctx, 2)
+	daemonset.New(cm, f, clock.RealClock{}).Run(ctx, 2)
+	disruption.New(cm, f, clock.RealClock{}).Run(ctx, 2)
+	cronjob.New(cm, f, clk).Run(ctx, 2)
 	f.Start(ctx.Done())
 	return ctx, client
 }

@@ -1,0 +1,154 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"mizzen/internal/apiserver/authz"
+	"mizzen/internal/registry"
+	"mizzen/internal/storage"
+)
+
+// authzFeed keeps a Follower authorizer current from the watch cache: one watch per
+// resource it follows, in-process, so that a request's authorization never reads etcd.
+type authzFeed struct {
+	follower authz.Follower
+	// resources are those the feed follows.
+	resources []schema.GroupResource
+	// fed is, per resource segment, the newest revision the follower has been given.
+	fed map[string]*atomic.Int64
+	// synced counts resources whose initial list the follower has.
+	synced atomic.Int32
+}
+
+// newAuthzFeed returns the feed of a Follower authorizer, nil for other authorizers.
+// A resource the server does not store (a server built with some resources only) is
+// given an empty list at once.
+func newAuthzFeed(a Authorizer, stored map[schema.GroupResource]*registry.Resource) *authzFeed {
+	f, ok := a.(authz.Follower)
+	if !ok {
+		return nil
+	}
+	feed := &authzFeed{follower: f, fed: map[string]*atomic.Int64{}}
+	for _, gr := range f.Resources() {
+		if stored[gr] == nil {
+			f.Replace(gr, nil)
+			continue
+		}
+		feed.resources = append(feed.resources, gr)
+		feed.fed[segmentFor(gr)] = &atomic.Int64{}
+	}
+	return feed
+}
+
+// run follows every resource until ctx ends.
+func (f *authzFeed) run(ctx context.Context, s *Server) {
+	for _, gr := range f.resources {
+		go f.follow(ctx, s, gr)
+	}
+}
+
+// follow feeds one resource: the initial list as one Replace, then each change. A
+// watch that ends (the cache reloaded after etcd compacted) starts again with a list.
+func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResource) {
+	segment := segmentFor(gr)
+	first := true
+	for ctx.Err() == nil {
+		w, err := s.cache.Watch(segment, storage.WatchOptions{InitialEvents: true, InitialEventsEnd: true})
+		if err != nil {
+			s.log.Warn("authorizer feed: watch failed", "resource", gr.String(), "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		var initial []runtime.Object
+		listing := true
+		for {
+			evs, err := w.Next(ctx)
+			if err != nil {
+				break
+			}
+			for _, ev := range evs {
+				switch {
+				case listing && ev.IsInitialEventsEnd():
+					f.follower.Replace(gr, initial)
+					initial, listing = nil, false
+					if first {
+						first = false
+						f.synced.Add(1)
+					}
+				case listing:
+					if ev.Type == watch.Added {
+						initial = append(initial, ev.Entry.Object)
+					}
+					f.advance(segment, ev.RV)
+					continue
+				case ev.Type == watch.Added || ev.Type == watch.Modified:
+					f.follower.Apply(ev.Entry.Object, false)
+				case ev.Type == watch.Deleted:
+					f.follower.Apply(ev.Entry.Object, true)
+				}
+				f.advance(segment, ev.RV)
+			}
+		}
+		s.cache.StopWatch(w)
+	}
+}
+
+func (f *authzFeed) advance(segment string, rv int64) {
+	fed := f.fed[segment]
+	for {
+		cur := fed.Load()
+		if rv <= cur || fed.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+// isSynced reports whether the follower has every resource's initial list.
+func (f *authzFeed) isSynced() bool { return int(f.synced.Load()) == len(f.fed) }
+
+// WaitAuthorizerFresh waits until the authorizer has every object the watch cache
+// holds of the resources it follows, so that policy just written (the default roles
+// at start) already applies. Without such an authorizer it returns at once.
+func (s *Server) WaitAuthorizerFresh(ctx context.Context) error {
+	f := s.authzFeed
+	if f == nil {
+		return nil
+	}
+	for {
+		fresh := f.isSynced()
+		for segment, fed := range f.fed {
+			if !fresh {
+				break
+			}
+			entries, _, err := s.cache.List(segment, storage.Prefix+segment+"/", nil)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if e.RV > fed.Load() {
+					fresh = false
+					break
+				}
+			}
+		}
+		if fresh {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the authorizer to see the stored policy: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"mizzen/internal/registry"
+)
+
+const (
+	impersonateUserHeader        = "Impersonate-User"
+	impersonateUIDHeader         = "Impersonate-Uid"
+	impersonateGroupHeader       = "Impersonate-Group"
+	impersonateExtraHeaderPrefix = "Impersonate-Extra-"
+	serviceAccountUserPrefix     = "system:serviceaccount:"
+)
+
+// impersonate applies the Impersonate-* headers (kubectl --as, --as-group,
+// --as-uid): the request goes on as the named user, when the requester may
+// impersonate the user (or service account), each group, extra value and UID, as
+// upstream checks with the impersonate verb. Without those headers the user is
+// returned unchanged.
+func (s *Server) impersonate(ctx context.Context, requester registry.User, r *http.Request) (registry.User, error) {
+	name := r.Header.Get(impersonateUserHeader)
+	groups := r.Header.Values(impersonateGroupHeader)
+	uid := r.Header.Get(impersonateUIDHeader)
+	extra := map[string][]string{}
+	for h, values := range r.Header {
+		if !strings.HasPrefix(h, impersonateExtraHeaderPrefix) {
+			continue
+		}
+		key, err := url.PathUnescape(strings.ToLower(strings.TrimPrefix(h, impersonateExtraHeaderPrefix)))
+		if err != nil {
+			return requester, apierrors.NewBadRequest(fmt.Sprintf("malformed extra key for impersonation request: %v", err))
+		}
+		extra[key] = append(extra[key], values...)
+	}
+	if name == "" {
+		var without []string
+		if len(groups) > 0 {
+			without = append(without, impersonateGroupHeader)
+		}
+		if len(extra) > 0 {
+			without = append(without, impersonateExtraHeaderPrefix+"*")
+		}
+		if uid != "" {
+			without = append(without, impersonateUIDHeader)
+		}
+		if len(without) > 0 {
+			return requester, apierrors.NewBadRequest(fmt.Sprintf("requested %v without impersonating a user", without))
+		}
+		return requester, nil
+	}
+	check := func(a Attributes) error {
+		a.User, a.Verb, a.ResourceRequest = requester, "impersonate", true
+		return s.authorizeResource(ctx, a)
+	}
+	user := registry.User{Name: name, UID: uid}
+	if rest, ok := strings.CutPrefix(name, serviceAccountUserPrefix); ok && strings.Count(rest, ":") == 1 {
+		ns, sa, _ := strings.Cut(rest, ":")
+		if err := check(Attributes{Resource: "serviceaccounts", Namespace: ns, Name: sa}); err != nil {
+			return requester, err
+		}
+		user.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
+	} else if err := check(Attributes{Resource: "users", Name: name}); err != nil {
+		return requester, err
+	}
+	for _, g := range groups {
+		if err := check(Attributes{Resource: "groups", Name: g}); err != nil {
+			return requester, err
+		}
+		user.Groups = append(user.Groups, g)
+	}
+	for key, values := range extra {
+		for _, v := range values {
+			if err := check(Attributes{Group: "authentication.k8s.io", Resource: "userextras", Subresource: key, Name: v}); err != nil {
+				return requester, err
+			}
+		}
+	}
+	if len(extra) > 0 {
+		user.Extra = extra
+	}
+	if uid != "" {
+		if err := check(Attributes{Group: "authentication.k8s.io", Resource: "uids", Name: uid}); err != nil {
+			return requester, err
+		}
+	}
+	if name != "system:anonymous" && !slices.Contains(user.Groups, "system:authenticated") {
+		user.Groups = append(user.Groups, "system:authenticated")
+	}
+	for h := range r.Header {
+		if strings.HasPrefix(h, "Impersonate-") {
+			r.Header.Del(h)
+		}
+	}
+	return user, nil
+}
