@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,10 @@ func (s *Server) writeStatus(w http.ResponseWriter, status metav1.Status) {
 	if code == 0 {
 		code = http.StatusInternalServerError
 	}
+	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
+		// Clients (client-go's retries, reflectors) wait as long as the header says.
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
+	}
 	s.writeObject(w, code, &status, mediaJSON)
 }
 
@@ -79,8 +84,6 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 		se := apierrors.NewTimeoutError(msg, 1)
 		se.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 		return se
-	case errors.Is(err, storage.ErrStopped):
-		return apierrors.NewServiceUnavailable("apiserver is shutting down")
 	}
 	return err
 }

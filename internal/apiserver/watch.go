@@ -83,6 +83,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo
 
 	enc := s.newWatchEncoder(w, h, format)
 	watcher, err := s.cache.Watch(h.segment, wopts)
+	if errors.Is(err, storage.ErrStopped) {
+		// The server is stopping. Like upstream's shutdown-send-retry-after, a 429 with
+		// Retry-After: client-go then retries the watch from its resource version; any
+		// other error, or an empty stream, would make it list everything again.
+		s.writeError(w, r, apierrors.NewTooManyRequests("The apiserver is shutting down, please try again later.", 1))
+		return
+	}
 	if err != nil {
 		// A watch from a compacted version is answered inside the stream, as upstream does.
 		enc.start()
