@@ -247,6 +247,7 @@ func (c *Cache) prefillHistory(ctx context.Context, rev int64) {
 	defer cancel()
 	wch := c.client.Watch(wctx, Prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
 	var events []*clientv3.Event
+	complete := false
 	for resp := range wch {
 		if resp.Err() != nil || resp.CompactRevision != 0 {
 			return
@@ -258,11 +259,20 @@ func (c *Cache) prefillHistory(ctx context.Context, rev int64) {
 			events = append(events, ev)
 		}
 		if resp.Header.Revision >= rev && (len(resp.Events) == 0 || resp.Events[len(resp.Events)-1].Kv.ModRevision >= rev) {
+			complete = true
 			break
 		}
 		if len(events) > 0 && events[len(events)-1].Kv.ModRevision >= rev {
+			complete = true
 			break
 		}
+	}
+	if !complete {
+		// Cut short (the time limit): part of the history would pass for all of it, and
+		// a watch resuming inside the gap would miss events. Without it such a watch is
+		// told 410 Gone and lists again.
+		c.log.Warn("watch cache: history before the restart not loaded in time", "revision", rev)
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
