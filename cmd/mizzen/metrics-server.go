@@ -18,6 +18,9 @@ func newMetricsServerCommand() *cobra.Command {
 		opts         metrics.Options
 		verbose      bool
 		registration metrics.Registration
+		// registerKubeconfig holds credentials allowed to write the registration; the
+		// metrics identity itself may not (RBAC).
+		registerKubeconfig string
 	)
 	cmd := &cobra.Command{
 		Use:   "metrics-server",
@@ -28,7 +31,10 @@ func newMetricsServerCommand() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if registration.Address != "" {
-				cfg, err := metrics.LoadConfig(opts.Kubeconfig)
+				if registerKubeconfig == "" {
+					registerKubeconfig = opts.Kubeconfig
+				}
+				cfg, err := metrics.LoadConfig(registerKubeconfig)
 				if err != nil {
 					return err
 				}
@@ -56,6 +62,7 @@ func newMetricsServerCommand() *cobra.Command {
 	f.StringVar(&opts.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "CA of the apiserver's front-proxy client certificate (default: from kube-system/extension-apiserver-authentication)")
 	f.StringSliceVar(&opts.RequestHeaderAllowedNames, "requestheader-allowed-names", nil, "Common names accepted from the front-proxy CA (default: from kube-system/extension-apiserver-authentication)")
 	f.StringVar(&registration.Address, "register-address", "", "When set, create the Service, EndpointSlice and APIService v1beta1.metrics.k8s.io pointing at this IP and --secure-port")
+	f.StringVar(&registerKubeconfig, "register-kubeconfig", "", "Credentials for --register-address, allowed to write Services, EndpointSlices and APIServices (default: --kubeconfig, whose metrics identity RBAC does not allow it)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "Debug logging")
 	return cmd
 }

@@ -89,7 +89,7 @@ func TestKubectlTop(t *testing.T) {
 	var log bytes.Buffer
 	ms := exec.Command(mizzenBin, "metrics-server", "--kubeconfig", kubeconfig, "--bind-address", ip,
 		"--secure-port", strconv.Itoa(freePort(t)), "--cert-dir", t.TempDir(), "--metric-resolution", "2s",
-		"--register-address", ip)
+		"--register-address", ip, "--register-kubeconfig", c.kubeconfig)
 	ms.Stdout, ms.Stderr = &log, &log
 	if err := ms.Start(); err != nil {
 		t.Fatal(err)
