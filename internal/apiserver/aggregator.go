@@ -35,7 +35,7 @@ import (
 
 // The aggregation layer. An APIService whose spec names a Service registers an API
 // group version served elsewhere (metrics.k8s.io by the metrics server): requests under
-// /apis/<group>/<version> are authenticated and authorized here, then proxied to a
+// /apis/<group>/<version> are authenticated and authorized by ServeHTTP, then proxied to a
 // ready endpoint of that Service over TLS, the user passed on in front-proxy headers
 // (X-Remote-User, X-Remote-Group, X-Remote-Extra-*) that the backend trusts because the
 // connection presents the front-proxy client certificate. A reconcile loop keeps each
@@ -441,13 +441,6 @@ func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *request
 	if api == nil {
 		return false
 	}
-	user, _ := registry.UserFrom(r.Context())
-	if info != nil && info.Resource != "" {
-		if err := a.s.authorize(r.Context(), user, info); err != nil {
-			a.s.writeError(w, r, err)
-			return true
-		}
-	}
 	if !api.available {
 		a.s.writeError(w, r, apierrors.NewServiceUnavailable("service unavailable"))
 		return true
@@ -459,6 +452,7 @@ func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *request
 		return true
 	}
 	out := r.Clone(r.Context())
+	user, _ := registry.UserFrom(r.Context())
 	setRemoteUser(out.Header, user)
 	loc := &url.URL{Scheme: "https", Host: host, Path: r.URL.Path}
 	h := proxy.NewUpgradeAwareHandler(loc, api.transport, false, false, aggregatorErrorResponder{a.s})
