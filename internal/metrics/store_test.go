@@ -23,7 +23,7 @@ type reading struct {
 }
 
 func cpuMem(r reading) (*nodeserver.CPUStats, *nodeserver.MemoryStats) {
-	at := metav1.NewTime(t0.Add(r.at))
+	at := nodeserver.SampleTime{Time: t0.Add(r.at)}
 	if r.missing {
 		return nil, &nodeserver.MemoryStats{Time: at, WorkingSetBytes: u(r.ws)}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -60,33 +61,65 @@ type ContainerStats struct {
 	Rootfs    *FsStats     `json:"rootfs,omitempty"`
 }
 
+// SampleTime is when a usage figure was read. Unlike metav1.Time it keeps the fraction
+// of a second in JSON (RFC 3339 with nanoseconds, which metav1.Time and upstream's
+// clients parse too): a rate between two samples a few seconds apart, as the metrics
+// server computes, would otherwise be off by up to a second's worth.
+type SampleTime struct{ time.Time }
+
+// MarshalJSON writes the time in UTC with nanoseconds.
+func (t SampleTime) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.UTC().Format(time.RFC3339Nano))
+}
+
+// UnmarshalJSON reads RFC 3339 with or without a fraction of a second, or null.
+func (t *SampleTime) UnmarshalJSON(b []byte) error {
+	var str *string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return err
+	}
+	if str == nil {
+		t.Time = time.Time{}
+		return nil
+	}
+	parsed, err := time.Parse(time.RFC3339Nano, *str)
+	if err != nil {
+		return err
+	}
+	t.Time = parsed
+	return nil
+}
+
 // CPUStats is CPU usage: a rate and a cumulative total.
 type CPUStats struct {
-	Time                 metav1.Time `json:"time"`
-	UsageNanoCores       *uint64     `json:"usageNanoCores,omitempty"`
-	UsageCoreNanoSeconds *uint64     `json:"usageCoreNanoSeconds,omitempty"`
+	Time                 SampleTime `json:"time"`
+	UsageNanoCores       *uint64    `json:"usageNanoCores,omitempty"`
+	UsageCoreNanoSeconds *uint64    `json:"usageCoreNanoSeconds,omitempty"`
 }
 
 // MemoryStats is memory usage.
 type MemoryStats struct {
-	Time            metav1.Time `json:"time"`
-	AvailableBytes  *uint64     `json:"availableBytes,omitempty"`
-	UsageBytes      *uint64     `json:"usageBytes,omitempty"`
-	WorkingSetBytes *uint64     `json:"workingSetBytes,omitempty"`
-	RSSBytes        *uint64     `json:"rssBytes,omitempty"`
-	PageFaults      *uint64     `json:"pageFaults,omitempty"`
-	MajorPageFaults *uint64     `json:"majorPageFaults,omitempty"`
+	Time            SampleTime `json:"time"`
+	AvailableBytes  *uint64    `json:"availableBytes,omitempty"`
+	UsageBytes      *uint64    `json:"usageBytes,omitempty"`
+	WorkingSetBytes *uint64    `json:"workingSetBytes,omitempty"`
+	RSSBytes        *uint64    `json:"rssBytes,omitempty"`
+	PageFaults      *uint64    `json:"pageFaults,omitempty"`
+	MajorPageFaults *uint64    `json:"majorPageFaults,omitempty"`
 }
 
 // FsStats is a filesystem's usage.
 type FsStats struct {
-	Time           metav1.Time `json:"time"`
-	AvailableBytes *uint64     `json:"availableBytes,omitempty"`
-	CapacityBytes  *uint64     `json:"capacityBytes,omitempty"`
-	UsedBytes      *uint64     `json:"usedBytes,omitempty"`
-	InodesFree     *uint64     `json:"inodesFree,omitempty"`
-	Inodes         *uint64     `json:"inodes,omitempty"`
-	InodesUsed     *uint64     `json:"inodesUsed,omitempty"`
+	Time           SampleTime `json:"time"`
+	AvailableBytes *uint64    `json:"availableBytes,omitempty"`
+	CapacityBytes  *uint64    `json:"capacityBytes,omitempty"`
+	UsedBytes      *uint64    `json:"usedBytes,omitempty"`
+	InodesFree     *uint64    `json:"inodesFree,omitempty"`
+	Inodes         *uint64    `json:"inodes,omitempty"`
+	InodesUsed     *uint64    `json:"inodesUsed,omitempty"`
 }
 
 func (s *Server) serveSummary(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +194,7 @@ func cpuStats(c *runtimeapi.CpuUsage) *CPUStats {
 	if c == nil {
 		return nil
 	}
-	return &CPUStats{Time: metav1.NewTime(time.Unix(0, c.Timestamp)), UsageNanoCores: u64(c.UsageNanoCores), UsageCoreNanoSeconds: u64(c.UsageCoreNanoSeconds)}
+	return &CPUStats{Time: SampleTime{time.Unix(0, c.Timestamp)}, UsageNanoCores: u64(c.UsageNanoCores), UsageCoreNanoSeconds: u64(c.UsageCoreNanoSeconds)}
 }
 
 func memoryStats(m *runtimeapi.MemoryUsage) *MemoryStats {
@@ -169,7 +202,7 @@ func memoryStats(m *runtimeapi.MemoryUsage) *MemoryStats {
 		return nil
 	}
 	return &MemoryStats{
-		Time: metav1.NewTime(time.Unix(0, m.Timestamp)), AvailableBytes: u64(m.AvailableBytes), UsageBytes: u64(m.UsageBytes),
+		Time: SampleTime{time.Unix(0, m.Timestamp)}, AvailableBytes: u64(m.AvailableBytes), UsageBytes: u64(m.UsageBytes),
 		WorkingSetBytes: u64(m.WorkingSetBytes), RSSBytes: u64(m.RssBytes), PageFaults: u64(m.PageFaults), MajorPageFaults: u64(m.MajorPageFaults),
 	}
 }
@@ -178,7 +211,7 @@ func fsStats(f *runtimeapi.FilesystemUsage) *FsStats {
 	if f == nil {
 		return nil
 	}
-	return &FsStats{Time: metav1.NewTime(time.Unix(0, f.Timestamp)), UsedBytes: u64(f.UsedBytes), InodesUsed: u64(f.InodesUsed)}
+	return &FsStats{Time: SampleTime{time.Unix(0, f.Timestamp)}, UsedBytes: u64(f.UsedBytes), InodesUsed: u64(f.InodesUsed)}
 }
 
 func addU64(a, b *uint64) *uint64 {
@@ -234,7 +267,7 @@ func (s *Server) nodeStats() NodeStats {
 	now := time.Now()
 	ns := NodeStats{NodeName: s.opts.NodeName, StartTime: metav1.NewTime(bootTime())}
 	if used, ok := readCPUNanos(); ok {
-		cpu := &CPUStats{Time: metav1.NewTime(now), UsageCoreNanoSeconds: &used}
+		cpu := &CPUStats{Time: SampleTime{now}, UsageCoreNanoSeconds: &used}
 		s.cpuMu.Lock()
 		if prev := s.lastCPU; prev != nil && now.After(prev.at) && used >= prev.usageNano {
 			rate := uint64(float64(used-prev.usageNano) / now.Sub(prev.at).Seconds())
@@ -252,7 +285,7 @@ func (s *Server) nodeStats() NodeStats {
 		if inactive := mem["Inactive(file)"]; inactive < ws {
 			ws -= inactive
 		}
-		ns.Memory = &MemoryStats{Time: metav1.NewTime(now), AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
+		ns.Memory = &MemoryStats{Time: SampleTime{now}, AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
 	}
 	if s.opts.RootDir != "" {
 		ns.Fs = filesystemStats(s.opts.RootDir, now)
@@ -271,7 +304,7 @@ func filesystemStats(dir string, now time.Time) *FsStats {
 	used := (st.Blocks - st.Bfree) * bsize
 	inodes, free := st.Files, st.Ffree
 	inodesUsed := inodes - free
-	return &FsStats{Time: metav1.NewTime(now), AvailableBytes: &avail, CapacityBytes: &capacity, UsedBytes: &used,
+	return &FsStats{Time: SampleTime{now}, AvailableBytes: &avail, CapacityBytes: &capacity, UsedBytes: &used,
 		Inodes: &inodes, InodesFree: &free, InodesUsed: &inodesUsed}
 }
 
@@ -356,7 +389,7 @@ func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	var b strings.Builder
 	metric := func(name, help, typ string) { fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ) }
-	sample := func(name, labels string, v float64, t metav1.Time) {
+	sample := func(name, labels string, v float64, t SampleTime) {
 		if labels != "" {
 			labels = "{" + labels + "}"
 		}
