@@ -25,46 +25,29 @@ type Item struct {
 func Items() []Item {
 	var out []Item
 	for _, r := range append(ClusterRoles(), AddonClusterRoles()...) {
-		r := r
-		out = append(out, Item{Desired: &r, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
-			existing, ok := current.(*rbacv1.ClusterRole)
-			if !ok {
-				return current, false
-			}
-			return ReconcileClusterRole(existing, &r)
-		}})
+		out = append(out, item(&r, ReconcileClusterRole))
 	}
 	for _, r := range Roles() {
-		r := r
-		out = append(out, Item{Desired: &r, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
-			existing, ok := current.(*rbacv1.Role)
-			if !ok {
-				return current, false
-			}
-			return ReconcileRole(existing, &r)
-		}})
+		out = append(out, item(&r, ReconcileRole))
 	}
 	for _, b := range RoleBindings() {
-		b := b
-		out = append(out, Item{Desired: &b, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
-			existing, ok := current.(*rbacv1.RoleBinding)
-			if !ok {
-				return current, false
-			}
-			return ReconcileRoleBinding(existing, &b)
-		}})
+		out = append(out, item(&b, ReconcileRoleBinding))
 	}
 	for _, b := range append(ClusterRoleBindings(), AddonClusterRoleBindings()...) {
-		b := b
-		out = append(out, Item{Desired: &b, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
-			existing, ok := current.(*rbacv1.ClusterRoleBinding)
-			if !ok {
-				return current, false
-			}
-			return ReconcileClusterRoleBinding(existing, &b)
-		}})
+		out = append(out, item(&b, ReconcileClusterRoleBinding))
 	}
 	return out
+}
+
+// item pairs a desired object with its typed reconcile function.
+func item[T runtime.Object](desired T, reconcile func(existing, desired T) (T, bool)) Item {
+	return Item{Desired: desired, Reconcile: func(current runtime.Object) (runtime.Object, bool) {
+		existing, ok := current.(T)
+		if !ok {
+			return current, false
+		}
+		return reconcile(existing, desired)
+	}}
 }
 
 // autoUpdate reports whether an existing object may be reconciled.
