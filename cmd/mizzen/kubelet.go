@@ -158,7 +158,7 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		return err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "mizzen-kubelet"
+	cfg.UserAgent = "kubelet/mizzen" // managedFields name the manager by the part before "/", as upstream's "kubelet"
 	if cfg.QPS == 0 {
 		// client-go's own default (5/s) would make status writes the bottleneck of
 		// pod startup; upstream's kubelet defaults to 50/s with a burst of 100.

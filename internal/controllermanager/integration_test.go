@@ -222,10 +222,19 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 			_, err := client.CoreV1().ServiceAccounts("story").Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, nil
 		})
+
 		eventually(t, "configmap story/kube-root-ca.crt holds the CA", func(ctx context.Context) (bool, error) {
 			cm, err := client.CoreV1().ConfigMaps("story").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 			return err == nil && cm.Data["ca.crt"] == string(cfg.CAData), err
 		})
+		// managedFields name the writer as upstream's: "kube-controller-manager".
+		cm, err := client.CoreV1().ConfigMaps("story").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cm.ManagedFields) == 0 || cm.ManagedFields[0].Manager != "kube-controller-manager" {
+			t.Errorf("managedFields of kube-root-ca.crt: %+v, want the manager kube-controller-manager", cm.ManagedFields)
+		}
 	})
 
 	t.Run("a service's ready pod shows up in its endpoints and endpoint slice", func(t *testing.T) {

@@ -55,7 +55,7 @@ type RunOptions struct {
 func Run(ctx context.Context, cfg *rest.Config, opts RunOptions) error {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "mizzen-controller-manager"
+		cfg.UserAgent = "kube-controller-manager/mizzen"
 	}
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100

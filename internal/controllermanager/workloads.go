@@ -33,13 +33,19 @@ func workload(name string, newController func(kubernetes.Interface, informers.Sh
 	}}
 }
 
-// clientFor gives a controller its own user agent ("<default>/<controller>") so the
-// apiserver's logs tell the controllers apart.
+// clientFor gives a controller its own user agent ("<component's>/<controller>") so the
+// apiserver's logs tell the controllers apart; the part before the first "/" stays the
+// component's, which managedFields name as the manager ("kube-controller-manager").
 func clientFor(cc *ControllerContext, name string) kubernetes.Interface {
 	if cc.Config == nil {
 		return cc.Client
 	}
-	c, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cc.Config), name))
+	cfg := rest.CopyConfig(cc.Config)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	cfg.UserAgent += "/" + name
+	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return cc.Client
 	}

@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, listening func(ctx
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.UserAgent = "mizzen-dns"
+	cfg.UserAgent = "coredns/mizzen"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -76,7 +76,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "mizzen-metrics-server"
+	cfg.UserAgent = "metrics-server/mizzen"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

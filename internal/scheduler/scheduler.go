@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts Options) error {
 	for _, c := range []struct {
 		dst   *kubernetes.Interface
 		agent string
-	}{{&clients.main, "mizzen-scheduler"}, {&clients.events, "mizzen-scheduler/events"}, {&clients.leaderElection, "mizzen-scheduler/leader-election"}} {
+	}{{&clients.main, "kube-scheduler/mizzen"}, {&clients.events, "kube-scheduler/mizzen events"}, {&clients.leaderElection, "kube-scheduler/mizzen leader-election"}} {
 		rc := rest.CopyConfig(restConfig)
 		rc.UserAgent = c.agent
 		if *c.dst, err = kubernetes.NewForConfig(rc); err != nil {

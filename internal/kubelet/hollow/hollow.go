@@ -82,7 +82,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		newClient = func(string) (kubernetes.Interface, error) {
 			cfg := rest.CopyConfig(opts.Config)
-			cfg.UserAgent = "mizzen-kubelet (hollow)"
+			cfg.UserAgent = "kubelet/mizzen (hollow)"
 			cfg.ContentType = runtime.ContentTypeProtobuf // as real kubelets
 			return kubernetes.NewForConfig(cfg)
 		}
