@@ -331,7 +331,9 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 	_, err = s.updateObject(ctx, ph, pdb.Namespace, pdb.Name, updateStatus, false, &fieldOwner{manager: selfManager, subresource: "status"}, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*policyv1.PodDisruptionBudget)
 		if cur.Status.ObservedGeneration < cur.Generation || cur.Status.DisruptionsAllowed <= 0 {
-			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+			// No Retry-After, as upstream: client-go would otherwise wait and retry by itself,
+			// and a drain would hang on a budget that may not free up for long.
+			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 			err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
 				Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", cur.Name, cur.Status.DesiredHealthy, cur.Status.CurrentHealthy)})
 			return nil, err
