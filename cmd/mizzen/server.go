@@ -296,7 +296,7 @@ func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.
 	if err != nil {
 		return err
 	}
-	certFile, keyFile, err := cp.KubeletServing("metrics-server", metrics.ServiceName+"."+metrics.ServiceNamespace+".svc")
+	certFile, keyFile, err := cp.KubeletServing("metrics-server-serving", metrics.ServiceName+"."+metrics.ServiceNamespace+".svc")
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -165,14 +166,16 @@ func (ca *CA) IssueClient(user string, groups []string) (*Issued, error) {
 }
 
 // LoadOrIssueClient keeps a client certificate in dir/name.{crt,key}, issuing it when
-// absent.
+// absent, and issuing it anew when the kept one is no longer the one asked for: signed
+// by another CA, not for client auth, for another user or groups, or expiring within
+// RenewBefore (k3s's rule, so a server restarted in time never serves stale credentials).
 func (ca *CA) LoadOrIssueClient(dir, name, user string, groups []string) (*Issued, error) {
 	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	certPEM, err1 := os.ReadFile(certPath)
 	keyPEM, err2 := os.ReadFile(keyPath)
 	if err1 == nil && err2 == nil {
-		if _, err := tls.X509KeyPair(certPEM, keyPEM); err == nil {
-			return &Issued{CertPEM: certPEM, KeyPEM: keyPEM}, nil
+		if kept := (&Issued{CertPEM: certPEM, KeyPEM: keyPEM}); ca.isClientFor(kept, user, groups, time.Now()) {
+			return kept, nil
 		}
 	}
 	issued, err := ca.IssueClient(user, groups)
@@ -186,6 +189,29 @@ func (ca *CA) LoadOrIssueClient(dir, name, user string, groups []string) (*Issue
 		return nil, err
 	}
 	return issued, nil
+}
+
+// RenewBefore is how long before expiry a kept certificate is issued anew.
+const RenewBefore = 90 * 24 * time.Hour
+
+// isClientFor reports whether issued is a valid key pair and a client certificate of
+// this CA for user in exactly groups, valid for longer than RenewBefore after now.
+func (ca *CA) isClientFor(issued *Issued, user string, groups []string, now time.Time) bool {
+	pair, err := issued.TLS()
+	if err != nil || len(pair.Certificate) == 0 {
+		return false
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return false
+	}
+	if cert.CheckSignatureFrom(ca.Cert) != nil || now.Add(RenewBefore).After(cert.NotAfter) {
+		return false
+	}
+	if cert.Subject.CommonName != user || !slices.Equal(cert.Subject.Organization, groups) && len(cert.Subject.Organization)+len(groups) > 0 {
+		return false
+	}
+	return slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 }
 
 // WriteKubeconfig writes a kubeconfig that reaches server with the CA and a client
