@@ -67,7 +67,7 @@ func newAgentCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials")
-	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests)")
+	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests; DATA_DIR/storage: local-path volumes)")
 	f.StringVar(&nodeName, "node-name", "", "node name to register (default: the host name)")
 	f.StringVar(&podBridge, "pod-bridge", "mizzen0", "the pod network bridge (distinct per node when several share a host)")
 	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")
@@ -131,6 +131,7 @@ func agentKubeletFlags(dataDir, nodeName string, port int32, bridge string) (kub
 		containerdDir:    filepath.Join(agentDir, "containerd"),
 		imagesDir:        filepath.Join(agentDir, "images"),
 		podManifestPath:  filepath.Join(agentDir, "pod-manifests"),
+		localPathDir:     filepath.Join(dataDir, "storage"),
 		pauseBinary:      filepath.Join(filepath.Dir(exe), "mizzen-pause"),
 		clusterDomain:    "cluster.local", maxPods: 110, port: port, cniBridge: bridge,
 		eviction: evictionFlags{hard: agentEvictionHard, hardGiven: true},

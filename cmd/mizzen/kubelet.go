@@ -69,6 +69,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.pauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.cniBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
 	f.StringVar(&kf.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
+	f.StringVar(&kf.localPathDir, "local-path-dir", "", "directory for the local-path StorageClass's volumes on this node (empty: the node offers none)")
 	kf.containerLog.addFlags(cmd)
 	kf.eviction.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("kubeconfig")
@@ -85,6 +86,7 @@ type kubeletFlags struct {
 	// imagesDir holds image tarballs imported into the runtime at start (the agent's).
 	imagesDir       string
 	podManifestPath string
+	localPathDir    string
 	clusterDNS      []string
 	maxPods         int64
 	port            int32
@@ -261,6 +263,7 @@ func runKubelet(ctx context.Context, cfg *rest.Config, kf kubeletFlags) error {
 		Port:               kf.port,
 		RootDir:            kf.rootDir,
 		PodManifestPath:    kf.podManifestPath,
+		LocalPathDir:       kf.localPathDir,
 
 		ContainerLogMaxSize:         logMaxSize,
 		ContainerLogMaxFiles:        kf.containerLog.maxFiles,

@@ -37,6 +37,7 @@ import (
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
+	"mizzen/internal/localpath"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -91,6 +92,10 @@ type Options struct {
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
+	// LocalPathDir is where this node keeps local-path volumes (internal/localpath): the
+	// kubelet advertises it on its Node and removes deleted volumes' directories.
+	// Empty: the node offers no local-path storage.
+	LocalPathDir string
 	// NoTmpfs keeps memory-backed volumes (medium Memory, secrets, projected tokens) as
 	// plain directories: hollow nodes and unprivileged runs cannot mount tmpfs.
 	NoTmpfs bool
@@ -169,6 +174,8 @@ const (
 	defaultMaxPods        = 110
 	leaseDurationSeconds  = 40
 	defaultGracePeriodSec = 30
+	// localPathSweepPeriod: how soon a deleted local-path volume's directory goes.
+	localPathSweepPeriod = 10 * time.Second
 )
 
 func (o *Options) setDefaults() error {
@@ -315,7 +322,7 @@ func Run(ctx context.Context, opts Options) error {
 	kl.runtimeName = v.RuntimeName
 	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
 	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
-		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
+		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger})
 	if opts.PodManifestPath != "" {
 		// Read before the watch starts, so that a mirror pod it delivers is not taken
 		// for an orphan, and before the first relist, so that running static pods are
@@ -376,6 +383,10 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
+	if kl.opts.LocalPathDir != "" {
+		sweeper := &localpath.Sweeper{Client: kl.client, Dir: kl.opts.LocalPathDir, Period: localPathSweepPeriod, Logger: kl.log}
+		go sweeper.Run(ctx)
+	}
 	go logRotation.Run(ctx)
 	if kl.opts.EvictionMonitoringPeriod >= 0 {
 		evictions, err := eviction.New(eviction.Options{

@@ -51,6 +51,22 @@ func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret,
 	return obj.(*v1.Secret), nil
 }
 
+// PersistentVolumeClaim is read fresh each time: a pod waiting for its claim to be
+// bound should start as soon as it is.
+func (s volumeSources) PersistentVolumeClaim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
+	return s.kl.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s volumeSources) PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	obj, err := s.objects.get("persistentvolumes/"+name, func() (any, error) {
+		return s.kl.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.PersistentVolume), nil
+}
+
 // objectCache keeps objects read from the API for a while; errors (a missing
 // ConfigMap) are not kept, so a pod waiting for one sees it on its next retry.
 type objectCache struct {

@@ -33,6 +33,9 @@ type Sources interface {
 	// ServiceAccountToken requests a token for the pod's service account, bound to
 	// the pod, and returns it with its expiry.
 	ServiceAccountToken(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, time.Time, error)
+	// PersistentVolumeClaim and PersistentVolume read what claim-backed volumes name.
+	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
+	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
 }
 
 // Options configure a Manager. RootDir and Sources are required.
@@ -42,9 +45,12 @@ type Options struct {
 	// Tmpfs puts memory-medium emptyDirs and secret, downwardAPI and projected volumes on
 	// tmpfs mounts, as upstream does; without it they are plain directories (hollow
 	// nodes, unprivileged tests).
-	Tmpfs  bool
-	Clock  clock.PassiveClock
-	Logger *slog.Logger
+	Tmpfs bool
+	// LocalPathDir is the node's local-path storage directory (internal/localpath),
+	// where the reclaim policies of the local-path volumes it mounts are noted.
+	LocalPathDir string
+	Clock        clock.PassiveClock
+	Logger       *slog.Logger
 }
 
 // Manager sets up and tears down the volumes of the pods on one node.
@@ -121,6 +127,15 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, e
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
+		if claim, ephemeral, ok := claimName(pod, vol); ok {
+			mv, err := m.setUpClaimVolume(ctx, pod, vol, claim, ephemeral)
+			if err != nil {
+				errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+				continue
+			}
+			out[vol.Name] = mv
+			continue
+		}
 		mv, ok := m.mounted(pod, vol)
 		if !ok {
 			errs = append(errs, &MountError{Volume: vol.Name, Err: errors.New("volume type is not supported by this kubelet")})
