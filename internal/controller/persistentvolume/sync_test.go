@@ -25,12 +25,12 @@ import (
 // binderWorld is one scenario: a fake clientset, caches refreshed from it after every
 // command (as informers would be), and the recorder the events go to.
 type binderWorld struct {
-	client                 *fake.Clientset
-	pvcs, pvs, scs         cache.Indexer
-	recorder               *record.FakeRecorder
-	c                      *Controller
-	ctx                    context.Context
-	seenActions int
+	client         *fake.Clientset
+	pvcs, pvs, scs cache.Indexer
+	recorder       *record.FakeRecorder
+	c              *Controller
+	ctx            context.Context
+	seenActions    int
 }
 
 func newBinderWorld(ctx context.Context) *binderWorld {

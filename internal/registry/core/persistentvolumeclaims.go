@@ -84,6 +84,11 @@ func validatePersistentVolumeClaimUpdate(_ context.Context, pvc, old *corev1.Per
 	if old.Spec.VolumeName == "" {
 		allowed.VolumeName = pvc.Spec.VolumeName
 	}
+	// A claim without a class may be given one once (the default class, assigned
+	// retroactively by the persistentvolume-binder), as upstream allows.
+	if old.Spec.StorageClassName == nil && old.Spec.VolumeName == "" {
+		allowed.StorageClassName = pvc.Spec.StorageClassName
+	}
 	if !equality.Semantic.DeepEqual(*allowed, pvc.Spec) {
 		return field.ErrorList{field.Forbidden(field.NewPath("spec"),
 			"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")}
