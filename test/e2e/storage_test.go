@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const storageStatefulSetYAML = `apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports: [{port: 80}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: ` + busyboxImage + `
+        command: ["sh", "-c", "[ -f /data/first ] || echo \"$(hostname) $(date +%s%N)\" > /data/first; exec sleep 3600"]
+        volumeMounts:
+        - {name: data, mountPath: /data}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 64Mi}}
+`
+
+const storageHolderYAML = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: held}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 16Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: holder}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ` + busyboxImage + `
+    command: ["sh", "-c", "echo kept > /data/file; exec sleep 3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: held}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: classless-wish}
+spec:
+  storageClassName: nope
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Mi}}
+`
+
+// TestPersistentStorage runs `mizzen server` with its agent on a containerd of its own
+// and uses storage as a user would: the default local-path class, a StatefulSet whose
+// pods keep their data when recreated, a claim that stays Terminating while a pod uses
+// it and whose volume's directory leaves the disk with it, and a claim of a class that
+// does not exist, which stays Pending and says why.
+func TestPersistentStorage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs containerd")
+	}
+	requireNodeRuntime(t)
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("busybox-static not installed")
+	}
+	images := testImages(t)
+	dataDir := t.TempDir()
+	bridge := "mzn-stor"
+	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.232.0.0/16", "--service-cluster-ip-range", "10.114.0.0/16",
+		"--pod-bridge", bridge, "--kubelet-port", strconv.Itoa(freePort(t)))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log (tail):\n%s", tail(c.log.String(), 80))
+		}
+		_, _ = c.kubectlErr("delete", "statefulset", "db", "--wait=false")
+		cleanupHost(t, c, dataDir, bridge)
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	readyNode(t, ctx, client, dataDir, images)
+
+	// The bundled class, as k3s's.
+	eventually(t, 60*time.Second, func() error {
+		out, err := c.kubectlErr("get", "storageclass")
+		if err != nil || !strings.Contains(out, "local-path (default)") || !strings.Contains(out, "mizzen.io/local-path") ||
+			!strings.Contains(out, "WaitForFirstConsumer") {
+			return fmt.Errorf("kubectl get sc: %v\n%s", err, out)
+		}
+		return nil
+	})
+
+	c.kubectlStdin(storageStatefulSetYAML, "apply", "-f", "-")
+	c.kubectlStdin(storageHolderYAML, "apply", "-f", "-")
+
+	// A StatefulSet of 2: one claim per ordinal, provisioned on the node and bound.
+	for _, name := range []string{"db-0", "db-1", "holder"} {
+		c.waitPod("default", name, 3*time.Minute, runningAndReady)
+	}
+	out := c.kubectl("get", "pvc")
+	for _, claim := range []string{"data-db-0", "data-db-1", "held"} {
+		if !rowHas(out, claim, "Bound", "RWO", "local-path") {
+			t.Errorf("kubectl get pvc: no bound row for %s:\n%s", claim, out)
+		}
+	}
+	t.Logf("kubectl get pvc:\n%s", out)
+	t.Logf("kubectl get pv:\n%s", c.kubectl("get", "pv"))
+
+	// The pod is deleted; its replacement finds what it wrote.
+	before := strings.TrimSpace(c.kubectl("exec", "db-0", "--", "cat", "/data/first"))
+	if !strings.HasPrefix(before, "db-0 ") {
+		t.Fatalf("db-0 wrote %q", before)
+	}
+	old, err := c.getPod("default", "db-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.kubectl("delete", "pod", "db-0", "--wait=true", "--timeout=60s")
+	c.waitPod("default", "db-0", 3*time.Minute, func(p *v1.Pod) error {
+		if p.UID == old.UID {
+			return fmt.Errorf("still the old pod")
+		}
+		return runningAndReady(p)
+	})
+	if after := strings.TrimSpace(c.kubectl("exec", "db-0", "--", "cat", "/data/first")); after != before {
+		t.Errorf("after the pod came back /data/first = %q, want %q", after, before)
+	}
+
+	// A claim in use stays Terminating while its pod lives.
+	claim, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil || pv.Spec.HostPath == nil {
+		t.Fatalf("volume of held: %v %+v", err, pv)
+	}
+	dir := pv.Spec.HostPath.Path
+	if !strings.HasPrefix(dir, dataDir+"/storage/") {
+		t.Errorf("local-path directory %s is not under DATA_DIR/storage", dir)
+	}
+	if b, err := os.ReadFile(dir + "/file"); err != nil || string(b) != "kept\n" {
+		t.Errorf("the volume's file on the node: %q %v", b, err)
+	}
+	c.kubectl("delete", "pvc", "held", "--wait=false")
+	for range 5 {
+		time.Sleep(time.Second)
+		if out := c.kubectl("get", "pvc", "held"); !rowHas(out, "held", "Terminating") {
+			t.Fatalf("a claim in use is not Terminating:\n%s", out)
+		}
+	}
+	c.kubectl("delete", "pod", "holder", "--wait=true", "--timeout=60s")
+	// Then the claim goes, its Delete volume with it, and the directory from the disk.
+	eventually(t, 90*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "pvc", "held"); err == nil {
+			return fmt.Errorf("claim still there:\n%s", out)
+		}
+		if out, err := c.kubectlErr("get", "pv", pv.Name); err == nil {
+			return fmt.Errorf("volume still there:\n%s", out)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			return fmt.Errorf("directory %s still on disk (%v)", dir, err)
+		}
+		return nil
+	})
+
+	// A claim of a class that does not exist stays Pending and says why.
+	eventually(t, 60*time.Second, func() error {
+		out, err := c.kubectlErr("describe", "pvc", "classless-wish")
+		if err != nil || !strings.Contains(out, "Pending") || !strings.Contains(out, "ProvisioningFailed") ||
+			!strings.Contains(out, `storageclass.storage.k8s.io "nope" not found`) {
+			return fmt.Errorf("kubectl describe pvc: %v\n%s", err, out)
+		}
+		return nil
+	})
+}
+
+// rowHas reports whether a table row starting with name holds every one of want.
+func rowHas(table, name string, want ...string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != name {
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
