@@ -417,6 +417,7 @@ func (kl *Kubelet) startNodeServer(ctx context.Context) error {
 	so := *kl.opts.NodeServer
 	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
 	so.Pods = kl.boundPods
+	so.PodVolumes = kl.podVolumes
 	if so.Address == "" {
 		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))
 	}

@@ -13,9 +13,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
 )
 
@@ -303,4 +305,17 @@ func logTail(path string) string {
 		msg = msg[len(msg)-maxFallbackLogBytes:]
 	}
 	return msg
+}
+
+// podVolumes are the pod's ready volumes whose usage /stats/summary reports: all but
+// the node's own files (hostPath volumes that no claim is behind), as upstream.
+func (kl *Kubelet) podVolumes(uid string) []nodeserver.PodVolume {
+	var out []nodeserver.PodVolume
+	for name, mv := range kl.volumes.Ready(types.UID(uid)) {
+		if mv.HostPath && mv.Claim == "" {
+			continue
+		}
+		out = append(out, nodeserver.PodVolume{Name: name, Path: mv.Path, ClaimName: mv.Claim})
+	}
+	return out
 }

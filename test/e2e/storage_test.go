@@ -70,6 +70,25 @@ spec:
     persistentVolumeClaim: {claimName: held}
 ---
 apiVersion: v1
+kind: Pod
+metadata: {name: scratchy}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ` + busyboxImage + `
+    command: ["sh", "-c", "echo scratch > /scratch/file; exec sleep 3600"]
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+  volumes:
+  - name: scratch
+    ephemeral:
+      volumeClaimTemplate:
+        spec:
+          accessModes: [ReadWriteOnce]
+          resources: {requests: {storage: 8Mi}}
+---
+apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: classless-wish}
 spec:
@@ -125,11 +144,11 @@ func TestPersistentStorage(t *testing.T) {
 	c.kubectlStdin(storageHolderYAML, "apply", "-f", "-")
 
 	// A StatefulSet of 2: one claim per ordinal, provisioned on the node and bound.
-	for _, name := range []string{"db-0", "db-1", "holder"} {
+	for _, name := range []string{"db-0", "db-1", "holder", "scratchy"} {
 		c.waitPod("default", name, 3*time.Minute, runningAndReady)
 	}
 	out := c.kubectl("get", "pvc")
-	for _, claim := range []string{"data-db-0", "data-db-1", "held"} {
+	for _, claim := range []string{"data-db-0", "data-db-1", "held", "scratchy-scratch"} {
 		if !rowHas(out, claim, "Bound", "RWO", "local-path") {
 			t.Errorf("kubectl get pvc: no bound row for %s:\n%s", claim, out)
 		}
@@ -191,6 +210,22 @@ func TestPersistentStorage(t *testing.T) {
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			return fmt.Errorf("directory %s still on disk (%v)", dir, err)
+		}
+		return nil
+	})
+
+	// An ephemeral volume's claim is its pod's, and goes with it.
+	scratch, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratchy-scratch", metav1.GetOptions{})
+	if err != nil || len(scratch.OwnerReferences) != 1 || scratch.OwnerReferences[0].Name != "scratchy" {
+		t.Fatalf("ephemeral claim: %v %+v", err, scratch)
+	}
+	if out := strings.TrimSpace(c.kubectl("exec", "scratchy", "--", "cat", "/scratch/file")); out != "scratch" {
+		t.Errorf("ephemeral volume holds %q", out)
+	}
+	c.kubectl("delete", "pod", "scratchy", "--wait=true", "--timeout=60s")
+	eventually(t, 90*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "pvc", "scratchy-scratch"); err == nil {
+			return fmt.Errorf("ephemeral claim outlives its pod:\n%s", out)
 		}
 		return nil
 	})

@@ -108,5 +108,6 @@ func (m *Manager) setUpClaimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Vol
 	if err := m.setUpPersistent(pod, vol.Name, pv, mv.Path); err != nil {
 		return Mounted{}, err
 	}
+	mv.Claim = claim
 	return mv, nil
 }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,6 +59,9 @@ type Manager struct {
 	opts   Options
 	tokens *tokenCache
 	owned  ownedVolumes
+	// ready is what SetUp last returned for each pod, for volume stats.
+	readyMu sync.Mutex
+	ready   map[types.UID]map[string]Mounted
 }
 
 // NewManager returns a manager for the volumes under opts.RootDir.
@@ -88,6 +92,10 @@ type Mounted struct {
 	ReadOnly bool
 	// Writable volumes may get a missing subPath created inside them.
 	Writable bool
+	// Claim names the PersistentVolumeClaim behind the volume, if any.
+	Claim string
+	// HostPath volumes are the node's own files: no volume stats, as upstream.
+	HostPath bool
 }
 
 // PodDir is the pod's state directory.
@@ -149,7 +157,20 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, e
 		}
 		out[vol.Name] = mv
 	}
+	m.readyMu.Lock()
+	if m.ready == nil {
+		m.ready = map[types.UID]map[string]Mounted{}
+	}
+	m.ready[pod.UID] = out
+	m.readyMu.Unlock()
 	return out, errors.Join(errs...)
+}
+
+// Ready returns the pod's volumes that its last SetUp made ready, by volume name.
+func (m *Manager) Ready(uid types.UID) map[string]Mounted {
+	m.readyMu.Lock()
+	defer m.readyMu.Unlock()
+	return m.ready[uid]
 }
 
 // mounted is where a volume lives on the host and how it may be mounted.
@@ -162,7 +183,7 @@ func (m *Manager) mounted(pod *v1.Pod, vol *v1.Volume) (Mounted, bool) {
 	case src.EmptyDir != nil:
 		return Mounted{Path: m.volumeDir(pod.UID, kindEmptyDir, vol.Name), Writable: true}, true
 	case src.HostPath != nil:
-		return Mounted{Path: src.HostPath.Path, Writable: true}, true
+		return Mounted{Path: src.HostPath.Path, Writable: true, HostPath: true}, true
 	case src.ConfigMap != nil:
 		return apiData(kindConfigMap)
 	case src.Secret != nil:
@@ -268,6 +289,9 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
 	m.owned.forget(uid)
+	m.readyMu.Lock()
+	delete(m.ready, uid)
+	m.readyMu.Unlock()
 	volumes := filepath.Join(m.PodDir(uid), "volumes")
 	kinds, err := os.ReadDir(volumes)
 	if err != nil {
