@@ -61,7 +61,8 @@ func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
 		"root-ca-cert-publisher", "resourcequota", "podgc", "deployment", "replicaset", "replicationcontroller",
 		"daemonset", "statefulset", "job", "cronjob", "ttl-after-finished", "disruption",
 		"persistentvolume-binder-controller", "persistentvolume-binder", "persistentvolume-protection-controller", "pv-protection",
-		"persistentvolumeclaim-protection-controller", "pvc-protection", "ephemeral-volume-controller", "ephemeral-volume"}
+		"persistentvolumeclaim-protection-controller", "pvc-protection", "ephemeral-volume-controller", "ephemeral-volume",
+		"persistentvolume-expander-controller", "persistentvolume-expander"}
 	seen := map[string]bool{}
 	for _, d := range append(append(infraControllers(), workloadControllers()...), storageControllers()...) {
 		for _, name := range append([]string{d.Name}, d.Aliases...) {

@@ -6,11 +6,12 @@ import (
 	"mizzen/internal/controller/ephemeral"
 	"mizzen/internal/controller/localpath"
 	"mizzen/internal/controller/persistentvolume"
+	"mizzen/internal/controller/volumeexpand"
 	"mizzen/internal/controller/volumeprotection"
 )
 
 // storageControllers lists the controllers of persistent storage: the
-// persistentvolume-binder, pv- and pvc-protection, ephemeral volumes, and the bundled
+// persistentvolume-binder and -expander, pv- and pvc-protection, ephemeral volumes, and the bundled
 // local-path provisioner (mizzen's own, like k3s's; disable it with
 // --controllers=*,-local-path-provisioner).
 func storageControllers() []Descriptor {
@@ -18,6 +19,11 @@ func storageControllers() []Descriptor {
 		{Name: "persistentvolume-binder-controller", Aliases: []string{"persistentvolume-binder"}, Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := persistentvolume.New(clientFor(cc, "persistentvolume-binder"), core.PersistentVolumeClaims(), core.PersistentVolumes(), cc.Informers.Storage().V1().StorageClasses())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "persistentvolume-expander-controller", Aliases: []string{"persistentvolume-expander"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+			c := volumeexpand.New(clientFor(cc, "persistentvolume-expander"), cc.Informers.Core().V1().PersistentVolumeClaims(), cc.Informers.Storage().V1().StorageClasses())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},

@@ -32,6 +32,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/kubelet/csi"
 	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
@@ -96,6 +97,8 @@ type Options struct {
 	// kubelet advertises it on its Node and removes deleted volumes' directories.
 	// Empty: the node offers no local-path storage.
 	LocalPathDir string
+	// NoCSI turns the CSI plugin registration watcher off (hollow nodes have no drivers).
+	NoCSI bool
 	// NoTmpfs keeps memory-backed volumes (medium Memory, secrets, projected tokens) as
 	// plain directories: hollow nodes and unprivileged runs cannot mount tmpfs.
 	NoTmpfs bool
@@ -256,6 +259,7 @@ func setDuration(d *time.Duration, def time.Duration) {
 type Kubelet struct {
 	opts        Options
 	log         *slog.Logger
+	csi         *csi.Manager
 	clock       clock.WithTickerAndDelayedExecution
 	client      kubernetes.Interface
 	runtime     cri.RuntimeService
@@ -321,8 +325,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	kl.runtimeName = v.RuntimeName
 	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
-	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
-		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger})
+	volOpts := volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
+		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger}
+	if !opts.NoCSI {
+		kl.csi = csi.NewManager(csi.Options{Client: kl.client, NodeName: opts.NodeName, RootDir: opts.RootDir, Logger: opts.Logger})
+		volOpts.CSI = kl.csi
+	}
+	kl.volumes = volume.NewManager(volOpts)
 	if opts.PodManifestPath != "" {
 		// Read before the watch starts, so that a mirror pod it delivers is not taken
 		// for an orphan, and before the first relist, so that running static pods are
@@ -383,6 +392,9 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
+	if kl.csi != nil {
+		go kl.csi.Run(ctx)
+	}
 	if kl.opts.LocalPathDir != "" {
 		sweeper := &localpath.Sweeper{Client: kl.client, Dir: kl.opts.LocalPathDir, Period: localPathSweepPeriod, Logger: kl.log}
 		go sweeper.Run(ctx)

@@ -176,6 +176,19 @@ func TestPersistentStorage(t *testing.T) {
 		t.Errorf("after the pod came back /data/first = %q, want %q", after, before)
 	}
 
+	// A bound claim grows: the local-path resizer records the new size on the volume
+	// and the claim.
+	c.kubectl("patch", "pvc", "data-db-1", "-p", `{"spec":{"resources":{"requests":{"storage":"128Mi"}}}}`)
+	eventually(t, 60*time.Second, func() error {
+		if out := c.kubectl("get", "pvc", "data-db-1"); !rowHas(out, "data-db-1", "Bound", "128Mi") {
+			return fmt.Errorf("claim not resized:\n%s", out)
+		}
+		if out := c.kubectl("get", "pv"); !rowHas(firstRowWith(out, "default/data-db-1"), "", "128Mi") {
+			return fmt.Errorf("volume not resized:\n%s", out)
+		}
+		return nil
+	})
+
 	// A claim in use stays Terminating while its pod lives.
 	claim, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "held", metav1.GetOptions{})
 	if err != nil {
@@ -241,11 +254,12 @@ func TestPersistentStorage(t *testing.T) {
 	})
 }
 
-// rowHas reports whether a table row starting with name holds every one of want.
+// rowHas reports whether a table row starting with name (any row, if name is empty)
+// holds every one of want.
 func rowHas(table, name string, want ...string) bool {
 	for _, line := range strings.Split(table, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != name {
+		if len(f) == 0 || (name != "" && f[0] != name) {
 			continue
 		}
 		for _, w := range want {
@@ -264,4 +278,14 @@ func tail(s string, lines int) string {
 		l = l[len(l)-lines:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// firstRowWith is the first line of table that contains s.
+func firstRowWith(table, s string) string {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }

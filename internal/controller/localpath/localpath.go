@@ -39,6 +39,7 @@ const (
 	annSelectedNode       = "volume.kubernetes.io/selected-node"
 	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
 	annDefaultClass       = "storageclass.kubernetes.io/is-default-class"
+	annResizer            = "volume.kubernetes.io/storage-resizer"
 	labelHostname         = "kubernetes.io/hostname"
 )
 
@@ -93,11 +94,15 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 func Class() *storagev1.StorageClass {
 	wait := storagev1.VolumeBindingWaitForFirstConsumer
 	del := v1.PersistentVolumeReclaimDelete
+	// A directory has no size of its own: growing a claim only records the new size,
+	// so expansion is allowed.
+	expand := true
 	return &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: localpath.ClassName, Annotations: map[string]string{annDefaultClass: "true"}},
-		Provisioner:       localpath.Provisioner,
-		VolumeBindingMode: &wait,
-		ReclaimPolicy:     &del,
+		ObjectMeta:           metav1.ObjectMeta{Name: localpath.ClassName, Annotations: map[string]string{annDefaultClass: "true"}},
+		Provisioner:          localpath.Provisioner,
+		VolumeBindingMode:    &wait,
+		ReclaimPolicy:        &del,
+		AllowVolumeExpansion: &expand,
 	}
 }
 
@@ -133,6 +138,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if pvc.Annotations[annResizer] == localpath.Provisioner && pvc.DeletionTimestamp == nil {
+		return c.resize(ctx, pvc)
 	}
 	if pvc.Spec.VolumeName != "" || pvc.DeletionTimestamp != nil || pvc.Annotations[annStorageProvisioner] != localpath.Provisioner {
 		return nil
@@ -238,4 +246,47 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		return nil
 	}
 	return err
+}
+
+// resize grows a bound local-path claim handed to it by the persistentvolume-expander.
+// A directory has no size of its own, so resizing records the new size: the volume's
+// capacity first, then the claim's status, each step idempotent.
+func (c *Controller) resize(ctx context.Context, pvc *v1.PersistentVolumeClaim) error {
+	want := pvc.Spec.Resources.Requests[v1.ResourceStorage]
+	have, ok := pvc.Status.Capacity[v1.ResourceStorage]
+	if pvc.Status.Phase != v1.ClaimBound || pvc.Spec.VolumeName == "" || !ok || want.Cmp(have) <= 0 {
+		return nil
+	}
+	pv, err := c.volumes.Get(pvc.Spec.VolumeName)
+	if err != nil {
+		return err
+	}
+	if !localpath.IsLocalPath(pv) {
+		return nil
+	}
+	if pvCap := pv.Spec.Capacity[v1.ResourceStorage]; pvCap.Cmp(want) < 0 {
+		c.recorder.Event(pvc, v1.EventTypeNormal, "Resizing", fmt.Sprintf("External resizer is resizing volume %s", pv.Name))
+		vol := pv.DeepCopy()
+		vol.Spec.Capacity[v1.ResourceStorage] = want
+		if _, err := c.client.CoreV1().PersistentVolumes().Update(ctx, vol, metav1.UpdateOptions{}); err != nil {
+			c.recorder.Event(pvc, v1.EventTypeWarning, "VolumeResizeFailed", err.Error())
+			return err
+		}
+	}
+	claim := pvc.DeepCopy()
+	claim.Status.Capacity = v1.ResourceList{v1.ResourceStorage: want}
+	claim.Status.AllocatedResources = v1.ResourceList{v1.ResourceStorage: want}
+	claim.Status.AllocatedResourceStatuses = nil
+	var conds []v1.PersistentVolumeClaimCondition
+	for _, cond := range claim.Status.Conditions {
+		if cond.Type != v1.PersistentVolumeClaimResizing && cond.Type != v1.PersistentVolumeClaimFileSystemResizePending {
+			conds = append(conds, cond)
+		}
+	}
+	claim.Status.Conditions = conds
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	c.recorder.Event(pvc, v1.EventTypeNormal, "VolumeResizeSuccessful", "Resize volume succeeded")
+	return nil
 }

@@ -153,3 +153,27 @@ func TestEnsureClassKeepsAnAdminsClass(t *testing.T) {
 		t.Error("the admin's change was overwritten")
 	}
 }
+
+func TestResizeRecordsTheNewSize(t *testing.T) {
+	pvc := claim("data", "n1", v1.ReadWriteOnce)
+	pvc.Annotations[annResizer] = localpath.Provisioner
+	pvc.Spec.VolumeName = "pvc-u-1"
+	pvc.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("5Gi")
+	pvc.Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("2Gi")},
+		Conditions: []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue}}}
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-u-1", Annotations: map[string]string{annProvisionedBy: localpath.Provisioner}},
+		Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("2Gi")}}}
+	c, client, rec := setup(t, pvc, pv)
+	if err := c.syncClaim(t.Context(), "default/data"); err != nil {
+		t.Fatal(err)
+	}
+	gotPV, _ := client.CoreV1().PersistentVolumes().Get(t.Context(), "pvc-u-1", metav1.GetOptions{})
+	gotPVC, _ := client.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), "data", metav1.GetOptions{})
+	pvCap, pvcCap := gotPV.Spec.Capacity[v1.ResourceStorage], gotPVC.Status.Capacity[v1.ResourceStorage]
+	if pvCap.String() != "5Gi" || pvcCap.String() != "5Gi" || len(gotPVC.Status.Conditions) != 0 {
+		t.Errorf("pv capacity %s, claim capacity %s, conditions %v", pvCap.String(), pvcCap.String(), gotPVC.Status.Conditions)
+	}
+	if got := events(rec); !strings.Contains(got, "VolumeResizeSuccessful") {
+		t.Errorf("events = %s", got)
+	}
+}

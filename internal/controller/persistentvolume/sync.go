@@ -359,9 +359,10 @@ func (c *Controller) bind(ctx context.Context, pv *v1.PersistentVolume, pvc *v1.
 		}
 		pvc = updated
 	}
+	// Capacity and access modes are the volume's when the claim becomes Bound; later
+	// changes of capacity are the resize flow's to report.
 	capacity := pv.Spec.Capacity[v1.ResourceStorage]
-	have := pvc.Status.Capacity[v1.ResourceStorage]
-	if pvc.Status.Phase != v1.ClaimBound || have.Cmp(capacity) != 0 || !sameModes(pvc.Status.AccessModes, pv.Spec.AccessModes) {
+	if pvc.Status.Phase != v1.ClaimBound {
 		claim := pvc.DeepCopy()
 		claim.Status.Phase = v1.ClaimBound
 		claim.Status.AccessModes = pv.Spec.AccessModes
@@ -371,18 +372,6 @@ func (c *Controller) bind(ctx context.Context, pv *v1.PersistentVolume, pvc *v1.
 		}
 	}
 	return nil
-}
-
-func sameModes(a, b []v1.PersistentVolumeAccessMode) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func setAnn(meta *metav1.ObjectMeta, k, v string) {

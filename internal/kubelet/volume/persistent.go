@@ -2,9 +2,11 @@ package volume
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,9 +54,12 @@ func (m *Manager) resolveClaim(ctx context.Context, pod *v1.Pod, name string, ep
 }
 
 // persistentMounted is where a bound volume lives on this node: hostPath and local
-// volumes are directories of the node itself.
-func persistentMounted(pv *v1.PersistentVolume, readOnly bool) (Mounted, error) {
+// volumes are directories of the node itself; a CSI volume is published by its driver
+// into the pod's volume directory.
+func (m *Manager) persistentMounted(pod *v1.Pod, volName string, pv *v1.PersistentVolume, readOnly bool) (Mounted, error) {
 	switch {
+	case pv.Spec.CSI != nil:
+		return Mounted{Path: filepath.Join(m.volumeDir(pod.UID, kindCSI, volName), "mount"), ReadOnly: readOnly, Writable: !readOnly}, nil
 	case pv.Spec.HostPath != nil:
 		return Mounted{Path: pv.Spec.HostPath.Path, ReadOnly: readOnly, Writable: !readOnly}, nil
 	case pv.Spec.Local != nil:
@@ -101,13 +106,68 @@ func (m *Manager) setUpClaimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Vol
 		return Mounted{}, err
 	}
 	readOnly := vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly
-	mv, err := persistentMounted(pv, readOnly)
+	mv, err := m.persistentMounted(pod, vol.Name, pv, readOnly)
 	if err != nil {
 		return Mounted{}, err
 	}
-	if err := m.setUpPersistent(pod, vol.Name, pv, mv.Path); err != nil {
+	if pv.Spec.CSI != nil {
+		if err := m.setUpCSI(ctx, pod, pv, mv.Path, readOnly); err != nil {
+			return Mounted{}, err
+		}
+	} else if err := m.setUpPersistent(pod, vol.Name, pv, mv.Path); err != nil {
 		return Mounted{}, err
 	}
 	mv.Claim = claim
 	return mv, nil
+}
+
+// CSI publishes and unpublishes CSI volumes (internal/kubelet/csi).
+type CSI interface {
+	Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) error
+	Unpublish(ctx context.Context, driver, volumeHandle, target string) error
+}
+
+const kindCSI = "kubernetes.io~csi"
+
+// csiVolumeData is what teardown needs to unpublish a CSI volume, kept beside its
+// mount as upstream's vol_data.json.
+type csiVolumeData struct {
+	DriverName   string `json:"driverName"`
+	VolumeHandle string `json:"volumeHandle"`
+}
+
+// setUpCSI publishes the volume once per pod; vol_data.json, written after a successful
+// publish, says it was.
+func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) error {
+	if m.opts.CSI == nil {
+		return errors.New("CSI volumes are not supported by this kubelet")
+	}
+	dataFile := filepath.Join(filepath.Dir(target), "vol_data.json")
+	if _, err := os.Stat(dataFile); err == nil {
+		return nil
+	}
+	if err := m.opts.CSI.Publish(ctx, pod, pv, target, readOnly); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(csiVolumeData{DriverName: pv.Spec.CSI.Driver, VolumeHandle: pv.Spec.CSI.VolumeHandle})
+	return os.WriteFile(dataFile, b, 0o600)
+}
+
+// tearDownCSI unpublishes a pod's CSI volume at dir (its volume directory).
+func (m *Manager) tearDownCSI(ctx context.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "vol_data.json"))
+	if os.IsNotExist(err) {
+		return nil // never published
+	}
+	if err != nil {
+		return err
+	}
+	var data csiVolumeData
+	if err := json.Unmarshal(b, &data); err != nil {
+		return err
+	}
+	if m.opts.CSI == nil {
+		return errors.New("CSI volumes are not supported by this kubelet")
+	}
+	return m.opts.CSI.Unpublish(ctx, data.DriverName, data.VolumeHandle, filepath.Join(dir, "mount"))
 }

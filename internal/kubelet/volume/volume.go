@@ -50,8 +50,10 @@ type Options struct {
 	// LocalPathDir is the node's local-path storage directory (internal/localpath),
 	// where the reclaim policies of the local-path volumes it mounts are noted.
 	LocalPathDir string
-	Clock        clock.PassiveClock
-	Logger       *slog.Logger
+	// CSI publishes CSI volumes; without it they cannot be set up.
+	CSI    CSI
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
 }
 
 // Manager sets up and tears down the volumes of the pods on one node.
@@ -286,7 +288,7 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 // directory: a finished pod's volumes go while its object (and the termination
 // messages its status came from) remain. tmpfs mounts are unmounted first, so that
 // nothing outside the pod directory can be removed through them.
-func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
+func (m *Manager) TearDownVolumes(ctx context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
 	m.owned.forget(uid)
 	m.readyMu.Lock()
@@ -307,6 +309,16 @@ func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
 		}
 		for _, n := range names {
 			dir := filepath.Join(volumes, k.Name(), n.Name())
+			if k.Name() == kindCSI {
+				if err := m.tearDownCSI(ctx, dir); err != nil {
+					return fmt.Errorf("UnmountVolume.TearDown failed for volume %q : %w", n.Name(), err)
+				}
+				if mounted, err := isMountPoint(filepath.Join(dir, "mount")); err == nil && mounted {
+					if err := syscall.Unmount(filepath.Join(dir, "mount"), 0); err != nil {
+						return fmt.Errorf("unmounting %s: %w", dir, err)
+					}
+				}
+			}
 			if mounted, err := isMountPoint(dir); err != nil {
 				return err
 			} else if mounted {
