@@ -89,7 +89,9 @@ func (s sources) ServiceAccountToken(context.Context, *v1.Pod, string, int64) (s
 func (s sources) PersistentVolumeClaim(context.Context, string, string) (*v1.PersistentVolumeClaim, error) {
 	return s.claim, nil
 }
-func (s sources) PersistentVolume(context.Context, string) (*v1.PersistentVolume, error) { return s.pv, nil }
+func (s sources) PersistentVolume(context.Context, string) (*v1.PersistentVolume, error) {
+	return s.pv, nil
+}
 
 func TestRegistrationAndPublish(t *testing.T) {
 	root := t.TempDir()
