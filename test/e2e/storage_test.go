@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,11 +98,44 @@ spec:
   resources: {requests: {storage: 1Mi}}
 `
 
+const csiVolumeYAML = `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: csi-e2e}
+spec:
+  capacity: {storage: 10Mi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: csi-static
+  csi: {driver: hostpath.csi.mizzen.io, volumeHandle: vol-e2e}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: csi-claim}
+spec:
+  storageClassName: csi-static
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 10Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: csi-reader}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ` + busyboxImage + `
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: csi-claim}
+`
+
 // TestPersistentStorage runs `mizzen server` with its agent on a containerd of its own
 // and uses storage as a user would: the default local-path class, a StatefulSet whose
 // pods keep their data when recreated, a claim that stays Terminating while a pod uses
 // it and whose volume's directory leaves the disk with it, and a claim of a class that
-// does not exist, which stays Pending and says why.
+// does not exist, which stays Pending and says why; and a CSI driver's volume.
 func TestPersistentStorage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs containerd")
@@ -239,6 +273,39 @@ func TestPersistentStorage(t *testing.T) {
 	eventually(t, 90*time.Second, func() error {
 		if out, err := c.kubectlErr("get", "pvc", "scratchy-scratch"); err == nil {
 			return fmt.Errorf("ephemeral claim outlives its pod:\n%s", out)
+		}
+		return nil
+	})
+
+	// A CSI driver registers with the node's kubelet; a pod's claim bound to one of its
+	// volumes sees what the driver publishes, and the driver unpublishes it with the pod.
+	kubeletDir := filepath.Join(dataDir, "agent", "kubelet")
+	driver := &hostPathCSI{name: "hostpath.csi.mizzen.io", root: t.TempDir(),
+		endpoint: filepath.Join(kubeletDir, "plugins", "hostpath.csi.mizzen.io", "csi.sock")}
+	if err := os.MkdirAll(filepath.Join(driver.root, "vol-e2e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(driver.root, "vol-e2e", "hello"), []byte("from-csi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	driver.serve(t, filepath.Join(kubeletDir, "plugins_registry"))
+	eventually(t, 60*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "csinode", "-o", "jsonpath={.items[*].spec.drivers[*].name}"); err != nil || strings.TrimSpace(out) != driver.name {
+			return fmt.Errorf("CSINode drivers: %v %q", err, out)
+		}
+		return nil
+	})
+	c.kubectlStdin(csiVolumeYAML, "apply", "-f", "-")
+	c.waitPod("default", "csi-reader", 3*time.Minute, runningAndReady)
+	if out := strings.TrimSpace(c.kubectl("exec", "csi-reader", "--", "cat", "/data/hello")); out != "from-csi" {
+		t.Errorf("the CSI volume holds %q", out)
+	}
+	c.kubectl("delete", "pod", "csi-reader", "--wait=true", "--timeout=60s")
+	eventually(t, 30*time.Second, func() error {
+		driver.mu.Lock()
+		defer driver.mu.Unlock()
+		if strings.Join(driver.calls, ",") != "publish vol-e2e,unpublish vol-e2e" {
+			return fmt.Errorf("driver calls %q", driver.calls)
 		}
 		return nil
 	})
