@@ -23,7 +23,7 @@ func init() { register(newAgentCommand) }
 // under the data directory, and the service proxy, as `mizzen server` runs them beside
 // the control plane.
 func newAgentCommand() *cobra.Command {
-	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile string
+	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, localPathDir string
 	var pf proxyFlags
 	var noProxy, verbose bool
 	var kubeletPort int32
@@ -46,6 +46,9 @@ func newAgentCommand() *cobra.Command {
 			}
 			kf.containerLog = containerLog
 			kf.clusterDNS = clusterDNS
+			if localPathDir != "" {
+				kf.localPathDir = localPathDir
+			}
 			if kf.clientCAFile = clientCAFile; clientCAFile == "" {
 				if kf.clientCAFile, err = clusterCAFile(cfg.TLSClientConfig, kf.rootDir); err != nil {
 					return err
@@ -69,6 +72,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials")
 	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests; DATA_DIR/storage: local-path volumes)")
 	f.StringVar(&nodeName, "node-name", "", "node name to register (default: the host name)")
+	f.StringVar(&localPathDir, "local-path-dir", "", "directory for the local-path StorageClass's volumes on this node (default DATA_DIR/storage)")
 	f.StringVar(&podBridge, "pod-bridge", "mizzen0", "the pod network bridge (distinct per node when several share a host)")
 	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")
 	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle the node server verifies callers (the apiserver) against (default: the cluster CA of --kubeconfig)")

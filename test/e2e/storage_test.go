@@ -30,6 +30,7 @@ metadata: {name: db}
 spec:
   serviceName: db
   replicas: 2
+  persistentVolumeClaimRetentionPolicy: {whenScaled: Delete, whenDeleted: Retain}
   selector: {matchLabels: {app: db}}
   template:
     metadata: {labels: {app: db}}
@@ -222,6 +223,19 @@ func TestPersistentStorage(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Scaled down, the StatefulSet deletes the condemned ordinal's claim (whenScaled:
+	// Delete) and keeps the others.
+	c.kubectl("scale", "statefulset", "db", "--replicas=1")
+	eventually(t, 120*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "pvc", "data-db-1"); err == nil {
+			return fmt.Errorf("claim of the scaled-away ordinal still there:\n%s", out)
+		}
+		return nil
+	})
+	if out := c.kubectl("get", "pvc", "data-db-0"); !rowHas(out, "data-db-0", "Bound") {
+		t.Errorf("claim of the remaining ordinal:\n%s", out)
+	}
 
 	// A claim in use stays Terminating while its pod lives.
 	claim, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "held", metav1.GetOptions{})
