@@ -399,8 +399,8 @@ func (m *Manager) Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVol
 	return nil
 }
 
-// Unpublish removes a pod's publication of a volume. Staged volumes stay staged for the
-// node's next pod; a driver gone away cannot be asked, and the error says so.
+// Unpublish removes a pod's publication of a volume; a driver gone away cannot be
+// asked, and the error says so.
 func (m *Manager) Unpublish(ctx context.Context, driverName, handle, target string) error {
 	d, err := m.driver(driverName)
 	if err != nil {
@@ -408,4 +408,20 @@ func (m *Manager) Unpublish(ctx context.Context, driverName, handle, target stri
 	}
 	_, err = csipb.NewNodeClient(d.conn).NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: handle, TargetPath: target})
 	return err
+}
+
+// Unstage undoes NodeStageVolume once the node's last pod using the volume is gone.
+func (m *Manager) Unstage(ctx context.Context, driverName, handle string) error {
+	d, err := m.driver(driverName)
+	if err != nil {
+		return err
+	}
+	if !d.stage {
+		return nil
+	}
+	staging := m.stagingPath(driverName, handle)
+	if _, err := csipb.NewNodeClient(d.conn).NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: handle, StagingTargetPath: staging}); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Dir(staging))
 }

@@ -70,6 +70,11 @@ func (d *fakeDriver) NodePublishVolume(_ context.Context, r *csipb.NodePublishVo
 	return &csipb.NodePublishVolumeResponse{}, os.WriteFile(filepath.Join(r.TargetPath, "from-driver"), []byte(r.VolumeId), 0o644)
 }
 
+func (d *fakeDriver) NodeUnstageVolume(_ context.Context, r *csipb.NodeUnstageVolumeRequest) (*csipb.NodeUnstageVolumeResponse, error) {
+	d.record("unstage " + r.VolumeId)
+	return &csipb.NodeUnstageVolumeResponse{}, nil
+}
+
 func (d *fakeDriver) NodeUnpublishVolume(_ context.Context, r *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
 	d.record("unpublish " + r.VolumeId)
 	return &csipb.NodeUnpublishVolumeResponse{}, os.RemoveAll(r.TargetPath)
@@ -154,8 +159,40 @@ func TestRegistrationAndPublish(t *testing.T) {
 	d.mu.Lock()
 	calls := d.calls
 	d.mu.Unlock()
-	if len(calls) != 3 || calls[0] != "stage vol-1" || calls[1] != "publish vol-1 pod=web" || calls[2] != "unpublish vol-1" {
+	if len(calls) != 4 || calls[0] != "stage vol-1" || calls[1] != "publish vol-1 pod=web" || calls[2] != "unpublish vol-1" || calls[3] != "unstage vol-1" {
 		t.Errorf("driver calls = %q", calls)
+	}
+
+	// Two pods share the volume: it stays staged until the second one goes.
+	other := pod.DeepCopy()
+	other.Name, other.UID = "web2", "pod-uid-2"
+	for _, p := range []*v1.Pod{pod, other} {
+		if _, err := vm.SetUp(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unstages := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		n := 0
+		for _, c := range d.calls {
+			if c == "unstage vol-1" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := vm.TearDownVolumes(ctx, "pod-uid"); err != nil {
+		t.Fatal(err)
+	}
+	if n := unstages(); n != 1 {
+		t.Errorf("unstaged while another pod uses the volume (%d unstages)", n)
+	}
+	if err := vm.TearDownVolumes(ctx, "pod-uid-2"); err != nil {
+		t.Fatal(err)
+	}
+	if n := unstages(); n != 2 {
+		t.Errorf("not unstaged after the last pod (%d unstages)", n)
 	}
 
 	// The socket goes: the driver leaves the CSINode.

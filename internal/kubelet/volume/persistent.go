@@ -125,6 +125,8 @@ func (m *Manager) setUpClaimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Vol
 type CSI interface {
 	Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) error
 	Unpublish(ctx context.Context, driver, volumeHandle, target string) error
+	// Unstage undoes the node-wide staging once no pod on the node uses the volume.
+	Unstage(ctx context.Context, driver, volumeHandle string) error
 }
 
 const kindCSI = "kubernetes.io~csi"
@@ -169,5 +171,30 @@ func (m *Manager) tearDownCSI(ctx context.Context, dir string) error {
 	if m.opts.CSI == nil {
 		return errors.New("CSI volumes are not supported by this kubelet")
 	}
-	return m.opts.CSI.Unpublish(ctx, data.DriverName, data.VolumeHandle, filepath.Join(dir, "mount"))
+	if err := m.opts.CSI.Unpublish(ctx, data.DriverName, data.VolumeHandle, filepath.Join(dir, "mount")); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, "vol_data.json")); err != nil {
+		return err
+	}
+	if m.csiVolumeInUse(data) {
+		return nil
+	}
+	return m.opts.CSI.Unstage(ctx, data.DriverName, data.VolumeHandle)
+}
+
+// csiVolumeInUse: another pod on the node still has the volume published.
+func (m *Manager) csiVolumeInUse(data csiVolumeData) bool {
+	files, _ := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumes", kindCSI, "*", "vol_data.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var other csiVolumeData
+		if json.Unmarshal(b, &other) == nil && other == data {
+			return true
+		}
+	}
+	return false
 }
