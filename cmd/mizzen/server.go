@@ -16,6 +16,7 @@ import (
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/dns"
 	"mizzen/internal/hostaddr"
+	"mizzen/internal/ingress"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/metrics"
 	"mizzen/internal/proxy"
@@ -39,6 +40,8 @@ type serverFlags struct {
 	podBridge   string
 	kubeletPort int32
 	kubeletCA   string
+	// ingressHTTPPort and ingressHTTPSPort are the bundled Ingress controller's ports.
+	ingressHTTPPort, ingressHTTPSPort int
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
 
@@ -63,7 +66,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
-		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy, dns, metrics-server)")
+		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy, dns, metrics-server, ingress)")
 	}
 }
 
@@ -96,6 +99,8 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
+	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
 	return cmd
 }
@@ -170,6 +175,12 @@ func runBundle(f serverFlags) error {
 	if !disabled["metrics-server"] {
 		if err := startMetricsServer(ctx, cp, opts.Log, errs); err != nil {
 			return fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err)
+		}
+		running++
+	}
+	if !disabled["ingress"] {
+		if err := startIngress(ctx, cp, f, opts.Log, errs); err != nil {
+			return fmt.Errorf("ingress: %w, or run with --disable ingress", err)
 		}
 		running++
 	}
@@ -250,7 +261,7 @@ func wrapErr(component string, err error) error {
 }
 
 // knownComponents are the names --disable accepts.
-var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true, "dns": true, "metrics-server": true}
+var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true, "dns": true, "metrics-server": true, "ingress": true}
 
 // startDNS runs cluster DNS on this machine's address (a free port) and publishes it as
 // kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
@@ -317,6 +328,38 @@ func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.
 		errs <- wrapErr("metrics-server", metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
 			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")}))
 	}()
+	return nil
+}
+
+// startIngress runs the Ingress controller on the node's ports, serving the IngressClass
+// mizzen, which it creates (as the default class) unless it exists. The controller's
+// end is sent on errs.
+func startIngress(ctx context.Context, cp *server.ControlPlane, f serverFlags, log *slog.Logger, errs chan<- error) error {
+	httpAddr, httpsAddr, status, err := ingressAddresses("0.0.0.0", f.ingressHTTPPort, f.ingressHTTPSPort, f.advertise)
+	if err != nil {
+		return err
+	}
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	if err := ingress.EnsureDefaultClass(ctx, admin); err != nil {
+		return err
+	}
+	cfg, err := cp.ComponentConfig("ingress", ingress.User, nil)
+	if err != nil {
+		return err
+	}
+	client, err := ingress.NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := ingress.Start(ctx, client, ingress.Options{HTTPAddr: httpAddr, HTTPSAddr: httpsAddr, StatusAddress: status,
+		Logger: log.With("component", "ingress")})
+	if err != nil {
+		return err
+	}
+	go func() { errs <- wrapErr("ingress", srv.Wait()) }()
 	return nil
 }
 

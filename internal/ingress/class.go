@@ -1,9 +1,13 @@
 package ingress
 
 import (
+	"context"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 const (
@@ -13,6 +17,9 @@ const (
 	DefaultClassName = "mizzen"
 	// DefaultClassAnnotation marks the IngressClass that Ingresses without a class get.
 	DefaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
+	// User is the identity `mizzen server` gives its Ingress controller, bound to the
+	// ClusterRole of the same name.
+	User = "system:mizzen-ingress"
 	// legacyClassAnnotation is the class annotation from before spec.ingressClassName,
 	// which ingress-nginx still honours.
 	legacyClassAnnotation = "kubernetes.io/ingress.class"
@@ -49,4 +56,18 @@ func (s classSelector) serves(ing *networkingv1.Ingress) bool {
 		return c == s.className
 	}
 	return s.isDefault()
+}
+
+// EnsureDefaultClass creates the IngressClass mizzen, marked default, unless an
+// IngressClass of that name exists: a class the user changed is left as it is.
+func EnsureDefaultClass(ctx context.Context, client kubernetes.Interface) error {
+	class := &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultClassName, Annotations: map[string]string{DefaultClassAnnotation: "true"}},
+		Spec:       networkingv1.IngressClassSpec{Controller: ControllerName},
+	}
+	_, err := client.NetworkingV1().IngressClasses().Create(ctx, class, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }

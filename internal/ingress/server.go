@@ -65,11 +65,7 @@ func (s *Server) Wait() error {
 
 // Run serves until ctx ends, as `mizzen ingress` does.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.UserAgent = "mizzen-ingress-controller"
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := NewClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -78,6 +74,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	return s.Wait()
+}
+
+// NewClient is the controller's client of cfg: protobuf, under its own user agent.
+func NewClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.UserAgent = "mizzen-ingress-controller"
+	return kubernetes.NewForConfig(cfg)
 }
 
 // Start binds the listeners, syncs the informers and serves until ctx ends; a request
