@@ -16,13 +16,14 @@ import (
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
 	"mizzen/internal/hostaddr"
+	"mizzen/internal/ingress"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/metrics"
 	"mizzen/internal/scheduler"
 )
 
 // Components are the bundled components `mizzen server --disable` may leave out.
-var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server"}
+var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress"}
 
 // BundleOptions configure `mizzen server`: the control plane and the components
 // bundled beside it.
@@ -34,6 +35,9 @@ type BundleOptions struct {
 	// PodBridge is the agent's pod network bridge, distinct per cluster on one host.
 	PodBridge   string
 	KubeletPort int32
+	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
+	// every address of the node; 0 serves none.
+	IngressHTTPPort, IngressHTTPSPort int
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
 	ControllerManagerPort int
 	// Ready, when set, is called once every component has been started.
@@ -122,6 +126,13 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 			return fail(fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err))
 		}
 		start("metrics-server", run)
+	}
+	if !disabled("ingress") {
+		run, err := ingressRunner(ctx, cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("ingress: %w, or run with --disable ingress", err))
+		}
+		start("ingress", run)
 	}
 	if !disabled("agent") {
 		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"))
@@ -275,5 +286,37 @@ func metricsServerRunner(ctx context.Context, cp *ControlPlane, log *slog.Logger
 	return func(ctx context.Context) error {
 		return metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
 			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")})
+	}, nil
+}
+
+// ingressRunner prepares the Ingress controller on the node's ports, serving the
+// IngressClass mizzen, which it creates (as the default class) unless it exists.
+func ingressRunner(ctx context.Context, cp *ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	httpAddr, httpsAddr, status, err := ingress.Addresses("0.0.0.0", opts.IngressHTTPPort, opts.IngressHTTPSPort, opts.AdvertiseAddress)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := ingress.EnsureDefaultClass(ctx, admin); err != nil {
+		return nil, err
+	}
+	cfg, err := cp.ComponentConfig("ingress", ingress.User, nil)
+	if err != nil {
+		return nil, err
+	}
+	client, err := ingress.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		srv, err := ingress.Start(ctx, client, ingress.Options{HTTPAddr: httpAddr, HTTPSAddr: httpsAddr, StatusAddress: status,
+			Logger: opts.Log.With("component", "ingress")})
+		if err != nil {
+			return err
+		}
+		return srv.Wait()
 	}, nil
 }
