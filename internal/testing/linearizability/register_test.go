@@ -20,7 +20,9 @@ func TestModel(t *testing.T) {
 		return func(call, ret int64) op { return op{Input{Key: k, Kind: Read}, Output{Value: v}, call, ret} }
 	}
 	cas := func(k, old, new string, r Result) func(call, ret int64) op {
-		return func(call, ret int64) op { return op{Input{Key: k, Kind: CAS, Old: old, New: new}, Output{Result: r}, call, ret} }
+		return func(call, ret int64) op {
+			return op{Input{Key: k, Kind: CAS, Old: old, New: new}, Output{Result: r}, call, ret}
+		}
 	}
 	mk := func(o op) op { return o }
 	for _, tc := range []struct {
