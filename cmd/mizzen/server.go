@@ -41,6 +41,8 @@ type serverFlags struct {
 	kubeletCA   string
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// metricResolution is the bundled metrics server's scrape interval.
+	metricResolution time.Duration
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
@@ -97,6 +99,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", metrics.DefaultResolution, "how often the bundled metrics server scrapes the kubelets")
 	return cmd
 }
 
@@ -168,7 +171,7 @@ func runBundle(f serverFlags) error {
 		running++
 	}
 	if !disabled["metrics-server"] {
-		if err := startMetricsServer(ctx, cp, opts.Log, errs); err != nil {
+		if err := startMetricsServer(ctx, cp, f.metricResolution, opts.Log, errs); err != nil {
 			return fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err)
 		}
 		running++
@@ -287,7 +290,7 @@ const dnsUser = "system:kube-dns"
 
 // startMetricsServer runs the metrics server on this machine's address (a free port)
 // and registers it as the metrics.k8s.io API. The server's end is sent on errs.
-func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.Logger, errs chan<- error) error {
+func startMetricsServer(ctx context.Context, cp *server.ControlPlane, resolution time.Duration, log *slog.Logger, errs chan<- error) error {
 	hostIP, err := hostaddr.PrimaryIPv4()
 	if err != nil {
 		return fmt.Errorf("the apiserver reaches it at this machine's address: %w", err)
@@ -315,7 +318,7 @@ func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.
 	}
 	go func() {
 		errs <- wrapErr("metrics-server", metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
-			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")}))
+			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log.With("component", "metrics-server")}))
 	}()
 	return nil
 }
