@@ -43,8 +43,9 @@ func (c *Controller) computeReplicasForMetrics(ctx context.Context, hpa *autosca
 		firstCondType = autoscalingv2.ScalingActive
 		firstCond     *condition
 	)
+	calc := c.calc.forHPA(hpa)
 	for i := range specs {
-		proposal, name, status, cond, err := c.computeReplicasForMetric(ctx, hpa, specs[i], sc, selector)
+		proposal, name, status, cond, err := c.computeReplicasForMetric(ctx, calc, hpa, specs[i], sc, selector)
 		if err != nil {
 			if invalid == 0 {
 				firstErr, firstCond = err, cond
@@ -78,7 +79,7 @@ func (c *Controller) unable(hpa *autoscalingv2.HorizontalPodAutoscaler, reason s
 
 // computeReplicasForMetric proposes a replica count for one metric, with the name the
 // rescale event gives it and its status.
-func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, spec autoscalingv2.MetricSpec,
+func (c *Controller) computeReplicasForMetric(ctx context.Context, calc *calculator, hpa *autoscalingv2.HorizontalPodAutoscaler, spec autoscalingv2.MetricSpec,
 	sc *autoscalingv1.Scale, selector labels.Selector) (int32, string, autoscalingv2.MetricStatus, *condition, error) {
 	specReplicas, statusReplicas := sc.Spec.Replicas, sc.Status.Replicas
 	fail := func(reason string, err error) (int32, string, autoscalingv2.MetricStatus, *condition, error) {
@@ -104,7 +105,7 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 		switch {
 		case spec.Object.Target.Type == autoscalingv2.ValueMetricType && spec.Object.Target.Value != nil:
 			ratio := float64(usage) / float64(spec.Object.Target.Value.MilliValue())
-			replicas, err := c.calc.ratioReplicas(specReplicas, ratio, func() ([]*corev1.Pod, error) {
+			replicas, err := calc.ratioReplicas(specReplicas, ratio, func() ([]*corev1.Pod, error) {
 				return c.pods.Pods(hpa.Namespace).List(selector)
 			})
 			if err != nil {
@@ -113,7 +114,7 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 			status.Object.Current = autoscalingv2.MetricValueStatus{Value: resource.NewMilliQuantity(usage, resource.DecimalSI)}
 			return replicas, name, status, nil, nil
 		case spec.Object.Target.Type == autoscalingv2.AverageValueMetricType && spec.Object.Target.AverageValue != nil:
-			replicas, perPod := c.calc.perPodReplicas(statusReplicas, usage, spec.Object.Target.AverageValue.MilliValue())
+			replicas, perPod := calc.perPodReplicas(statusReplicas, usage, spec.Object.Target.AverageValue.MilliValue())
 			status.Object.Current = autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(perPod, resource.DecimalSI)}
 			return replicas, name, status, nil, nil
 		}
@@ -135,7 +136,7 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 		if err != nil {
 			return fail("FailedGetPodsMetric", fmt.Errorf("unable to get pods while calculating replica count: %v", err))
 		}
-		replicas, avg, err := c.calc.plainReplicas(specReplicas, spec.Pods.Target.AverageValue.MilliValue(), "", pods, metrics)
+		replicas, avg, err := calc.plainReplicas(specReplicas, spec.Pods.Target.AverageValue.MilliValue(), "", pods, metrics)
 		if err != nil {
 			return fail("FailedGetPodsMetric", err)
 		}
@@ -149,7 +150,7 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 		if spec.Resource == nil {
 			break
 		}
-		replicas, name, current, err := c.resourceReplicas(ctx, hpa.Namespace, spec.Resource.Name, "", spec.Resource.Target, specReplicas, selector)
+		replicas, name, current, err := c.resourceReplicas(ctx, calc, hpa.Namespace, spec.Resource.Name, "", spec.Resource.Target, specReplicas, selector)
 		if err != nil {
 			return fail("FailedGetResourceMetric", err)
 		}
@@ -161,7 +162,7 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 			break
 		}
 		cr := spec.ContainerResource
-		replicas, name, current, err := c.resourceReplicas(ctx, hpa.Namespace, cr.Name, cr.Container, cr.Target, specReplicas, selector)
+		replicas, name, current, err := c.resourceReplicas(ctx, calc, hpa.Namespace, cr.Name, cr.Container, cr.Target, specReplicas, selector)
 		if err != nil {
 			return fail("FailedGetContainerResourceMetric", err)
 		}
@@ -189,11 +190,11 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 		status := autoscalingv2.MetricStatus{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricStatus{Metric: ext.Metric}}
 		switch {
 		case ext.Target.AverageValue != nil:
-			replicas, perPod := c.calc.perPodReplicas(statusReplicas, usage, ext.Target.AverageValue.MilliValue())
+			replicas, perPod := calc.perPodReplicas(statusReplicas, usage, ext.Target.AverageValue.MilliValue())
 			status.External.Current = autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(perPod, resource.DecimalSI)}
 			return replicas, name, status, nil, nil
 		case ext.Target.Value != nil:
-			replicas, err := c.calc.ratioReplicas(specReplicas, float64(usage)/float64(ext.Target.Value.MilliValue()), func() ([]*corev1.Pod, error) {
+			replicas, err := calc.ratioReplicas(specReplicas, float64(usage)/float64(ext.Target.Value.MilliValue()), func() ([]*corev1.Pod, error) {
 				return c.pods.Pods(hpa.Namespace).List(selector)
 			})
 			if err != nil {
@@ -209,7 +210,7 @@ func (c *Controller) computeReplicasForMetric(ctx context.Context, hpa *autoscal
 
 // resourceReplicas handles Resource and ContainerResource metrics: Utilization
 // targets against the pods' requests, AverageValue targets against raw usage.
-func (c *Controller) resourceReplicas(ctx context.Context, ns string, res corev1.ResourceName, container string,
+func (c *Controller) resourceReplicas(ctx context.Context, calc *calculator, ns string, res corev1.ResourceName, container string,
 	target autoscalingv2.MetricTarget, specReplicas int32, selector labels.Selector) (int32, string, autoscalingv2.MetricValueStatus, error) {
 	kind := "resource"
 	if container != "" {
@@ -232,7 +233,7 @@ func (c *Controller) resourceReplicas(ctx context.Context, ns string, res corev1
 		var replicas int32
 		var avg int64
 		if err == nil {
-			replicas, avg, err = c.calc.plainReplicas(specReplicas, target.AverageValue.MilliValue(), res, pods, metrics)
+			replicas, avg, err = calc.plainReplicas(specReplicas, target.AverageValue.MilliValue(), res, pods, metrics)
 		}
 		if err != nil {
 			return 0, "", autoscalingv2.MetricValueStatus{}, fmt.Errorf("failed to get %s usage: %v", res, err)
@@ -243,7 +244,7 @@ func (c *Controller) resourceReplicas(ctx context.Context, ns string, res corev1
 		var replicas, utilization int32
 		var raw int64
 		if err == nil {
-			replicas, utilization, raw, err = c.calc.resourceReplicas(specReplicas, *target.AverageUtilization, res, container, pods, metrics)
+			replicas, utilization, raw, err = calc.resourceReplicas(specReplicas, *target.AverageUtilization, res, container, pods, metrics)
 		}
 		if err != nil {
 			return 0, "", autoscalingv2.MetricValueStatus{}, fmt.Errorf("failed to get %s utilization: %v", res, err)

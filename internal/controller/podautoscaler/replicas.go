@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -40,6 +41,21 @@ type calculator struct {
 	// starting (--horizontal-pod-autoscaler-initial-readiness-delay).
 	delayOfInitialReadinessStatus time.Duration
 	now                           func() time.Time
+}
+
+// forHPA is the calculator with the HPA's own tolerances, where its behavior sets
+// them (behavior.scaleUp/scaleDown.tolerance).
+func (c *calculator) forHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) *calculator {
+	out := *c
+	if b := hpa.Spec.Behavior; b != nil {
+		if b.ScaleUp != nil && b.ScaleUp.Tolerance != nil {
+			out.tolerance.up = b.ScaleUp.Tolerance.AsApproximateFloat64()
+		}
+		if b.ScaleDown != nil && b.ScaleDown.Tolerance != nil {
+			out.tolerance.down = b.ScaleDown.Tolerance.AsApproximateFloat64()
+		}
+	}
+	return &out
 }
 
 // groupPods sorts pods by how their samples count: ready ones, unready ones (pending,

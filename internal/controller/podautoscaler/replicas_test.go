@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -107,5 +109,21 @@ func TestPlainAndWholeMetricReplicas(t *testing.T) {
 	}
 	if got, err := c.ratioReplicas(0, 2.5, list); err != nil || got != 3 {
 		t.Errorf("value target from zero: %d err %v, want 3", got, err)
+	}
+}
+
+// TestBehaviorTolerance: a scale-up tolerance of 0.5 lets a ratio of 1.4 stand, while
+// the default 0.1 would scale.
+func TestBehaviorTolerance(t *testing.T) {
+	pods := []*corev1.Pod{readyPod("a", 100), readyPod("b", 100)}
+	usage := cpuSamples(map[string]int64{"a": 70, "b": 70})
+	hpa := cpuHPA(50, 1, 10, nil)
+	if got, _, _, _ := testCalculator().forHPA(hpa).resourceReplicas(2, 50, corev1.ResourceCPU, "", pods, usage); got != 3 {
+		t.Errorf("default tolerance: %d replicas, want 3", got)
+	}
+	q := resource.MustParse("0.5")
+	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Tolerance: &q}}
+	if got, _, _, _ := testCalculator().forHPA(hpa).resourceReplicas(2, 50, corev1.ResourceCPU, "", pods, usage); got != 2 {
+		t.Errorf("scale-up tolerance 0.5: %d replicas, want 2", got)
 	}
 }
