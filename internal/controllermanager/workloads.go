@@ -94,7 +94,7 @@ func workloadControllers() []Descriptor {
 				cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 			}
 			cfg.UserAgent += "/" + podautoscaler.Name
-			c, err := podautoscaler.NewForConfig(ctx, cfg, clientFor(cc, podautoscaler.Name), cc.Informers, podautoscaler.Options{})
+			c, err := podautoscaler.NewForConfig(ctx, cfg, clientFor(cc, podautoscaler.Name), cc.Informers, cc.Options.HPA)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,6 @@
 // Package trace rebuilds a pod's journey from creation to Ready out of what the
 // components recorded while they worked: the apiserver's creationTimestamp, the
-// scheduler's Scheduled event, the kubelet's status.startTime (when it acknowledged
+// scheduler's FailedScheduling and Scheduled events, the kubelet's status.startTime (when it acknowledged
 // the pod), its PodReadyToStartContainers and Ready conditions, and its Pulling,
 // Pulled, Created and Started events. Each step carries the component that recorded
 // it and the time it took since the step before; nothing is inferred from the clock of
@@ -20,6 +20,7 @@ import (
 // Step names, in the order a pod goes through them.
 const (
 	StepCreated          = "created"
+	StepFirstAttempt     = "first scheduling attempt"
 	StepScheduled        = "scheduled"
 	StepKubeletAccepted  = "accepted by kubelet"
 	StepSandboxReady     = "sandbox ready"
@@ -171,6 +172,13 @@ func PodJourney(pod *corev1.Pod, events []corev1.Event) Journey {
 
 	add(StepCreated, "", true, Step{Component: "kube-apiserver", At: pod.CreationTimestamp.Time, Source: "metadata.creationTimestamp",
 		Detail: "stored in etcd"})
+	// The scheduler records a pod only when an attempt fails or when it binds it: a
+	// failed first attempt marks when it first saw the pod.
+	if e := first("FailedScheduling", ""); e != nil {
+		if s := first("Scheduled", ""); s == nil || !eventAfter(e, s) {
+			fromEvent(StepFirstAttempt, "", "FailedScheduling")
+		}
+	}
 	if !fromEvent(StepScheduled, "", "Scheduled") {
 		c := condition(corev1.PodScheduled)
 		add(StepScheduled, "", c != nil, Step{Component: pod.Spec.SchedulerName, At: conditionTime(c), Source: "condition PodScheduled",
@@ -203,6 +211,12 @@ func PodJourney(pod *corev1.Pod, events []corev1.Event) Journey {
 	c := condition(corev1.PodReady)
 	add(StepReady, "", c != nil, Step{Component: kubelet, At: conditionTime(c), Source: "condition Ready"})
 	return j
+}
+
+func eventAfter(a, b *corev1.Event) bool {
+	ta, _ := eventTime(a)
+	tb, _ := eventTime(b)
+	return ta.After(tb)
 }
 
 func startedAt(pod *corev1.Pod, name string) *time.Time {

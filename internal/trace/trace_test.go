@@ -118,3 +118,17 @@ func TestSummarizeAndPercentile(t *testing.T) {
 		t.Errorf("printed:\n%s", out.String())
 	}
 }
+
+// TestFirstSchedulingAttempt: a pod that waited for a node shows the scheduler's
+// first failed attempt before it was bound.
+func TestFirstSchedulingAttempt(t *testing.T) {
+	pod, events := startedPod()
+	pod.CreationTimestamp = at(-10 * time.Second)
+	events = append(events,
+		corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web-1", UID: "u1"}, Reason: "FailedScheduling", ReportingController: "default-scheduler",
+			EventTime: metav1.NewMicroTime(t0.Add(-9 * time.Second)), Message: "0/1 nodes are available: 1 node(s) had untolerated taint."})
+	j := PodJourney(pod, events)
+	if len(j.Steps) < 3 || j.Steps[1].Name != StepFirstAttempt || j.Steps[2].Name != StepScheduled || j.Took(2) != 9300*time.Millisecond {
+		t.Errorf("steps %+v", j.Steps[:3])
+	}
+}
