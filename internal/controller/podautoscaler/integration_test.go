@@ -19,8 +19,8 @@ import (
 
 // TestAgainstAPIServer runs the controller's real clients (discovery RESTMapper,
 // scale client, metrics clients) against a real apiserver with no metrics APIs
-// registered: the HPA raises a Deployment to minReplicas through its scale
-// subresource, and a Pods metric with no custom metrics API gives ScalingActive=False
+// registered: the HPA raises a Deployment, a StatefulSet, a ReplicaSet and a
+// ReplicationController to minReplicas through their scale subresources, and a Pods metric with no custom metrics API gives ScalingActive=False
 // with upstream's reason and message.
 func TestAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
@@ -102,6 +102,79 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	if e := <-recorder.Events; !strings.HasPrefix(e, "Warning FailedGetPodsMetric unable to get metric requests-per-second") {
 		t.Errorf("event %q", e)
+	}
+
+	// The other built-in kinds with a scale subresource.
+	tmpl := d.Spec.Template
+	objects := []struct {
+		apiVersion, kind, name string
+		create                 func() error
+		replicas               func() (int32, error)
+	}{
+		{"apps/v1", "StatefulSet", "db", func() error {
+			_, err := client.AppsV1().StatefulSets("default").Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(1)), Selector: d.Spec.Selector, Template: tmpl}}, metav1.CreateOptions{})
+			return err
+		}, func() (int32, error) {
+			s, err := client.AppsV1().StatefulSets("default").GetScale(ctx, "db", metav1.GetOptions{})
+			if err != nil {
+				return 0, err
+			}
+			return s.Spec.Replicas, nil
+		}},
+		{"apps/v1", "ReplicaSet", "rs", func() error {
+			_, err := client.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs"},
+				Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(1)), Selector: d.Spec.Selector, Template: tmpl}}, metav1.CreateOptions{})
+			return err
+		}, func() (int32, error) {
+			s, err := client.AppsV1().ReplicaSets("default").GetScale(ctx, "rs", metav1.GetOptions{})
+			if err != nil {
+				return 0, err
+			}
+			return s.Spec.Replicas, nil
+		}},
+		{"v1", "ReplicationController", "rc", func() error {
+			_, err := client.CoreV1().ReplicationControllers("default").Create(ctx, &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc"},
+				Spec: corev1.ReplicationControllerSpec{Replicas: ptr(int32(1)), Selector: labels, Template: &tmpl}}, metav1.CreateOptions{})
+			return err
+		}, func() (int32, error) {
+			s, err := client.CoreV1().ReplicationControllers("default").GetScale(ctx, "rc", metav1.GetOptions{})
+			if err != nil {
+				return 0, err
+			}
+			return s.Spec.Replicas, nil
+		}},
+	}
+	for len(recorder.Events) > 0 {
+		<-recorder.Events
+	}
+	for _, o := range objects {
+		if err := o.create(); err != nil {
+			t.Fatalf("%s: %v", o.kind, err)
+		}
+		h := hpa.DeepCopy()
+		h.Name = o.name
+		h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: o.apiVersion, Kind: o.kind, Name: o.name}
+		h.Spec.MinReplicas = ptr(int32(2))
+		created, err := client.AutoscalingV2().HorizontalPodAutoscalers("default").Create(ctx, h, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetIndexer().Add(created); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Sync(ctx, "default/"+o.name)
+		if n, err := o.replicas(); err != nil || n != 2 {
+			t.Errorf("%s: scale %d (%v), want 2", o.kind, n, err)
+		}
+		select {
+		case e := <-recorder.Events:
+			if !strings.HasPrefix(e, "Normal SuccessfulRescale New size: 2") {
+				t.Errorf("%s: event %q", o.kind, e)
+			}
+		default:
+			t.Errorf("%s: no event", o.kind)
+		}
 	}
 
 	// An External metric with no external metrics API.
