@@ -399,3 +399,64 @@ func setPods(t *testing.T, h *harness, pods []*corev1.Pod) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestReconcileOtherMetricTypes: Pods, Object and External metrics, each scaling a
+// Deployment of two ready pods, with the status and rescale reason upstream gives them.
+func TestReconcileOtherMetricTypes(t *testing.T) {
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	pods := []*corev1.Pod{readyPod("a", 100), readyPod("b", 100)}
+	cases := []struct {
+		name       string
+		metric     autoscalingv2.MetricSpec
+		metrics    *fakeMetrics
+		want       int32
+		wantReason string
+		check      func(autoscalingv2.MetricStatus) string
+	}{{
+		name: "pods metric average value",
+		metric: autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+			Metric: autoscalingv2.MetricIdentifier{Name: "qps"}, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: q("10")}}},
+		metrics:    &fakeMetrics{resource: cpuSamples(map[string]int64{"a": 30000, "b": 10000})},
+		want:       4,
+		wantReason: "pods metric qps above target",
+		check:      func(s autoscalingv2.MetricStatus) string { return s.Pods.Current.AverageValue.String() },
+	}, {
+		name: "object metric value",
+		metric: autoscalingv2.MetricSpec{Type: autoscalingv2.ObjectMetricSourceType, Object: &autoscalingv2.ObjectMetricSource{
+			DescribedObject: autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "front"},
+			Metric:          autoscalingv2.MetricIdentifier{Name: "requests"}, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: q("100")}}},
+		metrics:    &fakeMetrics{object: 300000},
+		want:       4, // wants 6; at most double without behavior
+		wantReason: "Service metric requests above target",
+		check:      func(s autoscalingv2.MetricStatus) string { return s.Object.Current.Value.String() },
+	}, {
+		name: "external metric average value",
+		metric: autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+			Metric: autoscalingv2.MetricIdentifier{Name: "queue"}, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: q("5")}}},
+		metrics:    &fakeMetrics{external: []int64{10000, 5000}},
+		want:       3,
+		wantReason: "external metric queue(nil) above target",
+		check:      func(s autoscalingv2.MetricStatus) string { return s.External.Current.AverageValue.String() },
+	}}
+	wantCurrent := []string{"20", "300", "7500m"}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hpa := cpuHPA(50, 1, 10, nil)
+			hpa.Spec.Metrics = []autoscalingv2.MetricSpec{tc.metric}
+			h := newHarness(t, hpa, 2, pods, tc.metrics)
+			got := h.sync(t)
+			if h.replicas != tc.want {
+				t.Errorf("replicas %d, want %d; conditions %v", h.replicas, tc.want, conditions(got))
+			}
+			if ev := h.events(); len(ev) != 1 || ev[0] != fmt.Sprintf("Normal SuccessfulRescale New size: %d; reason: %s", tc.want, tc.wantReason) {
+				t.Errorf("events %q", ev)
+			}
+			if len(got.Status.CurrentMetrics) != 1 || got.Status.CurrentMetrics[0].Type != tc.metric.Type {
+				t.Fatalf("currentMetrics %+v", got.Status.CurrentMetrics)
+			}
+			if cur := tc.check(got.Status.CurrentMetrics[0]); cur != wantCurrent[i] {
+				t.Errorf("current %s, want %s", cur, wantCurrent[i])
+			}
+		})
+	}
+}
