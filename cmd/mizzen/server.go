@@ -7,11 +7,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
+	"mizzen/internal/metrics"
 )
 
 func init() { register(newServerCommand) }
@@ -34,6 +37,8 @@ type serverFlags struct {
 	ingressHTTPPort, ingressHTTPSPort int
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// metricResolution is the bundled metrics server's scrape interval.
+	metricResolution time.Duration
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
@@ -60,8 +65,8 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	}
 }
 
-func (f *serverFlags) options() controlplane.Options {
-	return controlplane.Options{
+func (f *serverFlags) options() core.Options {
+	return core.Options{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, AdvertiseAddress: f.advertise,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
@@ -82,8 +87,8 @@ func newServerCommand() *cobra.Command {
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
-				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort,
-				Ready: func(cp *controlplane.ControlPlane) {
+				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution,
+				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
 			})
@@ -96,14 +101,15 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", metrics.DefaultResolution, "how often the bundled metrics server scrapes the kubelets")
 	return cmd
 }
 
 // runControlPlane starts the control plane alone and waits for SIGINT or SIGTERM.
-func runControlPlane(opts controlplane.Options) error {
+func runControlPlane(opts core.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cp, err := controlplane.Start(ctx, opts)
+	cp, err := core.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -1,3 +1,7 @@
+// Package controlplane is the server bundle, `mizzen server`: the core (etcd and the
+// apiserver, package core) and the components bundled beside it (scheduler,
+// controller-manager, DNS, metrics server, ingress, and an agent), each reaching the
+// apiserver only through its URL and credentials of its own, as k3s bundles them.
 package controlplane
 
 import (
@@ -13,6 +17,7 @@ import (
 
 	"mizzen/internal/agent"
 	"mizzen/internal/controllermanager"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
 	"mizzen/internal/hostaddr"
@@ -28,7 +33,7 @@ var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "
 // BundleOptions configure `mizzen server`: the control plane and the components
 // bundled beside it.
 type BundleOptions struct {
-	Options
+	core.Options
 	// Disable names components (of Components) not to run.
 	Disable     []string
 	ClusterCIDR string
@@ -38,10 +43,12 @@ type BundleOptions struct {
 	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
 	// every address of the node; 0 serves none.
 	IngressHTTPPort, IngressHTTPSPort int
+	// MetricResolution is the bundled metrics server's scrape interval (0: its default).
+	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
 	ControllerManagerPort int
 	// Ready, when set, is called once every component has been started.
-	Ready func(cp *ControlPlane)
+	Ready func(cp *core.ControlPlane)
 }
 
 // RunBundle starts the control plane, then the bundled components that are not
@@ -64,7 +71,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	defer stopControlPlane()
 	componentsCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
-	cp, err := Start(cpCtx, opts.Options)
+	cp, err := core.Start(cpCtx, opts.Options)
 	if err != nil {
 		return err
 	}
@@ -121,7 +128,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		start("dns", run)
 	}
 	if !disabled("metrics-server") {
-		run, err := metricsServerRunner(ctx, cp, opts.Log)
+		run, err := metricsServerRunner(ctx, cp, opts.MetricResolution, opts.Log)
 		if err != nil {
 			return fail(fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err))
 		}
@@ -150,7 +157,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 // bundledAgent are the settings of the agent `mizzen server` runs on its own machine:
 // the kubelet with a client certificate for its node and a serving certificate of the
 // cluster CA, and the proxy unless withProxy is false.
-func bundledAgent(cp *ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy bool) (agent.Options, error) {
+func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy bool) (agent.Options, error) {
 	kf, err := agent.AgentKubelet(datadir.Dir(opts.DataDir), "", opts.KubeletPort, opts.PodBridge)
 	if err != nil {
 		return agent.Options{}, err
@@ -182,7 +189,7 @@ func bundledAgent(cp *ControlPlane, opts BundleOptions, clusterDNS net.IP, withP
 // shutDown waits for ctx's end, the control plane's end or a component's failure, then
 // stops the running components, waiting up to 20 s for them, and then the control
 // plane. The error is the first failure's, if anything failed before ctx ended.
-func shutDown(ctx context.Context, cp *ControlPlane, errs <-chan error, running int, failed error, stopComponents, stopControlPlane func()) error {
+func shutDown(ctx context.Context, cp *core.ControlPlane, errs <-chan error, running int, failed error, stopComponents, stopControlPlane func()) error {
 	for failed == nil && ctx.Err() == nil {
 		select {
 		case <-cp.Done:
@@ -225,9 +232,9 @@ const dnsUser = "system:kube-dns"
 // dnsRunner prepares cluster DNS on this machine's address (a free port), published as
 // kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
 // kubelet's --cluster-dns.
-func dnsRunner(cp *ControlPlane, serviceCIDR string, log *slog.Logger) (func(context.Context) error, net.IP, error) {
+func dnsRunner(cp *core.ControlPlane, serviceCIDR string, log *slog.Logger) (func(context.Context) error, net.IP, error) {
 	if serviceCIDR == "" {
-		serviceCIDR = DefaultServiceCIDR
+		serviceCIDR = core.DefaultServiceCIDR
 	}
 	serviceIP, err := dns.ServiceIP(serviceCIDR)
 	if err != nil {
@@ -257,7 +264,7 @@ func dnsRunner(cp *ControlPlane, serviceCIDR string, log *slog.Logger) (func(con
 // metricsServerRunner prepares the metrics server on this machine's address (a free
 // port) and registers it as the metrics.k8s.io API. Its client certificate and its
 // serving certificate are two files: one overwriting the other once broke every restart.
-func metricsServerRunner(ctx context.Context, cp *ControlPlane, log *slog.Logger) (func(context.Context) error, error) {
+func metricsServerRunner(ctx context.Context, cp *core.ControlPlane, resolution time.Duration, log *slog.Logger) (func(context.Context) error, error) {
 	hostIP, err := hostaddr.PrimaryIPv4()
 	if err != nil {
 		return nil, fmt.Errorf("the apiserver reaches it at this machine's address: %w", err)
@@ -285,13 +292,13 @@ func metricsServerRunner(ctx context.Context, cp *ControlPlane, log *slog.Logger
 	}
 	return func(ctx context.Context) error {
 		return metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
-			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")})
+			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log.With("component", "metrics-server")})
 	}, nil
 }
 
 // ingressRunner prepares the Ingress controller on the node's ports, serving the
 // IngressClass mizzen, which it creates (as the default class) unless it exists.
-func ingressRunner(ctx context.Context, cp *ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+func ingressRunner(ctx context.Context, cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
 	httpAddr, httpsAddr, status, err := ingress.Addresses("0.0.0.0", opts.IngressHTTPPort, opts.IngressHTTPSPort, opts.AdvertiseAddress)
 	if err != nil {
 		return nil, err

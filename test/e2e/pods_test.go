@@ -42,9 +42,9 @@ var buildImagesOnce = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, errA := os.Stat(filepath.Join(dir, "agnhost.tar"))
+	agnhost, errA := os.Stat(filepath.Join(dir, "agnhost.tar"))
 	_, errB := os.Stat(filepath.Join(dir, "busybox.tar"))
-	if errA == nil && errB == nil {
+	if errA == nil && errB == nil && !newerSources(agnhost.ModTime(), "../images/agnhost") {
 		return dir, nil
 	}
 	cmd := exec.Command("go", "run", "mizzen/test/images/build", "-out", dir)
@@ -53,6 +53,18 @@ var buildImagesOnce = sync.OnceValues(func() (string, error) {
 	}
 	return dir, nil
 })
+
+// newerSources tells whether a Go file in dir changed after t: a tarball built before a
+// new agnhost subcommand was added lacks it.
+func newerSources(t time.Time, dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.ModTime().After(t) {
+			return true
+		}
+	}
+	return false
+}
 
 // testImages returns the directory holding agnhost.tar and busybox.tar.
 func testImages(t *testing.T) string {
