@@ -7,13 +7,16 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/controllermanager"
+	"mizzen/internal/dashboard"
 	"mizzen/internal/dns"
 	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
@@ -41,6 +44,8 @@ type serverFlags struct {
 	kubeletCA   string
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// dashboardPort serves the bundled dashboard's HTTPS on the bind address.
+	dashboardPort int
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
@@ -63,7 +68,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
-		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy, dns, metrics-server)")
+		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy, dns, metrics-server, dashboard)")
 	}
 }
 
@@ -97,6 +102,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
 	return cmd
 }
 
@@ -170,6 +176,12 @@ func runBundle(f serverFlags) error {
 	if !disabled["metrics-server"] {
 		if err := startMetricsServer(ctx, cp, opts.Log, errs); err != nil {
 			return fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err)
+		}
+		running++
+	}
+	if !disabled["dashboard"] && f.dashboardPort > 0 {
+		if err := startDashboard(ctx, cp, f, opts.Log, errs); err != nil {
+			return fmt.Errorf("dashboard: %w, or run with --disable dashboard", err)
 		}
 		running++
 	}
@@ -250,7 +262,7 @@ func wrapErr(component string, err error) error {
 }
 
 // knownComponents are the names --disable accepts.
-var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true, "dns": true, "metrics-server": true}
+var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true, "dns": true, "metrics-server": true, "dashboard": true}
 
 // startDNS runs cluster DNS on this machine's address (a free port) and publishes it as
 // kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
@@ -316,6 +328,32 @@ func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.
 	go func() {
 		errs <- wrapErr("metrics-server", metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
 			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")}))
+	}()
+	return nil
+}
+
+// startDashboard serves the web UI on the bind address with a serving certificate of
+// the cluster CA, and prints its URL. It is given only the apiserver's address and CA:
+// every request it makes carries the logged-in user's token. Its end is sent on errs.
+func startDashboard(ctx context.Context, cp *server.ControlPlane, f serverFlags, log *slog.Logger, errs chan<- error) error {
+	certFile, keyFile, err := cp.KubeletServing("dashboard-serving", "mizzen-dashboard")
+	if err != nil {
+		return err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(f.bindAddress, strconv.Itoa(f.dashboardPort)))
+	if err != nil {
+		return err
+	}
+	host := f.bindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if primary, err := hostaddr.PrimaryIPv4(); err == nil {
+			host = primary.String()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "mizzen dashboard at https://%s/ (log in with a token: docs/dashboard.md)\n", net.JoinHostPort(host, strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)))
+	go func() {
+		errs <- wrapErr("dashboard", dashboard.Run(ctx, dashboard.Options{APIServer: rest.AnonymousClientConfig(cp.AdminConfig),
+			Listener: listener, CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "dashboard")}))
 	}()
 	return nil
 }

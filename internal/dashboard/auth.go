@@ -76,6 +76,7 @@ func (d *dashboard) writeLogin(w http.ResponseWriter, code int, msg string) {
 // and, when the apiserver knows it, starts a session.
 func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
+		d.log.Info("dashboard login from another origin refused", "origin", r.Header.Get("Origin"), "host", r.Host)
 		d.writeLogin(w, http.StatusForbidden, "The login form must be sent from this dashboard.")
 		return
 	}

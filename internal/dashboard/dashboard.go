@@ -150,7 +150,7 @@ func securityHeaders(h http.Handler) http.Handler {
 		hd := w.Header()
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Referrer-Policy", "same-origin") // "no-referrer" would make the browser send Origin: null on POSTs
 		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self' wss: ws:; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 		hd.Set("Strict-Transport-Security", "max-age=31536000")
 		h.ServeHTTP(w, r)

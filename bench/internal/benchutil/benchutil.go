@@ -116,7 +116,7 @@ func StartServer(bin string, args ...string) (*Server, error) {
 	}
 	port := FreePort()
 	cmd := exec.Command(bin, append([]string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0"}, args...)...)
+		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0", "--dashboard-port", "0"}, args...)...)
 	logFile, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
