@@ -94,9 +94,9 @@ func newTestDashboard(t *testing.T) (*httptest.Server, *fakeAPIServer) {
 }
 
 func noRedirects(dash *httptest.Server) *http.Client {
-	c := dash.Client()
+	c := *dash.Client() // a copy: the server's own client follows redirects
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return c
+	return &c
 }
 
 func do(t *testing.T, c *http.Client, method, url string, body io.Reader, header map[string]string) (*http.Response, string) {
@@ -152,6 +152,9 @@ func TestSessionTokenIsForwardedAlone(t *testing.T) {
 	resp, body := do(t, c, "GET", dash.URL+"/k8s/api/v1/pods?watch=1", nil, session("good"))
 	if resp.StatusCode != 200 || !strings.Contains(body, "PodList") {
 		t.Fatalf("GET pods with a session: %d %s", resp.StatusCode, body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") {
+		t.Errorf("a proxied response's Content-Security-Policy is %q, want a sandbox", csp)
 	}
 	// A token the apiserver does not know gets the apiserver's own 401.
 	resp, body = do(t, c, "GET", dash.URL+"/k8s/api/v1/pods", nil, session("stolen"))
@@ -225,6 +228,12 @@ func TestStateChangesNeedCSRFToken(t *testing.T) {
 
 func TestOnlyTheAPIIsProxied(t *testing.T) {
 	dash, api := newTestDashboard(t)
+	for _, p := range []string{"/k8s/api/v1/namespaces/default/pods/web/proxy/", "/k8s/api/v1/namespaces/default/services/web:80/proxy/index.html",
+		"/k8s/api/v1/nodes/n1/proxy/stats/summary"} {
+		if resp, body := do(t, noRedirects(dash), "GET", dash.URL+p, nil, session("good")); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s: %d %s, want 403: what a pod serves must not run on the dashboard's origin", p, resp.StatusCode, body)
+		}
+	}
 	for _, p := range []string{"/k8s/metrics", "/k8s/debug/pprof/", "/k8s/api/../logs/"} {
 		if resp, _ := do(t, dash.Client(), "GET", dash.URL+p, nil, session("good")); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)

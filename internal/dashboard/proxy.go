@@ -94,6 +94,12 @@ func (p *apiProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, "NotFound", "the dashboard proxies only the apiserver's API")
 		return
 	}
+	if isProxySubresource(path) {
+		// What a pod or service serves would run on the dashboard's origin, with the
+		// user's session: no.
+		writeStatus(w, http.StatusForbidden, "Forbidden", "the dashboard does not pass on the proxy subresources of pods, services and nodes")
+		return
+	}
 	if tokenFrom(r) == "" {
 		writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized: log in to the dashboard")
 		return
@@ -108,7 +114,20 @@ func (p *apiProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusForbidden, "Forbidden", "cross-site request refused: the dashboard's CSRF token is missing or wrong")
 		return
 	}
+	// Whatever comes back is data, never a page of the dashboard's origin.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	p.rp.ServeHTTP(w, r)
+}
+
+// isProxySubresource reports whether path names pods/proxy, services/proxy or
+// nodes/proxy (or any other resource's proxy).
+func isProxySubresource(path string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "proxy" {
+			return true
+		}
+	}
+	return false
 }
 
 func allowedPath(path string) bool {

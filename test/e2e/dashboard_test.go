@@ -135,6 +135,45 @@ func TestDashboard(t *testing.T) {
 		b.screenshot("terminal")
 	})
 
+	t.Run("edit and apply YAML, restart", func(t *testing.T) {
+		b.t = t
+		b.go_("#/obj/deployments/default/web")
+		b.waitJS(`document.getElementById('yaml').value.includes('  annotations:\n')`, "the Deployment's YAML")
+		// Typing into the editor, in one go.
+		b.waitJS(`(() => { const ta = document.getElementById('yaml');
+			ta.value = ta.value.replace('  annotations:\n', '  annotations:\n    example.com/edited: by-the-dashboard\n');
+			ta.dispatchEvent(new Event('input')); return true; })()`, "the YAML edited")
+		b.click("#apply")
+		eventually(t, 30*time.Second, func() error {
+			d, err := client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Annotations["example.com/edited"] != "by-the-dashboard" {
+				return fmt.Errorf("annotations %v (page: %s)", d.Annotations, b.page())
+			}
+			for _, mf := range d.ManagedFields {
+				if mf.Manager == "mizzen-dashboard" && mf.Operation == metav1.ManagedFieldsOperationApply {
+					return nil
+				}
+			}
+			return fmt.Errorf("no Apply entry of manager mizzen-dashboard in managedFields")
+		})
+		b.click("#action-restart")
+		b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
+		b.click("#dialog-ok")
+		eventually(t, 30*time.Second, func() error {
+			d, err := client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+				return fmt.Errorf("no restartedAt annotation on the pod template (page: %s)", b.page())
+			}
+			return nil
+		})
+	})
+
 	t.Run("scale a Deployment", func(t *testing.T) {
 		b.t = t
 		b.go_("#/obj/deployments/default/web")
@@ -154,6 +193,11 @@ func TestDashboard(t *testing.T) {
 		b.click("#logout")
 		b.do(chromedp.WaitVisible(chromedp.ID("token"))) // back on the login page
 		b.login(viewerToken)
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(pods.Items) == 0 {
+			t.Fatalf("listing the Deployment's pods: %v", err)
+		}
+		pod := pods.Items[0].Name
 		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
 		b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page, as a viewer")
 		b.click("#action-delete")

@@ -555,7 +555,7 @@ function leaseHealth(lease) {
   if (!lease || !lease.spec.holderIdentity) return { health: 'bad', detail: 'no leader' };
   const renew = new Date(lease.spec.renewTime || lease.spec.acquireTime || 0).getTime();
   const fresh = Date.now() - renew < (lease.spec.leaseDurationSeconds || 15) * 1000;
-  return { health: fresh ? 'ok' : 'bad', detail: `leader ${lease.spec.holderIdentity}, renewed ${age(lease.spec.renewTime)} ago${fresh ? '' : ' (expired)'}` };
+  return { health: fresh ? 'ok' : 'bad', short: fresh ? 'leader ' + lease.spec.holderIdentity.split('_')[0] : 'lease expired', detail: `leader ${lease.spec.holderIdentity}, renewed ${age(lease.spec.renewTime)} ago${fresh ? '' : ' (expired)'}` };
 }
 
 // components lists what the overview draws, from what the user may read.
@@ -563,7 +563,7 @@ function components(s) {
   const forbidden = name => s.errors[name] ? { health: 'unknown', detail: s.errors[name] } : null;
   const out = [];
   const api = s.readyz === null ? { health: 'unknown', detail: 'asking /readyz' } : s.readyz === 'ok' ? { health: 'ok', detail: '/readyz ok' } : { health: 'bad', detail: s.readyz };
-  out.push({ id: 'apiserver', role: 'center', label: 'apiserver', ...api });
+  out.push({ id: 'apiserver', role: 'center', label: 'apiserver', short: api.health === 'ok' ? 'ready' : api.health === 'bad' ? 'not ready' : 'asking', ...api });
   out.push({ id: 'etcd', role: 'below', label: 'etcd', health: api.health, detail: api.health === 'ok' ? 'reachable: the apiserver answers ready' : 'seen only through the apiserver' });
   for (const [id, label] of [['kube-scheduler', 'scheduler'], ['kube-controller-manager', 'controller-manager']]) {
     const f = forbidden('leases');
@@ -575,9 +575,9 @@ function components(s) {
   for (const n of s.nodes || []) {
     const ready = (n.status.conditions || []).find(c => c.type === 'Ready');
     const health = !ready ? 'unknown' : ready.status === 'True' ? 'ok' : 'bad';
-    out.push({ id: 'kubelet-' + n.metadata.name, label: `kubelet ${n.metadata.name}`, health,
+    out.push({ id: 'kubelet-' + n.metadata.name, label: `kubelet ${n.metadata.name}`, health, short: ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'unknown',
       detail: ready ? `Ready=${ready.status}${ready.reason ? ' (' + ready.reason + ')' : ''}${ready.message ? ': ' + ready.message : ''}` : 'no Ready condition yet' });
-    out.push({ id: 'proxy-' + n.metadata.name, label: `proxy ${n.metadata.name}`, health: health === 'ok' ? 'unknown' : health,
+    out.push({ id: 'proxy-' + n.metadata.name, label: `proxy ${n.metadata.name}`, health: health === 'ok' ? 'unknown' : health, short: 'no health reported',
       detail: 'the service proxy reports no health through the API; it runs beside the kubelet' });
   }
   const dnsErr = forbidden('dns');
@@ -595,7 +595,7 @@ function components(s) {
     out.push({ id: 'metrics-server', label: 'metrics-server', health: !svc ? 'unknown' : cond && cond.status === 'True' ? 'ok' : 'bad',
       detail: !svc ? 'not registered' : cond ? `Available=${cond.status}${cond.message ? ': ' + cond.message : ''}` : 'no Available condition' });
   }
-  out.push({ id: 'dashboard', label: 'dashboard', health: 'ok', detail: 'serving this page' });
+  out.push({ id: 'dashboard', label: 'dashboard', health: 'ok', short: 'serving this page', detail: 'serving this page' });
   return out;
 }
 
@@ -639,8 +639,14 @@ function starSVG(comps) {
     g.append(rect);
     const t = document.createElementNS(ns, 'text');
     t.setAttribute('x', x); t.setAttribute('y', y + 4); t.setAttribute('text-anchor', 'middle'); t.setAttribute('class', 'title');
+    t.setAttribute('y', y - 2);
     t.textContent = c.label.length > 24 ? c.label.slice(0, 23) + '…' : c.label;
     g.append(t);
+    const sub = document.createElementNS(ns, 'text');
+    sub.setAttribute('x', x); sub.setAttribute('y', y + 14); sub.setAttribute('text-anchor', 'middle'); sub.setAttribute('class', 'sub');
+    const word = c.short || (c.health === 'ok' ? 'healthy' : c.health === 'bad' ? 'unhealthy' : 'unknown');
+    sub.textContent = word.length > 26 ? word.slice(0, 25) + '…' : word;
+    g.append(sub);
   }
   return svg;
 }
@@ -667,6 +673,9 @@ async function start() {
     document.getElementById('namespaces').replaceChildren(...l.items.map(n => h('option', { value: n.metadata.name })));
   }).catch(() => {});
   const custom = await discoverCustom();
+  // A page of a custom resource opened directly waited for discovery to know it.
+  const key = location.hash.split('/')[2];
+  if (/^#\/(list|obj)\//.test(location.hash) && key && custom.some(r => r.key === decodeURIComponent(key))) route();
   if (custom.length) nav.append(h('h3', {}, 'Custom resources'), ...custom.map(r => h('a', { href: `#/list/${r.key}`, id: `nav-${r.key}` }, r.resource)));
 }
 
