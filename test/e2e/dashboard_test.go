@@ -288,7 +288,7 @@ func (b *browser) waitJS(expr, what string) {
 	b.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { try { return !!(` + expr + `); } catch (e) { return false; } })()`))
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { try { return !!(`+expr+`); } catch (e) { return false; } })()`))
 		if err == nil && ok {
 			return
 		}
