@@ -186,6 +186,29 @@ func TestDashboard(t *testing.T) {
 		b.waitJS(`[...document.querySelectorAll('#list tr[data-name^="web-"]')].every(tr => tr.textContent.includes('Running'))`, "three Running pods")
 		b.go_("#/list/deployments")
 		b.waitJS(`(document.querySelector('#list tr[data-name="web"]') || {}).textContent.includes('3/3')`, "READY 3/3 on the Deployments list")
+		// The list follows changes made elsewhere, through its watch, without a reload.
+		b.go_("#/list/pods")
+		b.waitJS(`document.querySelectorAll('#list tr[data-name^="web-"]').length === 3`, "three pods listed")
+		b.evalBool(`window.notReloaded = true`)
+		c.kubectl("scale", "deployment", "web", "--replicas", "1")
+		b.waitJS(`document.querySelectorAll('#list tr[data-name^="web-"]').length === 1`, "one pod left on the open list")
+		if !b.evalBool(`window.notReloaded === true`) {
+			t.Errorf("the page was reloaded")
+		}
+	})
+
+	t.Run("every list shows", func(t *testing.T) {
+		b.t = t
+		keys := []string{"nodes", "namespaces", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "pods", "services", "ingresses", "configmaps", "events"}
+		for _, key := range keys {
+			b.go_("#/list/" + key)
+			b.waitJS(`/^\d+ /.test(document.getElementById('count').textContent)`, key+" listed")
+			if msg := b.evalString(`document.getElementById('error').textContent`); msg != "" {
+				t.Errorf("%s: %s", key, msg)
+			}
+		}
+		b.go_("#/list/nodes")
+		b.waitJS(`(document.querySelector('#list tr[data-name="`+node+`"]') || {}).textContent.includes('Ready')`, "the node Ready on the nodes list")
 	})
 
 	t.Run("a viewer is refused a delete", func(t *testing.T) {
@@ -307,6 +330,15 @@ func (b *browser) evalString(expr string) string {
 		b.t.Fatal(err)
 	}
 	return s
+}
+
+func (b *browser) evalBool(expr string) bool {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return v
 }
 
 func (b *browser) evalInt(expr string) int {
