@@ -139,6 +139,8 @@ func TestDashboard(t *testing.T) {
 		b.t = t
 		b.go_("#/obj/deployments/default/web")
 		b.waitJS(`document.getElementById('yaml').value.includes('  annotations:\n')`, "the Deployment's YAML")
+		b.waitJS(`/^ReplicaSet web-/.test(document.querySelector('#owned a').textContent)`, "the Deployment's ReplicaSet among what it owns")
+		b.screenshot("deployment")
 		// Typing into the editor, in one go.
 		b.waitJS(`(() => { const ta = document.getElementById('yaml');
 			ta.value = ta.value.replace('  annotations:\n', '  annotations:\n    example.com/edited: by-the-dashboard\n');
@@ -184,6 +186,7 @@ func TestDashboard(t *testing.T) {
 		b.go_("#/list/pods")
 		b.waitJS(`document.querySelectorAll('#list tr[data-name^="web-"]').length === 3`, "three pods of the Deployment listed")
 		b.waitJS(`[...document.querySelectorAll('#list tr[data-name^="web-"]')].every(tr => tr.textContent.includes('Running'))`, "three Running pods")
+		b.screenshot("pods")
 		b.go_("#/list/deployments")
 		b.waitJS(`(document.querySelector('#list tr[data-name="web"]') || {}).textContent.includes('3/3')`, "READY 3/3 on the Deployments list")
 		// The list follows changes made elsewhere, through its watch, without a reload.

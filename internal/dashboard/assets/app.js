@@ -316,7 +316,7 @@ async function showObject(main, r, ns, name, signal) {
   const path = objPath(r, ns, name);
   const header = h('h1', {}, r.kind + ' ', h('span', { id: 'object-name' }, name), ns ? h('span', { class: 'muted' }, ' in ' + ns) : '');
   const actions = h('div', { class: 'actions' });
-  const editor = h('textarea', { class: 'yaml', id: 'yaml', spellcheck: 'false' });
+  const editor = h('textarea', { class: 'yaml', id: 'yaml', spellcheck: 'false', wrap: 'off' });
   const force = h('input', { type: 'checkbox', id: 'apply-force' });
   const applyButton = h('button', { id: 'apply', class: 'primary', type: 'button' }, 'Apply');
   const statusBlock = h('pre', { id: 'status' });
