@@ -12,7 +12,7 @@ DATA_DIR ?= /var/lib/mizzen
 export CGO_ENABLED := 0
 # Debian packages the cluster and the tests need, and a command that proves each is there.
 APT_PACKAGES := containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge \
-	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables
+	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables chromium:/usr/bin/chromium
 
 .PHONY: all build run stop killall uninstall test deps vet unit images fmt clean
 
@@ -49,6 +49,7 @@ run: deps build images
 	@echo "  export KUBECONFIG=$(DATA_DIR)/admin.kubeconfig"
 	@echo "  $(BIN) kubectl get namespaces       # or any kubectl of your own"
 	@echo "  $(BIN) kubectl run web --image mizzen.local/agnhost:v1 -- netexec   # the test images are on the node"
+	@grep -o 'mizzen dashboard at https://[^ ]*' $(OUT)/server.log | sed 's/^mizzen /  /; s/$$/   (log in with a token: docs\/dashboard.md)/' || true
 	@echo "  make stop                            # stop the server (pods keep running; the next start adopts them)"
 	@echo "  make killall                         # stop everything, pods included, and clean the host"
 

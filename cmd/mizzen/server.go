@@ -37,6 +37,8 @@ type serverFlags struct {
 	ingressHTTPPort, ingressHTTPSPort int
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// dashboardPort serves the bundled dashboard's HTTPS on the bind address.
+	dashboardPort int
 	// metricResolution is the bundled metrics server's scrape interval.
 	metricResolution time.Duration
 
@@ -87,7 +89,7 @@ func newServerCommand() *cobra.Command {
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
-				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution,
+				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
 				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
@@ -101,6 +103,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
 	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", metrics.DefaultResolution, "how often the bundled metrics server scrapes the kubelets")
 	return cmd
 }

@@ -11,13 +11,16 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/agent"
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/controlplane/core"
+	"mizzen/internal/dashboard"
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
 	"mizzen/internal/hostaddr"
@@ -28,7 +31,7 @@ import (
 )
 
 // Components are the bundled components `mizzen server --disable` may leave out.
-var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress"}
+var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard"}
 
 // BundleOptions configure `mizzen server`: the control plane and the components
 // bundled beside it.
@@ -43,6 +46,8 @@ type BundleOptions struct {
 	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
 	// every address of the node; 0 serves none.
 	IngressHTTPPort, IngressHTTPSPort int
+	// DashboardPort serves the dashboard's HTTPS on the bind address; 0 runs none.
+	DashboardPort int
 	// MetricResolution is the bundled metrics server's scrape interval (0: its default).
 	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
@@ -140,6 +145,13 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 			return fail(fmt.Errorf("ingress: %w, or run with --disable ingress", err))
 		}
 		start("ingress", run)
+	}
+	if !disabled("dashboard") && opts.DashboardPort > 0 {
+		run, err := dashboardRunner(cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("dashboard: %w, or run with --disable dashboard", err))
+		}
+		start("dashboard", run)
 	}
 	if !disabled("agent") {
 		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"))
@@ -325,5 +337,30 @@ func ingressRunner(ctx context.Context, cp *core.ControlPlane, opts BundleOption
 			return err
 		}
 		return srv.Wait()
+	}, nil
+}
+
+// dashboardRunner prepares the web UI on the bind address with a serving certificate of
+// the cluster CA, and prints its URL. It is given only the apiserver's address and CA:
+// every request it makes carries the logged-in user's token.
+func dashboardRunner(cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	certFile, keyFile, err := cp.KubeletServing("dashboard-serving", "mizzen-dashboard")
+	if err != nil {
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.DashboardPort)))
+	if err != nil {
+		return nil, err
+	}
+	host := opts.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if primary, err := hostaddr.PrimaryIPv4(); err == nil {
+			host = primary.String()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "mizzen dashboard at https://%s/ (log in with a token: docs/dashboard.md)\n", net.JoinHostPort(host, strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)))
+	return func(ctx context.Context) error {
+		return dashboard.Run(ctx, dashboard.Options{APIServer: rest.AnonymousClientConfig(cp.AdminConfig),
+			Listener: listener, CertFile: certFile, KeyFile: keyFile, Log: opts.Log.With("component", "dashboard")})
 	}, nil
 }
