@@ -42,6 +42,11 @@ type Resource struct {
 	// Strategy defaults, validates and prepares objects on write. Nil means none.
 	Strategy Strategy
 
+	// Prune, when set, drops from a decoded request body the fields the resource's
+	// schema does not know and returns their paths ("spec.foo"), which fieldValidation
+	// reports as unknown fields (custom resources; Go types drop them when decoding).
+	Prune func(obj runtime.Object) []string
+
 	// Fields returns the field-selector fields of an object. metadata.name and
 	// metadata.namespace are always added by the server; nil means only those.
 	Fields func(obj runtime.Object) fields.Set
