@@ -31,7 +31,6 @@ import (
 
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/apiextensions"
-	"mizzen/internal/registry/apiextensions/crdschema"
 	"mizzen/internal/registry/customresource"
 	"mizzen/internal/storage"
 )
@@ -514,7 +513,7 @@ func (s *Server) installCRD(crd *apiextv1.CustomResourceDefinition) bool {
 		s.log.Warn("crds: caching", "crd", crd.Name, "err", err)
 		return false
 	}
-	s.fields.SetCustom(rs, crdModels(crd, rs))
+	s.fields.SetCustom(rs, crdModels(rs))
 	s.custom.mu.Lock()
 	if in != nil {
 		for _, gvr := range in.gvrs {
@@ -590,65 +589,15 @@ func (s *Server) customResources() []*registry.Resource {
 	return out
 }
 
-// crdModels are the OpenAPI models of a CRD's served versions, for server-side apply:
-// each version's schema with apiVersion, kind and metadata as every object has them.
-func crdModels(crd *apiextv1.CustomResourceDefinition, rs []*registry.Resource) map[string]*spec.Schema {
+// crdModels are the OpenAPI models of a CRD's served versions, for server-side apply.
+func crdModels(rs []*registry.Resource) map[string]*spec.Schema {
 	models := map[string]*spec.Schema{}
 	for _, r := range rs {
-		var props *apiextv1.JSONSchemaProps
-		for _, v := range crd.Spec.Versions {
-			if v.Name == r.GroupVersion.Version && v.Schema != nil {
-				props = v.Schema.OpenAPIV3Schema
-			}
+		if r.OpenAPIModel != nil {
+			models[customresource.ModelName(r.GroupVersionKind())] = r.OpenAPIModel
 		}
-		s := &spec.Schema{}
-		if props != nil {
-			if converted, err := crdschema.ToOpenAPI(props); err == nil {
-				s = converted
-			}
-		}
-		s = customModel(s, r.GroupVersionKind())
-		models[modelName(r.GroupVersionKind())] = s
 	}
 	return models
-}
-
-// modelName is upstream's definition name of a custom kind (com.example.v1.Widget).
-func modelName(gvk schema.GroupVersionKind) string {
-	parts := strings.Split(gvk.Group, ".")
-	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-		parts[i], parts[j] = parts[j], parts[i]
-	}
-	return strings.Join(parts, ".") + "." + gvk.Version + "." + gvk.Kind
-}
-
-// customModel completes a custom resource schema for publishing: type object,
-// apiVersion, kind and metadata properties, and the kind it describes.
-func customModel(s *spec.Schema, gvk schema.GroupVersionKind) *spec.Schema {
-	s = &(*s)
-	if s.Properties == nil {
-		s.Properties = map[string]spec.Schema{}
-	}
-	s.Type = spec.StringOrArray{"object"}
-	str := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}}}
-	if _, ok := s.Properties["apiVersion"]; !ok {
-		av := str
-		av.Description = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
-		s.Properties["apiVersion"] = av
-	}
-	if _, ok := s.Properties["kind"]; !ok {
-		k := str
-		k.Description = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
-		s.Properties["kind"] = k
-	}
-	md := spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")}}
-	md.Description = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
-	s.Properties["metadata"] = md
-	if s.Extensions == nil {
-		s.Extensions = spec.Extensions{}
-	}
-	s.Extensions["x-kubernetes-group-version-kind"] = []interface{}{map[string]interface{}{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}}
-	return s
 }
 
 // pruneUnknown drops the fields a custom resource's schema does not know from a

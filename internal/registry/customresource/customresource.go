@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/apiextensions/crdschema"
@@ -123,7 +124,50 @@ func versionResource(crd *apiextv1.CustomResourceDefinition, names apiextv1.Cust
 		r.Scale = scaleAdapter(v.Subresources.Scale)
 	}
 	r.Printer = printer(v.AdditionalPrinterColumns)
+	model := &spec.Schema{}
+	if s != nil {
+		if m, err := crdschema.ToOpenAPI(s); err == nil {
+			model = m
+		}
+	}
+	r.OpenAPIModel = completeModel(model, gvk)
 	return r, nil
+}
+
+// ModelName is upstream's OpenAPI definition name of a custom kind
+// (com.example.v1.Widget for group example.com).
+func ModelName(gvk schema.GroupVersionKind) string {
+	parts := strings.Split(gvk.Group, ".")
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return strings.Join(parts, ".") + "." + gvk.Version + "." + gvk.Kind
+}
+
+// completeModel completes a version's schema for publishing and server-side apply:
+// type object, apiVersion, kind and metadata as every object has them, and the kind
+// it describes.
+func completeModel(s *spec.Schema, gvk schema.GroupVersionKind) *spec.Schema {
+	if s.Properties == nil {
+		s.Properties = map[string]spec.Schema{}
+	}
+	s.Type = spec.StringOrArray{"object"}
+	if _, ok := s.Properties["apiVersion"]; !ok {
+		s.Properties["apiVersion"] = spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"},
+			Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"}}
+	}
+	if _, ok := s.Properties["kind"]; !ok {
+		s.Properties["kind"] = spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"},
+			Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"}}
+	}
+	s.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{
+		Ref:         spec.MustCreateRef("#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+		Description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}}
+	if s.Extensions == nil {
+		s.Extensions = spec.Extensions{}
+	}
+	s.Extensions["x-kubernetes-group-version-kind"] = []interface{}{map[string]interface{}{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}}
+	return s
 }
 
 // strategy is a custom resource version's write steps.

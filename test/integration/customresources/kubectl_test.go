@@ -20,7 +20,7 @@ import (
 // kubectl's validation and explain.
 func startServer(t *testing.T) *apiserver.Server {
 	return apiserver.StartWithOptions(t, func(o *server.Options) {
-		o.OpenAPI = func(rs []*registry.Resource) (http.Handler, error) { return openapi.Build(rs) }
+		o.OpenAPI = func(rs []*registry.Resource) (http.Handler, error) { return openapi.NewDynamic(rs) }
 	})
 }
 
@@ -85,10 +85,14 @@ func TestCertificateCRDWithKubectl(t *testing.T) {
 	if out != "certs.example.com/v1alpha1" {
 		t.Errorf("served as v1alpha1: apiVersion %q", out)
 	}
-	out = kubectl("explain", "certificates.spec.issuerRef")
-	if !strings.Contains(out, "name") {
-		t.Errorf("kubectl explain: %s", out)
-	}
+	// The OpenAPI documents are rebuilt in the background once the CRD is served.
+	eventually(t, "kubectl explain", func() string {
+		out, fail := kubectlrun.Run(kc, "explain", "certificates.spec.issuerRef")
+		if fail != "" || !strings.Contains(out, "name\t<string> -required-") {
+			return out + fail
+		}
+		return ""
+	})
 	kubectl("delete", "cert", "web")
 	kubectl("delete", "crd", "certificates.certs.example.com")
 }
