@@ -1,12 +1,12 @@
 package crdschema
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 )
 
 // ValidateDefaults checks every default in a structural schema against the schema of
@@ -16,22 +16,23 @@ func ValidateDefaults(fldPath *field.Path, s *apiextv1.JSONSchemaProps) field.Er
 	var walk func(s *apiextv1.JSONSchemaProps, p *field.Path, inMeta bool)
 	walk = func(s *apiextv1.JSONSchemaProps, p *field.Path, inMeta bool) {
 		if s.Default != nil {
-			var value interface{}
-			if err := json.Unmarshal(s.Default.Raw, &value); err != nil {
+			value, err := decodeJSON(s.Default.Raw)
+			if err != nil {
 				errs = append(errs, field.Invalid(p.Child("default"), string(s.Default.Raw), err.Error()))
 			} else {
 				node := *s
 				node.Default = nil
-				if v, err := NewValidator(&node); err == nil {
-					for _, e := range v.validateValue(value) {
-						errs = append(errs, field.Invalid(p.Child("default").Child(strings.TrimPrefix(e.Field, ".")), e.BadValue, e.Detail))
-					}
+				if os, err := ToOpenAPI(&node); err == nil {
+					// The messages name the default by its path in the CRD.
+					v := validate.NewSchemaValidator(os, nil, p.Child("default").String(), strfmt.Default)
+					errs = append(errs, toFieldErrors(nil, v.Validate(value))...)
 				}
 				if obj, ok := value.(map[string]interface{}); ok {
 					var pruned []string
-					pruneObject(obj, s, "", s.XEmbeddedResource, &pruned)
+					copied, _ := decodeJSON(s.Default.Raw)
+					pruneObject(copied.(map[string]interface{}), s, "", s.XEmbeddedResource, &pruned)
 					if len(pruned) > 0 {
-						errs = append(errs, field.Invalid(p.Child("default"), string(s.Default.Raw), fmt.Sprintf("must not have unknown fields: %s", strings.Join(pruned, ", "))))
+						errs = append(errs, field.Invalid(p.Child("default"), obj, "must not have unknown fields"))
 					}
 				}
 			}
@@ -51,13 +52,6 @@ func ValidateDefaults(fldPath *field.Path, s *apiextv1.JSONSchemaProps) field.Er
 	return errs
 }
 
-// validateValue validates a value that is not a whole object (a default).
-func (v *Validator) validateValue(value interface{}) field.ErrorList {
-	if v == nil || v.v == nil {
-		return nil
-	}
-	return toFieldErrors(nil, v.v.Validate(value))
-}
 
 // IsSelectableType reports whether the JSON path (".spec.color") names a field of the
 // schema of type string, boolean or integer, the types a selectable field may have.

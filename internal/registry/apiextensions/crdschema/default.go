@@ -1,6 +1,7 @@
 package crdschema
 
 import (
+	"bytes"
 	"encoding/json"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,8 +32,7 @@ func defaultValue(v interface{}, s *apiextv1.JSONSchemaProps) {
 				present = false
 			}
 			if !present && child.Default != nil {
-				var d interface{}
-				if err := json.Unmarshal(child.Default.Raw, &d); err == nil {
+				if d, err := decodeJSON(child.Default.Raw); err == nil {
 					x[k] = d
 				}
 			}
@@ -52,4 +52,36 @@ func defaultValue(v interface{}, s *apiextv1.JSONSchemaProps) {
 			defaultValue(item, s.Items.Schema)
 		}
 	}
+}
+
+// decodeJSON decodes a JSON value as unstructured objects hold it: integers as int64,
+// other numbers as float64.
+func decodeJSON(data []byte) (interface{}, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v interface{}
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return numbers(v), nil
+}
+
+func numbers(v interface{}) interface{} {
+	switch x := v.(type) {
+	case map[string]interface{}:
+		for k, c := range x {
+			x[k] = numbers(c)
+		}
+	case []interface{}:
+		for i, c := range x {
+			x[i] = numbers(c)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
 }
