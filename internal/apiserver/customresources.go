@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -206,7 +208,7 @@ func (s *Server) reconcileCRDs(ctx context.Context) {
 	})
 	changed := false
 	seen := map[string]bool{}
-	for _, crd := range crds {
+	for i, crd := range crds {
 		seen[crd.Name] = true
 		desired := s.crdStatus(crd, crds)
 		if crd.DeletionTimestamp != nil {
@@ -214,7 +216,8 @@ func (s *Server) reconcileCRDs(ctx context.Context) {
 		}
 		if statusChanged(crd, desired) {
 			if updated, err := s.writeCRDStatus(ctx, crd, desired); err == nil {
-				crd = updated
+				// The CRDs after this one see the names it now holds.
+				crd, crds[i] = updated, updated
 			} else if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				s.log.Warn("crds: writing status", "crd", crd.Name, "err", err)
 			}
@@ -261,11 +264,10 @@ func isEstablished(crd *apiextv1.CustomResourceDefinition) bool {
 func (s *Server) crdStatus(crd *apiextv1.CustomResourceDefinition, all []*apiextv1.CustomResourceDefinition) apiextv1.CustomResourceDefinitionStatus {
 	status := *crd.Status.DeepCopy()
 	accepted, reason, message := s.acceptNames(crd, all)
+	status.AcceptedNames = accepted
 	names := apiextv1.ConditionTrue
 	if reason != "NoConflicts" {
 		names = apiextv1.ConditionFalse
-	} else {
-		status.AcceptedNames = accepted
 	}
 	setCondition(&status, apiextv1.CustomResourceDefinitionCondition{Type: apiextv1.NamesAccepted, Status: names, Reason: reason, Message: message})
 	if names == apiextv1.ConditionTrue && crd.DeletionTimestamp == nil {
@@ -276,56 +278,69 @@ func (s *Server) crdStatus(crd *apiextv1.CustomResourceDefinition, all []*apiext
 	return status
 }
 
-// acceptNames checks a CRD's names against the other CRDs of its group that came
-// first and against the built-in resources, as upstream's naming controller does.
+// acceptNames works out the names a CRD may use, as upstream's naming controller
+// does: each requested name is accepted unless another CRD of the group has accepted
+// it already (a name the CRD holds itself stays its own); the condition reports the
+// last conflict found.
 func (s *Server) acceptNames(crd *apiextv1.CustomResourceDefinition, all []*apiextv1.CustomResourceDefinition) (apiextv1.CustomResourceDefinitionNames, string, string) {
-	names := crd.Spec.Names
-	plurals, singulars, shorts, kinds, lists := sets.New[string](), sets.New[string](), sets.New[string](), sets.New[string](), sets.New[string]()
+	resources, kinds := sets.New[string](), sets.New[string]()
 	for _, other := range all {
 		if other.Name == crd.Name || other.Spec.Group != crd.Spec.Group {
 			continue
 		}
-		if other.CreationTimestamp.After(crd.CreationTimestamp.Time) || (other.CreationTimestamp.Equal(&crd.CreationTimestamp) && other.Name > crd.Name) {
-			// Only names accepted for a CRD that came first block this one.
-			if other.Status.AcceptedNames.Plural == "" {
-				continue
-			}
-		}
 		an := other.Status.AcceptedNames
-		if an.Plural == "" {
+		resources.Insert(an.Plural, an.Singular)
+		resources.Insert(an.ShortNames...)
+		kinds.Insert(an.Kind, an.ListKind)
+	}
+	requested, accepted := crd.Spec.Names, crd.Status.AcceptedNames
+	names := accepted
+	reason, message := "NoConflicts", "no conflicts found"
+	fresh := func(name, current string, taken sets.Set[string]) error {
+		if name == current || !taken.Has(name) {
+			return nil
+		}
+		return fmt.Errorf("%q is already in use", name)
+	}
+	conflict := func(r string, err error) {
+		reason, message = r, err.Error()
+	}
+	if err := fresh(requested.Plural, accepted.Plural, resources); err != nil {
+		conflict("PluralConflict", err)
+	} else {
+		names.Plural = requested.Plural
+	}
+	if err := fresh(requested.Singular, accepted.Singular, resources); err != nil {
+		conflict("SingularConflict", err)
+	} else {
+		names.Singular = requested.Singular
+	}
+	var shortErrs []error
+	for _, sn := range requested.ShortNames {
+		if slices.Contains(accepted.ShortNames, sn) {
 			continue
 		}
-		plurals.Insert(an.Plural)
-		singulars.Insert(an.Singular)
-		shorts.Insert(an.ShortNames...)
-		kinds.Insert(an.Kind)
-		lists.Insert(an.ListKind)
-	}
-	for _, h := range s.handlers {
-		if h.GroupVersion.Group != crd.Spec.Group {
-			continue
-		}
-		plurals.Insert(h.Resource.Resource)
-		singulars.Insert(h.SingularName)
-		shorts.Insert(h.ShortNames...)
-		kinds.Insert(h.Kind)
-	}
-	switch {
-	case plurals.Has(names.Plural):
-		return names, "PluralConflict", fmt.Sprintf("%q is already in use", names.Plural)
-	case singulars.Has(names.Singular):
-		return names, "SingularConflict", fmt.Sprintf("%q is already in use", names.Singular)
-	case kinds.Has(names.Kind):
-		return names, "KindConflict", fmt.Sprintf("%q is already in use", names.Kind)
-	case lists.Has(names.ListKind):
-		return names, "ListKindConflict", fmt.Sprintf("%q is already in use", names.ListKind)
-	}
-	for _, sn := range names.ShortNames {
-		if shorts.Has(sn) {
-			return names, "ShortNamesConflict", fmt.Sprintf("%q is already in use", sn)
+		if err := fresh(sn, "", resources); err != nil {
+			shortErrs = append(shortErrs, err)
 		}
 	}
-	return names, "NoConflicts", "no conflicts found"
+	if err := utilerrors.NewAggregate(shortErrs); err != nil {
+		conflict("ShortNamesConflict", err)
+	} else {
+		names.ShortNames = requested.ShortNames
+	}
+	if err := fresh(requested.Kind, accepted.Kind, kinds); err != nil {
+		conflict("KindConflict", err)
+	} else {
+		names.Kind = requested.Kind
+	}
+	if err := fresh(requested.ListKind, accepted.ListKind, kinds); err != nil {
+		conflict("ListKindConflict", err)
+	} else {
+		names.ListKind = requested.ListKind
+	}
+	names.Categories = requested.Categories
+	return names, reason, message
 }
 
 func setCondition(status *apiextv1.CustomResourceDefinitionStatus, c apiextv1.CustomResourceDefinitionCondition) {
