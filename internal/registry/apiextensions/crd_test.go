@@ -95,7 +95,10 @@ func TestValidateCRD(t *testing.T) {
 		{"non-structural", func(c *apiextv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema = schema("{type: object, properties: {spec: {properties: {a: {type: string}}}}}")
 		}, []string{`spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields`}},
-		{"kind", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Names.Kind = "Wid_get"; c.Spec.Names.ListKind = "WidgetList" },
+		{"kind", func(c *apiextv1.CustomResourceDefinition) {
+			c.Spec.Names.Kind = "Wid_get"
+			c.Spec.Names.ListKind = "WidgetList"
+		},
 			[]string{`spec.names.kind: Invalid value: "Wid_get": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`}},
 		{"short name", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Names.ShortNames = []string{"W D"} },
 			[]string{`spec.names.shortNames[0]: Invalid value: "W D"`}},

@@ -52,7 +52,6 @@ func ValidateDefaults(fldPath *field.Path, s *apiextv1.JSONSchemaProps) field.Er
 	return errs
 }
 
-
 // IsSelectableType reports whether the JSON path (".spec.color") names a field of the
 // schema of type string, boolean or integer, the types a selectable field may have.
 func IsSelectableType(s *apiextv1.JSONSchemaProps, path string) bool {
