@@ -459,3 +459,35 @@ func TestDeletingTheCRDRemovesItsResources(t *testing.T) {
 		t.Errorf("objects survived their CRD: %v %v", err, l)
 	}
 }
+
+// TestDefaultsOnRead: a default added to the schema later shows on objects stored
+// before it, as upstream defaults on every read from storage.
+func TestDefaultsOnRead(t *testing.T) {
+	dyn, _, _ := setup(t)
+	ctx := context.Background()
+	certs := dyn.Resource(certGVR).Namespace("default")
+	if _, err := certs.Create(ctx, cert("old", validSpec()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := `[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/commonName/default","value":"example.com"}]`
+	if _, err := dyn.Resource(crdGVR).Patch(ctx, "certificates.certs.example.com", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new default is applied on read", func() string {
+		obj, err := certs.Get(ctx, "old", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if cn, _, _ := unstructured.NestedString(obj.Object, "spec", "commonName"); cn != "example.com" {
+			return "commonName " + cn
+		}
+		return ""
+	})
+	l, err := certs.List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatal(err)
+	}
+	if cn, _, _ := unstructured.NestedString(l.Items[0].Object, "spec", "commonName"); cn != "example.com" {
+		t.Errorf("list: commonName %q", cn)
+	}
+}
