@@ -444,7 +444,7 @@ func (s *Server) cleanupCRD(ctx context.Context, crd *apiextv1.CustomResourceDef
 // storageHandler is a handler of the resource that stores a CRD's objects, whether
 // or not it is installed (a CRD deleted before it was established has none).
 func (s *Server) storageHandler(crd *apiextv1.CustomResourceDefinition) *resourceHandler {
-	rs, err := customresource.Resources(crd)
+	rs, err := customresource.ResourcesWithConverter(crd, s.converterFor(crd))
 	if err != nil || len(rs) == 0 {
 		return nil
 	}
@@ -504,7 +504,7 @@ func (s *Server) installCRD(crd *apiextv1.CustomResourceDefinition) bool {
 	if in != nil && in.fingerprint == fp {
 		return false
 	}
-	rs, err := customresource.Resources(crd)
+	rs, err := customresource.ResourcesWithConverter(crd, s.converterFor(crd))
 	if err != nil || len(rs) == 0 {
 		if err != nil {
 			s.log.Warn("crds: building resources", "crd", crd.Name, "err", err)

@@ -138,7 +138,11 @@ func (c *Cache) newEntry(rc *resourceCache, key string, value []byte, rev int64)
 }
 
 func (c *Cache) entryFor(rc *resourceCache, key string, obj runtime.Object, rev int64) (*Entry, error) {
-	obj.GetObjectKind().SetGroupVersionKind(rc.cfg.Kind)
+	// A custom resource keeps the version it was stored in (an older storage version
+	// is converted when it is read); typed objects are stamped with their kind.
+	if _, ok := obj.(runtime.Unstructured); !ok || obj.GetObjectKind().GroupVersionKind().Kind == "" {
+		obj.GetObjectKind().SetGroupVersionKind(rc.cfg.Kind)
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err

@@ -32,9 +32,27 @@ import (
 	"mizzen/internal/registry/apiextensions/crdschema"
 )
 
+// Converter converts a custom resource to another apiVersion of its group (the CRD's
+// conversion webhook); it must not modify obj.
+type Converter func(ctx context.Context, obj *unstructured.Unstructured, apiVersion string) (*unstructured.Unstructured, error)
+
 // Resources returns the resources a CRD serves, one per served version, named as its
 // status.acceptedNames say (the names the server has accepted), storage version first.
+// Versions convert by their apiVersion alone (conversion None).
 func Resources(crd *apiextv1.CustomResourceDefinition) ([]*registry.Resource, error) {
+	return ResourcesWithConverter(crd, nil)
+}
+
+// ResourcesWithConverter is Resources for a CRD whose versions convert through conv
+// (conversion Webhook); a nil conv converts by apiVersion alone.
+func ResourcesWithConverter(crd *apiextv1.CustomResourceDefinition, conv Converter) ([]*registry.Resource, error) {
+	if conv == nil {
+		conv = func(_ context.Context, obj *unstructured.Unstructured, apiVersion string) (*unstructured.Unstructured, error) {
+			out := obj.DeepCopy()
+			out.SetAPIVersion(apiVersion)
+			return out, nil
+		}
+	}
 	names := crd.Status.AcceptedNames
 	if names.Plural == "" {
 		names = crd.Spec.Names
@@ -53,7 +71,7 @@ func Resources(crd *apiextv1.CustomResourceDefinition) ([]*registry.Resource, er
 		if !v.Served {
 			continue
 		}
-		r, err := versionResource(crd, names, v, storageGVK)
+		r, err := versionResource(crd, names, v, storageGVK, conv)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +86,7 @@ func Resources(crd *apiextv1.CustomResourceDefinition) ([]*registry.Resource, er
 	return out, nil
 }
 
-func versionResource(crd *apiextv1.CustomResourceDefinition, names apiextv1.CustomResourceDefinitionNames, v *apiextv1.CustomResourceDefinitionVersion, storageGVK schema.GroupVersionKind) (*registry.Resource, error) {
+func versionResource(crd *apiextv1.CustomResourceDefinition, names apiextv1.CustomResourceDefinitionNames, v *apiextv1.CustomResourceDefinitionVersion, storageGVK schema.GroupVersionKind, conv Converter) (*registry.Resource, error) {
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
 	var s *apiextv1.JSONSchemaProps
 	if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
@@ -99,18 +117,29 @@ func versionResource(crd *apiextv1.CustomResourceDefinition, names apiextv1.Cust
 			}
 			return crdschema.Prune(u.Object, s)
 		},
-		// Objects are stored in the storage version; reading one defaults it with the
-		// served version's schema, as upstream defaults on read.
+		// Objects are stored in the version that was the storage version when they were
+		// written; reading one converts it to the served version and defaults it with
+		// that version's schema, as upstream defaults on read.
 		FromStorage: func(obj runtime.Object) (runtime.Object, error) {
-			u := obj.(*unstructured.Unstructured).DeepCopy()
-			u.SetAPIVersion(gvk.GroupVersion().String())
+			in := obj.(*unstructured.Unstructured)
+			var u *unstructured.Unstructured
+			if in.GetAPIVersion() == gvk.GroupVersion().String() {
+				u = in.DeepCopy()
+			} else {
+				var err error
+				if u, err = conv(context.Background(), in, gvk.GroupVersion().String()); err != nil {
+					return nil, err
+				}
+			}
 			crdschema.Default(u.Object, s)
 			return u, nil
 		},
 		ToStorage: func(obj runtime.Object) (runtime.Object, error) {
-			u := obj.(*unstructured.Unstructured).DeepCopy()
-			u.SetAPIVersion(storageGVK.GroupVersion().String())
-			return u, nil
+			in := obj.(*unstructured.Unstructured)
+			if in.GetAPIVersion() == storageGVK.GroupVersion().String() {
+				return in.DeepCopy(), nil
+			}
+			return conv(context.Background(), in, storageGVK.GroupVersion().String())
 		},
 	}
 	if len(v.SelectableFields) > 0 {
