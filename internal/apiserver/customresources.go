@@ -97,7 +97,9 @@ func (s *Server) serveCustom(w http.ResponseWriter, r *http.Request, info *reque
 		return
 	}
 	if info.Verb == "create" && info.Subresource == "" && s.custom.terminating(h) {
-		s.writeError(w, r, apierrors.NewMethodNotSupported(h.GroupVersionResource().GroupResource(), "create"))
+		err := apierrors.NewMethodNotSupported(h.GroupVersionResource().GroupResource(), "create")
+		err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+		s.writeError(w, r, err)
 		return
 	}
 	if info.Verb == "patch" && info.Subresource != "scale" && requestMediaType(r) == "application/strategic-merge-patch+json" {

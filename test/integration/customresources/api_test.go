@@ -430,7 +430,46 @@ func TestDeletingTheCRDRemovesItsResources(t *testing.T) {
 	if _, err := certs.Create(ctx, cert("a", validSpec()), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	held := cert("held", validSpec())
+	held.SetFinalizers([]string{"example.com/hold"})
+	if _, err := certs.Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := dyn.Resource(crdGVR).Delete(ctx, "certificates.certs.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The CRD waits, Terminating, for the custom resource its finalizer holds; no new
+	// objects meanwhile.
+	eventually(t, "the CRD reports the remaining instance", func() string {
+		obj, err := dyn.Resource(crdGVR).Get(ctx, "certificates.certs.example.com", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if !strings.Contains(strings.Join(obj.GetFinalizers(), ","), "customresourcecleanup.apiextensions.k8s.io") {
+			return fmt.Sprint("finalizers ", obj.GetFinalizers())
+		}
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conds {
+			m := c.(map[string]interface{})
+			if m["type"] == "Terminating" && m["status"] == "True" && m["reason"] == "InstanceDeletionCheck" {
+				return ""
+			}
+		}
+		return fmt.Sprint(conds)
+	})
+	if _, err := certs.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the instance without finalizers is still there: %v", err)
+	}
+	_, err := certs.Create(ctx, cert("late", validSpec()), metav1.CreateOptions{})
+	if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "create not allowed while custom resource definition is terminating") {
+		t.Errorf("create while terminating: %v", err)
+	}
+	obj, err := certs.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.SetFinalizers(nil)
+	if _, err := certs.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the CRD is gone", func() string {
