@@ -2,26 +2,93 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/apiserver/admission"
+	"mizzen/internal/registry"
 )
 
-// AdmissionPlugin sees every create and update after validation and before the write,
-// and may refuse it (or, for mutating plugins, change obj). This is where quota, limit
-// ranges, service-account defaults and webhooks join the chain.
-type AdmissionPlugin interface {
-	Admit(ctx context.Context, operation string, resource, namespace string, obj, old runtime.Object) error
+// admissionAttributes describes a write for the admission chain.
+func (s *Server) admissionAttributes(ctx context.Context, op admission.Operation, h *resourceHandler, subresource, namespace, name string, obj, old runtime.Object, dryRun bool, options runtime.Object) *admission.Attributes {
+	a := &admission.Attributes{
+		Operation: op, Kind: h.GroupVersionKind(), Resource: h.GroupVersionResource(), Subresource: subresource,
+		Namespace: namespace, Name: name, Object: obj, OldObject: old, DryRun: dryRun, Options: options,
+	}
+	if u, ok := registry.UserFrom(ctx); ok {
+		a.User = u
+	} else {
+		a.Internal = true
+	}
+	return a
 }
 
-// admit runs the admission chain.
-func (s *Server) admit(ctx context.Context, operation string, h *resourceHandler, obj, old runtime.Object) error {
-	ns := accessor(obj).GetNamespace()
-	for _, p := range s.cfg.Admission {
-		if err := p.Admit(ctx, operation, h.Resource.Resource, ns, obj, old); err != nil {
-			return err
+// mutate runs the mutating half of the chain; the object may come back replaced.
+func (s *Server) mutate(ctx context.Context, a *admission.Attributes) error {
+	return s.admission.Admit(ctx, a)
+}
+
+// validateAdmission runs the storage validators (RBAC's escalation check) and then
+// the validating half of the chain.
+func (s *Server) validateAdmission(ctx context.Context, a *admission.Attributes) error {
+	for _, v := range s.cfg.StorageValidators {
+		if v.Handles(a.Operation) {
+			if err := v.Validate(ctx, a); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return s.admission.Validate(ctx, a)
+}
+
+// withWarnings lets admission plugins add Warning headers to the response.
+func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
+	return admission.WithWarnings(ctx, func(msg string) {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	})
+}
+
+// admissionReader reads objects for the admission plugins from the watch cache.
+type admissionReader struct{ s *Server }
+
+func (r admissionReader) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	return r.s.cachedObject(ctx, gvr, namespace, name)
+}
+
+func (r admissionReader) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	h := r.s.handlers[gvr]
+	if h == nil {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	}
+	entries, _, err := r.s.cache.List(h.segment, h.listPrefix(namespace), nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, 0, len(entries))
+	for _, e := range entries {
+		obj, err := h.present(e.Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// UpdateStatus writes obj's status if its resourceVersion is still current.
+func (r admissionReader) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
+	h := r.s.handlers[gvr]
+	if h == nil {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	}
+	acc := accessor(obj)
+	return r.s.updateObject(ctx, h, acc.GetNamespace(), acc.GetName(), updateStatus, false, nil, func(runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
 }
 
 // beforeCreate reserves what a new object needs from shared pools (a service's cluster
