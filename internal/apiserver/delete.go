@@ -23,7 +23,6 @@ var (
 	servicesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 )
 
-
 // deleteOptions reads DeleteOptions from the body or, failing that, the query.
 func (s *Server) deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}

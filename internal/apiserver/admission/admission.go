@@ -160,10 +160,11 @@ type Reader interface {
 	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error)
 }
 
-// StatusWriter writes an object's status with its resourceVersion as a precondition
-// (a Conflict error when it changed), returning the stored object.
+// StatusWriter changes an object's status atomically: update gets the stored object
+// and returns it with the new status (or an error to write nothing); it is called
+// again on a conflicting write. It returns the stored result.
 type StatusWriter interface {
-	UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error)
+	UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, update func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error)
 }
 
 // Deps is what plugins are built with.

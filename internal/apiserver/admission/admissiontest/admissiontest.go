@@ -4,7 +4,6 @@ package admissiontest
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -77,24 +76,22 @@ func (s *Store) List(_ context.Context, gvr schema.GroupVersionResource, namespa
 	return out, nil
 }
 
-// UpdateStatus replaces the object if its resourceVersion is current.
-func (s *Store) UpdateStatus(_ context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
+// UpdateStatus replaces the object with what update makes of it, atomically.
+func (s *Store) UpdateStatus(_ context.Context, gvr schema.GroupVersionResource, namespace, name string, update func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	acc, _ := meta.Accessor(obj)
-	key := acc.GetNamespace() + "/" + acc.GetName()
+	key := namespace + "/" + name
 	cur, ok := s.objs[gvr][key]
 	if !ok {
-		return nil, apierrors.NewNotFound(gvr.GroupResource(), acc.GetName())
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	curAcc, _ := meta.Accessor(cur)
-	if curAcc.GetResourceVersion() != acc.GetResourceVersion() {
-		return nil, apierrors.NewConflict(gvr.GroupResource(), acc.GetName(), fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	obj, err := update(cur.DeepCopyObject())
+	if err != nil {
+		return nil, err
 	}
 	s.rv++
-	stored := obj.DeepCopyObject()
-	sacc, _ := meta.Accessor(stored)
-	sacc.SetResourceVersion(strconv.Itoa(s.rv))
-	s.objs[gvr][key] = stored
-	return stored.DeepCopyObject(), nil
+	acc, _ := meta.Accessor(obj)
+	acc.SetResourceVersion(strconv.Itoa(s.rv))
+	s.objs[gvr][key] = obj.DeepCopyObject()
+	return obj, nil
 }

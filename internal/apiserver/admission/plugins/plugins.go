@@ -12,10 +12,12 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugin/ingressclass"
+	"mizzen/internal/apiserver/admission/plugin/limitranger"
 	"mizzen/internal/apiserver/admission/plugin/namespace"
 	"mizzen/internal/apiserver/admission/plugin/nodetaint"
 	"mizzen/internal/apiserver/admission/plugin/podtolerations"
 	"mizzen/internal/apiserver/admission/plugin/priority"
+	"mizzen/internal/apiserver/admission/plugin/resourcequota"
 	"mizzen/internal/apiserver/admission/plugin/runtimeclass"
 	"mizzen/internal/apiserver/admission/plugin/serviceaccount"
 	"mizzen/internal/apiserver/admission/plugin/storage"
@@ -119,6 +121,12 @@ var factories = map[string]Factory{
 	},
 	runtimeclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return runtimeclass.New(d.Reader), nil
+	},
+	limitranger.PluginName: func(d admission.Deps) (admission.Handler, error) {
+		return limitranger.New(d.Reader), nil
+	},
+	resourcequota.PluginName: func(d admission.Deps) (admission.Handler, error) {
+		return resourcequota.New(d.Reader, d.StatusWriter), nil
 	},
 	ingressclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return ingressclass.New(d.Reader), nil
