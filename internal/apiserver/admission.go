@@ -3,7 +3,11 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,6 +92,19 @@ func (r admissionReader) UpdateStatus(ctx context.Context, gvr schema.GroupVersi
 	}
 	ctx = registry.WithUser(ctx, registry.User{Name: "system:apiserver", Groups: []string{"system:masters"}})
 	return r.s.updateObject(ctx, h, namespace, name, updateStatus, false, nil, update)
+}
+
+// ResolveService picks a ready endpoint of a Service's port for a webhook.
+func (r admissionReader) ResolveService(ctx context.Context, namespace, name string, port int32) (string, error) {
+	obj, err := r.s.cachedObject(ctx, servicesGVR, namespace, name)
+	if err != nil {
+		return "", err
+	}
+	svc := obj.(*corev1.Service)
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port))), nil
+	}
+	return r.s.serviceEndpoint(ctx, svc, strconv.Itoa(int(port)), name, false)
 }
 
 // beforeCreate reserves what a new object needs from shared pools (a service's cluster

@@ -221,7 +221,7 @@ func New(cfg Config) (*Server, error) {
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
 	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
-	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}})
+	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -167,10 +168,18 @@ type StatusWriter interface {
 	UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, update func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error)
 }
 
+// ServiceResolver turns a Service port into the address (host:port) of one of its
+// ready endpoints, for webhooks named by a service reference.
+type ServiceResolver interface {
+	ResolveService(ctx context.Context, namespace, name string, port int32) (string, error)
+}
+
 // Deps is what plugins are built with.
 type Deps struct {
 	Reader       Reader
 	StatusWriter StatusWriter
+	Services     ServiceResolver
+	Log          *slog.Logger
 }
 
 type warningsKey struct{}

@@ -6,11 +6,13 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
 	"mizzen/internal/apiserver/admission"
+	"mizzen/internal/apiserver/admission/cel"
 	"mizzen/internal/apiserver/admission/plugin/ingressclass"
 	"mizzen/internal/apiserver/admission/plugin/limitranger"
 	"mizzen/internal/apiserver/admission/plugin/namespace"
@@ -21,6 +23,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugin/runtimeclass"
 	"mizzen/internal/apiserver/admission/plugin/serviceaccount"
 	"mizzen/internal/apiserver/admission/plugin/storage"
+	"mizzen/internal/apiserver/admission/plugin/webhook"
 )
 
 // Ordered is upstream's plugin order (kube-apiserver's AllOrderedPlugins): whatever
@@ -89,6 +92,9 @@ var DefaultOn = []string{
 	"ValidatingAdmissionPolicy",
 	"MutatingAdmissionPolicy",
 }
+
+// built are the plugins New builds itself, sharing one CEL compiler.
+var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true}
 
 // Factory builds a plugin.
 type Factory func(deps admission.Deps) (admission.Handler, error)
@@ -162,7 +168,7 @@ func Enabled(enable, disable []string) ([]string, error) {
 		errs = append(errs, fmt.Sprintf("%v in enable-admission-plugins and disable-admission-plugins overlapped", both))
 	}
 	for _, n := range enable {
-		if known[n] && factories[n] == nil {
+		if known[n] && factories[n] == nil && !built[n] {
 			errs = append(errs, fmt.Sprintf("enable-admission-plugins plugin %q is not implemented by mizzen", n))
 		}
 	}
@@ -183,7 +189,7 @@ func Enabled(enable, disable []string) ([]string, error) {
 func Unimplemented(enabled []string) []string {
 	var out []string
 	for _, n := range enabled {
-		if factories[n] == nil {
+		if factories[n] == nil && !built[n] {
 			out = append(out, n)
 		}
 	}
@@ -192,6 +198,17 @@ func Unimplemented(enabled []string) []string {
 
 // New builds the chain of the enabled plugins that mizzen implements.
 func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
+	compiler, err := cel.NewCompiler()
+	if err != nil {
+		return nil, err
+	}
+	factories := maps.Clone(factories)
+	factories[webhook.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
+		return webhook.New(true, d.Reader, d.Services, compiler, d.Log), nil
+	}
+	factories[webhook.ValidatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
+		return webhook.New(false, d.Reader, d.Services, compiler, d.Log), nil
+	}
 	var chain admission.Chain
 	for _, n := range enabled {
 		f := factories[n]
