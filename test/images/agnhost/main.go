@@ -1,6 +1,6 @@
 // Command agnhost is mizzen's own build of the test tool upstream's e2e tests run in
 // their pods: one static binary whose subcommands (serve-hostname, netexec, dns-lookup,
-// pause, fail, liveness, stress) behave as upstream's agnhost subcommands of the same
+// pause, fail, liveness, stress, webhook) behave as upstream's agnhost subcommands of the same
 // name, so that tests written against upstream's image read the same here.
 package main
 
@@ -28,6 +28,7 @@ func subcommands() map[string]subcommand {
 		"fail":           {"exit at once with the given code (default 1)", runFail},
 		"liveness":       {"serve /healthz on :8080, healthy for 10 seconds and failing after", runLiveness},
 		"stress":         {"allocate memory (--mem-total) in steps, then hold it", runStress},
+		"webhook":        {"admission webhooks over TLS (--tls-cert-file, --tls-private-key-file, --port 443): /always-deny, /add-label, /pods, /configmaps, /mutating-pods, ...", runWebhook},
 	}
 }
 
