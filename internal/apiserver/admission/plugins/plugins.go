@@ -18,6 +18,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugin/namespace"
 	"mizzen/internal/apiserver/admission/plugin/nodetaint"
 	"mizzen/internal/apiserver/admission/plugin/podtolerations"
+	"mizzen/internal/apiserver/admission/plugin/policy"
 	"mizzen/internal/apiserver/admission/plugin/priority"
 	"mizzen/internal/apiserver/admission/plugin/resourcequota"
 	"mizzen/internal/apiserver/admission/plugin/runtimeclass"
@@ -94,7 +95,7 @@ var DefaultOn = []string{
 }
 
 // built are the plugins New builds itself, sharing one CEL compiler.
-var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true}
+var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true, policy.PluginName: true}
 
 // Factory builds a plugin.
 type Factory func(deps admission.Deps) (admission.Handler, error)
@@ -208,6 +209,9 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	}
 	factories[webhook.ValidatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
 		return webhook.New(false, d.Reader, d.Services, compiler, d.Log), nil
+	}
+	factories[policy.PluginName] = func(d admission.Deps) (admission.Handler, error) {
+		return policy.New(d.Reader, compiler), nil
 	}
 	var chain admission.Chain
 	for _, n := range enabled {
