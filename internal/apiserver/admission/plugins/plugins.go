@@ -17,6 +17,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugin/limitranger"
 	"mizzen/internal/apiserver/admission/plugin/namespace"
 	"mizzen/internal/apiserver/admission/plugin/nodetaint"
+	"mizzen/internal/apiserver/admission/plugin/podsecurity"
 	"mizzen/internal/apiserver/admission/plugin/podtolerations"
 	"mizzen/internal/apiserver/admission/plugin/policy"
 	"mizzen/internal/apiserver/admission/plugin/priority"
@@ -128,6 +129,9 @@ var factories = map[string]Factory{
 	},
 	runtimeclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return runtimeclass.New(d.Reader), nil
+	},
+	podsecurity.PluginName: func(d admission.Deps) (admission.Handler, error) {
+		return podsecurity.New(d.Reader), nil
 	},
 	limitranger.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return limitranger.New(d.Reader), nil
