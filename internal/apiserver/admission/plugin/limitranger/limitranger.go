@@ -169,7 +169,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 				}
 			case *corev1.PersistentVolumeClaim:
 				if item.Type == corev1.LimitTypePersistentVolumeClaim {
-					errs = append(errs, check(string(corev1.LimitTypePersistentVolumeClaim), item, o.Spec.Resources.Requests, o.Spec.Resources.Limits)...)
+					errs = append(errs, checkClaim(item, o.Spec.Resources.Requests)...)
 				}
 			}
 		}
@@ -228,6 +228,27 @@ func check(limitType string, item corev1.LimitRangeItem, requests, limits corev1
 	for _, name := range sortedNames(item.MaxLimitRequestRatio) {
 		if err := ratioConstraint(limitType, string(name), item.MaxLimitRequestRatio[name], requests, limits); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// checkClaim bounds a claim's requests only, as upstream.
+func checkClaim(item corev1.LimitRangeItem, requests corev1.ResourceList) []error {
+	const limitType = string(corev1.LimitTypePersistentVolumeClaim)
+	var errs []error
+	for _, name := range sortedNames(item.Min) {
+		if err := minConstraint(limitType, string(name), item.Min[name], requests, corev1.ResourceList{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range sortedNames(item.Max) {
+		req, ok := requests[name]
+		enforced := item.Max[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s.  No request is specified", name, limitType, enforced.String()))
+		} else if r, _, e := values(req, resource.Quantity{}, enforced); r > e {
+			errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s, but request is %s", name, limitType, enforced.String(), req.String()))
 		}
 	}
 	return errs
