@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/testing/apiserver"
 )
@@ -80,7 +81,8 @@ func TestResourceQuotaRace(t *testing.T) {
 }
 
 func TestBuiltinAdmissionPlugins(t *testing.T) {
-	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
 	// NamespaceLifecycle.
@@ -167,5 +169,36 @@ func TestBuiltinAdmissionPlugins(t *testing.T) {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{})
 	if err != nil || len(pvc.Finalizers) != 1 || pvc.Finalizers[0] != "kubernetes.io/pvc-protection" {
 		t.Errorf("claim: %v %v", err, pvc.Finalizers)
+	}
+
+	// PodSecurity: enforce refuses, a new enforce label warns about running pods.
+	var seen warnings
+	wcfg := rest.CopyConfig(cfg)
+	wcfg.WarningHandler = &seen
+	wc := kubernetes.NewForConfigOrDie(wcfg)
+	ns, err := wc.CoreV1().Namespaces().Get(ctx, "adm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := wc.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 0 {
+		t.Errorf("baseline over plain pods warned: %q", seen)
+	}
+	host := admissionPod("host")
+	host.Spec.HostNetwork = true
+	_, err = c.CoreV1().Pods("adm").Create(ctx, host, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || err.Error() != `pods "host" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)` {
+		t.Errorf("hostNetwork pod under baseline: %v", err)
+	}
+	ns, _ = wc.CoreV1().Namespaces().Get(ctx, "adm", metav1.GetOptions{})
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := wc.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 2 || seen[0] != `existing pods in namespace "adm" violate the new PodSecurity enforce level "restricted:latest"` {
+		t.Errorf("warnings on labelling restricted: %q", seen)
 	}
 }
