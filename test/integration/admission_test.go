@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"mizzen/internal/server"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -81,7 +82,7 @@ func TestResourceQuotaRace(t *testing.T) {
 }
 
 func TestBuiltinAdmissionPlugins(t *testing.T) {
-	cfg := apiserver.Start(t)
+	cfg := apiserver.StartWithOptions(t, func(o *server.Options) { o.DisableAdmissionPlugins = []string{"ServiceAccount"} }).AdminConfig
 	c := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
