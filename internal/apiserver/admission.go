@@ -49,6 +49,38 @@ func (s *Server) validateAdmission(ctx context.Context, a *admission.Attributes)
 	return s.admission.Validate(ctx, a)
 }
 
+// admitConnect runs admission for a CONNECT (pods/exec, attach, portforward): the
+// object is the request's options, as upstream sends it to webhooks and policies.
+func (s *Server) admitConnect(r *http.Request, info *requestInfo, h *resourceHandler) error {
+	q := r.URL.Query()
+	flag := func(name string) bool { return isTrue(q.Get(name)) }
+	var opts runtime.Object
+	var kind string
+	switch info.Subresource {
+	case "exec":
+		opts, kind = &corev1.PodExecOptions{Container: q.Get("container"), Command: q["command"],
+			Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty")}, "PodExecOptions"
+	case "attach":
+		opts, kind = &corev1.PodAttachOptions{Container: q.Get("container"),
+			Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty")}, "PodAttachOptions"
+	default:
+		pf := &corev1.PodPortForwardOptions{}
+		for _, p := range q["ports"] {
+			if n, err := strconv.ParseInt(p, 10, 32); err == nil {
+				pf.Ports = append(pf.Ports, int32(n))
+			}
+		}
+		opts, kind = pf, "PodPortForwardOptions"
+	}
+	ctx := r.Context()
+	a := s.admissionAttributes(ctx, admission.Connect, h, info.Subresource, info.Namespace, info.Name, opts, nil, false, nil)
+	a.Kind = corev1.SchemeGroupVersion.WithKind(kind)
+	if err := s.mutate(ctx, a); err != nil {
+		return err
+	}
+	return s.validateAdmission(ctx, a)
+}
+
 // withWarnings lets admission plugins add Warning headers to the response.
 func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
 	return admission.WithWarnings(ctx, func(msg string) {

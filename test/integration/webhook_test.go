@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,6 +54,12 @@ func webhookServer(t *testing.T) (*httptest.Server, []byte) {
 	})
 	handle("/warn", func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"seen by the webhook"}}
+	})
+	handle("/always-deny", func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		if req.Operation != admissionv1.Connect || req.Kind.Kind != "PodExecOptions" || !strings.Contains(string(req.Object.Raw), `"command":["ls"]`) {
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: "unexpected review: " + string(req.Object.Raw)}}
+		}
+		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: "no exec here"}}
 	})
 	handle("/slow", func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		time.Sleep(5 * time.Second)
@@ -175,6 +182,27 @@ func TestAdmissionWebhooks(t *testing.T) {
 	}
 	if secretErr != nil {
 		t.Fatalf("slow webhook with failurePolicy Ignore: %v", secretErr)
+	}
+	// CONNECT: a webhook on pods/exec gets the exec options and refuses the exec.
+	_, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-exec"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "no-exec.example.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/always-deny"), CABundle: ca},
+			Rules:        rules("pods/exec", admissionregistrationv1.Connect), SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execErr error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		execErr = c.CoreV1().RESTClient().Post().Namespace("hooks").Resource("pods").Name("p").SubResource("exec").
+			Param("command", "ls").Param("stdout", "true").Do(ctx).Error()
+		if strings.Contains(fmt.Sprint(execErr), "denied") {
+			break
+		}
+	}
+	if execErr == nil || !strings.Contains(execErr.Error(), `admission webhook "no-exec.example.com" denied the request: no exec here`) {
+		t.Fatalf("exec: %v", execErr)
 	}
 	// Webhook configurations are never sent to webhooks: a deny-everything webhook on
 	// them would lock itself in.
