@@ -393,6 +393,9 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
 	if kl.csi != nil {
+		if err := kl.csi.Prepare(); err != nil {
+			kl.log.Warn("csi: cannot create the plugin registration directory", "err", err)
+		}
 		go kl.csi.Run(ctx)
 	}
 	if kl.opts.LocalPathDir != "" {
