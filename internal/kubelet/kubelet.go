@@ -329,6 +329,11 @@ func Run(ctx context.Context, opts Options) error {
 		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger}
 	if !opts.NoCSI {
 		kl.csi = csi.NewManager(csi.Options{Client: kl.client, NodeName: opts.NodeName, RootDir: opts.RootDir, Logger: opts.Logger})
+		// Made now, before the pod watch starts: nothing is created under RootDir once
+		// the kubelet is up and running.
+		if err := kl.csi.Prepare(); err != nil {
+			return fmt.Errorf("kubelet: csi: %w", err)
+		}
 		volOpts.CSI = kl.csi
 	}
 	kl.volumes = volume.NewManager(volOpts)
@@ -393,9 +398,6 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
 	if kl.csi != nil {
-		if err := kl.csi.Prepare(); err != nil {
-			kl.log.Warn("csi: cannot create the plugin registration directory", "err", err)
-		}
 		go kl.csi.Run(ctx)
 	}
 	if kl.opts.LocalPathDir != "" {
