@@ -19,7 +19,7 @@ func init() { register(newAgentCommand) }
 // under the data directory, and the service proxy, as `mizzen server` runs them beside
 // the control plane.
 func newAgentCommand() *cobra.Command {
-	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR string
+	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir string
 	var pf agent.ProxyOptions
 	var noProxy, verbose bool
 	var kubeletPort int32
@@ -41,6 +41,9 @@ func newAgentCommand() *cobra.Command {
 				return err
 			}
 			kf.ContainerLog, kf.ClusterDNS = containerLog, clusterDNS
+			if localPathDir != "" {
+				kf.LocalPathDir = localPathDir
+			}
 			if kf.ClientCA = clientCAFile; clientCAFile == "" {
 				if kf.ClientCA, err = agent.ClusterCAFile(cfg.TLSClientConfig, kf.RootDir); err != nil {
 					return err
@@ -63,7 +66,8 @@ func newAgentCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials")
-	f.StringVar(&dataDir, "data-dir", datadir.Default, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests)")
+	f.StringVar(&dataDir, "data-dir", datadir.Default, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests; DATA_DIR/storage: local-path volumes)")
+	f.StringVar(&localPathDir, "local-path-dir", "", "directory for the local-path StorageClass's volumes on this node (default DATA_DIR/storage)")
 	f.StringVar(&nodeName, "node-name", "", "node name to register (default: the host name)")
 	f.StringVar(&podBridge, "pod-bridge", "mizzen0", "the pod network bridge (distinct per node when several share a host)")
 	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")

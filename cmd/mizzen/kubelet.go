@@ -57,6 +57,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.PauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.CNIBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
 	f.StringVar(&kf.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
+	f.StringVar(&kf.LocalPathDir, "local-path-dir", "", "directory for the local-path StorageClass's volumes on this node (empty: the node offers none)")
 	addContainerLogFlags(cmd, &kf.ContainerLog)
 	addEvictionFlags(cmd, &kf.Eviction)
 	_ = cmd.MarkFlagRequired("kubeconfig")

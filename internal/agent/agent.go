@@ -88,6 +88,7 @@ func AgentKubelet(dir datadir.Dir, nodeName string, port int32, bridge string) (
 		ContainerdDir:    dir.Containerd(),
 		ImagesDir:        dir.Images(),
 		PodManifestPath:  dir.PodManifests(),
+		LocalPathDir:     dir.Storage(),
 		PauseBinary:      filepath.Join(filepath.Dir(exe), PauseBinaryName),
 		ClusterDomain:    "cluster.local", MaxPods: 110, Port: port, CNIBridge: bridge,
 		Eviction: EvictionOptions{Hard: EvictionHard, HardGiven: true},

@@ -36,11 +36,14 @@ type KubeletOptions struct {
 	// ImagesDir holds image tarballs imported into the runtime at start (the agent's).
 	ImagesDir       string
 	PodManifestPath string
-	ClusterDNS      []string
-	MaxPods         int64
-	Port            int32
-	ContainerLog    ContainerLogOptions
-	Eviction        EvictionOptions
+	// LocalPathDir holds the local-path StorageClass's volumes on this node; empty
+	// offers none.
+	LocalPathDir string
+	ClusterDNS   []string
+	MaxPods      int64
+	Port         int32
+	ContainerLog ContainerLogOptions
+	Eviction     EvictionOptions
 }
 
 // EvictionOptions are upstream's node-pressure eviction settings (--eviction-*).
@@ -193,6 +196,7 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		Port:               kf.Port,
 		RootDir:            kf.RootDir,
 		PodManifestPath:    kf.PodManifestPath,
+		LocalPathDir:       kf.LocalPathDir,
 
 		ContainerLogMaxSize:         logMaxSize,
 		ContainerLogMaxFiles:        kf.ContainerLog.MaxFiles,

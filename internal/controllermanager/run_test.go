@@ -59,9 +59,12 @@ func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
 		"cronjob-controller", "ttl-after-finished-controller", "disruption-controller", "clusterrole-aggregation-controller",
 		"clusterrole-aggregation", "endpoint", "endpointslice", "garbagecollector", "namespace", "nodelifecycle", "nodeipam", "serviceaccount",
 		"root-ca-cert-publisher", "resourcequota", "podgc", "deployment", "replicaset", "replicationcontroller",
-		"daemonset", "statefulset", "job", "cronjob", "ttl-after-finished", "disruption"}
+		"daemonset", "statefulset", "job", "cronjob", "ttl-after-finished", "disruption",
+		"persistentvolume-binder-controller", "persistentvolume-binder", "persistentvolume-protection-controller", "pv-protection",
+		"persistentvolumeclaim-protection-controller", "pvc-protection", "ephemeral-volume-controller", "ephemeral-volume",
+		"persistentvolume-expander-controller", "persistentvolume-expander"}
 	seen := map[string]bool{}
-	for _, d := range append(infraControllers(), workloadControllers()...) {
+	for _, d := range append(append(infraControllers(), workloadControllers()...), storageControllers()...) {
 		for _, name := range append([]string{d.Name}, d.Aliases...) {
 			if seen[name] {
 				t.Errorf("controller name %q used twice", name)

@@ -12,6 +12,7 @@
 //	    containerd/   the agent's own containerd (state, sockets, CNI)
 //	    images/       image archives imported at start
 //	    pod-manifests/ static pods
+//	  storage/        the local-path StorageClass's volumes on this node
 package datadir
 
 import "path/filepath"
@@ -62,6 +63,9 @@ func (d Dir) Containerd() string { return filepath.Join(d.Agent(), "containerd")
 
 // Images holds image archives the agent imports when it starts.
 func (d Dir) Images() string { return filepath.Join(d.Agent(), "images") }
+
+// Storage holds the local-path StorageClass's volumes on this node.
+func (d Dir) Storage() string { return filepath.Join(string(d), "storage") }
 
 // PodManifests holds the static pods the kubelet runs.
 func (d Dir) PodManifests() string { return filepath.Join(d.Agent(), "pod-manifests") }

@@ -18,6 +18,7 @@ func TestLayout(t *testing.T) {
 		d.Containerd():        "/d/agent/containerd",
 		d.Images():            "/d/agent/images",
 		d.PodManifests():      "/d/agent/pod-manifests",
+		d.Storage():           "/d/storage",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)

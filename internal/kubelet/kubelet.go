@@ -32,11 +32,13 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"mizzen/internal/kubelet/csi"
 	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
+	"mizzen/internal/localpath"
 )
 
 // Version is the kubelet version reported in NodeInfo unless Options override it.
@@ -91,6 +93,12 @@ type Options struct {
 	// RootDir is the kubelet's state directory; its filesystem is the node's
 	// ephemeral-storage capacity. /var/lib/kubelet when empty.
 	RootDir string
+	// LocalPathDir is where this node keeps local-path volumes (internal/localpath): the
+	// kubelet advertises it on its Node and removes deleted volumes' directories.
+	// Empty: the node offers no local-path storage.
+	LocalPathDir string
+	// NoCSI turns the CSI plugin registration watcher off (hollow nodes have no drivers).
+	NoCSI bool
 	// NoTmpfs keeps memory-backed volumes (medium Memory, secrets, projected tokens) as
 	// plain directories: hollow nodes and unprivileged runs cannot mount tmpfs.
 	NoTmpfs bool
@@ -169,6 +177,8 @@ const (
 	defaultMaxPods        = 110
 	leaseDurationSeconds  = 40
 	defaultGracePeriodSec = 30
+	// localPathSweepPeriod: how soon a deleted local-path volume's directory goes.
+	localPathSweepPeriod = 10 * time.Second
 )
 
 func (o *Options) setDefaults() error {
@@ -249,6 +259,7 @@ func setDuration(d *time.Duration, def time.Duration) {
 type Kubelet struct {
 	opts        Options
 	log         *slog.Logger
+	csi         *csi.Manager
 	clock       clock.WithTickerAndDelayedExecution
 	client      kubernetes.Interface
 	runtime     cri.RuntimeService
@@ -314,8 +325,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	kl.runtimeName = v.RuntimeName
 	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
-	kl.volumes = volume.NewManager(volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
-		Tmpfs: !opts.NoTmpfs, Clock: opts.Clock, Logger: opts.Logger})
+	volOpts := volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
+		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger}
+	if !opts.NoCSI {
+		kl.csi = csi.NewManager(csi.Options{Client: kl.client, NodeName: opts.NodeName, RootDir: opts.RootDir, Logger: opts.Logger})
+		volOpts.CSI = kl.csi
+	}
+	kl.volumes = volume.NewManager(volOpts)
 	if opts.PodManifestPath != "" {
 		// Read before the watch starts, so that a mirror pod it delivers is not taken
 		// for an orphan, and before the first relist, so that running static pods are
@@ -376,6 +392,13 @@ func Run(ctx context.Context, opts Options) error {
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
 	go kl.runResync(ctx)
+	if kl.csi != nil {
+		go kl.csi.Run(ctx)
+	}
+	if kl.opts.LocalPathDir != "" {
+		sweeper := &localpath.Sweeper{Client: kl.client, Dir: kl.opts.LocalPathDir, Period: localPathSweepPeriod, Logger: kl.log}
+		go sweeper.Run(ctx)
+	}
 	go logRotation.Run(ctx)
 	if kl.opts.EvictionMonitoringPeriod >= 0 {
 		evictions, err := eviction.New(eviction.Options{
@@ -406,6 +429,7 @@ func (kl *Kubelet) startNodeServer(ctx context.Context) error {
 	so := *kl.opts.NodeServer
 	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
 	so.Pods = kl.boundPods
+	so.PodVolumes = kl.podVolumes
 	if so.Address == "" {
 		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))
 	}

@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/hostaddr"
+	"mizzen/internal/localpath"
 )
 
 // Well-known node labels the kubelet sets on registration, as upstream does.
@@ -95,11 +96,15 @@ func (kl *Kubelet) initialNode() *v1.Node {
 	for k, v := range kl.opts.NodeLabels {
 		labels[k] = v
 	}
+	annotations := map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+	if kl.opts.LocalPathDir != "" {
+		annotations[localpath.NodeDirAnnotation] = kl.opts.LocalPathDir
+	}
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        kl.opts.NodeName,
 			Labels:      labels,
-			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+			Annotations: annotations,
 		},
 		Spec: v1.NodeSpec{Taints: kl.opts.RegisterWithTaints},
 	}
@@ -126,6 +131,13 @@ func (kl *Kubelet) registerNode(ctx context.Context) (*v1.Node, error) {
 					existing.Labels[k] = v
 					changed = true
 				}
+			}
+			if dir := want.Annotations[localpath.NodeDirAnnotation]; dir != "" && existing.Annotations[localpath.NodeDirAnnotation] != dir {
+				if existing.Annotations == nil {
+					existing.Annotations = map[string]string{}
+				}
+				existing.Annotations[localpath.NodeDirAnnotation] = dir
+				changed = true
 			}
 			node = existing
 			if changed {

@@ -13,9 +13,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
 )
 
@@ -49,6 +51,22 @@ func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret,
 		return nil, err
 	}
 	return obj.(*v1.Secret), nil
+}
+
+// PersistentVolumeClaim is read fresh each time: a pod waiting for its claim to be
+// bound should start as soon as it is.
+func (s volumeSources) PersistentVolumeClaim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
+	return s.kl.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s volumeSources) PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	obj, err := s.objects.get("persistentvolumes/"+name, func() (any, error) {
+		return s.kl.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.PersistentVolume), nil
 }
 
 // objectCache keeps objects read from the API for a while; errors (a missing
@@ -287,4 +305,17 @@ func logTail(path string) string {
 		msg = msg[len(msg)-maxFallbackLogBytes:]
 	}
 	return msg
+}
+
+// podVolumes are the pod's ready volumes whose usage /stats/summary reports: all but
+// the node's own files (hostPath volumes that no claim is behind), as upstream.
+func (kl *Kubelet) podVolumes(uid string) []nodeserver.PodVolume {
+	var out []nodeserver.PodVolume
+	for name, mv := range kl.volumes.Ready(types.UID(uid)) {
+		if mv.HostPath && mv.Claim == "" {
+			continue
+		}
+		out = append(out, nodeserver.PodVolume{Name: name, Path: mv.Path, ClaimName: mv.Claim})
+	}
+	return out
 }

@@ -144,6 +144,7 @@ func Run(ctx context.Context, opts Options) error {
 			Events:   kubelet.NewEventRecorder(events, name),
 			RootDir:  filepath.Join(rootDir, name),
 			NoTmpfs:  true,
+			NoCSI:    true,
 
 			ServiceLister:  services.Lister(),
 			ServicesSynced: servicesSynced,

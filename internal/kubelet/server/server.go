@@ -49,6 +49,9 @@ type Options struct {
 	Runtime  cri.RuntimeService
 	// Pods returns the pods bound to this node, as the kubelet knows them.
 	Pods func() []*v1.Pod
+	// PodVolumes returns the volumes of a pod (by UID) that /stats/summary reports;
+	// optional.
+	PodVolumes func(uid string) []PodVolume
 	// Certificate is the serving certificate; ClientCAs verify callers' certificates.
 	Certificate tls.Certificate
 	ClientCAs   *x509.CertPool
@@ -70,6 +73,7 @@ type Server struct {
 	// cpu remembers the node's previous CPU sample, to report a usage rate.
 	cpuMu   sync.Mutex
 	lastCPU *cpuSample
+	usage   usageCache
 }
 
 // New builds a node server; Run or ServeHTTP serve it.

@@ -93,9 +93,22 @@ func startTestNode(t *testing.T) *testNode {
 	}
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid1"}}
+	volDir := filepath.Join(dir, "volume-data")
+	if err := os.MkdirAll(volDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(volDir, "f"), make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	srv, err := New(Options{
 		NodeName: "node-a", Runtime: cri, Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
 		Certificate: servingPair, ClientCAs: ca.Pool(), RootDir: dir,
+		PodVolumes: func(uid string) []PodVolume {
+			if uid != "uid1" {
+				return nil
+			}
+			return []PodVolume{{Name: "data", Path: volDir, ClaimName: "data-web"}}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +251,13 @@ func TestEndpoints(t *testing.T) {
 		sum.Pods[0].PodRef != (PodReference{Name: "web", Namespace: "default", UID: "uid1"}) || len(sum.Pods[0].Containers) != 1 ||
 		sum.Node.Fs == nil || sum.Node.Fs.CapacityBytes == nil || *sum.Node.Fs.CapacityBytes == 0 || sum.Node.Memory == nil || sum.Node.CPU == nil {
 		t.Errorf("/stats/summary: %v %s", err, body)
+	}
+	if vols := sum.Pods[0].Volumes; len(vols) != 1 || vols[0].Name != "data" || vols[0].PVCRef == nil || *vols[0].PVCRef != (PVCReference{Name: "data-web", Namespace: "default"}) ||
+		vols[0].UsedBytes == nil || *vols[0].UsedBytes < 8192 || vols[0].InodesUsed == nil || *vols[0].InodesUsed != 2 || vols[0].CapacityBytes == nil {
+		t.Errorf("/stats/summary volumes: %s", body)
+	}
+	if !strings.Contains(body, `"volume":[{"time":`) || !strings.Contains(body, `"pvcRef":{"name":"data-web","namespace":"default"}`) {
+		t.Errorf("/stats/summary volume JSON is not upstream's shape: %s", body)
 	}
 
 	code, body, err = n.get(t, "apiserver", "/metrics/resource")

@@ -50,6 +50,30 @@ type PodStats struct {
 	Containers []ContainerStats `json:"containers"`
 	CPU        *CPUStats        `json:"cpu,omitempty"`
 	Memory     *MemoryStats     `json:"memory,omitempty"`
+	Volumes    []VolumeStats    `json:"volume,omitempty"`
+}
+
+// PodVolume is a volume of a pod on this node, for its stats.
+type PodVolume struct {
+	Name string
+	Path string
+	// ClaimName is the PersistentVolumeClaim behind the volume, if any (in the pod's
+	// namespace).
+	ClaimName string
+}
+
+// VolumeStats is one pod volume's usage, as upstream's (the filesystem holding it, and
+// the bytes and inodes under it).
+type VolumeStats struct {
+	FsStats
+	Name   string        `json:"name"`
+	PVCRef *PVCReference `json:"pvcRef,omitempty"`
+}
+
+// PVCReference names the claim behind a volume.
+type PVCReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 }
 
 // ContainerStats is one container's usage.
@@ -177,6 +201,7 @@ func (s *Server) summary(ctx context.Context) (*Summary, error) {
 	})
 	for _, id := range order {
 		sort.Slice(pods[id].Containers, func(i, j int) bool { return pods[id].Containers[i].Name < pods[id].Containers[j].Name })
+		pods[id].Volumes = s.volumeStats(pods[id].PodRef)
 		sum.Pods = append(sum.Pods, *pods[id])
 	}
 	return sum, nil

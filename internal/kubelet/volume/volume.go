@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,6 +34,9 @@ type Sources interface {
 	// ServiceAccountToken requests a token for the pod's service account, bound to
 	// the pod, and returns it with its expiry.
 	ServiceAccountToken(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, time.Time, error)
+	// PersistentVolumeClaim and PersistentVolume read what claim-backed volumes name.
+	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
+	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
 }
 
 // Options configure a Manager. RootDir and Sources are required.
@@ -42,7 +46,12 @@ type Options struct {
 	// Tmpfs puts memory-medium emptyDirs and secret, downwardAPI and projected volumes on
 	// tmpfs mounts, as upstream does; without it they are plain directories (hollow
 	// nodes, unprivileged tests).
-	Tmpfs  bool
+	Tmpfs bool
+	// LocalPathDir is the node's local-path storage directory (internal/localpath),
+	// where the reclaim policies of the local-path volumes it mounts are noted.
+	LocalPathDir string
+	// CSI publishes CSI volumes; without it they cannot be set up.
+	CSI    CSI
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
 }
@@ -52,6 +61,9 @@ type Manager struct {
 	opts   Options
 	tokens *tokenCache
 	owned  ownedVolumes
+	// ready is what SetUp last returned for each pod, for volume stats.
+	readyMu sync.Mutex
+	ready   map[types.UID]map[string]Mounted
 }
 
 // NewManager returns a manager for the volumes under opts.RootDir.
@@ -82,6 +94,10 @@ type Mounted struct {
 	ReadOnly bool
 	// Writable volumes may get a missing subPath created inside them.
 	Writable bool
+	// Claim names the PersistentVolumeClaim behind the volume, if any.
+	Claim string
+	// HostPath volumes are the node's own files: no volume stats, as upstream.
+	HostPath bool
 }
 
 // PodDir is the pod's state directory.
@@ -121,6 +137,15 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, e
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
+		if claim, ephemeral, ok := claimName(pod, vol); ok {
+			mv, err := m.setUpClaimVolume(ctx, pod, vol, claim, ephemeral)
+			if err != nil {
+				errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+				continue
+			}
+			out[vol.Name] = mv
+			continue
+		}
 		mv, ok := m.mounted(pod, vol)
 		if !ok {
 			errs = append(errs, &MountError{Volume: vol.Name, Err: errors.New("volume type is not supported by this kubelet")})
@@ -134,7 +159,20 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, e
 		}
 		out[vol.Name] = mv
 	}
+	m.readyMu.Lock()
+	if m.ready == nil {
+		m.ready = map[types.UID]map[string]Mounted{}
+	}
+	m.ready[pod.UID] = out
+	m.readyMu.Unlock()
 	return out, errors.Join(errs...)
+}
+
+// Ready returns the pod's volumes that its last SetUp made ready, by volume name.
+func (m *Manager) Ready(uid types.UID) map[string]Mounted {
+	m.readyMu.Lock()
+	defer m.readyMu.Unlock()
+	return m.ready[uid]
 }
 
 // mounted is where a volume lives on the host and how it may be mounted.
@@ -147,7 +185,7 @@ func (m *Manager) mounted(pod *v1.Pod, vol *v1.Volume) (Mounted, bool) {
 	case src.EmptyDir != nil:
 		return Mounted{Path: m.volumeDir(pod.UID, kindEmptyDir, vol.Name), Writable: true}, true
 	case src.HostPath != nil:
-		return Mounted{Path: src.HostPath.Path, Writable: true}, true
+		return Mounted{Path: src.HostPath.Path, Writable: true, HostPath: true}, true
 	case src.ConfigMap != nil:
 		return apiData(kindConfigMap)
 	case src.Secret != nil:
@@ -250,9 +288,12 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 // directory: a finished pod's volumes go while its object (and the termination
 // messages its status came from) remain. tmpfs mounts are unmounted first, so that
 // nothing outside the pod directory can be removed through them.
-func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
+func (m *Manager) TearDownVolumes(ctx context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
 	m.owned.forget(uid)
+	m.readyMu.Lock()
+	delete(m.ready, uid)
+	m.readyMu.Unlock()
 	volumes := filepath.Join(m.PodDir(uid), "volumes")
 	kinds, err := os.ReadDir(volumes)
 	if err != nil {
@@ -268,6 +309,16 @@ func (m *Manager) TearDownVolumes(_ context.Context, uid types.UID) error {
 		}
 		for _, n := range names {
 			dir := filepath.Join(volumes, k.Name(), n.Name())
+			if k.Name() == kindCSI {
+				if err := m.tearDownCSI(ctx, dir); err != nil {
+					return fmt.Errorf("UnmountVolume.TearDown failed for volume %q : %w", n.Name(), err)
+				}
+				if mounted, err := isMountPoint(filepath.Join(dir, "mount")); err == nil && mounted {
+					if err := syscall.Unmount(filepath.Join(dir, "mount"), 0); err != nil {
+						return fmt.Errorf("unmounting %s: %w", dir, err)
+					}
+				}
+			}
 			if mounted, err := isMountPoint(dir); err != nil {
 				return err
 			} else if mounted {

@@ -31,10 +31,31 @@ type fakeSources struct {
 	secrets    map[string]*v1.Secret
 	clock      *testclock.FakeClock
 	issued     int
+	claims     map[string]*v1.PersistentVolumeClaim
+	volumes    map[string]*v1.PersistentVolume
+}
+
+func (f *fakeSources) PersistentVolumeClaim(_ context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.claims[ns+"/"+name]; ok {
+		return c, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
+}
+
+func (f *fakeSources) PersistentVolume(_ context.Context, name string) (*v1.PersistentVolume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if pv, ok := f.volumes[name]; ok {
+		return pv, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumes"}, name)
 }
 
 func newFakeSources(clk *testclock.FakeClock) *fakeSources {
-	return &fakeSources{configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, clock: clk}
+	return &fakeSources{configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, clock: clk,
+		claims: map[string]*v1.PersistentVolumeClaim{}, volumes: map[string]*v1.PersistentVolume{}}
 }
 
 func (f *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {

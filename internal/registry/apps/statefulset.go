@@ -183,9 +183,35 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) 
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("selector"), spec.Selector, ""))
 	} else {
 		allErrs = append(allErrs, validateTemplateLabelsMatch(sel, &spec.Template, tp)...)
-		allErrs = append(allErrs, core.ValidatePodTemplateSpec(&spec.Template, tp)...)
+		allErrs = append(allErrs, core.ValidatePodTemplateSpec(templateWithClaims(spec), tp)...)
 	}
 	return append(allErrs, validateAlwaysRestart(&spec.Template.Spec, "StatefulSet", tp.Child("spec"))...)
+}
+
+// templateWithClaims is the pod template as the controller will create its pods: each
+// volumeClaimTemplate becomes a persistentVolumeClaim volume of the same name (replacing a
+// template volume so named), so containers may mount the claims. Upstream skips pod spec
+// validation for StatefulSets for this reason; validating the union keeps every other check.
+func templateWithClaims(spec *appsv1.StatefulSetSpec) *corev1.PodTemplateSpec {
+	if len(spec.VolumeClaimTemplates) == 0 {
+		return &spec.Template
+	}
+	t := spec.Template.DeepCopy()
+	for _, claim := range spec.VolumeClaimTemplates {
+		vol := corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name},
+		}}
+		replaced := false
+		for i := range t.Spec.Volumes {
+			if t.Spec.Volumes[i].Name == claim.Name {
+				t.Spec.Volumes[i], replaced = vol, true
+			}
+		}
+		if !replaced {
+			t.Spec.Volumes = append(t.Spec.Volumes, vol)
+		}
+	}
+	return t
 }
 
 func validateRetentionPolicyType(t appsv1.PersistentVolumeClaimRetentionPolicyType, fldPath *field.Path) field.ErrorList {

@@ -68,6 +68,16 @@ func TestStatefulSetValidate(t *testing.T) {
 		want   []wantError
 	}{
 		{"valid", func(*appsv1.StatefulSet) {}, nil},
+		{"container mounts a claim template", func(ss *appsv1.StatefulSet) {
+			ss.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}, nil},
+		{"claim template replaces a same-named volume", func(ss *appsv1.StatefulSet) {
+			ss.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			ss.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}, nil},
+		{"mount of an unknown volume", func(ss *appsv1.StatefulSet) {
+			ss.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}}
+		}, []wantError{{"spec.template.spec.containers[0].volumeMounts[0].name", field.ErrorTypeNotFound}}},
 		{"no service name is fine", func(ss *appsv1.StatefulSet) { ss.Spec.ServiceName = "" }, nil},
 		{"bad service name", func(ss *appsv1.StatefulSet) { ss.Spec.ServiceName = "DB_1" },
 			[]wantError{{"spec.serviceName", field.ErrorTypeInvalid}}},

@@ -79,16 +79,30 @@ func validatePVCSpec(spec *corev1.PersistentVolumeClaimSpec, specPath *field.Pat
 // volume attributes class and binding to a volume; the rest of the spec is fixed.
 func validatePersistentVolumeClaimUpdate(_ context.Context, pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
 	allowed := old.Spec.DeepCopy()
-	allowed.Resources.Requests = pvc.Spec.Resources.Requests
+	var errs field.ErrorList
+	if old.Status.Phase == corev1.ClaimBound {
+		// Bound claims may be resized: grown, or shrunk back no lower than what they
+		// have (recovery from a failed expansion), as upstream.
+		allowed.Resources.Requests = pvc.Spec.Resources.Requests
+		newSize, oldSize := pvc.Spec.Resources.Requests[corev1.ResourceStorage], old.Spec.Resources.Requests[corev1.ResourceStorage]
+		if have, ok := old.Status.Capacity[corev1.ResourceStorage]; ok && newSize.Cmp(oldSize) < 0 && newSize.Cmp(have) < 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "field can not be less than status.capacity"))
+		}
+	}
 	allowed.VolumeAttributesClassName = pvc.Spec.VolumeAttributesClassName
 	if old.Spec.VolumeName == "" {
 		allowed.VolumeName = pvc.Spec.VolumeName
 	}
-	if !equality.Semantic.DeepEqual(*allowed, pvc.Spec) {
-		return field.ErrorList{field.Forbidden(field.NewPath("spec"),
-			"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")}
+	// A claim without a class may be given one once (the default class, assigned
+	// retroactively by the persistentvolume-binder), as upstream allows.
+	if old.Spec.StorageClassName == nil && old.Spec.VolumeName == "" {
+		allowed.StorageClassName = pvc.Spec.StorageClassName
 	}
-	return nil
+	if !equality.Semantic.DeepEqual(*allowed, pvc.Spec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"),
+			"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))
+	}
+	return errs
 }
 
 func persistentVolumeClaimRow(pvc *corev1.PersistentVolumeClaim) []interface{} {

@@ -103,6 +103,14 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	grown := bound.DeepCopy()
 	grown.Spec.Resources.Requests = rl("storage", "20Gi")
 	assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), grown, bound), nil)
+	shrunk := grown.DeepCopy()
+	shrunk.Spec.Resources.Requests = rl("storage", "5Gi")
+	assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), shrunk, grown), []string{
+		"spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"})
+	pendingGrown := pvc.DeepCopy()
+	pendingGrown.Spec.Resources.Requests = rl("storage", "20Gi")
+	assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), pendingGrown, pvc), []string{
+		"spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"})
 	remoded := bound.DeepCopy()
 	remoded.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), remoded, bound), []string{

@@ -111,21 +111,30 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 	hasClaims := false
 	for _, vol := range pod.Spec.Volumes {
 		var name string
+		ephemeral := false
 		switch {
 		case vol.PersistentVolumeClaim != nil:
 			name = vol.PersistentVolumeClaim.ClaimName
 		case vol.Ephemeral != nil:
-			name = pod.Name + "-" + vol.Name
+			name, ephemeral = pod.Name+"-"+vol.Name, true
 		default:
 			continue
 		}
 		hasClaims = true
 		pvc, err := pl.pvcs.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if apierrors.IsNotFound(err) {
+			if ephemeral {
+				return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable,
+					fmt.Sprintf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", name))
+			}
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q not found", name))
 		}
 		if err != nil {
 			return nil, framework.AsStatus(err)
+		}
+		if ephemeral && !metav1.IsControlledBy(pvc, pod) {
+			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable,
+				fmt.Sprintf("persistentvolumeclaim %q was not created for the pod", name))
 		}
 		if pvc.DeletionTimestamp != nil {
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name))

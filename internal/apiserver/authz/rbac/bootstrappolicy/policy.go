@@ -224,6 +224,9 @@ func controllerManagerRules() []rbacv1.PolicyRule {
 		rule("create").groups(appsGroup).resources("replicasets", "controllerrevisions"),
 		rule("create").groups(batchGroup).resources("jobs"),
 		rule("create").groups(discoveryGroup).resources("endpointslices"),
+		// The local-path provisioner creates volumes and its default StorageClass.
+		rule("create").groups(legacyGroup).resources("persistentvolumes"),
+		rule("create").groups(storageGroup).resources("storageclasses"),
 		// The clusterrole-aggregation controller writes rules it need not hold itself.
 		rule("escalate").groups(rbacGroup).resources("clusterroles"),
 	)
