@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"mizzen/internal/testing/apiserver"
 )
 
 var (
@@ -529,4 +531,30 @@ func TestDefaultsOnRead(t *testing.T) {
 	if cn, _, _ := unstructured.NestedString(l.Items[0].Object, "spec", "commonName"); cn != "example.com" {
 		t.Errorf("list: commonName %q", cn)
 	}
+}
+
+// TestServedAfterRestart: an apiserver started on existing data serves the CRDs it
+// finds, with their objects.
+func TestServedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := apiserver.StartWithDir(t, dir)
+	dyn := dynamic.NewForConfigOrDie(srv.AdminConfig)
+	createCRD(t, dyn, "testdata/certificates-crd.yaml")
+	waitServed(t, dyn, certGVR)
+	if _, err := dyn.Resource(certGVR).Namespace("default").Create(context.Background(), cert("kept", validSpec()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	srv = apiserver.StartWithDir(t, dir)
+	dyn = dynamic.NewForConfigOrDie(srv.AdminConfig)
+	eventually(t, "served after the restart", func() string {
+		obj, err := dyn.Resource(certGVR).Namespace("default").Get(context.Background(), "kept", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if d, _, _ := unstructured.NestedString(obj.Object, "spec", "duration"); d != "2160h" {
+			return "duration " + d
+		}
+		return ""
+	})
 }
