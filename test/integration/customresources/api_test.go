@@ -113,6 +113,25 @@ func TestCRDStatus(t *testing.T) {
 		t.Errorf("storedVersions %v", typed.Status.StoredVersions)
 	}
 
+	// The group versions are registered as local APIServices, as upstream does.
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	eventually(t, "the CRD's APIServices", func() string {
+		for _, v := range []string{"v1", "v1alpha1"} {
+			svc, err := apiServices.Get(context.Background(), v+".certs.example.com", metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
+			if len(conds) == 0 || conds[0].(map[string]interface{})["status"] != "True" || conds[0].(map[string]interface{})["reason"] != "Local" {
+				return fmt.Sprint(conds)
+			}
+			if p, _, _ := unstructured.NestedInt64(svc.Object, "spec", "groupPriorityMinimum"); p != 1000 {
+				return fmt.Sprint("groupPriorityMinimum ", p)
+			}
+		}
+		return ""
+	})
+
 	// A second CRD of the group with a kind already taken is not served; as upstream,
 	// the condition reports the last conflict found (the list kind).
 	clash := &unstructured.Unstructured{}
@@ -488,6 +507,13 @@ func TestDeletingTheCRDRemovesItsResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	eventually(t, "the CRD's APIService is removed", func() string {
+		if _, err := apiServices.Get(ctx, "v1.certs.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprint(err)
+		}
+		return ""
+	})
 	for _, g := range groups.Groups {
 		if g.Name == "certs.example.com" {
 			t.Errorf("the group is still discovered")
