@@ -311,10 +311,12 @@ func scaleAdapter(sc *apiextv1.CustomResourceSubresourceScale) *registry.ScaleAd
 }
 
 // printer renders the additionalPrinterColumns after NAME, as upstream's table
-// convertor does; without any, the server's default NAME and CREATED AT are printed.
+// convertor does; without any, NAME and AGE, as upstream's default columns for
+// custom resources.
 func printer(cols []apiextv1.CustomResourceColumnDefinition) *registry.Printer {
 	if len(cols) == 0 {
-		return nil
+		cols = []apiextv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
+			Description: registry.AgeColumn.Description}}
 	}
 	p := &registry.Printer{Columns: []metav1.TableColumnDefinition{registry.NameColumn}}
 	var paths []*jsonpath.JSONPath

@@ -56,6 +56,10 @@ func TestResources(t *testing.T) {
 	if len(rs) != 2 || rs[0].GroupVersion.Version != "v1" || rs[0].StorageResource != nil || rs[1].StorageResource == nil {
 		t.Fatalf("resources: %+v", rs)
 	}
+	// A version without printer columns prints NAME and AGE, as upstream.
+	if cols := rs[1].Printer.Columns; len(cols) != 2 || cols[0].Name != "Name" || cols[1].Name != "Age" || cols[1].Type != "date" {
+		t.Errorf("default columns %+v", cols)
+	}
 	v1 := rs[0]
 	if v1.Kind != "Certificate" || !v1.Namespaced || !v1.HasStatus || v1.Scale == nil || strings.Join(v1.ShortNames, ",") != "cert,certs" {
 		t.Errorf("v1: %+v", v1)
