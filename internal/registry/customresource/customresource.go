@@ -248,6 +248,7 @@ func (s *strategy) validate(obj, old runtime.Object) field.ErrorList {
 	}
 	verrs := s.validator.Validate(u)
 	errs = append(errs, verrs...)
+	errs = append(errs, crdschema.ValidateEmbedded(u, s.schema)...)
 	if len(verrs) == 0 {
 		var oldContent map[string]interface{}
 		if old != nil {

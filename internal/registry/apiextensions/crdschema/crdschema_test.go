@@ -418,3 +418,31 @@ x-kubernetes-validations:
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestValidateEmbedded(t *testing.T) {
+	s := schemaOf(t, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      template:
+        type: object
+        x-kubernetes-embedded-resource: true
+        x-kubernetes-preserve-unknown-fields: true
+`)
+	tests := []struct {
+		obj  string
+		want []string
+	}{
+		{`{spec: {template: {apiVersion: v1, kind: Pod, metadata: {labels: {app: web}}}}}`, []string{}},
+		{`{spec: {template: {metadata: {name: ok}}}}`, []string{"spec.template.kind: Required value: must not be empty", "spec.template.apiVersion: Required value: must not be empty"}},
+		{`{spec: {template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: Bad_Name}}}}`, []string{`spec.template.metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`}},
+	}
+	for _, tt := range tests {
+		got := messages(ValidateEmbedded(objectOf(t, tt.obj), s))
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s:\n got  %q\n want %q", tt.obj, got, tt.want)
+		}
+	}
+}
