@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"mizzen/internal/apiserver/openapi"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/registry"
-	"mizzen/internal/server"
 	"mizzen/internal/testing/apiserver"
 	"mizzen/internal/testing/kubectlrun"
 )
@@ -19,7 +19,7 @@ import (
 // startServer runs an apiserver that publishes OpenAPI, as `mizzen server` does, for
 // kubectl's validation and explain.
 func startServer(t *testing.T) *apiserver.Server {
-	return apiserver.StartWithOptions(t, func(o *server.Options) {
+	return apiserver.StartWithOptions(t, func(o *core.Options) {
 		o.OpenAPI = func(rs []*registry.Resource) (http.Handler, error) { return openapi.NewDynamic(rs) }
 	})
 }
