@@ -584,3 +584,34 @@ func TestServedAfterRestart(t *testing.T) {
 		return ""
 	})
 }
+
+// TestApplyListMapKeys: x-kubernetes-list-type map with its keys makes server-side
+// apply merge list items by key: two managers apply a condition each, and both stay.
+func TestApplyListMapKeys(t *testing.T) {
+	dyn, _, _ := setup(t)
+	ctx := context.Background()
+	certs := dyn.Resource(certGVR).Namespace("default")
+	if _, err := certs.Create(ctx, cert("web", validSpec()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	for _, c := range []struct{ manager, condition string }{{"ready-controller", "Ready"}, {"issuing-controller", "Issuing"}} {
+		doc := fmt.Sprintf(`{"apiVersion":"certs.example.com/v1","kind":"Certificate","metadata":{"name":"web"},"status":{"conditions":[{"type":%q,"status":"True"}]}}`, c.condition)
+		if _, err := certs.Patch(ctx, "web", types.ApplyPatchType, []byte(doc), metav1.PatchOptions{FieldManager: c.manager, Force: &force}, "status"); err != nil {
+			t.Fatalf("apply of %s: %v", c.condition, err)
+		}
+	}
+	obj, err := certs.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var got []string
+	for _, c := range conds {
+		got = append(got, c.(map[string]interface{})["type"].(string))
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "Issuing,Ready" {
+		t.Errorf("conditions after two appliers: %v", conds)
+	}
+}
