@@ -370,6 +370,11 @@ properties:
       min: {type: integer}
       max: {type: integer}
       name: {type: string}
+      ratio:
+        type: number
+        x-kubernetes-validations:
+        - rule: self * 2.0 <= 3.0 && self > 0
+          message: ratio out of range
       immutable:
         type: string
         x-kubernetes-validations:
@@ -385,6 +390,8 @@ properties:
 		want           []string
 	}{
 		{"valid create", `{spec: {min: 1, max: 2, name: a, immutable: x}}`, ``, []string{}},
+		{"a whole number in a number field is a double", `{spec: {min: 1, max: 2, name: a, ratio: 1}}`, ``, []string{}},
+		{"number rule fails", `{spec: {min: 1, max: 2, name: a, ratio: 2}}`, ``, []string{`spec.ratio: Invalid value: "number": ratio out of range`}},
 		{"rule fails", `{spec: {min: 3, max: 2, name: a}}`, ``, []string{`spec: Invalid value: "object": min must not exceed max`}},
 		{"message expression and field path", `{spec: {min: 1, max: 2, name: ""}}`, ``, []string{`spec.name: Required value: name of 2 is empty`}},
 		{"transition rule", `{spec: {min: 1, max: 2, name: a}}`, `{spec: {min: 1, max: 5, name: a}}`, []string{`spec: Invalid value: "object": max may only grow`}},
