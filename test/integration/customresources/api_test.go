@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -613,5 +614,23 @@ func TestApplyListMapKeys(t *testing.T) {
 	sort.Strings(got)
 	if strings.Join(got, ",") != "Issuing,Ready" {
 		t.Errorf("conditions after two appliers: %v", conds)
+	}
+}
+
+// TestDuplicateFields: duplicate fields in a body are refused with Strict and reported
+// with Warn, as for built-in resources.
+func TestDuplicateFields(t *testing.T) {
+	_, cfg, warn := setup(t)
+	client := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient()
+	body := `{"apiVersion":"certs.example.com/v1","kind":"Certificate","metadata":{"name":"dup"},"spec":{"secretName":"a","secretName":"b","issuerRef":{"name":"ca"}}}`
+	err := client.Post().AbsPath("/apis/certs.example.com/v1/namespaces/default/certificates").Param("fieldValidation", "Strict").
+		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background()).Error()
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `duplicate field "spec.secretName"`) {
+		t.Errorf("Strict: %v", err)
+	}
+	err = client.Post().AbsPath("/apis/certs.example.com/v1/namespaces/default/certificates").
+		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background()).Error()
+	if err != nil || !strings.Contains(strings.Join(warn.got, ";"), `duplicate field "spec.secretName"`) {
+		t.Errorf("Warn: %v %q", err, warn.got)
 	}
 }
