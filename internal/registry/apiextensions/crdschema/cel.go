@@ -15,7 +15,8 @@ const perCallCostLimit = 1000000
 
 // celEnv is the environment rules compile in: self and oldSelf, typed dynamically
 // (the schema's types are checked by the schema validator before rules run), with
-// cel-go's string, list, set and math extensions.
+// cel-go's string, list, set and math extensions and part of upstream's Kubernetes
+// library (cellib.go).
 func celEnv() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("self", cel.DynType),
@@ -23,6 +24,7 @@ func celEnv() (*cel.Env, error) {
 		ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(),
 		cel.HomogeneousAggregateLiterals(),
 		cel.CrossTypeNumericComparisons(true),
+		kubernetesLib(),
 		cel.DefaultUTCTimeZone(true),
 	)
 }

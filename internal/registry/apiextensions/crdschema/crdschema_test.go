@@ -453,3 +453,32 @@ properties:
 		}
 	}
 }
+
+func TestKubernetesLibrary(t *testing.T) {
+	s := schemaOf(t, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      ports: {type: array, items: {type: integer}}
+      host: {type: string}
+    x-kubernetes-validations:
+    - rule: self.ports.isSorted() && self.ports.sum() < 100 && self.ports.min() > 0 && self.ports.max() < 50 && self.ports.indexOf(20) == 1 && self.ports.lastIndexOf(30) == 2
+      message: ports
+    - rule: self.host.find('[0-9]+') == '42' && self.host.findAll('[a-z]+') == ['web', 'example']
+      message: host
+`)
+	if errs := ValidateRules(field.NewPath("schema"), s); len(errs) > 0 {
+		t.Fatalf("rules do not compile: %v", errs)
+	}
+	rules := NewRules(s)
+	if errs := rules.Validate(objectOf(t, `{spec: {ports: [10, 20, 30], host: web42.example}}`), nil); len(errs) > 0 {
+		t.Errorf("valid: %v", errs)
+	}
+	got := messages(rules.Validate(objectOf(t, `{spec: {ports: [20, 10], host: x}}`), nil))
+	want := []string{`spec: Invalid value: "object": ports`, `spec: Invalid value: "object": host`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
