@@ -33,7 +33,7 @@ import (
 
 // echo is a backend answering with its name and the request it saw, and echoing the
 // bytes of an Upgrade: echo connection.
-func echo(t *testing.T, name string) *httptest.Server {
+func echo(t testing.TB, name string) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") == "echo" {
@@ -109,13 +109,13 @@ func path(p string, b networkingv1.IngressBackend) networkingv1.HTTPIngressPath 
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	client kubernetes.Interface
 	srv    *Server
 	http   *http.Client
 }
 
-func start(t *testing.T, objs ...any) *harness {
+func start(t testing.TB, objs ...any) *harness {
 	t.Helper()
 	var runtimeObjs []any
 	runtimeObjs = append(runtimeObjs, objs...)
@@ -195,7 +195,7 @@ func (h *harness) get(scheme, host, p string) (int, seen, *http.Response) {
 }
 
 // eventually retries until check passes; the configuration follows the informers.
-func eventually(t *testing.T, check func() error) {
+func eventually(t testing.TB, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

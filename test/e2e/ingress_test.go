@@ -231,6 +231,34 @@ func TestIngress(t *testing.T) {
 			t.Errorf("kubectl get ingress:\n%s", out)
 		}
 	})
+	t.Run("a missing TLS secret: the default certificate and a Warning event", func(t *testing.T) {
+		c.kubectlStdin(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: unsigned}
+spec:
+  ingressClassName: mizzen
+  tls:
+  - {hosts: [gamma.test], secretName: nowhere}
+  rules:
+  - host: gamma.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: alpha, port: {number: 80}}}}
+`, "apply", "-f", "-")
+		eventually(t, 30*time.Second, func() error {
+			out := c.kubectl("get", "events", "--field-selector", "involvedObject.kind=Ingress,involvedObject.name=unsigned",
+				"-o", "jsonpath={range .items[*]}{.type} {.reason}: {.message}{\"\\n\"}{end}")
+			if !strings.Contains(out, "Warning TLSSecretInvalid: secret default/nowhere not found; serving gamma.test with the default certificate") {
+				return fmt.Errorf("events of ingress unsigned:\n%s", out)
+			}
+			return nil
+		})
+		// Served all the same, with the default certificate (which these roots refuse).
+		reaches("http", "gamma.test", "/hostname", "alpha-", 2)
+		if _, _, _, err := get("https", "gamma.test", "/hostname"); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("gamma.test over TLS: %v, want the default certificate refused", err)
+		}
+	})
 	t.Run("a backend scaled to zero answers 503", func(t *testing.T) {
 		c.kubectl("scale", "deployment/beta", "--replicas=0")
 		eventually(t, 60*time.Second, func() error {
