@@ -146,8 +146,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log}
+	s.cfg.Admission = append([]AdmissionPlugin{&defaultIngressClassAdmission{s: s}}, cfg.Admission...)
 	if cfg.ServiceAccountAdmission {
-		s.cfg.Admission = append([]AdmissionPlugin{&serviceAccountAdmission{s: s}}, cfg.Admission...)
+		s.cfg.Admission = append([]AdmissionPlugin{&serviceAccountAdmission{s: s}}, s.cfg.Admission...)
 	}
 
 	primary := map[schema.GroupResource]*registry.Resource{}

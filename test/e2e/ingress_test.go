@@ -227,7 +227,8 @@ func TestIngress(t *testing.T) {
 			}
 			return nil
 		})
-		if out := c.kubectl("get", "ingress", "web"); !strings.Contains(out, nodeIP) {
+		// The DefaultIngressClass admission plugin gave the classless Ingress the class.
+		if out := c.kubectl("get", "ingress", "web"); !strings.Contains(out, "mizzen") || !strings.Contains(out, nodeIP) {
 			t.Errorf("kubectl get ingress:\n%s", out)
 		}
 	})
