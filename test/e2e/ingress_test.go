@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/hostaddr"
 )
 
 // Network of the ingress test's cluster: distinct from other clusters on this host.
@@ -294,4 +297,101 @@ func selfSignedPEM(t *testing.T, host string) (crtPEM, keyPEM []byte) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+// TestIngressStandalone runs `mizzen ingress` as its own process against a control plane
+// without nodes or a bundled controller: it serves the class once it exists, routes to
+// a Service whose EndpointSlice names a server on this machine, and writes its bind
+// address into the Ingress's status.
+func TestIngressStandalone(t *testing.T) {
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		t.Skip("no address for an EndpointSlice (they refuse loopback):", err)
+	}
+	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "backend saw %s%s from %s", r.Host, r.URL.Path, r.Header.Get("X-Forwarded-For"))
+	})}
+	ln, err := net.Listen("tcp", net.JoinHostPort(hostIP.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = backend.Serve(ln) }()
+	t.Cleanup(func() { _ = backend.Close() })
+
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent,scheduler,controller-manager,dns,metrics-server,ingress")
+	httpPort := freePort(t)
+	p := startProcess(t, "ingress", "--kubeconfig", c.kubeconfig, "--bind-address", "127.0.0.1",
+		"--http-port", strconv.Itoa(httpPort), "--https-port", "0")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ingress log:\n%s", p.log.String())
+		}
+	})
+	c.kubectlStdin(fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  ports:
+  - {name: http, port: 80}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-manual
+  labels: {kubernetes.io/service-name: web, endpointslice.kubernetes.io/managed-by: e2e-test}
+addressType: IPv4
+ports: [{name: http, port: %d}]
+endpoints: [{addresses: [%q]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec:
+  ingressClassName: mizzen
+  rules:
+  - host: web.test
+    http:
+      paths:
+      - {path: /app, pathType: Prefix, backend: {service: {name: web, port: {name: http}}}}
+`, ln.Addr().(*net.TCPAddr).Port, hostIP.String()), "apply", "-f", "-")
+	get := func(path string) (int, string, error) {
+		req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", httpPort, path), nil)
+		if err != nil {
+			return 0, "", err
+		}
+		req.Host = "web.test"
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	// No IngressClass mizzen yet: the Ingress is not this controller's.
+	time.Sleep(time.Second)
+	if code, body, err := get("/app"); err != nil || code != http.StatusNotFound {
+		t.Fatalf("before the class exists: %d %q %v, want 404", code, body, err)
+	}
+	c.kubectlStdin(`apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: mizzen}
+spec: {controller: mizzen.io/ingress}
+`, "apply", "-f", "-")
+	eventually(t, 30*time.Second, func() error {
+		code, body, err := get("/app/x")
+		if err != nil {
+			return err
+		}
+		if want := "backend saw web.test/app/x from 127.0.0.1"; code != http.StatusOK || body != want {
+			return fmt.Errorf("web.test/app/x: %d %q, want 200 %q", code, body, want)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		if got := strings.TrimSpace(c.kubectl("get", "ingress", "web", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")); got != "127.0.0.1" {
+			return fmt.Errorf("status.loadBalancer.ingress ips %q, want the bind address", got)
+		}
+		return nil
+	})
 }
