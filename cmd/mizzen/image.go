@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
 )
 
@@ -31,7 +31,7 @@ func newImageImportCommand() *cobra.Command {
 		Short: "Import OCI or docker-archive image tarballs into a node's containerd (the agent's by default)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			opts := containerd.Options{DataDir: filepath.Join(dataDir, "agent", "containerd")}
+			opts := containerd.Options{DataDir: datadir.Dir(dataDir).Containerd()}
 			switch {
 			case endpoint != "" && containerdDir != "":
 				return fmt.Errorf("--runtime-endpoint and --containerd-data-dir both name a runtime; give one")
@@ -61,7 +61,7 @@ func newImageImportCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", defaultDataDir, "the node's data directory; its agent's containerd is the target")
+	f.StringVar(&dataDir, "data-dir", datadir.Default, "the node's data directory; its agent's containerd is the target")
 	f.StringVar(&endpoint, "runtime-endpoint", "", "containerd socket to import into instead (unix:///path or a path)")
 	f.StringVar(&containerdDir, "containerd-data-dir", "", "data directory of a containerd started by `mizzen kubelet --containerd-data-dir`")
 	return cmd

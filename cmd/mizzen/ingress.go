@@ -2,16 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"mizzen/internal/hostaddr"
 	"mizzen/internal/ingress"
 )
 
@@ -36,7 +33,7 @@ func newIngressCommand() *cobra.Command {
 				return fmt.Errorf("--kubeconfig is required")
 			}
 			var err error
-			if opts.HTTPAddr, opts.HTTPSAddr, opts.StatusAddress, err = ingressAddresses(bindAddress, httpPort, httpsPort, statusAddress); err != nil {
+			if opts.HTTPAddr, opts.HTTPSAddr, opts.StatusAddress, err = ingress.Addresses(bindAddress, httpPort, httpsPort, statusAddress); err != nil {
 				return err
 			}
 			opts.Logger = newLogger(verbose)
@@ -58,39 +55,4 @@ func newIngressCommand() *cobra.Command {
 	f.StringVar(&opts.ClassName, "ingress-class", ingress.DefaultClassName, "Name of the IngressClass served; its spec.controller must be "+ingress.ControllerName)
 	f.BoolVarP(&verbose, "verbose", "v", false, "Log at debug level")
 	return cmd
-}
-
-// ingressAddresses turns ports and addresses into the controller's listen addresses
-// (a zero port serves nothing) and the address its Ingresses' status names.
-func ingressAddresses(bind string, httpPort, httpsPort int, status string) (httpAddr, httpsAddr, statusAddr string, err error) {
-	ip := net.ParseIP(bind)
-	if ip == nil {
-		return "", "", "", fmt.Errorf("--bind-address %q is not an IP address", bind)
-	}
-	for _, p := range []int{httpPort, httpsPort} {
-		if p < 0 || p > 65535 {
-			return "", "", "", fmt.Errorf("port %d is not a port", p)
-		}
-	}
-	if httpPort == 0 && httpsPort == 0 {
-		return "", "", "", fmt.Errorf("neither an HTTP nor an HTTPS port to serve")
-	}
-	if httpPort > 0 {
-		httpAddr = net.JoinHostPort(bind, strconv.Itoa(httpPort))
-	}
-	if httpsPort > 0 {
-		httpsAddr = net.JoinHostPort(bind, strconv.Itoa(httpsPort))
-	}
-	statusAddr = status
-	if statusAddr == "" {
-		statusAddr = bind
-		if ip.IsUnspecified() {
-			primary, err := hostaddr.PrimaryIPv4()
-			if err != nil {
-				return "", "", "", fmt.Errorf("--publish-status-address: %w", err)
-			}
-			statusAddr = primary.String()
-		}
-	}
-	return httpAddr, httpsAddr, statusAddr, nil
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"mizzen/internal/datadir"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,9 +14,6 @@ import (
 
 func init() { register(newKubectlCommand) }
 
-// defaultDataDir is where `mizzen server` keeps its state unless told otherwise.
-const defaultDataDir = "/var/lib/mizzen"
-
 // newKubectlCommand embeds the upstream kubectl. Without --kubeconfig or KUBECONFIG it
 // talks to the local server through its admin kubeconfig.
 func newKubectlCommand() *cobra.Command {
@@ -26,7 +23,7 @@ func newKubectlCommand() *cobra.Command {
 		DisableFlagParsing: true,
 		Run: func(cmd *cobra.Command, args []string) {
 			if os.Getenv("KUBECONFIG") == "" && !hasFlag(args, "--kubeconfig") {
-				local := filepath.Join(defaultDataDir, "admin.kubeconfig")
+				local := datadir.Dir(datadir.Default).AdminKubeconfig()
 				if _, err := os.Stat(local); err == nil {
 					os.Setenv("KUBECONFIG", local)
 				}

@@ -3,25 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
-	"mizzen/internal/controllermanager"
-	"mizzen/internal/dns"
-	"mizzen/internal/hostaddr"
-	"mizzen/internal/ingress"
-	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
+	"mizzen/internal/datadir"
 	"mizzen/internal/metrics"
-	"mizzen/internal/proxy"
-	"mizzen/internal/scheduler"
-	"mizzen/internal/server"
 )
 
 func init() { register(newServerCommand) }
@@ -44,6 +37,10 @@ type serverFlags struct {
 	ingressHTTPPort, ingressHTTPSPort int
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// dashboardPort serves the bundled dashboard's HTTPS on the bind address.
+	dashboardPort int
+	// metricResolution is the bundled metrics server's scrape interval.
+	metricResolution time.Duration
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
@@ -53,7 +50,7 @@ type serverFlags struct {
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for the cluster's state: certificates, kubeconfigs, embedded etcd")
+	fl.StringVar(&f.dataDir, "data-dir", datadir.Default, "directory for the cluster's state: certificates, kubeconfigs, embedded etcd")
 	fl.StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
 	fl.StringVar(&f.advertise, "advertise-address", "", "IP the kubernetes Service's endpoints give in-cluster clients (default: --bind-address, or the machine's primary address)")
 	fl.IntVar(&f.securePort, "secure-port", 6443, "HTTPS port of the apiserver")
@@ -66,12 +63,12 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
-		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run (scheduler, controller-manager, agent, proxy, dns, metrics-server, ingress)")
+		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run ("+strings.Join(controlplane.Components, ", ")+")")
 	}
 }
 
-func (f *serverFlags) options() server.Options {
-	return server.Options{
+func (f *serverFlags) options() core.Options {
+	return core.Options{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, AdvertiseAddress: f.advertise,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
@@ -87,12 +84,16 @@ func newServerCommand() *cobra.Command {
 		Short: "Run a control plane: embedded etcd, apiserver, and the bundled components",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, d := range f.disable {
-				if !knownComponents[d] {
-					return fmt.Errorf("--disable: unknown component %q", d)
-				}
-			}
-			return runBundle(f)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
+				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
+				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
+				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
+				Ready: func(cp *core.ControlPlane) {
+					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
+				},
+			})
 		},
 	}
 	f.add(cmd, true)
@@ -102,272 +103,16 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
+	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", metrics.DefaultResolution, "how often the bundled metrics server scrapes the kubelets")
 	return cmd
 }
 
-// runBundle starts the control plane, then the bundled components that are not
-// disabled, each reaching the apiserver only through its URL and credentials.
-func runBundle(f serverFlags) error {
-	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The control plane outlives the components on the way down, so that they can still
-	// release their leader Leases and finish their writes: a scheduler whose Lease is
-	// left behind keeps the next server's scheduler waiting for it to expire.
-	cpCtx, stopControlPlane := context.WithCancel(context.Background())
-	defer stopControlPlane()
-	ctx, stopComponents := context.WithCancel(signalled)
-	defer stopComponents()
-	opts := f.options()
-	cp, err := server.Start(cpCtx, opts)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
-	disabled := map[string]bool{}
-	for _, d := range f.disable {
-		disabled[d] = true
-	}
-	errs := make(chan error, len(knownComponents))
-	running := 0 // components started, each sends once on errs when it ends
-	if !disabled["scheduler"] {
-		cfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler", nil)
-		if err != nil {
-			return err
-		}
-		// The scheduler's writes are one bind per pod: upstream's default client limit
-		// (50/s) would be its ceiling.
-		cfg.QPS, cfg.Burst = 2000, 4000
-		running++
-		go func() {
-			errs <- wrapErr("scheduler", scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")}))
-		}()
-	}
-	if !disabled["controller-manager"] {
-		cfg, err := cp.ComponentConfig("controller-manager", "system:kube-controller-manager", nil)
-		if err != nil {
-			return err
-		}
-		cfg.QPS, cfg.Burst = 500, 1000
-		var serving *controllermanager.ServingOptions
-		if f.controllerManagerPort > 0 {
-			serving = &controllermanager.ServingOptions{BindAddress: f.bindAddress, Port: f.controllerManagerPort}
-		}
-		running++
-		go func() {
-			errs <- wrapErr("controller-manager", controllermanager.Run(ctx, cfg, controllermanager.RunOptions{
-				Options: controllermanager.Options{
-					ConcurrentSyncs: 5, NodeMonitorGracePeriod: 40 * time.Second, ClusterCIDR: f.clusterCIDR,
-					NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 12500,
-				},
-				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
-			}))
-		}()
-	}
-	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
-	// them, reached through Services whose endpoint is this machine.
-	var clusterDNS net.IP
-	if !disabled["dns"] {
-		if clusterDNS, err = startDNS(ctx, cp, f, opts.Log, errs); err != nil {
-			return fmt.Errorf("dns: %w, or run with --disable dns", err)
-		}
-		running++
-	}
-	if !disabled["metrics-server"] {
-		if err := startMetricsServer(ctx, cp, opts.Log, errs); err != nil {
-			return fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err)
-		}
-		running++
-	}
-	if !disabled["ingress"] {
-		if err := startIngress(ctx, cp, f, opts.Log, errs); err != nil {
-			return fmt.Errorf("ingress: %w, or run with --disable ingress", err)
-		}
-		running++
-	}
-	if !disabled["agent"] {
-		kf, err := agentKubeletFlags(f.dataDir, "", f.kubeletPort, f.podBridge)
-		if err != nil {
-			return fmt.Errorf("%w, or run with --disable agent", err)
-		}
-		cfg, err := cp.ComponentConfig("kubelet", "system:node:"+kf.hostnameOverride, []string{"system:nodes"})
-		if err != nil {
-			return err
-		}
-		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", kf.hostnameOverride)
-		if err != nil {
-			return err
-		}
-		kf.tlsCertFile, kf.tlsKeyFile, kf.clientCAFile = certFile, keyFile, cp.CAFile()
-		if clusterDNS != nil {
-			kf.clusterDNS = []string{clusterDNS.String()}
-		}
-		running++
-		go func() { errs <- wrapErr("agent", runKubelet(ctx, cfg, kf)) }()
-		if !disabled["proxy"] {
-			proxyCfg, err := cp.ComponentConfig("kube-proxy", "system:kube-proxy", nil)
-			if err != nil {
-				return err
-			}
-			pf := proxyFlags{hostnameOverride: kf.hostnameOverride, clusterCIDR: f.clusterCIDR, table: proxy.TableNameFor(f.podBridge)}
-			running++
-			go func() {
-				errs <- wrapErr("proxy", runProxy(ctx, proxyCfg, pf, opts.Log.With("component", "proxy")))
-			}()
-		}
-	}
-	return shutDownBundle(signalled, cp, errs, running, stopComponents, stopControlPlane)
-}
-
-// shutDownBundle waits for a signal, the control plane's end or a component's failure,
-// then stops the running components, waiting up to 20 s for them, and then the control
-// plane. The error is the first failure's, if anything failed before the signal.
-func shutDownBundle(signalled context.Context, cp *server.ControlPlane, errs <-chan error, running int, stopComponents, stopControlPlane func()) error {
-	var failed error
-	for failed == nil && signalled.Err() == nil {
-		select {
-		case <-cp.Done:
-			stopComponents()
-			return cp.Err
-		case <-signalled.Done():
-		case err := <-errs:
-			running--
-			failed = err
-		}
-	}
-	stopComponents()
-	timeout := time.After(20 * time.Second)
-wait:
-	for running > 0 {
-		select {
-		case <-errs:
-			running--
-		case <-timeout:
-			break wait
-		}
-	}
-	stopControlPlane()
-	<-cp.Done
-	if failed != nil {
-		return failed
-	}
-	return cp.Err
-}
-
-func wrapErr(component string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", component, err)
-}
-
-// knownComponents are the names --disable accepts.
-var knownComponents = map[string]bool{"scheduler": true, "controller-manager": true, "agent": true, "proxy": true, "dns": true, "metrics-server": true, "ingress": true}
-
-// startDNS runs cluster DNS on this machine's address (a free port) and publishes it as
-// kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
-// kubelet's --cluster-dns. The server's end is sent on errs.
-func startDNS(ctx context.Context, cp *server.ControlPlane, f serverFlags, log *slog.Logger, errs chan<- error) (net.IP, error) {
-	serviceIP, err := dns.ServiceIP(f.serviceCIDR)
-	if err != nil {
-		return nil, err
-	}
-	hostIP, err := hostaddr.PrimaryIPv4()
-	if err != nil {
-		return nil, fmt.Errorf("pods reach DNS at this machine's address: %w", err)
-	}
-	cfg, err := cp.ComponentConfig("dns", dnsUser, nil)
-	if err != nil {
-		return nil, err
-	}
-	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
-	if err != nil {
-		return nil, err
-	}
-	opts := dns.Options{Listen: net.JoinHostPort(hostIP.String(), "0"), ClusterDomain: "cluster.local", TTL: dns.DefaultTTL,
-		UpstreamResolvConf: dns.DefaultUpstreamResolvConf, Logger: log.With("component", "dns")}
-	go func() {
-		errs <- wrapErr("dns", dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
-			return dns.Publish(ctx, admin, serviceIP, addr)
-		}))
-	}()
-	return serviceIP, nil
-}
-
-// dnsUser is the bundled DNS server's identity.
-const dnsUser = "system:kube-dns"
-
-// startMetricsServer runs the metrics server on this machine's address (a free port)
-// and registers it as the metrics.k8s.io API. The server's end is sent on errs.
-func startMetricsServer(ctx context.Context, cp *server.ControlPlane, log *slog.Logger, errs chan<- error) error {
-	hostIP, err := hostaddr.PrimaryIPv4()
-	if err != nil {
-		return fmt.Errorf("the apiserver reaches it at this machine's address: %w", err)
-	}
-	cfg, err := cp.ComponentConfig("metrics-server", nodeserver.MetricsServerUser, nil)
-	if err != nil {
-		return err
-	}
-	certFile, keyFile, err := cp.KubeletServing("metrics-server-serving", metrics.ServiceName+"."+metrics.ServiceNamespace+".svc")
-	if err != nil {
-		return err
-	}
-	caPEM, err := os.ReadFile(cp.CAFile())
-	if err != nil {
-		return err
-	}
-	listener, err := net.Listen("tcp", net.JoinHostPort(hostIP.String(), "0"))
-	if err != nil {
-		return err
-	}
-	port := int32(listener.Addr().(*net.TCPAddr).Port)
-	if err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}); err != nil {
-		_ = listener.Close()
-		return err
-	}
-	go func() {
-		errs <- wrapErr("metrics-server", metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
-			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")}))
-	}()
-	return nil
-}
-
-// startIngress runs the Ingress controller on the node's ports, serving the IngressClass
-// mizzen, which it creates (as the default class) unless it exists. The controller's
-// end is sent on errs.
-func startIngress(ctx context.Context, cp *server.ControlPlane, f serverFlags, log *slog.Logger, errs chan<- error) error {
-	httpAddr, httpsAddr, status, err := ingressAddresses("0.0.0.0", f.ingressHTTPPort, f.ingressHTTPSPort, f.advertise)
-	if err != nil {
-		return err
-	}
-	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
-	if err != nil {
-		return err
-	}
-	if err := ingress.EnsureDefaultClass(ctx, admin); err != nil {
-		return err
-	}
-	cfg, err := cp.ComponentConfig("ingress", ingress.User, nil)
-	if err != nil {
-		return err
-	}
-	client, err := ingress.NewClient(cfg)
-	if err != nil {
-		return err
-	}
-	srv, err := ingress.Start(ctx, client, ingress.Options{HTTPAddr: httpAddr, HTTPSAddr: httpsAddr, StatusAddress: status,
-		Logger: log.With("component", "ingress")})
-	if err != nil {
-		return err
-	}
-	go func() { errs <- wrapErr("ingress", srv.Wait()) }()
-	return nil
-}
-
-// runControlPlane starts the control plane and waits for SIGINT or SIGTERM.
-func runControlPlane(opts server.Options) error {
+// runControlPlane starts the control plane alone and waits for SIGINT or SIGTERM.
+func runControlPlane(opts core.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cp, err := server.Start(ctx, opts)
+	cp, err := core.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
-// Package server assembles the control plane: etcd (embedded, or an external cluster),
+// Package core assembles the core of every server: etcd (embedded, or an external cluster),
 // the apiserver over HTTPS with the cluster's certificates, and the objects every
 // cluster starts with. `mizzen server` and `mizzen apiserver` are thin flags over it;
 // the bundle adds the other components through their own Run functions.
-package server
+package core
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -29,6 +28,7 @@ import (
 	rbacauthz "mizzen/internal/apiserver/authz/rbac"
 	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 	"mizzen/internal/apiserver/satoken"
+	"mizzen/internal/datadir"
 	"mizzen/internal/etcd"
 	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
@@ -75,6 +75,9 @@ type Options struct {
 	AuthorizationMode string
 }
 
+// DefaultServiceCIDR is where ClusterIPs come from unless configured.
+const DefaultServiceCIDR = "10.96.0.0/12"
+
 // DefaultServiceAccountIssuer is the issuer of service account tokens unless configured.
 const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
@@ -105,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		opts.BindAddress = "0.0.0.0"
 	}
 	if opts.ServiceCIDR == "" {
-		opts.ServiceCIDR = "10.96.0.0/12"
+		opts.ServiceCIDR = DefaultServiceCIDR
 	}
 	_, serviceCIDR, err := net.ParseCIDR(opts.ServiceCIDR)
 	if err != nil || serviceCIDR.IP.To4() == nil {
@@ -114,8 +117,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	tlsDir := filepath.Join(opts.DataDir, "tls")
-	ca, err := pki.LoadOrCreateCA(tlsDir, "ca", "mizzen-ca")
+	dir := datadir.Dir(opts.DataDir)
+	tlsDir := dir.TLS()
+	ca, err := pki.LoadOrCreateCA(tlsDir, datadir.CAName, "mizzen-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +134,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		}
 	}
 	if opts.ServiceAccountKeyFile == "" {
-		opts.ServiceAccountKeyFile = filepath.Join(tlsDir, "sa.key")
+		opts.ServiceAccountKeyFile = dir.ServiceAccountKey()
 	}
 	if opts.ServiceAccountIssuer == "" {
 		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
@@ -158,7 +162,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	} else {
-		member, err = etcd.Start(ctx, etcd.MemberConfig{Name: "mizzen", DataDir: filepath.Join(opts.DataDir, "etcd")}, log)
+		member, err = etcd.Start(ctx, etcd.MemberConfig{Name: "mizzen", DataDir: dir.Etcd()}, log)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +242,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig := filepath.Join(opts.DataDir, "admin.kubeconfig")
+	kubeconfig := dir.AdminKubeconfig()
 	if err := pki.WriteKubeconfig(kubeconfig, localURL, ca.CertPEM, admin, "admin"); err != nil {
 		return nil, err
 	}
@@ -445,7 +449,7 @@ func frontProxyConfig(dir string) (*apiserver.FrontProxyConfig, error) {
 
 // CAFile is the cluster CA's certificate: kubelets verify the apiserver's client
 // certificate against it (--client-ca-file).
-func (cp *ControlPlane) CAFile() string { return filepath.Join(cp.DataDir, "tls", "ca.crt") }
+func (cp *ControlPlane) CAFile() string { return datadir.Dir(cp.DataDir).CACert() }
 
 // KubeletServing issues a serving certificate for the node server of a kubelet on this
 // machine, valid for hostname and the machine's addresses, kept as
@@ -457,8 +461,7 @@ func (cp *ControlPlane) KubeletServing(name, hostname string) (certFile, keyFile
 	if err != nil {
 		return "", "", err
 	}
-	dir := filepath.Join(cp.DataDir, "tls")
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	certFile, keyFile = datadir.Dir(cp.DataDir).Cert(name)
 	if err := os.WriteFile(keyFile, issued.KeyPEM, 0o600); err != nil {
 		return "", "", err
 	}
@@ -472,12 +475,12 @@ func (cp *ControlPlane) KubeletServing(name, hostname string) (certFile, keyFile
 // certificate for user, in groups), kept as DataDir/<name>.kubeconfig, and returns a
 // rest config for them: components reach the apiserver as any other client does.
 func (cp *ControlPlane) ComponentConfig(name, user string, groups []string) (*rest.Config, error) {
-	dir := filepath.Join(cp.DataDir, "tls")
-	cert, err := cp.ca.LoadOrIssueClient(dir, name, user, groups)
+	dir := datadir.Dir(cp.DataDir)
+	cert, err := cp.ca.LoadOrIssueClient(dir.TLS(), name, user, groups)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(cp.DataDir, name+".kubeconfig")
+	path := dir.Kubeconfig(name)
 	if err := pki.WriteKubeconfig(path, cp.URL, cp.ca.CertPEM, cert, user); err != nil {
 		return nil, err
 	}

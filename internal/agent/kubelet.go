@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/kubelet"
+	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/eviction"
+	"mizzen/internal/kubelet/logrotate"
+	"mizzen/internal/kubelet/podcgroups"
+	nodeserver "mizzen/internal/kubelet/server"
+)
+
+// KubeletOptions are the kubelet's settings, filled by `mizzen kubelet`'s flags or by
+// an agent's defaults (AgentKubelet).
+type KubeletOptions struct {
+	HostnameOverride, RuntimeEndpoint, ImageEndpoint   string
+	Taints, NodeIP, RootDir, NodeLabels, ClusterDomain string
+	// ContainerdDir, when set, runs and supervises a containerd of the kubelet's own
+	// with its state there, its sandbox image built from PauseBinary and its pods on
+	// the bridge CNIBridge; RuntimeEndpoint is then ignored.
+	ContainerdDir, PauseBinary, CNIBridge      string
+	Address, TLSCertFile, TLSKeyFile, ClientCA string
+	// ImagesDir holds image tarballs imported into the runtime at start (the agent's).
+	ImagesDir       string
+	PodManifestPath string
+	ClusterDNS      []string
+	MaxPods         int64
+	Port            int32
+	ContainerLog    ContainerLogOptions
+	Eviction        EvictionOptions
+}
+
+// EvictionOptions are upstream's node-pressure eviction settings (--eviction-*).
+type EvictionOptions struct {
+	Hard, Soft, SoftGracePeriod, MinimumReclaim string
+	// HardGiven is set when --eviction-hard was given, even empty: then only its
+	// thresholds apply, as upstream; otherwise upstream's defaults do.
+	HardGiven         bool
+	MaxPodGracePeriod int64
+	TransitionPeriod  time.Duration
+}
+
+// ContainerLogOptions are upstream's --container-log-* settings; zero values mean the
+// kubelet's defaults.
+type ContainerLogOptions struct {
+	MaxSize              string
+	MaxFiles, MaxWorkers int
+	MonitorInterval      time.Duration
+}
+
+// nodePressure parses the options into the kubelet's node-pressure eviction settings.
+func (e EvictionOptions) nodePressure() (*kubelet.NodePressure, error) {
+	hard := e.Hard
+	if !e.HardGiven {
+		hard = eviction.DefaultHard
+	}
+	thresholds, err := eviction.ParseThresholds(eviction.ThresholdFlags{
+		Hard: hard, Soft: e.Soft, SoftGracePeriod: e.SoftGracePeriod, MinimumReclaim: e.MinimumReclaim,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e.TransitionPeriod < 0 {
+		return nil, fmt.Errorf("--eviction-pressure-transition-period must not be negative: %v", e.TransitionPeriod)
+	}
+	return &kubelet.NodePressure{
+		Thresholds: thresholds, MaxPodGracePeriodSeconds: e.MaxPodGracePeriod, TransitionPeriod: e.TransitionPeriod,
+	}, nil
+}
+
+// RunKubelet starts the runtime (its own containerd when ContainerdDir is set) and runs
+// the kubelet until ctx ends.
+func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error {
+	// Bad settings fail before anything starts.
+	pressure, err := kf.Eviction.nodePressure()
+	if err != nil {
+		return err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "kubelet/mizzen" // managedFields name the manager by the part before "/", as upstream's "kubelet"
+	if cfg.QPS == 0 {
+		// client-go's own default (5/s) would make status writes the bottleneck of
+		// pod startup; upstream's kubelet defaults to 50/s with a burst of 100.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	if cfg.ContentType == "" {
+		// Upstream's kubelet talks protobuf (its contentType default): pod status writes
+		// and the pod watch cost the kubelet and the apiserver less than in JSON.
+		cfg.ContentType = runtime.ContentTypeProtobuf
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	name := kf.HostnameOverride
+	if name == "" {
+		if name, err = os.Hostname(); err != nil {
+			return err
+		}
+	}
+	name = strings.ToLower(strings.TrimSpace(name)) // node names are lower case, as upstream
+	parsedTaints, err := kubelet.ParseTaints(kf.Taints)
+	if err != nil {
+		return err
+	}
+	labels, err := kubelet.ParseLabels(kf.NodeLabels)
+	if err != nil {
+		return err
+	}
+	runtimeEndpoint, imageEndpoint := kf.RuntimeEndpoint, kf.ImageEndpoint
+	var podCIDRChanged func(string)
+	if kf.ContainerdDir != "" {
+		pause, err := os.ReadFile(kf.PauseBinary)
+		if err != nil {
+			return fmt.Errorf("--pause-binary: %w", err)
+		}
+		rtOpts := containerd.Options{DataDir: kf.ContainerdDir, Bridge: kf.CNIBridge}
+		stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
+		if err != nil {
+			return err
+		}
+		defer func() { <-stopped }()
+		runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
+		if kf.ImagesDir != "" {
+			imported, err := containerd.ImportArchivesIn(ctx, rtOpts, kf.ImagesDir)
+			if err != nil {
+				return fmt.Errorf("importing images from %s: %w", kf.ImagesDir, err)
+			}
+			if len(imported) > 0 {
+				slog.Info("imported images", "files", imported)
+			}
+		}
+		podCIDRChanged = func(cidr string) {
+			if err := rtOpts.WriteCNIConfig(cidr); err != nil {
+				slog.Error("writing CNI configuration", "err", err)
+			}
+		}
+	}
+	cert, err := nodeserver.LoadCertificate(kf.TLSCertFile, kf.TLSKeyFile, filepath.Join(kf.RootDir, "pki"), name)
+	if err != nil {
+		return fmt.Errorf("node server certificate: %w", err)
+	}
+	clientCAs, err := nodeserver.LoadClientCAs(kf.ClientCA)
+	if err != nil {
+		return err
+	}
+	address := kf.Address
+	if address == "" {
+		address = "0.0.0.0"
+	}
+	rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
+	if err != nil {
+		return err
+	}
+	defer rs.Close(ctx)
+	var logMaxSize int64
+	if kf.ContainerLog.MaxSize != "" {
+		if logMaxSize, err = logrotate.ParseMaxSize(kf.ContainerLog.MaxSize); err != nil {
+			return fmt.Errorf("--container-log-max-size: %w", err)
+		}
+	}
+	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("finding the cgroup hierarchies: %w", err)
+	}
+	return kubelet.Run(ctx, kubelet.Options{
+		PodCgroups:         cgroups,
+		PodCIDRChanged:     podCIDRChanged,
+		Client:             client,
+		NodeName:           name,
+		Hostname:           name,
+		Runtime:            rs,
+		Images:             is,
+		NodeIP:             kf.NodeIP,
+		NodeLabels:         labels,
+		RegisterWithTaints: parsedTaints,
+		MaxPods:            kf.MaxPods,
+		ClusterDNS:         kf.ClusterDNS,
+		ClusterDomain:      kf.ClusterDomain,
+		Port:               kf.Port,
+		RootDir:            kf.RootDir,
+		PodManifestPath:    kf.PodManifestPath,
+
+		ContainerLogMaxSize:         logMaxSize,
+		ContainerLogMaxFiles:        kf.ContainerLog.MaxFiles,
+		ContainerLogMaxWorkers:      kf.ContainerLog.MaxWorkers,
+		ContainerLogMonitorInterval: kf.ContainerLog.MonitorInterval,
+		NodePressure:                pressure,
+
+		NodeServer: &nodeserver.Options{
+			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.Port))),
+			Certificate: cert, ClientCAs: clientCAs,
+		},
+	})
+}

@@ -1,0 +1,366 @@
+// Package controlplane is the server bundle, `mizzen server`: the core (etcd and the
+// apiserver, package core) and the components bundled beside it (scheduler,
+// controller-manager, DNS, metrics server, ingress, and an agent), each reaching the
+// apiserver only through its URL and credentials of its own, as k3s bundles them.
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/agent"
+	"mizzen/internal/controllermanager"
+	"mizzen/internal/controlplane/core"
+	"mizzen/internal/dashboard"
+	"mizzen/internal/datadir"
+	"mizzen/internal/dns"
+	"mizzen/internal/hostaddr"
+	"mizzen/internal/ingress"
+	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/metrics"
+	"mizzen/internal/scheduler"
+)
+
+// Components are the bundled components `mizzen server --disable` may leave out.
+var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard"}
+
+// BundleOptions configure `mizzen server`: the control plane and the components
+// bundled beside it.
+type BundleOptions struct {
+	core.Options
+	// Disable names components (of Components) not to run.
+	Disable     []string
+	ClusterCIDR string
+	// PodBridge is the agent's pod network bridge, distinct per cluster on one host.
+	PodBridge   string
+	KubeletPort int32
+	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
+	// every address of the node; 0 serves none.
+	IngressHTTPPort, IngressHTTPSPort int
+	// DashboardPort serves the dashboard's HTTPS on the bind address; 0 runs none.
+	DashboardPort int
+	// MetricResolution is the bundled metrics server's scrape interval (0: its default).
+	MetricResolution time.Duration
+	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
+	ControllerManagerPort int
+	// Ready, when set, is called once every component has been started.
+	Ready func(cp *core.ControlPlane)
+}
+
+// RunBundle starts the control plane, then the bundled components that are not
+// disabled, each reaching the apiserver only through its URL and credentials, and runs
+// them until ctx ends or one of them fails.
+func RunBundle(ctx context.Context, opts BundleOptions) error {
+	for _, d := range opts.Disable {
+		if !slices.Contains(Components, d) {
+			return fmt.Errorf("--disable: unknown component %q (known: %v)", d, Components)
+		}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	disabled := func(name string) bool { return slices.Contains(opts.Disable, name) }
+	// The control plane outlives the components on the way down, so that they can still
+	// release their leader Leases and finish their writes: a scheduler whose Lease is
+	// left behind keeps the next server's scheduler waiting for it to expire.
+	cpCtx, stopControlPlane := context.WithCancel(context.Background())
+	defer stopControlPlane()
+	componentsCtx, stopComponents := context.WithCancel(ctx)
+	defer stopComponents()
+	cp, err := core.Start(cpCtx, opts.Options)
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, len(Components))
+	running := 0 // components started, each sends once on errs when it ends
+	start := func(name string, run func(context.Context) error) {
+		running++
+		go func() { errs <- wrapErr(name, run(componentsCtx)) }()
+	}
+	fail := func(err error) error {
+		return shutDown(ctx, cp, errs, running, err, stopComponents, stopControlPlane)
+	}
+	if !disabled("scheduler") {
+		cfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler", nil)
+		if err != nil {
+			return fail(err)
+		}
+		// The scheduler's writes are one bind per pod: upstream's default client limit
+		// (50/s) would be its ceiling.
+		cfg.QPS, cfg.Burst = 2000, 4000
+		start("scheduler", func(ctx context.Context) error {
+			return scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")})
+		})
+	}
+	if !disabled("controller-manager") {
+		cfg, err := cp.ComponentConfig("controller-manager", "system:kube-controller-manager", nil)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.QPS, cfg.Burst = 500, 1000
+		var serving *controllermanager.ServingOptions
+		if opts.ControllerManagerPort > 0 {
+			serving = &controllermanager.ServingOptions{BindAddress: opts.BindAddress, Port: opts.ControllerManagerPort}
+		}
+		start("controller-manager", func(ctx context.Context) error {
+			return controllermanager.Run(ctx, cfg, controllermanager.RunOptions{
+				Options: controllermanager.Options{
+					ConcurrentSyncs: 5, NodeMonitorGracePeriod: 40 * time.Second, ClusterCIDR: opts.ClusterCIDR,
+					NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 12500,
+				},
+				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
+			})
+		})
+	}
+	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
+	// them, reached through Services whose endpoint is this machine.
+	var clusterDNS net.IP
+	if !disabled("dns") {
+		run, serviceIP, err := dnsRunner(cp, opts.ServiceCIDR, opts.Log)
+		if err != nil {
+			return fail(fmt.Errorf("dns: %w, or run with --disable dns", err))
+		}
+		clusterDNS = serviceIP
+		start("dns", run)
+	}
+	if !disabled("metrics-server") {
+		run, err := metricsServerRunner(ctx, cp, opts.MetricResolution, opts.Log)
+		if err != nil {
+			return fail(fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err))
+		}
+		start("metrics-server", run)
+	}
+	if !disabled("ingress") {
+		run, err := ingressRunner(ctx, cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("ingress: %w, or run with --disable ingress", err))
+		}
+		start("ingress", run)
+	}
+	if !disabled("dashboard") && opts.DashboardPort > 0 {
+		run, err := dashboardRunner(cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("dashboard: %w, or run with --disable dashboard", err))
+		}
+		start("dashboard", run)
+	}
+	if !disabled("agent") {
+		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"))
+		if err != nil {
+			return fail(fmt.Errorf("%w, or run with --disable agent", err))
+		}
+		start("agent", func(ctx context.Context) error { return agent.Run(ctx, ao) })
+	}
+	if opts.Ready != nil {
+		opts.Ready(cp)
+	}
+	return shutDown(ctx, cp, errs, running, nil, stopComponents, stopControlPlane)
+}
+
+// bundledAgent are the settings of the agent `mizzen server` runs on its own machine:
+// the kubelet with a client certificate for its node and a serving certificate of the
+// cluster CA, and the proxy unless withProxy is false.
+func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy bool) (agent.Options, error) {
+	kf, err := agent.AgentKubelet(datadir.Dir(opts.DataDir), "", opts.KubeletPort, opts.PodBridge)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	cfg, err := cp.ComponentConfig("kubelet", "system:node:"+kf.HostnameOverride, []string{"system:nodes"})
+	if err != nil {
+		return agent.Options{}, err
+	}
+	certFile, keyFile, err := cp.KubeletServing("kubelet-serving", kf.HostnameOverride)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	kf.TLSCertFile, kf.TLSKeyFile, kf.ClientCA = certFile, keyFile, cp.CAFile()
+	if clusterDNS != nil {
+		kf.ClusterDNS = []string{clusterDNS.String()}
+	}
+	ao := agent.Options{Kubelet: kf, KubeletConfig: cfg}
+	if withProxy {
+		proxyCfg, err := cp.ComponentConfig("kube-proxy", "system:kube-proxy", nil)
+		if err != nil {
+			return agent.Options{}, err
+		}
+		po := agent.ProxyFor(kf.HostnameOverride, opts.ClusterCIDR, opts.PodBridge, opts.Log.With("component", "proxy"))
+		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
+	}
+	return ao, nil
+}
+
+// shutDown waits for ctx's end, the control plane's end or a component's failure, then
+// stops the running components, waiting up to 20 s for them, and then the control
+// plane. The error is the first failure's, if anything failed before ctx ended.
+func shutDown(ctx context.Context, cp *core.ControlPlane, errs <-chan error, running int, failed error, stopComponents, stopControlPlane func()) error {
+	for failed == nil && ctx.Err() == nil {
+		select {
+		case <-cp.Done:
+			return cp.Err
+		case <-ctx.Done():
+		case err := <-errs:
+			running--
+			failed = err
+		}
+	}
+	stopComponents()
+	timeout := time.After(20 * time.Second)
+wait:
+	for running > 0 {
+		select {
+		case <-errs:
+			running--
+		case <-timeout:
+			break wait
+		}
+	}
+	stopControlPlane()
+	<-cp.Done
+	if failed != nil {
+		return failed
+	}
+	return cp.Err
+}
+
+func wrapErr(component string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", component, err)
+}
+
+// dnsUser is the bundled DNS server's identity.
+const dnsUser = "system:kube-dns"
+
+// dnsRunner prepares cluster DNS on this machine's address (a free port), published as
+// kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
+// kubelet's --cluster-dns.
+func dnsRunner(cp *core.ControlPlane, serviceCIDR string, log *slog.Logger) (func(context.Context) error, net.IP, error) {
+	if serviceCIDR == "" {
+		serviceCIDR = core.DefaultServiceCIDR
+	}
+	serviceIP, err := dns.ServiceIP(serviceCIDR)
+	if err != nil {
+		return nil, nil, err
+	}
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		return nil, nil, fmt.Errorf("pods reach DNS at this machine's address: %w", err)
+	}
+	cfg, err := cp.ComponentConfig("dns", dnsUser, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := dns.Options{Listen: net.JoinHostPort(hostIP.String(), "0"), ClusterDomain: "cluster.local", TTL: dns.DefaultTTL,
+		UpstreamResolvConf: dns.DefaultUpstreamResolvConf, Logger: log.With("component", "dns")}
+	return func(ctx context.Context) error {
+		return dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
+			return dns.Publish(ctx, admin, serviceIP, addr)
+		})
+	}, serviceIP, nil
+}
+
+// metricsServerRunner prepares the metrics server on this machine's address (a free
+// port) and registers it as the metrics.k8s.io API. Its client certificate and its
+// serving certificate are two files: one overwriting the other once broke every restart.
+func metricsServerRunner(ctx context.Context, cp *core.ControlPlane, resolution time.Duration, log *slog.Logger) (func(context.Context) error, error) {
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		return nil, fmt.Errorf("the apiserver reaches it at this machine's address: %w", err)
+	}
+	cfg, err := cp.ComponentConfig("metrics-server", nodeserver.MetricsServerUser, nil)
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, err := cp.KubeletServing("metrics-server-serving", metrics.ServiceName+"."+metrics.ServiceNamespace+".svc")
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(cp.CAFile())
+	if err != nil {
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(hostIP.String(), "0"))
+	if err != nil {
+		return nil, err
+	}
+	port := int32(listener.Addr().(*net.TCPAddr).Port)
+	if err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}); err != nil {
+		_ = listener.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
+			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log.With("component", "metrics-server")})
+	}, nil
+}
+
+// ingressRunner prepares the Ingress controller on the node's ports, serving the
+// IngressClass mizzen, which it creates (as the default class) unless it exists.
+func ingressRunner(ctx context.Context, cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	httpAddr, httpsAddr, status, err := ingress.Addresses("0.0.0.0", opts.IngressHTTPPort, opts.IngressHTTPSPort, opts.AdvertiseAddress)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := ingress.EnsureDefaultClass(ctx, admin); err != nil {
+		return nil, err
+	}
+	cfg, err := cp.ComponentConfig("ingress", ingress.User, nil)
+	if err != nil {
+		return nil, err
+	}
+	client, err := ingress.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		srv, err := ingress.Start(ctx, client, ingress.Options{HTTPAddr: httpAddr, HTTPSAddr: httpsAddr, StatusAddress: status,
+			Logger: opts.Log.With("component", "ingress")})
+		if err != nil {
+			return err
+		}
+		return srv.Wait()
+	}, nil
+}
+
+// dashboardRunner prepares the web UI on the bind address with a serving certificate of
+// the cluster CA, and prints its URL. It is given only the apiserver's address and CA:
+// every request it makes carries the logged-in user's token.
+func dashboardRunner(cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	certFile, keyFile, err := cp.KubeletServing("dashboard-serving", "mizzen-dashboard")
+	if err != nil {
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.DashboardPort)))
+	if err != nil {
+		return nil, err
+	}
+	host := opts.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if primary, err := hostaddr.PrimaryIPv4(); err == nil {
+			host = primary.String()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "mizzen dashboard at https://%s/ (log in with a token: docs/dashboard.md)\n", net.JoinHostPort(host, strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)))
+	return func(ctx context.Context) error {
+		return dashboard.Run(ctx, dashboard.Options{APIServer: rest.AnonymousClientConfig(cp.AdminConfig),
+			Listener: listener, CertFile: certFile, KeyFile: keyFile, Log: opts.Log.With("component", "dashboard")})
+	}, nil
+}

@@ -1,0 +1,67 @@
+// Package datadir names every path under a mizzen data directory, once: the server's
+// certificates, kubeconfigs and embedded etcd, and the agent's kubelet, containerd,
+// images and static pods. Every command and bundle asks it for a path instead of
+// spelling one, so the layout is read in one place (as k3s names its paths).
+//
+//	DIR/
+//	  admin.kubeconfig, <component>.kubeconfig
+//	  tls/            ca.{crt,key}, sa.key, <name>.{crt,key}
+//	  etcd/           the embedded etcd member
+//	  agent/
+//	    kubelet/      the kubelet's root (pods, pki)
+//	    containerd/   the agent's own containerd (state, sockets, CNI)
+//	    images/       image archives imported at start
+//	    pod-manifests/ static pods
+package datadir
+
+import "path/filepath"
+
+// Default is where `mizzen server` and `mizzen agent` keep their state unless told.
+const Default = "/var/lib/mizzen"
+
+// Dir is a data directory.
+type Dir string
+
+// Root is the directory itself.
+func (d Dir) Root() string { return string(d) }
+
+// TLS holds the cluster's certificates and keys.
+func (d Dir) TLS() string { return filepath.Join(string(d), "tls") }
+
+// CACert is the cluster CA's certificate.
+func (d Dir) CACert() string { return filepath.Join(d.TLS(), CAName+".crt") }
+
+// CAName is the base name of the cluster CA's files in TLS().
+const CAName = "ca"
+
+// Cert is the certificate and key of the given name in TLS().
+func (d Dir) Cert(name string) (certFile, keyFile string) {
+	return filepath.Join(d.TLS(), name+".crt"), filepath.Join(d.TLS(), name+".key")
+}
+
+// ServiceAccountKey signs and verifies service account tokens.
+func (d Dir) ServiceAccountKey() string { return filepath.Join(d.TLS(), "sa.key") }
+
+// AdminKubeconfig is the cluster-admin's kubeconfig.
+func (d Dir) AdminKubeconfig() string { return d.Kubeconfig("admin") }
+
+// Kubeconfig is the kubeconfig of a bundled component (or "admin").
+func (d Dir) Kubeconfig(name string) string { return filepath.Join(string(d), name+".kubeconfig") }
+
+// Etcd is the embedded etcd member's data.
+func (d Dir) Etcd() string { return filepath.Join(string(d), "etcd") }
+
+// Agent holds everything of the node agent.
+func (d Dir) Agent() string { return filepath.Join(string(d), "agent") }
+
+// Kubelet is the kubelet's root directory.
+func (d Dir) Kubelet() string { return filepath.Join(d.Agent(), "kubelet") }
+
+// Containerd is the agent's own containerd's state.
+func (d Dir) Containerd() string { return filepath.Join(d.Agent(), "containerd") }
+
+// Images holds image archives the agent imports when it starts.
+func (d Dir) Images() string { return filepath.Join(d.Agent(), "images") }
+
+// PodManifests holds the static pods the kubelet runs.
+func (d Dir) PodManifests() string { return filepath.Join(d.Agent(), "pod-manifests") }
