@@ -138,10 +138,14 @@ func TestIngress(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
-	// The server made the default class.
-	if out := c.kubectl("get", "ingressclass", "mizzen", "-o", `jsonpath={.spec.controller} {.metadata.annotations.ingressclass\.kubernetes\.io/is-default-class}`); out != "mizzen.io/ingress true" {
-		t.Fatalf("IngressClass mizzen: %q", out)
-	}
+	// The server makes the default class as it starts the controller, after /readyz.
+	eventually(t, 30*time.Second, func() error {
+		out, err := c.kubectlErr("get", "ingressclass", "mizzen", "-o", `jsonpath={.spec.controller} {.metadata.annotations.ingressclass\.kubernetes\.io/is-default-class}`)
+		if err != nil || out != "mizzen.io/ingress true" {
+			return fmt.Errorf("IngressClass mizzen: %q %v", out, err)
+		}
+		return nil
+	})
 	crtPEM, keyPEM := selfSignedPEM(t, "alpha.test")
 	if _, err := client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "alpha-tls"},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: crtPEM, corev1.TLSPrivateKeyKey: keyPEM}}, metav1.CreateOptions{}); err != nil {
