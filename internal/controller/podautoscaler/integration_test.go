@@ -1,4 +1,4 @@
-package podautoscaler
+package podautoscaler_test
 
 import (
 	"context"
@@ -14,8 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"mizzen/internal/controller/podautoscaler"
 	"mizzen/internal/testing/apiserver"
 )
+
+// The test is in an external package: the test apiserver's bundle imports the
+// controller-manager, which imports this package.
 
 // TestAgainstAPIServer runs the controller's real clients (discovery RESTMapper,
 // scale client, metrics clients) against a real apiserver with no metrics APIs
@@ -53,12 +57,12 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 
 	f := informers.NewSharedInformerFactory(client, 0)
-	c, err := NewForConfig(ctx, cfg, client, f, Options{})
+	c, err := podautoscaler.NewForConfig(ctx, cfg, client, f, podautoscaler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	recorder := record.NewFakeRecorder(10)
-	c.recorder = recorder
+	c.SetRecorder(recorder)
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
 
@@ -196,3 +200,5 @@ func TestAgainstAPIServer(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
