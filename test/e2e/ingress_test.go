@@ -14,8 +14,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,13 +114,7 @@ func TestIngress(t *testing.T) {
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(images, "agnhost.tar"), filepath.Join(agentImages, "agnhost.tar")); err != nil {
-		t.Fatal(err)
-	}
+	stageImages(t, dataDir, images, "agnhost.tar")
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", ingressClusterCIDR, "--pod-bridge", ingressBridge,
 		"--service-cluster-ip-range", ingressServiceCIDR, "--kubelet-port", strconv.Itoa(freePort(t)))
 	t.Cleanup(func() {
