@@ -33,6 +33,9 @@ type serverFlags struct {
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
 
+	clusterReset            bool
+	clusterResetRestorePath string
+
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
 	disableAdmission      []string
@@ -77,6 +80,16 @@ func newServerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if f.clusterReset || f.clusterResetRestorePath != "" {
+				if !f.clusterReset {
+					return fmt.Errorf("--cluster-reset-restore-path needs --cluster-reset")
+				}
+				msg, err := controlplane.ClusterReset(ctx, f.dataDir, f.clusterResetRestorePath, newLogger(f.verbose))
+				if err == nil {
+					fmt.Fprintln(os.Stderr, msg)
+				}
+				return err
+			}
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
@@ -90,6 +103,8 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().BoolVar(&f.clusterReset, "cluster-reset", false, "forget every other etcd member (or, with --cluster-reset-restore-path, restore a snapshot into a fresh single-member etcd), then exit")
+	cmd.Flags().StringVar(&f.clusterResetRestorePath, "cluster-reset-restore-path", "", "snapshot file to restore with --cluster-reset")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
 	return cmd
 }
