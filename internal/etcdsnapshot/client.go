@@ -67,7 +67,7 @@ func PublishClientURL(d datadir.Dir, url string) error {
 // External is how to reach an external etcd cluster: comma-separated client URLs and,
 // for TLS, the files of --etcd-cafile/--etcd-certfile/--etcd-keyfile.
 type External struct {
-	Servers                    string
+	Servers                   string
 	CAFile, CertFile, KeyFile string
 }
 
