@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -34,15 +32,7 @@ func (f *snapshotFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", datadir.Default, "the server's data directory")
 	fl.StringVar(&f.dir, "dir", "", "directory of the snapshots (default DATA_DIR/db/snapshots)")
-	fl.StringVar(&f.node, "node-name", defaultNodeName(), "node name in snapshot file names")
-}
-
-func defaultNodeName() string {
-	h, _ := os.Hostname()
-	if h == "" {
-		return "mizzen"
-	}
-	return strings.ToLower(h)
+	fl.StringVar(&f.node, "node-name", etcdsnapshot.NodeName(), "node name in snapshot file names")
 }
 
 func newEtcdSnapshotCommand() *cobra.Command {

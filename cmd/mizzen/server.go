@@ -12,6 +12,7 @@ import (
 
 	"mizzen/internal/controlplane"
 	"mizzen/internal/datadir"
+	"mizzen/internal/etcdsnapshot"
 )
 
 func init() { register(newServerCommand) }
@@ -33,6 +34,7 @@ type serverFlags struct {
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
 
+	snapshots               controlplane.SnapshotOptions
 	clusterReset            bool
 	clusterResetRestorePath string
 
@@ -93,6 +95,7 @@ func newServerCommand() *cobra.Command {
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
+				Snapshots: f.snapshots,
 				Ready: func(cp *controlplane.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
@@ -103,6 +106,10 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().StringVar(&f.snapshots.Schedule, "etcd-snapshot-schedule-cron", etcdsnapshot.DefaultSchedule, "when the embedded etcd is snapshotted, as a five-field cron spec")
+	cmd.Flags().IntVar(&f.snapshots.Retention, "etcd-snapshot-retention", etcdsnapshot.DefaultRetention, "how many scheduled snapshots to keep")
+	cmd.Flags().StringVar(&f.snapshots.Dir, "etcd-snapshot-dir", "", "directory of the scheduled snapshots (default DATA_DIR/db/snapshots)")
+	cmd.Flags().BoolVar(&f.snapshots.Disable, "etcd-disable-snapshots", false, "take no scheduled snapshots")
 	cmd.Flags().BoolVar(&f.clusterReset, "cluster-reset", false, "forget every other etcd member (or, with --cluster-reset-restore-path, restore a snapshot into a fresh single-member etcd), then exit")
 	cmd.Flags().StringVar(&f.clusterResetRestorePath, "cluster-reset-restore-path", "", "snapshot file to restore with --cluster-reset")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")

@@ -217,3 +217,13 @@ func Verify(path string) error {
 	}
 	return nil
 }
+
+// NodeName is the node name snapshot files carry by default: the host's name, as k3s's
+// node name defaults to it.
+func NodeName() string {
+	h, _ := os.Hostname()
+	if h == "" {
+		return "mizzen"
+	}
+	return strings.ToLower(h)
+}
