@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -145,4 +146,69 @@ func TestEtcdSnapshotSaveRestore(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "second-") {
 		t.Fatalf("left:\n%s", out)
 	}
+}
+
+// `mizzen certificate rotate` reissues every certificate from the same CA: the rewritten
+// admin kubeconfig works at once, a copy taken before still works (same CA), and both
+// work after the server restarts on the rotated certificates.
+func TestCertificateCheckRotate(t *testing.T) {
+	dataDir := t.TempDir()
+	port := freePort(t)
+	c := startServer(t, dataDir, port, snapshotServerArgs...)
+	out, err := mizzenCmd("certificate", "check", "--data-dir", dataDir)
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	for file, want := range map[string][]string{
+		"tls/ca.crt":          {"tls/ca.crt", "", "<none>", "CA"},
+		"tls/admin.crt":       {"tls/admin.crt", "system:admin", "system:masters", "ClientAuth"},
+		"admin.kubeconfig":    {"admin.kubeconfig", "system:admin", "system:masters", "ClientAuth"},
+		"tls/etcd/client.crt": {"tls/etcd/client.crt", "etcd-client", "<none>", "ClientAuth"},
+	} {
+		got := rows[file]
+		if len(got) < 4 || want[1] != "" && got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
+			t.Fatalf("check lists %s as %v:\n%s", file, got, out)
+		}
+	}
+	if strings.Contains(out, "RENEW") || strings.Contains(out, "EXPIRED") {
+		t.Fatalf("fresh certificates due:\n%s", out)
+	}
+	before, _ := os.ReadFile(c.kubeconfig)
+	caBefore, _ := os.ReadFile(filepath.Join(dataDir, "tls", "ca.crt"))
+	oldCopy := filepath.Join(t.TempDir(), "old.kubeconfig")
+	if err := os.WriteFile(oldCopy, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = mizzenCmd("certificate", "rotate", "--data-dir", dataDir)
+	if err != nil || !strings.Contains(out, "Certificate admin rotated.") || strings.Contains(out, "Certificate ca rotated") {
+		t.Fatalf("rotate: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(c.kubeconfig); bytes.Equal(before, after) {
+		t.Fatal("the admin kubeconfig was not rewritten")
+	}
+	if caAfter, _ := os.ReadFile(filepath.Join(dataDir, "tls", "ca.crt")); !bytes.Equal(caBefore, caAfter) {
+		t.Fatal("rotate made a new CA")
+	}
+	check := func(kubeconfig string) {
+		t.Helper()
+		out, err := exec.Command(mizzenBin, "kubectl", "--kubeconfig", kubeconfig, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").CombinedOutput()
+		if err != nil || string(out) != "system:admin" {
+			t.Fatalf("kubectl with %s: %v %s", kubeconfig, err, out)
+		}
+	}
+	check(c.kubeconfig)
+	check(oldCopy)
+	if out, err := mizzenCmd("certificate", "rotate", "--data-dir", dataDir, "--service", "nope"); err == nil {
+		t.Fatalf("an unknown service: %s", out)
+	}
+	c.stop()
+	c = startServer(t, dataDir, port, snapshotServerArgs...)
+	check(c.kubeconfig)
+	check(oldCopy)
 }
