@@ -64,6 +64,10 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	defer stopControlPlane()
 	componentsCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
+	snapshots, err := scheduledSnapshots(opts)
+	if err != nil {
+		return err
+	}
 	cp, err := Start(cpCtx, opts.Options)
 	if err != nil {
 		return err
@@ -134,10 +138,8 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		}
 		start("agent", func(ctx context.Context) error { return agent.Run(ctx, ao) })
 	}
-	if run, err := scheduledSnapshots(opts); err != nil {
-		return fail(err)
-	} else if run != nil {
-		start("etcd-snapshot", run)
+	if snapshots != nil {
+		start("etcd-snapshot", snapshots)
 	}
 	if opts.Ready != nil {
 		opts.Ready(cp)
