@@ -2,6 +2,7 @@ package etcdsnapshot
 
 import (
 	"context"
+	"crypto/sha256"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"mizzen/internal/etcd"
@@ -279,5 +281,36 @@ func TestScheduledSnapshotsArePruned(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A bbolt database with a valid hash that is no etcd database is refused before etcd's
+// restore, which would panic on it.
+func TestRestoreRefusesOtherDatabases(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "other.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucket([]byte("mine"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	data, _ := os.ReadFile(path)
+	sum := sha256.Sum256(data)
+	if err := os.WriteFile(path, append(data, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	etcdDir := filepath.Join(root, "etcd")
+	err = Restore(path, etcdDir, filepath.Join(root, "etcd-old"), testMember)
+	if err == nil || !strings.Contains(err.Error(), "holds no etcd keys") {
+		t.Fatalf("got %v", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 1 {
+		t.Fatalf("left behind: %v", entries)
 	}
 }
