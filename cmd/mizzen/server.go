@@ -86,6 +86,9 @@ func newServerCommand() *cobra.Command {
 				if !f.clusterReset {
 					return fmt.Errorf("--cluster-reset-restore-path needs --cluster-reset")
 				}
+				if f.etcdServers != "" {
+					return fmt.Errorf("--cluster-reset resets the embedded etcd; restore an external cluster with its own tools")
+				}
 				msg, err := controlplane.ClusterReset(ctx, f.dataDir, f.clusterResetRestorePath, newLogger(f.verbose))
 				if err == nil {
 					fmt.Fprintln(os.Stderr, msg)
