@@ -12,9 +12,9 @@ DATA_DIR ?= /var/lib/mizzen
 export CGO_ENABLED := 0
 # Debian packages the cluster and the tests need, and a command that proves each is there.
 APT_PACKAGES := containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge \
-	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables
+	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables chromium:/usr/bin/chromium
 
-.PHONY: all build run stop test deps vet unit images fmt clean
+.PHONY: all build run stop killall uninstall test deps vet unit images fmt clean
 
 all: build
 
@@ -44,21 +44,31 @@ run: deps build images
 	@$(MAKE) --no-print-directory stop
 	@mkdir -p $(DATA_DIR)/agent/images
 	@cp $(OUT)/images/*.tar $(DATA_DIR)/agent/images/   # the agent imports them as it starts
-	@nohup $(BIN) server --data-dir $(DATA_DIR) > $(OUT)/server.log 2>&1 & echo $$! > $(OUT)/server.pid
-	@for i in $$(seq 1 100); do \
-	  if [ -f $(DATA_DIR)/admin.kubeconfig ] && $(BIN) kubectl --kubeconfig $(DATA_DIR)/admin.kubeconfig get --raw /readyz >/dev/null 2>&1; then break; fi; \
-	  if ! kill -0 $$(cat $(OUT)/server.pid) 2>/dev/null; then echo "server exited; see $(OUT)/server.log"; tail -20 $(OUT)/server.log; exit 1; fi; \
-	  sleep 0.1; done
+	@hack/start-server.sh $(BIN) $(DATA_DIR) $(OUT)/server.log $(OUT)/server.pid
 	@echo "mizzen is running (pid $$(cat $(OUT)/server.pid), log $(OUT)/server.log, data $(DATA_DIR))."
 	@echo "  export KUBECONFIG=$(DATA_DIR)/admin.kubeconfig"
 	@echo "  $(BIN) kubectl get namespaces       # or any kubectl of your own"
 	@echo "  $(BIN) kubectl run web --image mizzen.local/agnhost:v1 -- netexec   # the test images are on the node"
-	@echo "  make stop                            # to stop it"
+	@grep -o 'mizzen dashboard at https://[^ ]*' $(OUT)/server.log | sed 's/^mizzen /  /; s/$$/   (log in with a token: docs\/dashboard.md)/' || true
+	@echo "  make stop                            # stop the server (pods keep running; the next start adopts them)"
+	@echo "  make killall                         # stop everything, pods included, and clean the host"
 
-## stop: stop the cluster started by make run
+## stop: stop the server started by make run; its pods keep running, as upstream's do
+## when a kubelet stops, and the next `make run` adopts them
 stop:
 	@if [ -f $(OUT)/server.pid ]; then pid=$$(cat $(OUT)/server.pid); kill $$pid 2>/dev/null || true; \
 	  for i in $$(seq 1 300); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; rm -f $(OUT)/server.pid; fi
+
+## killall: stop every mizzen process and pod of DATA_DIR and remove their mounts,
+## cgroups, pod network and nftables tables (k3s-killall.sh's job); the data stays
+killall: build
+	@$(BIN) killall --data-dir $(DATA_DIR)
+	@rm -f $(OUT)/server.pid
+
+## uninstall: killall, then remove DATA_DIR and everything in it
+uninstall: build
+	@$(BIN) uninstall --data-dir $(DATA_DIR)
+	@rm -f $(OUT)/server.pid
 
 ## test: install what the tests need (packages, test images), then vet and run every test
 test: deps vet images

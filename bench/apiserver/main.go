@@ -51,7 +51,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	defer os.RemoveAll(dir)
 	port := benchutil.FreePort()
 	start := time.Now()
-	cmd := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--disable", "agent,scheduler,controller-manager")
+	cmd := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--dashboard-port", "0", "--disable", "agent,scheduler,controller-manager,ingress")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err

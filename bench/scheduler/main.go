@@ -40,7 +40,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"mizzen/bench/internal/benchutil"
-	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/scheduler"
 )
 
@@ -231,7 +231,7 @@ func run(w workload, opts runOptions) (result, error) {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := context.WithCancel(context.Background())
-	cp, err := controlplane.Start(ctx, controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0, Log: logger})
+	cp, err := core.Start(ctx, core.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0, Log: logger})
 	if err != nil {
 		stop()
 		return res, err

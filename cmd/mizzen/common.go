@@ -18,7 +18,8 @@ func newLogger(verbose bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// openAPIHandler builds the OpenAPI documents for the served resources.
+// openAPIHandler builds the OpenAPI documents for the served resources; custom
+// resources are added to them while the server runs.
 func openAPIHandler(resources []*registry.Resource) (http.Handler, error) {
-	return openapi.Build(resources)
+	return openapi.NewDynamic(resources)
 }

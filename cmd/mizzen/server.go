@@ -7,12 +7,15 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcdsnapshot"
+	"mizzen/internal/metrics"
 )
 
 func init() { register(newServerCommand) }
@@ -31,8 +34,14 @@ type serverFlags struct {
 	podBridge   string
 	kubeletPort int32
 	kubeletCA   string
+	// ingressHTTPPort and ingressHTTPSPort are the bundled Ingress controller's ports.
+	ingressHTTPPort, ingressHTTPSPort int
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// dashboardPort serves the bundled dashboard's HTTPS on the bind address.
+	dashboardPort int
+	// metricResolution is the bundled metrics server's scrape interval.
+	metricResolution time.Duration
 
 	snapshots               controlplane.SnapshotOptions
 	clusterReset            bool
@@ -63,8 +72,8 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	}
 }
 
-func (f *serverFlags) options() controlplane.Options {
-	return controlplane.Options{
+func (f *serverFlags) options() core.Options {
+	return core.Options{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, AdvertiseAddress: f.advertise,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
@@ -98,8 +107,9 @@ func newServerCommand() *cobra.Command {
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
+				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
 				Snapshots: f.snapshots,
-				Ready: func(cp *controlplane.ControlPlane) {
+				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
 			})
@@ -115,15 +125,19 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&f.snapshots.Disable, "etcd-disable-snapshots", false, "take no scheduled snapshots")
 	cmd.Flags().BoolVar(&f.clusterReset, "cluster-reset", false, "forget every other etcd member (or, with --cluster-reset-restore-path, restore a snapshot into a fresh single-member etcd), then exit")
 	cmd.Flags().StringVar(&f.clusterResetRestorePath, "cluster-reset-restore-path", "", "snapshot file to restore with --cluster-reset")
+	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
+	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
+	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", metrics.DefaultResolution, "how often the bundled metrics server scrapes the kubelets")
 	return cmd
 }
 
 // runControlPlane starts the control plane alone and waits for SIGINT or SIGTERM.
-func runControlPlane(opts controlplane.Options) error {
+func runControlPlane(opts core.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cp, err := controlplane.Start(ctx, opts)
+	cp, err := core.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

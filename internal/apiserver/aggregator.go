@@ -100,6 +100,8 @@ type aggregator struct {
 	s        *Server
 	interval time.Duration
 	state    atomic.Pointer[aggregatedState]
+	// stateMu orders the writers of state.
+	stateMu sync.Mutex
 
 	// transports are kept across reconciles, by the settings they were built from.
 	mu         sync.Mutex
@@ -245,6 +247,22 @@ func (a *aggregator) reconcile(ctx context.Context, services []*apiregistrationv
 		next.byGroupVersion[api.group+"/"+api.version] = api
 	}
 	a.closeTransports(inUse)
+	a.stateMu.Lock()
+	a.buildDiscovery(next)
+	a.state.Store(next)
+	a.stateMu.Unlock()
+}
+
+// localChanged merges the aggregated groups into the server's own discovery again,
+// after the resources it serves itself changed (a CRD was established or removed).
+func (a *aggregator) localChanged() {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	prev := a.current()
+	if prev == nil {
+		return
+	}
+	next := &aggregatedState{byGroupVersion: prev.byGroupVersion, groups: map[string][]byte{}}
 	a.buildDiscovery(next)
 	a.state.Store(next)
 }
@@ -531,9 +549,9 @@ func (a *aggregator) buildDiscovery(st *aggregatedState) {
 	})
 
 	var groupList metav1.APIGroupList
-	_ = json.Unmarshal(a.s.discovery.groupList, &groupList)
+	_ = json.Unmarshal(a.s.discovery.Load().groupList, &groupList)
 	var aggList apidiscoveryv2.APIGroupDiscoveryList
-	_ = json.Unmarshal(a.s.discovery.aggGroups, &aggList)
+	_ = json.Unmarshal(a.s.discovery.Load().aggGroups, &aggList)
 	for _, g := range groups {
 		sort.Slice(g.apis, func(i, j int) bool {
 			if g.apis[i].versionPriority != g.apis[j].versionPriority {

@@ -166,6 +166,7 @@ func readApply(w http.ResponseWriter, r *http.Request, subresource string, data 
 // applyCreate creates the object an apply configuration describes when there is none.
 func (s *Server) applyCreate(r *http.Request, info *requestInfo, h *resourceHandler, owner *fieldOwner, apply func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	live := h.New()
+	live.GetObjectKind().SetGroupVersionKind(h.GroupVersionKind())
 	obj, err := apply(live)
 	if err != nil {
 		return nil, err
@@ -187,6 +188,7 @@ func (s *Server) trackFields(h *resourceHandler, owner *fieldOwner, live, obj ru
 	}
 	if live == nil {
 		live = h.New()
+		live.GetObjectKind().SetGroupVersionKind(h.GroupVersionKind())
 	}
 	return s.fields.Update(h.GroupVersionKind(), owner.subresource, live, obj, owner.manager)
 }

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/registry/apiextensions"
 )
 
 var (
@@ -133,6 +135,10 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, namespace
 		last, gone = obj, false
 		now := metav1.NewTime(time.Now())
 		setGCFinalizers(acc, opts)
+		if h.GroupVersionResource() == crdGVR && acc.GetDeletionTimestamp() == nil {
+			// A CRD's custom resources go before it does (customresources.go).
+			acc.SetFinalizers(append(acc.GetFinalizers(), apiextensions.Finalizer))
+		}
 		if grace, ok := s.gracePeriod(h, obj, opts); ok && grace > 0 {
 			// Graceful deletion: the kubelet stops the containers, then deletes with 0.
 			deadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))

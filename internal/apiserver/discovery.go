@@ -18,8 +18,8 @@ const KubernetesVersion = "v1.37.2"
 
 const aggregatedDiscoveryMedia = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
-// discoveryDocs are the discovery responses, built once: the API does not change while
-// the server runs.
+// discoveryDocs are the discovery responses, built again whenever the custom resources
+// served change.
 type discoveryDocs struct {
 	coreVersions []byte            // /api
 	groupList    []byte            // /apis
@@ -71,6 +71,26 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 	for _, h := range s.handlers {
 		gv := h.GroupVersion.String()
 		byGV[gv] = append(byGV[gv], h)
+	}
+	groups := s.groups
+	customVersions := map[string][]string{}
+	var customGroups []string
+	for _, h := range s.custom.all() {
+		gv := h.GroupVersion.String()
+		byGV[gv] = append(byGV[gv], h)
+		g := h.GroupVersion.Group
+		if _, ok := customVersions[g]; !ok {
+			customGroups = append(customGroups, g)
+		}
+		if !contains(customVersions[g], h.GroupVersion.Version) {
+			customVersions[g] = append(customVersions[g], h.GroupVersion.Version)
+		}
+	}
+	// Custom resource groups come after the built-in ones, by name, as upstream lists
+	// them (all with the same group priority).
+	sort.Strings(customGroups)
+	for _, g := range customGroups {
+		groups = append(groups, groupInfo{name: g, versions: sortVersions(customVersions[g])})
 	}
 	verbs := metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	createOnlyIn := func(gv string) []createOnlyResource {
@@ -164,7 +184,7 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 	groupList := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	aggGroups := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	aggCore := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
-	for _, g := range s.groups {
+	for _, g := range groups {
 		for _, v := range g.versions {
 			gv := metav1.GroupVersion{Group: g.name, Version: v}.String()
 			prefix := "/apis/" + gv
@@ -238,13 +258,13 @@ func (s *Server) serveDiscoveryRoot(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case wantsAggregated(r) && core:
-		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.aggCore)
+		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.Load().aggCore)
 	case wantsAggregated(r):
-		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.aggGroups)
+		writeJSON(w, aggregatedDiscoveryMedia, s.discovery.Load().aggGroups)
 	case core:
-		writeJSON(w, mediaJSON, s.discovery.coreVersions)
+		writeJSON(w, mediaJSON, s.discovery.Load().coreVersions)
 	default:
-		writeJSON(w, mediaJSON, s.discovery.groupList)
+		writeJSON(w, mediaJSON, s.discovery.Load().groupList)
 	}
 }
 
@@ -252,11 +272,11 @@ func (s *Server) serveDiscoveryRoot(w http.ResponseWriter, r *http.Request) {
 // reports whether the path was one of them.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	path := strings.TrimSuffix(r.URL.Path, "/")
-	if data, ok := s.discovery.resources[path]; ok {
+	if data, ok := s.discovery.Load().resources[path]; ok {
 		writeJSON(w, mediaJSON, data)
 		return true
 	}
-	if data, ok := s.discovery.groups[path]; ok {
+	if data, ok := s.discovery.Load().groups[path]; ok {
 		writeJSON(w, mediaJSON, data)
 		return true
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -70,10 +71,29 @@ func structField(obj runtime.Object, name string) (reflect.Value, bool) {
 	return f, f.IsValid() && f.CanSet()
 }
 
-func hasSpec(obj runtime.Object) bool { _, ok := structField(obj, "Spec"); return ok }
+func hasSpec(obj runtime.Object) bool {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return true // custom resources always have a generation
+	}
+	_, ok := structField(obj, "Spec")
+	return ok
+}
 
-// copyField sets dst.name to src.name (both of the same type).
+// copyField sets dst.name to src.name (both of the same type). For custom resources
+// (unstructured) "Status" is the status field.
 func copyField(dst, src runtime.Object, name string) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		su, _ := src.(*unstructured.Unstructured)
+		if name != "Status" || su == nil {
+			return
+		}
+		if st, found := su.Object["status"]; found {
+			du.Object["status"] = runtime.DeepCopyJSONValue(st)
+		} else {
+			delete(du.Object, "status")
+		}
+		return
+	}
 	d, ok1 := structField(dst, name)
 	s, ok2 := structField(src, name)
 	if ok1 && ok2 {
@@ -82,6 +102,24 @@ func copyField(dst, src runtime.Object, name string) {
 }
 
 func fieldChanged(a, b runtime.Object, name string) bool {
+	if ua, ok := a.(*unstructured.Unstructured); ok {
+		// A custom resource's "spec" is everything but its metadata and status, as
+		// upstream bumps a custom resource's generation.
+		ub, _ := b.(*unstructured.Unstructured)
+		if name != "Spec" || ub == nil {
+			return false
+		}
+		strip := func(m map[string]interface{}) map[string]interface{} {
+			out := make(map[string]interface{}, len(m))
+			for k, v := range m {
+				if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		return !equality.Semantic.DeepEqual(strip(ua.Object), strip(ub.Object))
+	}
 	fa, ok1 := structField(a, name)
 	fb, ok2 := structField(b, name)
 	if !ok1 || !ok2 {

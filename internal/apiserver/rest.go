@@ -434,6 +434,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, h *resourceH
 	if err != nil {
 		return nil, err
 	}
+	strictErr = pruneUnknown(h, obj, strictErr)
 	if err := applyFieldValidation(w, r, strictErr); err != nil {
 		return nil, err
 	}

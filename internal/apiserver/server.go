@@ -92,7 +92,12 @@ type Server struct {
 	fields    *fieldmanager.Managers
 	log       *slog.Logger
 	ready     atomic.Bool
-	discovery *discoveryDocs
+	discovery atomic.Pointer[discoveryDocs]
+	// custom serves the resources of CustomResourceDefinitions (customresources.go).
+	custom *customAPIs
+	// customOpenAPI publishes the custom resources' schemas, when the OpenAPI handler
+	// takes them.
+	customOpenAPI func([]*registry.Resource)
 	// kubeletTransport reaches kubelets; nil without Config.KubeletClientTLS.
 	kubeletTransport *http.Transport
 	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
@@ -213,7 +218,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ServiceCIDR != nil {
 		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
-	s.discovery = s.buildDiscovery()
+	s.custom = newCustomAPIs()
+	if o, ok := cfg.OpenAPI.(interface{ SetCustom([]*registry.Resource) }); ok {
+		s.customOpenAPI = o.SetCustom
+	}
+	s.discovery.Store(s.buildDiscovery())
 	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
@@ -262,6 +271,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 	go s.aggregator.run(ctx)
+	go s.runCRDs(ctx)
 	return s.cache.Run(ctx)
 }
 
@@ -353,6 +363,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := s.handlers[gvr]
 	if h == nil {
+		if ch := s.custom.handler(gvr); ch != nil {
+			s.serveCustom(w, r, info, ch)
+			return
+		}
 		if info.Name == "" && s.serveDiscovery(w, r) {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"mizzen/internal/controller/nodelifecycle"
+	"mizzen/internal/controller/podautoscaler"
 )
 
 // ControllerContext is what every controller is started with.
@@ -45,6 +46,9 @@ type Options struct {
 	NodeCIDRMaskSize int
 	// TerminatedPodGCThreshold: podgc deletes terminated pods beyond this many.
 	TerminatedPodGCThreshold int
+	// HPA are the horizontal pod autoscaler's --horizontal-pod-autoscaler-* flags; zero
+	// values take upstream's defaults.
+	HPA podautoscaler.Options
 	// RootCA is the PEM bundle root-ca-cert-publisher puts in every namespace's
 	// kube-root-ca.crt ConfigMap (Run fills it from the rest config's CA).
 	RootCA []byte

@@ -13,6 +13,7 @@ import (
 	"mizzen/internal/controller/deployment"
 	"mizzen/internal/controller/disruption"
 	"mizzen/internal/controller/job"
+	"mizzen/internal/controller/podautoscaler"
 	"mizzen/internal/controller/replicaset"
 	"mizzen/internal/controller/statefulset"
 	"mizzen/internal/controller/ttlafterfinished"
@@ -54,7 +55,7 @@ func clientFor(cc *ControllerContext, name string) kubernetes.Interface {
 
 // workloadControllers lists the controllers that run workloads: deployment, replicaset,
 // replicationcontroller, daemonset, statefulset, job, cronjob, ttl-after-finished,
-// disruption.
+// disruption, horizontal pod autoscaler.
 func workloadControllers() []Descriptor {
 	return []Descriptor{
 		workload("deployment", func(c kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) runner {
@@ -84,5 +85,21 @@ func workloadControllers() []Descriptor {
 		workload("disruption", func(c kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) runner {
 			return disruption.New(c, f, clk)
 		}),
+		{Name: "horizontal-pod-autoscaler-controller", Aliases: []string{"horizontalpodautoscaling"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+			if cc.Config == nil {
+				return notConfigured("no rest config for the scale and metrics clients")
+			}
+			cfg := rest.CopyConfig(cc.Config)
+			if cfg.UserAgent == "" {
+				cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+			}
+			cfg.UserAgent += "/" + podautoscaler.Name
+			c, err := podautoscaler.NewForConfig(ctx, cfg, clientFor(cc, podautoscaler.Name), cc.Informers, cc.Options.HPA)
+			if err != nil {
+				return err
+			}
+			c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
 	}
 }

@@ -1,3 +1,7 @@
+// Package controlplane is the server bundle, `mizzen server`: the core (etcd and the
+// apiserver, package core) and the components bundled beside it (scheduler,
+// controller-manager, DNS, metrics server, ingress, and an agent), each reaching the
+// apiserver only through its URL and credentials of its own, as k3s bundles them.
 package controlplane
 
 import (
@@ -7,41 +11,53 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/agent"
 	"mizzen/internal/controllermanager"
+	"mizzen/internal/controlplane/core"
+	"mizzen/internal/dashboard"
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
 	"mizzen/internal/etcdsnapshot"
 	"mizzen/internal/hostaddr"
+	"mizzen/internal/ingress"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/metrics"
 	"mizzen/internal/scheduler"
 )
 
 // Components are the bundled components `mizzen server --disable` may leave out.
-var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server"}
+var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard"}
 
 // BundleOptions configure `mizzen server`: the control plane and the components
 // bundled beside it.
 type BundleOptions struct {
-	Options
+	core.Options
 	// Disable names components (of Components) not to run.
 	Disable     []string
 	ClusterCIDR string
 	// PodBridge is the agent's pod network bridge, distinct per cluster on one host.
 	PodBridge   string
 	KubeletPort int32
+	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
+	// every address of the node; 0 serves none.
+	IngressHTTPPort, IngressHTTPSPort int
+	// DashboardPort serves the dashboard's HTTPS on the bind address; 0 runs none.
+	DashboardPort int
+	// MetricResolution is the bundled metrics server's scrape interval (0: its default).
+	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
 	ControllerManagerPort int
 	// Snapshots are the embedded etcd's scheduled snapshots.
 	Snapshots SnapshotOptions
 	// Ready, when set, is called once every component has been started.
-	Ready func(cp *ControlPlane)
+	Ready func(cp *core.ControlPlane)
 }
 
 // RunBundle starts the control plane, then the bundled components that are not
@@ -68,7 +84,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	if err != nil {
 		return err
 	}
-	cp, err := Start(cpCtx, opts.Options)
+	cp, err := core.Start(cpCtx, opts.Options)
 	if err != nil {
 		return err
 	}
@@ -125,11 +141,25 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		start("dns", run)
 	}
 	if !disabled("metrics-server") {
-		run, err := metricsServerRunner(ctx, cp, opts.Log)
+		run, err := metricsServerRunner(ctx, cp, opts.MetricResolution, opts.Log)
 		if err != nil {
 			return fail(fmt.Errorf("metrics-server: %w, or run with --disable metrics-server", err))
 		}
 		start("metrics-server", run)
+	}
+	if !disabled("ingress") {
+		run, err := ingressRunner(ctx, cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("ingress: %w, or run with --disable ingress", err))
+		}
+		start("ingress", run)
+	}
+	if !disabled("dashboard") && opts.DashboardPort > 0 {
+		run, err := dashboardRunner(cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("dashboard: %w, or run with --disable dashboard", err))
+		}
+		start("dashboard", run)
 	}
 	if !disabled("agent") {
 		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"))
@@ -150,7 +180,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 // bundledAgent are the settings of the agent `mizzen server` runs on its own machine:
 // the kubelet with a client certificate for its node and a serving certificate of the
 // cluster CA, and the proxy unless withProxy is false.
-func bundledAgent(cp *ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy bool) (agent.Options, error) {
+func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy bool) (agent.Options, error) {
 	kf, err := agent.AgentKubelet(datadir.Dir(opts.DataDir), "", opts.KubeletPort, opts.PodBridge)
 	if err != nil {
 		return agent.Options{}, err
@@ -223,7 +253,7 @@ func scheduledSnapshots(opts BundleOptions) (func(context.Context) error, error)
 // shutDown waits for ctx's end, the control plane's end or a component's failure, then
 // stops the running components, waiting up to 20 s for them, and then the control
 // plane. The error is the first failure's, if anything failed before ctx ended.
-func shutDown(ctx context.Context, cp *ControlPlane, errs <-chan error, running int, failed error, stopComponents, stopControlPlane func()) error {
+func shutDown(ctx context.Context, cp *core.ControlPlane, errs <-chan error, running int, failed error, stopComponents, stopControlPlane func()) error {
 	for failed == nil && ctx.Err() == nil {
 		select {
 		case <-cp.Done:
@@ -266,9 +296,9 @@ const dnsUser = "system:kube-dns"
 // dnsRunner prepares cluster DNS on this machine's address (a free port), published as
 // kube-system/kube-dns at the service CIDR's 10th address, which it returns for the
 // kubelet's --cluster-dns.
-func dnsRunner(cp *ControlPlane, serviceCIDR string, log *slog.Logger) (func(context.Context) error, net.IP, error) {
+func dnsRunner(cp *core.ControlPlane, serviceCIDR string, log *slog.Logger) (func(context.Context) error, net.IP, error) {
 	if serviceCIDR == "" {
-		serviceCIDR = DefaultServiceCIDR
+		serviceCIDR = core.DefaultServiceCIDR
 	}
 	serviceIP, err := dns.ServiceIP(serviceCIDR)
 	if err != nil {
@@ -298,7 +328,7 @@ func dnsRunner(cp *ControlPlane, serviceCIDR string, log *slog.Logger) (func(con
 // metricsServerRunner prepares the metrics server on this machine's address (a free
 // port) and registers it as the metrics.k8s.io API. Its client certificate and its
 // serving certificate are two files: one overwriting the other once broke every restart.
-func metricsServerRunner(ctx context.Context, cp *ControlPlane, log *slog.Logger) (func(context.Context) error, error) {
+func metricsServerRunner(ctx context.Context, cp *core.ControlPlane, resolution time.Duration, log *slog.Logger) (func(context.Context) error, error) {
 	hostIP, err := hostaddr.PrimaryIPv4()
 	if err != nil {
 		return nil, fmt.Errorf("the apiserver reaches it at this machine's address: %w", err)
@@ -326,6 +356,63 @@ func metricsServerRunner(ctx context.Context, cp *ControlPlane, log *slog.Logger
 	}
 	return func(ctx context.Context) error {
 		return metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
-			CertFile: certFile, KeyFile: keyFile, Log: log.With("component", "metrics-server")})
+			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log.With("component", "metrics-server")})
+	}, nil
+}
+
+// ingressRunner prepares the Ingress controller on the node's ports, serving the
+// IngressClass mizzen, which it creates (as the default class) unless it exists.
+func ingressRunner(ctx context.Context, cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	httpAddr, httpsAddr, status, err := ingress.Addresses("0.0.0.0", opts.IngressHTTPPort, opts.IngressHTTPSPort, opts.AdvertiseAddress)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := ingress.EnsureDefaultClass(ctx, admin); err != nil {
+		return nil, err
+	}
+	cfg, err := cp.ComponentConfig("ingress", ingress.User, nil)
+	if err != nil {
+		return nil, err
+	}
+	client, err := ingress.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		srv, err := ingress.Start(ctx, client, ingress.Options{HTTPAddr: httpAddr, HTTPSAddr: httpsAddr, StatusAddress: status,
+			Logger: opts.Log.With("component", "ingress")})
+		if err != nil {
+			return err
+		}
+		return srv.Wait()
+	}, nil
+}
+
+// dashboardRunner prepares the web UI on the bind address with a serving certificate of
+// the cluster CA, and prints its URL. It is given only the apiserver's address and CA:
+// every request it makes carries the logged-in user's token.
+func dashboardRunner(cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	certFile, keyFile, err := cp.KubeletServing("dashboard-serving", "mizzen-dashboard")
+	if err != nil {
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.DashboardPort)))
+	if err != nil {
+		return nil, err
+	}
+	host := opts.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if primary, err := hostaddr.PrimaryIPv4(); err == nil {
+			host = primary.String()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "mizzen dashboard at https://%s/ (log in with a token: docs/dashboard.md)\n", net.JoinHostPort(host, strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)))
+	return func(ctx context.Context) error {
+		return dashboard.Run(ctx, dashboard.Options{APIServer: rest.AnonymousClientConfig(cp.AdminConfig),
+			Listener: listener, CertFile: certFile, KeyFile: keyFile, Log: opts.Log.With("component", "dashboard")})
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcd"
 	"mizzen/internal/etcdsnapshot"
@@ -28,7 +29,7 @@ func ClusterReset(ctx context.Context, dataDir, restorePath string, log *slog.Lo
 	}
 	if restorePath != "" {
 		old := dir.EtcdOld(time.Now().Unix())
-		if err := etcdsnapshot.Restore(restorePath, dir.Etcd(), old, EmbeddedEtcdMember); err != nil {
+		if err := etcdsnapshot.Restore(restorePath, dir.Etcd(), old, core.EmbeddedEtcdMember); err != nil {
 			return "", fmt.Errorf("--cluster-reset-restore-path: %w (the etcd data in %s is unchanged)", err, dir.Etcd())
 		}
 		msg := fmt.Sprintf("Etcd restored from %s into %s", restorePath, dir.Etcd())
@@ -40,8 +41,8 @@ func ClusterReset(ctx context.Context, dataDir, restorePath string, log *slog.Lo
 	if _, err := os.Stat(dir.Etcd()); err != nil {
 		return "", fmt.Errorf("--cluster-reset: no etcd data in %s", dir.Etcd())
 	}
-	m, err := etcd.Start(ctx, etcd.MemberConfig{Name: EmbeddedEtcdMember.Name, DataDir: dir.Etcd(),
-		PeerURLs: []string{EmbeddedEtcdMember.PeerURL}, ForceNewCluster: true}, log)
+	m, err := etcd.Start(ctx, etcd.MemberConfig{Name: core.EmbeddedEtcdMember.Name, DataDir: dir.Etcd(),
+		PeerURLs: []string{core.EmbeddedEtcdMember.PeerURL}, ForceNewCluster: true}, log)
 	if err != nil {
 		return "", fmt.Errorf("--cluster-reset: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Resource is everything the apiserver needs to serve one resource at one version.
@@ -41,6 +42,17 @@ type Resource struct {
 
 	// Strategy defaults, validates and prepares objects on write. Nil means none.
 	Strategy Strategy
+
+	// OpenAPIModel, when set, is the OpenAPI v3 schema of the resource's objects, for
+	// resources whose Go type cannot describe them (custom resources): published in
+	// the OpenAPI documents and used by server-side apply. Its metadata refers to
+	// #/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta.
+	OpenAPIModel *spec.Schema
+
+	// Prune, when set, drops from a decoded request body the fields the resource's
+	// schema does not know and returns their paths ("spec.foo"), which fieldValidation
+	// reports as unknown fields (custom resources; Go types drop them when decoding).
+	Prune func(obj runtime.Object) []string
 
 	// Fields returns the field-selector fields of an object. metadata.name and
 	// metadata.namespace are always added by the server; nil means only those.

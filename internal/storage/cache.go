@@ -138,7 +138,11 @@ func (c *Cache) newEntry(rc *resourceCache, key string, value []byte, rev int64)
 }
 
 func (c *Cache) entryFor(rc *resourceCache, key string, obj runtime.Object, rev int64) (*Entry, error) {
-	obj.GetObjectKind().SetGroupVersionKind(rc.cfg.Kind)
+	// A custom resource keeps the version it was stored in (an older storage version
+	// is converted when it is read); typed objects are stamped with their kind.
+	if _, ok := obj.(runtime.Unstructured); !ok || obj.GetObjectKind().GroupVersionKind().Kind == "" {
+		obj.GetObjectKind().SetGroupVersionKind(rc.cfg.Kind)
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -197,7 +201,9 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 		}
 		for _, kv := range resp.Kvs {
 			key := string(kv.Key)
+			c.mu.RLock()
 			rc := c.resources[segmentOf(key)]
+			c.mu.RUnlock()
 			if rc == nil {
 				continue
 			}
@@ -456,7 +462,9 @@ func (c *Cache) WaitFresh(ctx context.Context, rev int64, timeout time.Duration)
 }
 
 func (c *Cache) resource(segment string) (*resourceCache, error) {
+	c.mu.RLock()
 	rc := c.resources[segment]
+	c.mu.RUnlock()
 	if rc == nil {
 		return nil, fmt.Errorf("resource %q is not cached", segment)
 	}
@@ -600,4 +608,63 @@ func (c *Cache) bookmarkLoop(ctx context.Context) {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// AddResource starts caching a resource while the cache runs (a custom resource whose
+// definition was just established): its objects are read from etcd at the revision
+// the cache has reached, under the cache's lock, so the events that follow apply on
+// top of exactly that state. Adding a resource already cached replaces its settings
+// and keeps its objects.
+func (c *Cache) AddResource(ctx context.Context, cfg ResourceConfig) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rc := c.resources[cfg.Segment]; rc != nil {
+		rc.cfg = cfg
+		return nil
+	}
+	rc := &resourceCache{
+		cfg:      cfg,
+		items:    btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
+		history:  make([]*Event, historySize),
+		watchers: map[*Watcher]struct{}{},
+		startRV:  c.rv,
+	}
+	if c.rv > 0 {
+		prefix := Prefix + cfg.Segment + "/"
+		start, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+		for {
+			resp, err := c.client.Get(ctx, start, clientv3.WithRange(end), clientv3.WithLimit(1000), clientv3.WithRev(c.rv))
+			if err != nil {
+				return err
+			}
+			for _, kv := range resp.Kvs {
+				e, err := c.newEntry(rc, string(kv.Key), kv.Value, kv.ModRevision)
+				if err != nil {
+					c.log.Error("watch cache: skipping undecodable object", "key", string(kv.Key), "err", err)
+					continue
+				}
+				rc.items.ReplaceOrInsert(e)
+			}
+			if !resp.More {
+				break
+			}
+			start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+	}
+	c.resources[cfg.Segment] = rc
+	return nil
+}
+
+// RemoveResource stops caching a resource; its open watches end.
+func (c *Cache) RemoveResource(segment string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rc := c.resources[segment]
+	if rc == nil {
+		return
+	}
+	for w := range rc.watchers {
+		w.stop(nil)
+	}
+	delete(c.resources, segment)
 }

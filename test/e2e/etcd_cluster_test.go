@@ -58,40 +58,56 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// TestExternalEtcdCluster: two apiservers share a three-member etcd cluster of
-// `mizzen etcd` processes. Cluster IPs are never handed out twice even when both
-// allocate at once, each sees the other's writes, and losing one etcd member loses
-// nothing.
-func TestExternalEtcdCluster(t *testing.T) {
+// etcdCluster is three `mizzen etcd` members and two apiservers sharing them.
+type etcdCluster struct {
+	members    []*process
+	memberArgs [][]string
+	clientURLs []string
+	a, b       *kubernetes.Clientset
+}
+
+func startEtcdCluster(t *testing.T) *etcdCluster {
+	t.Helper()
 	base := t.TempDir()
-	var clientURLs, peers []string
-	var names []string
+	ec := &etcdCluster{}
+	var peers, names []string
 	for i := 0; i < 3; i++ {
 		names = append(names, fmt.Sprintf("m%d", i))
-		clientURLs = append(clientURLs, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+		ec.clientURLs = append(ec.clientURLs, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
 		peers = append(peers, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
 	}
 	var initial []string
 	for i := range names {
 		initial = append(initial, names[i]+"="+peers[i])
 	}
-	members := make([]*process, 3)
 	for i := range names {
-		members[i] = startProcess(t, "etcd", "--name", names[i], "--data-dir", filepath.Join(base, names[i]),
-			"--listen-client-urls", clientURLs[i], "--listen-peer-urls", peers[i],
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new")
+		args := []string{"etcd", "--name", names[i], "--data-dir", filepath.Join(base, names[i]),
+			"--listen-client-urls", ec.clientURLs[i], "--listen-peer-urls", peers[i],
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new"}
+		ec.memberArgs = append(ec.memberArgs, args)
+		ec.members = append(ec.members, startProcess(t, args...))
 	}
-	servers := strings.Join(clientURLs, ",")
+	servers := strings.Join(ec.clientURLs, ",")
 
 	// The first apiserver makes the cluster CA; the second shares it.
 	dirA, dirB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	portA, portB := freePort(t), freePort(t)
 	startProcess(t, "apiserver", "--etcd-servers", servers, "--data-dir", dirA, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portA))
-	a := waitReady(t, filepath.Join(dirA, "admin.kubeconfig"))
+	ec.a = waitReady(t, filepath.Join(dirA, "admin.kubeconfig"))
 	copyFile(t, filepath.Join(dirA, "tls", "ca.crt"), filepath.Join(dirB, "tls", "ca.crt"))
 	copyFile(t, filepath.Join(dirA, "tls", "ca.key"), filepath.Join(dirB, "tls", "ca.key"))
 	startProcess(t, "apiserver", "--etcd-servers", servers, "--data-dir", dirB, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portB))
-	b := waitReady(t, filepath.Join(dirB, "admin.kubeconfig"))
+	ec.b = waitReady(t, filepath.Join(dirB, "admin.kubeconfig"))
+	return ec
+}
+
+// TestExternalEtcdCluster: two apiservers share a three-member etcd cluster of
+// `mizzen etcd` processes. Cluster IPs are never handed out twice even when both
+// allocate at once, each sees the other's writes, and losing one etcd member loses
+// nothing.
+func TestExternalEtcdCluster(t *testing.T) {
+	ec := startEtcdCluster(t)
+	members, a, b := ec.members, ec.a, ec.b
 
 	ctx := context.Background()
 	const perServer = 40

@@ -72,15 +72,22 @@ type cluster struct {
 	log        *bytes.Buffer
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// ingressHTTPPort and ingressHTTPSPort are the bundled Ingress controller's, free
+	// ports rather than the node's 80 and 443.
+	ingressHTTPPort, ingressHTTPSPort int
+	// dashboardPort serves the bundled dashboard.
+	dashboardPort int
 }
 
 // startServer starts `mizzen server` with the given extra flags and waits for /readyz.
 func startServer(t *testing.T, dataDir string, port int, extra ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dataDir: dataDir, port: port, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), log: &bytes.Buffer{},
-		controllerManagerPort: freePort(t)}
+		controllerManagerPort: freePort(t), ingressHTTPPort: freePort(t), ingressHTTPSPort: freePort(t), dashboardPort: freePort(t)}
 	args := append([]string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--controller-manager-secure-port", strconv.Itoa(c.controllerManagerPort)}, extra...)
+		"--controller-manager-secure-port", strconv.Itoa(c.controllerManagerPort),
+		"--ingress-http-port", strconv.Itoa(c.ingressHTTPPort), "--ingress-https-port", strconv.Itoa(c.ingressHTTPSPort),
+		"--dashboard-port", strconv.Itoa(c.dashboardPort)}, extra...)
 	c.cmd = exec.Command(mizzenBin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	start := time.Now()

@@ -13,14 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"mizzen/internal/datadir"
+	"mizzen/internal/killall"
 	"mizzen/internal/kubelet/containerd"
-	"mizzen/internal/proxy"
 	"mizzen/internal/testing/proc"
 )
 
@@ -42,9 +42,9 @@ var buildImagesOnce = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, errA := os.Stat(filepath.Join(dir, "agnhost.tar"))
+	agnhost, errA := os.Stat(filepath.Join(dir, "agnhost.tar"))
 	_, errB := os.Stat(filepath.Join(dir, "busybox.tar"))
-	if errA == nil && errB == nil {
+	if errA == nil && errB == nil && !newerSources(agnhost.ModTime(), "../images/agnhost") {
 		return dir, nil
 	}
 	cmd := exec.Command("go", "run", "mizzen/test/images/build", "-out", dir)
@@ -53,6 +53,18 @@ var buildImagesOnce = sync.OnceValues(func() (string, error) {
 	}
 	return dir, nil
 })
+
+// newerSources tells whether a Go file in dir changed after t: a tarball built before a
+// new agnhost subcommand was added lacks it.
+func newerSources(t time.Time, dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.ModTime().After(t) {
+			return true
+		}
+	}
+	return false
+}
 
 // testImages returns the directory holding agnhost.tar and busybox.tar.
 func testImages(t *testing.T) string {
@@ -113,31 +125,12 @@ func (a *agent) kill() {
 	_ = a.cmd.Wait()
 }
 
-// cleanupNode removes what a node left on the host after its agent stopped, should its
-// pods have outlived it: container shims still serving its containerd, mounts under its
-// data directory, its bridge, masquerade rule and service proxy table.
+// cleanupNode removes everything a node of dataDir left on the host, as `mizzen
+// uninstall` does: its processes and pods, their mounts and cgroups, the pod network,
+// and the directory.
 func cleanupNode(t *testing.T, dataDir, bridge string) {
-	for _, pid := range processesMentioning(dataDir) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	time.Sleep(500 * time.Millisecond) // let killed shims' containers go
-	if mounts, err := os.ReadFile("/proc/self/mounts"); err == nil {
-		lines := strings.Split(string(mounts), "\n")
-		for i := len(lines) - 1; i >= 0; i-- { // innermost first
-			if f := strings.Fields(lines[i]); len(f) > 1 && strings.HasPrefix(f[1], dataDir) {
-				_ = syscall.Unmount(f[1], syscall.MNT_DETACH)
-			}
-		}
-	}
-	_ = exec.Command("ip", "link", "delete", bridge).Run()
-	if err := containerd.RemoveMasquerade(bridge); err != nil {
-		t.Logf("removing the pod network's masquerade rule: %v", err)
-	}
-	if err := (proxy.Table{Name: proxy.TableNameFor(bridge)}).Delete(); err != nil {
-		t.Logf("removing the service proxy's table: %v", err)
-	}
-	if err := os.RemoveAll(dataDir); err != nil {
-		t.Logf("removing %s: %v", dataDir, err)
+	if _, err := killall.Uninstall(killall.Options{Dir: datadir.Dir(dataDir), Bridge: bridge, GracePeriod: 5 * time.Second}); err != nil {
+		t.Logf("cleaning up %s: %v", dataDir, err)
 	}
 }
 

@@ -99,6 +99,7 @@ func TestBundleSurvivesRestarts(t *testing.T) {
 		} else {
 			c.kill()
 		}
+		restarted := time.Now()
 		c = startServer(t, dataDir, port, args...)
 		client = clientFor(t, c)
 
@@ -116,7 +117,20 @@ func TestBundleSurvivesRestarts(t *testing.T) {
 				t.Fatalf("after %s: acknowledged ConfigMap %s is gone", how, name)
 			}
 		}
-		// The node comes back and the pods are Ready again.
+		// The node comes back (its Lease renewed by the new kubelet: until then the Node
+		// still shows the old one's Ready) and the pods are Ready again.
+		eventually(t, 120*time.Second, func() error {
+			leases, err := client.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, l := range leases.Items {
+				if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(restarted) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no node Lease renewed since the restart")
+		})
 		readyNode(t, ctx, client, dataDir, images)
 		waitDeploymentReady(t, ctx, client, "web", 2)
 		// The bundled metrics server serves again (it once failed every restart with

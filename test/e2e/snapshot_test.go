@@ -15,7 +15,7 @@ import (
 )
 
 // Flags that keep this file's servers off other tests' networks (no agent runs).
-var snapshotServerArgs = []string{"--disable", "agent,dns,metrics-server", "--cluster-cidr", "10.239.0.0/16",
+var snapshotServerArgs = []string{"--disable", "agent,dns,metrics-server,ingress,dashboard", "--cluster-cidr", "10.239.0.0/16",
 	"--service-cluster-ip-range", "10.121.0.0/16", "--pod-bridge", "mzn-snap"}
 
 // mizzenCmd runs a mizzen subcommand and returns its combined output and error.

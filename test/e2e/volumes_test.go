@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
 	"mizzen/internal/testing/apiserver"
@@ -97,7 +97,7 @@ func TestVolumesOnContainerd(t *testing.T) {
 	// It listens on every address, so that a pod reaches it at the node's own IP (there
 	// is no service proxy here to route the kubernetes Service's cluster IP).
 	nodeIP := defaultRouteIPv4()
-	srv := apiserver.StartWithOptions(t, func(o *controlplane.Options) {
+	srv := apiserver.StartWithOptions(t, func(o *core.Options) {
 		o.DisableAdmissionPlugins = nil
 		if nodeIP != "" {
 			o.BindAddress = "0.0.0.0"

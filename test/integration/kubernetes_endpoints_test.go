@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestKubernetesServiceEndpoints(t *testing.T) {
 	dir := t.TempDir()
 	start := func(advertise string) (*apiserver.Server, kubernetes.Interface) {
-		srv := apiserver.StartWithOptions(t, func(o *controlplane.Options) { o.DataDir, o.AdvertiseAddress = dir, advertise })
+		srv := apiserver.StartWithOptions(t, func(o *core.Options) { o.DataDir, o.AdvertiseAddress = dir, advertise })
 		return srv, kubernetes.NewForConfigOrDie(srv.AdminConfig)
 	}
 	srv, client := start("10.20.30.1")

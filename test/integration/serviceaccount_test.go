@@ -17,14 +17,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/testing/apiserver"
 )
 
 // startWithServiceAccounts runs a control plane with the ServiceAccount admission
 // plugin on, as `mizzen server` runs it.
 func startWithServiceAccounts(t *testing.T) (*rest.Config, kubernetes.Interface) {
-	srv := apiserver.StartWithOptions(t, func(o *controlplane.Options) { o.DisableAdmissionPlugins = nil })
+	srv := apiserver.StartWithOptions(t, func(o *core.Options) { o.DisableAdmissionPlugins = nil })
 	return srv.AdminConfig, kubernetes.NewForConfigOrDie(srv.AdminConfig)
 }
 
@@ -86,7 +86,7 @@ func TestTokenRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer := controlplane.DefaultServiceAccountIssuer
+	issuer := core.DefaultServiceAccountIssuer
 
 	cases := []struct {
 		name       string

@@ -114,10 +114,16 @@ func StartServer(bin string, args ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port := FreePort()
+	return StartServerIn(bin, dir, FreePort(), args...)
+}
+
+// StartServerIn runs `bin server` on dir and port (a restart, when dir holds a
+// cluster already), plus args, and waits until /readyz answers ok.
+func StartServerIn(bin, dir string, port int, args ...string) (*Server, error) {
 	cmd := exec.Command(bin, append([]string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0"}, args...)...)
-	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0", "--dashboard-port", "0",
+		"--ingress-http-port", strconv.Itoa(FreePort()), "--ingress-https-port", strconv.Itoa(FreePort())}, args...)...)
+	logFile, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +156,12 @@ func StartServer(bin string, args ...string) (*Server, error) {
 
 // Stop interrupts the server, waits for it, and removes its data directory.
 func (s *Server) Stop() {
-	proc.Stop(s.Cmd, 30*time.Second)
+	s.Interrupt()
 	_ = os.RemoveAll(s.Dir)
 }
+
+// Interrupt stops the server as SIGTERM does and waits for it, keeping its data.
+func (s *Server) Interrupt() { proc.Stop(s.Cmd, 30*time.Second) }
 
 // CPUAccount moves this process into a cgroup of its own in the cgroup v1 cpuacct
 // hierarchy, so that it and every process it starts from now on (servers, runtimes,

@@ -46,6 +46,12 @@ type Managers struct {
 
 	mu       sync.Mutex
 	managers map[managerKey]*managedfields.FieldManager
+
+	// custom are the custom resource kinds, added and removed while the server runs.
+	customMu sync.RWMutex
+	custom   map[schema.GroupVersionKind]*customKind
+	metaOnce sync.Once
+	meta     map[string]*spec.Schema
 }
 
 type managerKey struct {
@@ -64,6 +70,7 @@ func New(log *slog.Logger, scheme *runtime.Scheme, resources []*registry.Resourc
 		defaulters: map[schema.GroupVersionKind]func(runtime.Object){},
 		hasStatus:  map[schema.GroupVersionKind]bool{},
 		managers:   map[managerKey]*managedfields.FieldManager{},
+		custom:     map[schema.GroupVersionKind]*customKind{},
 	}
 	for _, r := range resources {
 		gvk := r.GroupVersionKind()
@@ -97,9 +104,16 @@ func (m *Managers) TypeConverter() (managedfields.TypeConverter, error) {
 // manager returns the field manager of a kind written through subresource ("" for the
 // object itself).
 func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
-	tc, err := m.TypeConverter()
-	if err != nil {
-		return nil, err
+	var tc managedfields.TypeConverter
+	def := m.defaulters[gvk]
+	ck := m.customKind(gvk)
+	if ck != nil {
+		tc, def = ck.tc, ck.defaulter
+	} else {
+		var err error
+		if tc, err = m.TypeConverter(); err != nil {
+			return nil, err
+		}
 	}
 	key := managerKey{gvk, subresource}
 	m.mu.Lock()
@@ -112,7 +126,12 @@ func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*ma
 	if f := m.ignoredFields(gvk, subresource); f != nil {
 		resetFields = map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(gv.String()): f}
 	}
-	fm, err := managedfields.NewDefaultFieldManager(tc, m.convertor, defaulter{m.defaulters[gvk]}, m.scheme, gvk, gv, subresource, resetFields)
+	var convertor runtime.ObjectConvertor = m.convertor
+	var creater runtime.ObjectCreater = m.scheme
+	if ck != nil {
+		convertor, creater = customConvertor{m.convertor, ck}, unstructuredCreater{}
+	}
+	fm, err := managedfields.NewDefaultFieldManager(tc, convertor, defaulter{def}, creater, gvk, gv, subresource, resetFields)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +145,7 @@ func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*ma
 func (m *Managers) ignoredFields(gvk schema.GroupVersionKind, subresource string) fieldpath.Filter {
 	switch subresource {
 	case "":
-		if m.hasStatus[gvk] {
+		if ck := m.customKind(gvk); ck != nil && ck.hasStatus || m.hasStatus[gvk] {
 			return fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 		}
 		return nil

@@ -157,11 +157,15 @@ func (b *builder) addResources(resources []*registry.Resource) error {
 		gv := r.GroupVersion
 		names := common
 		var err error
-		if names.object, err = b.defs.add(reflect.TypeOf(r.New())); err != nil {
+		if r.OpenAPIModel != nil {
+			names.object, names.list = b.addCustom(r)
+		} else if names.object, err = b.defs.add(reflect.TypeOf(r.New())); err != nil {
 			return fmt.Errorf("openapi: %s: %w", r.GroupVersionResource(), err)
 		}
 		b.addGVK(names.object, gvk{Group: gv.Group, Version: gv.Version, Kind: r.Kind})
-		if r.NewList != nil {
+		if r.OpenAPIModel != nil {
+			b.addGVK(names.list, gvk{Group: gv.Group, Version: gv.Version, Kind: r.Kind + "List"})
+		} else if r.NewList != nil {
 			if names.list, err = b.defs.add(reflect.TypeOf(r.NewList())); err != nil {
 				return fmt.Errorf("openapi: %s list: %w", r.GroupVersionResource(), err)
 			}

@@ -30,6 +30,9 @@ type jsonSchema struct {
 	MapType              string                 `json:"x-kubernetes-map-type,omitempty"`
 	PatchMergeKey        string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
 	PatchStrategy        string                 `json:"x-kubernetes-patch-strategy,omitempty"`
+	PreserveUnknown      bool                   `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
+	EmbeddedResource     bool                   `json:"x-kubernetes-embedded-resource,omitempty"`
+	IntOrString          bool                   `json:"x-kubernetes-int-or-string,omitempty"`
 
 	// refName names the definition this schema refers to; Ref is derived from it.
 	refName string

@@ -101,6 +101,10 @@ func (o Options) Config() string {
 	p(`  stream_server_address = "127.0.0.1"`)
 	p("  stream_server_port = %s", toml(strconv.Itoa(o.StreamServerPort)))
 	p("  enable_selinux = false")
+	// Pod network namespaces live under the state directory, so that everything a node
+	// leaves on the host is under its data directory (mizzen killall unmounts them there)
+	// and two nodes on one host never share /var/run/netns.
+	p("  netns_mounts_under_state_dir = true")
 	p(`  [plugins."io.containerd.grpc.v1.cri".containerd]`)
 	p("    snapshotter = %s", toml(o.Snapshotter))
 	p(`    default_runtime_name = "runc"`)

@@ -60,7 +60,7 @@ func parseMountinfo(r io.Reader) ([]string, error) {
 				continue
 			}
 			if fs := fields[i+1]; fs == "cgroup" || fs == "cgroup2" {
-				out = append(out, unescapeMountinfo(fields[4]))
+				out = append(out, UnescapeMountinfo(fields[4]))
 			}
 			break
 		}
@@ -68,8 +68,8 @@ func parseMountinfo(r io.Reader) ([]string, error) {
 	return out, sc.Err()
 }
 
-// unescapeMountinfo undoes the octal escapes (\040 for a space, ...) of a mountinfo path.
-func unescapeMountinfo(s string) string {
+// UnescapeMountinfo undoes the octal escapes (\040 for a space, ...) of a mountinfo path.
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -155,4 +155,18 @@ func (c *Cgroups) PodProcesses(uid types.UID) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// PodDirs are the pod's cgroup directories that exist, in every hierarchy and QoS class.
+func (c *Cgroups) PodDirs(uid string) []string {
+	var dirs []string
+	for _, mount := range c.mounts {
+		for _, parent := range QoSParents {
+			dir := filepath.Join(mount, parent, "pod"+uid)
+			if info, err := os.Stat(dir); err == nil && info.IsDir() {
+				dirs = append(dirs, dir)
+			}
+		}
+	}
+	return dirs
 }

@@ -5,6 +5,7 @@ package catalog
 import (
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/admissionregistration"
+	"mizzen/internal/registry/apiextensions"
 	"mizzen/internal/registry/apiregistration"
 	"mizzen/internal/registry/apps"
 	"mizzen/internal/registry/autoscaling"
@@ -40,6 +41,7 @@ func All() []*registry.Resource {
 		storage.Resources(),
 		admissionregistration.Resources(),
 		apiregistration.Resources(),
+		apiextensions.Resources(),
 	} {
 		all = append(all, group...)
 	}

@@ -11,12 +11,12 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 )
 
 // Server is a running test control plane.
 type Server struct {
-	*controlplane.ControlPlane
+	*core.ControlPlane
 	DataDir string
 	cancel  context.CancelFunc
 }
@@ -50,12 +50,12 @@ func StartWithDirPort(t testing.TB, dir, port string) *Server {
 // test servers, a test control plane runs without the ServiceAccount admission plugin
 // (it has no controller-manager to create "default" accounts) unless the test turns it
 // back on by clearing DisableAdmissionPlugins.
-func StartWithOptions(t testing.TB, adjust func(*controlplane.Options)) *Server {
+func StartWithOptions(t testing.TB, adjust func(*core.Options)) *Server {
 	t.Helper()
 	return start(t, t.TempDir(), "0", adjust)
 }
 
-func start(t testing.TB, dir, port string, adjust func(*controlplane.Options)) *Server {
+func start(t testing.TB, dir, port string, adjust func(*core.Options)) *Server {
 	t.Helper()
 	portNum, err := strconv.Atoi(port)
 	if err != nil {
@@ -64,12 +64,12 @@ func start(t testing.TB, dir, port string, adjust func(*controlplane.Options)) *
 	ctx, cancel := context.WithCancel(context.Background())
 	// Logs go to stderr: a test's own logger may not be written after the test ends.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: portNum, Log: log,
+	opts := core.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: portNum, Log: log,
 		DisableAdmissionPlugins: []string{"ServiceAccount"}}
 	if adjust != nil {
 		adjust(&opts)
 	}
-	cp, err := controlplane.Start(ctx, opts)
+	cp, err := core.Start(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the apiserver: %v", err)

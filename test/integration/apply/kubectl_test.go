@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"mizzen/internal/apiserver/openapi"
-	"mizzen/internal/controlplane"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/registry"
 	"mizzen/internal/testing/apiserver"
 	"mizzen/internal/testing/kubectlrun"
@@ -43,7 +43,7 @@ func TestKubectlApplyServerSide(t *testing.T) {
 	t.Setenv("KUBECACHEDIR", t.TempDir())
 	// kubectl validates manifests against the OpenAPI documents, which a test server
 	// serves only when asked.
-	kc := apiserver.StartWithOptions(t, func(o *controlplane.Options) {
+	kc := apiserver.StartWithOptions(t, func(o *core.Options) {
 		o.OpenAPI = func(resources []*registry.Resource) (http.Handler, error) { return openapi.Build(resources) }
 	}).AdminKubeconfig
 	dir := t.TempDir()

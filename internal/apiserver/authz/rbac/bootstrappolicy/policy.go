@@ -128,17 +128,27 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 			rule("get").groups(legacyGroup).resources("nodes/metrics"),
 			rule(readVerbs...).groups(legacyGroup).resources("pods", "nodes"),
 		)),
+		// As ingress-nginx's own ClusterRole, for what mizzen's controller reads and writes.
+		clusterRole("system:mizzen-ingress", rules(
+			rule("get", "list", "watch").groups(legacyGroup).resources("services", "secrets"),
+			rule("get", "list", "watch").groups(discoveryGroup).resources("endpointslices"),
+			rule("get", "list", "watch").groups(networkingGroup).resources("ingresses", "ingressclasses"),
+			rule("update").groups(networkingGroup).resources("ingresses/status"),
+			rule("create", "patch").groups(legacyGroup).resources("events"),
+		)),
 	}
 }
 
 // AddonClusterRoleBindings bind the add-on roles to the identities `mizzen server`
 // gives the bundled DNS (the user system:kube-dns, and kubeadm's kube-system/coredns
-// account) and metrics server (system:metrics-server).
+// account), metrics server (system:metrics-server) and Ingress controller
+// (system:mizzen-ingress).
 func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	return []rbacv1.ClusterRoleBinding{
 		clusterRoleBinding("system:coredns", append(subjects(rbacv1.UserKind, "system:kube-dns"),
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "coredns", Namespace: "kube-system"})),
 		clusterRoleBinding("system:metrics-server", subjects(rbacv1.UserKind, "system:metrics-server")),
+		clusterRoleBinding("system:mizzen-ingress", subjects(rbacv1.UserKind, "system:mizzen-ingress")),
 	}
 }
 

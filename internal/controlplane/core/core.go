@@ -1,8 +1,8 @@
-// Package controlplane assembles the control plane: etcd (embedded, or an external cluster),
+// Package core assembles the core of every server: etcd (embedded, or an external cluster),
 // the apiserver over HTTPS with the cluster's certificates, and the objects every
 // cluster starts with. `mizzen server` and `mizzen apiserver` are thin flags over it;
 // the bundle adds the other components through their own Run functions.
-package controlplane
+package core
 
 import (
 	"context"

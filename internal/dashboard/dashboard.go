@@ -1,0 +1,187 @@
+// Package dashboard serves the web UI: an HTTPS server whose pages, scripts and styles
+// are embedded in the binary, and a small authenticated proxy that carries every API
+// call from the browser to the apiserver with the logged-in user's own bearer token.
+// The dashboard holds no identity of its own for user data: what a user may see or do
+// is what RBAC lets that user see or do, and a refusal is the apiserver's own.
+package dashboard
+
+import (
+	"context"
+	"crypto/tls"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/pki"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure the dashboard.
+type Options struct {
+	// APIServer names the apiserver and the CA its serving certificate is verified
+	// against. Any credentials in it are dropped: requests carry the user's token.
+	APIServer *rest.Config
+	// Listen is the address to serve HTTPS on, unless Listener is given.
+	Listen   string
+	Listener net.Listener
+	// CertFile and KeyFile are the serving certificate; when empty a self-signed one is
+	// made and kept in CertDir.
+	CertFile, KeyFile, CertDir string
+	Log                        *slog.Logger
+}
+
+// Run serves the dashboard until ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	h, err := NewHandler(opts.APIServer, opts.Log)
+	if err != nil {
+		return err
+	}
+	cert, err := servingCertificate(opts)
+	if err != nil {
+		return err
+	}
+	l := opts.Listener
+	if l == nil {
+		if l, err = net.Listen("tcp", opts.Listen); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:          slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(l, "", "") }()
+	opts.Log.Info("dashboard serving", "url", "https://"+l.Addr().String()+"/")
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx) // watches, logs and terminals end with the server
+	_ = srv.Close()
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// servingCertificate is the given certificate, else one issued by a CA of its own kept
+// in CertDir (browsers will ask the user to accept it).
+func servingCertificate(opts Options) (tls.Certificate, error) {
+	if opts.CertFile != "" || opts.KeyFile != "" {
+		return tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
+	}
+	if opts.CertDir == "" {
+		return tls.Certificate{}, fmt.Errorf("a serving certificate (--tls-cert-file, --tls-private-key-file) or a --cert-dir to keep a self-signed one is required")
+	}
+	ca, err := pki.LoadOrCreateCA(opts.CertDir, "dashboard-ca", "mizzen-dashboard-ca")
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	host, _, _ := net.SplitHostPort(opts.Listen)
+	var ips []net.IP
+	names := []string{"localhost"}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		ips = append(ips, ip)
+	} else if host != "" && ip == nil {
+		names = append(names, host)
+	}
+	ips = append(ips, net.IPv4(127, 0, 0, 1))
+	issued, err := ca.IssueServing("mizzen-dashboard", names, ips)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return issued.TLS()
+}
+
+// NewHandler is the dashboard's HTTP handler: the login page, the embedded assets, and
+// the proxy to the apiserver of cfg.
+func NewHandler(cfg *rest.Config, log *slog.Logger) (http.Handler, error) {
+	if cfg == nil || cfg.Host == "" {
+		return nil, fmt.Errorf("the apiserver's address is required")
+	}
+	p, err := newAPIProxy(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	d := &dashboard{proxy: p, static: static, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.serveIndex)
+	mux.HandleFunc("GET /login", d.serveLoginPage)
+	mux.HandleFunc("POST /login", d.serveLogin)
+	mux.HandleFunc("POST /logout", d.serveLogout)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle(proxyPrefix+"/", p)
+	return securityHeaders(mux), nil
+}
+
+type dashboard struct {
+	proxy  *apiProxy
+	static fs.FS
+	log    *slog.Logger
+}
+
+// securityHeaders keep the pages out of other sites' frames and scripts out of the
+// pages but their own.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin") // "no-referrer" would make the browser send Origin: null on POSTs
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self' wss: ws:; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		hd.Set("Strict-Transport-Security", "max-age=31536000")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveIndex serves the application to a logged-in browser and sends others to the
+// login page.
+func (d *dashboard) serveIndex(w http.ResponseWriter, r *http.Request) {
+	if tokenFrom(r) == "" {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	d.serveAsset(w, r, "index.html")
+}
+
+func (d *dashboard) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeFileFS(w, r, d.static, name)
+}
+
+// sameOrigin reports whether a state-changing request comes from the dashboard's own
+// pages: browsers send Origin with every POST and WebSocket handshake, and another
+// site's Origin is refused even though SameSite=Strict already keeps the cookie away.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		// Not a browser's cross-site request (browsers always send it on these);
+		// the CSRF header check still applies.
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}

@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Network of the dashboard test's cluster: distinct from other clusters on this host.
+const (
+	dashBridge      = "mzn-dash"
+	dashClusterCIDR = "10.235.0.0/16"
+	dashServiceCIDR = "10.117.0.0/16"
+)
+
+const dashDeploymentYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: ` + busyboxImage + `
+        command: ["sh", "-c", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done"]
+`
+
+// TestDashboard drives the bundled dashboard in headless Chromium as a user would: log
+// in with a ServiceAccount token, see the node Ready on the overview, open a pod, read
+// its logs, run hostname in its terminal, scale a Deployment and watch the pods follow;
+// then, logged in as a user bound only to the view role, be refused a delete by RBAC.
+func TestDashboard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs containerd and a browser")
+	}
+	requireNodeRuntime(t)
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (make deps)")
+	}
+	images := testImages(t)
+	dataDir := t.TempDir()
+	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", dashClusterCIDR, "--pod-bridge", dashBridge,
+		"--service-cluster-ip-range", dashServiceCIDR, "--kubelet-port", strconv.Itoa(freePort(t)),
+		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"))
+	t.Cleanup(func() { cleanupHost(t, c, dataDir, dashBridge) })
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	node := readyNode(t, ctx, client, dataDir, images)
+	if !strings.Contains(c.log.String(), fmt.Sprintf("mizzen dashboard at https://127.0.0.1:%d/", c.dashboardPort)) {
+		t.Errorf("the server did not print the dashboard's URL:\n%s", c.log.String())
+	}
+
+	// Two users, as docs/dashboard.md tells: an administrator and a viewer.
+	c.kubectl("create", "serviceaccount", "dash-admin")
+	c.kubectl("create", "clusterrolebinding", "dash-admin", "--clusterrole", "cluster-admin", "--serviceaccount", "default:dash-admin")
+	c.kubectl("create", "serviceaccount", "dash-viewer")
+	c.kubectl("create", "rolebinding", "dash-viewer", "--clusterrole", "view", "--serviceaccount", "default:dash-viewer")
+	adminToken := strings.TrimSpace(c.kubectl("create", "token", "dash-admin"))
+	viewerToken := strings.TrimSpace(c.kubectl("create", "token", "dash-viewer"))
+
+	c.kubectlStdin(dashDeploymentYAML, "apply", "-f", "-")
+	var pod string
+	eventually(t, 120*time.Second, func() error {
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if runningAndReady(&p) == nil {
+				pod = p.Name
+				return nil
+			}
+		}
+		return fmt.Errorf("no Running and Ready pod of the Deployment yet")
+	})
+
+	b := newBrowser(t, chromium, fmt.Sprintf("https://127.0.0.1:%d", c.dashboardPort))
+	b.login(adminToken)
+
+	t.Run("overview shows the node Ready", func(t *testing.T) {
+		b.t = t
+		b.waitJS(`(document.querySelector('tr[data-component="kubelet-`+node+`"] td.ok') || {}).textContent === 'healthy'`, "the node's kubelet healthy on the overview")
+		b.waitJS(`!!document.querySelector('svg.star g[data-component="apiserver"] rect.ok')`, "the apiserver drawn healthy")
+		b.screenshot("overview")
+	})
+
+	t.Run("open a pod and read its logs", func(t *testing.T) {
+		b.t = t
+		b.go_("#/list/pods")
+		b.click(fmt.Sprintf(`#list tr[data-name="%s"] a`, pod))
+		b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page")
+		b.waitJS(`document.getElementById('yaml').value.includes('image: `+busyboxImage+`')`, "the pod's YAML")
+		b.waitJS(`document.getElementById('events').textContent.includes('Started')`, "the pod's events")
+		b.click("#action-logs")
+		b.waitJS(`/tick-\d+\n/.test((document.getElementById('logs') || {}).textContent || '')`, "the pod's log lines")
+		// Following: a line written after the page opened shows up.
+		first := b.evalInt(`Math.max(...[...document.getElementById('logs').textContent.matchAll(/tick-(\d+)/g)].map(m => +m[1]))`)
+		b.waitJS(fmt.Sprintf(`document.getElementById('logs').textContent.includes('tick-%d\n')`, first+2), "a followed log line")
+	})
+
+	t.Run("terminal runs hostname", func(t *testing.T) {
+		b.t = t
+		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+		b.click("#action-exec")
+		b.waitJS(`(document.getElementById('exec-state') || {}).textContent.startsWith('connected')`, "the terminal connected")
+		b.waitJS(`document.querySelector('.xterm-rows').textContent.includes('#')`, "a shell prompt")
+		b.typeInTerminal("hostname")
+		b.waitJS(`document.querySelector('.xterm-rows').textContent.split('`+pod+`').length > 1`, "the pod's name printed by hostname")
+		b.screenshot("terminal")
+	})
+
+	t.Run("edit and apply YAML, restart", func(t *testing.T) {
+		b.t = t
+		b.go_("#/obj/deployments/default/web")
+		b.waitJS(`document.getElementById('yaml').value.includes('  annotations:\n')`, "the Deployment's YAML")
+		b.waitJS(`/^ReplicaSet web-/.test(document.querySelector('#owned a').textContent)`, "the Deployment's ReplicaSet among what it owns")
+		b.screenshot("deployment")
+		// Typing into the editor, in one go.
+		b.waitJS(`(() => { const ta = document.getElementById('yaml');
+			ta.value = ta.value.replace('  annotations:\n', '  annotations:\n    example.com/edited: by-the-dashboard\n');
+			ta.dispatchEvent(new Event('input')); return true; })()`, "the YAML edited")
+		b.click("#apply")
+		eventually(t, 30*time.Second, func() error {
+			d, err := client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Annotations["example.com/edited"] != "by-the-dashboard" {
+				return fmt.Errorf("annotations %v (page: %s)", d.Annotations, b.page())
+			}
+			for _, mf := range d.ManagedFields {
+				if mf.Manager == "mizzen-dashboard" && mf.Operation == metav1.ManagedFieldsOperationApply {
+					return nil
+				}
+			}
+			return fmt.Errorf("no Apply entry of manager mizzen-dashboard in managedFields")
+		})
+		b.click("#action-restart")
+		b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
+		b.click("#dialog-ok")
+		eventually(t, 30*time.Second, func() error {
+			d, err := client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+				return fmt.Errorf("no restartedAt annotation on the pod template (page: %s)", b.page())
+			}
+			return nil
+		})
+	})
+
+	t.Run("scale a Deployment", func(t *testing.T) {
+		b.t = t
+		b.go_("#/obj/deployments/default/web")
+		b.click("#action-scale")
+		b.do(chromedp.WaitVisible(chromedp.ID("dialog-input")))
+		b.do(chromedp.SetValue(chromedp.ID("dialog-input"), "3"))
+		b.click("#dialog-ok")
+		b.go_("#/list/pods")
+		b.waitJS(`document.querySelectorAll('#list tr[data-name^="web-"]').length === 3`, "three pods of the Deployment listed")
+		b.waitJS(`[...document.querySelectorAll('#list tr[data-name^="web-"]')].every(tr => tr.textContent.includes('Running'))`, "three Running pods")
+		b.screenshot("pods")
+		b.go_("#/list/deployments")
+		b.waitJS(`(document.querySelector('#list tr[data-name="web"]') || {}).textContent.includes('3/3')`, "READY 3/3 on the Deployments list")
+		// The list follows changes made elsewhere, through its watch, without a reload.
+		b.go_("#/list/pods")
+		b.waitJS(`document.querySelectorAll('#list tr[data-name^="web-"]').length === 3`, "three pods listed")
+		b.evalBool(`window.notReloaded = true`)
+		c.kubectl("scale", "deployment", "web", "--replicas", "1")
+		b.waitJS(`document.querySelectorAll('#list tr[data-name^="web-"]').length === 1`, "one pod left on the open list")
+		if !b.evalBool(`window.notReloaded === true`) {
+			t.Errorf("the page was reloaded")
+		}
+	})
+
+	t.Run("every list shows", func(t *testing.T) {
+		b.t = t
+		keys := []string{"nodes", "namespaces", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "pods", "services", "ingresses", "configmaps", "events"}
+		for _, key := range keys {
+			b.go_("#/list/" + key)
+			b.waitJS(`/^\d+ /.test(document.getElementById('count').textContent)`, key+" listed")
+			if msg := b.evalString(`document.getElementById('error').textContent`); msg != "" {
+				t.Errorf("%s: %s", key, msg)
+			}
+		}
+		b.go_("#/list/nodes")
+		b.waitJS(`(document.querySelector('#list tr[data-name="`+node+`"]') || {}).textContent.includes('Ready')`, "the node Ready on the nodes list")
+	})
+
+	t.Run("a viewer is refused a delete", func(t *testing.T) {
+		b.t = t
+		b.click("#logout")
+		b.do(chromedp.WaitVisible(chromedp.ID("token"))) // back on the login page
+		b.login(viewerToken)
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(pods.Items) == 0 {
+			t.Fatalf("listing the Deployment's pods: %v", err)
+		}
+		pod := pods.Items[0].Name
+		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+		b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page, as a viewer")
+		b.click("#action-delete")
+		b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
+		b.click("#dialog-ok")
+		b.waitJS(`(document.getElementById('error').textContent || '').includes('forbidden')`, "RBAC's refusal")
+		msg := b.evalString(`document.getElementById('error').textContent`)
+		if !strings.Contains(msg, "system:serviceaccount:default:dash-viewer") || !strings.Contains(msg, `cannot delete resource "pods"`) {
+			t.Errorf("refusal shown: %q, want the apiserver's message naming the user", msg)
+		}
+		if _, err := client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err != nil {
+			t.Errorf("the pod is gone after the viewer's refused delete: %v", err)
+		}
+	})
+}
+
+// browser is one headless Chromium tab on the dashboard.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+func newBrowser(t *testing.T, chromium, base string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
+		// The serving certificate is the cluster CA's, which this browser does not know.
+		chromedp.IgnoreCertErrors, chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser outside any step's deadline
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return &browser{t: t, ctx: ctx, base: base}
+}
+
+func (b *browser) do(a chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, a); err != nil {
+		b.t.Fatalf("%v (page: %s)", err, b.page())
+	}
+}
+
+func (b *browser) click(selector string) {
+	b.t.Helper()
+	b.do(chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
+}
+
+// go_ shows a page of the application.
+func (b *browser) go_(hash string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(b.base + "/" + hash))
+}
+
+func (b *browser) login(token string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.do(chromedp.WaitVisible(chromedp.ID("token"))) // the login page, since there is no session
+	b.do(chromedp.SetValue(chromedp.ID("token"), token))
+	b.click("#login-button")
+	b.do(chromedp.WaitVisible(chromedp.ID("logout")))
+}
+
+// typeInTerminal types a line into the terminal as a keyboard would: the text as typed
+// input, then one Enter key press. (chromedp's SendKeys sends both a key-down carrying
+// the text and a char event, which xterm.js takes as two key strokes.)
+func (b *browser) typeInTerminal(line string) {
+	b.t.Helper()
+	b.do(chromedp.Focus(chromedp.CSS(".xterm-helper-textarea")))
+	b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, input.InsertText, input.InsertTextParams{Text: line}); err != nil {
+			return err
+		}
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: typ, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// waitJS waits until the expression is true on the page.
+func (b *browser) waitJS(expr, what string) {
+	b.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { try { return !!(`+expr+`); } catch (e) { return false; } })()`))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.screenshot("failed")
+			b.t.Fatalf("waiting for %s: %v (page: %s)", what, err, b.page())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (b *browser) evalString(expr string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return s
+}
+
+func (b *browser) evalBool(expr string) bool {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return v
+}
+
+func (b *browser) evalInt(expr string) int {
+	b.t.Helper()
+	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](expr))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return n
+}
+
+// page is the location and visible text of the page, for failure messages.
+func (b *browser) page() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText.slice(0, 3000)`))
+	return s
+}
+
+// screenshot saves a PNG of the page into $MIZZEN_DASHBOARD_SCREENSHOTS, when set, for a
+// developer to look at.
+func (b *browser) screenshot(name string) {
+	dir := os.Getenv("MIZZEN_DASHBOARD_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		_ = os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+	}
+}
