@@ -49,6 +49,7 @@ type serverFlags struct {
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
+	enableAdmission       []string
 	disableAdmission      []string
 	authorizationMode     string
 }
@@ -64,7 +65,8 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fl.StringVar(&f.serviceAccountKeyFile, "service-account-key-file", "", "RSA private key (PEM) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, created if missing)")
 	fl.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "", "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local)")
-	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run (ServiceAccount)")
+	fl.StringSliceVar(&f.enableAdmission, "enable-admission-plugins", nil, "admission plugins to run besides those on by default, by upstream's names (see docs/admission.md); the chain runs them in upstream's order")
+	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run, even though on by default")
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
@@ -78,7 +80,7 @@ func (f *serverFlags) options() core.Options {
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
 		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
-		DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
+		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
 	}
 }
 

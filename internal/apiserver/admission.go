@@ -2,26 +2,141 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/apiserver/admission"
+	"mizzen/internal/registry"
 )
 
-// AdmissionPlugin sees every create and update after validation and before the write,
-// and may refuse it (or, for mutating plugins, change obj). This is where quota, limit
-// ranges, service-account defaults and webhooks join the chain.
-type AdmissionPlugin interface {
-	Admit(ctx context.Context, operation string, resource, namespace string, obj, old runtime.Object) error
+// admissionAttributes describes a write for the admission chain.
+func (s *Server) admissionAttributes(ctx context.Context, op admission.Operation, h *resourceHandler, subresource, namespace, name string, obj, old runtime.Object, dryRun bool, options runtime.Object) *admission.Attributes {
+	a := &admission.Attributes{
+		Operation: op, Kind: h.GroupVersionKind(), Resource: h.GroupVersionResource(), Subresource: subresource,
+		Namespace: namespace, Name: name, Object: obj, OldObject: old, DryRun: dryRun, Options: options,
+	}
+	if u, ok := registry.UserFrom(ctx); ok {
+		a.User = u
+	} else {
+		a.Internal = true
+	}
+	return a
 }
 
-// admit runs the admission chain.
-func (s *Server) admit(ctx context.Context, operation string, h *resourceHandler, obj, old runtime.Object) error {
-	ns := accessor(obj).GetNamespace()
-	for _, p := range s.cfg.Admission {
-		if err := p.Admit(ctx, operation, h.Resource.Resource, ns, obj, old); err != nil {
-			return err
+// mutate runs the mutating half of the chain; the object may come back replaced.
+func (s *Server) mutate(ctx context.Context, a *admission.Attributes) error {
+	return s.admission.Admit(ctx, a)
+}
+
+// validateAdmission runs the storage validators (RBAC's escalation check) and then
+// the validating half of the chain.
+func (s *Server) validateAdmission(ctx context.Context, a *admission.Attributes) error {
+	for _, v := range s.cfg.StorageValidators {
+		if v.Handles(a.Operation) {
+			if err := v.Validate(ctx, a); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return s.admission.Validate(ctx, a)
+}
+
+// admitConnect runs admission for a CONNECT (pods/exec, attach, portforward): the
+// object is the request's options, as upstream sends it to webhooks and policies.
+func (s *Server) admitConnect(r *http.Request, info *requestInfo, h *resourceHandler) error {
+	q := r.URL.Query()
+	flag := func(name string) bool { return isTrue(q.Get(name)) }
+	var opts runtime.Object
+	var kind string
+	switch info.Subresource {
+	case "exec":
+		opts, kind = &corev1.PodExecOptions{Container: q.Get("container"), Command: q["command"],
+			Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty")}, "PodExecOptions"
+	case "attach":
+		opts, kind = &corev1.PodAttachOptions{Container: q.Get("container"),
+			Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty")}, "PodAttachOptions"
+	default:
+		pf := &corev1.PodPortForwardOptions{}
+		for _, p := range q["ports"] {
+			if n, err := strconv.ParseInt(p, 10, 32); err == nil {
+				pf.Ports = append(pf.Ports, int32(n))
+			}
+		}
+		opts, kind = pf, "PodPortForwardOptions"
+	}
+	ctx := r.Context()
+	a := s.admissionAttributes(ctx, admission.Connect, h, info.Subresource, info.Namespace, info.Name, opts, nil, false, nil)
+	a.Kind = corev1.SchemeGroupVersion.WithKind(kind)
+	if err := s.mutate(ctx, a); err != nil {
+		return err
+	}
+	return s.validateAdmission(ctx, a)
+}
+
+// withWarnings lets admission plugins add Warning headers to the response.
+func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
+	return admission.WithWarnings(ctx, func(msg string) {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	})
+}
+
+// admissionReader reads objects for the admission plugins from the watch cache.
+type admissionReader struct{ s *Server }
+
+func (r admissionReader) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	return r.s.cachedObject(ctx, gvr, namespace, name)
+}
+
+func (r admissionReader) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	h := r.s.handlers[gvr]
+	if h == nil {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	}
+	entries, _, err := r.s.cache.List(h.segment, h.listPrefix(namespace), nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, 0, len(entries))
+	for _, e := range entries {
+		obj, err := h.present(e.Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// UpdateStatus changes an object's status inside one storage transaction, as the
+// apiserver itself (upstream's loopback client is system:apiserver in system:masters).
+func (r admissionReader) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, update func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	h := r.s.handlers[gvr]
+	if h == nil {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	ctx = registry.WithUser(ctx, registry.User{Name: "system:apiserver", Groups: []string{"system:masters"}})
+	return r.s.updateObject(ctx, h, namespace, name, updateStatus, false, nil, update)
+}
+
+// ResolveService picks a ready endpoint of a Service's port for a webhook.
+func (r admissionReader) ResolveService(ctx context.Context, namespace, name string, port int32) (string, error) {
+	obj, err := r.s.cachedObject(ctx, servicesGVR, namespace, name)
+	if err != nil {
+		return "", err
+	}
+	svc := obj.(*corev1.Service)
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port))), nil
+	}
+	return r.s.serviceEndpoint(ctx, svc, strconv.Itoa(int(port)), name, false)
 }
 
 // beforeCreate reserves what a new object needs from shared pools (a service's cluster

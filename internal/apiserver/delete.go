@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/registry/apiextensions"
 )
 
@@ -22,9 +23,6 @@ var (
 	podsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	servicesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 )
-
-// immortalNamespaces may not be deleted.
-var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
 
 // deleteOptions reads DeleteOptions from the body or, failing that, the query.
 func (s *Server) deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
@@ -111,9 +109,6 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, info *requestInf
 // period hold it. It returns the object's last state and whether it is gone.
 func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, namespace, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	gr := h.GroupVersionResource().GroupResource()
-	if h.GroupVersionResource() == namespacesGVR && immortalNamespaces[name] {
-		return nil, false, apierrors.NewForbidden(gr, name, errors.New("this namespace may not be deleted"))
-	}
 	dryRun := len(opts.DryRun) > 0
 	var last runtime.Object
 	var gone bool
@@ -131,6 +126,13 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, namespace
 			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
 				return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
+		}
+		attrs := s.admissionAttributes(ctx, admission.Delete, h, "", namespace, name, nil, current, dryRun, opts)
+		if err := s.mutate(ctx, attrs); err != nil {
+			return nil, err
+		}
+		if err := s.validateAdmission(ctx, attrs); err != nil {
+			return nil, err
 		}
 		last, gone = obj, false
 		now := metav1.NewTime(time.Now())

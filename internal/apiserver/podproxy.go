@@ -385,7 +385,11 @@ func (s *Server) streamingPod(r *http.Request, info *requestInfo, h *resourceHan
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		return nil, methodNotAllowed(r, h)
 	}
-	return s.getPod(r, info, h)
+	pod, err := s.getPod(r, info, h)
+	if err != nil {
+		return nil, err
+	}
+	return pod, s.admitConnect(r, info, h)
 }
 
 // proxyPodStream hands an upgrade request on to the kubelet path of the pod's node.

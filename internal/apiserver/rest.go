@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
 )
@@ -529,34 +530,6 @@ func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, ol
 	return nil
 }
 
-// checkNamespace applies the namespace lifecycle: objects may only be created in a
-// namespace that exists and is not being deleted.
-func (s *Server) checkNamespace(ctx context.Context, namespace string) error {
-	nsHandler := s.handlers[namespacesGVR]
-	if nsHandler == nil || namespace == "" {
-		return nil
-	}
-	key := nsHandler.key("", namespace)
-	var ns runtime.Object
-	if e, _, err := s.cache.Get(nsHandler.segment, key); err == nil && e != nil {
-		ns = e.Object
-	} else {
-		obj := nsHandler.New()
-		if err := s.store.Get(ctx, key, obj); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				return apierrors.NewNotFound(namespacesGVR.GroupResource(), namespace)
-			}
-			return err
-		}
-		ns = obj
-	}
-	if accessor(ns).GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(namespacesGVR.GroupResource(), namespace,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
-	}
-	return nil
-}
-
 func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	ctx := r.Context()
 	format, data, err := readWriteRequest(r)
@@ -599,25 +572,34 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 	if acc.GetResourceVersion() != "" {
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	generated := acc.GetName() == "" && acc.GetGenerateName() != ""
 	if h.Strategy != nil {
 		h.Strategy.Default(obj)
 	}
+	obj = s.trackFields(h, owner, nil, obj)
+	// Mutating admission sees the object as the client sent it, defaulted; then the
+	// server fills in what it owns, validates, and lets validating admission decide.
+	attrs := s.admissionAttributes(ctx, admission.Create, h, "", acc.GetNamespace(), acc.GetName(), obj, nil, dryRun, &metav1.CreateOptions{DryRun: dryRunList(dryRun)})
+	if err := s.mutate(ctx, attrs); err != nil {
+		return nil, err
+	}
+	if attrs.Object != obj {
+		obj = attrs.Object
+		if h.Strategy != nil {
+			h.Strategy.Default(obj)
+		}
+	}
+	acc = accessor(obj)
+	generated := acc.GetName() == "" && acc.GetGenerateName() != ""
 	prepareCreateMeta(acc, obj, time.Now())
 	if h.Strategy != nil {
 		h.Strategy.PrepareForCreate(ctx, obj)
 	}
-	obj = s.trackFields(h, owner, nil, obj)
 	if err := s.validateCreate(ctx, h, obj); err != nil {
 		return nil, err
 	}
-	if err := s.admit(ctx, "create", h, obj, nil); err != nil {
+	attrs.Name, attrs.Object = acc.GetName(), obj
+	if err := s.validateAdmission(ctx, attrs); err != nil {
 		return nil, err
-	}
-	if h.Namespaced {
-		if err := s.checkNamespace(ctx, acc.GetNamespace()); err != nil {
-			return nil, err
-		}
 	}
 	release, err := s.beforeCreate(ctx, h, obj, dryRun)
 	if err != nil {
@@ -705,6 +687,24 @@ const (
 	updateAll                      // both (pods/binding)
 )
 
+// admissionSubresource names the subresource of a mode as admission sees it.
+func (m updateMode) admissionSubresource() string {
+	switch m {
+	case updateStatus:
+		return "status"
+	case updateAll:
+		return "binding"
+	}
+	return ""
+}
+
+func dryRunList(dryRun bool) []string {
+	if dryRun {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
 // subresource names the endpoint of a mode, as managedFields record it.
 func (m updateMode) subresource() string {
 	if m == updateStatus {
@@ -749,18 +749,24 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		} else if h.HasStatus && mode == updateMain {
 			copyField(obj, current, "Status")
 		}
+		obj = s.trackFields(h, owner, current, obj)
+		attrs := s.admissionAttributes(ctx, admission.Update, h, mode.admissionSubresource(), namespace, name, obj, current, dryRun, &metav1.UpdateOptions{DryRun: dryRunList(dryRun)})
+		if err := s.mutate(ctx, attrs); err != nil {
+			return nil, err
+		}
+		obj = attrs.Object
+		acc = accessor(obj)
 		prepareUpdateMeta(acc, curAcc, obj, current)
 		// A binding writes the fields a client may never change (spec.nodeName) and
 		// skips the resource's own update rules, as upstream's binding does.
 		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		obj = s.trackFields(h, owner, current, obj)
-		acc = accessor(obj)
 		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll); err != nil {
 			return nil, err
 		}
-		if err := s.admit(ctx, "update", h, obj, current); err != nil {
+		attrs.Object = obj
+		if err := s.validateAdmission(ctx, attrs); err != nil {
 			return nil, err
 		}
 		if svc, ok := obj.(*corev1.Service); ok && s.services != nil && !dryRun {

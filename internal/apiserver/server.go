@@ -29,6 +29,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"mizzen/internal/apiserver/admission"
+	"mizzen/internal/apiserver/admission/plugins"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/satoken"
@@ -52,8 +54,12 @@ type Config struct {
 	ExternalAddress string
 	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
 	OpenAPI http.Handler
-	// Admission plugins, in order.
-	Admission []AdmissionPlugin
+	// AdmissionPlugins names the admission plugins to run (plugins.Enabled resolves
+	// the flags into them); the chain runs them in upstream's order.
+	AdmissionPlugins []string
+	// StorageValidators check writes with the resource's own validation, before the
+	// validating admission plugins (RBAC's escalation check).
+	StorageValidators []admission.Validator
 	// Authorizer refuses requests; nil lets every authenticated user through.
 	Authorizer Authorizer
 	// ServiceAccountIssuer signs and verifies service account tokens: the TokenRequest
@@ -62,8 +68,6 @@ type Config struct {
 	// APIAudiences are the audiences a token must name to be accepted here, and those a
 	// TokenRequest without audiences gets; the issuer when empty.
 	APIAudiences []string
-	// ServiceAccountAdmission runs upstream's ServiceAccount admission plugin first.
-	ServiceAccountAdmission bool
 	// KubeletClientTLS is how the server reaches kubelets for pods/log, exec, attach,
 	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those
 	// subresources answer 503 without it.
@@ -107,6 +111,8 @@ type Server struct {
 	authzFeed *authzFeed
 	// aggregator proxies APIServices that name a Service.
 	aggregator *aggregator
+	// admission is the chain of enabled admission plugins.
+	admission admission.Chain
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -151,9 +157,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log}
-	if cfg.ServiceAccountAdmission {
-		s.cfg.Admission = append([]AdmissionPlugin{&serviceAccountAdmission{s: s}}, cfg.Admission...)
-	}
 
 	primary := map[schema.GroupResource]*registry.Resource{}
 	for _, r := range cfg.Resources {
@@ -227,6 +230,11 @@ func New(cfg Config) (*Server, error) {
 	s.kubeletTransport = newKubeletTransport(cfg)
 	s.proxyTransport = newProxyTransport()
 	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
+	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Log: cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	s.admission = chain
 	return s, nil
 }
 
@@ -323,7 +331,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user = &impersonated
-	ctx := registry.WithUser(r.Context(), *user)
+	ctx := withWarnings(registry.WithUser(r.Context(), *user), w)
 	r = r.WithContext(ctx)
 	if isPublicPath(path) {
 		if err := s.authorizePath(ctx, *user, r); err != nil {

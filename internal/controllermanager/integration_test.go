@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"mizzen/internal/controllermanager"
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -183,7 +184,12 @@ func TestCoreControllersAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an apiserver")
 	}
-	srv := apiserver.StartServer(t)
+	// The stories' pods carry no tolerations of their own (DefaultTolerationSeconds would
+	// give them five minutes on an unreachable node), and their claims no protection
+	// finalizers, which only the PV controllers this test does not run would lift.
+	srv := apiserver.StartWithOptions(t, func(o *core.Options) {
+		o.DisableAdmissionPlugins = append(o.DisableAdmissionPlugins, "DefaultTolerationSeconds", "StorageObjectInUseProtection")
+	})
 	cfg := srv.AdminConfig
 	requireServed(t, cfg, "v1/namespaces", "v1/serviceaccounts", "v1/configmaps", "v1/secrets", "v1/endpoints",
 		"v1/nodes", "v1/resourcequotas", "v1/persistentvolumeclaims", "v1/pods", "v1/services")

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
+	quotautil "mizzen/internal/quota"
 )
 
 // Name names the controller in its logs (its --controllers names,
@@ -165,7 +166,7 @@ func (c *Controller) usage(ctx context.Context, q *corev1.ResourceQuota) (corev1
 	var pods []*corev1.Pod
 	podsListed := false
 	for name := range q.Spec.Hard {
-		if res, limits, ok := computeResource(name); ok || countsPods(name) {
+		if res, limits, ok := quotautil.ComputeResource(name); ok || countsPods(name) {
 			if !podsListed {
 				all, err := c.pods.Pods(q.Namespace).List(labels.Everything())
 				if err != nil {
@@ -173,7 +174,7 @@ func (c *Controller) usage(ctx context.Context, q *corev1.ResourceQuota) (corev1
 				}
 				now := c.now()
 				for _, p := range all {
-					if podCounts(p, now) && podInScope(p, q) {
+					if quotautil.PodCounts(p, now) && quotautil.PodInScope(p, q) {
 						pods = append(pods, p)
 					}
 				}
@@ -185,7 +186,7 @@ func (c *Controller) usage(ctx context.Context, q *corev1.ResourceQuota) (corev1
 			}
 			sum := resource.Quantity{}
 			for _, p := range pods {
-				sum.Add(podAmount(p, res, limits))
+				sum.Add(quotautil.PodAmount(p, res, limits))
 			}
 			used[name] = sum
 			continue

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/apiserver"
+	"mizzen/internal/apiserver/admission"
+	"mizzen/internal/apiserver/admission/plugins"
 	rbacauthz "mizzen/internal/apiserver/authz/rbac"
 	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 	"mizzen/internal/apiserver/satoken"
@@ -66,7 +67,9 @@ type Options struct {
 	// ServiceAccountIssuer is the iss claim of service account tokens and the default
 	// API audience; https://kubernetes.default.svc.cluster.local by default.
 	ServiceAccountIssuer string
-	// DisableAdmissionPlugins names admission plugins not to run ("ServiceAccount").
+	// EnableAdmissionPlugins and DisableAdmissionPlugins turn admission plugins on and
+	// off beyond upstream's defaults, by upstream's names.
+	EnableAdmissionPlugins  []string
 	DisableAdmissionPlugins []string
 	// KubeletCertificateAuthority is a PEM bundle file that kubelets' serving
 	// certificates are verified against; without it they are not verified, as upstream's
@@ -125,14 +128,16 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 
-	authorizer, admission, err := authorization(opts.AuthorizationMode)
+	authorizer, storageValidators, err := authorization(opts.AuthorizationMode)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range opts.DisableAdmissionPlugins {
-		if name != "ServiceAccount" {
-			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: ServiceAccount)", name)
-		}
+	admissionPlugins, err := plugins.Enabled(opts.EnableAdmissionPlugins, opts.DisableAdmissionPlugins)
+	if err != nil {
+		return nil, err
+	}
+	if missing := plugins.Unimplemented(admissionPlugins); len(missing) > 0 {
+		log.Debug("admission plugins on by default that mizzen does not implement", "plugins", missing)
 	}
 	if opts.ServiceAccountKeyFile == "" {
 		opts.ServiceAccountKeyFile = dir.ServiceAccountKey()
@@ -218,13 +223,13 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertise.String(), strconv.Itoa(port)), OpenAPI: openAPI,
-		ServiceAccountIssuer:    sa.signer,
-		ServiceAccountAdmission: !slices.Contains(opts.DisableAdmissionPlugins, "ServiceAccount"),
-		KubeletClientTLS:        kubeletClient,
-		Authorizer:              authorizer,
-		Admission:               admission,
-		FrontProxy:              frontProxy,
-		ClientCAPEM:             ca.CertPEM,
+		ServiceAccountIssuer: sa.signer,
+		AdmissionPlugins:     admissionPlugins,
+		StorageValidators:    storageValidators,
+		KubeletClientTLS:     kubeletClient,
+		Authorizer:           authorizer,
+		FrontProxy:           frontProxy,
+		ClientCAPEM:          ca.CertPEM,
 	})
 	if err != nil {
 		return nil, err
@@ -353,11 +358,11 @@ func startEmbeddedEtcd(ctx context.Context, dir datadir.Dir, log *slog.Logger) (
 
 // authorization builds the authorizer of --authorization-mode, and the admission
 // steps that go with it (RBAC's escalation check). AlwaysAllow is no authorizer.
-func authorization(mode string) (apiserver.Authorizer, []apiserver.AdmissionPlugin, error) {
+func authorization(mode string) (apiserver.Authorizer, []admission.Validator, error) {
 	switch mode {
 	case "", "RBAC":
 		a := rbacauthz.New()
-		return a, []apiserver.AdmissionPlugin{a.EscalationCheck()}, nil
+		return a, []admission.Validator{a.EscalationCheck()}, nil
 	case "AlwaysAllow":
 		return nil, nil, nil
 	}

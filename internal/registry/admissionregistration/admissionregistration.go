@@ -15,9 +15,10 @@ import (
 	"mizzen/internal/registry"
 )
 
-// Resources returns the admissionregistration.k8s.io/v1 webhook configuration resources.
+// Resources returns the admissionregistration.k8s.io/v1 resources: the webhook
+// configurations, and ValidatingAdmissionPolicy with its bindings.
 func Resources() []*registry.Resource {
-	return []*registry.Resource{
+	return append([]*registry.Resource{
 		{
 			GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 			Resource:     "validatingwebhookconfigurations",
@@ -40,7 +41,7 @@ func Resources() []*registry.Resource {
 			Strategy:     configurationStrategy{},
 			Printer:      webhooksPrinter,
 		},
-	}
+	}, policyResources()...)
 }
 
 var webhooksPrinter = &registry.Printer{

@@ -48,8 +48,9 @@ func StartWithDirPort(t testing.TB, dir, port string) *Server {
 
 // StartWithOptions runs a control plane whose options the test adjusts. Like upstream's
 // test servers, a test control plane runs without the ServiceAccount admission plugin
-// (it has no controller-manager to create "default" accounts) unless the test turns it
-// back on by clearing DisableAdmissionPlugins.
+// (it has no controller-manager to create "default" accounts) and TaintNodesByCondition
+// (no node lifecycle controller lifts the not-ready taint of the nodes tests create)
+// unless the test turns them back on by clearing DisableAdmissionPlugins.
 func StartWithOptions(t testing.TB, adjust func(*core.Options)) *Server {
 	t.Helper()
 	return start(t, t.TempDir(), "0", adjust)
@@ -65,7 +66,7 @@ func start(t testing.TB, dir, port string, adjust func(*core.Options)) *Server {
 	// Logs go to stderr: a test's own logger may not be written after the test ends.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := core.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: portNum, Log: log,
-		DisableAdmissionPlugins: []string{"ServiceAccount"}}
+		DisableAdmissionPlugins: []string{"ServiceAccount", "TaintNodesByCondition"}}
 	if adjust != nil {
 		adjust(&opts)
 	}

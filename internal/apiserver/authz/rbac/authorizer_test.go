@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
 )
@@ -233,11 +234,16 @@ func TestEscalationCheck(t *testing.T) {
 		{"the apiserver itself", context.Background(), clusterRoleBinding("cb", "admin-ish", userSubject("x")), nil, ""},
 	}
 	for _, tt := range tests {
-		op := "create"
+		a := &admission.Attributes{Operation: admission.Create, Object: tt.obj, OldObject: tt.old}
 		if tt.old != nil {
-			op = "update"
+			a.Operation = admission.Update
 		}
-		err := check.Admit(tt.ctx, op, "", "", tt.obj, tt.old)
+		if u, ok := registry.UserFrom(tt.ctx); ok {
+			a.User = u
+		} else {
+			a.Internal = true
+		}
+		err := check.Validate(tt.ctx, a)
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)

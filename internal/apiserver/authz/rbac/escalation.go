@@ -9,9 +9,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
 )
@@ -28,15 +28,17 @@ type EscalationCheck struct {
 // EscalationCheck returns the admission step backed by this authorizer.
 func (a *Authorizer) EscalationCheck() *EscalationCheck { return &EscalationCheck{a: a} }
 
-// Admit refuses a create or update that would escalate.
-func (e *EscalationCheck) Admit(ctx context.Context, operation, _, _ string, obj, old runtime.Object) error {
-	if operation != "create" && operation != "update" {
+// Handles says the check looks at creates and updates.
+func (e *EscalationCheck) Handles(op admission.Operation) bool {
+	return op == admission.Create || op == admission.Update
+}
+
+// Validate refuses a create or update that would escalate.
+func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes) error {
+	if a.Internal || authz.IsMaster(a.User) {
 		return nil
 	}
-	user, ok := registry.UserFrom(ctx)
-	if !ok || authz.IsMaster(user) {
-		return nil
-	}
+	user, obj, old := a.User, a.Object, a.OldObject
 	switch o := obj.(type) {
 	case *rbacv1.Role:
 		if prev, ok := old.(*rbacv1.Role); ok && apiequality.Semantic.DeepEqual(prev.Rules, o.Rules) {

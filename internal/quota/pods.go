@@ -1,4 +1,7 @@
-package resourcequota
+// Package quota is how resource quota measures pods, shared by the resourcequota
+// controller (which recomputes status.used) and the ResourceQuota admission plugin
+// (which charges each new pod against it).
+package quota
 
 import (
 	"slices"
@@ -11,9 +14,9 @@ import (
 	"mizzen/internal/controller/util"
 )
 
-// podCounts reports whether quota tracks the pod at all: it has not finished and is
+// PodCounts reports whether quota tracks the pod at all: it has not finished and is
 // not past the end of its grace period.
-func podCounts(pod *corev1.Pod, now time.Time) bool {
+func PodCounts(pod *corev1.Pod, now time.Time) bool {
 	if util.IsPodTerminal(pod) {
 		return false
 	}
@@ -26,10 +29,10 @@ func podCounts(pod *corev1.Pod, now time.Time) bool {
 	return true
 }
 
-// computeResource maps a quota resource name onto the pod field it limits:
+// ComputeResource maps a quota resource name onto the pod field it limits:
 // "requests.cpu" and bare "cpu" are requests, "limits.cpu" limits. ok is false for
 // names that are not compute resources (counts, storage).
-func computeResource(name corev1.ResourceName) (res corev1.ResourceName, limits bool, ok bool) {
+func ComputeResource(name corev1.ResourceName) (res corev1.ResourceName, limits bool, ok bool) {
 	s := string(name)
 	switch {
 	case strings.HasPrefix(s, "requests."):
@@ -43,10 +46,10 @@ func computeResource(name corev1.ResourceName) (res corev1.ResourceName, limits 
 	return "", false, false
 }
 
-// podAmount is what the pod asks for of one resource, as the scheduler sees it: the
+// PodAmount is what the pod asks for of one resource, as the scheduler sees it: the
 // larger of its long-running containers (with sidecars) and its heaviest init step,
 // plus the pod overhead.
-func podAmount(pod *corev1.Pod, res corev1.ResourceName, limits bool) resource.Quantity {
+func PodAmount(pod *corev1.Pod, res corev1.ResourceName, limits bool) resource.Quantity {
 	pick := func(r corev1.ResourceRequirements) resource.Quantity {
 		list := r.Requests
 		if limits {
@@ -85,8 +88,8 @@ func podAmount(pod *corev1.Pod, res corev1.ResourceName, limits bool) resource.Q
 	return total
 }
 
-// bestEffort: no container asks for or is limited in cpu or memory.
-func bestEffort(pod *corev1.Pod) bool {
+// BestEffort: no container asks for or is limited in cpu or memory.
+func BestEffort(pod *corev1.Pod) bool {
 	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, c := range all {
 		for _, list := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
@@ -101,8 +104,8 @@ func bestEffort(pod *corev1.Pod) bool {
 	return true
 }
 
-// podInScope applies a quota's scopes to a pod.
-func podInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
+// PodInScope applies a quota's scopes to a pod.
+func PodInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
 	terminating := pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
 	check := func(scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
 		switch scope {
@@ -111,9 +114,9 @@ func podInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
 		case corev1.ResourceQuotaScopeNotTerminating:
 			return !terminating
 		case corev1.ResourceQuotaScopeBestEffort:
-			return bestEffort(pod)
+			return BestEffort(pod)
 		case corev1.ResourceQuotaScopeNotBestEffort:
-			return !bestEffort(pod)
+			return !BestEffort(pod)
 		case corev1.ResourceQuotaScopePriorityClass:
 			pc := pod.Spec.PriorityClassName
 			switch op {

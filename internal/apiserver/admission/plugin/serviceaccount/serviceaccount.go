@@ -1,4 +1,8 @@
-package apiserver
+// Package serviceaccount is upstream's ServiceAccount admission plugin for pods: the
+// service account defaults to "default" and must exist, and unless the pod or its
+// account opts out, every container gets the kube-api-access projected volume (a
+// token, the cluster CA and the namespace) at the well-known path.
+package serviceaccount
 
 import (
 	"context"
@@ -8,36 +12,53 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"mizzen/internal/apiserver/admission"
 )
 
-// Names the ServiceAccount admission plugin uses, as upstream's.
+// PluginName is upstream's name for the plugin.
+const PluginName = "ServiceAccount"
+
+// Names the plugin uses, as upstream's.
 const (
 	defaultServiceAccount  = "default"
 	serviceAccountMountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 	apiAccessVolumePrefix  = "kube-api-access-"
 	rootCAConfigMap        = "kube-root-ca.crt"
 	mirrorPodAnnotation    = "kubernetes.io/config.mirror"
+	// TokenExpirationSeconds is the lifetime of the projected token: upstream's 3607,
+	// which the apiserver recognises to warn about (and extend) legacy token use.
+	TokenExpirationSeconds = 3607
 	// The "default" account may lag a new namespace (the controller-manager creates
 	// it); a pod asking for it waits this long for it before being refused.
 	defaultServiceAccountWait = 5 * time.Second
 )
 
-// serviceAccountAdmission is upstream's ServiceAccount admission plugin for pods: the
-// service account defaults to "default" and must exist, and unless the pod or its
-// account opts out, every container gets the kube-api-access projected volume (a
-// token, the cluster CA and the namespace) at the well-known path.
-type serviceAccountAdmission struct{ s *Server }
+var serviceAccountsGVR = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 
-func (a *serviceAccountAdmission) Admit(ctx context.Context, operation, resource, namespace string, obj, _ runtime.Object) error {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || resource != "pods" || operation != "create" {
+// Plugin is the ServiceAccount admission plugin.
+type Plugin struct {
+	admission.Ops
+	reader admission.Reader
+}
+
+// New returns the plugin reading service accounts through r.
+func New(r admission.Reader) *Plugin {
+	return &Plugin{Ops: admission.Ops{admission.Create}, reader: r}
+}
+
+var _ admission.Mutator = (*Plugin)(nil)
+
+// Admit defaults and checks a new pod's service account and mounts its token.
+func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok || a.Resource.Resource != "pods" || a.Subresource != "" {
 		return nil
 	}
 	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
 		if pod.Spec.ServiceAccountName != "" {
-			return forbiddenPod(pod, "a mirror pod may not reference service accounts")
+			return admission.Forbiddenf(a, "a mirror pod may not reference service accounts")
 		}
 		return nil // the kubelet made it from a file; its spec is not ours to change
 	}
@@ -45,13 +66,13 @@ func (a *serviceAccountAdmission) Admit(ctx context.Context, operation, resource
 		pod.Spec.ServiceAccountName = defaultServiceAccount
 		pod.Spec.DeprecatedServiceAccount = defaultServiceAccount
 	}
-	sa, err := a.serviceAccount(ctx, namespace, pod.Spec.ServiceAccountName)
+	sa, err := p.serviceAccount(ctx, a.Namespace, pod.Spec.ServiceAccountName)
 	if apierrors.IsNotFound(err) {
 		// Worded as upstream's, whose lister names the resource in the singular.
 		err = fmt.Errorf("serviceaccount %q not found", pod.Spec.ServiceAccountName)
 	}
 	if err != nil {
-		return forbiddenPod(pod, fmt.Sprintf("error looking up service account %s/%s: %v", namespace, pod.Spec.ServiceAccountName, err))
+		return admission.Forbiddenf(a, "error looking up service account %s/%s: %v", a.Namespace, pod.Spec.ServiceAccountName, err)
 	}
 	if !automount(pod, sa) || mountsTokenPath(pod) {
 		return nil
@@ -68,15 +89,11 @@ func (a *serviceAccountAdmission) Admit(ctx context.Context, operation, resource
 	return nil
 }
 
-func forbiddenPod(pod *corev1.Pod, msg string) error {
-	return apierrors.NewForbidden(podsGVR.GroupResource(), pod.Name, fmt.Errorf("%s", msg))
-}
-
 // serviceAccount looks the account up, waiting a little for "default" to appear.
-func (a *serviceAccountAdmission) serviceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+func (p *Plugin) serviceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
 	deadline := time.Now().Add(defaultServiceAccountWait)
 	for {
-		obj, err := a.s.cachedObject(ctx, serviceAccountsGVR, namespace, name)
+		obj, err := p.reader.Get(ctx, serviceAccountsGVR, namespace, name)
 		if err == nil {
 			return obj.(*corev1.ServiceAccount), nil
 		}
@@ -115,7 +132,7 @@ func mountsTokenPath(pod *corev1.Pod) bool {
 }
 
 func apiAccessVolume(name string) corev1.Volume {
-	expiry := int64(legacyWarnTokenSeconds)
+	expiry := int64(TokenExpirationSeconds)
 	mode := int32(corev1.ProjectedVolumeSourceDefaultMode)
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		DefaultMode: &mode,

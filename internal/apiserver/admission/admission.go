@@ -1,0 +1,197 @@
+// Package admission is the apiserver's admission chain: the attributes of a write as
+// plugins see them, the mutating and validating plugin interfaces, and the chain that
+// runs every enabled plugin in upstream's order, mutating ones first. Plugins live in
+// plugin/<name>; plugins/ knows their names, order and defaults.
+package admission
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/registry"
+)
+
+// Operation is what a request does to an object, in AdmissionReview's spelling.
+type Operation string
+
+const (
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
+)
+
+// Attributes describe one write as admission sees it.
+type Attributes struct {
+	Operation Operation
+	// Kind is the object's kind; Resource and Subresource what the request named.
+	Kind        schema.GroupVersionKind
+	Resource    schema.GroupVersionResource
+	Subresource string
+	Namespace   string
+	Name        string
+	// Object is the object to be written (nil for DELETE); mutating plugins may change
+	// it in place or replace it. OldObject is the stored object (UPDATE, DELETE).
+	Object    runtime.Object
+	OldObject runtime.Object
+	// User made the request; Internal is set for the apiserver's own writes (no user).
+	User     registry.User
+	Internal bool
+	DryRun   bool
+	// Options are the request's CreateOptions, UpdateOptions or DeleteOptions.
+	Options runtime.Object
+}
+
+// Handler is a plugin; it implements Mutator, Validator, or both.
+type Handler interface {
+	// Handles says whether the plugin wants requests of this operation at all.
+	Handles(op Operation) bool
+}
+
+// Mutator may change the object of a request, or refuse it.
+type Mutator interface {
+	Handler
+	Admit(ctx context.Context, a *Attributes) error
+}
+
+// Validator may refuse a request, once every mutator has run and the object is valid.
+type Validator interface {
+	Handler
+	Validate(ctx context.Context, a *Attributes) error
+}
+
+// Plugin is a named handler in the chain.
+type Plugin struct {
+	Name    string
+	Handler Handler
+}
+
+// Chain runs plugins in order.
+type Chain []Plugin
+
+// Admit runs every mutating plugin that handles the operation, stopping at the first
+// refusal.
+func (c Chain) Admit(ctx context.Context, a *Attributes) error {
+	for _, p := range c {
+		m, ok := p.Handler.(Mutator)
+		if !ok || !m.Handles(a.Operation) {
+			continue
+		}
+		if err := m.Admit(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate runs every validating plugin that handles the operation, stopping at the
+// first refusal.
+func (c Chain) Validate(ctx context.Context, a *Attributes) error {
+	for _, p := range c {
+		v, ok := p.Handler.(Validator)
+		if !ok || !v.Handles(a.Operation) {
+			continue
+		}
+		if err := v.Validate(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Names lists the chain's plugins in order.
+func (c Chain) Names() []string {
+	out := make([]string, len(c))
+	for i, p := range c {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Ops is an embeddable Handles for plugins that want some operations.
+type Ops []Operation
+
+func (h Ops) Handles(op Operation) bool {
+	for _, o := range h {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// NewForbidden is upstream's admission refusal: 403 naming the request's resource and
+// object.
+func NewForbidden(a *Attributes, err error) error {
+	if apierrors.IsForbidden(err) {
+		return err
+	}
+	name := a.Name
+	if name == "" && a.Object != nil {
+		if acc, e := meta.Accessor(a.Object); e == nil {
+			// Before a create the name may be still to be generated.
+			name = acc.GetName()
+			if name == "" {
+				name = acc.GetGenerateName()
+			}
+		}
+	}
+	if name == "" {
+		name = "Unknown"
+	}
+	return apierrors.NewForbidden(a.Resource.GroupResource(), name, err)
+}
+
+// Forbiddenf is NewForbidden with a formatted message.
+func Forbiddenf(a *Attributes, format string, args ...any) error {
+	return NewForbidden(a, fmt.Errorf(format, args...))
+}
+
+// Reader is how plugins read the cluster's objects: from the apiserver's watch cache,
+// falling back to storage. Missing objects are NotFound API errors.
+type Reader interface {
+	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error)
+	// List lists a namespace's objects, or every namespace's for "".
+	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error)
+}
+
+// StatusWriter changes an object's status atomically: update gets the stored object
+// and returns it with the new status (or an error to write nothing); it is called
+// again on a conflicting write. It returns the stored result.
+type StatusWriter interface {
+	UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, update func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error)
+}
+
+// ServiceResolver turns a Service port into the address (host:port) of one of its
+// ready endpoints, for webhooks named by a service reference.
+type ServiceResolver interface {
+	ResolveService(ctx context.Context, namespace, name string, port int32) (string, error)
+}
+
+// Deps is what plugins are built with.
+type Deps struct {
+	Reader       Reader
+	StatusWriter StatusWriter
+	Services     ServiceResolver
+	Log          *slog.Logger
+}
+
+type warningsKey struct{}
+
+// WithWarnings returns a context whose AddWarning calls reach sink.
+func WithWarnings(ctx context.Context, sink func(string)) context.Context {
+	return context.WithValue(ctx, warningsKey{}, sink)
+}
+
+// AddWarning sends a warning to the client of the request in ctx, if it has one.
+func AddWarning(ctx context.Context, msg string) {
+	if sink, ok := ctx.Value(warningsKey{}).(func(string)); ok && sink != nil {
+		sink(msg)
+	}
+}

@@ -1,0 +1,119 @@
+// Package cel compiles and evaluates the CEL expressions of admission: webhooks'
+// matchConditions and ValidatingAdmissionPolicy's validations, over the variables
+// object, oldObject, request, params and namespaceObject.
+package cel
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Variables are the names an expression may use.
+var Variables = []string{"object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"}
+
+// Compiler compiles expressions once and keeps them.
+type Compiler struct {
+	env   *cel.Env
+	mu    sync.Mutex
+	cache map[string]cel.Program
+}
+
+// NewCompiler returns a compiler over the admission variables.
+func NewCompiler() (*Compiler, error) {
+	opts := []cel.EnvOption{ext.Strings(), ext.Sets(), ext.Lists(), cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true)}
+	for _, v := range Variables {
+		opts = append(opts, cel.Variable(v, cel.DynType))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Compiler{env: env, cache: map[string]cel.Program{}}, nil
+}
+
+// Compile parses and checks an expression.
+func (c *Compiler) Compile(expr string) (cel.Program, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.cache[expr]; ok {
+		return p, nil
+	}
+	ast, iss := c.env.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		return nil, fmt.Errorf("compilation failed: %v", iss.Err())
+	}
+	p, err := c.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(1000000))
+	if err != nil {
+		return nil, err
+	}
+	c.cache[expr] = p
+	return p, nil
+}
+
+// Eval evaluates an expression with the given variables (absent ones are null).
+func (c *Compiler) Eval(expr string, vars map[string]any) (ref.Val, error) {
+	p, err := c.Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	act := map[string]any{}
+	for _, v := range Variables {
+		act[v] = nil
+	}
+	for k, v := range vars {
+		act[k] = v
+	}
+	out, _, err := p.Eval(act)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EvalBool evaluates an expression that must give a bool.
+func (c *Compiler) EvalBool(expr string, vars map[string]any) (bool, error) {
+	v, err := c.Eval(expr, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("expression returned %s, want bool", v.Type().TypeName())
+	}
+	return bool(b), nil
+}
+
+// EvalString evaluates an expression that must give a string.
+func (c *Compiler) EvalString(expr string, vars map[string]any) (string, error) {
+	v, err := c.Eval(expr, vars)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(types.String)
+	if !ok {
+		return "", fmt.Errorf("expression returned %s, want string", v.Type().TypeName())
+	}
+	return string(s), nil
+}
+
+// ToValue turns an object into what CEL sees: its JSON form as maps and lists; nil
+// for none.
+func ToValue(obj runtime.Object) (any, error) {
+	if obj == nil {
+		return nil, nil
+	}
+	if u, ok := obj.(interface{ UnstructuredContent() map[string]interface{} }); ok {
+		return u.UnstructuredContent(), nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}

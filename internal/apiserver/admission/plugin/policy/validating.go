@@ -1,0 +1,329 @@
+// Package policy is upstream's ValidatingAdmissionPolicy plugin: each binding applies
+// its policy's CEL validations to the requests both match, with the binding's params,
+// and Denies, Warns or (for audit) only records what fails.
+package policy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/apiserver/admission"
+	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/admission/plugin/webhook"
+)
+
+// PluginName is upstream's name.
+const PluginName = "ValidatingAdmissionPolicy"
+
+var (
+	policiesGVR = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+	bindingsGVR = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
+)
+
+// Plugin is ValidatingAdmissionPolicy.
+type Plugin struct {
+	admission.Ops
+	reader admission.Reader
+	cel    *cel.Compiler
+}
+
+// New returns the plugin.
+func New(r admission.Reader, c *cel.Compiler) *Plugin {
+	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c}
+}
+
+var _ admission.Validator = (*Plugin)(nil)
+
+// Validate applies every binding whose policy matches the request.
+func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
+	if a.Internal || a.Resource.Group == admissionregistrationv1.GroupName {
+		return nil
+	}
+	objs, err := p.reader.List(ctx, bindingsGVR, "")
+	if err != nil || len(objs) == 0 {
+		return err
+	}
+	bindings := make([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, 0, len(objs))
+	for _, o := range objs {
+		bindings = append(bindings, o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
+	}
+	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
+	var vars map[string]any
+	for _, b := range bindings {
+		obj, err := p.reader.Get(ctx, policiesGVR, "", b.Spec.PolicyName)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		pol := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		if ok, err := p.matches(ctx, pol.Spec.MatchConstraints, a); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if b.Spec.MatchResources != nil {
+			if ok, err := p.matches(ctx, b.Spec.MatchResources, a); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if vars == nil {
+			if vars, err = p.baseVars(ctx, a); err != nil {
+				return apierrors.NewInternalError(err)
+			}
+		}
+		params, err := p.params(ctx, pol, b, a)
+		if err != nil {
+			if err == errParamsMissing {
+				if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
+					continue
+				}
+				return p.deny(pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
+			}
+			return err
+		}
+		if len(params) == 0 {
+			params = []any{nil}
+		}
+		for _, param := range params {
+			if err := p.evaluate(ctx, pol, b, withParams(vars, param)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var errParamsMissing = fmt.Errorf("params missing")
+
+func withParams(base map[string]any, params any) map[string]any {
+	out := make(map[string]any, len(base)+1)
+	for k, v := range base {
+		out[k] = v
+	}
+	out["params"] = params
+	return out
+}
+
+// evaluate runs a policy's match conditions, variables and validations.
+func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, vars map[string]any) error {
+	ignore := pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy == admissionregistrationv1.Ignore
+	for _, mc := range pol.Spec.MatchConditions {
+		ok, err := p.cel.EvalBool(mc.Expression, vars)
+		if err != nil {
+			if ignore {
+				return nil
+			}
+			return p.deny(pol, b, fmt.Sprintf("failed to evaluate matchCondition %q: %v", mc.Name, err), metav1.StatusReasonInvalid)
+		}
+		if !ok {
+			return nil
+		}
+	}
+	variables := map[string]any{}
+	vars["variables"] = variables
+	for _, v := range pol.Spec.Variables {
+		val, err := p.cel.Eval(v.Expression, vars)
+		if err != nil {
+			continue // a validation using it reports the error
+		}
+		variables[v.Name] = val.Value()
+	}
+	for _, v := range pol.Spec.Validations {
+		ok, err := p.cel.EvalBool(v.Expression, vars)
+		msg := ""
+		switch {
+		case err != nil:
+			if ignore {
+				continue
+			}
+			msg = fmt.Sprintf("expression '%s' resulted in error: %v", v.Expression, err)
+		case ok:
+			continue
+		default:
+			msg = v.Message
+			if v.MessageExpression != "" {
+				if m, err := p.cel.EvalString(v.MessageExpression, vars); err == nil && strings.TrimSpace(m) != "" && !strings.Contains(m, "\n") {
+					msg = m
+				}
+			}
+			if msg == "" {
+				msg = fmt.Sprintf("failed expression: %s", v.Expression)
+			}
+		}
+		reason := metav1.StatusReasonInvalid
+		if v.Reason != nil {
+			reason = *v.Reason
+		}
+		for _, action := range b.Spec.ValidationActions {
+			switch action {
+			case admissionregistrationv1.Deny:
+				return p.deny(pol, b, msg, reason)
+			case admissionregistrationv1.Warn:
+				admission.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, msg))
+			}
+		}
+	}
+	return nil
+}
+
+// deny is upstream's refusal, its code following the validation's reason.
+func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, msg string, reason metav1.StatusReason) error {
+	code := int32(http.StatusUnprocessableEntity)
+	switch reason {
+	case metav1.StatusReasonForbidden:
+		code = http.StatusForbidden
+	case metav1.StatusReasonUnauthorized:
+		code = http.StatusUnauthorized
+	case metav1.StatusReasonRequestEntityTooLarge:
+		code = http.StatusRequestEntityTooLarge
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: reason, Code: code,
+		Message: fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)}}
+}
+
+// matches applies match resources: rules less excluded rules, and the selectors.
+func (p *Plugin) matches(ctx context.Context, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
+	if m == nil {
+		return false, nil
+	}
+	if !matchNamed(m.ResourceRules, m.MatchPolicy, a) || matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a) {
+		return false, nil
+	}
+	if ok, err := webhook.MatchNamespace(ctx, p.reader, m.NamespaceSelector, a); err != nil || !ok {
+		return false, err
+	}
+	return webhook.MatchObject(m.ObjectSelector, a)
+}
+
+func matchNamed(rules []admissionregistrationv1.NamedRuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes) bool {
+	for _, r := range rules {
+		if len(r.ResourceNames) > 0 && !contains(r.ResourceNames, a.Name) {
+			continue
+		}
+		if webhook.MatchRules([]admissionregistrationv1.RuleWithOperations{r.RuleWithOperations}, policy, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// baseVars are object, oldObject, request and namespaceObject.
+func (p *Plugin) baseVars(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
+	obj, err := cel.ToValue(a.Object)
+	if err != nil {
+		return nil, err
+	}
+	old, err := cel.ToValue(a.OldObject)
+	if err != nil {
+		return nil, err
+	}
+	req := map[string]any{
+		"kind":        map[string]any{"group": a.Kind.Group, "version": a.Kind.Version, "kind": a.Kind.Kind},
+		"resource":    map[string]any{"group": a.Resource.Group, "version": a.Resource.Version, "resource": a.Resource.Resource},
+		"subResource": a.Subresource, "name": a.Name, "namespace": a.Namespace, "operation": string(a.Operation),
+		"userInfo": map[string]any{"username": a.User.Name, "uid": a.User.UID, "groups": toAny(a.User.Groups)},
+		"dryRun":   a.DryRun,
+	}
+	vars := map[string]any{"object": obj, "oldObject": old, "request": req}
+	if a.Namespace != "" {
+		if ns, err := p.reader.Get(ctx, corev1.SchemeGroupVersion.WithResource("namespaces"), "", a.Namespace); err == nil {
+			if vars["namespaceObject"], err = cel.ToValue(ns); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return vars, nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// params are the parameter objects a binding names for this request; nil without a
+// paramKind.
+func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, a *admission.Attributes) ([]any, error) {
+	pk := pol.Spec.ParamKind
+	if pk == nil {
+		return nil, nil
+	}
+	ref := b.Spec.ParamRef
+	if ref == nil {
+		return nil, p.deny(pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
+	}
+	gv, err := schema.ParseGroupVersion(pk.APIVersion)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gv.WithKind(pk.Kind))
+	ns := ref.Namespace
+	if ns == "" {
+		ns = a.Namespace
+	}
+	var objs []runtime.Object
+	if ref.Name != "" {
+		obj, err := p.reader.Get(ctx, gvr, ns, ref.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			objs = append(objs, obj)
+		}
+	} else {
+		sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		all, err := p.reader.List(ctx, gvr, ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range all {
+			if acc, err := meta.Accessor(o); err == nil && sel.Matches(labels.Set(acc.GetLabels())) {
+				objs = append(objs, o)
+			}
+		}
+	}
+	if len(objs) == 0 {
+		return nil, errParamsMissing
+	}
+	out := make([]any, 0, len(objs))
+	for _, o := range objs {
+		v, err := cel.ToValue(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
