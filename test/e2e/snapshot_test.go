@@ -3,15 +3,25 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"mizzen/internal/pki"
 )
 
 // Flags that keep this file's servers off other tests' networks (no agent runs).
@@ -208,7 +218,45 @@ func TestCertificateCheckRotate(t *testing.T) {
 		t.Fatalf("an unknown service: %s", out)
 	}
 	c.stop()
+
+	// A client certificate 30 days from expiry is due, and the next start renews it
+	// (k3s's 90-day rule), from the same CA.
+	ca, err := pki.LoadOrCreateCA(filepath.Join(dataDir, "tls"), "ca", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(1),
+		Subject:   pkix.Name{CommonName: "system:admin", Organization: []string{"system:masters"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(30 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	_ = os.WriteFile(filepath.Join(dataDir, "tls", "admin.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+	_ = os.WriteFile(filepath.Join(dataDir, "tls", "admin.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	status := func(file string) string {
+		t.Helper()
+		out, err := mizzenCmd("certificate", "check", "--data-dir", dataDir)
+		if err != nil {
+			t.Fatalf("check: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == file {
+				return f[len(f)-1]
+			}
+		}
+		t.Fatalf("%s not listed:\n%s", file, out)
+		return ""
+	}
+	if got := status("tls/admin.crt"); got != "RENEW" {
+		t.Fatalf("a certificate 30 days from expiry is %s", got)
+	}
 	c = startServer(t, dataDir, port, snapshotServerArgs...)
+	if got, kc := status("tls/admin.crt"), status("admin.kubeconfig"); got != "OK" || kc != "OK" {
+		t.Fatalf("after a start: admin.crt %s, admin.kubeconfig %s", got, kc)
+	}
 	check(c.kubeconfig)
 	check(oldCopy)
 }
