@@ -14,6 +14,7 @@ import (
 	"mizzen/internal/controlplane"
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
+	"mizzen/internal/etcdsnapshot"
 	"mizzen/internal/metrics"
 )
 
@@ -41,6 +42,10 @@ type serverFlags struct {
 	dashboardPort int
 	// metricResolution is the bundled metrics server's scrape interval.
 	metricResolution time.Duration
+
+	snapshots               controlplane.SnapshotOptions
+	clusterReset            bool
+	clusterResetRestorePath string
 
 	serviceAccountKeyFile string
 	serviceAccountIssuer  string
@@ -88,10 +93,24 @@ func newServerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if f.clusterReset || f.clusterResetRestorePath != "" {
+				if !f.clusterReset {
+					return fmt.Errorf("--cluster-reset-restore-path needs --cluster-reset")
+				}
+				if f.etcdServers != "" {
+					return fmt.Errorf("--cluster-reset resets the embedded etcd; restore an external cluster with its own tools")
+				}
+				msg, err := controlplane.ClusterReset(ctx, f.dataDir, f.clusterResetRestorePath, newLogger(f.verbose))
+				if err == nil {
+					fmt.Fprintln(os.Stderr, msg)
+				}
+				return err
+			}
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
+				Snapshots: f.snapshots,
 				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
@@ -102,6 +121,12 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().StringVar(&f.snapshots.Schedule, "etcd-snapshot-schedule-cron", etcdsnapshot.DefaultSchedule, "when the embedded etcd is snapshotted, as a five-field cron spec")
+	cmd.Flags().IntVar(&f.snapshots.Retention, "etcd-snapshot-retention", etcdsnapshot.DefaultRetention, "how many scheduled snapshots to keep")
+	cmd.Flags().StringVar(&f.snapshots.Dir, "etcd-snapshot-dir", "", "directory of the scheduled snapshots (default DATA_DIR/db/snapshots)")
+	cmd.Flags().BoolVar(&f.snapshots.Disable, "etcd-disable-snapshots", false, "take no scheduled snapshots")
+	cmd.Flags().BoolVar(&f.clusterReset, "cluster-reset", false, "forget every other etcd member (or, with --cluster-reset-restore-path, restore a snapshot into a fresh single-member etcd), then exit")
+	cmd.Flags().StringVar(&f.clusterResetRestorePath, "cluster-reset-restore-path", "", "snapshot file to restore with --cluster-reset")
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")

@@ -36,7 +36,8 @@ type KubeletOptions struct {
 	// ImagesDir holds image tarballs imported into the runtime at start (the agent's).
 	ImagesDir       string
 	PodManifestPath string
-	// LocalPathDir holds the node's local-path volumes; empty: the node offers none.
+	// LocalPathDir holds the local-path StorageClass's volumes on this node; empty
+	// offers none.
 	LocalPathDir string
 	ClusterDNS   []string
 	MaxPods      int64

@@ -245,6 +245,7 @@ func (s *Server) reconcileCRDs(ctx context.Context) {
 	if changed {
 		s.publishAPIs()
 	}
+	s.syncCRDAPIServices(ctx)
 }
 
 func condition(crd *apiextv1.CustomResourceDefinition, t apiextv1.CustomResourceDefinitionConditionType) *apiextv1.CustomResourceDefinitionCondition {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -23,6 +24,7 @@ import (
 	"mizzen/internal/dashboard"
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
+	"mizzen/internal/etcdsnapshot"
 	"mizzen/internal/hostaddr"
 	"mizzen/internal/ingress"
 	nodeserver "mizzen/internal/kubelet/server"
@@ -52,6 +54,8 @@ type BundleOptions struct {
 	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
 	ControllerManagerPort int
+	// Snapshots are the embedded etcd's scheduled snapshots.
+	Snapshots SnapshotOptions
 	// Ready, when set, is called once every component has been started.
 	Ready func(cp *core.ControlPlane)
 }
@@ -76,11 +80,15 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	defer stopControlPlane()
 	componentsCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
+	snapshots, err := scheduledSnapshots(opts)
+	if err != nil {
+		return err
+	}
 	cp, err := core.Start(cpCtx, opts.Options)
 	if err != nil {
 		return err
 	}
-	errs := make(chan error, len(Components))
+	errs := make(chan error, len(Components)+1)
 	running := 0 // components started, each sends once on errs when it ends
 	start := func(name string, run func(context.Context) error) {
 		running++
@@ -160,6 +168,9 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		}
 		start("agent", func(ctx context.Context) error { return agent.Run(ctx, ao) })
 	}
+	if snapshots != nil {
+		start("etcd-snapshot", snapshots)
+	}
 	if opts.Ready != nil {
 		opts.Ready(cp)
 	}
@@ -196,6 +207,47 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
 	}
 	return ao, nil
+}
+
+// SnapshotOptions are --etcd-snapshot-schedule-cron, --etcd-snapshot-retention,
+// --etcd-snapshot-dir and --etcd-disable-snapshots.
+type SnapshotOptions struct {
+	Schedule  string
+	Retention int
+	Dir       string
+	Disable   bool
+}
+
+// scheduledSnapshots prepares the embedded etcd's scheduled snapshots into
+// DIR/db/snapshots (or Dir); none with an external etcd or when disabled.
+func scheduledSnapshots(opts BundleOptions) (func(context.Context) error, error) {
+	so := opts.Snapshots
+	if so.Disable || opts.EtcdServers != "" {
+		return nil, nil
+	}
+	if so.Schedule == "" {
+		so.Schedule = etcdsnapshot.DefaultSchedule
+	}
+	if so.Retention == 0 {
+		so.Retention = etcdsnapshot.DefaultRetention
+	}
+	if so.Retention < 0 {
+		return nil, fmt.Errorf("--etcd-snapshot-retention must be at least 1")
+	}
+	schedule, err := etcdsnapshot.ParseSchedule(so.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	dir := datadir.Dir(opts.DataDir)
+	if so.Dir == "" {
+		so.Dir = dir.Snapshots()
+	}
+	s := &etcdsnapshot.Scheduled{Schedule: schedule, Retention: so.Retention, Dir: so.Dir, Node: etcdsnapshot.NodeName(),
+		Log: opts.Log.With("component", "etcd-snapshot"),
+		Connect: func(ctx context.Context) (*clientv3.Client, error) {
+			return etcdsnapshot.Connect(ctx, dir, etcdsnapshot.External{})
+		}}
+	return s.Run, nil
 }
 
 // shutDown waits for ctx's end, the control plane's end or a component's failure, then

@@ -6,15 +6,22 @@
 //	DIR/
 //	  admin.kubeconfig, <component>.kubeconfig
 //	  tls/            ca.{crt,key}, sa.key, <name>.{crt,key}
-//	  etcd/           the embedded etcd member
+//	  etcd/           the embedded etcd member (etcd-old-<unix>/ after a --cluster-reset)
+//	  db/
+//	    snapshots/    etcd snapshots (k3s: server/db/snapshots)
+//	    etcd-client-url  where the running server's embedded etcd serves clients
 //	  agent/
 //	    kubelet/      the kubelet's root (pods, pki)
 //	    containerd/   the agent's own containerd (state, sockets, CNI)
 //	    images/       image archives imported at start
 //	    pod-manifests/ static pods
+//	  storage/        the local-path StorageClass's volumes on this node
 package datadir
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strconv"
+)
 
 // Default is where `mizzen server` and `mizzen agent` keep their state unless told.
 const Default = "/var/lib/mizzen"
@@ -51,6 +58,26 @@ func (d Dir) Kubeconfig(name string) string { return filepath.Join(string(d), na
 // Etcd is the embedded etcd member's data.
 func (d Dir) Etcd() string { return filepath.Join(string(d), "etcd") }
 
+// EtcdOld is where a --cluster-reset moves the etcd member's data aside (k3s keeps it
+// as etcd-old-<unix time> too).
+func (d Dir) EtcdOld(unix int64) string {
+	return filepath.Join(string(d), "etcd-old-"+strconv.FormatInt(unix, 10))
+}
+
+// EtcdTLS holds the embedded etcd's own CA, its serving certificate and the client
+// certificate that snapshots are taken with (as k3s's tls/etcd/).
+func (d Dir) EtcdTLS() string { return filepath.Join(d.TLS(), "etcd") }
+
+// DB holds what belongs to the cluster's database besides its member data.
+func (d Dir) DB() string { return filepath.Join(string(d), "db") }
+
+// Snapshots is the default directory of etcd snapshots.
+func (d Dir) Snapshots() string { return filepath.Join(d.DB(), "snapshots") }
+
+// EtcdClientURL is a file holding the URL the running server's embedded etcd serves
+// clients on (a free loopback port, chosen at each start).
+func (d Dir) EtcdClientURL() string { return filepath.Join(d.DB(), "etcd-client-url") }
+
 // Agent holds everything of the node agent.
 func (d Dir) Agent() string { return filepath.Join(string(d), "agent") }
 
@@ -63,8 +90,8 @@ func (d Dir) Containerd() string { return filepath.Join(d.Agent(), "containerd")
 // Images holds image archives the agent imports when it starts.
 func (d Dir) Images() string { return filepath.Join(d.Agent(), "images") }
 
+// Storage holds the local-path StorageClass's volumes on this node.
+func (d Dir) Storage() string { return filepath.Join(string(d), "storage") }
+
 // PodManifests holds the static pods the kubelet runs.
 func (d Dir) PodManifests() string { return filepath.Join(d.Agent(), "pod-manifests") }
-
-// Storage is the node's local-path volumes (internal/localpath).
-func (d Dir) Storage() string { return filepath.Join(string(d), "storage") }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -29,6 +30,17 @@ type MemberConfig struct {
 	InitialCluster string
 	// ClusterState is "new" or "existing".
 	ClusterState string
+	// ClientTLS, when set, serves ClientURLs over TLS and requires client certificates
+	// of its CA.
+	ClientTLS *TLSFiles
+	// ForceNewCluster makes the member forget every other member (a cluster reset).
+	ForceNewCluster bool
+}
+
+// TLSFiles are the PEM files of a TLS endpoint: its certificate and key, and the CA
+// the other side's certificate must come from.
+type TLSFiles struct {
+	CertFile, KeyFile, CAFile string
 }
 
 // Member is a running etcd member.
@@ -69,6 +81,9 @@ func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, err
 		return nil, err
 	}
 	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
+	if t := mc.ClientTLS; t != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
+	}
 	if len(mc.PeerURLs) > 0 {
 		if cfg.ListenPeerUrls, err = parseURLs(mc.PeerURLs); err != nil {
 			return nil, err
@@ -85,6 +100,7 @@ func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, err
 	} else {
 		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	}
+	cfg.ForceNewCluster = mc.ForceNewCluster
 	if mc.ClusterState != "" {
 		cfg.ClusterState = mc.ClusterState
 	}
@@ -110,6 +126,20 @@ func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, err
 
 // Client returns an in-process client: no network hop between apiserver and etcd.
 func (m *Member) Client() *clientv3.Client { return v3client.New(m.etcd.Server) }
+
+// ClientURLs are where the member serves clients, with the ports it was given (a
+// listen URL of port 0 gets a free one).
+func (m *Member) ClientURLs() []string {
+	var out []string
+	for i, l := range m.etcd.Clients {
+		scheme := "http"
+		if i < len(m.etcd.Config().ListenClientUrls) {
+			scheme = m.etcd.Config().ListenClientUrls[i].Scheme
+		}
+		out = append(out, scheme+"://"+l.Addr().String())
+	}
+	return out
+}
 
 // Done is closed when the member stops.
 func (m *Member) Done() <-chan struct{} { return m.etcd.Server.StopNotify() }

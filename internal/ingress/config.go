@@ -33,15 +33,16 @@ func keyOf(b Backend) upstreamKey {
 	return upstreamKey{b.Namespace, b.Service, b.Port.Name, b.Port.Number}
 }
 
-// upstream is a backend's ready endpoints ("ip:port"), taken in turn.
+// upstream is a backend's ready endpoints ("ip:port"), taken in turn. The turn
+// counter outlives configurations, so frequent rebuilds do not skew the rotation.
 type upstream struct {
 	addrs []string
-	next  atomic.Uint64
+	next  *atomic.Uint64
 }
 
 // pick returns the next endpoint, round-robin, or false when none is ready.
 func (u *upstream) pick() (string, bool) {
-	if u == nil || len(u.addrs) == 0 {
+	if u == nil || len(u.addrs) == 0 || u.next == nil {
 		return "", false
 	}
 	n := u.next.Add(1) - 1
@@ -72,6 +73,9 @@ type state struct {
 	secret    func(namespace, name string) (*corev1.Secret, error)
 	// keyPair parses a Secret's tls.crt and tls.key (cached by the caller).
 	keyPair func(*corev1.Secret) (*tls.Certificate, error)
+	// counters are the backends' round-robin positions, carried from the last
+	// configuration; build adds and drops entries.
+	counters map[upstreamKey]*atomic.Uint64
 }
 
 // problem is something an Ingress asks for that cannot be served as asked, reported as
@@ -104,7 +108,21 @@ func build(st state, fallback *tls.Certificate) (*config, []problem) {
 		if err != nil {
 			problems = append(problems, problem{byName[b.Ingress], "BackendUnavailable", err.Error()})
 		}
-		cfg.upstreams[k] = &upstream{addrs: addrs}
+		next := st.counters[k]
+		if next == nil {
+			next = new(atomic.Uint64)
+		}
+		cfg.upstreams[k] = &upstream{addrs: addrs, next: next}
+	}
+	if st.counters != nil {
+		for k := range st.counters {
+			if cfg.upstreams[k] == nil {
+				delete(st.counters, k)
+			}
+		}
+		for k, u := range cfg.upstreams {
+			st.counters[k] = u.next
+		}
 	}
 	for _, ing := range sortedIngresses(st.ingresses) {
 		if resourceBackend(ing) {

@@ -46,9 +46,12 @@ type controller struct {
 	secrets   cache.Indexer
 	synced    []cache.InformerSynced
 
+	// counters are the backends' round-robin positions (used by sync only).
+	counters map[upstreamKey]*atomic.Uint64
+
 	mu       sync.Mutex
 	keyPairs map[string]cachedKeyPair // secret namespace/name
-	warned   map[string]bool          // events already sent: uid, reason, message
+	warned   map[string]bool          // events of the last sync: uid, reason, message
 }
 
 type cachedKeyPair struct {
@@ -63,7 +66,7 @@ func newController(client kubernetes.Interface, className string, status network
 	c := &controller{
 		client: client, className: className, status: status, log: log, fallback: fallback,
 		changed:  make(chan struct{}, 1),
-		keyPairs: map[string]cachedKeyPair{}, warned: map[string]bool{},
+		keyPairs: map[string]cachedKeyPair{}, warned: map[string]bool{}, counters: map[upstreamKey]*atomic.Uint64{},
 	}
 	c.current.Store(&config{routes: BuildRoutes(nil), fallback: fallback})
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slimSecret))
@@ -172,12 +175,17 @@ func (c *controller) sync(ctx context.Context) bool {
 	cfg, problems := build(c.state(served), c.fallback)
 	c.current.Store(cfg)
 	c.log.Debug("configuration swapped in", "ingresses", len(served), "backends", len(cfg.upstreams), "certificates", len(cfg.certs))
+	// Events go out when a problem appears (again), not on every rebuild while it lasts.
+	current := map[string]bool{}
 	for _, p := range problems {
-		c.warn(p)
+		c.warn(p, current)
 	}
 	for _, ing := range served {
-		c.noteServed(ing)
+		c.noteServed(ing, current)
 	}
+	c.mu.Lock()
+	c.warned = current
+	c.mu.Unlock()
 	ok := true
 	if c.status.IP == "" && c.status.Hostname == "" {
 		return ok
@@ -207,15 +215,16 @@ func (c *controller) writeStatus(ctx context.Context, ing *networkingv1.Ingress,
 	return true
 }
 
-// warn sends a Warning event about p once per Ingress and message.
-func (c *controller) warn(p problem) {
+// warn sends a Warning event about p unless the last sync already reported it, and
+// records it in current.
+func (c *controller) warn(p problem, current map[string]bool) {
 	if p.ingress == nil {
 		return
 	}
 	key := string(p.ingress.UID) + "\x00" + p.reason + "\x00" + p.message
+	current[key] = true
 	c.mu.Lock()
 	seen := c.warned[key]
-	c.warned[key] = true
 	c.mu.Unlock()
 	if seen {
 		return
@@ -225,11 +234,11 @@ func (c *controller) warn(p problem) {
 }
 
 // noteServed sends ingress-nginx's Normal "Sync" event once per generation served.
-func (c *controller) noteServed(ing *networkingv1.Ingress) {
+func (c *controller) noteServed(ing *networkingv1.Ingress, current map[string]bool) {
 	key := string(ing.UID) + "\x00sync\x00" + strconv.FormatInt(ing.Generation, 10)
+	current[key] = true
 	c.mu.Lock()
 	seen := c.warned[key]
-	c.warned[key] = true
 	c.mu.Unlock()
 	if !seen {
 		c.recorder.Event(ing, corev1.EventTypeNormal, "Sync", "Scheduled for sync")
@@ -264,7 +273,8 @@ func (c *controller) state(served []*networkingv1.Ingress) state {
 			}
 			return o.(*corev1.Secret), nil
 		},
-		keyPair: c.keyPair,
+		keyPair:  c.keyPair,
+		counters: c.counters,
 	}
 }
 

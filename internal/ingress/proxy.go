@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -33,7 +34,8 @@ func newProxy(cfg *atomic.Pointer[config], log *slog.Logger) *proxy {
 	}
 	p := &proxy{config: cfg, log: log}
 	p.reverse = &httputil.ReverseProxy{
-		Transport: transport,
+		Transport:  transport,
+		BufferPool: &bufferPool{},
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Scheme = "http"
 			r.Out.URL.Host = r.In.Context().Value(endpointKey{}).(string)
@@ -59,6 +61,19 @@ func newProxy(cfg *atomic.Pointer[config], log *slog.Logger) *proxy {
 	}
 	return p
 }
+
+// bufferPool reuses the 32 KiB buffers bodies are copied through, which ReverseProxy
+// would otherwise allocate per request.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32*1024)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
 
 func localAddr(r *http.Request) string {
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {

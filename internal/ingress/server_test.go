@@ -33,7 +33,7 @@ import (
 
 // echo is a backend answering with its name and the request it saw, and echoing the
 // bytes of an Upgrade: echo connection.
-func echo(t *testing.T, name string) *httptest.Server {
+func echo(t testing.TB, name string) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") == "echo" {
@@ -109,13 +109,13 @@ func path(p string, b networkingv1.IngressBackend) networkingv1.HTTPIngressPath 
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	client kubernetes.Interface
 	srv    *Server
 	http   *http.Client
 }
 
-func start(t *testing.T, objs ...any) *harness {
+func start(t testing.TB, objs ...any) *harness {
 	t.Helper()
 	var runtimeObjs []any
 	runtimeObjs = append(runtimeObjs, objs...)
@@ -195,7 +195,7 @@ func (h *harness) get(scheme, host, p string) (int, seen, *http.Response) {
 }
 
 // eventually retries until check passes; the configuration follows the informers.
-func eventually(t *testing.T, check func() error) {
+func eventually(t testing.TB, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -404,6 +404,37 @@ func TestIngressClasses(t *testing.T) {
 	if len(ing.Status.LoadBalancer.Ingress) != 0 {
 		t.Errorf("another class's Ingress got status %+v", ing.Status.LoadBalancer.Ingress)
 	}
+	// An Ingress moved to another class is no longer served and loses the address.
+	statusOf := func() ([]networkingv1.IngressLoadBalancerIngress, error) {
+		ing, err := h.client.NetworkingV1().Ingresses("ns").Get(context.Background(), "mine", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return ing.Status.LoadBalancer.Ingress, nil
+	}
+	eventually(t, func() error {
+		if lb, err := statusOf(); err != nil || len(lb) != 1 {
+			return fmt.Errorf("status of mine: %+v %v", lb, err)
+		}
+		return nil
+	})
+	moved, err := h.client.NetworkingV1().Ingresses("ns").Get(context.Background(), "mine", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved.Spec.IngressClassName = &other
+	if _, err := h.client.NetworkingV1().Ingresses("ns").Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if code, _, _ := h.get("http", "mine.test", "/"); code != http.StatusNotFound {
+			return fmt.Errorf("mine.test after leaving the class: %d", code)
+		}
+		if lb, err := statusOf(); err != nil || len(lb) != 0 {
+			return fmt.Errorf("status of mine after leaving the class: %+v %v", lb, err)
+		}
+		return nil
+	})
 }
 
 // TestTLS picks certificates by SNI: a host's own from its Secret, a wildcard's, and
@@ -461,6 +492,25 @@ func TestTLS(t *testing.T) {
 			return fmt.Errorf("certificate %q after the secret's creation", got)
 		}
 		return nil
+	})
+	// Gone again: the default certificate, and the warning again (counted on the event).
+	if err := h.client.CoreV1().Secrets("ns").Delete(context.Background(), "missing", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if got := subject("missing.test"); got != "Mizzen Ingress Controller Fake Certificate" {
+			return fmt.Errorf("certificate %q after the secret's deletion", got)
+		}
+		events, err := h.client.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if strings.Contains(e.Message, "secret ns/missing not found") && e.Count >= 2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("the warning about the secret was not sent again")
 	})
 }
 

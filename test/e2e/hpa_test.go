@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -49,15 +48,7 @@ func clusterWithAgent(t *testing.T, cidr, serviceCIDR, bridge string) (*cluster,
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, img := range []string{"agnhost.tar", "busybox.tar"} {
-		if err := os.Symlink(filepath.Join(images, img), filepath.Join(agentImages, img)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stageImages(t, dataDir, images, "agnhost.tar", "busybox.tar")
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", cidr, "--service-cluster-ip-range", serviceCIDR,
 		"--pod-bridge", bridge, "--kubelet-port", strconv.Itoa(freePort(t)),
 		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"), "--metric-resolution", "2s")

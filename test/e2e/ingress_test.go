@@ -12,9 +12,8 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/hostaddr"
 )
 
 // Network of the ingress test's cluster: distinct from other clusters on this host.
@@ -113,13 +114,7 @@ func TestIngress(t *testing.T) {
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(images, "agnhost.tar"), filepath.Join(agentImages, "agnhost.tar")); err != nil {
-		t.Fatal(err)
-	}
+	stageImages(t, dataDir, images, "agnhost.tar")
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", ingressClusterCIDR, "--pod-bridge", ingressBridge,
 		"--service-cluster-ip-range", ingressServiceCIDR, "--kubelet-port", strconv.Itoa(freePort(t)))
 	t.Cleanup(func() {
@@ -135,10 +130,14 @@ func TestIngress(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
-	// The server made the default class.
-	if out := c.kubectl("get", "ingressclass", "mizzen", "-o", `jsonpath={.spec.controller} {.metadata.annotations.ingressclass\.kubernetes\.io/is-default-class}`); out != "mizzen.io/ingress true" {
-		t.Fatalf("IngressClass mizzen: %q", out)
-	}
+	// The server makes the default class as it starts the controller, after /readyz.
+	eventually(t, 30*time.Second, func() error {
+		out, err := c.kubectlErr("get", "ingressclass", "mizzen", "-o", `jsonpath={.spec.controller} {.metadata.annotations.ingressclass\.kubernetes\.io/is-default-class}`)
+		if err != nil || out != "mizzen.io/ingress true" {
+			return fmt.Errorf("IngressClass mizzen: %q %v", out, err)
+		}
+		return nil
+	})
 	crtPEM, keyPEM := selfSignedPEM(t, "alpha.test")
 	if _, err := client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "alpha-tls"},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: crtPEM, corev1.TLSPrivateKeyKey: keyPEM}}, metav1.CreateOptions{}); err != nil {
@@ -227,8 +226,37 @@ func TestIngress(t *testing.T) {
 			}
 			return nil
 		})
-		if out := c.kubectl("get", "ingress", "web"); !strings.Contains(out, nodeIP) {
+		// The DefaultIngressClass admission plugin gave the classless Ingress the class.
+		if out := c.kubectl("get", "ingress", "web"); !strings.Contains(out, "mizzen") || !strings.Contains(out, nodeIP) {
 			t.Errorf("kubectl get ingress:\n%s", out)
+		}
+	})
+	t.Run("a missing TLS secret: the default certificate and a Warning event", func(t *testing.T) {
+		c.kubectlStdin(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: unsigned}
+spec:
+  ingressClassName: mizzen
+  tls:
+  - {hosts: [gamma.test], secretName: nowhere}
+  rules:
+  - host: gamma.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: alpha, port: {number: 80}}}}
+`, "apply", "-f", "-")
+		eventually(t, 30*time.Second, func() error {
+			out := c.kubectl("get", "events", "--field-selector", "involvedObject.kind=Ingress,involvedObject.name=unsigned",
+				"-o", "jsonpath={range .items[*]}{.type} {.reason}: {.message}{\"\\n\"}{end}")
+			if !strings.Contains(out, "Warning TLSSecretInvalid: secret default/nowhere not found; serving gamma.test with the default certificate") {
+				return fmt.Errorf("events of ingress unsigned:\n%s", out)
+			}
+			return nil
+		})
+		// Served all the same, with the default certificate (which these roots refuse).
+		reaches("http", "gamma.test", "/hostname", "alpha-", 2)
+		if _, _, _, err := get("https", "gamma.test", "/hostname"); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("gamma.test over TLS: %v, want the default certificate refused", err)
 		}
 	})
 	t.Run("a backend scaled to zero answers 503", func(t *testing.T) {
@@ -265,4 +293,101 @@ func selfSignedPEM(t *testing.T, host string) (crtPEM, keyPEM []byte) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+// TestIngressStandalone runs `mizzen ingress` as its own process against a control plane
+// without nodes or a bundled controller: it serves the class once it exists, routes to
+// a Service whose EndpointSlice names a server on this machine, and writes its bind
+// address into the Ingress's status.
+func TestIngressStandalone(t *testing.T) {
+	hostIP, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		t.Skip("no address for an EndpointSlice (they refuse loopback):", err)
+	}
+	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "backend saw %s%s from %s", r.Host, r.URL.Path, r.Header.Get("X-Forwarded-For"))
+	})}
+	ln, err := net.Listen("tcp", net.JoinHostPort(hostIP.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = backend.Serve(ln) }()
+	t.Cleanup(func() { _ = backend.Close() })
+
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent,scheduler,controller-manager,dns,metrics-server,ingress")
+	httpPort := freePort(t)
+	p := startProcess(t, "ingress", "--kubeconfig", c.kubeconfig, "--bind-address", "127.0.0.1",
+		"--http-port", strconv.Itoa(httpPort), "--https-port", "0")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ingress log:\n%s", p.log.String())
+		}
+	})
+	c.kubectlStdin(fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  ports:
+  - {name: http, port: 80}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-manual
+  labels: {kubernetes.io/service-name: web, endpointslice.kubernetes.io/managed-by: e2e-test}
+addressType: IPv4
+ports: [{name: http, port: %d}]
+endpoints: [{addresses: [%q]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec:
+  ingressClassName: mizzen
+  rules:
+  - host: web.test
+    http:
+      paths:
+      - {path: /app, pathType: Prefix, backend: {service: {name: web, port: {name: http}}}}
+`, ln.Addr().(*net.TCPAddr).Port, hostIP.String()), "apply", "-f", "-")
+	get := func(path string) (int, string, error) {
+		req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", httpPort, path), nil)
+		if err != nil {
+			return 0, "", err
+		}
+		req.Host = "web.test"
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	// No IngressClass mizzen yet: the Ingress is not this controller's.
+	time.Sleep(time.Second)
+	if code, body, err := get("/app"); err != nil || code != http.StatusNotFound {
+		t.Fatalf("before the class exists: %d %q %v, want 404", code, body, err)
+	}
+	c.kubectlStdin(`apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: mizzen}
+spec: {controller: mizzen.io/ingress}
+`, "apply", "-f", "-")
+	eventually(t, 30*time.Second, func() error {
+		code, body, err := get("/app/x")
+		if err != nil {
+			return err
+		}
+		if want := "backend saw web.test/app/x from 127.0.0.1"; code != http.StatusOK || body != want {
+			return fmt.Errorf("web.test/app/x: %d %q, want 200 %q", code, body, want)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		if got := strings.TrimSpace(c.kubectl("get", "ingress", "web", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")); got != "127.0.0.1" {
+			return fmt.Errorf("status.loadBalancer.ingress ips %q, want the bind address", got)
+		}
+		return nil
+	})
 }

@@ -27,13 +27,7 @@ func TestKillallLeavesNothing(t *testing.T) {
 	images := testImages(t)
 	dataDir := t.TempDir()
 	const bridge = "mzn-killall"
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(images, "agnhost.tar"), filepath.Join(agentImages, "agnhost.tar")); err != nil {
-		t.Fatal(err)
-	}
+	stageImages(t, dataDir, images, "agnhost.tar")
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.238.0.0/16", "--service-cluster-ip-range", "10.120.0.0/16",
 		"--pod-bridge", bridge, "--kubelet-port", strconv.Itoa(freePort(t)), "--disable", "metrics-server,dns")
 	t.Cleanup(func() { cleanupHost(t, c, dataDir, bridge) }) // in case killall fails

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
 	"mizzen/internal/testing/proc"
 )
@@ -193,4 +194,19 @@ func readyNode(t *testing.T, ctx context.Context, client kubernetes.Interface, d
 		t.Fatal(err)
 	}
 	return node
+}
+
+// stageImages links the named archives of the test images (from testImages) into the
+// agent's images directory of dataDir, which the agent imports as it starts.
+func stageImages(t *testing.T, dataDir, images string, names ...string) {
+	t.Helper()
+	dir := datadir.Dir(dataDir).Images()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if err := os.Symlink(filepath.Join(images, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,15 +89,7 @@ func TestServiceProxy(t *testing.T) {
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, img := range []string{"agnhost.tar", "busybox.tar"} {
-		if err := os.Symlink(filepath.Join(images, img), filepath.Join(agentImages, img)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stageImages(t, dataDir, images, "agnhost.tar", "busybox.tar")
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", proxyClusterCIDR, "--pod-bridge", proxyBridge,
 		"--kubelet-port", strconv.Itoa(freePort(t)))
 	t.Cleanup(func() {

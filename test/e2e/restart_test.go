@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,13 +30,7 @@ func TestBundleSurvivesRestarts(t *testing.T) {
 	images := testImages(t)
 	dataDir := t.TempDir()
 	const bridge = "mzn-restart"
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(images, "agnhost.tar"), filepath.Join(agentImages, "agnhost.tar")); err != nil {
-		t.Fatal(err)
-	}
+	stageImages(t, dataDir, images, "agnhost.tar")
 	port, kubeletPort := freePort(t), freePort(t)
 	args := []string{"--cluster-cidr", "10.237.0.0/16", "--service-cluster-ip-range", "10.119.0.0/16",
 		"--pod-bridge", bridge, "--kubelet-port", strconv.Itoa(kubeletPort)}

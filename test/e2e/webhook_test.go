@@ -150,13 +150,7 @@ func TestAdmissionWebhookOnContainerd(t *testing.T) {
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()
-	agentImages := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(agentImages, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(images, "agnhost.tar"), filepath.Join(agentImages, "agnhost.tar")); err != nil {
-		t.Fatal(err)
-	}
+	stageImages(t, dataDir, images, "agnhost.tar")
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", webhookClusterCIDR, "--pod-bridge", webhookBridge,
 		"--service-cluster-ip-range", webhookServiceCIDR, "--kubelet-port", strconv.Itoa(freePort(t)),
 		"--disable", "dns,metrics-server")

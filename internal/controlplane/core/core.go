@@ -31,6 +31,7 @@ import (
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcd"
+	"mizzen/internal/etcdsnapshot"
 	"mizzen/internal/hostaddr"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
@@ -167,8 +168,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	} else {
-		member, err = etcd.Start(ctx, etcd.MemberConfig{Name: "mizzen", DataDir: dir.Etcd()}, log)
-		if err != nil {
+		if member, err = startEmbeddedEtcd(ctx, dir, log); err != nil {
 			return nil, err
 		}
 		client = member.Client()
@@ -328,6 +328,32 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	cp.AdminConfig = cfg
 	log.Info("apiserver ready", "url", localURL, "kubeconfig", kubeconfig)
 	return cp, nil
+}
+
+// EmbeddedEtcdMember is the name and peer URL of the embedded member; a snapshot
+// restored for it (--cluster-reset) must name it alike.
+var EmbeddedEtcdMember = etcdsnapshot.Member{Name: "mizzen", PeerURL: "http://127.0.0.1:0"}
+
+// startEmbeddedEtcd starts the embedded member. The apiserver talks to it in-process;
+// it also serves clients with mutual TLS of its own CA on a free loopback port, recorded
+// in the data directory, so `mizzen etcd-snapshot` reaches it.
+func startEmbeddedEtcd(ctx context.Context, dir datadir.Dir, log *slog.Logger) (*etcd.Member, error) {
+	tlsFiles, err := etcdsnapshot.EmbeddedClientTLS(dir)
+	if err != nil {
+		return nil, fmt.Errorf("etcd certificates: %w", err)
+	}
+	member, err := etcd.Start(ctx, etcd.MemberConfig{Name: EmbeddedEtcdMember.Name, DataDir: dir.Etcd(),
+		PeerURLs: []string{EmbeddedEtcdMember.PeerURL}, ClientURLs: []string{"https://127.0.0.1:0"}, ClientTLS: tlsFiles}, log)
+	if err != nil {
+		return nil, err
+	}
+	if urls := member.ClientURLs(); len(urls) > 0 {
+		if err := etcdsnapshot.PublishClientURL(dir, urls[0]); err != nil {
+			member.Close()
+			return nil, err
+		}
+	}
+	return member, nil
 }
 
 // authorization builds the authorizer of --authorization-mode, and the admission

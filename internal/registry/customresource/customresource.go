@@ -248,6 +248,7 @@ func (s *strategy) validate(obj, old runtime.Object) field.ErrorList {
 	}
 	verrs := s.validator.Validate(u)
 	errs = append(errs, verrs...)
+	errs = append(errs, crdschema.ValidateEmbedded(u, s.schema)...)
 	if len(verrs) == 0 {
 		var oldContent map[string]interface{}
 		if old != nil {
@@ -311,10 +312,12 @@ func scaleAdapter(sc *apiextv1.CustomResourceSubresourceScale) *registry.ScaleAd
 }
 
 // printer renders the additionalPrinterColumns after NAME, as upstream's table
-// convertor does; without any, the server's default NAME and CREATED AT are printed.
+// convertor does; without any, NAME and AGE, as upstream's default columns for
+// custom resources.
 func printer(cols []apiextv1.CustomResourceColumnDefinition) *registry.Printer {
 	if len(cols) == 0 {
-		return nil
+		cols = []apiextv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
+			Description: registry.AgeColumn.Description}}
 	}
 	p := &registry.Printer{Columns: []metav1.TableColumnDefinition{registry.NameColumn}}
 	var paths []*jsonpath.JSONPath

@@ -56,6 +56,10 @@ func TestResources(t *testing.T) {
 	if len(rs) != 2 || rs[0].GroupVersion.Version != "v1" || rs[0].StorageResource != nil || rs[1].StorageResource == nil {
 		t.Fatalf("resources: %+v", rs)
 	}
+	// A version without printer columns prints NAME and AGE, as upstream.
+	if cols := rs[1].Printer.Columns; len(cols) != 2 || cols[0].Name != "Name" || cols[1].Name != "Age" || cols[1].Type != "date" {
+		t.Errorf("default columns %+v", cols)
+	}
 	v1 := rs[0]
 	if v1.Kind != "Certificate" || !v1.Namespaced || !v1.HasStatus || v1.Scale == nil || strings.Join(v1.ShortNames, ",") != "cert,certs" {
 		t.Errorf("v1: %+v", v1)
@@ -172,4 +176,24 @@ func FuzzDecode(f *testing.F) {
 			_ = metav1.Now
 		}
 	})
+}
+
+// BenchmarkWritePath is the schema work of one custom resource create: decode, prune,
+// default, validate (kube-openapi and the CEL rule).
+func BenchmarkWritePath(b *testing.B) {
+	v1 := resources(b)[0]
+	body := []byte(`{"apiVersion":"certs.example.com/v1","kind":"Certificate","metadata":{"name":"web","namespace":"default"},"spec":{"secretName":"web-tls","commonName":"web.example.com","dnsNames":["web.example.com","www.example.com"],"replicas":2,"port":"https","issuerRef":{"name":"ca","kind":"ClusterIssuer"}}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			b.Fatal(err)
+		}
+		v1.Prune(u)
+		v1.Strategy.Default(u)
+		if errs := v1.Strategy.Validate(ctx, u); len(errs) > 0 {
+			b.Fatal(errs)
+		}
+	}
 }

@@ -20,8 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"mizzen/internal/testing/apiserver"
 )
 
 var (
@@ -110,6 +113,25 @@ func TestCRDStatus(t *testing.T) {
 	if strings.Join(typed.Status.StoredVersions, ",") != "v1" {
 		t.Errorf("storedVersions %v", typed.Status.StoredVersions)
 	}
+
+	// The group versions are registered as local APIServices, as upstream does.
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	eventually(t, "the CRD's APIServices", func() string {
+		for _, v := range []string{"v1", "v1alpha1"} {
+			svc, err := apiServices.Get(context.Background(), v+".certs.example.com", metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
+			if len(conds) == 0 || conds[0].(map[string]interface{})["status"] != "True" || conds[0].(map[string]interface{})["reason"] != "Local" {
+				return fmt.Sprint(conds)
+			}
+			if p, _, _ := unstructured.NestedInt64(svc.Object, "spec", "groupPriorityMinimum"); p != 1000 {
+				return fmt.Sprint("groupPriorityMinimum ", p)
+			}
+		}
+		return ""
+	})
 
 	// A second CRD of the group with a kind already taken is not served; as upstream,
 	// the condition reports the last conflict found (the list kind).
@@ -486,6 +508,13 @@ func TestDeletingTheCRDRemovesItsResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	eventually(t, "the CRD's APIService is removed", func() string {
+		if _, err := apiServices.Get(ctx, "v1.certs.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprint(err)
+		}
+		return ""
+	})
 	for _, g := range groups.Groups {
 		if g.Name == "certs.example.com" {
 			t.Errorf("the group is still discovered")
@@ -528,5 +557,80 @@ func TestDefaultsOnRead(t *testing.T) {
 	}
 	if cn, _, _ := unstructured.NestedString(l.Items[0].Object, "spec", "commonName"); cn != "example.com" {
 		t.Errorf("list: commonName %q", cn)
+	}
+}
+
+// TestServedAfterRestart: an apiserver started on existing data serves the CRDs it
+// finds, with their objects.
+func TestServedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := apiserver.StartWithDir(t, dir)
+	dyn := dynamic.NewForConfigOrDie(srv.AdminConfig)
+	createCRD(t, dyn, "testdata/certificates-crd.yaml")
+	waitServed(t, dyn, certGVR)
+	if _, err := dyn.Resource(certGVR).Namespace("default").Create(context.Background(), cert("kept", validSpec()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	srv = apiserver.StartWithDir(t, dir)
+	dyn = dynamic.NewForConfigOrDie(srv.AdminConfig)
+	eventually(t, "served after the restart", func() string {
+		obj, err := dyn.Resource(certGVR).Namespace("default").Get(context.Background(), "kept", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if d, _, _ := unstructured.NestedString(obj.Object, "spec", "duration"); d != "2160h" {
+			return "duration " + d
+		}
+		return ""
+	})
+}
+
+// TestApplyListMapKeys: x-kubernetes-list-type map with its keys makes server-side
+// apply merge list items by key: two managers apply a condition each, and both stay.
+func TestApplyListMapKeys(t *testing.T) {
+	dyn, _, _ := setup(t)
+	ctx := context.Background()
+	certs := dyn.Resource(certGVR).Namespace("default")
+	if _, err := certs.Create(ctx, cert("web", validSpec()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	for _, c := range []struct{ manager, condition string }{{"ready-controller", "Ready"}, {"issuing-controller", "Issuing"}} {
+		doc := fmt.Sprintf(`{"apiVersion":"certs.example.com/v1","kind":"Certificate","metadata":{"name":"web"},"status":{"conditions":[{"type":%q,"status":"True"}]}}`, c.condition)
+		if _, err := certs.Patch(ctx, "web", types.ApplyPatchType, []byte(doc), metav1.PatchOptions{FieldManager: c.manager, Force: &force}, "status"); err != nil {
+			t.Fatalf("apply of %s: %v", c.condition, err)
+		}
+	}
+	obj, err := certs.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var got []string
+	for _, c := range conds {
+		got = append(got, c.(map[string]interface{})["type"].(string))
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "Issuing,Ready" {
+		t.Errorf("conditions after two appliers: %v", conds)
+	}
+}
+
+// TestDuplicateFields: duplicate fields in a body are refused with Strict and reported
+// with Warn, as for built-in resources.
+func TestDuplicateFields(t *testing.T) {
+	_, cfg, warn := setup(t)
+	client := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient()
+	body := `{"apiVersion":"certs.example.com/v1","kind":"Certificate","metadata":{"name":"dup"},"spec":{"secretName":"a","secretName":"b","issuerRef":{"name":"ca"}}}`
+	err := client.Post().AbsPath("/apis/certs.example.com/v1/namespaces/default/certificates").Param("fieldValidation", "Strict").
+		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background()).Error()
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `duplicate field "spec.secretName"`) {
+		t.Errorf("Strict: %v", err)
+	}
+	err = client.Post().AbsPath("/apis/certs.example.com/v1/namespaces/default/certificates").
+		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background()).Error()
+	if err != nil || !strings.Contains(strings.Join(warn.got, ";"), `duplicate field "spec.secretName"`) {
+		t.Errorf("Warn: %v %q", err, warn.got)
 	}
 }

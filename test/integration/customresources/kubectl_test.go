@@ -93,6 +93,38 @@ func TestCertificateCRDWithKubectl(t *testing.T) {
 		}
 		return ""
 	})
+	out = kubectl("get", "certs", "-o", "wide")
+	if !strings.Contains(out, "ISSUER") || !strings.Contains(out, "letsencrypt") {
+		t.Errorf("kubectl get -o wide: %s", out)
+	}
+	out = kubectl("get", "certs-example")
+	if !strings.Contains(out, "web-tls") {
+		t.Errorf("kubectl get <category>: %s", out)
+	}
+	out = kubectl("get", "crd")
+	if !strings.Contains(out, "CREATED AT") || !strings.Contains(out, "certificates.certs.example.com") {
+		t.Errorf("kubectl get crd: %s", out)
+	}
+	// kubectl scale owns spec.replicas now: applying the manifest again conflicts,
+	// as upstream, until the applier forces it.
+	_, fail := kubectlrun.Run(kc, "apply", "--server-side", "--field-manager=ops", "-f", "testdata/certificate.yaml")
+	if !strings.Contains(fail, `with subresource "scale"`) || !strings.Contains(fail, ".spec.replicas") {
+		t.Errorf("kubectl apply --server-side after a scale: %s", fail)
+	}
+	out = kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=ops", "-f", "testdata/certificate.yaml")
+	if !strings.Contains(out, "serverside-applied") {
+		t.Errorf("kubectl apply --server-side: %s", out)
+	}
+	if out = kubectl("get", "cert", "web", "-o", "jsonpath={.spec.replicas}"); out != "2" {
+		t.Errorf("after a forced apply: replicas %s", out)
+	}
 	kubectl("delete", "cert", "web")
 	kubectl("delete", "crd", "certificates.certs.example.com")
+	eventually(t, "kubectl api-resources forgets it", func() string {
+		out, fail := kubectlrun.Run(kc, "api-resources", "--api-group=certs.example.com")
+		if fail != "" || strings.Contains(out, "certificates") {
+			return out + fail
+		}
+		return ""
+	})
 }

@@ -15,13 +15,16 @@ const perCallCostLimit = 1000000
 
 // celEnv is the environment rules compile in: self and oldSelf, typed dynamically
 // (the schema's types are checked by the schema validator before rules run), with
-// cel-go's string, list, set and math extensions.
+// cel-go's string, list, set and math extensions and part of upstream's Kubernetes
+// library (cellib.go).
 func celEnv() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("self", cel.DynType),
 		cel.Variable("oldSelf", cel.DynType),
 		ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(),
 		cel.HomogeneousAggregateLiterals(),
+		cel.CrossTypeNumericComparisons(true),
+		kubernetesLib(),
 		cel.DefaultUTCTimeZone(true),
 	)
 }
@@ -152,9 +155,9 @@ func (r *Rules) walk(v, old interface{}, hasOld bool, s *apiextv1.JSONSchemaProp
 		if c == nil || (c.usesOldSelf && !hasOld) {
 			continue
 		}
-		vars := map[string]interface{}{"self": v}
+		vars := map[string]interface{}{"self": celValue(v, s)}
 		if hasOld {
-			vars["oldSelf"] = old
+			vars["oldSelf"] = celValue(old, s)
 		}
 		out, _, err := c.prog.Eval(vars)
 		if err != nil {
@@ -222,4 +225,63 @@ func (r *Rules) walk(v, old interface{}, hasOld bool, s *apiextv1.JSONSchemaProp
 			r.walk(item, nil, false, s.Items.Schema, p.Index(i), errs)
 		}
 	}
+}
+
+// celValue gives a rule the value as the schema types it: JSON integers in fields of
+// type number are doubles, as upstream's typed CEL values are.
+func celValue(v interface{}, s *apiextv1.JSONSchemaProps) interface{} {
+	if s == nil {
+		return v
+	}
+	switch x := v.(type) {
+	case int64:
+		if s.Type == "number" {
+			return float64(x)
+		}
+	case map[string]interface{}:
+		if !hasNumbers(s) {
+			return v
+		}
+		out := make(map[string]interface{}, len(x))
+		for k, c := range x {
+			if cs, ok := s.Properties[k]; ok {
+				out[k] = celValue(c, &cs)
+			} else if s.AdditionalProperties != nil {
+				out[k] = celValue(c, s.AdditionalProperties.Schema)
+			} else {
+				out[k] = c
+			}
+		}
+		return out
+	case []interface{}:
+		if s.Items == nil || !hasNumbers(s.Items.Schema) {
+			return v
+		}
+		out := make([]interface{}, len(x))
+		for i, c := range x {
+			out[i] = celValue(c, s.Items.Schema)
+		}
+		return out
+	}
+	return v
+}
+
+// hasNumbers reports whether a schema has a field of type number anywhere.
+func hasNumbers(s *apiextv1.JSONSchemaProps) bool {
+	if s == nil {
+		return false
+	}
+	if s.Type == "number" {
+		return true
+	}
+	for _, c := range s.Properties {
+		c := c
+		if hasNumbers(&c) {
+			return true
+		}
+	}
+	if s.Items != nil && hasNumbers(s.Items.Schema) {
+		return true
+	}
+	return s.AdditionalProperties != nil && hasNumbers(s.AdditionalProperties.Schema)
 }

@@ -370,6 +370,11 @@ properties:
       min: {type: integer}
       max: {type: integer}
       name: {type: string}
+      ratio:
+        type: number
+        x-kubernetes-validations:
+        - rule: self * 2.0 <= 3.0 && self > 0
+          message: ratio out of range
       immutable:
         type: string
         x-kubernetes-validations:
@@ -385,6 +390,8 @@ properties:
 		want           []string
 	}{
 		{"valid create", `{spec: {min: 1, max: 2, name: a, immutable: x}}`, ``, []string{}},
+		{"a whole number in a number field is a double", `{spec: {min: 1, max: 2, name: a, ratio: 1}}`, ``, []string{}},
+		{"number rule fails", `{spec: {min: 1, max: 2, name: a, ratio: 2}}`, ``, []string{`spec.ratio: Invalid value: "number": ratio out of range`}},
 		{"rule fails", `{spec: {min: 3, max: 2, name: a}}`, ``, []string{`spec: Invalid value: "object": min must not exceed max`}},
 		{"message expression and field path", `{spec: {min: 1, max: 2, name: ""}}`, ``, []string{`spec.name: Required value: name of 2 is empty`}},
 		{"transition rule", `{spec: {min: 1, max: 2, name: a}}`, `{spec: {min: 1, max: 5, name: a}}`, []string{`spec: Invalid value: "object": max may only grow`}},
@@ -416,5 +423,62 @@ x-kubernetes-validations:
 	got := messages(ValidateRules(field.NewPath("schema"), s))
 	if len(got) != 3 || !strings.Contains(got[0], "compilation failed") || !strings.Contains(got[1], "rule is not specified") || !strings.Contains(got[2], "must not contain line breaks") {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestValidateEmbedded(t *testing.T) {
+	s := schemaOf(t, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      template:
+        type: object
+        x-kubernetes-embedded-resource: true
+        x-kubernetes-preserve-unknown-fields: true
+`)
+	tests := []struct {
+		obj  string
+		want []string
+	}{
+		{`{spec: {template: {apiVersion: v1, kind: Pod, metadata: {labels: {app: web}}}}}`, []string{}},
+		{`{spec: {template: {metadata: {name: ok}}}}`, []string{"spec.template.kind: Required value: must not be empty", "spec.template.apiVersion: Required value: must not be empty"}},
+		{`{spec: {template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: Bad_Name}}}}`, []string{`spec.template.metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`}},
+	}
+	for _, tt := range tests {
+		got := messages(ValidateEmbedded(objectOf(t, tt.obj), s))
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s:\n got  %q\n want %q", tt.obj, got, tt.want)
+		}
+	}
+}
+
+func TestKubernetesLibrary(t *testing.T) {
+	s := schemaOf(t, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      ports: {type: array, items: {type: integer}}
+      host: {type: string}
+    x-kubernetes-validations:
+    - rule: self.ports.isSorted() && self.ports.sum() < 100 && self.ports.min() > 0 && self.ports.max() < 50 && self.ports.indexOf(20) == 1 && self.ports.lastIndexOf(30) == 2
+      message: ports
+    - rule: self.host.find('[0-9]+') == '42' && self.host.findAll('[a-z]+') == ['web', 'example']
+      message: host
+`)
+	if errs := ValidateRules(field.NewPath("schema"), s); len(errs) > 0 {
+		t.Fatalf("rules do not compile: %v", errs)
+	}
+	rules := NewRules(s)
+	if errs := rules.Validate(objectOf(t, `{spec: {ports: [10, 20, 30], host: web42.example}}`), nil); len(errs) > 0 {
+		t.Errorf("valid: %v", errs)
+	}
+	got := messages(rules.Validate(objectOf(t, `{spec: {ports: [20, 10], host: x}}`), nil))
+	want := []string{`spec: Invalid value: "object": ports`, `spec: Invalid value: "object": host`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
