@@ -329,6 +329,11 @@ func Run(ctx context.Context, opts Options) error {
 		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger}
 	if !opts.NoCSI {
 		kl.csi = csi.NewManager(csi.Options{Client: kl.client, NodeName: opts.NodeName, RootDir: opts.RootDir, Logger: opts.Logger})
+		// Made now, before the pod watch starts: nothing is created under RootDir once
+		// the kubelet is up and running.
+		if err := kl.csi.Prepare(); err != nil {
+			return fmt.Errorf("kubelet: csi: %w", err)
+		}
 		volOpts.CSI = kl.csi
 	}
 	kl.volumes = volume.NewManager(volOpts)

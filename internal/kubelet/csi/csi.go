@@ -78,14 +78,16 @@ func NewManager(opts Options) *Manager {
 	return &Manager{opts: opts, drivers: map[string]*driver{}, sockets: map[string]string{}, failed: map[string]bool{}}
 }
 
+// Prepare creates the registration directory drivers put their sockets in.
+func (m *Manager) Prepare() error { return os.MkdirAll(m.RegistryDir(), 0o750) }
+
 // RegistryDir is where drivers put their registration sockets.
 func (m *Manager) RegistryDir() string { return filepath.Join(m.opts.RootDir, "plugins_registry") }
 
-// Run scans the registration directory until ctx ends.
+// Run scans the registration directory until ctx ends. The caller creates the
+// directory first (Prepare), so that nothing is created under RootDir after the caller
+// has stopped.
 func (m *Manager) Run(ctx context.Context) {
-	if err := os.MkdirAll(m.RegistryDir(), 0o750); err != nil {
-		m.opts.Logger.Warn("csi: cannot create the plugin registration directory", "err", err)
-	}
 	t := time.NewTicker(m.opts.Period)
 	defer t.Stop()
 	for {
