@@ -306,6 +306,14 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	return cfg, nil
 }
 
+// firstIP is the sandbox's primary pod IP, or "".
+func firstIP(sb *runtimeapi.PodSandboxStatus) string {
+	if ips := sandboxIPs(sb); len(ips) > 0 {
+		return ips[0]
+	}
+	return ""
+}
+
 // sandboxIPs are the pod IPs the sandbox reports, primary first.
 func sandboxIPs(sb *runtimeapi.PodSandboxStatus) []string {
 	n := sb.GetNetwork()

@@ -82,7 +82,7 @@ func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime,
 		cs.Ready = res.started && res.ready
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		cs.Started = ptrBool(false)
-		if hasWaiting && shouldRestart(pod, cur) {
+		if hasWaiting && (shouldRestart(pod, cur) || isSidecar(pod, c)) {
 			// Waiting to restart (back-off): the exit becomes the last state.
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.reason, Message: waiting.message}
 			cs.LastTerminationState.Terminated = kl.terminatedState(cur)
@@ -104,14 +104,28 @@ func ptrBool(b bool) *bool { return &b }
 
 // initStatus reports whether all init containers succeeded, whether one failed for
 // good, and the names not yet done.
-func initStatus(pod *v1.Pod, rt *podRuntime) (done, failed bool, pending []string) {
+func initStatus(pod *v1.Pod, rt *podRuntime, st *podState) (done, failed bool, pending []string) {
 	sb := rt.readySandbox()
-	for _, c := range pod.Spec.InitContainers {
+	mainStarted := false
+	if sb != nil {
+		mainStarted, _ = mainProgress(pod, rt, sb.Id)
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		var cur *runtimeapi.ContainerStatus
 		if sb != nil {
 			cur = rt.latestIn(c.Name, sb.Id)
 		} else {
 			cur = rt.latest(c.Name)
+		}
+		if isSidecar(pod, c) {
+			// Done once started; it never fails the pod, and stays done once the main
+			// containers have run.
+			if mainStarted || (cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING && st.started(cur.Id, c)) {
+				continue
+			}
+			pending = append(pending, c.Name)
+			continue
 		}
 		if cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			if cur.ExitCode == 0 {
@@ -212,7 +226,7 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		}
 	}
 
-	initDone, initFailed, pendingInit := initStatus(pod, rt)
+	initDone, initFailed, pendingInit := initStatus(pod, rt, st)
 	for i := range pod.Spec.InitContainers {
 		s.InitContainerStatuses = append(s.InitContainerStatuses,
 			kl.containerStatus(pod, &pod.Spec.InitContainers[i], rt, st, true, initDone))
