@@ -702,12 +702,16 @@ const (
 	updateMain   updateMode = iota // everything but the status (of resources with one)
 	updateStatus                   // only the status
 	updateAll                      // both (pods/binding)
+	updateEphemeral                // only a pod's spec.ephemeralContainers
 )
 
 // subresource names the endpoint of a mode, as managedFields record it.
 func (m updateMode) subresource() string {
-	if m == updateStatus {
+	switch m {
+	case updateStatus:
 		return "status"
+	case updateEphemeral:
+		return "ephemeralcontainers"
 	}
 	return ""
 }
@@ -745,6 +749,15 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 				accessor(full).SetManagedFields(acc.GetManagedFields())
 			}
 			obj, acc = full, accessor(full)
+		} else if mode == updateEphemeral {
+			// Only the ephemeral containers change through pods/ephemeralcontainers.
+			full := current.DeepCopyObject().(*corev1.Pod)
+			full.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
+			full.SetResourceVersion(acc.GetResourceVersion())
+			if owner != nil && owner.applied {
+				full.SetManagedFields(acc.GetManagedFields())
+			}
+			obj, acc = full, accessor(full)
 		} else if h.HasStatus && mode == updateMain {
 			copyField(obj, current, "Status")
 		}
@@ -756,7 +769,10 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		}
 		obj = s.trackFields(h, owner, current, obj)
 		acc = accessor(obj)
-		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral); err != nil {
+			return nil, err
+		}
+		if err := validateEphemeralUpdate(mode, obj, current); err != nil {
 			return nil, err
 		}
 		if err := s.admit(ctx, "update", h, obj, current); err != nil {

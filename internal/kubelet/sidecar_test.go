@@ -1,6 +1,9 @@
 package kubelet
 
 import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"testing"
 	"time"
 
@@ -58,4 +61,26 @@ func TestFailedPostStartHook(t *testing.T) {
 		cs := containerStatus(p, "app")
 		return cs != nil && cs.RestartCount > 0
 	})
+}
+
+// An ephemeral container added to a running pod is started once and reported in
+// status.ephemeralContainerStatuses.
+func TestEphemeralContainerStarts(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.createPod(newPod("p", "app"))
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"},
+		TargetContainerName:      "app",
+	}}
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = h.waitPod("p", "ephemeral container running", func(p *v1.Pod) bool {
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil
+	})
+	if es := p.Status.EphemeralContainerStatuses[0]; es.Name != "debugger" || es.ContainerID == "" {
+		t.Errorf("ephemeral container status %+v", es)
+	}
 }

@@ -235,6 +235,10 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		s.ContainerStatuses = append(s.ContainerStatuses,
 			kl.containerStatus(pod, &pod.Spec.Containers[i], rt, st, false, initDone))
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false, initDone))
+	}
 	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message // terminal phases are final

@@ -338,6 +338,7 @@ func isSidecar(pod *v1.Pod, c *v1.Container) bool {
 	return false
 }
 
+// containerSpec is the spec of a pod's container by name: main, init or ephemeral.
 func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
@@ -347,6 +348,11 @@ func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
 			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil
@@ -506,6 +512,23 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			errs = append(errs, p.restart(ctx, c, cur))
 		}
 	}
+	// Ephemeral containers run once each, never restarted, while the pod runs.
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		c := (*v1.Container)(&ec.EphemeralContainerCommon)
+		if mainDone || rt.latest(c.Name) != nil {
+			continue
+		}
+		if t := ec.TargetContainerName; t != "" {
+			target := rt.latestIn(t, sb.Id)
+			if target == nil || target.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				continue // started once its target runs
+			}
+			p.targetID = target.Id
+		}
+		errs = append(errs, p.start(ctx, c, nil))
+		p.targetID = ""
+	}
 	if mainDone {
 		// The main containers finished for good: stop the sidecars, as upstream does.
 		for i := range pod.Spec.InitContainers {
@@ -576,6 +599,9 @@ type podSync struct {
 	sandbox       *runtimeapi.PodSandboxStatus
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	volumes       map[string]volume.Mounted
+	// targetID is the container whose process namespace the ephemeral container being
+	// started joins (its targetContainerName), or "".
+	targetID string
 }
 
 func backoffKey(pod *v1.Pod, name string) string { return string(pod.UID) + "/" + name }
@@ -610,6 +636,10 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		return nil // reported through the waiting reason; retried with image back-off
 	}
 	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox, p.volumes)
+	if err == nil && p.targetID != "" {
+		ns := cfg.Linux.SecurityContext.NamespaceOptions
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, p.targetID
+	}
 	ref := containerRef(p.pod, c.Name)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
