@@ -699,10 +699,10 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info *requestInf
 type updateMode int
 
 const (
-	updateMain   updateMode = iota // everything but the status (of resources with one)
-	updateStatus                   // only the status
-	updateAll                      // both (pods/binding)
-	updateEphemeral                // only a pod's spec.ephemeralContainers
+	updateMain      updateMode = iota // everything but the status (of resources with one)
+	updateStatus                      // only the status
+	updateAll                         // both (pods/binding)
+	updateEphemeral                   // only a pod's spec.ephemeralContainers
 )
 
 // subresource names the endpoint of a mode, as managedFields record it.
