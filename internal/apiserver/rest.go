@@ -279,7 +279,9 @@ func decodeContinue(token, prefix string) (int64, string, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return 0, "", err
 	}
-	if c.APIVersion != "meta.k8s.io/v1" || c.ResourceVersion <= 0 || !strings.HasPrefix(c.StartKey, prefix) {
+	// Version -1 is the token a 410 after compaction hands out: continue at the latest
+	// revision, knowingly inconsistent, as upstream's.
+	if c.APIVersion != "meta.k8s.io/v1" || (c.ResourceVersion <= 0 && c.ResourceVersion != -1) || !strings.HasPrefix(c.StartKey, prefix) {
 		return 0, "", fmt.Errorf("continue key is not valid")
 	}
 	return c.ResourceVersion, c.StartKey, nil
@@ -383,12 +385,13 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 	}
 	start, end := prefix, prefix[:len(prefix)-1]+"0" // '0' follows '/'
 	var rev int64
+	var startKeyOf string // the key a continue token resumes after
 	if opts.continueToken != "" {
 		crv, startKey, err := decodeContinue(opts.continueToken, prefix)
 		if err != nil {
 			return nil, nil, 0, "", nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
-		rev, start = crv, startKey+"\x00"
+		rev, start, startKeyOf = max(crv, 0), startKey+"\x00", startKey
 	} else if opts.rvMatch == string(metav1.ResourceVersionMatchExact) {
 		rev = requestedRV
 	} else if requestedRV > 0 {
@@ -403,10 +406,15 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 		acc := accessor(obj)
 		return match(&storage.Entry{Object: obj, Labels: labels.Set(acc.GetLabels()), Fields: objectFields(h.storage, obj)})
 	}
-	objs, readRev, lastKey, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
+	objs, readRev, lastKey, remaining, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
 	if err != nil {
 		if errors.Is(err, storage.ErrExpired) && opts.continueToken != "" {
-			return nil, nil, 0, "", nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			// The token's revision was compacted: hand out one that continues from the same
+			// key at the latest revision, which the client may use knowing the list will be
+			// inconsistent.
+			expired := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			expired.ErrStatus.ListMeta.Continue = encodeContinue(-1, startKeyOf)
+			return nil, nil, 0, "", nil, expired
 		}
 		return nil, nil, 0, "", nil, storageError(err, gr, "")
 	}
@@ -419,10 +427,15 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 		out = append(out, p)
 	}
 	cont := ""
+	var remainingCount *int64
 	if lastKey != "" {
 		cont = encodeContinue(readRev, lastKey)
+		if match == nil {
+			// Only without a selector is the count of what remains known, as upstream.
+			remainingCount = &remaining
+		}
 	}
-	return out, nil, readRev, cont, nil, nil
+	return out, nil, readRev, cont, remainingCount, nil
 }
 
 // decodeBody decodes a create or update body and applies fieldValidation: Strict

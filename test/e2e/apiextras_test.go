@@ -39,3 +39,46 @@ func TestKubectlVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthAndChunking: /livez and /readyz answer per check and verbosely, as upstream;
+// a chunked list says how many items remain.
+func TestHealthAndChunking(t *testing.T) {
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent")
+	if out := c.kubectl("get", "--raw", "/livez"); out != "ok" {
+		t.Errorf("/livez = %q", out)
+	}
+	verbose := c.kubectl("get", "--raw", "/readyz?verbose")
+	for _, want := range []string{"[+]ping ok\n", "[+]etcd ok\n", "[+]informer-sync ok\n", "readyz check passed\n"} {
+		if !strings.Contains(verbose, want) {
+			t.Errorf("/readyz?verbose lacks %q:\n%s", want, verbose)
+		}
+	}
+	if out := c.kubectl("get", "--raw", "/livez?verbose&exclude=etcd"); !strings.Contains(out, "[+]etcd excluded: ok") {
+		t.Errorf("/livez?exclude=etcd:\n%s", out)
+	}
+	if out := c.kubectl("get", "--raw", "/livez/etcd"); out != "ok" {
+		t.Errorf("/livez/etcd = %q", out)
+	}
+	if out, err := c.kubectlErr("get", "--raw", "/readyz/no-such-check"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("/readyz/no-such-check: %v %s", err, out)
+	}
+
+	for i := 0; i < 5; i++ {
+		c.kubectl("create", "configmap", "chunk-"+string(rune('a'+i)))
+	}
+	var page struct {
+		Metadata struct {
+			Continue           string `json:"continue"`
+			RemainingItemCount *int64 `json:"remainingItemCount"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	raw := c.kubectl("get", "--raw", "/api/v1/namespaces/default/configmaps?limit=2")
+	if err := json.Unmarshal([]byte(raw), &page); err != nil {
+		t.Fatal(err)
+	}
+	// 5 created plus kube-root-ca.crt, if the publisher made it already: 4 or 3 remain.
+	if len(page.Items) != 2 || page.Metadata.Continue == "" || page.Metadata.RemainingItemCount == nil || *page.Metadata.RemainingItemCount < 3 {
+		t.Errorf("first page: %d items, continue %q, remainingItemCount %v", len(page.Items), page.Metadata.Continue, page.Metadata.RemainingItemCount)
+	}
+}
