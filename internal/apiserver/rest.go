@@ -775,6 +775,10 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			copyField(obj, current, "Status")
 		}
 		prepareUpdateMeta(acc, curAcc, obj, current)
+		if mode == updateAll {
+			// A binding sets spec.nodeName without a new generation, as upstream's.
+			acc.SetGeneration(curAcc.GetGeneration())
+		}
 		// A binding writes the fields a client may never change (spec.nodeName) and
 		// skips the resource's own update rules, as upstream's binding does.
 		if h.Strategy != nil && mode != updateAll {

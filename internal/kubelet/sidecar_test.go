@@ -84,3 +84,19 @@ func TestEphemeralContainerStarts(t *testing.T) {
 		t.Errorf("ephemeral container status %+v", es)
 	}
 }
+
+// The kubelet reports which generation of the pod its status reflects.
+func TestStatusObservedGeneration(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Generation = 3
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if p.Status.ObservedGeneration != 3 {
+		t.Errorf("status.observedGeneration = %d, want 3", p.Status.ObservedGeneration)
+	}
+	if c := condition(p, v1.PodReady); c == nil || c.ObservedGeneration != 3 {
+		t.Errorf("Ready condition %+v, want observedGeneration 3", c)
+	}
+}

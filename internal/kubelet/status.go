@@ -197,13 +197,15 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, 
 func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, terminal bool) v1.PodStatus {
 	old := pod.Status
 	s := v1.PodStatus{
-		QOSClass:   qosClass(pod),
-		HostIP:     kl.opts.NodeIP,
-		HostIPs:    []v1.HostIP{{IP: kl.opts.NodeIP}},
-		StartTime:  old.StartTime,
-		PodIPs:     old.PodIPs,
-		PodIP:      old.PodIP,
-		Conditions: nil,
+		QOSClass: qosClass(pod),
+		// The generation of the spec this status reflects, as upstream's kubelet reports it.
+		ObservedGeneration: pod.Generation,
+		HostIP:             kl.opts.NodeIP,
+		HostIPs:            []v1.HostIP{{IP: kl.opts.NodeIP}},
+		StartTime:          old.StartTime,
+		PodIPs:             old.PodIPs,
+		PodIP:              old.PodIP,
+		Conditions:         nil,
 	}
 	if s.StartTime == nil {
 		t := metav1.NewTime(kl.clock.Now())
@@ -285,6 +287,7 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, init
 	now := metav1.NewTime(kl.clock.Now())
 	hasScheduled := false
 	for _, c := range owned {
+		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = now
 		for _, o := range pod.Status.Conditions {
 			if o.Type == c.Type && o.Status == c.Status {
