@@ -24,7 +24,7 @@ LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/versio
 	-X $(p).gitVersion=$(GIT_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitCommit=$(GIT_COMMIT) \
 	-X $(p).gitTreeState=$(GIT_TREE_STATE) -X $(p).buildDate=$(BUILD_DATE))
 
-.PHONY: all build run stop test deps vet unit images fmt clean
+.PHONY: all build run stop test deps vet unit images fmt clean conformance
 
 all: build
 
@@ -73,6 +73,12 @@ stop:
 ## test: install what the tests need (packages, test images), then vet and run every test
 test: deps vet images
 	$(GO) test -count=1 -timeout 25m ./...
+
+## conformance: build upstream's conformance suite from the Go module proxy and run it
+## against a fresh `mizzen server` on the default ports (FOCUS, SKIP, PROCS, MINUTES;
+## CONFORMANCE_KUBECONFIG for a running cluster); results in _output/conformance
+conformance: deps build
+	FOCUS='$(FOCUS)' SKIP='$(SKIP)' PROCS='$(PROCS)' MINUTES='$(MINUTES)' ./test/conformance/run.sh
 
 vet:
 	@test -z "$$(gofmt -l cmd internal test bench 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l cmd internal test bench; exit 1; }
