@@ -718,6 +718,13 @@ const (
 	updateEphemeral                   // only a pod's spec.ephemeralContainers
 )
 
+// allowsUnconditionalUpdate reports whether an update without a resourceVersion is
+// accepted: for most resources, not for leases, whose holders must not overwrite each
+// other.
+func allowsUnconditionalUpdate(gr schema.GroupResource) bool {
+	return gr != schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+}
+
 // subresource names the endpoint of a mode, as managedFields record it.
 func (m updateMode) subresource() string {
 	switch m {
@@ -749,6 +756,11 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		acc, curAcc := accessor(obj), accessor(current)
 		if rv := acc.GetResourceVersion(); rv != "" && rv != curAcc.GetResourceVersion() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if acc.GetResourceVersion() == "" && allowsUnconditionalUpdate(gr) {
+			// An update without a resourceVersion applies to whatever is stored, as
+			// upstream's store allows for most resources.
+			acc.SetResourceVersion(curAcc.GetResourceVersion())
 		}
 		if uid := acc.GetUID(); uid != "" && uid != curAcc.GetUID() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curAcc.GetUID()))

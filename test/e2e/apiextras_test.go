@@ -66,6 +66,10 @@ func TestHealthAndChunking(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		c.kubectl("create", "configmap", "chunk-"+string(rune('a'+i)))
 	}
+	// An update without a resourceVersion applies to what is stored, as upstream's.
+	if out := c.kubectlStdin("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: chunk-a, namespace: default}\ndata: {k: v}\n", "replace", "-f", "-"); !strings.Contains(out, "configmap/chunk-a replaced") {
+		t.Errorf("replace without resourceVersion: %s", out)
+	}
 	var page struct {
 		Metadata struct {
 			Continue           string `json:"continue"`
