@@ -30,15 +30,16 @@ func main() {
 	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
 	pause := flag.String("pause", "", "mizzen's pause program")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
+	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *pause, *busybox, *out); err != nil {
+	if err := run(*list, *agnhost, *agnhostSrc, *pause, *busybox, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, pausePath, busyboxPath, out string) error {
+func run(list, agnhostPath, agnhostSrc, pausePath, busyboxPath, out string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -52,6 +53,16 @@ func run(list, agnhostPath, pausePath, busyboxPath, out string) error {
 		return err
 	}
 	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"}}, bb...)
+	if agnhostSrc != "" {
+		// porter serves TLS with these, as upstream's image ships them.
+		for _, name := range []string{"localhost.crt", "localhost.key"} {
+			data, err := os.ReadFile(filepath.Join(agnhostSrc, "porter", name))
+			if err != nil {
+				return err
+			}
+			withAgnhost = append(withAgnhost, containerd.File{Path: "/" + name, Mode: 0o644, Data: data})
+		}
+	}
 	f, err := os.Open(list)
 	if err != nil {
 		return err
