@@ -86,3 +86,30 @@ func TestHealthAndChunking(t *testing.T) {
 		t.Errorf("first page: %d items, continue %q, remainingItemCount %v", len(page.Items), page.Metadata.Continue, page.Metadata.RemainingItemCount)
 	}
 }
+
+// TestEphemeralContainersSubresource: kubectl debug adds an ephemeral container through
+// pods/ephemeralcontainers; a regular update may not, and an added one may not change.
+func TestEphemeralContainersSubresource(t *testing.T) {
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent")
+	c.kubectl("run", "web", "--image", "mizzen.local/agnhost:v1", "--restart=Never")
+	out := c.kubectl("debug", "web", "--image", "mizzen.local/busybox:v1", "-c", "dbg", "--target", "web", "--", "sleep", "3600")
+	if strings.Contains(out, "disabled") {
+		t.Fatalf("kubectl debug: %s", out)
+	}
+	got := c.kubectl("get", "pod", "web", "-o", "jsonpath={.spec.ephemeralContainers[0].name} {.spec.ephemeralContainers[0].targetContainerName} {.spec.ephemeralContainers[0].terminationMessagePolicy}")
+	if got != "dbg web File" {
+		t.Errorf("ephemeral container after kubectl debug: %q", got)
+	}
+	// Changing an existing ephemeral container is refused with upstream's message.
+	out, err := c.kubectlErr("patch", "pod", "web", "--subresource", "ephemeralcontainers", "--type", "json",
+		"-p", `[{"op":"replace","path":"/spec/ephemeralContainers/0/image","value":"other:v1"}]`)
+	if err == nil || !strings.Contains(out, `existing ephemeral containers "dbg" may not be changed`) {
+		t.Errorf("changing an ephemeral container: %v %s", err, out)
+	}
+	// Ports are not allowed on an ephemeral container.
+	out, err = c.kubectlErr("patch", "pod", "web", "--subresource", "ephemeralcontainers", "--type", "json",
+		"-p", `[{"op":"add","path":"/spec/ephemeralContainers/-","value":{"name":"dbg2","image":"x:v1","ports":[{"containerPort":80}]}}]`)
+	if err == nil || !strings.Contains(out, "cannot be set for an Ephemeral Container") {
+		t.Errorf("ephemeral container with ports: %v %s", err, out)
+	}
+}
