@@ -2,7 +2,8 @@
 // the exact names e2e.test asks for, as OCI archives the agent imports from
 // DATA_DIR/agent/images (no registry is reachable): agnhost built from upstream's
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
-// mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx.
+// mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
+// agnhost image's curl is a shim over busybox's wget, enough for `curl URL`.
 //
 //	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -pause bin/mizzen-pause -out DIR
 //
@@ -22,6 +23,10 @@ import (
 
 	"mizzen/internal/kubelet/containerd"
 )
+
+// curlShim stands in for the curl upstream's agnhost image carries, for the plain
+// `curl URL` the suite's hooks run: busybox's wget fetches the URL to stdout.
+const curlShim = "#!/bin/sh\n# stand-in for curl: busybox wget; flags are ignored\nfor a in \"$@\"; do case \"$a\" in -*) ;; *) url=$a ;; esac; done\nexec wget -q -O - \"$url\"\n"
 
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -52,7 +57,8 @@ func run(list, agnhostPath, agnhostSrc, pausePath, busyboxPath, out string) erro
 	if err != nil {
 		return err
 	}
-	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"}}, bb...)
+	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
+		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}}, bb...)
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
 		for _, name := range []string{"localhost.crt", "localhost.key"} {
