@@ -98,8 +98,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, info *requestInf
 		s.writeError(w, r, err)
 		return
 	}
+	// As upstream: 200 also for a deletion still in progress (graceful, finalizers), 202
+	// only when the client asked for dependents not to be orphaned.
 	code := http.StatusOK
-	if !gone {
+	if !gone && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	s.respondObject(w, r, code, h, obj, format)

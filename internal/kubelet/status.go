@@ -88,6 +88,8 @@ func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime,
 			cs.LastTerminationState.Terminated = kl.terminatedState(cur)
 		} else {
 			cs.State.Terminated = kl.terminatedState(cur)
+			// An init container that completed counts as ready, as upstream reports it.
+			cs.Ready = isInit && cur.ExitCode == 0 && !isSidecar(pod, c)
 		}
 	default:
 		cs.Started = ptrBool(false)

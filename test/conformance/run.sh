@@ -15,6 +15,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null)
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 OUT=${CONFORMANCE_OUT:-$ROOT/_output/conformance}
 FOCUS=${FOCUS:-'\[Conformance\]'}
@@ -102,4 +103,4 @@ timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" 
   "$BIN/e2e.test" -- --kubeconfig "$KUBECONFIG_FILE" --provider skeleton --report-dir "$OUT/report" > "$OUT/e2e.log" 2>&1
 log "e2e exit $? after $(( $(date +%s) - start )) s; log $OUT/e2e.log"
 go run ./test/conformance/summary "$OUT/report" | tee "$OUT/summary.txt" | sed -n '/^FAIL\|^PASS/!p'
-log "summary: $OUT/summary.txt (commit $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%Y-%m-%d))"
+log "summary: $OUT/summary.txt (commit $COMMIT, $(date -u +%Y-%m-%d))"
