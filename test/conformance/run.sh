@@ -84,7 +84,9 @@ if [ -n "${CONFORMANCE_KUBECONFIG:-}" ]; then
   log "running against the cluster of $KUBECONFIG_FILE; its nodes need the images in $OUT/images (mizzen image import)"
 else
   DATA=$OUT/data
-  rm -rf "$DATA" && mkdir -p "$DATA/agent/images"
+  # A previous run's pod volumes (tmpfs) may still be mounted under its data directory.
+  awk -v d="$DATA/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$DATA" && mkdir -p "$DATA/agent/images" || die "cannot clear $DATA"
   cp "$OUT"/images/*.tar "$DATA/agent/images/"
   "$MIZZEN" server --data-dir "$DATA" > "$OUT/server.log" 2>&1 &
   SERVER=$!
