@@ -133,65 +133,53 @@ func changeIn(period int32, events []scaleEvent, now time.Time) int32 {
 	return sum
 }
 
-// scaleUpLimit is the most replicas the scale-up policies allow now: each policy
-// measures from the replica count at the start of its period; selectPolicy picks the
-// largest (Max), the smallest (Min), or none (Disabled: stay at current).
+// scaleUpLimit is the most replicas the scale-up policies allow now.
 func (h *history) scaleUpLimit(key string, current int32, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if rules == nil {
-		return math.MaxInt32
-	}
-	policy := selectPolicy(rules)
-	if policy == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
-	result := int32(math.MinInt32)
-	pick := func(a, b int32) int32 { return max(a, b) }
-	if policy == autoscalingv2.MinChangePolicySelect {
-		result = math.MaxInt32
-		pick = func(a, b int32) int32 { return min(a, b) }
-	}
-	for _, p := range rules.Policies {
-		start := current - changeIn(p.PeriodSeconds, h.scaleUps[key], now) + changeIn(p.PeriodSeconds, h.scaleDowns[key], now)
-		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
-			proposed = start + p.Value
-		case autoscalingv2.PercentScalingPolicy:
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		}
-		result = pick(result, proposed)
-	}
-	return result
+	return h.policyLimit(key, current, rules, now, +1)
 }
 
-// scaleDownLimit is the fewest replicas the scale-down policies allow now; Max picks
-// the policy that allows the biggest change (the fewest replicas).
+// scaleDownLimit is the fewest replicas the scale-down policies allow now.
 func (h *history) scaleDownLimit(key string, current int32, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
+	return h.policyLimit(key, current, rules, now, -1)
+}
+
+// policyLimit is the furthest the policies of one direction (+1 up, -1 down) let the
+// replica count go now: each policy measures from the replica count at the start of
+// its period; selectPolicy Max picks the policy allowing the biggest change, Min the
+// smallest, Disabled none (stay at current). Without rules the direction is unlimited.
+func (h *history) policyLimit(key string, current int32, rules *autoscalingv2.HPAScalingRules, now time.Time, direction int32) int32 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	furthest, nearest := func(a, b int32) int32 { return max(a, b) }, func(a, b int32) int32 { return min(a, b) }
+	unlimited, result := int32(math.MaxInt32), int32(math.MinInt32)
+	if direction < 0 {
+		furthest, nearest = nearest, furthest
+		unlimited, result = result, unlimited
+	}
 	if rules == nil {
-		return math.MinInt32
+		return unlimited
 	}
 	policy := selectPolicy(rules)
 	if policy == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	result := int32(math.MaxInt32)
-	pick := func(a, b int32) int32 { return min(a, b) }
+	pick := furthest
 	if policy == autoscalingv2.MinChangePolicySelect {
-		result = math.MinInt32
-		pick = func(a, b int32) int32 { return max(a, b) }
+		result, pick = unlimited, nearest
 	}
 	for _, p := range rules.Policies {
 		start := current - changeIn(p.PeriodSeconds, h.scaleUps[key], now) + changeIn(p.PeriodSeconds, h.scaleDowns[key], now)
 		var proposed int32
 		switch p.Type {
 		case autoscalingv2.PodsScalingPolicy:
-			proposed = start - p.Value
+			proposed = start + direction*p.Value
 		case autoscalingv2.PercentScalingPolicy:
-			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
+			factor := float64(start) * (1 + float64(direction*p.Value)/100)
+			if direction > 0 {
+				proposed = int32(math.Ceil(factor))
+			} else {
+				proposed = int32(factor)
+			}
 		}
 		result = pick(result, proposed)
 	}

@@ -28,31 +28,11 @@ func objectOf(t testing.TB, doc string) map[string]interface{} {
 	}
 	// The server decodes JSON numbers as int64 or float64, as unstructured does.
 	data, _ := json.Marshal(obj)
-	var out map[string]interface{}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.UseNumber()
-	_ = dec.Decode(&out)
-	return fixNumbers(out).(map[string]interface{})
-}
-
-func fixNumbers(v interface{}) interface{} {
-	switch x := v.(type) {
-	case map[string]interface{}:
-		for k, c := range x {
-			x[k] = fixNumbers(c)
-		}
-	case []interface{}:
-		for i, c := range x {
-			x[i] = fixNumbers(c)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
+	out, err := decodeJSON(data)
+	if err != nil {
+		t.Fatalf("object: %v", err)
 	}
-	return v
+	return out.(map[string]interface{})
 }
 
 func messages(errs field.ErrorList) []string {
