@@ -126,7 +126,7 @@ func NewHandler(cfg *rest.Config, log *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dashboard{proxy: p, static: static, log: log}
+	d := &dashboard{proxy: p, static: static, log: log, anon: rest.AnonymousClientConfig(cfg)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.serveIndex)
 	mux.HandleFunc("GET /login", d.serveLoginPage)
@@ -134,6 +134,8 @@ func NewHandler(cfg *rest.Config, log *slog.Logger) (http.Handler, error) {
 	mux.HandleFunc("POST /logout", d.serveLogout)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.Handle(proxyPrefix+"/", p)
+	mux.HandleFunc("GET /journey/pods/{namespace}/{name}", d.servePodJourney)
+	mux.HandleFunc("GET /journey/deployments/{namespace}/{name}", d.serveDeploymentJourneys)
 	return securityHeaders(mux), nil
 }
 
@@ -141,6 +143,9 @@ type dashboard struct {
 	proxy  *apiProxy
 	static fs.FS
 	log    *slog.Logger
+	// anon is the apiserver's address and CA without credentials: a session's
+	// token is added per request.
+	anon *rest.Config
 }
 
 // securityHeaders keep the pages out of other sites' frames and scripts out of the

@@ -135,6 +135,22 @@ func TestDashboard(t *testing.T) {
 		b.screenshot("terminal")
 	})
 
+	t.Run("a pod's journey and its Deployment's", func(t *testing.T) {
+		b.t = t
+		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+		// Every step of a Ready pod, in order, each with the component that recorded it.
+		for _, step := range []string{"created", "scheduled", "accepted by kubelet", "sandbox ready", "container started (main)", "ready"} {
+			b.waitJS(fmt.Sprintf(`!!document.querySelector('#journey-steps tr[data-step=%q]')`, step), "the journey step "+step)
+		}
+		b.waitJS(`[...document.querySelectorAll('#journey-steps tr.step')].map(r => r.dataset.step).join('|').startsWith('created|')`, "the journey starting at creation")
+		b.waitJS(`(document.querySelector('#journey-steps tr[data-step="scheduled"]').children[1].textContent).length > 0`, "the scheduler named as the recorder of the binding")
+		b.waitJS(`!document.getElementById('journey-pending')`, "no step still pending for a Ready pod")
+		b.screenshot("journey")
+		b.go_("#/obj/deployments/default/web")
+		b.waitJS(`/^\d+ pods, \d+ ready$/.test((document.getElementById('journeys-count') || {}).textContent || '')`, "the Deployment's pod count")
+		b.waitJS(`!!document.querySelector('#journeys tr[data-step="ready"]')`, "the Deployment's Ready step percentiles")
+	})
+
 	t.Run("edit and apply YAML, restart", func(t *testing.T) {
 		b.t = t
 		b.go_("#/obj/deployments/default/web")

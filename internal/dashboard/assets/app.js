@@ -18,7 +18,7 @@ async function request(path, opts = {}) {
   const headers = Object.assign({ Accept: 'application/json' }, opts.headers || {});
   const method = opts.method || 'GET';
   if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken();
-  const resp = await fetch('/k8s' + path, { method, headers, body: opts.body, signal: opts.signal, credentials: 'same-origin' });
+  const resp = await fetch((opts.base ?? '/k8s') + path, { method, headers, body: opts.body, signal: opts.signal, credentials: 'same-origin' });
   if (resp.status === 401) {
     location.href = '/login';
     throw new APIError(401, 'Unauthorized');
@@ -323,7 +323,9 @@ async function showObject(main, r, ns, name, signal) {
   const owners = h('ul', { id: 'owners' });
   const owned = h('ul', { id: 'owned' });
   const events = h('table', { id: 'events' });
+  const journey = journeyKinds[r.kind] ? h('div', { id: 'journey' }) : null;
   main.append(header, actions,
+    ...(journey ? [h('h2', {}, journeyKinds[r.kind].title), journey] : []),
     h('h2', {}, 'Owners'), owners, h('h2', {}, 'Owned objects'), owned,
     h('h2', {}, 'Events'), events,
     h('h2', {}, 'YAML'), editor,
@@ -372,7 +374,9 @@ async function showObject(main, r, ns, name, signal) {
     } catch (e) { showError(e.message); }
   });
 
+  const showJourney = journey ? throttled(() => journeyKinds[r.kind].load(journey, ns, name, signal).catch(e => { if (!signal.aborted) showError(e.message); })) : () => {};
   const render = () => {
+    showJourney();
     if (!dirty) editor.value = toYAML(manifest(obj));
     statusBlock.textContent = obj.status ? toYAML(obj.status) : '(none)';
     owners.replaceChildren(...(obj.metadata.ownerReferences || []).map(ref => {
@@ -421,8 +425,56 @@ async function showObject(main, r, ns, name, signal) {
   }, relistObj, signal);
   if (evRV) {
     const evList = (ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : '/api/v1/events') + `?fieldSelector=${encodeURIComponent('involvedObject.name=' + name)}`;
-    watch(evList, evRV, () => loadEvents().catch(() => {}), loadEvents, signal);
+    watch(evList, evRV, () => { loadEvents().catch(() => {}); showJourney(); }, loadEvents, signal);
   }
+}
+
+// ---------- the pod's journey ----------
+
+// journeyKinds are the kinds whose page shows the journey of their pods from creation
+// to Ready, as `mizzen trace` prints it: read by the dashboard (internal/trace) from
+// the events and conditions the components recorded, with the user's own token.
+const journeyKinds = {
+  Pod: { title: 'Journey', load: loadPodJourney },
+  Deployment: { title: 'Pod journeys', load: loadDeploymentJourneys },
+};
+
+// throttled runs fn at most every half second, and once more after the last call.
+function throttled(fn) {
+  let timer = null, again = false;
+  const run = () => { timer = setTimeout(() => { timer = null; if (again) { again = false; run(); } }, 500); fn(); };
+  return () => { if (timer) again = true; else run(); };
+}
+
+function ms(v) {
+  if (v < 1000) return `${v}ms`;
+  return `${(v / 1000).toFixed(v < 10000 ? 2 : 1)}s`;
+}
+
+async function loadPodJourney(box, ns, name, signal) {
+  const j = await api(`/journey/pods/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, { base: '', signal });
+  const total = Math.max(1, ...j.steps.map(s => s.sinceMs));
+  const rows = j.steps.map(s => {
+    const left = (s.sinceMs - s.tookMs) / total * 100, width = Math.max(s.tookMs / total * 100, 0.4);
+    return h('tr', { class: 'step', 'data-step': s.label },
+      h('td', {}, s.label), h('td', {}, s.component),
+      h('td', { class: 'num', title: s.at }, '+' + ms(s.sinceMs) + (s.precise ? '' : ' (to the second)')),
+      h('td', { class: 'num' }, ms(s.tookMs)),
+      h('td', { class: 'timeline' }, h('div', { class: 'track' }, h('span', { style: `left:${left}%;width:${width}%`, title: `${s.source}${s.detail ? ': ' + s.detail : ''}` }))));
+  });
+  box.replaceChildren(
+    h('table', { id: 'journey-steps' }, h('tr', {}, ['Step', 'Recorded by', 'Since created', 'Took', 'Timeline'].map(c => h('th', {}, c))), ...rows),
+    j.pending.length ? h('p', { class: 'muted', id: 'journey-pending' }, 'Not recorded yet: ' + j.pending.join(', ')) : null);
+}
+
+async function loadDeploymentJourneys(box, ns, name, signal) {
+  const d = await api(`/journey/deployments/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, { base: '', signal });
+  const p = x => [x.p50, x.p90, x.p99, x.max].map(v => h('td', { class: 'num' }, ms(v)));
+  box.replaceChildren(
+    h('p', { id: 'journeys-count' }, `${d.pods} pods, ${d.ready} ready`),
+    h('table', { id: 'journeys' },
+      h('tr', {}, ['Step', 'Recorded by', 'Pods', 'Took p50', 'p90', 'p99', 'max', 'Since created p50', 'p90', 'p99', 'max'].map(c => h('th', {}, c))),
+      ...d.steps.map(s => h('tr', { class: 'step', 'data-step': s.label }, h('td', {}, s.label), h('td', {}, s.component), h('td', { class: 'num' }, s.pods), p(s.took), p(s.since)))));
 }
 
 // ---------- pod logs, followed ----------
