@@ -20,6 +20,7 @@ import (
 	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
+	"mizzen/internal/kubelet/volume"
 	nodeserver "mizzen/internal/kubelet/server"
 )
 
@@ -174,6 +175,9 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		if logMaxSize, err = logrotate.ParseMaxSize(kf.ContainerLog.MaxSize); err != nil {
 			return fmt.Errorf("--container-log-max-size: %w", err)
 		}
+	}
+	if err := volume.MakeRShared(kf.RootDir); err != nil {
+		return fmt.Errorf("the kubelet's root directory: %w", err)
 	}
 	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
 	if err != nil {

@@ -99,6 +99,34 @@ spec:
   resources: {requests: {storage: 1Mi}}
 `
 
+const csiDriverName = "hostpath.csi.mizzen.io"
+
+// csiDriverPodYAML is the agnhost csi-hostpath driver as a node plugin pod: privileged,
+// with the kubelet's root directory at the same path and Bidirectional propagation so
+// the bind mounts it makes for pods reach the host, as a real CSI driver's DaemonSet.
+func csiDriverPodYAML(kubeletDir, root string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: csi-hostpath-node, namespace: kube-system}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: driver
+    image: %[1]s
+    args: [csi-hostpath, --driver-name, %[2]s, --endpoint, %[3]s/plugins/%[2]s/csi.sock, --registration-dir, %[3]s/plugins_registry, --root, /csi-data]
+    env:
+    - name: NODE_NAME
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    securityContext: {privileged: true}
+    volumeMounts:
+    - {name: kubelet, mountPath: %[3]s, mountPropagation: Bidirectional}
+    - {name: data, mountPath: /csi-data}
+  volumes:
+  - {name: kubelet, hostPath: {path: %[3]s, type: Directory}}
+  - {name: data, hostPath: {path: %[4]s, type: Directory}}
+`, agnhostImage, csiDriverName, kubeletDir, root)
+}
+
 const csiVolumeYAML = `apiVersion: v1
 kind: PersistentVolume
 metadata: {name: csi-e2e}
@@ -147,6 +175,7 @@ func TestPersistentStorage(t *testing.T) {
 	}
 	images := testImages(t)
 	dataDir := t.TempDir()
+	stageImages(t, dataDir, images, "agnhost.tar") // the CSI driver's image
 	bridge := "mzn-stor"
 	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", "10.232.0.0/16", "--service-cluster-ip-range", "10.114.0.0/16",
 		"--pod-bridge", bridge, "--kubelet-port", strconv.Itoa(freePort(t)))
@@ -291,20 +320,22 @@ func TestPersistentStorage(t *testing.T) {
 		return nil
 	})
 
-	// A CSI driver registers with the node's kubelet; a pod's claim bound to one of its
-	// volumes sees what the driver publishes, and the driver unpublishes it with the pod.
+	// A CSI driver, run as a privileged pod as real drivers are, registers with the
+	// node's kubelet; a pod's claim bound to one of its volumes sees what the driver
+	// publishes, the driver unpublishes it with the pod, and the driver's CSINode entry
+	// goes when the driver does.
 	kubeletDir := filepath.Join(dataDir, "agent", "kubelet")
-	driver := &hostPathCSI{name: "hostpath.csi.mizzen.io", root: t.TempDir(),
-		endpoint: filepath.Join(kubeletDir, "plugins", "hostpath.csi.mizzen.io", "csi.sock")}
-	if err := os.MkdirAll(filepath.Join(driver.root, "vol-e2e"), 0o755); err != nil {
+	csiRoot := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(csiRoot, "vol-e2e"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(driver.root, "vol-e2e", "hello"), []byte("from-csi\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(csiRoot, "vol-e2e", "hello"), []byte("from-csi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	driver.serve(t, filepath.Join(kubeletDir, "plugins_registry"))
+	c.kubectlStdin(csiDriverPodYAML(kubeletDir, csiRoot), "apply", "-f", "-")
+	c.waitPod("kube-system", "csi-hostpath-node", 2*time.Minute, runningAndReady)
 	eventually(t, 60*time.Second, func() error {
-		if out, err := c.kubectlErr("get", "csinode", "-o", "jsonpath={.items[*].spec.drivers[*].name}"); err != nil || strings.TrimSpace(out) != driver.name {
+		if out, err := c.kubectlErr("get", "csinode", "-o", "jsonpath={.items[*].spec.drivers[*].name}"); err != nil || strings.TrimSpace(out) != csiDriverName {
 			return fmt.Errorf("CSINode drivers: %v %q", err, out)
 		}
 		return nil
@@ -316,10 +347,16 @@ func TestPersistentStorage(t *testing.T) {
 	}
 	c.kubectl("delete", "pod", "csi-reader", "--wait=true", "--timeout=60s")
 	eventually(t, 30*time.Second, func() error {
-		driver.mu.Lock()
-		defer driver.mu.Unlock()
-		if strings.Join(driver.calls, ",") != "publish vol-e2e,unpublish vol-e2e" {
-			return fmt.Errorf("driver calls %q", driver.calls)
+		logs := c.kubectl("logs", "-n", "kube-system", "csi-hostpath-node")
+		if !strings.Contains(logs, "publish vol-e2e\nunpublish vol-e2e\n") {
+			return fmt.Errorf("the driver's calls:\n%s", logs)
+		}
+		return nil
+	})
+	c.kubectl("delete", "pod", "-n", "kube-system", "csi-hostpath-node", "--wait=true", "--timeout=60s")
+	eventually(t, 60*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "csinode", "-o", "jsonpath={.items[*].spec.drivers[*].name}"); err != nil || strings.TrimSpace(out) != "" {
+			return fmt.Errorf("CSINode drivers after the driver's pod went: %v %q", err, out)
 		}
 		return nil
 	})

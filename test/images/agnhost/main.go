@@ -1,6 +1,6 @@
 // Command agnhost is mizzen's own build of the test tool upstream's e2e tests run in
 // their pods: one static binary whose subcommands (serve-hostname, netexec, dns-lookup,
-// pause, fail, liveness, stress, resource-consumer, webhook) behave as upstream's agnhost subcommands of the same
+// pause, fail, liveness, stress, resource-consumer, webhook, csi-hostpath) behave as upstream's agnhost subcommands of the same
 // name, so that tests written against upstream's image read the same here.
 package main
 
@@ -29,6 +29,7 @@ func subcommands() map[string]subcommand {
 		"liveness":          {"serve /healthz on :8080, healthy for 10 seconds and failing after", runLiveness},
 		"stress":            {"allocate memory (--mem-total) in steps, then hold it", runStress},
 		"resource-consumer": {"HTTP server on --port (8080) with /ConsumeCPU?millicores=N&durationSec=S and /ConsumeMem?megabytes=N&durationSec=S", runResourceConsumer},
+		"csi-hostpath":      {"a CSI node plugin publishing directories of --root by bind mount, registered through the kubelet's plugins_registry", runCSIHostPath},
 		"webhook":           {"admission webhooks over TLS (--tls-cert-file, --tls-private-key-file, --port 443): /always-deny, /add-label, /pods, /configmaps, /mutating-pods, ...", runWebhook},
 	}
 }
