@@ -20,8 +20,8 @@ import (
 	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/logrotate"
 	"mizzen/internal/kubelet/podcgroups"
-	"mizzen/internal/kubelet/volume"
 	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/kubelet/volume"
 )
 
 // KubeletOptions are the kubelet's settings, filled by `mizzen kubelet`'s flags or by
