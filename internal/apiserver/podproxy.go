@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
 
@@ -261,6 +263,12 @@ func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *u
 		s.writeError(w, r, apierrors.NewGenericServerResponse(resp.StatusCode, "get", corev1.Resource("pods/log"), "", strings.TrimSpace(string(body)), 0, false))
 		return
 	}
+	if wsstream.IsWebSocketRequest(r) {
+		// A websocket client (binary.k8s.io or base64.binary.k8s.io) gets the log as
+		// messages, as upstream's log handler sends it.
+		_ = wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -410,9 +418,26 @@ func (s *Server) proxyPodStream(w http.ResponseWriter, r *http.Request, pod *cor
 
 // serveNodeProxy serves nodes/{name}/proxy/{path}: any method, to the kubelet's path.
 func (s *Server) serveNodeProxy(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	loc, err := s.kubeletLocation(r, info.Name)
+	// The name may carry a scheme and a port, [scheme:]node[:port], as upstream's: the
+	// kubelet's own port goes through the kubelet client, another through the plain proxy.
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(info.Name)
+	if !ok {
+		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", info.Name)))
+		return
+	}
+	loc, err := s.kubeletLocation(r, name)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if host, kubeletPort, _ := net.SplitHostPort(loc.Host); port != "" && port != kubeletPort {
+		if scheme == "" {
+			scheme = "http"
+		}
+		loc.Scheme, loc.Host = scheme, net.JoinHostPort(host, port)
+		loc.Path = "/" + info.Rest
+		loc.RawQuery = r.URL.RawQuery
+		s.proxyToBackend(w, r, loc)
 		return
 	}
 	loc.Path = "/" + info.Rest

@@ -410,16 +410,12 @@ func hasCredentials(r *http.Request) bool {
 // servePublic serves health and version.
 func (s *Server) servePublic(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/readyz":
-		if !s.ready.Load() {
-			writeText(w, http.StatusServiceUnavailable, "[-]informer-sync failed: not finished\nreadyz check failed")
-			return
-		}
 	case "/version", "/version/":
 		s.serveVersion(w, r)
 		return
 	}
-	writeText(w, http.StatusOK, "ok")
+	endpoint, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	s.serveHealth(w, r, endpoint)
 }
 
 // serveNonResource serves an authorized non-resource request.
