@@ -61,6 +61,18 @@ func startSchedulerWith(t testing.TB, client *fake.Clientset, cfg *config.Config
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// The informers have synced, but the scheduler's cache is filled by their event
+	// handlers, which may still be running: a pod created now could meet an empty cache
+	// ("no nodes available") instead of the nodes the test seeded.
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+		return sched.cache.NodeCount() >= len(nodes.Items), nil
+	}); err != nil {
+		t.Fatalf("the scheduler's cache never held the %d seeded nodes: %v", len(nodes.Items), err)
+	}
 	done := make(chan struct{})
 	go func() {
 		sched.Run(ctx)
