@@ -217,9 +217,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.codecs = newCodecs(scheme)
 	s.fields = fieldmanager.New(cfg.Log, scheme, cfg.Resources, func() (map[string]*spec.Schema, error) { return openapi.Models(cfg.Resources) })
-	s.cache = storage.NewCache(cfg.Store.Client(), cacheConfigs, cfg.Log)
+	s.cache = cfg.Store.NewCache(cacheConfigs, cfg.Log)
 	if cfg.ServiceCIDR != nil {
-		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
+		s.services = newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
 	s.custom = newCustomAPIs()
 	if o, ok := cfg.OpenAPI.(interface{ SetCustom([]*registry.Resource) }); ok {

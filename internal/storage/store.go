@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,8 +19,10 @@ type Store struct {
 // NewStore returns a Store over an etcd client.
 func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
 
-// Client is the etcd client the store writes through.
-func (s *Store) Client() *clientv3.Client { return s.client }
+// NewCache returns a watch cache of the resources, fed from the store's etcd.
+func (s *Store) NewCache(resources []ResourceConfig, log *slog.Logger) *Cache {
+	return NewCache(s.client, resources, log)
+}
 
 // setRV stamps obj with the revision it was stored at.
 func setRV(obj runtime.Object, rev int64) {
