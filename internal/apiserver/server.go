@@ -33,6 +33,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugins"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
+	"mizzen/internal/apiserver/proxy"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
@@ -102,10 +103,8 @@ type Server struct {
 	// customOpenAPI publishes the custom resources' schemas, when the OpenAPI handler
 	// takes them.
 	customOpenAPI func([]*registry.Resource)
-	// kubeletTransport reaches kubelets; nil without Config.KubeletClientTLS.
-	kubeletTransport *http.Transport
-	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
-	proxyTransport *http.Transport
+	// proxy relays pods/proxy, services/proxy and the kubelet subresources.
+	proxy *proxy.Proxy
 	// authzFeed keeps an authorizer that follows stored objects (RBAC) current; nil
 	// for other authorizers.
 	authzFeed *authzFeed
@@ -227,8 +226,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.discovery.Store(s.buildDiscovery())
 	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
-	s.kubeletTransport = newKubeletTransport(cfg)
-	s.proxyTransport = newProxyTransport()
+	s.proxy = proxy.New(proxyObjects{s}, proxyResponder{s}, cfg.KubeletClientTLS, cfg.Log)
 	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
 	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Log: cfg.Log})
 	if err != nil {
