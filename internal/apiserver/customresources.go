@@ -588,7 +588,7 @@ func (s *Server) uninstallCRD(name string) {
 // resources changed.
 func (s *Server) publishAPIs() {
 	s.discovery.Store(s.buildDiscovery())
-	s.aggregator.localChanged()
+	s.aggregator.LocalChanged()
 	if s.customOpenAPI != nil {
 		s.customOpenAPI(s.customResources())
 	}

@@ -251,7 +251,7 @@ func writeJSON(w http.ResponseWriter, contentType string, data []byte) {
 // serveDiscoveryRoot answers /api and /apis.
 func (s *Server) serveDiscoveryRoot(w http.ResponseWriter, r *http.Request) {
 	core := strings.TrimSuffix(r.URL.Path, "/") == "/api"
-	if merged := s.aggregator.discoveryRoot(wantsAggregated(r)); !core && merged != nil {
+	if merged := s.aggregator.DiscoveryRoot(wantsAggregated(r)); !core && merged != nil {
 		media := mediaJSON
 		if wantsAggregated(r) {
 			media = aggregatedDiscoveryMedia

@@ -31,6 +31,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
+	"mizzen/internal/apiserver/aggregator"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
@@ -109,7 +110,7 @@ type Server struct {
 	// for other authorizers.
 	authzFeed *authzFeed
 	// aggregator proxies APIServices that name a Service.
-	aggregator *aggregator
+	aggregator *aggregator.Aggregator
 	// admission is the chain of enabled admission plugins.
 	admission admission.Chain
 }
@@ -227,7 +228,7 @@ func New(cfg Config) (*Server, error) {
 	s.discovery.Store(s.buildDiscovery())
 	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
 	s.proxy = proxy.New(proxyObjects{s}, proxyResponder{s}, cfg.KubeletClientTLS, cfg.Log)
-	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
+	s.aggregator = aggregator.New(aggregatorHost{s}, cfg.FrontProxy, cfg.AggregatorInterval, cfg.Log)
 	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Log: cfg.Log})
 	if err != nil {
 		return nil, err
@@ -276,7 +277,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	go s.aggregator.run(ctx)
+	go s.aggregator.Run(ctx)
 	go s.runCRDs(ctx)
 	return s.cache.Run(ctx)
 }
@@ -347,7 +348,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		if s.aggregator.serve(w, r, info) {
+		if s.serveAggregated(w, r, info) {
 			return
 		}
 		s.serveNonResource(w, r)
@@ -359,7 +360,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// An aggregated API's requests go on to its server once authorized here, as
 	// upstream's aggregator sits behind the apiserver's authorization.
-	if s.aggregator.serve(w, r, info) {
+	if s.serveAggregated(w, r, info) {
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
