@@ -13,37 +13,6 @@ import (
 	"mizzen/internal/registry"
 )
 
-// authenticate accepts a client certificate signed by the cluster CA: the common name
-// is the user and the organizations are the groups. The TLS handshake verified the
-// chain against the cluster CA (tls.VerifyClientCertIfGiven with ClientCAs), once per
-// connection; verifying again per request would cost an ECDSA check each time.
-// Without a certificate, a bearer service account token is tried.
-func (s *Server) authenticate(r *http.Request) (*registry.User, bool) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		if token, ok := bearerToken(r); ok {
-			return s.authenticateToken(r.Context(), token)
-		}
-		return nil, false
-	}
-	leaf := r.TLS.VerifiedChains[0][0]
-	groups := append([]string{}, leaf.Subject.Organization...)
-	groups = append(groups, "system:authenticated")
-	return &registry.User{Name: leaf.Subject.CommonName, Groups: groups}, true
-}
-
-// bearerToken is the token of an "Authorization: Bearer" header.
-func bearerToken(r *http.Request) (string, bool) {
-	auth := strings.TrimSpace(r.Header.Get("Authorization"))
-	scheme, token, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
-}
-
-func unauthorized() error { return apierrors.NewUnauthorized("Unauthorized") }
-
 // Attributes describe a request for authorization (see package authz).
 type Attributes = authz.Attributes
 

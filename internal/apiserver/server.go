@@ -32,6 +32,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
 	"mizzen/internal/apiserver/aggregator"
+	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
@@ -113,6 +114,10 @@ type Server struct {
 	aggregator *aggregator.Aggregator
 	// admission is the chain of enabled admission plugins.
 	admission admission.Chain
+	// saTokens authenticates ServiceAccount tokens and reviews them for TokenReview.
+	saTokens *authn.ServiceAccountTokens
+	// handler is the request chain (chain.go) in front of the REST core.
+	handler http.Handler
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -234,6 +239,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.admission = chain
+	s.saTokens = &authn.ServiceAccountTokens{Signer: cfg.ServiceAccountIssuer, Audiences: cfg.APIAudiences, Objects: tokenObjects{s}}
+	s.handler = s.buildHandlerChain()
 	return s, nil
 }
 
@@ -310,30 +317,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fmt.Errorf("internal error: %v", p))
 		}
 	}()
+	s.handler.ServeHTTP(w, r)
+}
+
+// serveAuthenticated serves a request whose user authentication and impersonation put
+// in its context: authorization, then routing.
+func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	user, ok := s.authenticate(r)
-	if !ok {
-		// Health and version are public: a request without credentials is the
-		// anonymous user, whom the default policy lets read them, as upstream.
-		if !isPublicPath(path) || hasCredentials(r) {
-			s.writeError(w, r, unauthorized())
-			return
-		}
-		user = &registry.User{Name: anonymousUser, Groups: []string{unauthenticatedGroup}}
-	}
-	// As upstream, the credentials stop here: proxied requests must not carry the
-	// user's token on to a pod, a service or a kubelet.
-	r.Header.Del("Authorization")
-	impersonated, err := s.impersonate(r.Context(), *user, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	user = &impersonated
-	ctx := withWarnings(registry.WithUser(r.Context(), *user), w)
+	user, _ := registry.UserFrom(r.Context())
+	ctx := withWarnings(r.Context(), w)
 	r = r.WithContext(ctx)
 	if isPublicPath(path) {
-		if err := s.authorizePath(ctx, *user, r); err != nil {
+		if err := s.authorizePath(ctx, user, r); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -344,7 +339,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info == nil || info.Resource == "" {
 		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
 		// authorized by path before anything else, as upstream.
-		if err := s.authorizePath(ctx, *user, r); err != nil {
+		if err := s.authorizePath(ctx, user, r); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -354,7 +349,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveNonResource(w, r)
 		return
 	}
-	if err := s.authorize(ctx, *user, info); err != nil {
+	if err := s.authorize(ctx, user, info); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -383,11 +378,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveResource(w, r, info, h)
 }
 
-const (
-	anonymousUser        = "system:anonymous"
-	unauthenticatedGroup = "system:unauthenticated"
-)
-
 // isPublicPath reports whether a path is served to requests without credentials.
 func isPublicPath(path string) bool {
 	switch path {
@@ -395,15 +385,6 @@ func isPublicPath(path string) bool {
 		return true
 	}
 	return strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/")
-}
-
-// hasCredentials reports whether a request presented any: a refused one is 401 even
-// on a public path.
-func hasCredentials(r *http.Request) bool {
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		return true
-	}
-	return r.Header.Get("Authorization") != ""
 }
 
 // servePublic serves health and version.
