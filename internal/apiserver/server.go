@@ -320,37 +320,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
-// serveAuthenticated serves a request whose user authentication and impersonation put
-// in its context: authorization, then routing.
-func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
-	user, _ := registry.UserFrom(r.Context())
-	ctx := withWarnings(r.Context(), w)
-	r = r.WithContext(ctx)
-	if isPublicPath(path) {
-		if err := s.authorizePath(ctx, user, r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+// serveAuthorized serves a request the chain (chain.go) authenticated and authorized:
+// health and version, aggregated APIs, non-resource paths, then the REST core.
+func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(withWarnings(r.Context(), w))
+	if isPublicPath(r.URL.Path) {
 		s.servePublic(w, r)
 		return
 	}
-	info := parseRequestInfo(r)
+	info := requestInfoFrom(r.Context())
 	if info == nil || info.Resource == "" {
 		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
-		// authorized by path before anything else, as upstream.
-		if err := s.authorizePath(ctx, user, r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		// authorized by path, as upstream.
 		if s.serveAggregated(w, r, info) {
 			return
 		}
 		s.serveNonResource(w, r)
-		return
-	}
-	if err := s.authorize(ctx, user, info); err != nil {
-		s.writeError(w, r, err)
 		return
 	}
 	// An aggregated API's requests go on to its server once authorized here, as
