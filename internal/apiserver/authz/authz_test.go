@@ -39,7 +39,9 @@ func (v verbs) RulesFor(registry.User, string) []rbacv1.PolicyRule {
 // follower is an authorizer that follows one resource.
 type follower struct{ verbs }
 
-func (follower) Resources() []schema.GroupResource              { return []schema.GroupResource{{Resource: "nodes"}} }
+func (follower) Resources() []schema.GroupResource {
+	return []schema.GroupResource{{Resource: "nodes"}}
+}
 func (follower) Replace(schema.GroupResource, []runtime.Object) {}
 func (follower) Apply(runtime.Object, bool)                     {}
 
