@@ -1,10 +1,12 @@
-// Package apiserver is mizzen's HTTP front: it authenticates requests (and applies
-// impersonation), authorizes them (the authorizer of package authz, fed from the watch
-// cache when it follows stored policy), routes them to the resource they name, and
-// serves the generic REST verbs (get, list, watch, create, update, patch, delete,
-// deletecollection) for every resource in the registry, plus discovery, the
-// subresources, the access reviews, health and version. Storage lives in
-// internal/storage; everything resource-specific comes from internal/registry.
+// Package apiserver is mizzen's HTTP front. Its request chain (chain.go) authenticates
+// requests and applies impersonation (package authn), then authorizes them (package
+// authz, its authorizers fed from the watch cache when they follow stored policy);
+// the REST core here routes them to the resource they name and serves the generic REST
+// verbs (get, list, watch, create, update, patch, delete, deletecollection) for every
+// resource in the registry, plus discovery, the subresources, the access reviews,
+// health and version, handing aggregated APIs to package aggregator and the pod,
+// service and node proxies to package proxy. Storage lives in internal/storage;
+// everything resource-specific comes from internal/registry.
 package apiserver
 
 import (
@@ -303,9 +305,9 @@ func (s *Server) WaitCacheSynced(ctx context.Context) error {
 // MarkReady makes /readyz answer ok.
 func (s *Server) MarkReady() { s.ready.Store(true) }
 
-// ServeHTTP routes a request: health and version also for a request without
-// credentials, everything else only for an authenticated user; each only when
-// authorized.
+// ServeHTTP serves a request through the request chain (chain.go): health and
+// version also for a request without credentials, everything else only for an
+// authenticated user; each only when authorized.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		// A bug in one request must not take the server down; the client gets a 500.
