@@ -14,7 +14,17 @@ export CGO_ENABLED := 0
 APT_PACKAGES := containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge \
 	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables chromium:/usr/bin/chromium
 
-.PHONY: all build run stop killall uninstall test deps vet unit images fmt clean
+# The version stamp, as upstream's release build sets it: the same -X variables in
+# k8s.io/component-base/version (kubectl version, /version) and k8s.io/client-go/pkg/version.
+GIT_VERSION := v1.37.2+mizzen
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TREE_STATE := $(shell if [ -z "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then echo clean; else echo dirty; fi)
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(GIT_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitCommit=$(GIT_COMMIT) \
+	-X $(p).gitTreeState=$(GIT_TREE_STATE) -X $(p).buildDate=$(BUILD_DATE))
+
+.PHONY: all build run stop killall uninstall test deps vet unit images fmt clean conformance
 
 all: build
 
@@ -30,7 +40,7 @@ deps:
 
 ## build: the one binary, bin/mizzen, and the static sandbox (pause) program beside it
 build:
-	$(GO) build -o $(BIN) ./cmd/mizzen
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mizzen
 	$(GO) build -ldflags=-s -o $(OUT)/bin/mizzen-pause ./internal/kubelet/containerd/pause
 
 ## images: the test images mizzen.local/agnhost:v1 and mizzen.local/busybox:v1 as OCI
@@ -73,6 +83,12 @@ uninstall: build
 ## test: install what the tests need (packages, test images), then vet and run every test
 test: deps vet images
 	$(GO) test -count=1 -timeout 25m ./...
+
+## conformance: build upstream's conformance suite from the Go module proxy and run it
+## against a fresh `mizzen server` on the default ports (FOCUS, SKIP, PROCS, MINUTES;
+## CONFORMANCE_KUBECONFIG for a running cluster); results in _output/conformance
+conformance: deps build
+	FOCUS='$(FOCUS)' SKIP='$(SKIP)' PROCS='$(PROCS)' MINUTES='$(MINUTES)' ./test/conformance/run.sh
 
 vet:
 	@test -z "$$(gofmt -l cmd internal test bench 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l cmd internal test bench; exit 1; }

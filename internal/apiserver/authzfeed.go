@@ -15,10 +15,11 @@ import (
 	"mizzen/internal/storage"
 )
 
-// authzFeed keeps a Follower authorizer current from the watch cache: one watch per
-// resource it follows, in-process, so that a request's authorization never reads etcd.
+// authzFeed keeps the Follower authorizers current from the watch cache: one watch per
+// resource they follow, in-process, so that a request's authorization never reads etcd.
 type authzFeed struct {
-	follower authz.Follower
+	// followers are, per resource, the authorizers that follow it.
+	followers map[schema.GroupResource][]authz.Follower
 	// resources are those the feed follows.
 	resources []schema.GroupResource
 	// fed is, per resource segment, the newest revision the follower has been given.
@@ -27,22 +28,27 @@ type authzFeed struct {
 	synced atomic.Int32
 }
 
-// newAuthzFeed returns the feed of a Follower authorizer, nil for other authorizers.
-// A resource the server does not store (a server built with some resources only) is
-// given an empty list at once.
+// newAuthzFeed returns the feed of the Follower authorizers within a (see
+// authz.Followers), nil when there are none. A resource the server does not store (a
+// server built with some resources only) is given an empty list at once.
 func newAuthzFeed(a Authorizer, stored map[schema.GroupResource]*registry.Resource) *authzFeed {
-	f, ok := a.(authz.Follower)
-	if !ok {
+	followers := authz.Followers(a)
+	if len(followers) == 0 {
 		return nil
 	}
-	feed := &authzFeed{follower: f, fed: map[string]*atomic.Int64{}}
-	for _, gr := range f.Resources() {
-		if stored[gr] == nil {
-			f.Replace(gr, nil)
-			continue
+	feed := &authzFeed{followers: map[schema.GroupResource][]authz.Follower{}, fed: map[string]*atomic.Int64{}}
+	for _, f := range followers {
+		for _, gr := range f.Resources() {
+			if stored[gr] == nil {
+				f.Replace(gr, nil)
+				continue
+			}
+			if _, ok := feed.followers[gr]; !ok {
+				feed.resources = append(feed.resources, gr)
+				feed.fed[segmentFor(gr)] = &atomic.Int64{}
+			}
+			feed.followers[gr] = append(feed.followers[gr], f)
 		}
-		feed.resources = append(feed.resources, gr)
-		feed.fed[segmentFor(gr)] = &atomic.Int64{}
 	}
 	return feed
 }
@@ -80,7 +86,9 @@ func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResour
 			for _, ev := range evs {
 				switch {
 				case listing && ev.IsInitialEventsEnd():
-					f.follower.Replace(gr, initial)
+					for _, fl := range f.followers[gr] {
+						fl.Replace(gr, initial)
+					}
 					initial, listing = nil, false
 					if first {
 						first = false
@@ -93,9 +101,13 @@ func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResour
 					f.advance(segment, ev.RV)
 					continue
 				case ev.Type == watch.Added || ev.Type == watch.Modified:
-					f.follower.Apply(ev.Entry.Object, false)
+					for _, fl := range f.followers[gr] {
+						fl.Apply(ev.Entry.Object, false)
+					}
 				case ev.Type == watch.Deleted:
-					f.follower.Apply(ev.Entry.Object, true)
+					for _, fl := range f.followers[gr] {
+						fl.Apply(ev.Entry.Object, true)
+					}
 				}
 				f.advance(segment, ev.RV)
 			}

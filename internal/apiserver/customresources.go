@@ -459,7 +459,7 @@ func (s *Server) storageHandler(crd *apiextv1.CustomResourceDefinition) *resourc
 // would (finalizers are honoured), and returns how many remain.
 func (s *Server) deleteAllCustom(ctx context.Context, h *resourceHandler) (int, error) {
 	prefix := h.listPrefix("")
-	objs, _, _, err := s.store.ListPage(ctx, prefix, prefix[:len(prefix)-1]+"0", 0, 0, h.storage.New, nil)
+	objs, _, _, _, err := s.store.ListPage(ctx, prefix, prefix[:len(prefix)-1]+"0", 0, 0, h.storage.New, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -588,7 +588,7 @@ func (s *Server) uninstallCRD(name string) {
 // resources changed.
 func (s *Server) publishAPIs() {
 	s.discovery.Store(s.buildDiscovery())
-	s.aggregator.localChanged()
+	s.aggregator.LocalChanged()
 	if s.customOpenAPI != nil {
 		s.customOpenAPI(s.customResources())
 	}

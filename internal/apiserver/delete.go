@@ -98,8 +98,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, info *requestInf
 		s.writeError(w, r, err)
 		return
 	}
+	// As upstream: 200 also for a deletion still in progress (graceful, finalizers), 202
+	// only when the client asked for dependents not to be orphaned.
 	code := http.StatusOK
-	if !gone {
+	if !gone && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	s.respondObject(w, r, code, h, obj, format)
@@ -145,11 +147,15 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, namespace
 			// Graceful deletion: the kubelet stops the containers, then deletes with 0.
 			deadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 			if old := acc.GetDeletionTimestamp(); old == nil || deadline.Before(old) {
+				if old == nil {
+					bumpGeneration(acc)
+				}
 				acc.SetDeletionTimestamp(&deadline)
 				acc.SetDeletionGracePeriodSeconds(&grace)
 			}
 		} else if len(acc.GetFinalizers()) > 0 || blockedByNamespaceFinalizers(h, obj) {
 			if acc.GetDeletionTimestamp() == nil {
+				bumpGeneration(acc)
 				acc.SetDeletionTimestamp(&now)
 				zero := int64(0)
 				acc.SetDeletionGracePeriodSeconds(&zero)
@@ -279,4 +285,12 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, info *
 		}
 	}
 	s.writeStatus(w, metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusOK})
+}
+
+// bumpGeneration marks the start of an object's deletion in its generation, as upstream
+// does for objects that track one: controllers see that their object changed.
+func bumpGeneration(acc metav1.Object) {
+	if g := acc.GetGeneration(); g > 0 {
+		acc.SetGeneration(g + 1)
+	}
 }

@@ -11,10 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	versioninfo "k8s.io/apimachinery/pkg/version"
+
+	mizzenversion "mizzen/internal/version"
 )
 
 // KubernetesVersion is the upstream release whose API mizzen serves.
-const KubernetesVersion = "v1.37.2"
+const KubernetesVersion = mizzenversion.Kubernetes
 
 const aggregatedDiscoveryMedia = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
@@ -46,6 +48,7 @@ func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourc
 	case podsGVR:
 		add("binding", &metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, "create")
 		add("eviction", &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, "create")
+		add("ephemeralcontainers", own, "get", "patch", "update")
 		add("log", own, "get")
 		add("exec", &metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, "create", "get")
 		add("attach", &metav1.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, "create", "get")
@@ -248,7 +251,7 @@ func writeJSON(w http.ResponseWriter, contentType string, data []byte) {
 // serveDiscoveryRoot answers /api and /apis.
 func (s *Server) serveDiscoveryRoot(w http.ResponseWriter, r *http.Request) {
 	core := strings.TrimSuffix(r.URL.Path, "/") == "/api"
-	if merged := s.aggregator.discoveryRoot(wantsAggregated(r)); !core && merged != nil {
+	if merged := s.aggregator.DiscoveryRoot(wantsAggregated(r)); !core && merged != nil {
 		media := mediaJSON
 		if wantsAggregated(r) {
 			media = aggregatedDiscoveryMedia
@@ -283,12 +286,14 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// serveVersion answers /version: the build's own stamp (commit, date, tree state) on the
+// upstream release whose API it serves, which clients compare their own version with.
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 	v := version.MustParseSemantic(KubernetesVersion)
-	data, _ := json.Marshal(versioninfo.Info{
-		Major: "1", Minor: "37", GitVersion: KubernetesVersion, GitCommit: "mizzen", GitTreeState: "clean",
-		BuildDate: "2026-11-30T00:00:00Z", GoVersion: goVersion(), Compiler: "gc", Platform: platform(),
-		EmulationMajor: "1", EmulationMinor: "37", MinCompatibilityMajor: "1", MinCompatibilityMinor: fmtUint(v.Minor() - 1),
-	})
+	info := mizzenversion.Get()
+	info.Major, info.Minor = fmtUint(v.Major()), fmtUint(v.Minor())
+	info.EmulationMajor, info.EmulationMinor = info.Major, info.Minor
+	info.MinCompatibilityMajor, info.MinCompatibilityMinor = info.Major, fmtUint(v.Minor()-1)
+	data, _ := json.Marshal(info)
 	writeJSON(w, mediaJSON, data)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -17,15 +16,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Every running apiserver holds a key under apiserverLeasePrefix, bound to an etcd lease
-// it keeps alive, as upstream's lease endpoint reconciler does; default/kubernetes's
-// Endpoints and EndpointSlice list the addresses whose keys are alive, so in-cluster
-// clients reach only apiservers that are up.
-const (
-	apiserverLeasePrefix   = "/registry/masterleases/"
-	apiserverLeaseTTL      = 15 // seconds
-	apiserverLeaseInterval = 10 * time.Second
-)
+// Every running apiserver holds a lease key in storage (storage.APIServerLease), kept
+// alive as upstream's lease endpoint reconciler does; default/kubernetes's Endpoints and
+// EndpointSlice list the addresses whose keys are alive, so in-cluster clients reach
+// only apiservers that are up.
+const apiserverLeaseInterval = 10 * time.Second
 
 // RunKubernetesEndpoints advertises ip (with the server's port) in default/kubernetes
 // until ctx ends, then withdraws it so clients stop being sent to a stopped server.
@@ -36,13 +31,11 @@ func (s *Server) RunKubernetesEndpoints(ctx context.Context, ip net.IP) {
 		s.log.Info("not advertising this apiserver in the kubernetes service: its address is loopback", "ip", ip)
 		return
 	}
-	key := apiserverLeasePrefix + ip.String()
-	var lease clientv3.LeaseID
+	lease := s.store.APIServerLease(ip)
 	tick := time.NewTicker(apiserverLeaseInterval)
 	defer tick.Stop()
 	for {
-		var err error
-		if lease, err = s.refreshAPIServerLease(ctx, key, ip, lease); err != nil {
+		if err := lease.Refresh(ctx); err != nil {
 			s.log.Warn("refreshing this apiserver's lease", "err", err)
 		} else if err := s.reconcileKubernetesEndpoints(ctx); err != nil {
 			s.log.Warn("updating the kubernetes service's endpoints", "err", err)
@@ -51,7 +44,7 @@ func (s *Server) RunKubernetesEndpoints(ctx context.Context, ip net.IP) {
 		case <-ctx.Done():
 			withdraw, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if _, err := s.store.Client().Delete(withdraw, key); err != nil {
+			if err := lease.Withdraw(withdraw); err != nil {
 				s.log.Warn("removing this apiserver's lease", "err", err)
 				return
 			}
@@ -64,34 +57,12 @@ func (s *Server) RunKubernetesEndpoints(ctx context.Context, ip net.IP) {
 	}
 }
 
-// refreshAPIServerLease keeps lease alive, or grants a new one and writes key under it.
-func (s *Server) refreshAPIServerLease(ctx context.Context, key string, ip net.IP, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
-	client := s.store.Client()
-	if lease != 0 {
-		if _, err := client.KeepAliveOnce(ctx, lease); err == nil {
-			return lease, nil
-		}
-	}
-	granted, err := client.Grant(ctx, apiserverLeaseTTL)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := client.Put(ctx, key, ip.String(), clientv3.WithLease(granted.ID)); err != nil {
-		return 0, err
-	}
-	return granted.ID, nil
-}
-
 // reconcileKubernetesEndpoints writes default/kubernetes's Endpoints and EndpointSlice
 // from the live apiserver keys, when they differ.
 func (s *Server) reconcileKubernetesEndpoints(ctx context.Context) error {
-	resp, err := s.store.Client().Get(ctx, apiserverLeasePrefix, clientv3.WithPrefix())
+	ips, err := s.store.LiveAPIServers(ctx)
 	if err != nil {
 		return err
-	}
-	var ips []string
-	for _, kv := range resp.Kvs {
-		ips = append(ips, string(kv.Value))
 	}
 	slices.Sort(ips)
 	port := int32(s.advertisedPort())

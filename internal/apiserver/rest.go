@@ -280,7 +280,9 @@ func decodeContinue(token, prefix string) (int64, string, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return 0, "", err
 	}
-	if c.APIVersion != "meta.k8s.io/v1" || c.ResourceVersion <= 0 || !strings.HasPrefix(c.StartKey, prefix) {
+	// Version -1 is the token a 410 after compaction hands out: continue at the latest
+	// revision, knowingly inconsistent, as upstream's.
+	if c.APIVersion != "meta.k8s.io/v1" || (c.ResourceVersion <= 0 && c.ResourceVersion != -1) || !strings.HasPrefix(c.StartKey, prefix) {
 		return 0, "", fmt.Errorf("continue key is not valid")
 	}
 	return c.ResourceVersion, c.StartKey, nil
@@ -384,12 +386,13 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 	}
 	start, end := prefix, prefix[:len(prefix)-1]+"0" // '0' follows '/'
 	var rev int64
+	var startKeyOf string // the key a continue token resumes after
 	if opts.continueToken != "" {
 		crv, startKey, err := decodeContinue(opts.continueToken, prefix)
 		if err != nil {
 			return nil, nil, 0, "", nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
-		rev, start = crv, startKey+"\x00"
+		rev, start, startKeyOf = max(crv, 0), startKey+"\x00", startKey
 	} else if opts.rvMatch == string(metav1.ResourceVersionMatchExact) {
 		rev = requestedRV
 	} else if requestedRV > 0 {
@@ -404,10 +407,15 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 		acc := accessor(obj)
 		return match(&storage.Entry{Object: obj, Labels: labels.Set(acc.GetLabels()), Fields: objectFields(h.storage, obj)})
 	}
-	objs, readRev, lastKey, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
+	objs, readRev, lastKey, remaining, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
 	if err != nil {
 		if errors.Is(err, storage.ErrExpired) && opts.continueToken != "" {
-			return nil, nil, 0, "", nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			// The token's revision was compacted: hand out one that continues from the same
+			// key at the latest revision, which the client may use knowing the list will be
+			// inconsistent.
+			expired := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			expired.ErrStatus.ListMeta.Continue = encodeContinue(-1, startKeyOf)
+			return nil, nil, 0, "", nil, expired
 		}
 		return nil, nil, 0, "", nil, storageError(err, gr, "")
 	}
@@ -420,10 +428,15 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 		out = append(out, p)
 	}
 	cont := ""
+	var remainingCount *int64
 	if lastKey != "" {
 		cont = encodeContinue(readRev, lastKey)
+		if match == nil {
+			// Only without a selector is the count of what remains known, as upstream.
+			remainingCount = &remaining
+		}
 	}
-	return out, nil, readRev, cont, nil, nil
+	return out, nil, readRev, cont, remainingCount, nil
 }
 
 // decodeBody decodes a create or update body and applies fieldValidation: Strict
@@ -682,9 +695,10 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info *requestInf
 type updateMode int
 
 const (
-	updateMain   updateMode = iota // everything but the status (of resources with one)
-	updateStatus                   // only the status
-	updateAll                      // both (pods/binding)
+	updateMain      updateMode = iota // everything but the status (of resources with one)
+	updateStatus                      // only the status
+	updateAll                         // both (pods/binding)
+	updateEphemeral                   // only a pod's spec.ephemeralContainers
 )
 
 // admissionSubresource names the subresource of a mode as admission sees it.
@@ -694,6 +708,8 @@ func (m updateMode) admissionSubresource() string {
 		return "status"
 	case updateAll:
 		return "binding"
+	case updateEphemeral:
+		return "ephemeralcontainers"
 	}
 	return ""
 }
@@ -705,10 +721,20 @@ func dryRunList(dryRun bool) []string {
 	return nil
 }
 
+// allowsUnconditionalUpdate reports whether an update without a resourceVersion is
+// accepted: for most resources, not for leases, whose holders must not overwrite each
+// other.
+func allowsUnconditionalUpdate(gr schema.GroupResource) bool {
+	return gr != schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+}
+
 // subresource names the endpoint of a mode, as managedFields record it.
 func (m updateMode) subresource() string {
-	if m == updateStatus {
+	switch m {
+	case updateStatus:
 		return "status"
+	case updateEphemeral:
+		return "ephemeralcontainers"
 	}
 	return ""
 }
@@ -734,6 +760,11 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if rv := acc.GetResourceVersion(); rv != "" && rv != curAcc.GetResourceVersion() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
+		if acc.GetResourceVersion() == "" && allowsUnconditionalUpdate(gr) {
+			// An update without a resourceVersion applies to whatever is stored, as
+			// upstream's store allows for most resources.
+			acc.SetResourceVersion(curAcc.GetResourceVersion())
+		}
 		if uid := acc.GetUID(); uid != "" && uid != curAcc.GetUID() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curAcc.GetUID()))
 		}
@@ -744,6 +775,15 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())
 			if owner != nil && owner.applied {
 				accessor(full).SetManagedFields(acc.GetManagedFields())
+			}
+			obj, acc = full, accessor(full)
+		} else if mode == updateEphemeral {
+			// Only the ephemeral containers change through pods/ephemeralcontainers.
+			full := current.DeepCopyObject().(*corev1.Pod)
+			full.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
+			full.SetResourceVersion(acc.GetResourceVersion())
+			if owner != nil && owner.applied {
+				full.SetManagedFields(acc.GetManagedFields())
 			}
 			obj, acc = full, accessor(full)
 		} else if h.HasStatus && mode == updateMain {
@@ -757,12 +797,19 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		obj = attrs.Object
 		acc = accessor(obj)
 		prepareUpdateMeta(acc, curAcc, obj, current)
+		if mode == updateAll {
+			// A binding sets spec.nodeName without a new generation, as upstream's.
+			acc.SetGeneration(curAcc.GetGeneration())
+		}
 		// A binding writes the fields a client may never change (spec.nodeName) and
 		// skips the resource's own update rules, as upstream's binding does.
 		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral); err != nil {
+			return nil, err
+		}
+		if err := validateEphemeralUpdate(mode, obj, current); err != nil {
 			return nil, err
 		}
 		attrs.Object = obj

@@ -1,10 +1,12 @@
-// Package apiserver is mizzen's HTTP front: it authenticates requests (and applies
-// impersonation), authorizes them (the authorizer of package authz, fed from the watch
-// cache when it follows stored policy), routes them to the resource they name, and
-// serves the generic REST verbs (get, list, watch, create, update, patch, delete,
-// deletecollection) for every resource in the registry, plus discovery, the
-// subresources, the access reviews, health and version. Storage lives in
-// internal/storage; everything resource-specific comes from internal/registry.
+// Package apiserver is mizzen's HTTP front. Its request chain (chain.go) authenticates
+// requests and applies impersonation (package authn), then authorizes them (package
+// authz, its authorizers fed from the watch cache when they follow stored policy);
+// the REST core here routes them to the resource they name and serves the generic REST
+// verbs (get, list, watch, create, update, patch, delete, deletecollection) for every
+// resource in the registry, plus discovery, the subresources, the access reviews,
+// health and version, handing aggregated APIs to package aggregator and the pod,
+// service and node proxies to package proxy. Storage lives in internal/storage;
+// everything resource-specific comes from internal/registry.
 package apiserver
 
 import (
@@ -31,8 +33,11 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
+	"mizzen/internal/apiserver/aggregator"
+	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
+	"mizzen/internal/apiserver/proxy"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
@@ -102,17 +107,19 @@ type Server struct {
 	// customOpenAPI publishes the custom resources' schemas, when the OpenAPI handler
 	// takes them.
 	customOpenAPI func([]*registry.Resource)
-	// kubeletTransport reaches kubelets; nil without Config.KubeletClientTLS.
-	kubeletTransport *http.Transport
-	// proxyTransport reaches pods and service endpoints for pods/proxy and services/proxy.
-	proxyTransport *http.Transport
+	// proxy relays pods/proxy, services/proxy and the kubelet subresources.
+	proxy *proxy.Proxy
 	// authzFeed keeps an authorizer that follows stored objects (RBAC) current; nil
 	// for other authorizers.
 	authzFeed *authzFeed
 	// aggregator proxies APIServices that name a Service.
-	aggregator *aggregator
+	aggregator *aggregator.Aggregator
 	// admission is the chain of enabled admission plugins.
 	admission admission.Chain
+	// saTokens authenticates ServiceAccount tokens and reviews them for TokenReview.
+	saTokens *authn.ServiceAccountTokens
+	// handler is the request chain (chain.go) in front of the REST core.
+	handler http.Handler
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -217,9 +224,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.codecs = newCodecs(scheme)
 	s.fields = fieldmanager.New(cfg.Log, scheme, cfg.Resources, func() (map[string]*spec.Schema, error) { return openapi.Models(cfg.Resources) })
-	s.cache = storage.NewCache(cfg.Store.Client(), cacheConfigs, cfg.Log)
+	s.cache = cfg.Store.NewCache(cacheConfigs, cfg.Log)
 	if cfg.ServiceCIDR != nil {
-		s.services = newServiceAllocator(cfg.Store.Client(), cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
+		s.services = newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePortBase, cfg.NodePortSize)
 	}
 	s.custom = newCustomAPIs()
 	if o, ok := cfg.OpenAPI.(interface{ SetCustom([]*registry.Resource) }); ok {
@@ -227,14 +234,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.discovery.Store(s.buildDiscovery())
 	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
-	s.kubeletTransport = newKubeletTransport(cfg)
-	s.proxyTransport = newProxyTransport()
-	s.aggregator = newAggregator(s, cfg.AggregatorInterval)
+	s.proxy = proxy.New(proxyObjects{s}, proxyResponder{s}, cfg.KubeletClientTLS, cfg.Log)
+	s.aggregator = aggregator.New(aggregatorHost{s}, cfg.FrontProxy, cfg.AggregatorInterval, cfg.Log)
 	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}
 	s.admission = chain
+	s.saTokens = &authn.ServiceAccountTokens{Signer: cfg.ServiceAccountIssuer, Audiences: cfg.APIAudiences, Objects: tokenObjects{s}}
+	s.handler = s.buildHandlerChain()
 	return s, nil
 }
 
@@ -278,7 +286,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	go s.aggregator.run(ctx)
+	go s.aggregator.Run(ctx)
 	go s.runCRDs(ctx)
 	return s.cache.Run(ctx)
 }
@@ -297,9 +305,9 @@ func (s *Server) WaitCacheSynced(ctx context.Context) error {
 // MarkReady makes /readyz answer ok.
 func (s *Server) MarkReady() { s.ready.Store(true) }
 
-// ServeHTTP routes a request: health and version also for a request without
-// credentials, everything else only for an authenticated user; each only when
-// authorized.
+// ServeHTTP serves a request through the request chain (chain.go): health and
+// version also for a request without credentials, everything else only for an
+// authenticated user; each only when authorized.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		// A bug in one request must not take the server down; the client gets a 500.
@@ -311,57 +319,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fmt.Errorf("internal error: %v", p))
 		}
 	}()
-	path := r.URL.Path
-	user, ok := s.authenticate(r)
-	if !ok {
-		// Health and version are public: a request without credentials is the
-		// anonymous user, whom the default policy lets read them, as upstream.
-		if !isPublicPath(path) || hasCredentials(r) {
-			s.writeError(w, r, unauthorized())
-			return
-		}
-		user = &registry.User{Name: anonymousUser, Groups: []string{unauthenticatedGroup}}
-	}
-	// As upstream, the credentials stop here: proxied requests must not carry the
-	// user's token on to a pod, a service or a kubelet.
-	r.Header.Del("Authorization")
-	impersonated, err := s.impersonate(r.Context(), *user, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	user = &impersonated
-	ctx := withWarnings(registry.WithUser(r.Context(), *user), w)
-	r = r.WithContext(ctx)
-	if isPublicPath(path) {
-		if err := s.authorizePath(ctx, *user, r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	s.handler.ServeHTTP(w, r)
+}
+
+// serveAuthorized serves a request the chain (chain.go) authenticated and authorized:
+// health and version, aggregated APIs, non-resource paths, then the REST core.
+func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(withWarnings(r.Context(), w))
+	if isPublicPath(r.URL.Path) {
 		s.servePublic(w, r)
 		return
 	}
-	info := parseRequestInfo(r)
+	info := requestInfoFrom(r.Context())
 	if info == nil || info.Resource == "" {
 		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
-		// authorized by path before anything else, as upstream.
-		if err := s.authorizePath(ctx, *user, r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if s.aggregator.serve(w, r, info) {
+		// authorized by path, as upstream.
+		if s.serveAggregated(w, r, info) {
 			return
 		}
 		s.serveNonResource(w, r)
 		return
 	}
-	if err := s.authorize(ctx, *user, info); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	// An aggregated API's requests go on to its server once authorized here, as
 	// upstream's aggregator sits behind the apiserver's authorization.
-	if s.aggregator.serve(w, r, info) {
+	if s.serveAggregated(w, r, info) {
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
@@ -384,11 +365,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveResource(w, r, info, h)
 }
 
-const (
-	anonymousUser        = "system:anonymous"
-	unauthenticatedGroup = "system:unauthenticated"
-)
-
 // isPublicPath reports whether a path is served to requests without credentials.
 func isPublicPath(path string) bool {
 	switch path {
@@ -398,28 +374,15 @@ func isPublicPath(path string) bool {
 	return strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/")
 }
 
-// hasCredentials reports whether a request presented any: a refused one is 401 even
-// on a public path.
-func hasCredentials(r *http.Request) bool {
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		return true
-	}
-	return r.Header.Get("Authorization") != ""
-}
-
 // servePublic serves health and version.
 func (s *Server) servePublic(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/readyz":
-		if !s.ready.Load() {
-			writeText(w, http.StatusServiceUnavailable, "[-]informer-sync failed: not finished\nreadyz check failed")
-			return
-		}
 	case "/version", "/version/":
 		s.serveVersion(w, r)
 		return
 	}
-	writeText(w, http.StatusOK, "ok")
+	endpoint, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	s.serveHealth(w, r, endpoint)
 }
 
 // serveNonResource serves an authorized non-resource request.

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"strconv"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +19,7 @@ import (
 // created only if absent, so no two services (and no two apiservers) ever get the same
 // address or port.
 type serviceAllocator struct {
-	client   *clientv3.Client
+	store    *storage.Store
 	cidr     *net.IPNet
 	base     uint32 // the network address as a number
 	size     uint32 // addresses usable: the network and broadcast addresses are not
@@ -29,18 +27,13 @@ type serviceAllocator struct {
 	portSize int
 }
 
-const (
-	ipKeyPrefix   = storage.Prefix + "serviceipallocations/"
-	portKeyPrefix = storage.Prefix + "servicenodeportallocations/"
-)
-
-func newServiceAllocator(client *clientv3.Client, cidr *net.IPNet, portBase, portSize int) *serviceAllocator {
+func newServiceAllocator(store *storage.Store, cidr *net.IPNet, portBase, portSize int) *serviceAllocator {
 	ones, bits := cidr.Mask.Size()
 	size := uint32(1)<<uint(bits-ones) - 2
 	if portBase == 0 {
 		portBase, portSize = 30000, 2768
 	}
-	return &serviceAllocator{client: client, cidr: cidr, base: binary.BigEndian.Uint32(cidr.IP.To4()), size: size, portBase: portBase, portSize: portSize}
+	return &serviceAllocator{store: store, cidr: cidr, base: binary.BigEndian.Uint32(cidr.IP.To4()), size: size, portBase: portBase, portSize: portSize}
 }
 
 // FirstIP is the address of the default/kubernetes service.
@@ -52,30 +45,25 @@ func (a *serviceAllocator) ipAt(offset uint32) net.IP {
 	return ip
 }
 
-// claimFor creates key with owner as its value if it does not exist yet; a key the
-// same owner holds already counts as claimed. Only a fresh claim is recorded for release, so a failed create never frees what an
-// existing object of the same name holds.
-func (a *serviceAllocator) claimFor(ctx context.Context, key, owner string, claimed *[]string) (bool, error) {
-	resp, err := a.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, owner)).Else(clientv3.OpGet(key)).Commit()
+// claimFor claims key for owner if nobody holds it yet; a key the same owner holds
+// already counts as claimed. Only a fresh claim is recorded for release, so a failed
+// create never frees what an existing object of the same name holds.
+func (a *serviceAllocator) claimFor(ctx context.Context, key storage.Allocation, owner string, claimed *[]storage.Allocation) (bool, error) {
+	created, holder, err := a.store.Claim(ctx, key, owner)
 	if err != nil {
 		return false, err
 	}
-	if resp.Succeeded {
+	if created {
 		*claimed = append(*claimed, key)
 		return true, nil
 	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	return len(kvs) == 1 && string(kvs[0].Value) == owner, nil
+	return holder == owner, nil
 }
 
-// claimFresh creates key only if it does not exist.
-func (a *serviceAllocator) claimFresh(ctx context.Context, key, owner string) (bool, error) {
-	resp, err := a.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, owner)).Commit()
-	if err != nil {
-		return false, err
-	}
-	return resp.Succeeded, nil
+// claimFresh claims key only if nobody holds it.
+func (a *serviceAllocator) claimFresh(ctx context.Context, key storage.Allocation, owner string) (bool, error) {
+	created, _, err := a.store.Claim(ctx, key, owner)
+	return created, err
 }
 
 func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dryRun bool) (func(), error) {
@@ -84,10 +72,10 @@ func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dry
 		return func() {}, nil
 	}
 	owner := svc.Namespace + "/" + svc.Name
-	var claimed []string
+	var claimed []storage.Allocation
 	release := func() {
 		for _, k := range claimed {
-			_, _ = a.client.Delete(context.WithoutCancel(ctx), k)
+			_ = a.store.Release(context.WithoutCancel(ctx), k)
 		}
 	}
 	fail := func(err error) (func(), error) { release(); return func() {}, err }
@@ -100,7 +88,7 @@ func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dry
 					field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.cidr))}))
 			}
 			if !dryRun {
-				key := ipKeyPrefix + ip.String()
+				key := storage.ServiceIP(ip.String())
 				ok, err := a.claimFor(ctx, key, owner, &claimed)
 				if err != nil {
 					return fail(err)
@@ -115,8 +103,8 @@ func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dry
 			if err != nil {
 				return fail(err)
 			}
-			if key != "" {
-				claimed = append(claimed, key)
+			if key != nil {
+				claimed = append(claimed, *key)
 			}
 			svc.Spec.ClusterIP = ip.String()
 		}
@@ -134,7 +122,7 @@ func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dry
 			p := &svc.Spec.Ports[i]
 			if p.NodePort != 0 {
 				if !dryRun {
-					key := portKeyPrefix + strconv.Itoa(int(p.NodePort))
+					key := storage.NodePort(int(p.NodePort))
 					ok, err := a.claimFor(ctx, key, owner, &claimed)
 					if err != nil {
 						return fail(err)
@@ -150,8 +138,8 @@ func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dry
 			if err != nil {
 				return fail(err)
 			}
-			if key != "" {
-				claimed = append(claimed, key)
+			if key != nil {
+				claimed = append(claimed, *key)
 			}
 			p.NodePort = int32(port)
 		}
@@ -159,62 +147,62 @@ func (a *serviceAllocator) allocate(ctx context.Context, obj runtime.Object, dry
 	return release, nil
 }
 
-func (a *serviceAllocator) allocateIP(ctx context.Context, owner string, dryRun bool) (net.IP, string, error) {
+func (a *serviceAllocator) allocateIP(ctx context.Context, owner string, dryRun bool) (net.IP, *storage.Allocation, error) {
 	// Random probing: the first address belongs to the kubernetes service.
 	for i := 0; i < 64 && a.size > 1; i++ {
 		ip := a.ipAt(1 + rand.Uint32N(a.size-1))
 		if dryRun {
-			return ip, "", nil
+			return ip, nil, nil
 		}
-		key := ipKeyPrefix + ip.String()
+		key := storage.ServiceIP(ip.String())
 		ok, err := a.claimFresh(ctx, key, owner)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 		if ok {
-			return ip, key, nil
+			return ip, &key, nil
 		}
 	}
 	// Nearly full: scan in order.
 	for off := uint32(1); off < a.size; off++ {
 		ip := a.ipAt(off)
-		key := ipKeyPrefix + ip.String()
+		key := storage.ServiceIP(ip.String())
 		ok, err := a.claimFresh(ctx, key, owner)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 		if ok {
-			return ip, key, nil
+			return ip, &key, nil
 		}
 	}
-	return nil, "", apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full"))
+	return nil, nil, apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full"))
 }
 
-func (a *serviceAllocator) allocatePort(ctx context.Context, owner string, dryRun bool) (int, string, error) {
+func (a *serviceAllocator) allocatePort(ctx context.Context, owner string, dryRun bool) (int, *storage.Allocation, error) {
 	for i := 0; i < 64+a.portSize; i++ {
 		port := a.portBase + rand.IntN(a.portSize)
 		if i >= 64 {
 			port = a.portBase + (i - 64)
 		}
 		if dryRun {
-			return port, "", nil
+			return port, nil, nil
 		}
-		key := portKeyPrefix + strconv.Itoa(port)
+		key := storage.NodePort(port)
 		ok, err := a.claimFresh(ctx, key, owner)
 		if err != nil {
-			return 0, "", err
+			return 0, nil, err
 		}
 		if ok {
-			return port, key, nil
+			return port, &key, nil
 		}
 	}
-	return 0, "", apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
+	return 0, nil, apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
 }
 
 // ClaimFirstIP reserves the kubernetes service's address for owner.
 func (a *serviceAllocator) ClaimFirstIP(ctx context.Context, owner string) error {
-	var claimed []string
-	_, err := a.claimFor(ctx, ipKeyPrefix+a.FirstIP().String(), owner, &claimed)
+	var claimed []storage.Allocation
+	_, err := a.claimFor(ctx, storage.ServiceIP(a.FirstIP().String()), owner, &claimed)
 	return err
 }
 
@@ -222,12 +210,12 @@ func (a *serviceAllocator) ClaimFirstIP(ctx context.Context, owner string) error
 func (a *serviceAllocator) release(ctx context.Context, svc *corev1.Service) {
 	for _, ip := range svc.Spec.ClusterIPs {
 		if ip != "" && ip != corev1.ClusterIPNone {
-			_, _ = a.client.Delete(ctx, ipKeyPrefix+ip)
+			_ = a.store.Release(ctx, storage.ServiceIP(ip))
 		}
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort != 0 {
-			_, _ = a.client.Delete(ctx, portKeyPrefix+strconv.Itoa(int(p.NodePort)))
+			_ = a.store.Release(ctx, storage.NodePort(int(p.NodePort)))
 		}
 	}
 }
@@ -235,23 +223,23 @@ func (a *serviceAllocator) release(ctx context.Context, svc *corev1.Service) {
 // releaseUnused frees the addresses and ports old held that updated no longer uses (a
 // service that became ExternalName, or dropped its node ports).
 func (a *serviceAllocator) releaseUnused(ctx context.Context, old, updated *corev1.Service) {
-	keep := map[string]bool{}
+	keep := map[storage.Allocation]bool{}
 	for _, ip := range updated.Spec.ClusterIPs {
-		keep[ipKeyPrefix+ip] = true
+		keep[storage.ServiceIP(ip)] = true
 	}
 	for _, p := range updated.Spec.Ports {
 		if p.NodePort != 0 {
-			keep[portKeyPrefix+strconv.Itoa(int(p.NodePort))] = true
+			keep[storage.NodePort(int(p.NodePort))] = true
 		}
 	}
 	for _, ip := range old.Spec.ClusterIPs {
-		if k := ipKeyPrefix + ip; ip != "" && ip != corev1.ClusterIPNone && !keep[k] {
-			_, _ = a.client.Delete(ctx, k)
+		if k := storage.ServiceIP(ip); ip != "" && ip != corev1.ClusterIPNone && !keep[k] {
+			_ = a.store.Release(ctx, k)
 		}
 	}
 	for _, p := range old.Spec.Ports {
-		if k := portKeyPrefix + strconv.Itoa(int(p.NodePort)); p.NodePort != 0 && !keep[k] {
-			_, _ = a.client.Delete(ctx, k)
+		if k := storage.NodePort(int(p.NodePort)); p.NodePort != 0 && !keep[k] {
+			_ = a.store.Release(ctx, k)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/core"
 )
 
 // scaleResource describes autoscaling/v1 Scale for decoding and patching scale bodies.
@@ -108,6 +109,17 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		s.finalizeNamespace(w, r, info, h)
 	case info.Subresource == "token" && gvr == serviceAccountsGVR && info.Verb == "create":
 		s.createToken(w, r, info, h)
+	case info.Subresource == "ephemeralcontainers" && gvr == podsGVR:
+		switch info.Verb {
+		case "get":
+			s.get(w, r, info, h)
+		case "update":
+			s.update(w, r, info, h, updateEphemeral)
+		case "patch":
+			s.patch(w, r, info, h, updateEphemeral)
+		default:
+			s.writeError(w, r, methodNotAllowed(r, h))
+		}
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
 	default:
@@ -385,4 +397,17 @@ func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info 
 	}
 	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	s.writeObject(w, http.StatusOK, obj, mediaJSON)
+}
+
+// validateEphemeralUpdate checks a write through pods/ephemeralcontainers: containers may
+// only be added, each valid as an ephemeral container, as upstream's rules say.
+func validateEphemeralUpdate(mode updateMode, obj, old runtime.Object) error {
+	if mode != updateEphemeral {
+		return nil
+	}
+	pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
+	if errs := core.ValidateEphemeralContainersUpdate(pod, oldPod); len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name, errs)
+	}
+	return nil
 }

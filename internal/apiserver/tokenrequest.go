@@ -2,11 +2,9 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/apiserver/satoken"
-	"mizzen/internal/registry"
 )
 
 var (
@@ -183,98 +180,6 @@ func (s *Server) cachedObject(ctx context.Context, gvr schema.GroupVersionResour
 		return h.present(e.Object)
 	}
 	return s.getObject(ctx, h, namespace, name, "")
-}
-
-// authenticateToken accepts a service account token of this issuer for this server's
-// audiences whose service account, and bound object if any, still exist with the UIDs
-// it names.
-func (s *Server) authenticateToken(ctx context.Context, token string) (*registry.User, bool) {
-	user, _, err := s.reviewToken(ctx, token, s.audiences())
-	return user, err == nil
-}
-
-// Why reviewToken refuses a token, in upstream's words (TokenReview shows them).
-var (
-	errInvalidBearerToken = errors.New("invalid bearer token")
-	errTokenInvalidated   = errors.New("service account token has been invalidated")
-)
-
-// reviewToken authenticates a bearer token for the given audiences, as a request's
-// token is and as TokenReview asks: it returns the user and the audiences the token
-// is good for among those asked (the intersection), or why it is refused. Only service
-// account tokens of this server's issuer are bearer tokens here.
-func (s *Server) reviewToken(ctx context.Context, token string, audiences []string) (*registry.User, []string, error) {
-	signer := s.cfg.ServiceAccountIssuer
-	if signer == nil || !satoken.LooksLikeJWT(token) {
-		return nil, nil, errInvalidBearerToken
-	}
-	c, err := signer.Verify(token, audiences, time.Now())
-	switch {
-	case errors.Is(err, satoken.ErrNotOurs), errors.Is(err, satoken.ErrMalformed):
-		return nil, nil, errInvalidBearerToken
-	case errors.Is(err, satoken.ErrExpired):
-		return nil, nil, errors.New("service account token has expired")
-	case errors.Is(err, satoken.ErrNotYet):
-		return nil, nil, errors.New("service account token is not valid yet")
-	case errors.Is(err, satoken.ErrAudience):
-		return nil, nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", c.Audience, audiences)
-	case err != nil:
-		return nil, nil, err
-	case c.Kubernetes == nil:
-		return nil, nil, errInvalidBearerToken
-	}
-	k := c.Kubernetes
-	saObj, err := s.cachedObject(ctx, serviceAccountsGVR, k.Namespace, k.ServiceAccount.Name)
-	if err != nil {
-		return nil, nil, errTokenInvalidated
-	}
-	if uid := string(accessor(saObj).GetUID()); uid != k.ServiceAccount.UID {
-		return nil, nil, fmt.Errorf("service account UID (%s) does not match claim (%s)", uid, k.ServiceAccount.UID)
-	}
-	extra := map[string][]string{}
-	if c.ID != "" {
-		extra["authentication.kubernetes.io/credential-id"] = []string{"JTI=" + c.ID}
-	}
-	if k.Pod != nil {
-		obj, err := s.cachedObject(ctx, podsGVR, k.Namespace, k.Pod.Name)
-		if err != nil {
-			return nil, nil, errTokenInvalidated
-		}
-		if uid := string(accessor(obj).GetUID()); uid != k.Pod.UID {
-			return nil, nil, fmt.Errorf("pod UID (%s) does not match claim (%s)", uid, k.Pod.UID)
-		}
-		// A pod being deleted keeps its tokens only through a minute of grace.
-		if dt := accessor(obj).GetDeletionTimestamp(); dt != nil && time.Since(dt.Time) > time.Minute {
-			return nil, nil, errTokenInvalidated
-		}
-		extra["authentication.kubernetes.io/pod-name"] = []string{k.Pod.Name}
-		extra["authentication.kubernetes.io/pod-uid"] = []string{k.Pod.UID}
-	}
-	if k.Secret != nil {
-		obj, err := s.cachedObject(ctx, secretsGVR, k.Namespace, k.Secret.Name)
-		if err != nil {
-			return nil, nil, errTokenInvalidated
-		}
-		if uid := string(accessor(obj).GetUID()); uid != k.Secret.UID {
-			return nil, nil, fmt.Errorf("secret UID (%s) does not match claim (%s)", uid, k.Secret.UID)
-		}
-	}
-	if k.Node != nil {
-		extra["authentication.kubernetes.io/node-name"] = []string{k.Node.Name}
-		extra["authentication.kubernetes.io/node-uid"] = []string{k.Node.UID}
-	}
-	var granted []string
-	for _, a := range c.Audience {
-		if slices.Contains(audiences, a) && !slices.Contains(granted, a) {
-			granted = append(granted, a)
-		}
-	}
-	return &registry.User{
-		Name:   c.Subject,
-		UID:    k.ServiceAccount.UID,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"},
-		Extra:  extra,
-	}, granted, nil
 }
 
 // serveOpenID serves the OpenID discovery document and the key set that verify

@@ -17,6 +17,16 @@ import (
 	"mizzen/internal/kubelet/volume"
 )
 
+// sandboxHostname is the hostname the runtime sets: none for a host-network pod, which
+// shares the node's UTS namespace (runc refuses a hostname without a private one), as
+// upstream's kubelet leaves it.
+func sandboxHostname(pod *v1.Pod, hostname string) string {
+	if pod.Spec.HostNetwork {
+		return ""
+	}
+	return hostname
+}
+
 // podHostname is the sandbox hostname: spec.hostname, else the pod name cut to 63
 // characters without a trailing '-' or '.'; the node's for host-network pods.
 func (kl *Kubelet) podHostname(pod *v1.Pod) string {
@@ -68,7 +78,7 @@ func (kl *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSa
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Hostname:     kl.podHostname(pod),
+		Hostname:     sandboxHostname(pod, kl.podHostname(pod)),
 		LogDirectory: kl.podLogDir(pod),
 		DnsConfig:    dns,
 		PortMappings: portMappings(pod),
@@ -304,6 +314,14 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		},
 	}
 	return cfg, nil
+}
+
+// firstIP is the sandbox's primary pod IP, or "".
+func firstIP(sb *runtimeapi.PodSandboxStatus) string {
+	if ips := sandboxIPs(sb); len(ips) > 0 {
+		return ips[0]
+	}
+	return ""
 }
 
 // sandboxIPs are the pod IPs the sandbox reports, primary first.

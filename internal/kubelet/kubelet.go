@@ -39,10 +39,12 @@ import (
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
 	"mizzen/internal/localpath"
+	mizzenversion "mizzen/internal/version"
 )
 
-// Version is the kubelet version reported in NodeInfo unless Options override it.
-const Version = "v1.37.2"
+// Version is the kubelet version reported in NodeInfo unless Options override it: the
+// build's own, as upstream's kubelet reports its gitVersion.
+var Version = mizzenversion.GitVersion()
 
 // Options configure a kubelet. Client, NodeName, Runtime and Images are required.
 type Options struct {

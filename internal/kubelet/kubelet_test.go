@@ -246,6 +246,9 @@ func TestInitContainersRunInOrder(t *testing.T) {
 		if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
 			t.Fatalf("init container %s: %+v", cs.Name, cs.State)
 		}
+		if !cs.Ready {
+			t.Errorf("completed init container %s is not ready", cs.Name)
+		}
 	}
 	if i2.State.Terminated.StartedAt.Before(&i1.State.Terminated.FinishedAt) {
 		t.Errorf("init-2 started %v before init-1 finished %v", i2.State.Terminated.StartedAt, i1.State.Terminated.FinishedAt)

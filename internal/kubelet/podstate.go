@@ -3,6 +3,8 @@ package kubelet
 import (
 	"sync"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // podState is what a pod worker remembers between syncs that neither the API nor the
@@ -137,4 +139,13 @@ func (s *podState) stopProbes() {
 		delete(s.probes, k)
 	}
 	clear(s.results)
+}
+
+// started reports whether a running container instance is past its startup probe (at
+// once when it has none).
+func (s *podState) started(containerID string, c *v1.Container) bool {
+	if res, ok := s.probeResults(containerID); ok {
+		return res.started
+	}
+	return c.StartupProbe == nil
 }

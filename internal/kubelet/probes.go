@@ -53,8 +53,7 @@ func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
 	defer st.mu.Unlock()
 	want := map[probeKey]string{}
 	live := map[string]bool{}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range probedContainers(pod) {
 		cur := rt.latest(c.Name)
 		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
@@ -90,6 +89,20 @@ func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
 		st.probes[k] = &probeWorker{containerID: id, cancel: cancel}
 		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), sandboxIPs(rt.readySandbox()))
 	}
+}
+
+// probedContainers are the containers whose probes run: the main ones and the sidecars.
+func probedContainers(pod *v1.Pod) []*v1.Container {
+	var out []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(pod, &pod.Spec.InitContainers[i]) {
+			out = append(out, &pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
 }
 
 func probeOf(c *v1.Container, typ probeType) *v1.Probe {
@@ -316,29 +329,37 @@ func grpcCheck(ctx context.Context, host string, g *v1.GRPCAction) error {
 	return nil
 }
 
-// runHook runs a postStart or preStop handler and returns a failure message, or "".
-// timeout 0 means no limit beyond ctx.
-func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID string, c *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) string {
+// runHook runs a postStart or preStop handler and returns a failure message in upstream's
+// words, or "". podIP is the sandbox's, which an httpGet without a host targets (the pod's
+// status may not carry it yet when postStart runs). timeout 0 means no limit beyond ctx.
+func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID, podIP string, c *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) string {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	var err error
+	podName := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 	switch {
 	case h.Exec != nil:
-		_, _, err = kl.runtime.ExecSync(ctx, containerID, h.Exec.Command, timeout)
+		stdout, stderr, err := kl.runtime.ExecSync(ctx, containerID, h.Exec.Command, timeout)
+		if err != nil {
+			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
+				h.Exec.Command, c.Name, podName, err, string(stdout)+string(stderr))
+		}
 	case h.HTTPGet != nil:
-		ip := pod.Status.PodIP
-		err = httpGet(ctx, h.HTTPGet, c, ip)
+		if podIP == "" {
+			podIP = pod.Status.PodIP // host network: the sandbox has no IP of its own
+		}
+		if err := httpGet(ctx, h.HTTPGet, c, podIP); err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podName, err)
+		}
 	case h.Sleep != nil:
 		select {
 		case <-ctx.Done():
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: container terminated before sleep hook finished",
+				h.Sleep.Seconds, c.Name, podName)
 		case <-kl.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
 		}
-	}
-	if err != nil {
-		return err.Error()
 	}
 	return ""
 }

@@ -82,12 +82,14 @@ func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime,
 		cs.Ready = res.started && res.ready
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		cs.Started = ptrBool(false)
-		if hasWaiting && shouldRestart(pod, cur) {
+		if hasWaiting && (shouldRestart(pod, cur) || isSidecar(pod, c)) {
 			// Waiting to restart (back-off): the exit becomes the last state.
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.reason, Message: waiting.message}
 			cs.LastTerminationState.Terminated = kl.terminatedState(cur)
 		} else {
 			cs.State.Terminated = kl.terminatedState(cur)
+			// An init container that completed counts as ready, as upstream reports it.
+			cs.Ready = isInit && cur.ExitCode == 0 && !isSidecar(pod, c)
 		}
 	default:
 		cs.Started = ptrBool(false)
@@ -104,14 +106,28 @@ func ptrBool(b bool) *bool { return &b }
 
 // initStatus reports whether all init containers succeeded, whether one failed for
 // good, and the names not yet done.
-func initStatus(pod *v1.Pod, rt *podRuntime) (done, failed bool, pending []string) {
+func initStatus(pod *v1.Pod, rt *podRuntime, st *podState) (done, failed bool, pending []string) {
 	sb := rt.readySandbox()
-	for _, c := range pod.Spec.InitContainers {
+	mainStarted := false
+	if sb != nil {
+		mainStarted, _ = mainProgress(pod, rt, sb.Id)
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		var cur *runtimeapi.ContainerStatus
 		if sb != nil {
 			cur = rt.latestIn(c.Name, sb.Id)
 		} else {
 			cur = rt.latest(c.Name)
+		}
+		if isSidecar(pod, c) {
+			// Done once started; it never fails the pod, and stays done once the main
+			// containers have run.
+			if mainStarted || (cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING && st.started(cur.Id, c)) {
+				continue
+			}
+			pending = append(pending, c.Name)
+			continue
 		}
 		if cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			if cur.ExitCode == 0 {
@@ -183,13 +199,15 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, 
 func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, terminal bool) v1.PodStatus {
 	old := pod.Status
 	s := v1.PodStatus{
-		QOSClass:   qosClass(pod),
-		HostIP:     kl.opts.NodeIP,
-		HostIPs:    []v1.HostIP{{IP: kl.opts.NodeIP}},
-		StartTime:  old.StartTime,
-		PodIPs:     old.PodIPs,
-		PodIP:      old.PodIP,
-		Conditions: nil,
+		QOSClass: qosClass(pod),
+		// The generation of the spec this status reflects, as upstream's kubelet reports it.
+		ObservedGeneration: pod.Generation,
+		HostIP:             kl.opts.NodeIP,
+		HostIPs:            []v1.HostIP{{IP: kl.opts.NodeIP}},
+		StartTime:          old.StartTime,
+		PodIPs:             old.PodIPs,
+		PodIP:              old.PodIP,
+		Conditions:         nil,
 	}
 	if s.StartTime == nil {
 		t := metav1.NewTime(kl.clock.Now())
@@ -212,7 +230,7 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		}
 	}
 
-	initDone, initFailed, pendingInit := initStatus(pod, rt)
+	initDone, initFailed, pendingInit := initStatus(pod, rt, st)
 	for i := range pod.Spec.InitContainers {
 		s.InitContainerStatuses = append(s.InitContainerStatuses,
 			kl.containerStatus(pod, &pod.Spec.InitContainers[i], rt, st, true, initDone))
@@ -220,6 +238,10 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 	for i := range pod.Spec.Containers {
 		s.ContainerStatuses = append(s.ContainerStatuses,
 			kl.containerStatus(pod, &pod.Spec.Containers[i], rt, st, false, initDone))
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false, initDone))
 	}
 	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
@@ -267,6 +289,7 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, init
 	now := metav1.NewTime(kl.clock.Now())
 	hasScheduled := false
 	for _, c := range owned {
+		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = now
 		for _, o := range pod.Status.Conditions {
 			if o.Type == c.Type && o.Status == c.Status {

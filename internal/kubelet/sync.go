@@ -261,28 +261,27 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	grace := gracePeriod(pod)
 	if rt.anyRunning() {
 		deadline := kl.clock.Now().Add(time.Duration(grace) * time.Second)
-		var wg sync.WaitGroup
-		for _, c := range rt.containers {
-			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
-				continue
+		podIP := firstIP(rt.readySandbox())
+		// Regular containers first, then the sidecars they may rely on (upstream stops
+		// restartable init containers only after the main containers have stopped).
+		for _, sidecars := range []bool{false, true} {
+			var wg sync.WaitGroup
+			for _, c := range rt.containers {
+				if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+					continue
+				}
+				spec := containerSpec(pod, c.GetMetadata().GetName())
+				if isSidecar(pod, spec) != sidecars {
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					kl.stopWithHook(ctx, w, pod, c.Id, podIP, spec, deadline)
+				}()
 			}
-			spec := containerSpec(pod, c.GetMetadata().GetName())
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
-					kl.runHook(ctx, pod, c.Id, spec, spec.Lifecycle.PreStop, time.Duration(grace)*time.Second)
-				}
-				if spec != nil {
-					kl.recorder.Eventf(containerRef(pod, spec.Name), v1.EventTypeNormal, "Killing", "Stopping container %s", spec.Name)
-				}
-				left := int64(max(deadline.Sub(kl.clock.Now()).Seconds(), 0))
-				if err := kl.runtime.StopContainer(ctx, c.Id, left); err != nil {
-					kl.log.Error("stopping container", "pod", w.key, "container", spec.Name, "err", err)
-				}
-			}()
+			wg.Wait()
 		}
-		wg.Wait()
 	}
 	if err := kl.stopAll(ctx, rt, 0); err != nil {
 		return err
@@ -307,6 +306,39 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	return nil
 }
 
+// stopWithHook runs a container's preStop hook, if any, then stops it with what is left
+// of the grace period.
+func (kl *Kubelet) stopWithHook(ctx context.Context, w *podWorker, pod *v1.Pod, id, podIP string, spec *v1.Container, deadline time.Time) {
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		if msg := kl.runHook(ctx, pod, id, podIP, spec, spec.Lifecycle.PreStop, max(deadline.Sub(kl.clock.Now()), time.Second)); msg != "" {
+			kl.log.Info("preStop hook failed", "pod", w.key, "container", spec.Name, "err", msg)
+			kl.recorder.Eventf(containerRef(pod, spec.Name), v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+		}
+	}
+	if spec != nil {
+		kl.recorder.Eventf(containerRef(pod, spec.Name), v1.EventTypeNormal, "Killing", "Stopping container %s", spec.Name)
+	}
+	left := int64(max(deadline.Sub(kl.clock.Now()).Seconds(), 0))
+	if err := kl.runtime.StopContainer(ctx, id, left); err != nil {
+		kl.log.Error("stopping container", "pod", w.key, "container", id, "err", err)
+	}
+}
+
+// isSidecar reports whether a container is a restartable init container (restartPolicy
+// Always): started in order with the init containers, kept running beside the main ones.
+func isSidecar(pod *v1.Pod, c *v1.Container) bool {
+	if c == nil || c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+		return false
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// containerSpec is the spec of a pod's container by name: main, init or ephemeral.
 func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
@@ -316,6 +348,11 @@ func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
 			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil
@@ -399,9 +436,31 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	}
 	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg, volumes: vols}
 
+	mainStarted, mainDone := mainProgress(pod, rt, sb.Id)
+	var errs []error
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cur := rt.latestIn(c.Name, sb.Id)
+		if isSidecar(pod, c) {
+			// A sidecar must be running (and past its startup probe) before the next init
+			// container starts; once the main containers run it restarts beside them; once
+			// they are done for good it is left stopped.
+			switch {
+			case mainDone:
+				continue
+			case cur == nil:
+				return p.start(ctx, c, rt.latest(c.Name))
+			case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED:
+				if err := p.restart(ctx, c, cur); err != nil || !mainStarted {
+					return err
+				}
+				continue
+			case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING && (mainStarted || w.state.started(cur.Id, c)):
+				continue
+			default:
+				return nil // starting: wait for its startup probe
+			}
+		}
 		switch {
 		case cur == nil:
 			return p.start(ctx, c, rt.latest(c.Name))
@@ -417,7 +476,6 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		}
 	}
 
-	var errs []error
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cur := rt.latest(c.Name)
@@ -454,8 +512,51 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			errs = append(errs, p.restart(ctx, c, cur))
 		}
 	}
+	// Ephemeral containers run once each, never restarted, while the pod runs.
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		c := (*v1.Container)(&ec.EphemeralContainerCommon)
+		if mainDone || rt.latest(c.Name) != nil {
+			continue
+		}
+		if t := ec.TargetContainerName; t != "" {
+			target := rt.latestIn(t, sb.Id)
+			if target == nil || target.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				continue // started once its target runs
+			}
+			p.targetID = target.Id
+		}
+		errs = append(errs, p.start(ctx, c, nil))
+		p.targetID = ""
+	}
+	if mainDone {
+		// The main containers finished for good: stop the sidecars, as upstream does.
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if cur := rt.latestIn(c.Name, sb.Id); isSidecar(pod, c) && cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+				errs = append(errs, kl.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)))
+			}
+		}
+	}
 	kl.removeDeadInstances(ctx, pod, rt)
 	return errors.Join(errs...)
+}
+
+// mainProgress reports whether any main container has run in the sandbox (the init phase
+// is over) and whether all of them exited for good (none will restart).
+func mainProgress(pod *v1.Pod, rt *podRuntime, sandboxID string) (started, done bool) {
+	done = len(pod.Spec.Containers) > 0
+	for _, c := range pod.Spec.Containers {
+		cur := rt.latestIn(c.Name, sandboxID)
+		if cur != nil {
+			started = true
+		}
+		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, cur) {
+			done = false
+		}
+	}
+	return started, done
 }
 
 // specChanged reports whether a container instance was created from another version of
@@ -498,6 +599,9 @@ type podSync struct {
 	sandbox       *runtimeapi.PodSandboxStatus
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	volumes       map[string]volume.Mounted
+	// targetID is the container whose process namespace the ephemeral container being
+	// started joins (its targetContainerName), or "".
+	targetID string
 }
 
 func backoffKey(pod *v1.Pod, name string) string { return string(pod.UID) + "/" + name }
@@ -532,6 +636,10 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		return nil // reported through the waiting reason; retried with image back-off
 	}
 	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox, p.volumes)
+	if err == nil && p.targetID != "" {
+		ns := cfg.Linux.SecurityContext.NamespaceOptions
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, p.targetID
+	}
 	ref := containerRef(p.pod, c.Name)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
@@ -545,8 +653,12 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	p.w.state.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		if msg := p.kl.runHook(ctx, p.pod, id, c, c.Lifecycle.PostStart, 0); msg != "" {
+		if msg := p.kl.runHook(ctx, p.pod, id, firstIP(p.sandbox), c, c.Lifecycle.PostStart, 0); msg != "" {
+			// As upstream: the event does not carry the message (it may hold secrets); the
+			// container is killed and restarted per the restart policy.
 			p.kl.log.Info("postStart hook failed, killing container", "pod", p.w.key, "container", c.Name, "err", msg)
+			p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+			p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Killing", "FailedPostStartHook")
 			_ = p.kl.runtime.StopContainer(ctx, id, gracePeriod(p.pod))
 		}
 	}

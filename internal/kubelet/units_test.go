@@ -261,7 +261,7 @@ func TestSandboxConfig(t *testing.T) {
 	}
 	pod.Spec.HostNetwork = true
 	cfg, _ = kl.sandboxConfig(pod, 0)
-	if cfg.Hostname != "host-a" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
+	if cfg.Hostname != "" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host network: hostname %q ns %v", cfg.Hostname, cfg.Linux.SecurityContext.NamespaceOptions)
 	}
 }

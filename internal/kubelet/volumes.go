@@ -286,21 +286,22 @@ func logTail(path string) string {
 	}
 	b, _ := io.ReadAll(f)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	// Each record is "<time> <stream> <F|P> <message>": a full line (F) ended with a
+	// newline in the container's output, a partial one (P) did not.
 	var out []string
 	for _, l := range lines {
-		// "<time> <stream> <F|P> <message>"
 		parts := strings.SplitN(l, " ", 4)
 		if len(parts) == 4 {
+			if parts[2] == "F" {
+				parts[3] += "\n"
+			}
 			out = append(out, parts[3])
 		}
 	}
 	if len(out) > maxFallbackLogLines {
 		out = out[len(out)-maxFallbackLogLines:]
 	}
-	msg := strings.Join(out, "\n")
-	if len(out) > 0 {
-		msg += "\n"
-	}
+	msg := strings.Join(out, "")
 	if len(msg) > maxFallbackLogBytes {
 		msg = msg[len(msg)-maxFallbackLogBytes:]
 	}

@@ -6,6 +6,11 @@
 // prefix in memory, fed by a single etcd watch, and serves lists and watches to any
 // number of clients; etcd sees one watch however many clients there are.
 //
+// The store also owns the keys the apiserver writes beside API objects: the cluster IP
+// and node port allocations of Services (Claim, Release) and the leases advertising
+// each running apiserver in the kubernetes service (APIServerLease). Nothing outside
+// this package holds an etcd client.
+//
 // Resource versions are etcd revisions: an object's resourceVersion is its key's mod
 // revision, a list's is the revision it was read at.
 package storage

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,8 +19,10 @@ type Store struct {
 // NewStore returns a Store over an etcd client.
 func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
 
-// Client is the etcd client the store writes through.
-func (s *Store) Client() *clientv3.Client { return s.client }
+// NewCache returns a watch cache of the resources, fed from the store's etcd.
+func (s *Store) NewCache(resources []ResourceConfig, log *slog.Logger) *Cache {
+	return NewCache(s.client, resources, log)
+}
 
 // setRV stamps obj with the revision it was stored at.
 func setRV(obj runtime.Object, rev int64) {
@@ -157,8 +160,8 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 // ListPage reads up to limit objects that keep accepts (all when limit is 0), with keys
 // in [start, end), at revision rev (the latest when 0). It returns them with their
 // resource versions, the revision read, and, when more keys follow, the last key
-// looked at (a continuation resumes just after it).
-func (s *Store) ListPage(ctx context.Context, start, end string, rev int64, limit int64, newObj func() runtime.Object, keep func(runtime.Object) bool) (objs []runtime.Object, readRev int64, lastKey string, err error) {
+// looked at (a continuation resumes just after it) and how many keys follow the page.
+func (s *Store) ListPage(ctx context.Context, start, end string, rev int64, limit int64, newObj func() runtime.Object, keep func(runtime.Object) bool) (objs []runtime.Object, readRev int64, lastKey string, remaining int64, err error) {
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end)}
 		if rev > 0 {
@@ -170,9 +173,9 @@ func (s *Store) ListPage(ctx context.Context, start, end string, rev int64, limi
 		resp, err := s.client.Get(ctx, start, opts...)
 		if err != nil {
 			if strings.Contains(err.Error(), "required revision has been compacted") {
-				return nil, 0, "", keyErr(ErrExpired, start, "")
+				return nil, 0, "", 0, keyErr(ErrExpired, start, "")
 			}
-			return nil, 0, "", err
+			return nil, 0, "", 0, err
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
@@ -180,7 +183,7 @@ func (s *Store) ListPage(ctx context.Context, start, end string, rev int64, limi
 		for _, kv := range resp.Kvs {
 			obj := newObj()
 			if err := Decode(kv.Value, obj); err != nil {
-				return nil, 0, "", fmt.Errorf("decoding %s: %w", kv.Key, err)
+				return nil, 0, "", 0, fmt.Errorf("decoding %s: %w", kv.Key, err)
 			}
 			setRV(obj, kv.ModRevision)
 			if keep == nil || keep(obj) {
@@ -188,11 +191,12 @@ func (s *Store) ListPage(ctx context.Context, start, end string, rev int64, limi
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return objs, rev, "", nil
+			return objs, rev, "", 0, nil
 		}
 		lastKey = string(resp.Kvs[len(resp.Kvs)-1].Key)
 		if limit > 0 && int64(len(objs)) >= limit {
-			return objs, rev, lastKey, nil
+			// etcd counts every key in the range: those past the page remain.
+			return objs, rev, lastKey, resp.Count - int64(len(resp.Kvs)), nil
 		}
 		start = lastKey + "\x00"
 	}

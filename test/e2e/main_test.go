@@ -22,6 +22,7 @@ import (
 	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
 	"mizzen/internal/testing/proc"
+	"mizzen/internal/version"
 )
 
 // mizzenBin is the binary built once for all tests.
@@ -34,7 +35,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	mizzenBin = filepath.Join(dir, "mizzen")
-	build := exec.Command("go", "build", "-o", mizzenBin, "mizzen/cmd/mizzen")
+	// Stamped as `make build` stamps it, so kubectl version and /version read as a release's.
+	build := exec.Command("go", "build", "-ldflags", buildLDFlags(), "-o", mizzenBin, "mizzen/cmd/mizzen")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building mizzen:", err)
@@ -51,6 +53,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildLDFlags stamps the version variables with the checkout's commit and tree state.
+func buildLDFlags() string {
+	commit, _ := exec.Command("git", "rev-parse", "HEAD").Output()
+	status, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	state := "clean"
+	if len(bytes.TrimSpace(status)) > 0 {
+		state = "dirty"
+	}
+	return version.LDFlags(strings.TrimSpace(string(commit)), state, time.Now().UTC().Format(time.RFC3339))
 }
 
 func freePort(t *testing.T) int {

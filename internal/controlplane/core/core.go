@@ -26,6 +26,7 @@ import (
 	"mizzen/internal/apiserver"
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
+	"mizzen/internal/apiserver/authz"
 	rbacauthz "mizzen/internal/apiserver/authz/rbac"
 	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 	"mizzen/internal/apiserver/satoken"
@@ -362,7 +363,9 @@ func authorization(mode string) (apiserver.Authorizer, []admission.Validator, er
 	switch mode {
 	case "", "RBAC":
 		a := rbacauthz.New()
-		return a, []admission.Validator{a.EscalationCheck()}, nil
+		// The modes the request chain asks, in order; another authorizer (Node) is one
+		// more member.
+		return authz.Union{a}, []admission.Validator{a.EscalationCheck()}, nil
 	case "AlwaysAllow":
 		return nil, nil, nil
 	}
@@ -373,7 +376,7 @@ func authorization(mode string) (apiserver.Authorizer, []admission.Validator, er
 // waits until the authorizer applies it, so that the components started next are
 // let in from their first request.
 func bootstrapPolicy(ctx context.Context, srv *apiserver.Server, authorizer apiserver.Authorizer) error {
-	if _, ok := authorizer.(*rbacauthz.Authorizer); !ok {
+	if _, ok := authz.Find[*rbacauthz.Authorizer](authorizer); !ok {
 		return nil
 	}
 	for _, item := range bootstrappolicy.Items() {

@@ -29,6 +29,7 @@ func validatePodSpecExtras(spec *corev1.PodSpec, fldPath *field.Path) field.Erro
 	}
 	errs = append(errs, validateTopologySpread(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
 	errs = append(errs, validateDNSConfig(spec, fldPath.Child("dnsConfig"))...)
+	errs = append(errs, validateSysctls(spec.SecurityContext, fldPath.Child("securityContext", "sysctls"))...)
 	for i, h := range spec.HostAliases {
 		idxPath := fldPath.Child("hostAliases").Index(i)
 		errs = append(errs, validation.IsValidIP(idxPath.Child("ip"), h.IP)...)

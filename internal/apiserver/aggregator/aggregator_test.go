@@ -1,4 +1,4 @@
-package apiserver
+package aggregator
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package apiserver
+package authn
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
 )
 
@@ -21,12 +22,30 @@ const (
 	serviceAccountUserPrefix     = "system:serviceaccount:"
 )
 
-// impersonate applies the Impersonate-* headers (kubectl --as, --as-group,
+// Authorize refuses a request the authorizer does not allow, with the error the client
+// gets (see authz.Authorize).
+type Authorize func(ctx context.Context, a authz.Attributes) error
+
+// WithImpersonation applies the Impersonate-* headers to the authenticated user in the
+// request's context (see Impersonate), checking each with authorize.
+func WithImpersonation(next http.Handler, authorize Authorize, fail ErrorWriter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requester, _ := registry.UserFrom(r.Context())
+		user, err := Impersonate(r.Context(), requester, r, authorize)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(registry.WithUser(r.Context(), user)))
+	})
+}
+
+// Impersonate applies the Impersonate-* headers (kubectl --as, --as-group,
 // --as-uid): the request goes on as the named user, when the requester may
 // impersonate the user (or service account), each group, extra value and UID, as
 // upstream checks with the impersonate verb. Without those headers the user is
 // returned unchanged.
-func (s *Server) impersonate(ctx context.Context, requester registry.User, r *http.Request) (registry.User, error) {
+func Impersonate(ctx context.Context, requester registry.User, r *http.Request, authorize Authorize) (registry.User, error) {
 	name := r.Header.Get(impersonateUserHeader)
 	groups := r.Header.Values(impersonateGroupHeader)
 	uid := r.Header.Get(impersonateUIDHeader)
@@ -57,29 +76,29 @@ func (s *Server) impersonate(ctx context.Context, requester registry.User, r *ht
 		}
 		return requester, nil
 	}
-	check := func(a Attributes) error {
+	check := func(a authz.Attributes) error {
 		a.User, a.Verb, a.ResourceRequest = requester, "impersonate", true
-		return s.authorizeResource(ctx, a)
+		return authorize(ctx, a)
 	}
 	user := registry.User{Name: name, UID: uid}
 	if rest, ok := strings.CutPrefix(name, serviceAccountUserPrefix); ok && strings.Count(rest, ":") == 1 {
 		ns, sa, _ := strings.Cut(rest, ":")
-		if err := check(Attributes{Resource: "serviceaccounts", Namespace: ns, Name: sa}); err != nil {
+		if err := check(authz.Attributes{Resource: "serviceaccounts", Namespace: ns, Name: sa}); err != nil {
 			return requester, err
 		}
 		user.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
-	} else if err := check(Attributes{Resource: "users", Name: name}); err != nil {
+	} else if err := check(authz.Attributes{Resource: "users", Name: name}); err != nil {
 		return requester, err
 	}
 	for _, g := range groups {
-		if err := check(Attributes{Resource: "groups", Name: g}); err != nil {
+		if err := check(authz.Attributes{Resource: "groups", Name: g}); err != nil {
 			return requester, err
 		}
 		user.Groups = append(user.Groups, g)
 	}
 	for key, values := range extra {
 		for _, v := range values {
-			if err := check(Attributes{Group: "authentication.k8s.io", Resource: "userextras", Subresource: key, Name: v}); err != nil {
+			if err := check(authz.Attributes{Group: "authentication.k8s.io", Resource: "userextras", Subresource: key, Name: v}); err != nil {
 				return requester, err
 			}
 		}
@@ -88,12 +107,12 @@ func (s *Server) impersonate(ctx context.Context, requester registry.User, r *ht
 		user.Extra = extra
 	}
 	if uid != "" {
-		if err := check(Attributes{Group: "authentication.k8s.io", Resource: "uids", Name: uid}); err != nil {
+		if err := check(authz.Attributes{Group: "authentication.k8s.io", Resource: "uids", Name: uid}); err != nil {
 			return requester, err
 		}
 	}
-	if name != "system:anonymous" && !slices.Contains(user.Groups, "system:authenticated") {
-		user.Groups = append(user.Groups, "system:authenticated")
+	if name != AnonymousUser && !slices.Contains(user.Groups, AuthenticatedGroup) {
+		user.Groups = append(user.Groups, AuthenticatedGroup)
 	}
 	for h := range r.Header {
 		if strings.HasPrefix(h, "Impersonate-") {

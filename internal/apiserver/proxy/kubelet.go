@@ -1,6 +1,7 @@
-package apiserver
+package proxy
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
 
@@ -25,56 +26,22 @@ import (
 // certificate; upgraded connections (SPDY, WebSocket) pass through unchanged, and the
 // kubelet translates protocols its runtime does not speak.
 
-var nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
-
 // defaultKubeletPort is used when a node does not advertise its kubelet endpoint.
 const defaultKubeletPort = 10250
 
-// newKubeletTransport is the transport to kubelets; nil when the server has no
-// kubelet client credentials.
-func newKubeletTransport(cfg Config) *http.Transport {
-	if cfg.KubeletClientTLS == nil {
+// newKubeletTransport is the transport to kubelets; nil without kubelet client
+// credentials.
+func newKubeletTransport(clientTLS *tls.Config) *http.Transport {
+	if clientTLS == nil {
 		return nil
 	}
 	return &http.Transport{
-		TLSClientConfig:     cfg.KubeletClientTLS.Clone(),
+		TLSClientConfig:     clientTLS.Clone(),
 		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 10,
 		IdleConnTimeout:     90 * time.Second,
 	}
-}
-
-// serveKubeletSubresource serves the subresources proxied to a kubelet; it reports
-// whether info named one.
-func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) bool {
-	gvr := h.GroupVersionResource()
-	switch {
-	case gvr == podsGVR && info.Subresource == "log":
-		s.servePodLog(w, r, info, h)
-	case gvr == podsGVR && (info.Subresource == "exec" || info.Subresource == "attach"):
-		s.servePodStream(w, r, info, h)
-	case gvr == podsGVR && info.Subresource == "portforward":
-		s.servePodPortForward(w, r, info, h)
-	case gvr == nodesGVR && info.Subresource == "proxy":
-		s.serveNodeProxy(w, r, info)
-	default:
-		return false
-	}
-	return true
-}
-
-// getPod reads the pod a subresource request names.
-func (s *Server) getPod(r *http.Request, info *requestInfo, h *resourceHandler) (*corev1.Pod, error) {
-	obj, err := s.getObject(r.Context(), h, info.Namespace, info.Name, "")
-	if err != nil {
-		return nil, err
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("pods: unexpected object %T", obj)
-	}
-	return pod, nil
 }
 
 // podContainerNames are the pod's containers in upstream's order: init containers,
@@ -115,18 +82,10 @@ func podContainer(pod *corev1.Pod, name string) (string, error) {
 
 // kubeletLocation is the base URL of a node's kubelet: its InternalIP (else its
 // Hostname address) and its advertised kubelet port.
-func (s *Server) kubeletLocation(r *http.Request, nodeName string) (*url.URL, error) {
-	h := s.handlers[nodesGVR]
-	if h == nil {
-		return nil, notFound()
-	}
-	obj, err := s.getObject(r.Context(), h, "", nodeName, "")
+func (p *Proxy) kubeletLocation(r *http.Request, nodeName string) (*url.URL, error) {
+	node, err := p.objects.Node(r.Context(), nodeName)
 	if err != nil {
 		return nil, err
-	}
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return nil, fmt.Errorf("nodes: unexpected object %T", obj)
 	}
 	var host string
 	for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName} {
@@ -148,51 +107,47 @@ func (s *Server) kubeletLocation(r *http.Request, nodeName string) (*url.URL, er
 
 // proxyToKubelet proxies r to loc on a kubelet; upgradeRequired refuses a request that
 // does not ask to upgrade its connection.
-func (s *Server) proxyToKubelet(w http.ResponseWriter, r *http.Request, loc *url.URL, upgradeRequired bool) {
-	if s.kubeletTransport == nil {
-		s.writeError(w, r, apierrors.NewServiceUnavailable("the apiserver has no kubelet client credentials"))
+func (p *Proxy) proxyToKubelet(w http.ResponseWriter, r *http.Request, loc *url.URL, upgradeRequired bool) {
+	if p.kubelet == nil {
+		p.resp.WriteError(w, r, apierrors.NewServiceUnavailable("the apiserver has no kubelet client credentials"))
 		return
 	}
-	h := proxy.NewUpgradeAwareHandler(loc, s.kubeletTransport, false, upgradeRequired, kubeletErrorResponder{s})
+	h := proxy.NewUpgradeAwareHandler(loc, p.kubelet, false, upgradeRequired, kubeletErrorResponder{p})
 	// Followed logs and proxied streams must reach the client as they come.
 	h.FlushInterval = -1
 	h.ServeHTTP(w, r)
 }
 
-type kubeletErrorResponder struct{ s *Server }
+type kubeletErrorResponder struct{ p *Proxy }
 
 func (e kubeletErrorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
-	e.s.log.Debug("proxying to a kubelet", "path", r.URL.Path, "err", err)
+	e.p.log.Debug("proxying to a kubelet", "path", r.URL.Path, "err", err)
 	if se, ok := err.(apierrors.APIStatus); ok {
-		e.s.writeStatus(w, se.Status())
+		e.p.resp.WriteStatus(w, se.Status())
 		return
 	}
-	e.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("error trying to reach the kubelet: %w", err)))
+	e.p.resp.WriteError(w, r, apierrors.NewInternalError(fmt.Errorf("error trying to reach the kubelet: %w", err)))
 }
 
-// servePodLog serves GET pods/{name}/log with PodLogOptions from the query.
-func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	if info.Verb != "get" {
-		s.writeError(w, r, methodNotAllowed(r, h))
-		return
-	}
+// ServePodLog serves GET pods/{name}/log with PodLogOptions from the query.
+func (p *Proxy) ServePodLog(w http.ResponseWriter, r *http.Request, req Request) {
 	opts, err := podLogOptions(r.URL.Query())
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
 	if err := validatePodLogOptions(opts); err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
-	pod, err := s.getPod(r, info, h)
+	pod, err := p.objects.Pod(r.Context(), req.Namespace, req.Name)
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
 	container, err := podContainer(pod, opts.Container)
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
 	if pod.Spec.NodeName == "" {
@@ -201,9 +156,9 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, info *reque
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	loc, err := s.kubeletLocation(r, pod.Spec.NodeName)
+	loc, err := p.kubeletLocation(r, pod.Spec.NodeName)
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
 	loc.Path = path.Join("/containerLogs", pod.Namespace, pod.Name, container)
@@ -230,24 +185,24 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, info *reque
 		q.Set("sinceTime", opts.SinceTime.UTC().Format(time.RFC3339))
 	}
 	loc.RawQuery = q.Encode()
-	s.streamKubeletLog(w, r, loc)
+	p.streamKubeletLog(w, r, loc)
 }
 
 // streamKubeletLog copies a kubelet's log response to the client, flushing as it
 // comes; a kubelet's refusal is relayed as the Status it sent.
-func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *url.URL) {
-	if s.kubeletTransport == nil {
-		s.writeError(w, r, apierrors.NewServiceUnavailable("the apiserver has no kubelet client credentials"))
+func (p *Proxy) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *url.URL) {
+	if p.kubelet == nil {
+		p.resp.WriteError(w, r, apierrors.NewServiceUnavailable("the apiserver has no kubelet client credentials"))
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, loc.String(), nil)
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
-	resp, err := s.kubeletTransport.RoundTrip(req)
+	resp, err := p.kubelet.RoundTrip(req)
 	if err != nil {
-		s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("error trying to reach the kubelet: %w", err)))
+		p.resp.WriteError(w, r, apierrors.NewInternalError(fmt.Errorf("error trying to reach the kubelet: %w", err)))
 		return
 	}
 	defer resp.Body.Close()
@@ -255,10 +210,10 @@ func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *u
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var st metav1.Status
 		if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
-			s.writeStatus(w, st)
+			p.resp.WriteStatus(w, st)
 			return
 		}
-		s.writeError(w, r, apierrors.NewGenericServerResponse(resp.StatusCode, "get", corev1.Resource("pods/log"), "", strings.TrimSpace(string(body)), 0, false))
+		p.resp.WriteError(w, r, apierrors.NewGenericServerResponse(resp.StatusCode, "get", corev1.Resource("pods/log"), "", strings.TrimSpace(string(body)), 0, false))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -346,79 +301,75 @@ func validatePodLogOptions(o *corev1.PodLogOptions) error {
 	return apierrors.NewBadRequest(strings.Join(msgs, ", "))
 }
 
-// servePodStream serves pods/exec and pods/attach: GET or POST with an upgrade.
-func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	pod, err := s.streamingPod(r, info, h)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+// ServePodStream serves pods/exec and pods/attach (subresource says which) for pod:
+// GET or POST with an upgrade, admitted by the caller.
+func (p *Proxy) ServePodStream(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, subresource string) {
 	container, err := podContainer(pod, r.URL.Query().Get("container"))
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
-	if p := pod.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
+	if phase := pod.Status.Phase; phase == corev1.PodSucceeded || phase == corev1.PodFailed {
 		verb := "exec into"
-		if info.Subresource == "attach" {
+		if subresource == "attach" {
 			verb = "attach to"
 		}
-		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot %s a container in a completed pod; current phase is %s", verb, p)))
+		p.resp.WriteError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot %s a container in a completed pod; current phase is %s", verb, phase)))
 		return
 	}
-	s.proxyPodStream(w, r, pod, path.Join("/"+info.Subresource, pod.Namespace, pod.Name, container))
+	p.proxyPodStream(w, r, pod, path.Join("/"+subresource, pod.Namespace, pod.Name, container))
 }
 
-// servePodPortForward serves pods/portforward: GET or POST with an upgrade.
-func (s *Server) servePodPortForward(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	pod, err := s.streamingPod(r, info, h)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.proxyPodStream(w, r, pod, path.Join("/portForward", pod.Namespace, pod.Name))
-}
-
-// streamingPod checks the method of an exec, attach or port-forward request and returns
-// its pod.
-func (s *Server) streamingPod(r *http.Request, info *requestInfo, h *resourceHandler) (*corev1.Pod, error) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		return nil, methodNotAllowed(r, h)
-	}
-	pod, err := s.getPod(r, info, h)
-	if err != nil {
-		return nil, err
-	}
-	return pod, s.admitConnect(r, info, h)
+// ServePodPortForward serves pods/portforward for pod: GET or POST with an upgrade,
+// admitted by the caller.
+func (p *Proxy) ServePodPortForward(w http.ResponseWriter, r *http.Request, pod *corev1.Pod) {
+	p.proxyPodStream(w, r, pod, path.Join("/portForward", pod.Namespace, pod.Name))
 }
 
 // proxyPodStream hands an upgrade request on to the kubelet path of the pod's node.
-func (s *Server) proxyPodStream(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, kubeletPath string) {
+func (p *Proxy) proxyPodStream(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, kubeletPath string) {
 	if pod.Spec.NodeName == "" {
-		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
+		p.resp.WriteError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
 		return
 	}
-	loc, err := s.kubeletLocation(r, pod.Spec.NodeName)
+	loc, err := p.kubeletLocation(r, pod.Spec.NodeName)
 	if err != nil {
-		s.writeError(w, r, err)
+		p.resp.WriteError(w, r, err)
 		return
 	}
 	loc.Path = kubeletPath
 	loc.RawQuery = r.URL.RawQuery
-	s.proxyToKubelet(w, r, loc, true)
+	p.proxyToKubelet(w, r, loc, true)
 }
 
-// serveNodeProxy serves nodes/{name}/proxy/{path}: any method, to the kubelet's path.
-func (s *Server) serveNodeProxy(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	loc, err := s.kubeletLocation(r, info.Name)
-	if err != nil {
-		s.writeError(w, r, err)
+// ServeNodeProxy serves nodes/{name}/proxy/{path}: any method, to the kubelet's path.
+func (p *Proxy) ServeNodeProxy(w http.ResponseWriter, r *http.Request, req Request) {
+	// The name may carry a scheme and a port, [scheme:]node[:port], as upstream's: the
+	// kubelet's own port goes through the kubelet client, another through the plain proxy.
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(req.Name)
+	if !ok {
+		p.resp.WriteError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", req.Name)))
 		return
 	}
-	loc.Path = "/" + info.Rest
-	if strings.HasSuffix(r.URL.Path, "/") && info.Rest != "" {
+	loc, err := p.kubeletLocation(r, name)
+	if err != nil {
+		p.resp.WriteError(w, r, err)
+		return
+	}
+	if host, kubeletPort, _ := net.SplitHostPort(loc.Host); port != "" && port != kubeletPort {
+		if scheme == "" {
+			scheme = "http"
+		}
+		loc.Scheme, loc.Host = scheme, net.JoinHostPort(host, port)
+		loc.Path = "/" + req.Rest
+		loc.RawQuery = r.URL.RawQuery
+		p.proxyToBackend(w, r, loc)
+		return
+	}
+	loc.Path = "/" + req.Rest
+	if strings.HasSuffix(r.URL.Path, "/") && req.Rest != "" {
 		loc.Path += "/"
 	}
 	loc.RawQuery = r.URL.RawQuery
-	s.proxyToKubelet(w, r, loc, false)
+	p.proxyToKubelet(w, r, loc, false)
 }

@@ -1,4 +1,13 @@
-package apiserver
+// Package aggregator is the aggregation layer. An APIService whose spec names a Service
+// registers an API group version served elsewhere (metrics.k8s.io by the metrics
+// server): requests under /apis/<group>/<version> are authenticated and authorized by
+// the apiserver's chain, then proxied here to a ready endpoint of that Service over
+// TLS, the user passed on in front-proxy headers (X-Remote-User, X-Remote-Group,
+// X-Remote-Extra-*) that the backend trusts because the connection presents the
+// front-proxy client certificate. A reconcile loop keeps each
+// such APIService's Available condition (upstream's checks and reasons) and fetches its
+// discovery document, which /api and /apis then list beside the local groups.
+package aggregator
 
 import (
 	"context"
@@ -9,7 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,22 +34,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	versioninfo "k8s.io/apimachinery/pkg/version"
 
 	apiregistrationv1 "mizzen/internal/apis/apiregistration/v1"
 	"mizzen/internal/registry"
-	"mizzen/internal/storage"
 )
-
-// The aggregation layer. An APIService whose spec names a Service registers an API
-// group version served elsewhere (metrics.k8s.io by the metrics server): requests under
-// /apis/<group>/<version> are authenticated and authorized by ServeHTTP, then proxied to a
-// ready endpoint of that Service over TLS, the user passed on in front-proxy headers
-// (X-Remote-User, X-Remote-Group, X-Remote-Extra-*) that the backend trusts because the
-// connection presents the front-proxy client certificate. A reconcile loop keeps each
-// such APIService's Available condition (upstream's checks and reasons) and fetches its
-// discovery document, which /api and /apis then list beside the local groups.
 
 // FrontProxyConfig is how this server authenticates to aggregated API servers, as
 // upstream's --proxy-client-cert-file/--proxy-client-key-file and
@@ -57,13 +57,36 @@ type FrontProxyConfig struct {
 // The request headers that carry the user to an aggregated server, as upstream's
 // --requestheader-*-headers defaults.
 const (
-	remoteUserHeader   = "X-Remote-User"
-	remoteGroupHeader  = "X-Remote-Group"
-	remoteExtraPrefix  = "X-Remote-Extra-"
+	RemoteUserHeader   = "X-Remote-User"
+	RemoteGroupHeader  = "X-Remote-Group"
+	RemoteExtraPrefix  = "X-Remote-Extra-"
 	aggregatorUserName = "system:kube-aggregator"
 )
 
-var configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+// Host is what the aggregator reads and writes of the apiserver it runs in.
+type Host interface {
+	// Ready is closed once the watch cache has loaded.
+	Ready() <-chan struct{}
+	// APIServices are the stored APIServices, from the watch cache.
+	APIServices() ([]*apiregistrationv1.APIService, error)
+	// ServesGroup reports whether the server serves a version of the group itself.
+	ServesGroup(group string) bool
+	// ServiceRevisions are the revisions of a Service and of its EndpointSlices in the
+	// watch cache (0 and none for those missing), so changes are noticed cheaply.
+	ServiceRevisions(namespace, name string) (service int64, slices []int64)
+	Service(ctx context.Context, namespace, name string) (*corev1.Service, error)
+	// EndpointSlices are those of the Service, read consistently.
+	EndpointSlices(ctx context.Context, namespace, service string) ([]*discoveryv1.EndpointSlice, error)
+	// ServiceEndpoint picks a ready host:port of the Service's port (a name or a number).
+	ServiceEndpoint(ctx context.Context, svc *corev1.Service, port, id string) (string, error)
+	// UpdateAPIServiceStatus updates an APIService's status with update.
+	UpdateAPIServiceStatus(ctx context.Context, name string, update func(*apiregistrationv1.APIService)) error
+	// LocalDiscovery are the server's own /apis documents: the APIGroupList and the
+	// aggregated APIGroupDiscoveryList, JSON.
+	LocalDiscovery() (groupList, aggregated []byte)
+	// WriteError answers a request with an error as the server does.
+	WriteError(w http.ResponseWriter, r *http.Request, err error)
+}
 
 // defaultAggregatorInterval is how often every aggregated API's availability and
 // discovery are checked again; changes to APIServices are noticed within a second.
@@ -95,11 +118,13 @@ type aggregatedState struct {
 	groups         map[string][]byte         // /apis/<group> of aggregated groups
 }
 
-// aggregator runs the aggregation layer for one server.
-type aggregator struct {
-	s        *Server
-	interval time.Duration
-	state    atomic.Pointer[aggregatedState]
+// Aggregator runs the aggregation layer for one server.
+type Aggregator struct {
+	host       Host
+	frontProxy *FrontProxyConfig
+	log        *slog.Logger
+	interval   time.Duration
+	state      atomic.Pointer[aggregatedState]
 	// stateMu orders the writers of state.
 	stateMu sync.Mutex
 
@@ -108,21 +133,27 @@ type aggregator struct {
 	transports map[string]*http.Transport
 }
 
-func newAggregator(s *Server, interval time.Duration) *aggregator {
+// New returns the aggregator of host. frontProxy, when set, is the client certificate
+// presented to aggregated servers; interval is how often every aggregated API is
+// checked again, 10s when zero.
+func New(host Host, frontProxy *FrontProxyConfig, interval time.Duration, log *slog.Logger) *Aggregator {
 	if interval <= 0 {
 		interval = defaultAggregatorInterval
 	}
-	return &aggregator{s: s, interval: interval, transports: map[string]*http.Transport{}}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Aggregator{host: host, frontProxy: frontProxy, log: log, interval: interval, transports: map[string]*http.Transport{}}
 }
 
 // current is the state, nil before the first reconcile.
-func (a *aggregator) current() *aggregatedState { return a.state.Load() }
+func (a *Aggregator) current() *aggregatedState { return a.state.Load() }
 
-// run reconciles every interval, and within a second of an aggregated APIService's
+// Run reconciles every interval, and within a second of an aggregated APIService's
 // spec, its Service or the Service's EndpointSlices changing, until ctx ends.
-func (a *aggregator) run(ctx context.Context) {
+func (a *Aggregator) Run(ctx context.Context) {
 	select {
-	case <-a.s.cache.Ready():
+	case <-a.host.Ready():
 	case <-ctx.Done():
 		return
 	}
@@ -133,7 +164,7 @@ func (a *aggregator) run(ctx context.Context) {
 	for {
 		services, err := a.listAPIServices()
 		if err != nil {
-			a.s.log.Warn("aggregator: listing APIServices", "err", err)
+			a.log.Warn("aggregator: listing APIServices", "err", err)
 		} else if specs := a.fingerprint(services); specs != lastSpecs || time.Since(lastFull) >= a.interval {
 			a.reconcile(ctx, services)
 			lastSpecs, lastFull = specs, time.Now()
@@ -150,23 +181,14 @@ func (a *aggregator) run(ctx context.Context) {
 // listAPIServices lists the APIServices that name a Service, for groups this server
 // does not serve itself (mixing local and remote versions of one group is not
 // supported).
-func (a *aggregator) listAPIServices() ([]*apiregistrationv1.APIService, error) {
-	h := a.s.handlerForKind(apiregistrationv1.SchemeGroupVersion.Group, apiregistrationv1.SchemeGroupVersion.Version, "APIService")
-	if h == nil {
-		return nil, nil
-	}
-	entries, _, err := a.s.cache.List(h.segment, h.listPrefix(""), nil)
+func (a *Aggregator) listAPIServices() ([]*apiregistrationv1.APIService, error) {
+	all, err := a.host.APIServices()
 	if err != nil {
 		return nil, err
 	}
 	var out []*apiregistrationv1.APIService
-	for _, e := range entries {
-		obj, err := h.present(e.Object)
-		if err != nil {
-			return nil, err
-		}
-		svc, ok := obj.(*apiregistrationv1.APIService)
-		if !ok || svc.Spec.Service == nil || a.s.servesGroup(svc.Spec.Group) {
+	for _, svc := range all {
+		if svc.Spec.Service == nil || a.host.ServesGroup(svc.Spec.Group) {
 			continue
 		}
 		out = append(out, svc)
@@ -175,38 +197,21 @@ func (a *aggregator) listAPIServices() ([]*apiregistrationv1.APIService, error) 
 	return out, nil
 }
 
-// servesGroup reports whether this server serves a version of the group itself.
-func (s *Server) servesGroup(group string) bool {
-	for _, g := range s.groups {
-		if g.name == group {
-			return true
-		}
-	}
-	return false
-}
-
 // fingerprint changes whenever an aggregated APIService is added, removed or has its
 // spec changed, or the Service it names or that Service's EndpointSlices change; not on
 // status writes, which the reconcile makes itself. It reads only the watch cache.
-func (a *aggregator) fingerprint(services []*apiregistrationv1.APIService) string {
+func (a *Aggregator) fingerprint(services []*apiregistrationv1.APIService) string {
 	var b strings.Builder
-	sh, eh := a.s.handlers[servicesGVR], a.s.handlers[endpointSlicesGVR]
 	for _, svc := range services {
 		spec, _ := json.Marshal(svc.Spec)
 		fmt.Fprintf(&b, "%s=%s", svc.Name, spec)
 		ref := svc.Spec.Service
-		if sh != nil {
-			if e, _, err := a.s.cache.Get(sh.segment, sh.key(ref.Namespace, ref.Name)); err == nil && e != nil {
-				fmt.Fprintf(&b, " service@%d", e.RV)
-			}
+		service, slices := a.host.ServiceRevisions(ref.Namespace, ref.Name)
+		if service != 0 {
+			fmt.Fprintf(&b, " service@%d", service)
 		}
-		if eh != nil {
-			entries, _, _ := a.s.cache.List(eh.segment, eh.listPrefix(ref.Namespace), func(e *storage.Entry) bool {
-				return e.Labels[discoveryv1.LabelServiceName] == ref.Name
-			})
-			for _, e := range entries {
-				fmt.Fprintf(&b, " slice@%d", e.RV)
-			}
+		for _, rv := range slices {
+			fmt.Fprintf(&b, " slice@%d", rv)
 		}
 		b.WriteByte('\n')
 	}
@@ -215,7 +220,7 @@ func (a *aggregator) fingerprint(services []*apiregistrationv1.APIService) strin
 
 // reconcile checks every aggregated APIService, records its Available condition and
 // discovery, and publishes the new state.
-func (a *aggregator) reconcile(ctx context.Context, services []*apiregistrationv1.APIService) {
+func (a *Aggregator) reconcile(ctx context.Context, services []*apiregistrationv1.APIService) {
 	prev := a.current()
 	next := &aggregatedState{byGroupVersion: map[string]*aggregatedAPI{}, groups: map[string][]byte{}}
 	inUse := map[string]bool{}
@@ -253,9 +258,9 @@ func (a *aggregator) reconcile(ctx context.Context, services []*apiregistrationv
 	a.stateMu.Unlock()
 }
 
-// localChanged merges the aggregated groups into the server's own discovery again,
+// LocalChanged merges the aggregated groups into the server's own discovery again,
 // after the resources it serves itself changed (a CRD was established or removed).
-func (a *aggregator) localChanged() {
+func (a *Aggregator) LocalChanged() {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	prev := a.current()
@@ -270,20 +275,15 @@ func (a *aggregator) localChanged() {
 // check runs upstream's availability checks in order: the Service exists, declares the
 // port, has a ready endpoint for it, and the discovery document answers. A successful
 // fetch also refreshes api.resources.
-func (a *aggregator) check(ctx context.Context, api *aggregatedAPI) (apiregistrationv1.ConditionStatus, string, string) {
+func (a *Aggregator) check(ctx context.Context, api *aggregatedAPI) (apiregistrationv1.ConditionStatus, string, string) {
 	ref := api.service
-	sh := a.s.handlers[servicesGVR]
-	if sh == nil {
-		return apiregistrationv1.ConditionFalse, "ServiceNotFound", fmt.Sprintf("service/%s in %q is not present", ref.Name, ref.Namespace)
-	}
-	obj, err := a.s.getObject(ctx, sh, ref.Namespace, ref.Name, "")
+	svc, err := a.host.Service(ctx, ref.Namespace, ref.Name)
 	if apierrors.IsNotFound(err) {
 		return apiregistrationv1.ConditionFalse, "ServiceNotFound", fmt.Sprintf("service/%s in %q is not present", ref.Name, ref.Namespace)
 	}
 	if err != nil {
 		return apiregistrationv1.ConditionUnknown, "ServiceAccessError", fmt.Sprintf("service/%s in %q cannot be checked due to: %v", ref.Name, ref.Namespace, err)
 	}
-	svc := obj.(*corev1.Service)
 	portName := ""
 	found := false
 	for _, p := range svc.Spec.Ports {
@@ -295,14 +295,14 @@ func (a *aggregator) check(ctx context.Context, api *aggregatedAPI) (apiregistra
 	if !found {
 		return apiregistrationv1.ConditionFalse, "ServicePortError", fmt.Sprintf("service/%s in %q is not listening on port %d", ref.Name, ref.Namespace, *ref.Port)
 	}
-	slices, err := a.s.serviceEndpointSlices(ctx, ref.Namespace, ref.Name)
+	slices, err := a.host.EndpointSlices(ctx, ref.Namespace, ref.Name)
 	if err != nil {
 		return apiregistrationv1.ConditionUnknown, "EndpointsAccessError", fmt.Sprintf("service/%s in %q cannot be checked due to: %v", ref.Name, ref.Namespace, err)
 	}
 	if len(slices) == 0 {
 		return apiregistrationv1.ConditionFalse, "EndpointsNotFound", fmt.Sprintf("cannot find endpointslices for service/%s in %q", ref.Name, ref.Namespace)
 	}
-	host, err := a.s.serviceEndpoint(ctx, svc, portName, ref.Name, false)
+	host, err := a.host.ServiceEndpoint(ctx, svc, portName, ref.Name)
 	if err != nil {
 		return apiregistrationv1.ConditionFalse, "MissingEndpoints", fmt.Sprintf("endpointslices for service/%s in %q have no addresses with port name %q", ref.Name, ref.Namespace, portName)
 	}
@@ -318,7 +318,7 @@ func (a *aggregator) check(ctx context.Context, api *aggregatedAPI) (apiregistra
 
 // fetchDiscovery reads an aggregated server's discovery document for its group
 // version, as the aggregator's own identity in system:masters.
-func (a *aggregator) fetchDiscovery(ctx context.Context, transport *http.Transport, u *url.URL) (*metav1.APIResourceList, error) {
+func (a *Aggregator) fetchDiscovery(ctx context.Context, transport *http.Transport, u *url.URL) (*metav1.APIResourceList, error) {
 	ctx, cancel := context.WithTimeout(ctx, 6*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -348,15 +348,13 @@ func (a *aggregator) fetchDiscovery(ctx context.Context, transport *http.Transpo
 
 // setAvailable writes the Available condition when it changed; the transition time
 // moves only when the status does.
-func (a *aggregator) setAvailable(ctx context.Context, svc *apiregistrationv1.APIService, status apiregistrationv1.ConditionStatus, reason, message string) {
+func (a *Aggregator) setAvailable(ctx context.Context, svc *apiregistrationv1.APIService, status apiregistrationv1.ConditionStatus, reason, message string) {
 	for _, c := range svc.Status.Conditions {
 		if c.Type == apiregistrationv1.Available && c.Status == status && c.Reason == reason && c.Message == message {
 			return
 		}
 	}
-	h := a.s.handlerForKind(apiregistrationv1.SchemeGroupVersion.Group, apiregistrationv1.SchemeGroupVersion.Version, "APIService")
-	_, err := a.s.updateObject(ctx, h, "", svc.Name, updateStatus, false, nil, func(current runtime.Object) (runtime.Object, error) {
-		cur := current.(*apiregistrationv1.APIService)
+	err := a.host.UpdateAPIServiceStatus(ctx, svc.Name, func(cur *apiregistrationv1.APIService) {
 		cond := apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
 		replaced := false
 		for i, c := range cur.Status.Conditions {
@@ -371,19 +369,18 @@ func (a *aggregator) setAvailable(ctx context.Context, svc *apiregistrationv1.AP
 		if !replaced {
 			cur.Status.Conditions = append(cur.Status.Conditions, cond)
 		}
-		return cur, nil
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		a.s.log.Warn("aggregator: updating APIService status", "apiservice", svc.Name, "err", err)
+		a.log.Warn("aggregator: updating APIService status", "apiservice", svc.Name, "err", err)
 		return
 	}
-	a.s.log.Info("aggregated API availability", "apiservice", svc.Name, "status", status, "reason", reason, "message", message)
+	a.log.Info("aggregated API availability", "apiservice", svc.Name, "status", status, "reason", reason, "message", message)
 }
 
 // transportFor is the transport to an APIService's Service: the front-proxy client
 // certificate, and the serving certificate verified against spec.caBundle for the
 // name <service>.<namespace>.svc unless spec.insecureSkipTLSVerify.
-func (a *aggregator) transportFor(svc *apiregistrationv1.APIService) (string, *http.Transport, error) {
+func (a *Aggregator) transportFor(svc *apiregistrationv1.APIService) (string, *http.Transport, error) {
 	ref := svc.Spec.Service
 	sum := sha256.Sum256(svc.Spec.CABundle)
 	key := fmt.Sprintf("%s|%s/%s|%t|%x", svc.Name, ref.Namespace, ref.Name, svc.Spec.InsecureSkipTLSVerify, sum)
@@ -393,7 +390,7 @@ func (a *aggregator) transportFor(svc *apiregistrationv1.APIService) (string, *h
 		return key, t, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: ref.Name + "." + ref.Namespace + ".svc"}
-	if fp := a.s.cfg.FrontProxy; fp != nil {
+	if fp := a.frontProxy; fp != nil {
 		cfg.Certificates = []tls.Certificate{fp.ClientCertificate}
 	}
 	switch {
@@ -418,7 +415,7 @@ func (a *aggregator) transportFor(svc *apiregistrationv1.APIService) (string, *h
 }
 
 // closeTransports drops the transports not in keep (all when keep is nil).
-func (a *aggregator) closeTransports(keep map[string]bool) {
+func (a *Aggregator) closeTransports(keep map[string]bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, t := range a.transports {
@@ -429,9 +426,10 @@ func (a *aggregator) closeTransports(keep map[string]bool) {
 	}
 }
 
-// serve proxies a request for an aggregated group version, after authorizing a
-// resource request as any other; it reports whether the path was one.
-func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) bool {
+// Serve proxies a request for an aggregated group version, after the server authorized
+// it as any other; it reports whether the path was one. gv is the request's group
+// version when the server parsed it as a resource request, nil to read it from the path.
+func (a *Aggregator) Serve(w http.ResponseWriter, r *http.Request, gv *schema.GroupVersion) bool {
 	st := a.current()
 	if st == nil || len(st.byGroupVersion) == 0 {
 		return false
@@ -441,8 +439,8 @@ func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *request
 		return false
 	}
 	var group, version string
-	if info != nil {
-		group, version = info.Group, info.Version
+	if gv != nil {
+		group, version = gv.Group, gv.Version
 	} else {
 		group, rest, _ = strings.Cut(strings.Trim(rest, "/"), "/")
 		version, _, _ = strings.Cut(rest, "/")
@@ -451,7 +449,9 @@ func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *request
 		// /apis/<group>: this server answers from what it learnt.
 		data, ok := st.groups[group]
 		if ok {
-			writeJSON(w, mediaJSON, data)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(data)
 		}
 		return ok
 	}
@@ -460,70 +460,66 @@ func (a *aggregator) serve(w http.ResponseWriter, r *http.Request, info *request
 		return false
 	}
 	if !api.available {
-		a.s.writeError(w, r, apierrors.NewServiceUnavailable("service unavailable"))
+		a.host.WriteError(w, r, apierrors.NewServiceUnavailable("service unavailable"))
 		return true
 	}
 	host, err := a.endpoint(r.Context(), api)
 	if err != nil {
-		a.s.log.Debug("aggregator: resolving a backend", "apiservice", api.apiService, "err", err)
-		a.s.writeError(w, r, apierrors.NewServiceUnavailable("service unavailable"))
+		a.log.Debug("aggregator: resolving a backend", "apiservice", api.apiService, "err", err)
+		a.host.WriteError(w, r, apierrors.NewServiceUnavailable("service unavailable"))
 		return true
 	}
 	out := r.Clone(r.Context())
 	user, _ := registry.UserFrom(r.Context())
 	setRemoteUser(out.Header, user)
 	loc := &url.URL{Scheme: "https", Host: host, Path: r.URL.Path}
-	h := proxy.NewUpgradeAwareHandler(loc, api.transport, false, false, aggregatorErrorResponder{a.s})
+	h := proxy.NewUpgradeAwareHandler(loc, api.transport, false, false, aggregatorErrorResponder{a})
 	h.FlushInterval = -1
 	h.ServeHTTP(w, out)
 	return true
 }
 
 // endpoint resolves an aggregated API's Service to one of its ready endpoints.
-func (a *aggregator) endpoint(ctx context.Context, api *aggregatedAPI) (string, error) {
-	sh := a.s.handlers[servicesGVR]
-	if sh == nil {
-		return "", notFound()
-	}
-	obj, err := a.s.getObject(ctx, sh, api.service.Namespace, api.service.Name, "")
+func (a *Aggregator) endpoint(ctx context.Context, api *aggregatedAPI) (string, error) {
+	svc, err := a.host.Service(ctx, api.service.Namespace, api.service.Name)
 	if err != nil {
 		return "", err
 	}
-	return a.s.serviceEndpoint(ctx, obj.(*corev1.Service), strconv.Itoa(int(*api.service.Port)), api.service.Name, false)
+	return a.host.ServiceEndpoint(ctx, svc, strconv.Itoa(int(*api.service.Port)), api.service.Name)
 }
 
 // setRemoteUser replaces whatever the client sent in the front-proxy headers (which it
 // must not be able to forge) with the authenticated user.
 func setRemoteUser(h http.Header, u registry.User) {
 	for k := range h {
-		if strings.EqualFold(k, remoteUserHeader) || strings.EqualFold(k, remoteGroupHeader) ||
-			len(k) > len(remoteExtraPrefix) && strings.EqualFold(k[:len(remoteExtraPrefix)], remoteExtraPrefix) {
+		if strings.EqualFold(k, RemoteUserHeader) || strings.EqualFold(k, RemoteGroupHeader) ||
+			len(k) > len(RemoteExtraPrefix) && strings.EqualFold(k[:len(RemoteExtraPrefix)], RemoteExtraPrefix) {
 			delete(h, k) // the key as stored, canonical or not
 		}
 	}
-	h.Set(remoteUserHeader, u.Name)
+	h.Set(RemoteUserHeader, u.Name)
 	for _, g := range u.Groups {
-		h.Add(remoteGroupHeader, g)
+		h.Add(RemoteGroupHeader, g)
 	}
 	for k, values := range u.Extra {
 		for _, v := range values {
-			h.Add(remoteExtraPrefix+url.PathEscape(k), v)
+			h.Add(RemoteExtraPrefix+url.PathEscape(k), v)
 		}
 	}
 }
 
-type aggregatorErrorResponder struct{ s *Server }
+type aggregatorErrorResponder struct{ a *Aggregator }
 
 // Error answers a failed proxy as upstream's aggregator does: 503.
 func (e aggregatorErrorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
-	e.s.log.Debug("aggregator: proxying", "path", r.URL.Path, "err", err)
-	e.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach service: %v", err)))
+	e.a.log.Debug("aggregator: proxying", "path", r.URL.Path, "err", err)
+	e.a.host.WriteError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach service: %v", err)))
 }
 
 // buildDiscovery merges the aggregated group versions into the server's own /apis
 // documents: groups after the local ones by descending priority then name, versions by
 // descending version priority then Kubernetes version order.
-func (a *aggregator) buildDiscovery(st *aggregatedState) {
+func (a *Aggregator) buildDiscovery(st *aggregatedState) {
 	type group struct {
 		name     string
 		priority int32
@@ -548,16 +544,18 @@ func (a *aggregator) buildDiscovery(st *aggregatedState) {
 		return groups[i].name < groups[j].name
 	})
 
+	localGroups, localAggregated := a.host.LocalDiscovery()
 	var groupList metav1.APIGroupList
-	_ = json.Unmarshal(a.s.discovery.Load().groupList, &groupList)
+	_ = json.Unmarshal(localGroups, &groupList)
 	var aggList apidiscoveryv2.APIGroupDiscoveryList
-	_ = json.Unmarshal(a.s.discovery.Load().aggGroups, &aggList)
+	_ = json.Unmarshal(localAggregated, &aggList)
 	for _, g := range groups {
 		sort.Slice(g.apis, func(i, j int) bool {
 			if g.apis[i].versionPriority != g.apis[j].versionPriority {
 				return g.apis[i].versionPriority > g.apis[j].versionPriority
 			}
-			return sortVersions([]string{g.apis[i].version, g.apis[j].version})[0] == g.apis[i].version
+			// Kubernetes version order (v2 > v1 > v1beta1), the first kept on a tie.
+			return versioninfo.CompareKubeAwareVersionStrings(g.apis[j].version, g.apis[i].version) <= 0
 		})
 		apiGroup := metav1.APIGroup{Name: g.name}
 		agg := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
@@ -623,9 +621,9 @@ func versionDiscovery(api *aggregatedAPI) apidiscoveryv2.APIVersionDiscovery {
 	return vd
 }
 
-// discoveryRoot is /apis (legacy or aggregated) with the aggregated groups, or nil
+// DiscoveryRoot is /apis (legacy or aggregated) with the aggregated groups, or nil
 // when there are none.
-func (a *aggregator) discoveryRoot(aggregated bool) []byte {
+func (a *Aggregator) DiscoveryRoot(aggregated bool) []byte {
 	st := a.current()
 	if st == nil || len(st.byGroupVersion) == 0 {
 		return nil
@@ -634,50 +632,4 @@ func (a *aggregator) discoveryRoot(aggregated bool) []byte {
 		return st.aggGroups
 	}
 	return st.groupList
-}
-
-// publishAuthenticationInfo writes kube-system/extension-apiserver-authentication, the
-// ConfigMap from which aggregated servers learn which CAs and names to trust, as
-// upstream's apiserver keeps it.
-func (s *Server) publishAuthenticationInfo(ctx context.Context) error {
-	h := s.handlers[configMapsGVR]
-	if h == nil || (s.cfg.FrontProxy == nil && len(s.cfg.ClientCAPEM) == 0) {
-		return nil
-	}
-	data := map[string]string{}
-	if len(s.cfg.ClientCAPEM) > 0 {
-		data["client-ca-file"] = string(s.cfg.ClientCAPEM)
-	}
-	if fp := s.cfg.FrontProxy; fp != nil {
-		jsonList := func(v []string) string {
-			if v == nil {
-				v = []string{}
-			}
-			b, _ := json.Marshal(v)
-			return string(b)
-		}
-		data["requestheader-client-ca-file"] = string(fp.CAPEM)
-		data["requestheader-allowed-names"] = jsonList(fp.AllowedNames)
-		data["requestheader-username-headers"] = jsonList([]string{remoteUserHeader})
-		data["requestheader-group-headers"] = jsonList([]string{remoteGroupHeader})
-		data["requestheader-extra-headers-prefix"] = jsonList([]string{remoteExtraPrefix})
-	}
-	const namespace, name = "kube-system", "extension-apiserver-authentication"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: data}
-	existing, err := s.getObject(ctx, h, namespace, name, "")
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = s.createObject(ctx, h, namespace, cm, false, nil)
-		return err
-	case err != nil:
-		return err
-	case maps.Equal(existing.(*corev1.ConfigMap).Data, data):
-		return nil
-	}
-	_, err = s.updateObject(ctx, h, namespace, name, updateMain, false, nil, func(current runtime.Object) (runtime.Object, error) {
-		cur := current.(*corev1.ConfigMap)
-		cur.Data = data
-		return cur, nil
-	})
-	return err
 }

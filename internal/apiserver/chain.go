@@ -1,0 +1,75 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"mizzen/internal/apiserver/authn"
+	"mizzen/internal/apiserver/authz"
+	"mizzen/internal/registry"
+)
+
+// buildHandlerChain puts the request chain in front of the REST core, in upstream's
+// order (DefaultBuildHandlerChain): authentication, impersonation, what the path names
+// (requestInfo), authorization, then routing (serveAuthorized).
+func (s *Server) buildHandlerChain() http.Handler {
+	var h http.Handler = http.HandlerFunc(s.serveAuthorized)
+	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
+	h = withRequestInfo(h)
+	h = authn.WithImpersonation(h, s.authorizeResource, s.writeError)
+	h = authn.WithAuthentication(h, s.authenticator(), isPublicPath, s.writeError)
+	return h
+}
+
+// authenticator is every way a request can authenticate, tried in order: a client
+// certificate first (a bearer token beside it is ignored), then a bearer token.
+func (s *Server) authenticator() authn.Authenticator {
+	return authn.Union{
+		authn.ClientCert{},
+		authn.BearerToken(authn.TokenUnion{
+			s.saTokens,
+		}),
+	}
+}
+
+type requestInfoKey struct{}
+
+// withRequestInfo parses what a request's path names once, for authorization and
+// routing; health and version paths are never resource requests.
+func withRequestInfo(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isPublicPath(r.URL.Path) {
+			if info := parseRequestInfo(r); info != nil {
+				r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestInfoFrom is what withRequestInfo parsed, nil for a request that names no
+// resource path.
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// reviewToken authenticates a bearer token for the given audiences, for TokenReview
+// (see authn.ServiceAccountTokens.Review).
+func (s *Server) reviewToken(ctx context.Context, token string, audiences []string) (*registry.User, []string, error) {
+	return s.saTokens.Review(ctx, token, audiences)
+}
+
+// tokenObjects reads what ServiceAccount tokens are bound to from the watch cache.
+type tokenObjects struct{ s *Server }
+
+func (o tokenObjects) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (metav1.Object, error) {
+	obj, err := o.s.cachedObject(ctx, gvr, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return accessor(obj), nil
+}

@@ -1,0 +1,102 @@
+package kubelet
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"mizzen/internal/cri/fake"
+)
+
+// A restartable init container (sidecar) keeps running beside the main containers, which
+// start once it runs; when the main container of a Never pod finishes, the sidecar is
+// stopped and the pod succeeds.
+func TestSidecarRunsBesideMainContainers(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: 30 * time.Second})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}}
+	h.createPod(pod)
+
+	p := h.waitPod("p", "Running with its sidecar", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	side, app := containerStatus(p, "proxy"), containerStatus(p, "app")
+	if side.State.Running == nil || side.Started == nil || !*side.Started || !side.Ready {
+		t.Errorf("sidecar status %+v", side)
+	}
+	if app.State.Running == nil {
+		t.Errorf("app status %+v", app.State)
+	}
+	if !conditionTrue(p, v1.PodInitialized) {
+		t.Errorf("Initialized = %+v", condition(p, v1.PodInitialized))
+	}
+	p = h.waitPod("p", "Succeeded, sidecar stopped", func(p *v1.Pod) bool {
+		side := containerStatus(p, "proxy")
+		return p.Status.Phase == v1.PodSucceeded && side != nil && side.State.Terminated != nil
+	})
+	if c := condition(p, v1.PodInitialized); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("Initialized after completion = %+v", c)
+	}
+}
+
+// A failing postStart hook shows as upstream's FailedPostStartHook event, and the
+// container is killed and restarted.
+func TestFailedPostStartHook(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: 1})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}}
+	h.createPod(pod)
+	if msg := h.waitEvent("p", "FailedPostStartHook"); msg != "PostStartHook failed" {
+		t.Errorf("FailedPostStartHook message %q", msg)
+	}
+	h.waitPod("p", "restarted after the hook failed", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.RestartCount > 0
+	})
+}
+
+// An ephemeral container added to a running pod is started once and reported in
+// status.ephemeralContainerStatuses.
+func TestEphemeralContainerStarts(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.createPod(newPod("p", "app"))
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"},
+		TargetContainerName:      "app",
+	}}
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = h.waitPod("p", "ephemeral container running", func(p *v1.Pod) bool {
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil
+	})
+	if es := p.Status.EphemeralContainerStatuses[0]; es.Name != "debugger" || es.ContainerID == "" {
+		t.Errorf("ephemeral container status %+v", es)
+	}
+}
+
+// The kubelet reports which generation of the pod its status reflects.
+func TestStatusObservedGeneration(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Generation = 3
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if p.Status.ObservedGeneration != 3 {
+		t.Errorf("status.observedGeneration = %d, want 3", p.Status.ObservedGeneration)
+	}
+	if c := condition(p, v1.PodReady); c == nil || c.ObservedGeneration != 3 {
+		t.Errorf("Ready condition %+v, want observedGeneration 3", c)
+	}
+}

@@ -1,0 +1,143 @@
+// Command images writes the container images upstream's conformance suite runs, under
+// the exact names e2e.test asks for, as OCI archives the agent imports from
+// DATA_DIR/agent/images (no registry is reachable): agnhost built from upstream's
+// source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
+// mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
+// agnhost image's curl is a shim over busybox's wget, enough for `curl URL`.
+//
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -pause bin/mizzen-pause -out DIR
+//
+// images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
+// test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
+// Nginx and NginxNew are not built, and specs needing them fail for that reason.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"mizzen/internal/kubelet/containerd"
+)
+
+// curlShim stands in for the curl upstream's agnhost image carries, for the plain
+// `curl URL` the suite's hooks run: busybox's wget fetches the URL to stdout.
+const curlShim = "#!/bin/sh\n# stand-in for curl: busybox wget; flags are ignored\nfor a in \"$@\"; do case \"$a\" in -*) ;; *) url=$a ;; esac; done\nexec wget -q -O - \"$url\"\n"
+
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func main() {
+	list := flag.String("list", "", "image table: lines \"<id> <registry> <name> <version>\"")
+	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
+	pause := flag.String("pause", "", "mizzen's pause program")
+	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
+	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
+	out := flag.String("out", "", "directory to write <id>.tar archives to")
+	flag.Parse()
+	if err := run(*list, *agnhost, *agnhostSrc, *pause, *busybox, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance images:", err)
+		os.Exit(1)
+	}
+}
+
+func run(list, agnhostPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+	agnhost, err := os.ReadFile(agnhostPath)
+	if err != nil {
+		return err
+	}
+	pause, err := os.ReadFile(pausePath)
+	if err != nil {
+		return err
+	}
+	bb, err := busyboxFiles(busyboxPath)
+	if err != nil {
+		return err
+	}
+	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
+		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}}, bb...)
+	if agnhostSrc != "" {
+		// porter serves TLS with these, as upstream's image ships them.
+		for _, name := range []string{"localhost.crt", "localhost.key"} {
+			data, err := os.ReadFile(filepath.Join(agnhostSrc, "porter", name))
+			if err != nil {
+				return err
+			}
+			withAgnhost = append(withAgnhost, containerd.File{Path: "/" + name, Mode: 0o644, Data: data})
+		}
+	}
+	f, err := os.Open(list)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		id, ref := fields[0], fields[1]+"/"+fields[2]+":"+fields[3]
+		img := containerd.Image{Name: ref, Env: []string{defaultPath}}
+		switch id {
+		case "Agnhost", "AgnhostPrev":
+			img.Files, img.Entrypoint, img.Cmd = withAgnhost, []string{"/agnhost"}, []string{"pause"}
+		case "BusyBox":
+			img.Files, img.Cmd = bb, []string{"sh"}
+		case "Pause":
+			img.Files, img.Entrypoint = []containerd.File{{Path: "/pause", Mode: 0o755, Data: pause}}, []string{"/pause"}
+		case "Nginx", "NginxNew":
+			// A stand-in: serves HTTP on 80 as nginx does, but is not nginx.
+			img.Files, img.Entrypoint, img.Cmd = withAgnhost, []string{"/agnhost"}, []string{"netexec", "--http-port=80"}
+		default:
+			continue
+		}
+		if err := write(filepath.Join(out, id+".tar"), img); err != nil {
+			return fmt.Errorf("%s: %w", ref, err)
+		}
+		fmt.Printf("%s -> %s\n", ref, filepath.Join(out, id+".tar"))
+	}
+	return sc.Err()
+}
+
+// busyboxFiles is busybox with each of its applets as a link in /bin.
+func busyboxFiles(path string) ([]containerd.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	applets, err := exec.Command(path, "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --list: %w", path, err)
+	}
+	files := []containerd.File{{Path: "/bin/busybox", Mode: 0o755, Data: data}, {Path: "/tmp", Dir: true, Mode: 0o1777}}
+	for _, a := range strings.Fields(string(applets)) {
+		if a != "busybox" {
+			files = append(files, containerd.File{Path: "/bin/" + a, Link: "/bin/busybox"})
+		}
+	}
+	return files, nil
+}
+
+// write writes the archive beside its final name and renames it.
+func write(path string, img containerd.Image) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".image-*.tar")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := containerd.WriteOCIArchive(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Upstream's conformance suite against mizzen: builds e2e.test, ginkgo and agnhost of
+# k8s.io/kubernetes $K8S_VERSION from the Go module proxy (no git clone), writes the
+# images the suite runs as OCI archives (no registry is reachable), then runs the suite
+# against a fresh single-node `mizzen server` (or, with CONFORMANCE_KUBECONFIG, against a
+# running cluster whose node already has those images) and writes a summary by SIG.
+#
+#   make conformance                                         # every non-[Serial] [Conformance] spec
+#   make conformance FOCUS='\[sig-node\].*\[Conformance\]' PROCS=2 MINUTES=30
+#   make conformance SKIP='\[Disruptive\]' PROCS=1            # [Serial] specs too, one at a time
+#
+# Output in _output/conformance: bin/ (the suite), images/, data/ (the fresh cluster),
+# server.log, e2e.log, report/ (junit) and summary.txt. A fresh cluster uses the default
+# ports (6443, 10250, 10257...) and the bridge mizzen0, so nothing else may be using them.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null)
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
+OUT=${CONFORMANCE_OUT:-$ROOT/_output/conformance}
+FOCUS=${FOCUS:-'\[Conformance\]'}
+SKIP=${SKIP:-'\[Serial\]|\[Disruptive\]'}
+PROCS=${PROCS:-2}
+MINUTES=${MINUTES:-90}
+MIZZEN=$ROOT/_output/bin/mizzen
+BIN=$OUT/bin
+SRC=$OUT/src
+log() { printf '[conformance %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+die() { log "$*"; exit 1; }
+
+# ------------------------------------------------------------------ build the suite
+export GOWORK=off CGO_ENABLED=0
+mkdir -p "$BIN" "$SRC"
+K8S_DIR=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",*$/\1/p')
+K8S_GOMOD=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",*$/\1/p')
+[ -d "$K8S_DIR" ] || die "cannot fetch k8s.io/kubernetes@$K8S_VERSION from the module proxy"
+if [ ! -x "$BIN/e2e.test" ] || [ ! -x "$BIN/ginkgo" ] || [ ! -x "$BIN/agnhost" ] || [ "$(cat "$BIN/.version" 2>/dev/null)" != "$K8S_VERSION" ]; then
+  # k8s.io/kubernetes replaces its staging modules (k8s.io/api, ...) with local paths;
+  # the proxy publishes each as v0.X.Y, which a build module names instead.
+  staging_version=v0.${K8S_VERSION#v1.}
+  {
+    printf 'module mizzen.local/conformance-build\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$K8S_VERSION"
+    sed -n 's#^\s*\(k8s\.io/[^ ]*\) => \./staging/src/.*#\1#p' "$K8S_GOMOD" | sed "s#.*#\t& => & $staging_version#"
+    printf ')\n'
+  } > "$SRC/go.mod"
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    printf '\t_ "k8s.io/kubernetes/test/e2e"\n\t_ "k8s.io/kubernetes/test/images/agnhost"\n\t_ "github.com/onsi/ginkgo/v2/ginkgo"\n'
+    # what e2e_test.go imports (only the test binary pulls these in)
+    sed -n '/^import (/,/^)/p' "$K8S_DIR/test/e2e/e2e_test.go" | grep -o '"k8s\.io/kubernetes/[^"]*"' | sort -u | sed 's#.*#\t_ &#'
+    printf ')\n'
+  } > "$SRC/tools.go"
+  rm -f "$SRC/go.sum"
+  log "resolving the suite's dependencies (go mod tidy)"
+  (cd "$SRC" && go mod tidy) || die "go mod tidy failed"
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitTreeState=clean -X $pkg.gitCommit=$K8S_VERSION-goproxy"
+  done
+  log "building e2e.test (the longest step: about 10 minutes on 2 cores)"
+  (cd "$SRC" && go test -c -vet=off -ldflags "$ldflags" -o "$BIN/e2e.test" k8s.io/kubernetes/test/e2e) || die "building e2e.test failed"
+  (cd "$SRC" && go build -ldflags "-s -w" -o "$BIN/ginkgo" github.com/onsi/ginkgo/v2/ginkgo) || die "building ginkgo failed"
+  (cd "$SRC" && go build -ldflags "-s -w -X main.Version=$(cat "$K8S_DIR/test/images/agnhost/VERSION")" -o "$BIN/agnhost" k8s.io/kubernetes/test/images/agnhost) || die "building agnhost failed"
+  echo "$K8S_VERSION" > "$BIN/.version"
+fi
+
+# ------------------------------------------------------------------ images
+# The suite's image table (test/utils/image/manifest.go): id, registry, name, version.
+MANIFEST=$K8S_DIR/test/utils/image/manifest.go
+declare -A REG=()
+while read -r key val; do REG[$key]=$val; done < <(
+  sed -n '/initRegistry = RegistryList{/,/^\t}/s/^\s*\([A-Za-z0-9]*\):\s*"\([^"]*\)",*$/\1 \2/p' "$MANIFEST")
+sed -n 's/^\s*configs\[\([A-Za-z0-9]*\)\] = Config{list\.\([A-Za-z0-9]*\), "\([^"]*\)", "\([^"]*\)"}.*/\1 \2 \3 \4/p' "$MANIFEST" |
+  while read -r id list name version; do echo "$id ${REG[$list]:-$list} $name $version"; done > "$OUT/images.txt"
+[ -x "$MIZZEN" ] || die "no $MIZZEN: make build first"
+rm -rf "$OUT/images" && mkdir -p "$OUT/images"
+go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
+  die "writing the images failed"
+
+# ------------------------------------------------------------------ the cluster
+rm -rf "$OUT/report" "$OUT/e2e.log" "$OUT/summary.txt" && mkdir -p "$OUT/report"
+if [ -n "${CONFORMANCE_KUBECONFIG:-}" ]; then
+  KUBECONFIG_FILE=$CONFORMANCE_KUBECONFIG
+  log "running against the cluster of $KUBECONFIG_FILE; its nodes need the images in $OUT/images (mizzen image import)"
+else
+  DATA=$OUT/data
+  # A previous run's pod volumes (tmpfs) may still be mounted under its data directory.
+  awk -v d="$DATA/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$DATA" && mkdir -p "$DATA/agent/images" || die "cannot clear $DATA"
+  cp "$OUT"/images/*.tar "$DATA/agent/images/"
+  "$MIZZEN" server --data-dir "$DATA" > "$OUT/server.log" 2>&1 &
+  SERVER=$!
+  KUBECONFIG_FILE=$DATA/admin.kubeconfig
+  K="$MIZZEN kubectl --kubeconfig $KUBECONFIG_FILE"
+  # Pods outlive the agent by design: delete them while the node runs, then stop the server.
+  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null' EXIT
+  for _ in $(seq 1 180); do $K get nodes 2>/dev/null | grep -q ' Ready' && break; sleep 1; done
+  $K get nodes -o wide || die "the server did not come up; see $OUT/server.log"
+fi
+
+# ------------------------------------------------------------------ the suite
+log "running focus '$FOCUS' skip '$SKIP' with $PROCS processes for at most $MINUTES minutes"
+start=$(date +%s)
+timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --no-color --timeout="${MINUTES}m" \
+  "$BIN/e2e.test" -- --kubeconfig "$KUBECONFIG_FILE" --provider skeleton --report-dir "$OUT/report" > "$OUT/e2e.log" 2>&1
+log "e2e exit $? after $(( $(date +%s) - start )) s; log $OUT/e2e.log"
+go run ./test/conformance/summary "$OUT/report" | tee "$OUT/summary.txt" | sed -n '/^FAIL\|^PASS/!p'
+log "summary: $OUT/summary.txt (commit $COMMIT, $(date -u +%Y-%m-%d))"
