@@ -95,7 +95,25 @@ func TestFaults(t *testing.T) {
 				return nil
 			})
 		}},
-		{"proxy", restart("proxy")},
+		{"proxy", func(t *testing.T) {
+			fc.kill9("proxy")
+			// While the proxy is down its rules lag behind a new Service, and the check
+			// says so: it can fail.
+			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "while-proxy-down"},
+				Spec: v1.ServiceSpec{Selector: map[string]string{"app": "churn"}, Ports: []v1.ServicePort{{Port: 81, TargetPort: intstr.FromInt32(8080)}}}}
+			created, err := fc.client.CoreV1().Services(faultNS).Create(ctx, svc, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			missing := fmt.Sprintf("no entry for %s . tcp . 81", created.Spec.ClusterIP)
+			eventually(t, 30*time.Second, func() error {
+				if problems := fc.unconverged(ctx); !strings.Contains(strings.Join(problems, "\n"), missing) {
+					return fmt.Errorf("the check does not see the proxy lagging: %v", problems)
+				}
+				return nil
+			})
+			fc.start("proxy")
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

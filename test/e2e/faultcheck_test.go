@@ -7,12 +7,17 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+
+	"mizzen/internal/kubelet/containerd"
 )
 
 // unconverged lists what does not yet match between what the cluster was asked for and
@@ -81,6 +86,7 @@ func (fc *faultCluster) unconverged(ctx context.Context) []string {
 		return append(out, fmt.Sprintf("listing endpointslices: %v", err))
 	}
 	out = append(out, slicesMismatch(svcs.Items, slices.Items, pods.Items)...)
+	out = append(out, fc.sandboxesMismatch(ctx, pods.Items)...)
 	// The proxy's rules against every Service of the cluster (the kubernetes Service
 	// lives in another namespace).
 	all, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
@@ -106,6 +112,49 @@ func (fc *faultCluster) rulesSummary() string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// sandboxesMismatch compares the pods running in the node's containerd with the pods
+// the API binds to the node: a kubelet back from a fault stops what was deleted while
+// it was away, and runs what was created.
+func (fc *faultCluster) sandboxesMismatch(ctx context.Context, pods []v1.Pod) []string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(containerd.Options{DataDir: fc.dir.Containerd()}.Endpoint()).
+		WithConnectionTimeout(5 * time.Second).Build(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("connecting to the node's containerd: %v", err)}
+	}
+	defer rs.Close(ctx)
+	sandboxes, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return []string{fmt.Sprintf("listing the node's pod sandboxes: %v", err)}
+	}
+	running := map[string]int{}
+	for _, sb := range sandboxes {
+		running[sb.Metadata.Namespace+"/"+sb.Metadata.Name]++
+	}
+	want := map[string]bool{}
+	for _, p := range pods {
+		if p.Spec.NodeName == faultNode {
+			want[p.Namespace+"/"+p.Name] = true
+		}
+	}
+	var out []string
+	for name, n := range running {
+		if !want[name] {
+			out = append(out, fmt.Sprintf("pod %s runs on the node but is not bound to it", name))
+		} else if n > 1 {
+			out = append(out, fmt.Sprintf("pod %s runs %d sandboxes on the node", name, n))
+		}
+	}
+	for name := range want {
+		if running[name] == 0 {
+			out = append(out, fmt.Sprintf("pod %s is bound to the node but runs no sandbox there", name))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func podReady(p *v1.Pod) bool {
