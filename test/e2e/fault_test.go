@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,20 +117,24 @@ func TestFaults(t *testing.T) {
 			fc.start("proxy")
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w := startFaultWorkload(fc.client, rec)
-			time.Sleep(4 * time.Second)
-			t.Logf("kill -9 %s", tc.name)
-			tc.fault(t)
-			time.Sleep(4 * time.Second)
-			w.stop()
-			fc.converge(t, ctx, convergeDeadline)
-			t.Log(rec.summary())
-			if v := faultViolations(ctx, fc.client, rec); len(v) > 0 {
-				t.Errorf("after kill -9 of %s:\n  %s", tc.name, strings.Join(v, "\n  "))
-			}
-		})
+	// MIZZEN_FAULT_ROUNDS runs every case that many times, to look for rarer bugs.
+	rounds, _ := strconv.Atoi(os.Getenv("MIZZEN_FAULT_ROUNDS"))
+	for round := 0; round < max(rounds, 1); round++ {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				w := startFaultWorkload(fc.client, rec)
+				time.Sleep(4 * time.Second)
+				t.Logf("kill -9 %s", tc.name)
+				tc.fault(t)
+				time.Sleep(4 * time.Second)
+				w.stop()
+				fc.converge(t, ctx, convergeDeadline)
+				t.Log(rec.summary())
+				if v := faultViolations(ctx, fc.client, rec); len(v) > 0 {
+					t.Errorf("after kill -9 of %s:\n  %s", tc.name, strings.Join(v, "\n  "))
+				}
+			})
+		}
 	}
 }
 
