@@ -101,7 +101,7 @@ func TestFaults(t *testing.T) {
 			fc.kill9("proxy")
 			// While the proxy is down its rules lag behind a new Service, and the check
 			// says so: it can fail.
-			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "while-proxy-down"},
+			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("while-proxy-down-%d", rec.seq.Add(1))},
 				Spec: v1.ServiceSpec{Selector: map[string]string{"app": "churn"}, Ports: []v1.ServicePort{{Port: 81, TargetPort: intstr.FromInt32(8080)}}}}
 			created, err := fc.client.CoreV1().Services(faultNS).Create(ctx, svc, metav1.CreateOptions{})
 			if err != nil {

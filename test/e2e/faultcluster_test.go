@@ -67,6 +67,11 @@ func startFaultCluster(t *testing.T) *faultCluster {
 	kubeconfig := fc.dir.AdminKubeconfig()
 	fc.args["apiserver"] = []string{"apiserver", "--etcd-servers", strings.Join(fc.etcd.clientURLs, ","), "--data-dir", base,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(freePort(t)), "--service-cluster-ip-range", faultServiceCIDR}
+	if ip := defaultRouteIPv4(); ip != "" {
+		// Advertised in the kubernetes Service, whose endpoints then go through a kill
+		// of the apiserver too (a loopback address is not advertised).
+		fc.args["apiserver"] = append(fc.args["apiserver"], "--advertise-address", ip)
+	}
 	fc.start("apiserver")
 	fc.client = waitReady(t, kubeconfig)
 
