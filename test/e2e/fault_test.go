@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,9 @@ func TestFaults(t *testing.T) {
 		t.Skip("runs a cluster of separate processes with containerd")
 	}
 	requireNodeRuntime(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("the nft tool is needed to read the proxy's rules (make deps)")
+	}
 	fc := startFaultCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
