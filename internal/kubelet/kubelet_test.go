@@ -565,3 +565,48 @@ func TestUnchangedStatusesAreNotReadAgain(t *testing.T) {
 		t.Errorf("app status %+v", cs)
 	}
 }
+
+// TestDeletionFinishesWithContainerNeverStarted: a kubelet killed between creating a
+// container and starting it leaves the container "created"; containerd's StopContainer
+// leaves such a container as it is, so the restarted kubelet must remove it, or the
+// pod's deletion never finishes (the fault suite saw a pod terminating for good).
+func TestDeletionFinishesWithContainerNeverStarted(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.createPod(newPod("p", "app"))
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	h.stop()
+
+	// What the killed kubelet left: a second container of the pod, created, not started.
+	ctx := context.Background()
+	running, err := h.rt.Client().ListContainers(ctx, nil)
+	if err != nil || len(running) != 1 {
+		t.Fatalf("containers: %v %v", running, err)
+	}
+	st, err := h.rt.Client().ContainerStatus(ctx, running[0].Id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := &runtimeapi.ContainerMetadata{Name: running[0].Metadata.Name, Attempt: running[0].Metadata.Attempt + 1}
+	if _, err := h.rt.Client().CreateContainer(ctx, running[0].PodSandboxId, &runtimeapi.ContainerConfig{
+		Metadata: meta, Image: running[0].Image, Labels: running[0].Labels, Annotations: st.Status.Annotations,
+	}, &runtimeapi.PodSandboxConfig{}); err != nil {
+		t.Fatal(err)
+	}
+
+	now := metav1.NewTime(h.clock.Now())
+	p.DeletionTimestamp = &now
+	p.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.eventually("pod object removed", func() bool {
+		_, err := h.getPod("p")
+		return isNotFound(err)
+	})
+	h.eventually("runtime cleaned up", func() bool {
+		cs, _ := h.rt.Client().ListContainers(ctx, nil)
+		return len(cs) == 0
+	})
+}

@@ -214,12 +214,22 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 }
 
 // stopAll stops every running container (grace seconds each, in parallel) and every
-// ready sandbox.
+// ready sandbox, and removes every container created but never started: containerd
+// stops only running ones, so such a container (left by a kubelet killed between
+// creating and starting it) would otherwise stay "created" for good and the pod could
+// never finish terminating.
 func (kl *Kubelet) stopAll(ctx context.Context, rt *podRuntime, grace int64) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(rt.containers))
 	for i, c := range rt.containers {
-		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		switch c.State {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		case runtimeapi.ContainerState_CONTAINER_CREATED:
+			if err := kl.runtime.RemoveContainer(ctx, c.Id); err != nil {
+				errs[i] = err
+			}
+			continue
+		default:
 			continue
 		}
 		wg.Add(1)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,10 +33,46 @@ func TableNameFor(bridge string) string {
 }
 
 func (t Table) conn() (*nftables.Conn, error) {
+	opts := []nftables.ConnOption{nftables.WithSockOptions(batchBuffers)}
 	if t.NetNS != 0 {
-		return nftables.New(nftables.WithNetNSFd(t.NetNS))
+		opts = append(opts, nftables.WithNetNSFd(t.NetNS))
 	}
-	return nftables.New()
+	return nftables.New(opts...)
+}
+
+// batchBufferSize bounds the socket buffers of a netlink connection writing the table.
+// A whole table goes in one batch (one sendmsg), and the kernel acknowledges each of
+// its messages before the first is read: with the default buffers (about 200 KiB) a
+// few dozen services fail to send (EMSGSIZE) or lose their acknowledgements (ENOBUFS),
+// and every later sync fails the same way. nft itself sizes its buffers to the batch.
+const batchBufferSize = 64 << 20
+
+// batchBuffers raises the connection's buffers past the system's maximum, as root may
+// (SO_SNDBUFFORCE, SO_RCVBUFFORCE; the kernel only charges what is queued), and asks
+// for acknowledgements without a copy of each request (NETLINK_CAP_ACK).
+func batchBuffers(c *netlink.Conn) error {
+	if err := c.SetOption(netlink.CapAcknowledge, true); err != nil {
+		return fmt.Errorf("netlink: NETLINK_CAP_ACK: %w", err)
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], batchBufferSize) != nil {
+				// Without CAP_NET_ADMIN: as much as net.core.[rw]mem_max allows.
+				if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], batchBufferSize); e != nil && serr == nil {
+					serr = e
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
 
 func (t Table) table() *nftables.Table {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -18,22 +17,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/testing/lockedbuf"
 )
 
 // process is a mizzen subcommand running for a test.
 type process struct {
 	cmd *exec.Cmd
-	log bytes.Buffer
+	log lockedbuf.Buffer
 }
 
 func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	p := launch(t, args...)
+	t.Cleanup(p.kill)
+	return p
+}
+
+// launch starts a process the caller stops.
+func launch(t *testing.T, args ...string) *process {
 	t.Helper()
 	p := &process{cmd: exec.Command(mizzenBin, args...)}
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.kill)
 	return p
 }
 
@@ -70,23 +78,7 @@ func startEtcdCluster(t *testing.T) *etcdCluster {
 	t.Helper()
 	base := t.TempDir()
 	ec := &etcdCluster{}
-	var peers, names []string
-	for i := 0; i < 3; i++ {
-		names = append(names, fmt.Sprintf("m%d", i))
-		ec.clientURLs = append(ec.clientURLs, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
-		peers = append(peers, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
-	}
-	var initial []string
-	for i := range names {
-		initial = append(initial, names[i]+"="+peers[i])
-	}
-	for i := range names {
-		args := []string{"etcd", "--name", names[i], "--data-dir", filepath.Join(base, names[i]),
-			"--listen-client-urls", ec.clientURLs[i], "--listen-peer-urls", peers[i],
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new"}
-		ec.memberArgs = append(ec.memberArgs, args)
-		ec.members = append(ec.members, startProcess(t, args...))
-	}
+	ec.startMembers(t, base)
 	servers := strings.Join(ec.clientURLs, ",")
 
 	// The first apiserver makes the cluster CA; the second shares it.
@@ -167,6 +159,29 @@ func TestExternalEtcdCluster(t *testing.T) {
 		_, err := b.CoreV1().ConfigMaps("default").Get(ctx, "after-member-loss", metav1.GetOptions{})
 		return err
 	})
+}
+
+// startMembers starts three `mizzen etcd` members on loopback ports, their data under
+// base; restarting member i is startProcess(t, ec.memberArgs[i]...).
+func (ec *etcdCluster) startMembers(t *testing.T, base string) {
+	t.Helper()
+	var peers, names []string
+	for i := 0; i < 3; i++ {
+		names = append(names, fmt.Sprintf("m%d", i))
+		ec.clientURLs = append(ec.clientURLs, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+		peers = append(peers, fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+	}
+	var initial []string
+	for i := range names {
+		initial = append(initial, names[i]+"="+peers[i])
+	}
+	for i := range names {
+		args := []string{"etcd", "--name", names[i], "--data-dir", filepath.Join(base, "etcd-"+names[i]),
+			"--listen-client-urls", ec.clientURLs[i], "--listen-peer-urls", peers[i],
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new"}
+		ec.memberArgs = append(ec.memberArgs, args)
+		ec.members = append(ec.members, startProcess(t, args...))
+	}
 }
 
 func waitReady(t *testing.T, kubeconfig string) *kubernetes.Clientset {

@@ -520,22 +520,18 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// stopLocked ends a running or created container as a signal would: exit code 137 after a
-// kill, reason "Error", unless it already exited on its own.
+// stopLocked ends a running container as a signal would: exit code 137 after a kill,
+// reason "Error", unless it already exited on its own.
 func (r *Runtime) stopLocked(c *container, now int64) {
 	r.refreshLocked(c, now)
-	switch c.state {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 		c.finishedAt = now
 		c.exitCode = 137
 		c.reason = "Error"
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
-		c.finishedAt = now
-		c.exitCode = 0
-		c.reason = ""
 	}
+	// A created container that never started stays created, as containerd's does: it
+	// has no process to stop, and only RemoveContainer (or StartContainer) moves it.
 	c.exitAt = 0
 }
 
