@@ -31,6 +31,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
+	"mizzen/internal/apiserver/authn/bootstraptoken"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/satoken"
@@ -78,6 +79,12 @@ type Config struct {
 	// ClientCAPEM is the CA bundle of ClientCAs, published with FrontProxy in
 	// kube-system/extension-apiserver-authentication for aggregated servers.
 	ClientCAPEM []byte
+	// BootstrapTokenAuth authenticates bootstrap tokens (--enable-bootstrap-token-auth).
+	BootstrapTokenAuth bool
+	// AnonymousAuth makes a request without credentials system:anonymous on every
+	// path, for the authorizer to judge (--anonymous-auth); without it only health
+	// and version are served to such requests.
+	AnonymousAuth bool
 	// AggregatorInterval is how often aggregated APIs are checked; 10s when zero.
 	AggregatorInterval time.Duration
 }
@@ -113,6 +120,8 @@ type Server struct {
 	aggregator *aggregator
 	// admission is the chain of enabled admission plugins.
 	admission admission.Chain
+	// bootstrapTokens authenticates bootstrap tokens; nil when they are off.
+	bootstrapTokens *bootstraptoken.Authenticator
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -235,6 +244,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.admission = chain
+	s.bootstrapTokens = s.newBootstrapTokens()
 	return s, nil
 }
 
@@ -314,9 +324,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	user, ok := s.authenticate(r)
 	if !ok {
-		// Health and version are public: a request without credentials is the
-		// anonymous user, whom the default policy lets read them, as upstream.
-		if !isPublicPath(path) || hasCredentials(r) {
+		// A request without credentials is the anonymous user, for the authorizer to
+		// judge, as upstream; without --anonymous-auth only health and version are.
+		// Credentials that fail are 401 everywhere.
+		if hasCredentials(r) || (!s.cfg.AnonymousAuth && !isPublicPath(path)) {
 			s.writeError(w, r, unauthorized())
 			return
 		}

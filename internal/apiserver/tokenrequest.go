@@ -204,6 +204,9 @@ var (
 // is good for among those asked (the intersection), or why it is refused. Only service
 // account tokens of this server's issuer are bearer tokens here.
 func (s *Server) reviewToken(ctx context.Context, token string, audiences []string) (*registry.User, []string, error) {
+	if user, granted, ok, err := s.reviewBootstrapToken(ctx, token, audiences); ok {
+		return user, granted, err
+	}
 	signer := s.cfg.ServiceAccountIssuer
 	if signer == nil || !satoken.LooksLikeJWT(token) {
 		return nil, nil, errInvalidBearerToken

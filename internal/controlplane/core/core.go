@@ -77,6 +77,10 @@ type Options struct {
 	KubeletCertificateAuthority string
 	// AuthorizationMode is RBAC (the default when empty) or AlwaysAllow.
 	AuthorizationMode string
+	// DisableAnonymousAuth is --anonymous-auth=false: a request without credentials
+	// is refused (401) except for health and version. AlwaysAllow implies it, as
+	// upstream resets --anonymous-auth with that authorizer.
+	DisableAnonymousAuth bool
 }
 
 // DefaultServiceCIDR is where ClusterIPs come from unless configured.
@@ -230,6 +234,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		Authorizer:           authorizer,
 		FrontProxy:           frontProxy,
 		ClientCAPEM:          ca.CertPEM,
+		BootstrapTokenAuth:   true,
+		AnonymousAuth:        !opts.DisableAnonymousAuth && authorizer != nil,
 	})
 	if err != nil {
 		return nil, err
@@ -268,6 +274,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := srv.Bootstrap(ctx, initial...); err != nil {
 		stopCache()
 		return nil, fmt.Errorf("creating the initial objects: %w", err)
+	}
+	if err := publishClusterInfo(ctx, srv, "https://"+net.JoinHostPort(advertise.String(), strconv.Itoa(port)), ca.CertPEM); err != nil {
+		stopCache()
+		return nil, err
 	}
 	if err := bootstrapPolicy(readyCtx, srv, authorizer); err != nil {
 		stopCache()
