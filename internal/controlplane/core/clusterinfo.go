@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/datadir"
+
 	"mizzen/internal/apiserver"
 	"mizzen/internal/jointoken"
 )
@@ -50,4 +52,11 @@ func sameCA(cm *corev1.ConfigMap, caPEM []byte) bool {
 		}
 	}
 	return false
+}
+
+// CAKeyFile is the cluster CA's private key, which the controller-manager's CSR
+// signer issues certificates with (--cluster-signing-key-file).
+func (cp *ControlPlane) CAKeyFile() string {
+	_, key := datadir.Dir(cp.DataDir).Cert(datadir.CAName)
+	return key
 }
