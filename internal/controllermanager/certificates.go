@@ -13,7 +13,7 @@ import (
 func certificateControllers() []Descriptor {
 	return []Descriptor{
 		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}, Start: func(ctx context.Context, cc *ControllerContext) error {
-			c := csr.NewApprover(clientFor(cc, csr.ApproverName), cc.Informers.Certificates().V1().CertificateSigningRequests(), cc.Informers.Core().V1().Nodes())
+			c := csr.NewApprover(clientFor(cc, csr.ApproverName), cc.Informers.Certificates().V1().CertificateSigningRequests(), cc.Informers.Core().V1().Nodes(), cc.Informers.Coordination().V1().Leases())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -13,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
+	coordinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
+	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -33,15 +37,17 @@ type Approver struct {
 	client kubernetes.Interface
 	csrs   certlisters.CertificateSigningRequestLister
 	nodes  corelisters.NodeLister
+	leases coordlisters.LeaseLister
+	now    func() time.Time
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 	events *util.Events
 }
 
 // NewApprover registers the approver's handlers.
-func NewApprover(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, nodes coreinformers.NodeInformer) *Approver {
-	a := &Approver{client: client, csrs: csrs.Lister(), nodes: nodes.Lister(),
-		synced: []cache.InformerSynced{csrs.Informer().HasSynced, nodes.Informer().HasSynced},
+func NewApprover(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, nodes coreinformers.NodeInformer, leases coordinformers.LeaseInformer) *Approver {
+	a := &Approver{client: client, csrs: csrs.Lister(), nodes: nodes.Lister(), leases: leases.Lister(), now: time.Now,
+		synced: []cache.InformerSynced{csrs.Informer().HasSynced, nodes.Informer().HasSynced, leases.Informer().HasSynced},
 		queue:  util.NewQueue("certificate_approver"), events: util.NewEvents(client, ApproverName)}
 	csrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { util.Enqueue(a.queue, obj) },
@@ -105,6 +111,11 @@ func (a *Approver) sync(ctx context.Context, name string) error {
 			if r.subresource == "selfnodeclient" && req.Subject.CommonName != csr.Spec.Username {
 				continue
 			}
+			if r.subresource == "nodeclient" {
+				if why := a.nameInUse(req.Subject.CommonName[len(nodeUserPrefix):]); why != "" {
+					return a.deny(ctx, csr, "NodeNameInUse", why)
+				}
+			}
 			allowed, err := a.authorized(ctx, csr, r.subresource)
 			if err != nil {
 				return err
@@ -139,8 +150,61 @@ func (a *Approver) sync(ctx context.Context, name string) error {
 			return nil
 		}
 		return a.approve(ctx, csr, "Auto approving kubelet serving certificate for the node's own names and addresses.")
+	case SignerClient:
+		// mizzen's agents get their proxy's identity from their node's: a node may have
+		// a system:kube-proxy client certificate, and nothing else, approved.
+		if req.Subject.CommonName != proxyUser || len(req.Subject.Organization) > 0 {
+			return nil // someone else's to approve
+		}
+		if !strings.HasPrefix(csr.Spec.Username, nodeUserPrefix) || !slices.Contains(csr.Spec.Groups, nodesGroup) {
+			a.pending(csr, "only nodes get a %s client certificate approved automatically, not %s", proxyUser, csr.Spec.Username)
+			return nil
+		}
+		if err := validateClient(req, csr.Spec.Usages); err != nil || len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
+			a.pending(csr, "not a plain client certificate request for %s", proxyUser)
+			return nil
+		}
+		return a.approve(ctx, csr, "Auto approving kube-proxy client certificate for node "+csr.Spec.Username[len(nodeUserPrefix):]+".")
 	}
 	return nil
+}
+
+// proxyUser is upstream's kube-proxy identity, bound to system:node-proxier.
+const proxyUser = "system:kube-proxy"
+
+// liveLease is how recently a node's Lease must have been renewed for the node to
+// count as running: upstream's default node monitor grace period.
+const liveLease = 40 * time.Second
+
+// nameInUse says why a bootstrapper may not take the node name: a node of that name
+// is running (its Lease is fresh), so a second machine would take over its identity.
+func (a *Approver) nameInUse(name string) string {
+	if _, err := a.nodes.Get(name); err != nil {
+		return ""
+	}
+	lease, err := a.leases.Leases(corev1.NamespaceNodeLease).Get(name)
+	if err != nil || lease.Spec.RenewTime == nil {
+		return ""
+	}
+	if age := a.now().Sub(lease.Spec.RenewTime.Time); age < liveLease {
+		return fmt.Sprintf("node %q is running with another identity (its Lease was renewed %s ago): give this machine another node name, or stop the other one and delete its Node", name, age.Round(time.Second))
+	}
+	return ""
+}
+
+// deny refuses a request that would take over a running node's identity: unlike
+// anything else this approver will not approve, waiting would not help.
+func (a *Approver) deny(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, reason, message string) error {
+	csr = csr.DeepCopy()
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue,
+		Reason: reason, Message: message, LastUpdateTime: metav1.Now(),
+	})
+	_, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // outsideNode names the first DNS name or IP that is not the node's, "" when all are.
