@@ -26,8 +26,10 @@ import (
 	"mizzen/internal/apiserver"
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
+	"mizzen/internal/apiserver/authz/node"
 	rbacauthz "mizzen/internal/apiserver/authz/rbac"
 	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
+	"mizzen/internal/apiserver/authz/union"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcd"
@@ -75,7 +77,7 @@ type Options struct {
 	// certificates are verified against; without it they are not verified, as upstream's
 	// apiserver does without --kubelet-certificate-authority.
 	KubeletCertificateAuthority string
-	// AuthorizationMode is RBAC (the default when empty) or AlwaysAllow.
+	// AuthorizationMode is Node,RBAC (the default when empty), RBAC or AlwaysAllow.
 	AuthorizationMode string
 	// DisableAnonymousAuth is --anonymous-auth=false: a request without credentials
 	// is refused (401) except for health and version. AlwaysAllow implies it, as
@@ -370,20 +372,25 @@ func startEmbeddedEtcd(ctx context.Context, dir datadir.Dir, log *slog.Logger) (
 // steps that go with it (RBAC's escalation check). AlwaysAllow is no authorizer.
 func authorization(mode string) (apiserver.Authorizer, []admission.Validator, error) {
 	switch mode {
-	case "", "RBAC":
+	case "RBAC":
 		a := rbacauthz.New()
 		return a, []admission.Validator{a.EscalationCheck()}, nil
+	case "", "Node,RBAC":
+		// The Node authorizer first, as kubeadm configures it: kubelets get their own
+		// node's objects from it and nothing from RBAC's system:node binding.
+		a := rbacauthz.New()
+		return union.Union{node.New(bootstrappolicy.NodeRules()), a}, []admission.Validator{a.EscalationCheck()}, nil
 	case "AlwaysAllow":
 		return nil, nil, nil
 	}
-	return nil, nil, fmt.Errorf("--authorization-mode: unsupported mode %q (supported: RBAC, AlwaysAllow)", mode)
+	return nil, nil, fmt.Errorf("--authorization-mode: unsupported mode %q (supported: Node,RBAC, RBAC, AlwaysAllow)", mode)
 }
 
 // bootstrapPolicy creates and reconciles the default RBAC policy when RBAC is on, and
 // waits until the authorizer applies it, so that the components started next are
 // let in from their first request.
 func bootstrapPolicy(ctx context.Context, srv *apiserver.Server, authorizer apiserver.Authorizer) error {
-	if _, ok := authorizer.(*rbacauthz.Authorizer); !ok {
+	if authorizer == nil {
 		return nil
 	}
 	for _, item := range bootstrappolicy.Items() {
