@@ -211,6 +211,16 @@ func TestJoinWithToken(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:node:mznj-b" cannot get resource "secrets"`) {
 		t.Errorf("node B reading node A's pod's Secret: %v, want 403", err)
 	}
+	// NodeRestriction: node B may not change node A.
+	nodeA, err := nodeB.CoreV1().Nodes().Get(ctx, names[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeA.Labels["example.com/by"] = "b"
+	if _, err := nodeB.CoreV1().Nodes().Update(ctx, nodeA, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `node "mznj-b" is not allowed to modify node "mznj-a"`) {
+		t.Errorf("node B updating node A: %v, want 403", err)
+	}
+	t.Logf("kubectl get csr:\n%s", c.kubectl("get", "csr"))
 	_ = c.kubectl("delete", "pod", "--all", "--grace-period=0", "--force")
 }
 

@@ -37,7 +37,9 @@ func TestAuthorize(t *testing.T) {
 	})
 	a.Replace(pvcsGR, []runtime.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-a", Namespace: "ns"},
 		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-a"}}})
-	node := func(n string) registry.User { return registry.User{Name: "system:node:" + n, Groups: []string{"system:nodes", "system:authenticated"}} }
+	node := func(n string) registry.User {
+		return registry.User{Name: "system:node:" + n, Groups: []string{"system:nodes", "system:authenticated"}}
+	}
 	get := func(u registry.User, resource, ns, name string) authz.Attributes {
 		return authz.Attributes{User: u, Verb: "get", ResourceRequest: true, Resource: resource, Namespace: ns, Name: name}
 	}
