@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"mizzen/internal/agent/nodecert"
-	"mizzen/internal/controllermanager"
 	"mizzen/internal/controller/csr"
+	"mizzen/internal/controllermanager"
 	"mizzen/internal/testing/apiserver"
 )
 
