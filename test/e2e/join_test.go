@@ -221,6 +221,32 @@ func TestJoinWithToken(t *testing.T) {
 		t.Errorf("node B updating node A: %v, want 403", err)
 	}
 	t.Logf("kubectl get csr:\n%s", c.kubectl("get", "csr"))
+
+	// A restarted agent uses the certificates it has: its token may be gone by then.
+	if out, err := exec.Command(mizzenBin, "token", "delete", "--data-dir", dataDir, token).CombinedOutput(); err != nil {
+		t.Fatalf("mizzen token delete: %v\n%s", err, out)
+	}
+	csrsBefore, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.Stop(agents[1].cmd, 30*time.Second)
+	restarted := time.Now()
+	agents[1] = startLabAgent(t, lab.Machines[1], agents[1].dataDir, names[1], "mznj2", nil, "--server", serverURL, "--token", token)
+	eventually(t, 2*time.Minute, func() error {
+		lease, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, names[1], metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.After(restarted.Add(time.Second)) {
+			return fmt.Errorf("the restarted agent has not renewed its node's Lease yet")
+		}
+		return nil
+	})
+	csrsAfter, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil || len(csrsAfter.Items) != len(csrsBefore.Items) {
+		t.Errorf("the restarted agent filed CSRs: %d before, %d after (%v)", len(csrsBefore.Items), len(csrsAfter.Items), err)
+	}
 	_ = c.kubectl("delete", "pod", "--all", "--grace-period=0", "--force")
 }
 
