@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/agent"
@@ -19,6 +20,7 @@ func init() { register(newAgentCommand) }
 // under the data directory, and the service proxy, as `mizzen server` runs them beside
 // the control plane.
 func newAgentCommand() *cobra.Command {
+	var server, token string
 	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir string
 	var pf agent.ProxyOptions
 	var noProxy, verbose bool
@@ -27,18 +29,34 @@ func newAgentCommand() *cobra.Command {
 	var clusterDNS []string
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Run a node: the kubelet with its own containerd and the service proxy, joining the cluster of --kubeconfig",
+		Short: "Run a node: the kubelet with its own containerd and the service proxy, joining the cluster with --server and --token (or --kubeconfig)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return fmt.Errorf("loading kubeconfig: %w", err)
+			server, token = orEnv(server, "MIZZEN_URL"), orEnv(token, "MIZZEN_TOKEN")
+			if (kubeconfig == "") == (server == "" || token == "") {
+				return fmt.Errorf("join with --server and --token (or MIZZEN_URL and MIZZEN_TOKEN), or give --kubeconfig")
 			}
 			kf, err := agent.AgentKubelet(datadir.Dir(dataDir), nodeName, kubeletPort, podBridge)
 			if err != nil {
 				return err
+			}
+			var joined *agent.Joined
+			var cfg *rest.Config
+			if kubeconfig != "" {
+				if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+					return fmt.Errorf("loading kubeconfig: %w", err)
+				}
+			} else {
+				joined, err = agent.Join(ctx, agent.JoinOptions{Server: server, Token: token, Dir: datadir.Dir(dataDir), NodeName: kf.HostnameOverride})
+				if err != nil {
+					return fmt.Errorf("joining %s: %w", server, err)
+				}
+				cfg, kf.ServingCertificate = joined.KubeletConfig, joined.Serving.GetCertificate
+				if clientCAFile == "" {
+					clientCAFile = joined.CAFile
+				}
 			}
 			kf.ContainerLog, kf.ClusterDNS = containerLog, clusterDNS
 			if localPathDir != "" {
@@ -49,9 +67,12 @@ func newAgentCommand() *cobra.Command {
 					return err
 				}
 			}
-			opts := agent.Options{Kubelet: kf, KubeletConfig: cfg}
+			opts := agent.Options{Kubelet: kf, KubeletConfig: cfg, Joined: joined}
 			if !noProxy {
 				proxyCfg := cfg
+				if joined != nil {
+					proxyCfg = joined.ProxyConfig
+				}
 				if proxyKubeconfig != "" {
 					if proxyCfg, err = clientcmd.BuildConfigFromFlags("", proxyKubeconfig); err != nil {
 						return fmt.Errorf("loading the proxy's kubeconfig: %w", err)
@@ -65,7 +86,9 @@ func newAgentCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (instead of joining with --server and --token)")
+	f.StringVar(&server, "server", "", "the apiserver to join, https://HOST:PORT (env MIZZEN_URL)")
+	f.StringVar(&token, "token", "", "join token from `mizzen token create` (env MIZZEN_TOKEN): the node checks the server's CA against it, then gets its certificates through CSRs")
 	f.StringVar(&dataDir, "data-dir", datadir.Default, "directory for the node's state (DATA_DIR/agent: containerd, kubelet, images, pod-manifests; DATA_DIR/storage: local-path volumes)")
 	f.StringVar(&localPathDir, "local-path-dir", "", "directory for the local-path StorageClass's volumes on this node (default DATA_DIR/storage)")
 	f.StringVar(&nodeName, "node-name", "", "node name to register (default: the host name)")
@@ -80,6 +103,13 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
 	addContainerLogFlags(cmd, &containerLog)
-	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
+}
+
+// orEnv is v, or the environment variable name when v is empty.
+func orEnv(v, name string) string {
+	if v == "" {
+		return os.Getenv(name)
+	}
+	return v
 }

@@ -65,6 +65,9 @@ func newControllerManagerCommand() *cobra.Command {
 	f.IntVar(&serving.Port, "secure-port", 10257, "Port serving /healthz and /metrics over HTTPS with a self-signed certificate (0 disables)")
 	f.StringVar(&serving.BindAddress, "bind-address", "0.0.0.0", "Address --secure-port listens on")
 	f.BoolVar(&serving.Profiling, "profiling", false, "Serve /debug/pprof/ on --secure-port (unauthenticated here, unlike upstream: off by default)")
+	f.StringVar(&opts.ClusterSigningCertFile, "cluster-signing-cert-file", "", "PEM CA certificate the CSR signer issues kubelet and client certificates with (csrsigning is off without it)")
+	f.StringVar(&opts.ClusterSigningKeyFile, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
+	f.DurationVar(&opts.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "Longest certificate the CSR signer issues")
 	f.StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle to publish as kube-root-ca.crt (default: the kubeconfig's CA)")
 	return cmd
 }

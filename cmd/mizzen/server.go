@@ -52,6 +52,7 @@ type serverFlags struct {
 	enableAdmission       []string
 	disableAdmission      []string
 	authorizationMode     string
+	anonymousAuth         bool
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -65,9 +66,10 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fl.StringVar(&f.serviceAccountKeyFile, "service-account-key-file", "", "RSA private key (PEM) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, created if missing)")
 	fl.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "", "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local)")
-	fl.StringSliceVar(&f.enableAdmission, "enable-admission-plugins", nil, "admission plugins to run besides those on by default, by upstream's names (see docs/admission.md); the chain runs them in upstream's order")
+	fl.StringSliceVar(&f.enableAdmission, "enable-admission-plugins", []string{"NodeRestriction"}, "admission plugins to run besides those on by default, by upstream's names (see docs/admission.md); the chain runs them in upstream's order (NodeRestriction by default, as kubeadm's clusters run it)")
 	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run, even though on by default")
-	fl.StringVar(&f.authorizationMode, "authorization-mode", "RBAC", "how requests are authorized: RBAC (roles and bindings, with the default policy created at start) or AlwaysAllow (every authenticated user may do anything)")
+	fl.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "how requests are authorized: Node,RBAC (kubelets get their own node's objects, everyone else what roles and bindings grant, with the default policy created at start), RBAC, or AlwaysAllow (every authenticated user may do anything)")
+	fl.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "a request without credentials is system:anonymous, which the authorizer judges (off with AlwaysAllow, as upstream); when false only health and version answer such requests")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	if withDisable {
 		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run ("+strings.Join(controlplane.Components, ", ")+")")
@@ -81,6 +83,7 @@ func (f *serverFlags) options() core.Options {
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
 		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
 		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
+		DisableAnonymousAuth: !f.anonymousAuth,
 	}
 }
 

@@ -26,6 +26,8 @@ type Options struct {
 	// Proxy, when set, runs the service proxy with ProxyConfig's credentials.
 	Proxy       *ProxyOptions
 	ProxyConfig *rest.Config
+	// Joined, when set, keeps a joined node's certificates current beside them.
+	Joined *Joined
 }
 
 // Run runs the agent's components until ctx ends or one of them fails, which stops
@@ -36,6 +38,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Proxy != nil {
 		components = append(components, func(ctx context.Context) error { return RunProxy(ctx, opts.ProxyConfig, *opts.Proxy) })
+	}
+	if opts.Joined != nil {
+		components = append(components, opts.Joined.Run)
 	}
 	return runAll(ctx, components...)
 }

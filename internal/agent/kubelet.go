@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,6 +35,9 @@ type KubeletOptions struct {
 	// the bridge CNIBridge; RuntimeEndpoint is then ignored.
 	ContainerdDir, PauseBinary, CNIBridge      string
 	Address, TLSCertFile, TLSKeyFile, ClientCA string
+	// ServingCertificate, when set, is the node server's rotating certificate (a
+	// joined node's, from the kubelet-serving signer) in place of TLSCertFile.
+	ServingCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// ImagesDir holds image tarballs imported into the runtime at start (the agent's).
 	ImagesDir       string
 	PodManifestPath string
@@ -153,9 +157,11 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 			}
 		}
 	}
-	cert, err := nodeserver.LoadCertificate(kf.TLSCertFile, kf.TLSKeyFile, filepath.Join(kf.RootDir, "pki"), name)
-	if err != nil {
-		return fmt.Errorf("node server certificate: %w", err)
+	var cert tls.Certificate
+	if kf.ServingCertificate == nil {
+		if cert, err = nodeserver.LoadCertificate(kf.TLSCertFile, kf.TLSKeyFile, filepath.Join(kf.RootDir, "pki"), name); err != nil {
+			return fmt.Errorf("node server certificate: %w", err)
+		}
 	}
 	clientCAs, err := nodeserver.LoadClientCAs(kf.ClientCA)
 	if err != nil {
@@ -210,7 +216,7 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 
 		NodeServer: &nodeserver.Options{
 			Address:     net.JoinHostPort(address, strconv.Itoa(int(kf.Port))),
-			Certificate: cert, ClientCAs: clientCAs,
+			Certificate: cert, GetCertificate: kf.ServingCertificate, ClientCAs: clientCAs,
 		},
 	})
 }

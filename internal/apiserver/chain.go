@@ -20,7 +20,7 @@ func (s *Server) buildHandlerChain() http.Handler {
 	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
 	h = withRequestInfo(h)
 	h = authn.WithImpersonation(h, s.authorizeResource, s.writeError)
-	h = authn.WithAuthentication(h, s.authenticator(), isPublicPath, s.writeError)
+	h = authn.WithAuthentication(h, s.authenticator(), s.anonymousAllowed, s.writeError)
 	return h
 }
 
@@ -30,6 +30,7 @@ func (s *Server) authenticator() authn.Authenticator {
 	return authn.Union{
 		authn.ClientCert{},
 		authn.BearerToken(authn.TokenUnion{
+			bootstrapTokenAuthenticator{s},
 			s.saTokens,
 		}),
 	}
@@ -60,7 +61,17 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 // reviewToken authenticates a bearer token for the given audiences, for TokenReview
 // (see authn.ServiceAccountTokens.Review).
 func (s *Server) reviewToken(ctx context.Context, token string, audiences []string) (*registry.User, []string, error) {
+	if user, granted, ok, err := s.reviewBootstrapToken(ctx, token, audiences); ok {
+		return user, granted, err
+	}
 	return s.saTokens.Review(ctx, token, audiences)
+}
+
+// anonymousAllowed tells whether a request without credentials to path goes on as
+// system:anonymous, for the authorizer to judge (--anonymous-auth, as upstream); with
+// anonymous requests off, only health and version are.
+func (s *Server) anonymousAllowed(path string) bool {
+	return s.cfg.AnonymousAuth || isPublicPath(path)
 }
 
 // tokenObjects reads what ServiceAccount tokens are bound to from the watch cache.

@@ -35,6 +35,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugins"
 	"mizzen/internal/apiserver/aggregator"
 	"mizzen/internal/apiserver/authn"
+	"mizzen/internal/apiserver/authn/bootstraptoken"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
@@ -83,6 +84,12 @@ type Config struct {
 	// ClientCAPEM is the CA bundle of ClientCAs, published with FrontProxy in
 	// kube-system/extension-apiserver-authentication for aggregated servers.
 	ClientCAPEM []byte
+	// BootstrapTokenAuth authenticates bootstrap tokens (--enable-bootstrap-token-auth).
+	BootstrapTokenAuth bool
+	// AnonymousAuth makes a request without credentials system:anonymous on every
+	// path, for the authorizer to judge (--anonymous-auth); without it only health
+	// and version are served to such requests.
+	AnonymousAuth bool
 	// AggregatorInterval is how often aggregated APIs are checked; 10s when zero.
 	AggregatorInterval time.Duration
 }
@@ -120,6 +127,8 @@ type Server struct {
 	saTokens *authn.ServiceAccountTokens
 	// handler is the request chain (chain.go) in front of the REST core.
 	handler http.Handler
+	// bootstrapTokens authenticates bootstrap tokens; nil when they are off.
+	bootstrapTokens *bootstraptoken.Authenticator
 }
 
 // resourceHandler is one served resource with what the server derives from it.
@@ -242,6 +251,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.admission = chain
 	s.saTokens = &authn.ServiceAccountTokens{Signer: cfg.ServiceAccountIssuer, Audiences: cfg.APIAudiences, Objects: tokenObjects{s}}
+	s.bootstrapTokens = s.newBootstrapTokens()
 	s.handler = s.buildHandlerChain()
 	return s, nil
 }

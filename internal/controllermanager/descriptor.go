@@ -52,6 +52,10 @@ type Options struct {
 	// RootCA is the PEM bundle root-ca-cert-publisher puts in every namespace's
 	// kube-root-ca.crt ConfigMap (Run fills it from the rest config's CA).
 	RootCA []byte
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA csrsigning issues
+	// certificates with; ClusterSigningDuration the longest it issues (a year when 0).
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	ClusterSigningDuration                        time.Duration
 }
 
 // Descriptor names a controller and starts it. Start registers the informers it needs

@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts RunOptions) error {
 		}
 		opts.RootCA = ca
 	}
-	all := append(append(infraControllers(), workloadControllers()...), storageControllers()...)
+	all := append(append(append(infraControllers(), workloadControllers()...), storageControllers()...), certificateControllers()...)
 	return run(ctx, client, cfg, all, opts)
 }
 

@@ -124,6 +124,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 				Options: controllermanager.Options{
 					ConcurrentSyncs: 5, NodeMonitorGracePeriod: 40 * time.Second, ClusterCIDR: opts.ClusterCIDR,
 					NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 12500,
+					ClusterSigningCertFile: cp.CAFile(), ClusterSigningKeyFile: cp.CAKeyFile(),
 				},
 				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
 			})

@@ -93,5 +93,9 @@ func (d Dir) Images() string { return filepath.Join(d.Agent(), "images") }
 // Storage holds the local-path StorageClass's volumes on this node.
 func (d Dir) Storage() string { return filepath.Join(string(d), "storage") }
 
+// KubeletPKI holds a joined node's cluster CA and the certificates it got through
+// CSRs, each with its key (upstream's /var/lib/kubelet/pki).
+func (d Dir) KubeletPKI() string { return filepath.Join(d.Kubelet(), "pki") }
+
 // PodManifests holds the static pods the kubelet runs.
 func (d Dir) PodManifests() string { return filepath.Join(d.Agent(), "pod-manifests") }

@@ -284,8 +284,8 @@ func TestNodeServerStreams(t *testing.T) {
 			certs []tls.Certificate
 			want  int
 		}{
-			{"apiserver, no certificate", apiserver + "/api/v1/namespaces/default/pods/bb/log?container=main", nil, http.StatusUnauthorized},
-			{"apiserver exec, no certificate", apiserver + "/api/v1/namespaces/default/pods/bb/exec?container=main&command=true&stdout=true", nil, http.StatusUnauthorized},
+			{"apiserver, no certificate (system:anonymous)", apiserver + "/api/v1/namespaces/default/pods/bb/log?container=main", nil, http.StatusForbidden},
+			{"apiserver exec, no certificate (system:anonymous)", apiserver + "/api/v1/namespaces/default/pods/bb/exec?container=main&command=true&stdout=true", nil, http.StatusForbidden},
 			{"kubelet, no certificate", kubelet + "/containerLogs/default/bb/main", nil, http.StatusUnauthorized},
 			{"kubelet, a node's certificate", kubelet + "/containerLogs/default/bb/main", certOf("kubelet"), http.StatusForbidden},
 			{"kubelet, the apiserver's certificate", kubelet + "/containerLogs/default/bb/main", certOf("apiserver-kubelet-client"), http.StatusOK},

@@ -422,9 +422,9 @@ func TestBadInput(t *testing.T) {
 	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"spec.bogus\"`) {
 		t.Fatalf("fieldValidation=Warn: %d, Warning %q", code, hdr.Get("Warning"))
 	}
-	// Anonymous requests are refused except health and version.
+	// Anonymous requests are system:anonymous, whom RBAC lets read health and version only.
 	anon := rest.AnonymousClientConfig(cfg)
-	for path, want := range map[string]int{"/api/v1/pods": 401, "/readyz": 200, "/healthz": 200, "/livez": 200, "/version": 200} {
+	for path, want := range map[string]int{"/api/v1/pods": 403, "/readyz": 200, "/healthz": 200, "/livez": 200, "/version": 200} {
 		code, _, _ := rawRequest(t, anon, "GET", path, "", nil)
 		if code != want {
 			t.Errorf("anonymous GET %s: %d, want %d", path, code, want)

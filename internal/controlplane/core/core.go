@@ -27,6 +27,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/plugins"
 	"mizzen/internal/apiserver/authz"
+	"mizzen/internal/apiserver/authz/node"
 	rbacauthz "mizzen/internal/apiserver/authz/rbac"
 	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 	"mizzen/internal/apiserver/satoken"
@@ -76,8 +77,12 @@ type Options struct {
 	// certificates are verified against; without it they are not verified, as upstream's
 	// apiserver does without --kubelet-certificate-authority.
 	KubeletCertificateAuthority string
-	// AuthorizationMode is RBAC (the default when empty) or AlwaysAllow.
+	// AuthorizationMode is Node,RBAC (the default when empty), RBAC or AlwaysAllow.
 	AuthorizationMode string
+	// DisableAnonymousAuth is --anonymous-auth=false: a request without credentials
+	// is refused (401) except for health and version. AlwaysAllow implies it, as
+	// upstream resets --anonymous-auth with that authorizer.
+	DisableAnonymousAuth bool
 }
 
 // DefaultServiceCIDR is where ClusterIPs come from unless configured.
@@ -231,6 +236,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		Authorizer:           authorizer,
 		FrontProxy:           frontProxy,
 		ClientCAPEM:          ca.CertPEM,
+		BootstrapTokenAuth:   true,
+		AnonymousAuth:        !opts.DisableAnonymousAuth && authorizer != nil,
 	})
 	if err != nil {
 		return nil, err
@@ -269,6 +276,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := srv.Bootstrap(ctx, initial...); err != nil {
 		stopCache()
 		return nil, fmt.Errorf("creating the initial objects: %w", err)
+	}
+	if err := publishClusterInfo(ctx, srv, "https://"+net.JoinHostPort(advertise.String(), strconv.Itoa(port)), ca.CertPEM); err != nil {
+		stopCache()
+		return nil, err
 	}
 	if err := bootstrapPolicy(readyCtx, srv, authorizer); err != nil {
 		stopCache()
@@ -361,15 +372,20 @@ func startEmbeddedEtcd(ctx context.Context, dir datadir.Dir, log *slog.Logger) (
 // steps that go with it (RBAC's escalation check). AlwaysAllow is no authorizer.
 func authorization(mode string) (apiserver.Authorizer, []admission.Validator, error) {
 	switch mode {
-	case "", "RBAC":
+	case "RBAC":
 		a := rbacauthz.New()
 		// The modes the request chain asks, in order; another authorizer (Node) is one
 		// more member.
 		return authz.Union{a}, []admission.Validator{a.EscalationCheck()}, nil
+	case "", "Node,RBAC":
+		// The Node authorizer first, as kubeadm configures it: kubelets get their own
+		// node's objects from it and nothing from RBAC's system:node binding.
+		a := rbacauthz.New()
+		return authz.Union{node.New(bootstrappolicy.NodeRules()), a}, []admission.Validator{a.EscalationCheck()}, nil
 	case "AlwaysAllow":
 		return nil, nil, nil
 	}
-	return nil, nil, fmt.Errorf("--authorization-mode: unsupported mode %q (supported: RBAC, AlwaysAllow)", mode)
+	return nil, nil, fmt.Errorf("--authorization-mode: unsupported mode %q (supported: Node,RBAC, RBAC, AlwaysAllow)", mode)
 }
 
 // bootstrapPolicy creates and reconciles the default RBAC policy when RBAC is on, and

@@ -54,7 +54,9 @@ type Options struct {
 	PodVolumes func(uid string) []PodVolume
 	// Certificate is the serving certificate; ClientCAs verify callers' certificates.
 	Certificate tls.Certificate
-	ClientCAs   *x509.CertPool
+	// GetCertificate, when set, replaces Certificate: a certificate that rotates.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	ClientCAs      *x509.CertPool
 	// RootDir is the kubelet's state directory; its filesystem is the node's fs in
 	// /stats/summary.
 	RootDir string
@@ -141,13 +143,17 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // given, and the handler refuses requests without one. HTTP/1.1 only, since the
 // streaming endpoints hijack their connection for an upgrade.
 func (s *Server) TLSConfig() *tls.Config {
-	return &tls.Config{
+	cfg := &tls.Config{
 		Certificates: []tls.Certificate{s.opts.Certificate},
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		ClientCAs:    s.opts.ClientCAs,
 		MinVersion:   tls.VersionTLS12,
 		NextProtos:   []string{"http/1.1"},
 	}
+	if s.opts.GetCertificate != nil {
+		cfg.Certificates, cfg.GetCertificate = nil, s.opts.GetCertificate
+	}
+	return cfg
 }
 
 // ServeHTTP authenticates and authorizes the caller, then routes the request.

@@ -16,6 +16,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugin/ingressclass"
 	"mizzen/internal/apiserver/admission/plugin/limitranger"
 	"mizzen/internal/apiserver/admission/plugin/namespace"
+	"mizzen/internal/apiserver/admission/plugin/noderestriction"
 	"mizzen/internal/apiserver/admission/plugin/nodetaint"
 	"mizzen/internal/apiserver/admission/plugin/podsecurity"
 	"mizzen/internal/apiserver/admission/plugin/podtolerations"
@@ -117,6 +118,9 @@ var factories = map[string]Factory{
 		return serviceaccount.New(d.Reader), nil
 	},
 	nodetaint.PluginName: func(admission.Deps) (admission.Handler, error) { return nodetaint.New(), nil },
+	noderestriction.PluginName: func(d admission.Deps) (admission.Handler, error) {
+		return noderestriction.New(d.Reader), nil
+	},
 	priority.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return priority.New(d.Reader), nil
 	},

@@ -262,6 +262,10 @@ func schedulerRules() []rbacv1.PolicyRule {
 // nodeRules are upstream's system:node rules. Upstream limits each kubelet to its own
 // node's objects with the Node authorizer, which mizzen does not have; the role is
 // bound to the group system:nodes instead (see ClusterRoleBindings).
+// NodeRules are the system:node role's rules, which the Node authorizer grants
+// kubelets beyond their node's objects.
+func NodeRules() []rbacv1.PolicyRule { return nodeRules() }
+
 func nodeRules() []rbacv1.PolicyRule {
 	return rules(
 		rule("create").groups(authnGroup).resources("tokenreviews"),
@@ -319,10 +323,9 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-dns", kubeDNS),
 		clusterRoleBinding("system:kube-scheduler", subjects(rbacv1.UserKind, "system:kube-scheduler")),
 		clusterRoleBinding("system:monitoring", subjects(rbacv1.GroupKind, "system:monitoring")),
-		// Deviation: upstream's system:node binding has no subjects (the Node authorizer
-		// grants kubelets their node's objects); without that authorizer, mizzen binds
-		// the role to every kubelet, as upstream did before 1.8.
-		clusterRoleBinding("system:node", subjects(rbacv1.GroupKind, "system:nodes")),
+		// No subjects, as upstream's: the Node authorizer grants kubelets their node's
+		// objects and the role's other rules (NodeRules).
+		clusterRoleBinding("system:node", nil),
 		clusterRoleBinding("system:node-proxier", subjects(rbacv1.UserKind, "system:kube-proxy")),
 		clusterRoleBinding("system:public-info-viewer", subjects(rbacv1.GroupKind, "system:authenticated", "system:unauthenticated")),
 		clusterRoleBinding("system:service-account-issuer-discovery", subjects(rbacv1.GroupKind, "system:serviceaccounts")),

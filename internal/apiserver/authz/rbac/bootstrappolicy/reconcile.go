@@ -24,16 +24,16 @@ type Item struct {
 // Items lists the default policy: the roles first, then their bindings.
 func Items() []Item {
 	var out []Item
-	for _, r := range append(ClusterRoles(), AddonClusterRoles()...) {
+	for _, r := range append(append(ClusterRoles(), AddonClusterRoles()...), joinClusterRoles()...) {
 		out = append(out, item(&r, ReconcileClusterRole))
 	}
-	for _, r := range Roles() {
+	for _, r := range append(Roles(), joinRoles()...) {
 		out = append(out, item(&r, ReconcileRole))
 	}
-	for _, b := range RoleBindings() {
+	for _, b := range append(RoleBindings(), joinRoleBindings()...) {
 		out = append(out, item(&b, ReconcileRoleBinding))
 	}
-	for _, b := range append(ClusterRoleBindings(), AddonClusterRoleBindings()...) {
+	for _, b := range append(append(ClusterRoleBindings(), AddonClusterRoleBindings()...), joinClusterRoleBindings()...) {
 		out = append(out, item(&b, ReconcileClusterRoleBinding))
 	}
 	return out

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/apiserver/authz"
+	"mizzen/internal/registry"
+)
+
+func podOn(name, node string, volumes ...corev1.Volume) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: "sa-" + name, Volumes: volumes,
+			Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{{Name: "E", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-" + name}}}}}}}}}
+}
+
+func secretVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}}
+}
+
+func claimVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+}
+
+func TestAuthorize(t *testing.T) {
+	a := New([]rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"pods"}}})
+	a.Replace(podsGR, []runtime.Object{
+		podOn("pa", "a", secretVolume("only-a"), secretVolume("shared"), claimVolume("claim-a")),
+		podOn("pb", "b", secretVolume("shared")),
+		podOn("unbound", "", secretVolume("unbound-secret")),
+	})
+	a.Replace(pvcsGR, []runtime.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-a", Namespace: "ns"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-a"}}})
+	node := func(n string) registry.User {
+		return registry.User{Name: "system:node:" + n, Groups: []string{"system:nodes", "system:authenticated"}}
+	}
+	get := func(u registry.User, resource, ns, name string) authz.Attributes {
+		return authz.Attributes{User: u, Verb: "get", ResourceRequest: true, Resource: resource, Namespace: ns, Name: name}
+	}
+	cases := []struct {
+		name  string
+		attrs authz.Attributes
+		allow bool
+	}{
+		{"own pod's secret", get(node("a"), "secrets", "ns", "only-a"), true},
+		{"another node's pod's secret", get(node("b"), "secrets", "ns", "only-a"), false},
+		{"shared secret from b", get(node("b"), "secrets", "ns", "shared"), true},
+		{"unbound pod's secret", get(node("a"), "secrets", "ns", "unbound-secret"), false},
+		{"env configmap", get(node("a"), "configmaps", "ns", "env-pa"), true},
+		{"env configmap of b's pod", get(node("a"), "configmaps", "ns", "env-pb"), false},
+		{"pvc", get(node("a"), "persistentvolumeclaims", "ns", "claim-a"), true},
+		{"bound pv", get(node("a"), "persistentvolumes", "", "pv-a"), true},
+		{"pv from b", get(node("b"), "persistentvolumes", "", "pv-a"), false},
+		{"list secrets", authz.Attributes{User: node("a"), Verb: "list", ResourceRequest: true, Resource: "secrets", Namespace: "ns"}, false},
+		{"sa token", authz.Attributes{User: node("a"), Verb: "create", ResourceRequest: true, Resource: "serviceaccounts", Subresource: "token", Namespace: "ns", Name: "sa-pa"}, true},
+		{"other sa token", authz.Attributes{User: node("a"), Verb: "create", ResourceRequest: true, Resource: "serviceaccounts", Subresource: "token", Namespace: "ns", Name: "sa-pb"}, false},
+		{"rules: list pods", authz.Attributes{User: node("a"), Verb: "list", ResourceRequest: true, Resource: "pods"}, true},
+		{"rules: delete nodes", authz.Attributes{User: node("a"), Verb: "delete", ResourceRequest: true, Resource: "nodes", Name: "b"}, false},
+		{"not a node", get(registry.User{Name: "system:node:a"}, "secrets", "ns", "only-a"), false},
+	}
+	for _, tc := range cases {
+		if ok, reason := a.Authorize(context.Background(), tc.attrs); ok != tc.allow {
+			t.Errorf("%s: allowed %v (%q), want %v", tc.name, ok, reason, tc.allow)
+		}
+	}
+	// The graph follows changes: the pod moving away (deleted) takes its uses along.
+	a.Apply(podOn("pa", "a"), true)
+	if ok, _ := a.Authorize(context.Background(), get(node("a"), "secrets", "ns", "only-a")); ok {
+		t.Error("the deleted pod's secret is still readable")
+	}
+	if ok, reason := a.Authorize(context.Background(), get(node("b"), "secrets", "ns", "shared")); !ok {
+		t.Errorf("b's own pod's secret: %q", reason)
+	}
+	if _, reason := a.Authorize(context.Background(), get(node("a"), "secrets", "ns", "shared")); reason != "no relationship found between node 'a' and this object" {
+		t.Errorf("reason %q", reason)
+	}
+}
