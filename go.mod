@@ -24,7 +24,11 @@ require (
 	k8s.io/kubelet v0.37.2
 )
 
-require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/vishvananda/netlink v1.3.1 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
