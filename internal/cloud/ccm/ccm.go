@@ -18,6 +18,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -168,8 +169,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	start := func(ctx context.Context) error {
-		if err := provider.Initialize(ctx, client); err != nil {
-			return fmt.Errorf("initializing cloud provider %q: %w", provider.ProviderName(), err)
+		// The apiserver may not answer yet: the provider's first look is retried.
+		err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := provider.Initialize(ctx, client); err != nil {
+				opts.Log.Warn("initializing the cloud provider; will retry", "provider", provider.ProviderName(), "err", err)
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil // ctx ended
 		}
 		return StartControllers(ctx, client, provider, on, opts)
 	}
