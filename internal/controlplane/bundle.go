@@ -80,6 +80,9 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		opts.Log = slog.Default()
 	}
 	disabled := func(name string) bool { return slices.Contains(opts.Disable, name) }
+	if opts.KubeletCloudProvider != "" && disabled("cloud-controller-manager") {
+		return fmt.Errorf("the agent's kubelet runs with --cloud-provider %s, which needs the cloud-controller-manager: its node would stay tainted uninitialized", opts.KubeletCloudProvider)
+	}
 	// The control plane outlives the components on the way down, so that they can still
 	// release their leader Leases and finish their writes: a scheduler whose Lease is
 	// left behind keeps the next server's scheduler waiting for it to expire.
@@ -142,8 +145,6 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 			return fail(fmt.Errorf("cloud-controller-manager: %w, or run with --disable cloud-controller-manager", err))
 		}
 		start("cloud-controller-manager", run)
-	} else if opts.KubeletCloudProvider != "" {
-		return fail(fmt.Errorf("the agent's kubelet runs with --cloud-provider %s, which needs the cloud-controller-manager: its node would stay tainted uninitialized", opts.KubeletCloudProvider))
 	}
 	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
 	// them, reached through Services whose endpoint is this machine.

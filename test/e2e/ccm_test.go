@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,4 +269,109 @@ func waitExternalIP(t *testing.T, c *cluster, name string) string {
 		return nil
 	})
 	return ip
+}
+
+// Network of the bundled cloud-controller-manager test's cluster.
+const (
+	ccmBundleClusterCIDR = "10.153.0.0/16"
+	ccmBundleServiceCIDR = "10.69.0.0/16"
+	ccmBundleBridge      = "mznc1"
+)
+
+// TestCloudControllerManagerBundled runs `mizzen server` with its own agent's kubelet
+// on --cloud-provider external and no pool: the node is initialized, and a
+// LoadBalancer Service gets the node's address, as k3s's ServiceLB gives it, and
+// answers there; a second Service on the same port is refused with an event. A server
+// asked to run its kubelet external without the cloud-controller-manager refuses to
+// start.
+func TestCloudControllerManagerBundled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs containerd")
+	}
+	requireNodeRuntime(t)
+
+	t.Run("external kubelet without the cloud-controller-manager is refused", func(t *testing.T) {
+		out, err := exec.Command(mizzenBin, "server", "--data-dir", t.TempDir(), "--bind-address", "127.0.0.1",
+			"--secure-port", strconv.Itoa(freePort(t)), "--disable", "agent,cloud-controller-manager",
+			"--kubelet-cloud-provider", "external", "--etcd-disable-snapshots").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "needs the cloud-controller-manager") {
+			t.Errorf("server: %v\n%s", err, out)
+		}
+	})
+
+	images := testImages(t)
+	dataDir := t.TempDir()
+	stageImages(t, dataDir, images, "agnhost.tar")
+	c := startServer(t, dataDir, freePort(t), "--cluster-cidr", ccmBundleClusterCIDR, "--service-cluster-ip-range", ccmBundleServiceCIDR,
+		"--pod-bridge", ccmBundleBridge, "--kubelet-port", strconv.Itoa(freePort(t)),
+		"--kubelet-certificate-authority", filepath.Join(dataDir, "tls", "ca.crt"), "--kubelet-cloud-provider", "external")
+	t.Cleanup(func() {
+		for _, svc := range []string{"web", "web2"} {
+			_, _ = c.kubectlErr("delete", "service", svc, "--ignore-not-found", "--wait=true", "--timeout=30s")
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", c.log.String())
+		}
+		cleanupHost(t, c, dataDir, ccmBundleBridge)
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	var node *v1.Node
+	eventually(t, 2*time.Minute, func() error {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil || len(nodes.Items) != 1 {
+			return fmt.Errorf("nodes: %v", err)
+		}
+		n := &nodes.Items[0]
+		if hasTaint(n, "node.cloudprovider.kubernetes.io/uninitialized") || !nodeReady(n) || n.Spec.ProviderID == "" {
+			return fmt.Errorf("node %s not initialized and Ready: taints %v, providerID %q", n.Name, n.Spec.Taints, n.Spec.ProviderID)
+		}
+		node = n
+		return nil
+	})
+	if node.Spec.ProviderID != "local://"+node.Name || node.Labels["node.kubernetes.io/instance-type"] != "local" {
+		t.Errorf("providerID %q, instance-type %q", node.Spec.ProviderID, node.Labels["node.kubernetes.io/instance-type"])
+	}
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+
+	c.kubectl("create", "deployment", "web", "--image", agnhostImage, "--port", "8080", "--", "/agnhost", "netexec", "--http-port", "8080")
+	eventually(t, 3*time.Minute, func() error {
+		out, err := c.kubectlErr("get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}")
+		if err != nil || strings.TrimSpace(out) != "1" {
+			return fmt.Errorf("deployment not ready: %v %s", err, out)
+		}
+		return nil
+	})
+	// A port above the NodePort range that nothing on this host listens on.
+	port := strconv.Itoa(freePort(t))
+	c.kubectl("expose", "deployment", "web", "--type", "LoadBalancer", "--port", port, "--target-port", "8080")
+	if ip := waitExternalIP(t, c, "web"); ip != nodeIP {
+		t.Errorf("EXTERNAL-IP %s, want the node's address %s", ip, nodeIP)
+	}
+	var body string
+	eventually(t, time.Minute, func() error {
+		b, err := httpGet("http://" + net.JoinHostPort(nodeIP, port) + "/hostname")
+		body = b
+		return err
+	})
+	if !strings.HasPrefix(body, "web-") {
+		t.Errorf("GET /hostname = %q, want a pod of web", body)
+	}
+	c.kubectl("expose", "deployment", "web", "--name", "web2", "--type", "LoadBalancer", "--port", port, "--target-port", "8080")
+	eventually(t, time.Minute, func() error {
+		out, _ := c.kubectlErr("get", "events", "--field-selector", "involvedObject.name=web2,reason=SyncLoadBalancerFailed", "-o", "jsonpath={.items[*].message}")
+		if !strings.Contains(out, "is already taken by the load balancer of service default/web") {
+			return fmt.Errorf("no SyncLoadBalancerFailed event about the taken port: %q", out)
+		}
+		return nil
+	})
 }
