@@ -45,7 +45,9 @@ nodes:
 // external`: the node registers tainted uninitialized and the controller initializes
 // it; a LoadBalancer Service gets a pool address and answers HTTP on it from this
 // host; a third Service finds the pool exhausted and says so, and gets an address
-// once one comes free; deleting a Service removes its rules and its finalizer.
+// once one comes free; deleting a Service removes its rules and its finalizer; a
+// machine the config file marks shut down gets its node tainted, and one marked
+// removed its node deleted, once the node is not Ready.
 func TestCloudControllerManager(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs containerd")
@@ -236,6 +238,51 @@ func TestCloudControllerManager(t *testing.T) {
 		if _, err := httpGet("http://10.250.152.1:80/hostname"); err == nil {
 			t.Error("10.250.152.1:80 still answers after the service was deleted")
 		}
+	})
+
+	t.Run("a shut down machine is tainted and a removed one's node deleted", func(t *testing.T) {
+		writeConfig := func(extra string) {
+			if err := os.WriteFile(cloudConfig, []byte(ccmCloudConfig+extra), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeConfig("    shutdown: true\n")
+		a.stop()
+		eventually(t, 3*time.Minute, func() error {
+			n, err := client.CoreV1().Nodes().Get(ctx, ccmNode, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !hasTaint(n, "node.cloudprovider.kubernetes.io/shutdown") {
+				return fmt.Errorf("no shutdown taint yet (Ready: %v): %v", nodeReady(n), n.Spec.Taints)
+			}
+			return nil
+		})
+		writeConfig("    removed: true\n")
+		eventually(t, time.Minute, func() error {
+			if _, err := client.CoreV1().Nodes().Get(ctx, ccmNode, metav1.GetOptions{}); err == nil {
+				return fmt.Errorf("node %s still exists", ccmNode)
+			}
+			return nil
+		})
+		out := c.kubectl("get", "events", "-A", "--field-selector", "reason=DeletingNode", "-o", "jsonpath={.items[*].message}")
+		if !strings.Contains(out, "Deleting node "+ccmNode+" because it does not exist in the cloud provider") {
+			t.Errorf("DeletingNode events: %q", out)
+		}
+		// The machine comes back: the agent registers the node again, and the test's
+		// cleanup has a running node to stop.
+		writeConfig("")
+		a.start()
+		eventually(t, 2*time.Minute, func() error {
+			n, err := client.CoreV1().Nodes().Get(ctx, ccmNode, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if hasTaint(n, "node.cloudprovider.kubernetes.io/uninitialized") || !nodeReady(n) {
+				return fmt.Errorf("re-registered node not initialized and Ready: %v", n.Spec.Taints)
+			}
+			return nil
+		})
 	})
 }
 
