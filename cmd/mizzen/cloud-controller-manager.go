@@ -26,6 +26,9 @@ func newCloudControllerManagerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if _, err := ccm.NewProvider(opts); err != nil { // bad flags fail before anything connects
+				return err
+			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/testing/proc"
 )
 
 // Network of the cloud-controller-manager test's cluster: distinct from other
@@ -421,4 +423,42 @@ func TestCloudControllerManagerBundled(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCloudControllerManagerCommand runs `mizzen cloud-controller-manager` as its own
+// process beside a server whose bundled one is disabled: a LoadBalancer Service gets an
+// address of its pool, with a warning that no node can serve it yet; an unknown
+// provider is refused.
+func TestCloudControllerManagerCommand(t *testing.T) {
+	out, err := exec.Command(mizzenBin, "cloud-controller-manager", "--kubeconfig", "/nonexistent", "--cloud-provider", "aws").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `--cloud-provider "aws" is unknown`) {
+		t.Errorf("--cloud-provider aws: %v\n%s", err, out)
+	}
+	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent,cloud-controller-manager,dns,metrics-server,ingress,dashboard",
+		"--service-cluster-ip-range", ccmBundleServiceCIDR)
+	c.kubectl("create", "service", "loadbalancer", "web", "--tcp", "80:8080")
+	ccm := &bytes.Buffer{}
+	cmd := exec.Command(mizzenBin, "cloud-controller-manager", "--kubeconfig", c.kubeconfig, "--cloud-provider", "local",
+		"--lb-ip-pool", "10.250.152.8-10.250.152.9")
+	cmd.Stdout, cmd.Stderr = ccm, ccm
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		proc.Stop(cmd, 15*time.Second)
+		if t.Failed() {
+			t.Logf("cloud-controller-manager log:\n%s", ccm.String())
+		}
+	})
+	if ip := waitExternalIP(t, c, "web"); ip != "10.250.152.8" {
+		t.Errorf("EXTERNAL-IP %s, want 10.250.152.8", ip)
+	}
+	out2 := c.kubectl("get", "events", "--field-selector", "involvedObject.name=web", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+	if !strings.Contains(out2, "UnAvailableLoadBalancer: There are no available nodes for LoadBalancer") {
+		t.Errorf("events:\n%s", out2)
+	}
+	holder := c.kubectl("get", "lease", "-n", "kube-system", "cloud-controller-manager", "-o", "jsonpath={.spec.holderIdentity}")
+	if holder == "" {
+		t.Error("the Lease kube-system/cloud-controller-manager has no holder")
+	}
 }
