@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -33,6 +34,11 @@ type RouteOptions struct {
 type routes struct {
 	opts RouteOptions
 	h    *netlink.Handle
+
+	mu sync.Mutex
+	// own are the pod CIDRs of this machine's node, which need no kernel route: listed
+	// as routes all the same, so that the controller does not ask for them again.
+	own map[netip.Prefix]netip.Addr
 }
 
 var _ cloud.Routes = (*routes)(nil)
@@ -45,7 +51,7 @@ func newRoutes(opts RouteOptions) *routes {
 	if h == nil {
 		h = &netlink.Handle{}
 	}
-	return &routes{opts: opts, h: h}
+	return &routes{opts: opts, h: h, own: map[netip.Prefix]netip.Addr{}}
 }
 
 // ListRoutes lists this provider's routes within the cluster CIDR. Their target is
@@ -73,6 +79,12 @@ func (r *routes) ListRoutes(context.Context, string) ([]*cloud.Route, error) {
 		}
 		out = append(out, route)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for dst, gw := range r.own {
+		out = append(out, &cloud.Route{Name: dst.String(), DestinationCIDR: dst.String(),
+			TargetNodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: gw.String()}}})
+	}
 	return out, nil
 }
 
@@ -92,6 +104,9 @@ func (r *routes) CreateRoute(_ context.Context, _ string, _ string, route *cloud
 		return err
 	}
 	if local {
+		r.mu.Lock()
+		r.own[dst.Masked()] = gw
+		r.mu.Unlock()
 		return nil
 	}
 	err = r.h.RouteReplace(&netlink.Route{
@@ -108,6 +123,13 @@ func (r *routes) DeleteRoute(_ context.Context, _ string, route *cloud.Route) er
 	dst, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
 		return fmt.Errorf("route to %q: not a CIDR", route.DestinationCIDR)
+	}
+	r.mu.Lock()
+	_, own := r.own[dst.Masked()]
+	delete(r.own, dst.Masked())
+	r.mu.Unlock()
+	if own {
+		return nil
 	}
 	err = r.h.RouteDel(&netlink.Route{Dst: ipNet(dst), Table: r.opts.Table, Protocol: RouteProtocol})
 	if err != nil && err != unix.ESRCH {

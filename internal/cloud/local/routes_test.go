@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -83,9 +85,20 @@ func TestRoutesThroughNetlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(routes) != 1 || routes[0].DestinationCIDR != "10.152.2.0/24" || internalIP(routes[0].TargetNodeAddresses).String() != "192.168.152.2" {
-		t.Fatalf("routes %+v, want only 10.152.2.0/24 via 192.168.152.2", routes)
+	// This machine's own pod CIDR is listed without a kernel route, so that it is not
+	// asked for again.
+	slices.SortFunc(routes, func(a, b *cloud.Route) int { return strings.Compare(a.DestinationCIDR, b.DestinationCIDR) })
+	if len(routes) != 2 || routes[0].DestinationCIDR != "10.152.1.0/24" || routes[1].DestinationCIDR != "10.152.2.0/24" ||
+		internalIP(routes[1].TargetNodeAddresses).String() != "192.168.152.2" {
+		t.Fatalf("routes %+v, want 10.152.1.0/24 (this machine's) and 10.152.2.0/24 via 192.168.152.2", routes)
 	}
+	if kernel, _ := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: RouteProtocol}, netlink.RT_FILTER_PROTOCOL); len(kernel) != 1 {
+		t.Errorf("kernel routes %+v, want one", kernel)
+	}
+	if err := r.DeleteRoute(ctx, "k", routes[0]); err != nil {
+		t.Fatal(err)
+	}
+	routes = routes[1:]
 	kernel, _ := h.RouteGet(net.ParseIP("10.152.2.9"))
 	if len(kernel) != 1 || !kernel[0].Gw.Equal(net.ParseIP("192.168.152.2")) {
 		t.Errorf("the kernel routes 10.152.2.9 via %+v", kernel)
