@@ -95,7 +95,7 @@ func New(client kubernetes.Interface, provider cloud.Interface, clusterName stri
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Service)
 			n, ok2 := cur.(*v1.Service)
-			if ok1 && ok2 && (needsUpdate(o, n) || needsCleanup(n)) {
+			if ok1 && ok2 && (c.needsUpdate(o, n) || needsCleanup(n)) {
 				util.Enqueue(c.queue, cur)
 			}
 		},
@@ -143,10 +143,30 @@ func needsCleanup(svc *v1.Service) bool {
 }
 
 // needsUpdate: a change of what the load balancer is made of (not of its status,
-// which this controller writes).
-func needsUpdate(old, cur *v1.Service) bool {
+// which this controller writes). The changes upstream reports get its events
+// ("Type", "LoadbalancerIP", "ExternalTrafficPolicy", ...).
+func (c *Controller) needsUpdate(old, cur *v1.Service) bool {
 	if !wantsLoadBalancer(old) && !wantsLoadBalancer(cur) {
 		return false
+	}
+	event := func(reason, format string, args ...any) {
+		c.Events.Eventf(cur, v1.EventTypeNormal, reason, format, args...)
+	}
+	switch {
+	case wantsLoadBalancer(old) != wantsLoadBalancer(cur):
+		event("Type", "%v -> %v", old.Spec.Type, cur.Spec.Type)
+	case !slices.Equal(old.Spec.LoadBalancerSourceRanges, cur.Spec.LoadBalancerSourceRanges):
+		event("LoadBalancerSourceRanges", "%v -> %v", old.Spec.LoadBalancerSourceRanges, cur.Spec.LoadBalancerSourceRanges)
+	case old.Spec.LoadBalancerIP != cur.Spec.LoadBalancerIP:
+		event("LoadbalancerIP", "%v -> %v", old.Spec.LoadBalancerIP, cur.Spec.LoadBalancerIP)
+	case len(old.Spec.ExternalIPs) != len(cur.Spec.ExternalIPs):
+		event("ExternalIP", "Count: %v -> %v", len(old.Spec.ExternalIPs), len(cur.Spec.ExternalIPs))
+	case old.UID != cur.UID:
+		event("UID", "%v -> %v", old.UID, cur.UID)
+	case old.Spec.ExternalTrafficPolicy != cur.Spec.ExternalTrafficPolicy:
+		event("ExternalTrafficPolicy", "%v -> %v", old.Spec.ExternalTrafficPolicy, cur.Spec.ExternalTrafficPolicy)
+	case old.Spec.HealthCheckNodePort != cur.Spec.HealthCheckNodePort:
+		event("HealthCheckNodePort", "%v -> %v", old.Spec.HealthCheckNodePort, cur.Spec.HealthCheckNodePort)
 	}
 	return !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
 		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) || old.UID != cur.UID

@@ -249,3 +249,24 @@ func TestNodeChangesUpdateHosts(t *testing.T) {
 		t.Error("an unchanged node set updated the load balancer again")
 	}
 }
+
+func TestChangesAreReportedAsUpstream(t *testing.T) {
+	h := newHarness(t, &fake.Provider{})
+	old := lbService("web", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort })
+	cur := lbService("web")
+	if !h.c.needsUpdate(old, cur) {
+		t.Error("NodePort -> LoadBalancer needs no update?")
+	}
+	local := lbService("web", func(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal })
+	if !h.c.needsUpdate(cur, local) {
+		t.Error("a traffic policy change needs no update?")
+	}
+	statusOnly := lbService("web", func(s *v1.Service) { s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "198.51.100.7"}} })
+	if h.c.needsUpdate(cur, statusOnly) {
+		t.Error("this controller's own status write needs an update")
+	}
+	want := []string{"Normal Type NodePort -> LoadBalancer", "Normal ExternalTrafficPolicy  -> Local"}
+	if got := h.drainEvents(); !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
