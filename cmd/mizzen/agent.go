@@ -21,7 +21,7 @@ func init() { register(newAgentCommand) }
 // the control plane.
 func newAgentCommand() *cobra.Command {
 	var server, token string
-	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir string
+	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir, cloudProvider, nodeIP string
 	var pf agent.ProxyOptions
 	var noProxy, verbose bool
 	var kubeletPort int32
@@ -58,7 +58,16 @@ func newAgentCommand() *cobra.Command {
 					clientCAFile = joined.CAFile
 				}
 			}
-			kf.ContainerLog, kf.ClusterDNS = containerLog, clusterDNS
+			kf.ContainerLog, kf.ClusterDNS, kf.NodeIP = containerLog, clusterDNS, nodeIP
+			switch cloudProvider {
+			case "":
+			case "external":
+				if err := agent.WithExternalCloudProvider(&kf); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("--cloud-provider %q: only \"external\" (a cloud-controller-manager initializes the node) or none", cloudProvider)
+			}
 			if localPathDir != "" {
 				kf.LocalPathDir = localPathDir
 			}
@@ -102,6 +111,8 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
+	f.StringVar(&cloudProvider, "cloud-provider", "", `"external": the node registers with the taint node.cloudprovider.kubernetes.io/uninitialized until a cloud-controller-manager initializes it (addresses, providerID, topology labels)`)
+	f.StringVar(&nodeIP, "node-ip", "", "the node's InternalIP (default: the first global IPv4 address)")
 	addContainerLogFlags(cmd, &containerLog)
 	return cmd
 }

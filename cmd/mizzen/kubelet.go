@@ -42,6 +42,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.RuntimeEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime service endpoint")
 	f.StringVar(&kf.ImageEndpoint, "image-service-endpoint", "", "CRI image service endpoint (default: the runtime endpoint)")
 	f.StringVar(&kf.Taints, "register-with-taints", "", "taints to register the node with: key=value:Effect,...")
+	f.StringVar(&kf.CloudProvider, "cloud-provider", "", `"external": register with the taint node.cloudprovider.kubernetes.io/uninitialized and leave the node's addresses to the cloud-controller-manager`)
 	f.StringVar(&kf.NodeIP, "node-ip", "", "the node's InternalIP (default: the first global IPv4 address)")
 	f.StringVar(&kf.RootDir, "root-dir", "/var/lib/kubelet", "kubelet state directory; its filesystem is reported as ephemeral-storage")
 	f.StringVar(&kf.NodeLabels, "node-labels", "", "labels to register the node with: key=value,...")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"mizzen/internal/cloud/local"
 	"mizzen/internal/controlplane"
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
@@ -42,6 +43,11 @@ type serverFlags struct {
 	dashboardPort int
 	// metricResolution is the bundled metrics server's scrape interval.
 	metricResolution time.Duration
+
+	// cloudProvider configures the bundled cloud-controller-manager's local provider;
+	// kubeletCloudProvider is the bundled kubelet's --cloud-provider.
+	cloudProvider        local.Options
+	kubeletCloudProvider string
 
 	snapshots               controlplane.SnapshotOptions
 	clusterReset            bool
@@ -113,7 +119,7 @@ func newServerCommand() *cobra.Command {
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
-				Snapshots: f.snapshots,
+				Snapshots: f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
 				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
@@ -134,6 +140,9 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
 	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
+	cmd.Flags().StringVar(&f.kubeletCloudProvider, "kubelet-cloud-provider", "", `the agent's kubelet --cloud-provider: "external" registers the node tainted uninitialized until the bundled cloud-controller-manager initializes it`)
+	cmd.Flags().StringVar(&f.cloudProvider.LBPool, "lb-ip-pool", "", "the bundled cloud-controller-manager gives LoadBalancer Services addresses from this CIDR or range FIRST-LAST (default: the nodes' addresses, as k3s's ServiceLB)")
+	cmd.Flags().StringVar(&f.cloudProvider.ConfigFile, "cloud-config", "", "the bundled cloud-controller-manager's local provider config (zone, region, instanceType, nodes.NAME...; see docs/cloud-controller-manager.md)")
 	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", metrics.DefaultResolution, "how often the bundled metrics server scrapes the kubelets")
 	return cmd
 }

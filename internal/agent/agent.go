@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"mizzen/internal/datadir"
+	"mizzen/internal/hostaddr"
 	"mizzen/internal/proxy"
 )
 
@@ -102,6 +103,23 @@ func AgentKubelet(dir datadir.Dir, nodeName string, port int32, bridge string) (
 		return KubeletOptions{}, fmt.Errorf("agent: the sandbox (pause) program %s is missing: `make build` builds it", kf.PauseBinary)
 	}
 	return kf, nil
+}
+
+// WithExternalCloudProvider runs the kubelet with --cloud-provider external and, as
+// k3s's agent does, with this machine's primary address as its --node-ip unless one is
+// given, so that the cloud-controller-manager learns the node's address from the
+// kubelet's alpha.kubernetes.io/provided-node-ip annotation.
+func WithExternalCloudProvider(kf *KubeletOptions) error {
+	kf.CloudProvider = "external"
+	if kf.NodeIP != "" {
+		return nil
+	}
+	ip, err := hostaddr.PrimaryIPv4()
+	if err != nil {
+		return fmt.Errorf("--cloud-provider external: finding the node IP: %w; pass --node-ip", err)
+	}
+	kf.NodeIP = ip.String()
+	return nil
 }
 
 // ClusterCAFile returns a file holding the cluster CA of the kubeconfig, which in a

@@ -30,6 +30,9 @@ import (
 type KubeletOptions struct {
 	HostnameOverride, RuntimeEndpoint, ImageEndpoint   string
 	Taints, NodeIP, RootDir, NodeLabels, ClusterDomain string
+	// CloudProvider is --cloud-provider: "" or "external" (the node waits for the
+	// cloud-controller-manager to initialize it).
+	CloudProvider string
 	// ContainerdDir, when set, runs and supervises a containerd of the kubelet's own
 	// with its state there, its sandbox image built from PauseBinary and its pods on
 	// the bridge CNIBridge; RuntimeEndpoint is then ignored.
@@ -120,6 +123,9 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		}
 	}
 	name = strings.ToLower(strings.TrimSpace(name)) // node names are lower case, as upstream
+	if kf.CloudProvider != "" && kf.CloudProvider != "external" {
+		return fmt.Errorf("--cloud-provider %q: only \"external\" (a cloud-controller-manager initializes the node) or none", kf.CloudProvider)
+	}
 	parsedTaints, err := kubelet.ParseTaints(kf.Taints)
 	if err != nil {
 		return err
@@ -190,23 +196,24 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		return fmt.Errorf("finding the cgroup hierarchies: %w", err)
 	}
 	return kubelet.Run(ctx, kubelet.Options{
-		PodCgroups:         cgroups,
-		PodCIDRChanged:     podCIDRChanged,
-		Client:             client,
-		NodeName:           name,
-		Hostname:           name,
-		Runtime:            rs,
-		Images:             is,
-		NodeIP:             kf.NodeIP,
-		NodeLabels:         labels,
-		RegisterWithTaints: parsedTaints,
-		MaxPods:            kf.MaxPods,
-		ClusterDNS:         kf.ClusterDNS,
-		ClusterDomain:      kf.ClusterDomain,
-		Port:               kf.Port,
-		RootDir:            kf.RootDir,
-		PodManifestPath:    kf.PodManifestPath,
-		LocalPathDir:       kf.LocalPathDir,
+		PodCgroups:            cgroups,
+		PodCIDRChanged:        podCIDRChanged,
+		Client:                client,
+		NodeName:              name,
+		Hostname:              name,
+		Runtime:               rs,
+		Images:                is,
+		NodeIP:                kf.NodeIP,
+		NodeLabels:            labels,
+		RegisterWithTaints:    parsedTaints,
+		ExternalCloudProvider: kf.CloudProvider == "external",
+		MaxPods:               kf.MaxPods,
+		ClusterDNS:            kf.ClusterDNS,
+		ClusterDomain:         kf.ClusterDomain,
+		Port:                  kf.Port,
+		RootDir:               kf.RootDir,
+		PodManifestPath:       kf.PodManifestPath,
+		LocalPathDir:          kf.LocalPathDir,
 
 		ContainerLogMaxSize:         logMaxSize,
 		ContainerLogMaxFiles:        kf.ContainerLog.MaxFiles,

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"mizzen/internal/agent"
+	"mizzen/internal/cloud/ccm"
+	"mizzen/internal/cloud/local"
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/dashboard"
@@ -33,7 +35,7 @@ import (
 )
 
 // Components are the bundled components `mizzen server --disable` may leave out.
-var Components = []string{"scheduler", "controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard"}
+var Components = []string{"scheduler", "controller-manager", "cloud-controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard"}
 
 // BundleOptions configure `mizzen server`: the control plane and the components
 // bundled beside it.
@@ -54,6 +56,11 @@ type BundleOptions struct {
 	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
 	ControllerManagerPort int
+	// CloudProvider configures the bundled cloud-controller-manager's provider, local.
+	CloudProvider local.Options
+	// KubeletCloudProvider is the bundled agent's kubelet --cloud-provider: "" or
+	// "external" (the node waits for the cloud-controller-manager).
+	KubeletCloudProvider string
 	// Snapshots are the embedded etcd's scheduled snapshots.
 	Snapshots SnapshotOptions
 	// Ready, when set, is called once every component has been started.
@@ -73,6 +80,9 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		opts.Log = slog.Default()
 	}
 	disabled := func(name string) bool { return slices.Contains(opts.Disable, name) }
+	if opts.KubeletCloudProvider != "" && disabled("cloud-controller-manager") {
+		return fmt.Errorf("the agent's kubelet runs with --cloud-provider %s, which needs the cloud-controller-manager: its node would stay tainted uninitialized", opts.KubeletCloudProvider)
+	}
 	// The control plane outlives the components on the way down, so that they can still
 	// release their leader Leases and finish their writes: a scheduler whose Lease is
 	// left behind keeps the next server's scheduler waiting for it to expire.
@@ -129,6 +139,13 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
 			})
 		})
+	}
+	if !disabled("cloud-controller-manager") {
+		run, err := cloudControllerRunner(cp, opts)
+		if err != nil {
+			return fail(fmt.Errorf("cloud-controller-manager: %w, or run with --disable cloud-controller-manager", err))
+		}
+		start("cloud-controller-manager", run)
 	}
 	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
 	// them, reached through Services whose endpoint is this machine.
@@ -195,6 +212,13 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		return agent.Options{}, err
 	}
 	kf.TLSCertFile, kf.TLSKeyFile, kf.ClientCA = certFile, keyFile, cp.CAFile()
+	if opts.KubeletCloudProvider == "external" {
+		if err := agent.WithExternalCloudProvider(&kf); err != nil {
+			return agent.Options{}, err
+		}
+	} else if opts.KubeletCloudProvider != "" {
+		return agent.Options{}, fmt.Errorf("--kubelet-cloud-provider %q: only \"external\" or none", opts.KubeletCloudProvider)
+	}
 	if clusterDNS != nil {
 		kf.ClusterDNS = []string{clusterDNS.String()}
 	}
@@ -208,6 +232,21 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
 	}
 	return ao, nil
+}
+
+// cloudControllerRunner prepares the cloud-controller-manager on the local provider,
+// with the identity system:cloud-controller-manager.
+func cloudControllerRunner(cp *core.ControlPlane, opts BundleOptions) (func(context.Context) error, error) {
+	cfg, err := cp.ComponentConfig("cloud-controller-manager", ccm.User, nil)
+	if err != nil {
+		return nil, err
+	}
+	co := ccm.Options{CloudProvider: local.ProviderName, Local: opts.CloudProvider, LeaderElect: true,
+		ClusterCIDR: opts.ClusterCIDR, Log: opts.Log.With("component", "cloud-controller-manager")}
+	if _, err := ccm.NewProvider(co); err != nil { // bad flags fail the start
+		return nil, err
+	}
+	return func(ctx context.Context) error { return ccm.Run(ctx, cfg, co) }, nil
 }
 
 // SnapshotOptions are --etcd-snapshot-schedule-cron, --etcd-snapshot-retention,

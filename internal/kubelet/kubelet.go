@@ -62,6 +62,14 @@ type Options struct {
 	Hostname           string
 	NodeLabels         map[string]string
 	RegisterWithTaints []v1.Taint
+	// ExternalCloudProvider is --cloud-provider external: the node registers with the
+	// taint node.cloudprovider.kubernetes.io/uninitialized for the
+	// cloud-controller-manager to remove, which also owns its addresses: the kubelet
+	// posts its NodeIP (and annotates it as alpha.kubernetes.io/provided-node-ip) only
+	// when one was given and the node has no addresses yet, as upstream.
+	ExternalCloudProvider bool
+	// nodeIPSpecified records that NodeIP was given rather than detected.
+	nodeIPSpecified bool
 	// Machine describes the node's hardware and OS; read from the host when nil. Hollow
 	// nodes pass a fixed one.
 	Machine *MachineInfo
@@ -231,6 +239,7 @@ func (o *Options) setDefaults() error {
 		o.Logger = slog.Default()
 	}
 	o.Logger = o.Logger.With("node", o.NodeName)
+	o.nodeIPSpecified = o.NodeIP != ""
 	if o.NodeIP == "" {
 		ip, err := detectNodeIP()
 		if err != nil {

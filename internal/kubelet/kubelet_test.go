@@ -610,3 +610,56 @@ func TestDeletionFinishesWithContainerNeverStarted(t *testing.T) {
 		return len(cs) == 0
 	})
 }
+
+// With --cloud-provider external the node registers tainted uninitialized with its
+// --node-ip annotated, and later statuses keep the addresses and conditions that the
+// cloud-controller-manager wrote.
+func TestExternalCloudProvider(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	opts.ExternalCloudProvider = true
+	h.startWith(opts)
+	ctx := context.Background()
+	var node *v1.Node
+	h.eventually("node registered", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Conditions) == 4
+	})
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0] != (v1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: v1.TaintEffectNoSchedule}) {
+		t.Errorf("taints = %v", node.Spec.Taints)
+	}
+	if got := node.Annotations["alpha.kubernetes.io/provided-node-ip"]; got != "10.0.0.5" {
+		t.Errorf("provided-node-ip annotation = %q", got)
+	}
+	ccmAddrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeExternalIP, Address: "203.0.113.5"}}
+	node.Status.Addresses = ccmAddrs
+	node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "RouteCreated"})
+	if _, err := h.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	written := h.clock.Now()
+	h.eventually("a status posted after the provider's", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		node = n
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				return c.LastHeartbeatTime.After(written)
+			}
+		}
+		return false
+	})
+	if len(node.Status.Addresses) != 2 || node.Status.Addresses[0] != ccmAddrs[0] || node.Status.Addresses[1] != ccmAddrs[1] {
+		t.Errorf("addresses = %v, want the provider's %v", node.Status.Addresses, ccmAddrs)
+	}
+	kept := false
+	for _, c := range node.Status.Conditions {
+		kept = kept || (c.Type == v1.NodeNetworkUnavailable && c.Reason == "RouteCreated")
+	}
+	if !kept {
+		t.Errorf("conditions = %v: the route controller's NetworkUnavailable was dropped", node.Status.Conditions)
+	}
+}

@@ -100,13 +100,20 @@ func (kl *Kubelet) initialNode() *v1.Node {
 	if kl.opts.LocalPathDir != "" {
 		annotations[localpath.NodeDirAnnotation] = kl.opts.LocalPathDir
 	}
+	taints := slices.Clone(kl.opts.RegisterWithTaints)
+	if kl.opts.ExternalCloudProvider {
+		taints = append(taints, v1.Taint{Key: taintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule})
+		if kl.opts.nodeIPSpecified {
+			annotations[annotationProvidedNodeIP] = kl.opts.NodeIP
+		}
+	}
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        kl.opts.NodeName,
 			Labels:      labels,
 			Annotations: annotations,
 		},
-		Spec: v1.NodeSpec{Taints: kl.opts.RegisterWithTaints},
+		Spec: v1.NodeSpec{Taints: taints},
 	}
 }
 
@@ -202,10 +209,7 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 	alloc := kl.nodeAllocatable()
 	node.Status.Capacity = alloc
 	node.Status.Allocatable = alloc.DeepCopy()
-	node.Status.Addresses = []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: kl.opts.NodeIP},
-		{Type: v1.NodeHostName, Address: kl.opts.Hostname},
-	}
+	node.Status.Addresses = kl.nodeAddresses(old)
 	node.Status.DaemonEndpoints = v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: kl.opts.Port}}
 	info := v1.NodeSystemInfo{
 		MachineID:       m.MachineID,
@@ -254,6 +258,15 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 		}
 		return cond(t, v1.ConditionFalse, falseReason, falseMsg)
 	}
+	// Conditions of other owners (the route controller's NetworkUnavailable) stay.
+	var others []v1.NodeCondition
+	for _, c := range oldConds {
+		switch c.Type {
+		case v1.NodeReady, v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure:
+		default:
+			others = append(others, c)
+		}
+	}
 	node.Status.Conditions = []v1.NodeCondition{
 		pressureCond(v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available",
 			"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
@@ -262,6 +275,31 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 		pressureCond(v1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available",
 			"KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
 		ready,
+	}
+	node.Status.Conditions = append(others, node.Status.Conditions...)
+}
+
+// Names shared with the cloud-controller-manager (internal/cloud), as upstream's.
+const (
+	taintExternalCloudProvider = "node.cloudprovider.kubernetes.io/uninitialized"
+	annotationProvidedNodeIP   = "alpha.kubernetes.io/provided-node-ip"
+)
+
+// nodeAddresses are the addresses to post. With an external cloud provider they are
+// the provider's once it has set them (old holds them), and until then the given
+// --node-ip only, as upstream.
+func (kl *Kubelet) nodeAddresses(old *v1.NodeStatus) []v1.NodeAddress {
+	if kl.opts.ExternalCloudProvider {
+		if old != nil && len(old.Addresses) > 0 {
+			return old.Addresses
+		}
+		if !kl.opts.nodeIPSpecified {
+			return nil
+		}
+	}
+	return []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: kl.opts.NodeIP},
+		{Type: v1.NodeHostName, Address: kl.opts.Hostname},
 	}
 }
 

@@ -128,6 +128,17 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 			rule("get").groups(legacyGroup).resources("nodes/metrics"),
 			rule(readVerbs...).groups(legacyGroup).resources("pods", "nodes"),
 		)),
+		// As the ClusterRole of upstream's cloud-controller-manager manifests, for what
+		// mizzen's reads and writes.
+		clusterRole("system:cloud-controller-manager", rules(
+			rule("create", "patch", "update").groups(legacyGroup).resources("events"),
+			rule("get", "list", "watch", "update", "patch", "delete").groups(legacyGroup).resources("nodes"),
+			rule("patch").groups(legacyGroup).resources("nodes/status"),
+			rule("get", "list", "watch", "patch", "update").groups(legacyGroup).resources("services"),
+			rule("patch", "update").groups(legacyGroup).resources("services/status"),
+			rule("create").groups(coordinationGroup).resources("leases"),
+			rule("get", "update").groups(coordinationGroup).resources("leases").names("cloud-controller-manager"),
+		)),
 		// As ingress-nginx's own ClusterRole, for what mizzen's controller reads and writes.
 		clusterRole("system:mizzen-ingress", rules(
 			rule("get", "list", "watch").groups(legacyGroup).resources("services", "secrets"),
@@ -149,6 +160,7 @@ func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "coredns", Namespace: "kube-system"})),
 		clusterRoleBinding("system:metrics-server", subjects(rbacv1.UserKind, "system:metrics-server")),
 		clusterRoleBinding("system:mizzen-ingress", subjects(rbacv1.UserKind, "system:mizzen-ingress")),
+		clusterRoleBinding("system:cloud-controller-manager", subjects(rbacv1.UserKind, "system:cloud-controller-manager")),
 	}
 }
 
