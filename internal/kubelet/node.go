@@ -254,7 +254,17 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 		}
 		return cond(t, v1.ConditionFalse, falseReason, falseMsg)
 	}
-	node.Status.Conditions = []v1.NodeCondition{
+	// Conditions the kubelet does not own (NetworkUnavailable, set by the pod network or
+	// a route controller) are kept, as upstream's kubelet keeps them.
+	var foreign []v1.NodeCondition
+	for _, c := range oldConds {
+		switch c.Type {
+		case v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady:
+		default:
+			foreign = append(foreign, c)
+		}
+	}
+	node.Status.Conditions = append(foreign,
 		pressureCond(v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available",
 			"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
 		pressureCond(v1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure",
@@ -262,7 +272,7 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 		pressureCond(v1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available",
 			"KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
 		ready,
-	}
+	)
 }
 
 // pressureEvent is the node event upstream's kubelet records when a pressure

@@ -136,6 +136,12 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 			rule("update").groups(networkingGroup).resources("ingresses/status"),
 			rule("create", "patch").groups(legacyGroup).resources("events"),
 		)),
+		// What each node's NetworkPolicy enforcement reads, as kube-router's or Calico's
+		// node agents.
+		clusterRole("system:mizzen-network-policy", rules(
+			rule("get", "list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
+			rule("get", "list", "watch").groups(networkingGroup).resources("networkpolicies"),
+		)),
 	}
 }
 
@@ -149,6 +155,7 @@ func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "coredns", Namespace: "kube-system"})),
 		clusterRoleBinding("system:metrics-server", subjects(rbacv1.UserKind, "system:metrics-server")),
 		clusterRoleBinding("system:mizzen-ingress", subjects(rbacv1.UserKind, "system:mizzen-ingress")),
+		clusterRoleBinding("system:mizzen-network-policy", subjects(rbacv1.UserKind, "system:mizzen-network-policy")),
 	}
 }
 
