@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -47,7 +48,7 @@ func TestPodNetworkAcrossNodes(t *testing.T) {
 	for i, node := range mn.nodes {
 		for _, p := range []*v1.Pod{
 			podOn(fmt.Sprintf("web-%d", i), node, map[string]string{"app": "web", "node": fmt.Sprint(i)}, true),
-			podOn(fmt.Sprintf("client-%d", i), node, map[string]string{"role": "client"}, false),
+			podOn(fmt.Sprintf("client-%d", i), node, map[string]string{"role": "client", "node": fmt.Sprint(i)}, false),
 		} {
 			if _, err := mn.client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -152,6 +153,8 @@ func TestPodNetworkAcrossNodes(t *testing.T) {
 		}
 	})
 
+	t.Run("NetworkPolicy matrix", func(t *testing.T) { checkPolicies(t, mn, webIPs) })
+
 	t.Run("externalTrafficPolicy Local keeps the client's address", func(t *testing.T) {
 		for i, m := range mn.lab.Machines {
 			url := fmt.Sprintf("http://%s:%d/clientip", m.Addr, local.Spec.Ports[0].NodePort)
@@ -169,6 +172,109 @@ func TestPodNetworkAcrossNodes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkPolicies runs a NetworkPolicy matrix on the cluster of TestPodNetworkAcrossNodes:
+// allowed pairs connect, denied pairs time out, on every node.
+func checkPolicies(t *testing.T, mn *multiNode, webIPs map[int]string) {
+	ctx := context.Background()
+	c := mn.server
+	// Another namespace, with a pod the policy trusts and one it does not.
+	if _, err := mn.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other",
+		Labels: map[string]string{"team": "other"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*v1.Pod{
+		podOn("trusted", mn.nodes[1], map[string]string{"role": "trusted"}, false),
+		podOn("outsider", mn.nodes[2], map[string]string{"role": "client"}, false),
+	} {
+		if _, err := mn.client.CoreV1().Pods("other").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitPod("other", "trusted", 120*time.Second, runningAndReady)
+	c.waitPod("other", "outsider", 120*time.Second, runningAndReady)
+
+	// connects tells whether pod (ns/name) reaches url within 3 s.
+	connects := func(ns, pod, url string) bool {
+		out, err := c.kubectlErr("exec", "-n", ns, pod, "--", "timeout", "3", "wget", "-qO-", url)
+		return err == nil && strings.HasPrefix(strings.TrimSpace(out), "web-")
+	}
+	type pair struct {
+		ns, pod string
+		web     int
+		allowed bool
+	}
+	// expect polls until every pair behaves as expected: a policy takes effect on
+	// every node shortly after it is created.
+	expect := func(what string, pairs []pair) {
+		t.Helper()
+		eventually(t, 60*time.Second, func() error {
+			var wrong []string
+			for _, p := range pairs {
+				url := "http://" + webIPs[p.web] + ":8080/hostname"
+				if got := connects(p.ns, p.pod, url); got != p.allowed {
+					wrong = append(wrong, fmt.Sprintf("%s/%s to web-%d: connected %v, want %v", p.ns, p.pod, p.web, got, p.allowed))
+				}
+			}
+			if len(wrong) > 0 {
+				return fmt.Errorf("%s: %s", what, strings.Join(wrong, "; "))
+			}
+			return nil
+		})
+	}
+
+	tcp := v1.ProtocolTCP
+	http := intstr.FromString("http")
+	ingress := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web-ingress"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}},
+				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "other"}},
+					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "trusted"}}},
+			},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &http}},
+		}},
+	}}
+	if _, err := mn.client.NetworkingV1().NetworkPolicies("default").Create(ctx, ingress, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []pair
+	for web := range mn.nodes {
+		for from := range mn.nodes {
+			pairs = append(pairs, pair{"default", fmt.Sprintf("client-%d", from), web, true})
+		}
+		pairs = append(pairs, pair{"other", "trusted", web, true}, pair{"other", "outsider", web, false})
+	}
+	expect("ingress: clients of the namespace and the trusted pod of the other namespace on the named port", pairs)
+
+	// Egress of client-0: only to the cluster CIDR without web-2's address, ports 8000-8100.
+	from, end := intstr.FromInt32(8000), int32(8100)
+	egress := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "client-0-egress"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "client", "node": "0"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		Egress: []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: mnClusterCIDR, Except: []string{webIPs[2] + "/32"}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &from, EndPort: &end}},
+		}},
+	}}
+	if _, err := mn.client.NetworkingV1().NetworkPolicies("default").Create(ctx, egress, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("egress: ipBlock with except and a port range", []pair{
+		{"default", "client-0", 0, true}, {"default", "client-0", 1, true}, {"default", "client-0", 2, false},
+		{"default", "client-1", 2, true},
+	})
+
+	// Deleting the policies opens everything again.
+	for _, name := range []string{"web-ingress", "client-0-egress"} {
+		if err := mn.client.NetworkingV1().NetworkPolicies("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("no policy", []pair{{"other", "outsider", 0, true}, {"default", "client-0", 2, true}})
 }
 
 func findNodeCondition(n *v1.Node, t v1.NodeConditionType) *v1.NodeCondition {
