@@ -290,4 +290,3 @@ func rewriteKubeconfig(from, to, url string) error {
 	}
 	return clientcmd.WriteToFile(*cfg, to)
 }
-
