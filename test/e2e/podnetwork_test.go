@@ -285,3 +285,50 @@ func findNodeCondition(n *v1.Node, t v1.NodeConditionType) *v1.NodeCondition {
 	}
 	return nil
 }
+
+// TestPodNetworkHostGW runs the three machines with --pod-network host-gw (they share
+// one L2 segment): pods on every node reach a pod on every other node by IP.
+func TestPodNetworkHostGW(t *testing.T) {
+	mn := startMultiNode(t, "host-gw")
+	ctx := context.Background()
+	c := mn.server
+	for i, node := range mn.nodes {
+		if _, err := mn.client.CoreV1().Pods("default").Create(ctx, podOn(fmt.Sprintf("web-%d", i), node, nil, true), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	webIPs := map[int]string{}
+	for i := range mn.nodes {
+		webIPs[i] = c.waitPod("default", fmt.Sprintf("web-%d", i), 180*time.Second, runningAndReady).Status.PodIP
+	}
+	eventually(t, 30*time.Second, func() error {
+		nodes, err := mn.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			cond := findNodeCondition(&n, v1.NodeNetworkUnavailable)
+			if cond == nil || cond.Status != v1.ConditionFalse || !strings.Contains(cond.Message, "host-gw") {
+				return fmt.Errorf("node %s: NetworkUnavailable %+v", n.Name, cond)
+			}
+			if n.Annotations["podnet.mizzen.io/vtep-mac"] != "" {
+				return fmt.Errorf("node %s publishes a VTEP under host-gw", n.Name)
+			}
+		}
+		return nil
+	})
+	// netexec's /dial (reached through the apiserver's pod proxy) makes web-i connect
+	// to web-j: pod to pod, every pair.
+	for from := range mn.nodes {
+		for to := range mn.nodes {
+			eventually(t, 30*time.Second, func() error {
+				path := fmt.Sprintf("/api/v1/namespaces/default/pods/web-%d:8080/proxy/dial?request=hostname&protocol=http&host=%s&port=8080&tries=1", from, webIPs[to])
+				out, err := c.kubectlErr("get", "--raw", path)
+				if err != nil || !strings.Contains(out, fmt.Sprintf("web-%d", to)) {
+					return fmt.Errorf("web-%d to web-%d: %v %s", from, to, err, out)
+				}
+				return nil
+			})
+		}
+	}
+}
