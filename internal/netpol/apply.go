@@ -89,14 +89,9 @@ func (t Table) Apply(rs Ruleset) error {
 		var elems []nftables.SetElement
 		for _, a := range addrs {
 			chain := c.AddChain(&nftables.Chain{Name: fmt.Sprintf(dir.chainFmt, a), Table: tbl})
-			for _, r := range dir.perPod[a] {
-				exprs, err := ruleExprs(c, tbl, r, dir.peerOff)
-				if err != nil {
-					return err
-				}
-				c.AddRule(&nftables.Rule{Table: tbl, Chain: chain, Exprs: exprs})
+			if err := addPodRules(c, tbl, chain, dir.perPod[a], dir.peerOff); err != nil {
+				return err
 			}
-			c.AddRule(&nftables.Rule{Table: tbl, Chain: chain, Exprs: []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}})
 			elems = append(elems, nftables.SetElement{Key: a.AsSlice(), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: chain.Name}})
 		}
 		if err := c.AddSet(vmap, elems); err != nil {
@@ -111,6 +106,93 @@ func (t Table) Apply(rs Ruleset) error {
 		return fmt.Errorf("writing nftables table %s: %w", t.Name, err)
 	}
 	return nil
+}
+
+// addPodRules fills an isolated pod's chain: its rules, then a counted drop.
+func addPodRules(c *nftables.Conn, tbl *nftables.Table, chain *nftables.Chain, rules []Rule, peerOff uint32) error {
+	for _, r := range rules {
+		exprs, err := ruleExprs(c, tbl, r, peerOff)
+		if err != nil {
+			return err
+		}
+		c.AddRule(&nftables.Rule{Table: tbl, Chain: chain, Exprs: exprs})
+	}
+	c.AddRule(&nftables.Rule{Table: tbl, Chain: chain, Exprs: []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}})
+	return nil
+}
+
+// Update turns the table holding prev into next, in one batch, touching only the pods
+// whose rules changed: a pod no longer isolated leaves its verdict map and its chain
+// goes, a newly isolated pod gets a chain and an element, and a pod whose rules changed
+// has its chain flushed and refilled. Established connections are untouched either way.
+func (t Table) Update(prev, next Ruleset) error {
+	c, err := t.conn()
+	if err != nil {
+		return err
+	}
+	tbl := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: t.Name}
+	changed := false
+	for _, dir := range []struct {
+		old, new          map[netip.Addr][]Rule
+		peerOff           uint32
+		mapName, chainFmt string
+	}{
+		{prev.Egress, next.Egress, 16, "egress-pods", "egress-%s"},
+		{prev.Ingress, next.Ingress, 12, "ingress-pods", "ingress-%s"},
+	} {
+		vmap := &nftables.Set{Table: tbl, Name: dir.mapName, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict}
+		var gone, added []nftables.SetElement
+		for a := range dir.old {
+			if _, ok := dir.new[a]; !ok {
+				gone = append(gone, nftables.SetElement{Key: a.AsSlice()})
+			}
+		}
+		if len(gone) > 0 {
+			if err := c.SetDeleteElements(vmap, gone); err != nil {
+				return err
+			}
+			for _, e := range gone {
+				a, _ := netip.AddrFromSlice(e.Key)
+				chain := &nftables.Chain{Table: tbl, Name: fmt.Sprintf(dir.chainFmt, a)}
+				c.FlushChain(chain)
+				c.DelChain(chain)
+			}
+			changed = true
+		}
+		for a, rules := range dir.new {
+			old, had := dir.old[a]
+			if had && slices.EqualFunc(old, rules, ruleEqual) {
+				continue
+			}
+			chain := &nftables.Chain{Table: tbl, Name: fmt.Sprintf(dir.chainFmt, a)}
+			if had {
+				c.FlushChain(chain)
+			} else {
+				chain = c.AddChain(chain)
+				added = append(added, nftables.SetElement{Key: a.AsSlice(), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: chain.Name}})
+			}
+			if err := addPodRules(c, tbl, chain, rules, dir.peerOff); err != nil {
+				return err
+			}
+			changed = true
+		}
+		if len(added) > 0 {
+			if err := c.SetAddElements(vmap, added); err != nil {
+				return err
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("updating nftables table %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+func ruleEqual(a, b Rule) bool {
+	return a.Any == b.Any && a.Proto == b.Proto && a.PortLo == b.PortLo && a.PortHi == b.PortHi && slices.Equal(a.Peers, b.Peers)
 }
 
 // ruleExprs match one Rule (peer at peerOff in the IPv4 header) and accept.

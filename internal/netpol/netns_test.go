@@ -171,7 +171,7 @@ func TestTableEnforces(t *testing.T) {
 	if _, ok := rs.Ingress[netip.MustParseAddr("10.151.0.3")]; !ok {
 		t.Fatalf("pb is not isolated: %+v", rs)
 	}
-	if err := table.Apply(rs); err != nil {
+	if err := table.Update(Compile(Input{NodeName: "node"}), rs); err != nil { // as Run does between resyncs
 		t.Fatal(err)
 	}
 	if c, err := dial("mznpv-pa"); err == nil {
@@ -189,8 +189,28 @@ func TestTableEnforces(t *testing.T) {
 		t.Error(err)
 	}
 	c.Close()
+	// The same, written whole, is the same table.
+	if err := table.Apply(rs); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := dial("mznpv-pa"); err == nil {
+		c.Close()
+		t.Error("pa opened a new connection to the isolated pb after a full write")
+	}
+	// A rule allowing pa's address too: pb's chain is refilled, pa connects.
+	in.Policies[0].Spec.Ingress[0].From = append(in.Policies[0].Spec.Ingress[0].From,
+		networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.151.0.2/32"}})
+	rs2 := Compile(in)
+	if err := table.Update(rs, rs2); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := dial("mznpv-pa"); err != nil {
+		t.Errorf("pa, now allowed, did not connect: %v", err)
+	} else {
+		c.Close()
+	}
 	// Without policies, pa connects again.
-	if err := table.Apply(Compile(Input{NodeName: "node", Pods: in.Pods})); err != nil {
+	if err := table.Update(rs2, Compile(Input{NodeName: "node", Pods: in.Pods})); err != nil {
 		t.Fatal(err)
 	}
 	c, err = dial("mznpv-pa")
@@ -198,8 +218,8 @@ func TestTableEnforces(t *testing.T) {
 		t.Fatalf("without policies: %v", err)
 	}
 	c.Close()
-	if out, _ := node.Run(ctx, "nft", "list", "table", "ip", "mizzen-netpol-mznpv0"); !strings.Contains(out, "hook forward") {
-		t.Errorf("table: %s", out)
+	if out, _ := node.Run(ctx, "nft", "list", "table", "ip", "mizzen-netpol-mznpv0"); !strings.Contains(out, "hook forward") || strings.Contains(out, "10.151.0.3") {
+		t.Errorf("table without policies: %s", out)
 	}
 }
 

@@ -28,8 +28,9 @@ type Options struct {
 }
 
 // Run keeps the node's table in step with the pods, namespaces and NetworkPolicies
-// until ctx ends. Changes arriving together are written in one batch; a table already
-// holding what they compile to is not rewritten.
+// until ctx ends. The table is written whole at start and at every resync; in between,
+// changes arriving together are written in one batch that touches only the pods whose
+// rules changed (Update), and nothing is written when nothing changed.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Resync == 0 {
 		opts.Resync = 30 * time.Second
@@ -71,13 +72,18 @@ func Run(ctx context.Context, opts Options) error {
 			in.Namespaces, _ = namespaces.Lister().List(labels.Everything())
 			in.Policies, _ = policies.Lister().List(labels.Everything())
 			rs := Compile(in)
-			if last == nil || !reflect.DeepEqual(*last, rs) {
-				if err := opts.Table.Apply(rs); err != nil {
-					log.Error("writing the network policy table", "err", err)
-				} else {
-					last = &rs
-					log.Debug("network policy table written", "ingressIsolated", len(rs.Ingress), "egressIsolated", len(rs.Egress))
-				}
+			var err error
+			switch {
+			case last == nil:
+				err = opts.Table.Apply(rs)
+			case !reflect.DeepEqual(*last, rs):
+				err = opts.Table.Update(*last, rs)
+			}
+			if err != nil {
+				log.Error("writing the network policy table", "err", err)
+				last = nil // rewrite it whole next time
+			} else {
+				last = &rs
 			}
 		}
 		select {
