@@ -116,6 +116,31 @@ func TestProgramsMachines(t *testing.T) {
 		return nil, fmt.Errorf("node %s has no NetworkUnavailable condition", name)
 	}
 
+	// Alone, a node publishes its backend and makes no vxlan device.
+	{
+		alone := fake.NewClientset(nodes[0].DeepCopy())
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, Options{Client: alone, NodeName: lab.Machines[0].Name, Mode: VXLAN, ClusterCIDR: netip.MustParsePrefix("10.149.0.0/16"),
+				Bridge: "mznpu0", VNI: 42, Port: 4789, Resync: 200 * time.Millisecond, Handle: handles[0]})
+		}()
+		eventually("a lone node reports its pod network", func() error {
+			n, err := alone.CoreV1().Nodes().Get(ctx, lab.Machines[0].Name, metav1.GetOptions{})
+			if err != nil || n.Annotations[AnnotationBackend] != "vxlan" {
+				return fmt.Errorf("annotations %v %v", n.Annotations, err)
+			}
+			return nil
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := handles[0].LinkByName("mznpu0.vx"); err == nil {
+			t.Error("a lone node made a vxlan device")
+		}
+	}
+
 	stop := run(VXLAN)
 	eventually("vxlan: the pod networks reach each other", func() error {
 		for i := range 2 {

@@ -31,6 +31,9 @@ type self struct {
 type plan struct {
 	Peers    []peer
 	Problems []string
+	// Others counts the other machines' nodes with a pod CIDR and an address, reachable
+	// or not: with none, a vxlan device is not needed yet.
+	Others int
 }
 
 // selfOf reads this node's pod CIDR and InternalIP; ok is false until it has both.
@@ -42,9 +45,11 @@ func selfOf(n *v1.Node) (self, bool) {
 
 // makePlan decides which of the other nodes this one can reach in mode. A node still
 // without a pod CIDR or an address is left out silently: it has not finished joining.
-// reachable tells whether an address is on a directly connected network (host-gw's
-// requirement).
-func makePlan(mode Mode, me string, nodes []*v1.Node, reachable func(netip.Addr) bool) plan {
+// So is a node on this very machine (its InternalIP is this node's, as when tests run
+// several nodes on one host): its bridge is local, and a route would replace the
+// kernel's own. reachable tells whether an address is on a directly connected network
+// (host-gw's requirement).
+func makePlan(mode Mode, me string, myIP netip.Addr, nodes []*v1.Node, reachable func(netip.Addr) bool) plan {
 	var p plan
 	for _, n := range nodes {
 		if n.Name == me {
@@ -52,9 +57,10 @@ func makePlan(mode Mode, me string, nodes []*v1.Node, reachable func(netip.Addr)
 		}
 		cidr, ok := podCIDROf(n)
 		ip, ok2 := internalIP(n)
-		if !ok || !ok2 || n.DeletionTimestamp != nil {
+		if !ok || !ok2 || n.DeletionTimestamp != nil || ip == myIP {
 			continue
 		}
+		p.Others++
 		pe := peer{Name: n.Name, PodCIDR: cidr, NodeIP: ip}
 		switch mode {
 		case HostGW:

@@ -30,6 +30,7 @@ func TestMakePlan(t *testing.T) {
 		testNode("joining", "", "192.168.1.5", nil),
 		testNode("unpublished", "10.244.4.0/24", "192.168.1.6", nil),
 		testNode("routed", "10.244.5.0/24", "192.168.1.7", map[string]string{AnnotationBackend: "host-gw"}),
+		testNode("beside-me", "10.244.6.0/24", "192.168.1.2", vxlanAnnotations("aa:bb:cc:00:00:06", "192.168.1.2")),
 	}
 	for _, tc := range []struct {
 		mode         Mode
@@ -37,12 +38,16 @@ func TestMakePlan(t *testing.T) {
 		problemsWith []string
 	}{
 		// vxlan reaches every node that published its endpoint, across subnets too; a
-		// node of another backend is a problem, one not yet published is not.
+		// node of another backend is a problem, one not yet published is not, and one on
+		// this machine needs nothing.
 		{VXLAN, []string{"b", "far"}, []string{"routed"}},
 		// host-gw reaches only the nodes on a connected network.
 		{HostGW, []string{"b", "routed", "unpublished"}, []string{"far"}},
 	} {
-		p := makePlan(tc.mode, "me", nodes, onLAN)
+		p := makePlan(tc.mode, "me", netip.MustParseAddr("192.168.1.2"), nodes, onLAN)
+		if p.Others != 4 {
+			t.Errorf("%s: %d other machines' nodes, want 4 (not the one joining, nor the one beside me)", tc.mode, p.Others)
+		}
 		var names []string
 		for _, pe := range p.Peers {
 			names = append(names, pe.Name)
@@ -60,7 +65,7 @@ func TestMakePlan(t *testing.T) {
 			}
 		}
 	}
-	p := makePlan(VXLAN, "me", nodes, onLAN)
+	p := makePlan(VXLAN, "me", netip.MustParseAddr("192.168.1.2"), nodes, onLAN)
 	if b := p.Peers[0]; b.VTEPMAC.String() != "aa:bb:cc:00:00:02" || b.PublicIP.String() != "192.168.1.3" || b.PodCIDR.String() != "10.244.1.0/24" {
 		t.Errorf("peer b = %+v", b)
 	}

@@ -200,6 +200,12 @@ func (p *programmer) syncRoutes(want []netlink.Route) error {
 	return errors.Join(errs...)
 }
 
+// hasVXLAN tells whether the vxlan device exists.
+func (p *programmer) hasVXLAN() bool {
+	_, err := p.h.LinkByName(p.dev)
+	return err == nil
+}
+
 // removeVXLAN deletes the vxlan device (its entries and routes go with it).
 func (p *programmer) removeVXLAN() error {
 	link, err := p.h.LinkByName(p.dev)

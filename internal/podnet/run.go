@@ -156,9 +156,17 @@ func (r *reconciler) reconcile(ctx context.Context, nodes []*v1.Node) {
 			errs = append(errs, fmt.Errorf("enabling IPv4 forwarding: %w", err))
 		}
 	}
-	p := makePlan(r.opts.Mode, r.opts.NodeName, nodes, r.prog.directlyReachable)
+	p := makePlan(r.opts.Mode, r.opts.NodeName, mine.NodeIP, nodes, r.prog.directlyReachable)
 	switch r.opts.Mode {
 	case VXLAN:
+		if p.Others == 0 && !r.prog.hasVXLAN() {
+			// Alone on the network so far: no device yet (a single-node cluster never
+			// needs one), only the backend published.
+			if err := r.publish(ctx, me, "", ""); err != nil {
+				errs = append(errs, err)
+			}
+			break
+		}
 		link, err := r.prog.ensureVXLAN(mine)
 		if err != nil {
 			errs = append(errs, err)
