@@ -562,3 +562,45 @@ func TestUnchangedStatusesAreNotReadAgain(t *testing.T) {
 		t.Errorf("app status %+v", cs)
 	}
 }
+
+// TestNodeStatusKeepsOthersConditions: a condition the kubelet does not own (the pod
+// network's NetworkUnavailable) survives the kubelet's own status updates.
+func TestNodeStatusKeepsOthersConditions(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	ctx := context.Background()
+	var node *v1.Node
+	h.eventually("node registered with status", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Conditions) == 4
+	})
+	readyBeat := func(n *v1.Node) metav1.Time {
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				return c.LastHeartbeatTime
+			}
+		}
+		return metav1.Time{}
+	}
+	before := readyBeat(node)
+	node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: v1.NodeNetworkUnavailable,
+		Status: v1.ConditionFalse, Reason: "PodNetworkReady", Message: "configured"})
+	if _, err := h.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the kubelet posts its status again, keeping NetworkUnavailable", func() bool {
+		h.clock.Step(time.Minute)
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		if err != nil || !readyBeat(n).After(before.Time) {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeNetworkUnavailable && c.Reason == "PodNetworkReady" {
+				return len(n.Status.Conditions) == 5
+			}
+		}
+		t.Fatalf("the kubelet dropped NetworkUnavailable: %+v", n.Status.Conditions)
+		return false
+	})
+}
