@@ -12,6 +12,8 @@ import (
 
 	"mizzen/internal/agent"
 	"mizzen/internal/datadir"
+	"mizzen/internal/netpol"
+	"mizzen/internal/podnet"
 )
 
 func init() { register(newAgentCommand) }
@@ -21,9 +23,10 @@ func init() { register(newAgentCommand) }
 // the control plane.
 func newAgentCommand() *cobra.Command {
 	var server, token string
-	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir, cloudProvider, nodeIP string
+	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir, cloudProvider, nodeIP, podNetwork string
+	var vxlanID, vxlanPort int
 	var pf agent.ProxyOptions
-	var noProxy, verbose bool
+	var noProxy, noNetworkPolicy, verbose bool
 	var kubeletPort int32
 	var containerLog agent.ContainerLogOptions
 	var clusterDNS []string
@@ -76,7 +79,20 @@ func newAgentCommand() *cobra.Command {
 					return err
 				}
 			}
-			opts := agent.Options{Kubelet: kf, KubeletConfig: cfg, Joined: joined}
+			pn, err := agent.PodNetworkFor(&kf, podNetwork, clusterCIDR, podBridge, vxlanID, vxlanPort, newLogger(verbose))
+			if err != nil {
+				return err
+			}
+			opts := agent.Options{Kubelet: kf, KubeletConfig: cfg, Joined: joined, PodNetwork: pn}
+			if !noNetworkPolicy {
+				opts.NetworkPolicy = &agent.NetworkPolicyOptions{Table: netpol.TableName(podBridge), Log: newLogger(verbose)}
+				opts.NetworkPolicyConfig = cfg
+				if joined != nil {
+					// The node's own identity may not list policies under the Node
+					// authorizer; the node's network identity (system:kube-proxy) may.
+					opts.NetworkPolicyConfig = joined.ProxyConfig
+				}
+			}
 			if !noProxy {
 				proxyCfg := cfg
 				if joined != nil {
@@ -105,10 +121,15 @@ func newAgentCommand() *cobra.Command {
 	f.Int32Var(&kubeletPort, "kubelet-port", 10250, "the kubelet's port")
 	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle the node server verifies callers (the apiserver) against (default: the cluster CA of --kubeconfig)")
 	f.StringVar(&proxyKubeconfig, "proxy-kubeconfig", "", "kubeconfig of the service proxy, upstream's system:kube-proxy (default: --kubeconfig)")
-	f.StringVar(&clusterCIDR, "cluster-cidr", "", "the pods' CIDR, for the proxy: traffic to a ClusterIP from outside it is masqueraded")
+	f.StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "the pods' CIDR, as the server's: pod traffic leaving it is masqueraded, and so is traffic to a ClusterIP from outside it")
+	f.StringVar(&nodeIP, "node-ip", "", "the node's InternalIP (default: the address of the interface to the default route)")
+	f.StringVar(&podNetwork, "pod-network", "vxlan", "how pods reach the other nodes' pods: vxlan (an overlay, works wherever nodes reach each other), host-gw (routes through the nodes' addresses, one L2 segment only) or none")
+	f.IntVar(&vxlanID, "vxlan-id", podnet.DefaultVNI, "the vxlan pod network's VNI")
+	f.IntVar(&vxlanPort, "vxlan-port", podnet.DefaultPort, "the vxlan pod network's UDP port")
 	f.StringSliceVar(&pf.NodePortAddresses, "nodeport-addresses", nil, "the proxy's NodePort addresses: CIDRs, or \"primary\" (default: primary)")
 	f.BoolVar(&pf.MasqueradeAll, "masquerade-all", false, "the proxy masquerades all traffic sent to a ClusterIP")
 	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
+	f.BoolVar(&noNetworkPolicy, "disable-network-policy", false, "enforce no NetworkPolicies on this node")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
 	f.StringVar(&cloudProvider, "cloud-provider", "", `"external": the node registers with the taint node.cloudprovider.kubernetes.io/uninitialized until a cloud-controller-manager initializes it (addresses, providerID, topology labels)`)

@@ -17,6 +17,7 @@ import (
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcdsnapshot"
 	"mizzen/internal/metrics"
+	"mizzen/internal/podnet"
 )
 
 func init() { register(newServerCommand) }
@@ -33,6 +34,9 @@ type serverFlags struct {
 	verbose     bool
 	clusterCIDR string
 	podBridge   string
+	podNetwork  string
+	vxlanID     int
+	vxlanPort   int
 	kubeletPort int32
 	kubeletCA   string
 	// ingressHTTPPort and ingressHTTPSPort are the bundled Ingress controller's ports.
@@ -117,6 +121,7 @@ func newServerCommand() *cobra.Command {
 			}
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
+				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
 				Snapshots: f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
@@ -130,6 +135,9 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().StringVar(&f.podNetwork, "pod-network", "vxlan", "how the agent's pods reach the other nodes' pods: vxlan, host-gw or none (as `mizzen agent --pod-network`)")
+	cmd.Flags().IntVar(&f.vxlanID, "vxlan-id", podnet.DefaultVNI, "the vxlan pod network's VNI")
+	cmd.Flags().IntVar(&f.vxlanPort, "vxlan-port", podnet.DefaultPort, "the vxlan pod network's UDP port")
 	cmd.Flags().StringVar(&f.snapshots.Schedule, "etcd-snapshot-schedule-cron", etcdsnapshot.DefaultSchedule, "when the embedded etcd is snapshotted, as a five-field cron spec")
 	cmd.Flags().IntVar(&f.snapshots.Retention, "etcd-snapshot-retention", etcdsnapshot.DefaultRetention, "how many scheduled snapshots to keep")
 	cmd.Flags().StringVar(&f.snapshots.Dir, "etcd-snapshot-dir", "", "directory of the scheduled snapshots (default DATA_DIR/db/snapshots)")

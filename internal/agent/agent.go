@@ -17,6 +17,7 @@ import (
 
 	"mizzen/internal/datadir"
 	"mizzen/internal/hostaddr"
+	"mizzen/internal/podnet"
 	"mizzen/internal/proxy"
 )
 
@@ -29,6 +30,13 @@ type Options struct {
 	ProxyConfig *rest.Config
 	// Joined, when set, keeps a joined node's certificates current beside them.
 	Joined *Joined
+	// PodNetwork, when set, connects the node's pods with the other nodes' (with the
+	// kubelet's credentials).
+	PodNetwork *PodNetworkOptions
+	// NetworkPolicy, when set, enforces NetworkPolicies with NetworkPolicyConfig's
+	// credentials (which may list pods, namespaces and policies).
+	NetworkPolicy       *NetworkPolicyOptions
+	NetworkPolicyConfig *rest.Config
 }
 
 // Run runs the agent's components until ctx ends or one of them fails, which stops
@@ -42,6 +50,16 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Joined != nil {
 		components = append(components, opts.Joined.Run)
+	}
+	if opts.PodNetwork != nil {
+		components = append(components, func(ctx context.Context) error {
+			return RunPodNetwork(ctx, opts.KubeletConfig, opts.Kubelet.HostnameOverride, *opts.PodNetwork)
+		})
+	}
+	if opts.NetworkPolicy != nil {
+		components = append(components, func(ctx context.Context) error {
+			return RunNetworkPolicy(ctx, opts.NetworkPolicyConfig, opts.Kubelet.HostnameOverride, *opts.NetworkPolicy)
+		})
 	}
 	return runAll(ctx, components...)
 }
@@ -137,6 +155,24 @@ func ClusterCAFile(tls rest.TLSClientConfig, rootDir string) (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, tls.CAData, 0o644)
+}
+
+// PodNetworkFor are the pod network settings of an agent whose pods are on bridge
+// within clusterCIDR; nil for --pod-network none. It also gives the kubelet the cluster
+// CIDR (exempt from masquerading) and the pods' MTU.
+func PodNetworkFor(kf *KubeletOptions, mode, clusterCIDR, bridge string, vni, port int, log *slog.Logger) (*PodNetworkOptions, error) {
+	m, err := podnet.ParseMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	kf.ClusterCIDR, kf.PodMTU = clusterCIDR, podnet.PodMTU(m)
+	if m == podnet.None {
+		return nil, nil
+	}
+	if clusterCIDR == "" {
+		return nil, fmt.Errorf("--pod-network %s needs --cluster-cidr", m)
+	}
+	return &PodNetworkOptions{Mode: m, ClusterCIDR: clusterCIDR, Bridge: bridge, VNI: vni, Port: port, Log: log}, nil
 }
 
 // ProxyFor are the proxy settings of an agent whose node is nodeName on bridge.

@@ -36,7 +36,11 @@ type KubeletOptions struct {
 	// ContainerdDir, when set, runs and supervises a containerd of the kubelet's own
 	// with its state there, its sandbox image built from PauseBinary and its pods on
 	// the bridge CNIBridge; RuntimeEndpoint is then ignored.
-	ContainerdDir, PauseBinary, CNIBridge      string
+	ContainerdDir, PauseBinary, CNIBridge string
+	// ClusterCIDR (every node's pods) is exempt from the pods' masquerading, and PodMTU
+	// is their interfaces' MTU (0: the CNI plugin's default).
+	ClusterCIDR                                string
+	PodMTU                                     int
 	Address, TLSCertFile, TLSKeyFile, ClientCA string
 	// ServingCertificate, when set, is the node server's rotating certificate (a
 	// joined node's, from the kubelet-serving signer) in place of TLSCertFile.
@@ -141,7 +145,7 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		if err != nil {
 			return fmt.Errorf("--pause-binary: %w", err)
 		}
-		rtOpts := containerd.Options{DataDir: kf.ContainerdDir, Bridge: kf.CNIBridge}
+		rtOpts := containerd.Options{DataDir: kf.ContainerdDir, Bridge: kf.CNIBridge, ClusterCIDR: kf.ClusterCIDR, MTU: kf.PodMTU}
 		stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
 		if err != nil {
 			return err

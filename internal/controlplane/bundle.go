@@ -31,11 +31,13 @@ import (
 	"mizzen/internal/ingress"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/metrics"
+	"mizzen/internal/netpol"
+	"mizzen/internal/podnet"
 	"mizzen/internal/scheduler"
 )
 
 // Components are the bundled components `mizzen server --disable` may leave out.
-var Components = []string{"scheduler", "controller-manager", "cloud-controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard"}
+var Components = []string{"scheduler", "controller-manager", "cloud-controller-manager", "agent", "proxy", "dns", "metrics-server", "ingress", "dashboard", "network-policy"}
 
 // BundleOptions configure `mizzen server`: the control plane and the components
 // bundled beside it.
@@ -45,8 +47,12 @@ type BundleOptions struct {
 	Disable     []string
 	ClusterCIDR string
 	// PodBridge is the agent's pod network bridge, distinct per cluster on one host.
-	PodBridge   string
-	KubeletPort int32
+	PodBridge string
+	// PodNetwork is the agent's pod network across nodes (vxlan, host-gw, none), with
+	// the vxlan backend's VNI and port.
+	PodNetwork         string
+	VXLANID, VXLANPort int
+	KubeletPort        int32
 	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
 	// every address of the node; 0 serves none.
 	IngressHTTPPort, IngressHTTPSPort int
@@ -180,7 +186,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		start("dashboard", run)
 	}
 	if !disabled("agent") {
-		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"))
+		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"), !disabled("network-policy"))
 		if err != nil {
 			return fail(fmt.Errorf("%w, or run with --disable agent", err))
 		}
@@ -198,7 +204,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 // bundledAgent are the settings of the agent `mizzen server` runs on its own machine:
 // the kubelet with a client certificate for its node and a serving certificate of the
 // cluster CA, and the proxy unless withProxy is false.
-func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy bool) (agent.Options, error) {
+func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy, withNetworkPolicy bool) (agent.Options, error) {
 	kf, err := agent.AgentKubelet(datadir.Dir(opts.DataDir), "", opts.KubeletPort, opts.PodBridge)
 	if err != nil {
 		return agent.Options{}, err
@@ -222,7 +228,20 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 	if clusterDNS != nil {
 		kf.ClusterDNS = []string{clusterDNS.String()}
 	}
-	ao := agent.Options{Kubelet: kf, KubeletConfig: cfg}
+	if opts.PodNetwork == "" {
+		opts.PodNetwork = string(podnet.VXLAN)
+	}
+	pn, err := agent.PodNetworkFor(&kf, opts.PodNetwork, opts.ClusterCIDR, opts.PodBridge, opts.VXLANID, opts.VXLANPort, opts.Log.With("component", "podnet"))
+	if err != nil {
+		return agent.Options{}, err
+	}
+	ao := agent.Options{Kubelet: kf, KubeletConfig: cfg, PodNetwork: pn}
+	if withNetworkPolicy {
+		if ao.NetworkPolicyConfig, err = cp.ComponentConfig("network-policy", netpol.User, nil); err != nil {
+			return agent.Options{}, err
+		}
+		ao.NetworkPolicy = &agent.NetworkPolicyOptions{Table: netpol.TableName(opts.PodBridge), Log: opts.Log.With("component", "netpol")}
+	}
 	if withProxy {
 		proxyCfg, err := cp.ComponentConfig("kube-proxy", "system:kube-proxy", nil)
 		if err != nil {

@@ -5,11 +5,20 @@ package hostaddr
 import (
 	"errors"
 	"net"
+
+	"github.com/vishvananda/netlink"
 )
 
-// PrimaryIPv4 is the first global unicast IPv4 address of the first interface that is
-// up and not a loopback.
+// PrimaryIPv4 is the source address of the default route, as upstream's kubelet picks
+// its node IP; without one, the first global unicast IPv4 address of the first
+// interface that is up and not a loopback. (Interface order alone is not enough: a
+// bridge or vxlan device made in a fresh network namespace comes before its eth0.)
 func PrimaryIPv4() (net.IP, error) {
+	if routes, err := netlink.RouteGet(net.IPv4(1, 1, 1, 1)); err == nil && len(routes) > 0 {
+		if src := routes[0].Src.To4(); src != nil && src.IsGlobalUnicast() {
+			return src, nil
+		}
+	}
 	ifaces, err := net.Interfaces()
 	if err != nil {
 		return nil, err

@@ -2,7 +2,7 @@
 // removes what it leaves there, as k3s-killall.sh does for k3s: the mizzen processes
 // of the data directory, its containerd and container shims, every pod's processes and
 // cgroups, every mount under the directory (volumes, rootfs, network namespaces), the
-// pod network's bridge and its nftables tables. Uninstall does that and removes the
+// pod network's bridge, vxlan device and nftables tables. Uninstall does that and removes the
 // directory. A plain stop leaves pods running on purpose (a restarted kubelet adopts
 // them); this is for when the user wants nothing left.
 package killall
@@ -27,6 +27,8 @@ import (
 	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
 	"mizzen/internal/kubelet/podcgroups"
+	"mizzen/internal/netpol"
+	"mizzen/internal/podnet"
 	"mizzen/internal/proxy"
 )
 
@@ -113,6 +115,12 @@ func Run(opts Options) (Report, error) {
 	}
 	if err := (proxy.Table{Name: proxy.TableNameFor(report.Bridge)}).Delete(); err != nil {
 		errs = append(errs, fmt.Errorf("removing the service proxy's table: %w", err))
+	}
+	if err := podnet.RemoveDevice(report.Bridge); err != nil {
+		errs = append(errs, fmt.Errorf("removing the pod network's vxlan device: %w", err))
+	}
+	if err := (netpol.Table{Name: netpol.TableName(report.Bridge)}).Delete(); err != nil {
+		errs = append(errs, fmt.Errorf("removing the network policy table: %w", err))
 	}
 	return report, errors.Join(errs...)
 }

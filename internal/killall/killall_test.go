@@ -64,7 +64,7 @@ func TestBridgeOfReadsTheAgentsCNIConfiguration(t *testing.T) {
 		t.Fatalf("without a configuration: %q, want mizzen0", got)
 	}
 	opts := containerd.Options{DataDir: d.Containerd(), Bridge: "mzn-x"}
-	conf, err := containerd.CNIConfList("10.1.0.0/24", opts.Bridge, t.TempDir())
+	conf, err := containerd.CNIConfList("10.1.0.0/24", opts.Bridge, t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,13 @@ type Options struct {
 	CNIBinDir    string // /usr/lib/cni (Debian's containernetworking-plugins) when empty
 	Snapshotter  string // overlayfs when empty
 	Bridge       string // the pod network's bridge; mizzen0 when empty
+	// ClusterCIDR is every node's pods: traffic from this node's pods to it is not
+	// masqueraded (pod to pod across nodes keeps its source). Only the node's own pod
+	// CIDR is exempt when empty.
+	ClusterCIDR string
+	// MTU is the pods' interface MTU (an overlay's is smaller than the link's); the
+	// bridge plugin's default when zero.
+	MTU int
 	// Address is the socket of a containerd not supervised here, for image imports;
 	// the socket under DataDir when empty.
 	Address string
@@ -126,7 +133,7 @@ func (o Options) Config() string {
 // ipamDir keeps host-local's address reservations with the node's own state: in the
 // shared default (/var/lib/cni/networks) a previous cluster's leftovers would exhaust
 // the range.
-func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
+func CNIConfList(podCIDR, bridge, ipamDir string, mtu int) ([]byte, error) {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
@@ -155,6 +162,9 @@ func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 		},
 	}
+	if mtu > 0 {
+		conf["plugins"].([]any)[0].(map[string]any)["mtu"] = mtu
+	}
 	return json.MarshalIndent(conf, "", "  ")
 }
 
@@ -162,11 +172,11 @@ func CNIConfList(podCIDR, bridge, ipamDir string) ([]byte, error) {
 // picks up without a restart, and installs its masquerade rule.
 func (o Options) WriteCNIConfig(podCIDR string) error {
 	o.setDefaults()
-	data, err := CNIConfList(podCIDR, o.Bridge, filepath.Join(o.DataDir, "cni-ipam"))
+	data, err := CNIConfList(podCIDR, o.Bridge, filepath.Join(o.DataDir, "cni-ipam"), o.MTU)
 	if err != nil {
 		return err
 	}
-	if err := EnsureMasquerade(o.Bridge, podCIDR); err != nil {
+	if err := EnsureMasquerade(o.Bridge, podCIDR, o.ClusterCIDR); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.CNIConfDir(), 0o755); err != nil {

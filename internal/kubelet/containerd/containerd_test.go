@@ -48,7 +48,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestCNIConfList(t *testing.T) {
-	data, err := CNIConfList("10.244.3.0/24", "mizzen0", "/var/lib/mizzen/agent/cni-ipam")
+	data, err := CNIConfList("10.244.3.0/24", "mizzen0", "/var/lib/mizzen/agent/cni-ipam", 1450)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,7 @@ func TestCNIConfList(t *testing.T) {
 		CNIVersion string `json:"cniVersion"`
 		Plugins    []struct {
 			Type string `json:"type"`
+			MTU  int    `json:"mtu"`
 			IPAM struct {
 				Type   string                `json:"type"`
 				Ranges [][]map[string]string `json:"ranges"`
@@ -66,10 +67,10 @@ func TestCNIConfList(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(conf.Plugins) != 2 || conf.Plugins[0].Type != "bridge" || conf.Plugins[1].Type != "portmap" ||
-		conf.Plugins[0].IPAM.Type != "host-local" || conf.Plugins[0].IPAM.Ranges[0][0]["subnet"] != "10.244.3.0/24" {
+		conf.Plugins[0].IPAM.Type != "host-local" || conf.Plugins[0].IPAM.Ranges[0][0]["subnet"] != "10.244.3.0/24" || conf.Plugins[0].MTU != 1450 {
 		t.Errorf("conflist = %s", data)
 	}
-	if _, err := CNIConfList("not-a-cidr", "mizzen0", "/tmp/x"); err == nil {
+	if _, err := CNIConfList("not-a-cidr", "mizzen0", "/tmp/x", 0); err == nil {
 		t.Error("accepted a bad CIDR")
 	}
 }

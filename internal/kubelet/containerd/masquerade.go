@@ -19,17 +19,25 @@ func masqueradeTable(bridge string, v6 bool) *nftables.Table {
 }
 
 // EnsureMasquerade installs the one rule that masquerades pod traffic leaving the pod
-// network: source in podCIDR, destination neither in podCIDR nor multicast. It stands in
+// network: source in podCIDR, destination neither in clusterCIDR (every node's pods;
+// podCIDR when empty) nor multicast. It stands in
 // for the bridge plugin's ipMasq, which adds an iptables chain per pod: under a burst of
 // pod starts those iptables runs (serialized by the xtables lock) were the largest single
 // CPU cost of a sandbox. The rule lives in a table of its own, so this is idempotent and
 // leaves every other rule on the host alone.
-func EnsureMasquerade(bridge, podCIDR string) error {
+func EnsureMasquerade(bridge, podCIDR, clusterCIDR string) error {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
 		return fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
 	}
 	prefix = prefix.Masked()
+	cluster := prefix
+	if clusterCIDR != "" {
+		if cluster, err = netip.ParsePrefix(clusterCIDR); err != nil || cluster.Addr().Is6() != prefix.Addr().Is6() {
+			return fmt.Errorf("cluster CIDR %q: not a CIDR of the pod CIDR's family", clusterCIDR)
+		}
+		cluster = cluster.Masked()
+	}
 	v6 := prefix.Addr().Is6()
 	// Offsets of the source and destination addresses in the IPv4 and IPv6 headers.
 	srcOff, dstOff, size := uint32(12), uint32(16), uint32(4)
@@ -50,7 +58,7 @@ func EnsureMasquerade(bridge, podCIDR string) error {
 	})
 	var exprs []expr.Any
 	exprs = append(exprs, matchPrefix(srcOff, size, prefix, expr.CmpOpEq)...)
-	exprs = append(exprs, matchPrefix(dstOff, size, prefix, expr.CmpOpNeq)...)
+	exprs = append(exprs, matchPrefix(dstOff, size, cluster, expr.CmpOpNeq)...)
 	exprs = append(exprs, matchPrefix(dstOff, size, multicast, expr.CmpOpNeq)...)
 	exprs = append(exprs, &expr.Masq{})
 	conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: exprs})

@@ -93,9 +93,12 @@ func (l *Lab) attach(m *Machine, i int) error {
 }
 
 // Command runs a program inside the machine's network namespace (its mounts and
-// processes are the host's: a test gives each machine its own data directory).
+// processes are the host's: a test gives each machine its own data directory). It
+// enters the network namespace only: `ip netns exec` would also give the program a
+// mount namespace of its own with a fresh /sys, where the cgroup filesystem runc needs
+// is missing.
 func (m *Machine) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", m.Name, name}, args...)...)
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + m.Name, "--", name}, args...)...)
 }
 
 // Run runs a program inside the machine's namespace and returns its combined output.

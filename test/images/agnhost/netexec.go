@@ -129,7 +129,27 @@ func (n *netexec) handler() http.Handler {
 	mux.HandleFunc("/redirect", redirect)
 	mux.HandleFunc("/shell", n.shellHandler)
 	mux.HandleFunc("/dial", n.dial)
+	mux.HandleFunc("/bytes", streamBytes)
 	return mux
+}
+
+// streamBytes answers ?size=N zero bytes, for throughput measurements (mizzen's own
+// addition: upstream's netexec has no such endpoint).
+func streamBytes(w http.ResponseWriter, r *http.Request) {
+	size, err := strconv.ParseInt(r.FormValue("size"), 10, 64)
+	if err != nil || size < 0 {
+		http.Error(w, "size must be a number of bytes", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	buf := make([]byte, 64<<10)
+	for size > 0 {
+		chunk := min(size, int64(len(buf)))
+		if _, err := w.Write(buf[:chunk]); err != nil {
+			return
+		}
+		size -= chunk
+	}
 }
 
 // statusParam reads an optional HTTP status code parameter; ok is false (and a 400

@@ -47,6 +47,8 @@ func TestNetexecHandlers(t *testing.T) {
 		{name: "dial without request", url: "/dial?host=h&port=1", wantCode: 400, wantBody: "request, host and port are required\n"},
 		{name: "dial bad protocol", url: "/dial?request=x&host=h&port=1&protocol=sctp", wantCode: 400, wantBody: "unsupported protocol \"sctp\"\n"},
 		{name: "dial bad tries", url: "/dial?request=x&host=h&port=1&tries=0", wantCode: 400, wantBody: "invalid tries \"0\"\n"},
+		{name: "bytes", url: "/bytes?size=5", wantCode: 200, wantBody: "\x00\x00\x00\x00\x00"},
+		{name: "bytes without size", url: "/bytes", wantCode: 400, wantBody: "size must be a number of bytes\n"},
 		{name: "exit with bad code", url: "/exit?code=200", wantCode: 400, wantBody: "invalid exit code \"200\": want an integer in [0, 127]\n"},
 	}
 	for _, tt := range tests {

@@ -147,6 +147,12 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 			rule("update").groups(networkingGroup).resources("ingresses/status"),
 			rule("create", "patch").groups(legacyGroup).resources("events"),
 		)),
+		// What each node's NetworkPolicy enforcement reads, as kube-router's or Calico's
+		// node agents.
+		clusterRole("system:mizzen-network-policy", rules(
+			rule("get", "list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
+			rule("get", "list", "watch").groups(networkingGroup).resources("networkpolicies"),
+		)),
 	}
 }
 
@@ -161,6 +167,8 @@ func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:metrics-server", subjects(rbacv1.UserKind, "system:metrics-server")),
 		clusterRoleBinding("system:mizzen-ingress", subjects(rbacv1.UserKind, "system:mizzen-ingress")),
 		clusterRoleBinding("system:cloud-controller-manager", subjects(rbacv1.UserKind, "system:cloud-controller-manager")),
+		// A joined agent enforces policies with its network identity, the proxy's.
+		clusterRoleBinding("system:mizzen-network-policy", subjects(rbacv1.UserKind, "system:mizzen-network-policy", "system:kube-proxy")),
 	}
 }
 
