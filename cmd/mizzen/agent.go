@@ -133,7 +133,6 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
 	f.StringVar(&cloudProvider, "cloud-provider", "", `"external": the node registers with the taint node.cloudprovider.kubernetes.io/uninitialized until a cloud-controller-manager initializes it (addresses, providerID, topology labels)`)
-	f.StringVar(&nodeIP, "node-ip", "", "the node's InternalIP (default: the first global IPv4 address)")
 	addContainerLogFlags(cmd, &containerLog)
 	return cmd
 }

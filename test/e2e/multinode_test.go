@@ -49,6 +49,8 @@ type multiNode struct {
 	// serverDir is the server's data directory.
 	serverDir string
 	client    kubernetes.Interface
+	// token is the agent join token the agents share.
+	token string
 }
 
 // nodeProcess is a `mizzen agent` running in a machine.
@@ -161,15 +163,21 @@ func startMultiNode(t *testing.T, podNetwork string) *multiNode {
 	return mn
 }
 
-// agentCredentials are the flags giving an agent its identity: today a kubeconfig
-// holding the cluster admin's certificate, with the server's address on the lab. (Once
-// `mizzen agent --server URL --token T` lands, this is the one place to switch.)
+// agentCredentials are the flags giving an agent its identity: the server's address
+// on the lab and a join token, all a new node needs (docs/joining.md).
 func (mn *multiNode) agentCredentials(node, apiserver string) []string {
-	path := filepath.Join(mn.serverDir, "agent-"+node+".kubeconfig")
-	if err := rewriteKubeconfig(filepath.Join(mn.serverDir, "admin.kubeconfig"), path, apiserver); err != nil {
-		mn.t.Fatal(err)
+	if mn.token == "" {
+		admin := filepath.Join(mn.serverDir, "lab-admin.kubeconfig")
+		if err := rewriteKubeconfig(filepath.Join(mn.serverDir, "admin.kubeconfig"), admin, apiserver); err != nil {
+			mn.t.Fatal(err)
+		}
+		out, err := exec.Command(mizzenBin, "token", "create", "--kubeconfig", admin, "--description", "multi-node e2e").CombinedOutput()
+		if err != nil {
+			mn.t.Fatalf("mizzen token create: %v\n%s", err, out)
+		}
+		mn.token = strings.TrimSpace(string(out))
 	}
-	return []string{"--kubeconfig", path}
+	return []string{"--server", apiserver, "--token", mn.token}
 }
 
 // rewriteKubeconfig copies a kubeconfig with its clusters' server set to url.
@@ -182,15 +190,6 @@ func rewriteKubeconfig(from, to, url string) error {
 		cl.Server = url
 	}
 	return clientcmd.WriteToFile(*cfg, to)
-}
-
-func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasImage(n *v1.Node, image string) bool {
