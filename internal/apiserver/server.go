@@ -316,7 +316,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		// Health and version are public: a request without credentials is the
 		// anonymous user, whom the default policy lets read them, as upstream.
-		if !isPublicPath(path) || hasCredentials(r) {
+		if !anonymousAllowed(path) || hasCredentials(r) {
 			s.writeError(w, r, unauthorized())
 			return
 		}
@@ -397,6 +397,15 @@ func isPublicPath(path string) bool {
 	}
 	return strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/")
 }
+
+// clusterInfoPath is kube-public/cluster-info, which a machine joining the cluster reads
+// without credentials (it holds only the CA, which the machine checks against its join
+// token), as kubeadm's discovery does; RBAC lets system:anonymous get it.
+const clusterInfoPath = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
+
+// anonymousAllowed reports whether a request without credentials goes on as
+// system:anonymous (authorization then decides) rather than 401.
+func anonymousAllowed(path string) bool { return isPublicPath(path) || path == clusterInfoPath }
 
 // hasCredentials reports whether a request presented any: a refused one is 401 even
 // on a public path.

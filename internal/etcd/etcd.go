@@ -8,9 +8,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 

@@ -119,7 +119,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	secrets, err := h.Collect(r.Context())
 	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(err))
+		var se *apierrors.StatusError
+		if !errors.As(err, &se) {
+			se = apierrors.NewInternalError(err)
+		}
+		writeStatus(w, se)
 		return
 	}
 	plain, err := json.Marshal(secrets)
