@@ -64,7 +64,7 @@ func TestLinearizableThroughEtcdLeaderKill(t *testing.T) {
 	}
 
 	time.Sleep(5 * time.Second)
-	leader := etcdLeader(t, ec.clientURLs)
+	leader := etcdLeader(t, ec)
 	t.Logf("killing etcd member %d, the leader", leader)
 	ec.members[leader].kill()
 	killed.Store(true)
@@ -131,9 +131,14 @@ func recordCAS(ctx context.Context, h *linearizability.History, client int, c *k
 }
 
 // etcdLeader is the index of the member that leads.
-func etcdLeader(t *testing.T, clientURLs []string) int {
+func etcdLeader(t *testing.T, ec *etcdCluster) int {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: clientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	clientURLs := ec.clientURLs
+	tlsCfg, err := ec.client.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: clientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: tlsCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
