@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -75,21 +76,33 @@ func PromoteWhenReady(ctx context.Context, cli *clientv3.Client, id uint64) erro
 }
 
 // Remove removes the member named name from the cluster; a name no member has is
-// not an error (it was removed already).
+// not an error (it was removed already). etcd refuses to remove a voter while the
+// cluster would be left without a healthy quorum (as right after a member joined,
+// until the members have been connected for a few seconds): that is retried until
+// ctx ends.
 func Remove(ctx context.Context, cli *clientv3.Client, name string) error {
-	list, err := cli.MemberList(ctx)
-	if err != nil {
-		return fmt.Errorf("listing the etcd cluster's members: %w", err)
-	}
-	for _, m := range list.Members {
-		if m.Name == name {
-			if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
-				return fmt.Errorf("removing etcd member %q: %w", name, err)
-			}
+	for {
+		list, err := cli.MemberList(ctx)
+		if err != nil {
+			return fmt.Errorf("listing the etcd cluster's members: %w", err)
+		}
+		i := slices.IndexFunc(list.Members, func(m *etcdserverpb.Member) bool { return m.Name == name })
+		if i < 0 {
 			return nil
 		}
+		_, err = cli.MemberRemove(ctx, list.Members[i].ID)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, rpctypes.ErrUnhealthy) {
+			return fmt.Errorf("removing etcd member %q: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("removing etcd member %q: %w", name, err)
+		case <-time.After(time.Second):
+		}
 	}
-	return nil
 }
 
 // ErrNotMember is returned by MemberID for a name the cluster does not know.
