@@ -59,6 +59,7 @@ type serverFlags struct {
 	joinServer, joinToken                 string
 	etcdClientPort, etcdPeerPort          int
 	remove                                bool
+	removeMember                          string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -136,6 +137,13 @@ func newServerCommand() *cobra.Command {
 				}
 				return err
 			}
+			if f.removeMember != "" {
+				msg, err := core.RemoveMember(ctx, datadir.Dir(f.dataDir), f.removeMember)
+				if err == nil {
+					fmt.Fprintln(os.Stderr, msg)
+				}
+				return err
+			}
 			if f.remove {
 				msg, err := controlplane.RemoveServer(ctx, f.dataDir)
 				if err == nil {
@@ -176,6 +184,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.etcdClientPort, "etcd-client-port", core.DefaultEtcdClientPort, "port of the embedded etcd's clients on the advertise address, in a cluster of servers")
 	cmd.Flags().IntVar(&f.etcdPeerPort, "etcd-peer-port", core.DefaultEtcdPeerPort, "port of the embedded etcd's peers on the advertise address, in a cluster of servers")
 	cmd.Flags().BoolVar(&f.remove, "remove", false, "take this (stopped) server out of its cluster of servers: the other etcd members forget it and its etcd data is moved aside; then exit")
+	cmd.Flags().StringVar(&f.removeMember, "remove-member", "", "have the cluster of servers forget the etcd member of this name, a server gone for good; then exit")
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")

@@ -30,9 +30,22 @@ func AddLearner(ctx context.Context, cli *clientv3.Client, name, peerURL string)
 			}
 		}
 	}
-	resp, err := cli.MemberAddAsLearner(ctx, []string{peerURL})
-	if err != nil {
-		return 0, "", fmt.Errorf("adding this machine to the etcd cluster: %w", err)
+	// etcd refuses a new member while the last one added is still a learner or has been
+	// connected for only a few seconds (its strict reconfiguration check): wait it out.
+	var resp *clientv3.MemberAddResponse
+	for {
+		resp, err = cli.MemberAddAsLearner(ctx, []string{peerURL})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, rpctypes.ErrUnhealthy) && !errors.Is(err, rpctypes.ErrTooManyLearners) {
+			return 0, "", fmt.Errorf("adding this machine to the etcd cluster: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, "", fmt.Errorf("adding this machine to the etcd cluster: %w", err)
+		case <-time.After(time.Second):
+		}
 	}
 	var initial []string
 	for _, m := range resp.Members {

@@ -260,6 +260,16 @@ func TestSeveralServers(t *testing.T) {
 	if len(voters) != 2 {
 		t.Errorf("after --remove, voters %v, want 2", voters)
 	}
+	// A live server cannot remove its own member, nor one the cluster does not have.
+	own, err := os.ReadFile(datadir.Dir(first.dataDir).EtcdMember())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"no-such-member", strings.Split(strings.Split(string(own), `"name": "`)[1], `"`)[0]} {
+		if out, err := first.machine.Run(context.Background(), mizzenBin, "server", "--remove-member", name, "--data-dir", first.dataDir); err == nil {
+			t.Errorf("--remove-member %s succeeded: %s", name, out)
+		}
+	}
 	if _, err := servers[0].client().CoreV1().ConfigMaps("default").Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-remove"}}, metav1.CreateOptions{}); err != nil {
 		t.Errorf("write after --remove: %v", err)

@@ -237,7 +237,7 @@ func joinCluster(ctx context.Context, opts Options, dir datadir.Dir, advertise n
 		return nil, err
 	}
 	defer cli.Close()
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	actx, cancel := context.WithTimeout(ctx, time.Minute)
 	id, initial, err := etcd.AddLearner(actx, cli, state.Name, state.PeerURL)
 	cancel()
 	if err != nil {
@@ -446,4 +446,36 @@ func LeaveCluster(ctx context.Context, dir datadir.Dir) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("etcd member %s removed from the cluster; its data is in %s", state.Name, old), nil
+}
+
+// RemoveMember has the cluster of the server on dir forget the member named name: a
+// server whose machine is gone for good ("marked dead"). The server on dir may be
+// running; its own member is refused (it leaves with LeaveCluster, stopped).
+func RemoveMember(ctx context.Context, dir datadir.Dir, name string) (string, error) {
+	state, err := readMemberState(dir)
+	if err != nil {
+		return "", err
+	}
+	if state == nil {
+		return "", fmt.Errorf("--remove-member: the server on %s is not a member of a cluster of servers (no %s)", dir.Root(), dir.EtcdMember())
+	}
+	if name == state.Name {
+		return "", fmt.Errorf("--remove-member: %s is this server's own member: stop the server and use --remove", name)
+	}
+	cli, err := etcd.Dial(ctx, strings.Join(state.ClusterClientURLs, ","), etcdsnapshot.EmbeddedClientFiles(dir))
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := etcd.MemberID(rctx, cli, name); errors.Is(err, etcd.ErrNotMember) {
+		return "", fmt.Errorf("--remove-member: no etcd member is named %q", name)
+	} else if err != nil {
+		return "", err
+	}
+	if err := etcd.Remove(rctx, cli, name); err != nil {
+		return "", fmt.Errorf("--remove-member: %w", err)
+	}
+	return fmt.Sprintf("etcd member %s removed from the cluster", name), nil
 }
