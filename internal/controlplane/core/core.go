@@ -200,6 +200,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		}
 		client = member.Client()
 		recordMembers(ctx, dir, client)
+		go keepMemberRecord(ctx, dir, client)
 	}
 	if joining {
 		go loadSigner()

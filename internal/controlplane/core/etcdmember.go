@@ -278,6 +278,21 @@ func promote(ctx context.Context, dir datadir.Dir, urls []string, id uint64) err
 	return etcd.PromoteWhenReady(pctx, cli, id)
 }
 
+// keepMemberRecord runs recordMembers every 30 s until ctx ends: members joining
+// later must be known to this server when it leaves.
+func keepMemberRecord(ctx context.Context, dir datadir.Dir, cli *clientv3.Client) {
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			recordMembers(ctx, dir, cli)
+		}
+	}
+}
+
 // recordMembers keeps where the members serve clients up to date in the member
 // state, for a later --remove.
 func recordMembers(ctx context.Context, dir datadir.Dir, cli *clientv3.Client) {
