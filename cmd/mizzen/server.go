@@ -16,6 +16,7 @@ import (
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcdsnapshot"
+	"mizzen/internal/jointoken"
 	"mizzen/internal/metrics"
 	"mizzen/internal/podnet"
 )
@@ -63,6 +64,13 @@ type serverFlags struct {
 	disableAdmission      []string
 	authorizationMode     string
 	anonymousAuth         bool
+
+	etcdCAFile, etcdCertFile, etcdKeyFile string
+	clusterInit                           bool
+	joinServer, joinToken                 string
+	etcdClientPort, etcdPeerPort          int
+	remove                                bool
+	removeMember                          string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
@@ -81,6 +89,9 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "how requests are authorized: Node,RBAC (kubelets get their own node's objects, everyone else what roles and bindings grant, with the default policy created at start), RBAC, or AlwaysAllow (every authenticated user may do anything)")
 	fl.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "a request without credentials is system:anonymous, which the authorizer judges (off with AlwaysAllow, as upstream); when false only health and version answer such requests")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
+	fl.StringVar(&f.etcdCAFile, "etcd-cafile", "", "CA bundle the external etcd members' certificates are verified against")
+	fl.StringVar(&f.etcdCertFile, "etcd-certfile", "", "client certificate presented to the external etcd (mutual TLS)")
+	fl.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "key of --etcd-certfile")
 	if withDisable {
 		fl.StringSliceVar(&f.disable, "disable", nil, "bundled components not to run ("+strings.Join(controlplane.Components, ", ")+")")
 	}
@@ -94,7 +105,27 @@ func (f *serverFlags) options() core.Options {
 		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
 		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
 		DisableAnonymousAuth: !f.anonymousAuth,
+		EtcdCAFile: f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
+		ClusterInit: f.clusterInit, EtcdClientPort: f.etcdClientPort, EtcdPeerPort: f.etcdPeerPort,
 	}
+}
+
+// join is --server and --token: the cluster of servers to join, if any.
+func (f *serverFlags) join() (*core.JoinOptions, error) {
+	if f.joinServer == "" && f.joinToken == "" {
+		return nil, nil
+	}
+	if f.joinServer == "" || f.joinToken == "" {
+		return nil, fmt.Errorf("--server and --token go together: a server joins a cluster with a server-role token (mizzen token create --role server)")
+	}
+	if f.clusterInit {
+		return nil, fmt.Errorf("--cluster-init starts a new cluster; --server joins an existing one: give one of them")
+	}
+	tok, err := jointoken.Parse(f.joinToken)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	return &core.JoinOptions{Server: f.joinServer, Token: tok}, nil
 }
 
 func newServerCommand() *cobra.Command {
@@ -119,8 +150,28 @@ func newServerCommand() *cobra.Command {
 				}
 				return err
 			}
+			if f.removeMember != "" {
+				msg, err := core.RemoveMember(ctx, datadir.Dir(f.dataDir), f.removeMember)
+				if err == nil {
+					fmt.Fprintln(os.Stderr, msg)
+				}
+				return err
+			}
+			if f.remove {
+				msg, err := controlplane.RemoveServer(ctx, f.dataDir)
+				if err == nil {
+					fmt.Fprintln(os.Stderr, msg)
+				}
+				return err
+			}
+			join, err := f.join()
+			if err != nil {
+				return err
+			}
+			opts := f.options()
+			opts.Join = join
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
-				Options: f.options(), Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
+				Options: opts, Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
@@ -144,6 +195,13 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&f.snapshots.Disable, "etcd-disable-snapshots", false, "take no scheduled snapshots")
 	cmd.Flags().BoolVar(&f.clusterReset, "cluster-reset", false, "forget every other etcd member (or, with --cluster-reset-restore-path, restore a snapshot into a fresh single-member etcd), then exit")
 	cmd.Flags().StringVar(&f.clusterResetRestorePath, "cluster-reset-restore-path", "", "snapshot file to restore with --cluster-reset")
+	cmd.Flags().BoolVar(&f.clusterInit, "cluster-init", false, "start the first server of a cluster of servers: its embedded etcd member serves peers and other servers on the advertise address, with mutual TLS")
+	cmd.Flags().StringVar(&f.joinServer, "server", "", "join the cluster of servers of this server (https://HOST:PORT), with --token")
+	cmd.Flags().StringVar(&f.joinToken, "token", "", "server-role join token (mizzen token create --role server) for --server")
+	cmd.Flags().IntVar(&f.etcdClientPort, "etcd-client-port", core.DefaultEtcdClientPort, "port of the embedded etcd's clients on the advertise address, in a cluster of servers")
+	cmd.Flags().IntVar(&f.etcdPeerPort, "etcd-peer-port", core.DefaultEtcdPeerPort, "port of the embedded etcd's peers on the advertise address, in a cluster of servers")
+	cmd.Flags().BoolVar(&f.remove, "remove", false, "take this (stopped) server out of its cluster of servers: the other etcd members forget it and its etcd data is moved aside; then exit")
+	cmd.Flags().StringVar(&f.removeMember, "remove-member", "", "have the cluster of servers forget the etcd member of this name, a server gone for good; then exit")
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")

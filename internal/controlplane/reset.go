@@ -25,11 +25,15 @@ import (
 func ClusterReset(ctx context.Context, dataDir, restorePath string, log *slog.Logger) (string, error) {
 	dir := datadir.Dir(dataDir)
 	if err := refuseRunning(dir); err != nil {
+		return "", fmt.Errorf("--cluster-reset: %w", err)
+	}
+	member, err := core.EtcdMemberOf(dir)
+	if err != nil {
 		return "", err
 	}
 	if restorePath != "" {
 		old := dir.EtcdOld(time.Now().Unix())
-		if err := etcdsnapshot.Restore(restorePath, dir.Etcd(), old, core.EmbeddedEtcdMember); err != nil {
+		if err := etcdsnapshot.Restore(restorePath, dir.Etcd(), old, member); err != nil {
 			return "", fmt.Errorf("--cluster-reset-restore-path: %w (the etcd data in %s is unchanged)", err, dir.Etcd())
 		}
 		msg := fmt.Sprintf("Etcd restored from %s into %s", restorePath, dir.Etcd())
@@ -41,8 +45,12 @@ func ClusterReset(ctx context.Context, dataDir, restorePath string, log *slog.Lo
 	if _, err := os.Stat(dir.Etcd()); err != nil {
 		return "", fmt.Errorf("--cluster-reset: no etcd data in %s", dir.Etcd())
 	}
-	m, err := etcd.Start(ctx, etcd.MemberConfig{Name: core.EmbeddedEtcdMember.Name, DataDir: dir.Etcd(),
-		PeerURLs: []string{core.EmbeddedEtcdMember.PeerURL}, ForceNewCluster: true}, log)
+	peerTLS, err := core.EmbeddedPeerTLS(dir, member.PeerURL)
+	if err != nil {
+		return "", err
+	}
+	m, err := etcd.Start(ctx, etcd.MemberConfig{Name: member.Name, DataDir: dir.Etcd(),
+		PeerURLs: []string{member.PeerURL}, PeerTLS: peerTLS, ForceNewCluster: true}, log)
 	if err != nil {
 		return "", fmt.Errorf("--cluster-reset: %w", err)
 	}
@@ -66,5 +74,15 @@ func refuseRunning(dir datadir.Dir) error {
 		return nil
 	}
 	_ = conn.Close()
-	return fmt.Errorf("--cluster-reset: the server on %s is still running (its etcd answers at %s); stop it first", dir.Root(), u.Host)
+	return fmt.Errorf("the server on %s is still running (its etcd answers at %s); stop it first", dir.Root(), u.Host)
+}
+
+// RemoveServer is `mizzen server --remove`: the stopped server on dataDir leaves its
+// cluster of servers (core.LeaveCluster). It returns what to tell the user.
+func RemoveServer(ctx context.Context, dataDir string) (string, error) {
+	dir := datadir.Dir(dataDir)
+	if err := refuseRunning(dir); err != nil {
+		return "", fmt.Errorf("--remove: %w", err)
+	}
+	return core.LeaveCluster(ctx, dir)
 }

@@ -10,6 +10,7 @@
 //	  db/
 //	    snapshots/    etcd snapshots (k3s: server/db/snapshots)
 //	    etcd-client-url  where the running server's embedded etcd serves clients
+//	    etcd-member.json this server's member of a cluster of servers (--cluster-init, --server)
 //	  agent/
 //	    kubelet/      the kubelet's root (pods, pki)
 //	    containerd/   the agent's own containerd (state, sockets, CNI)
@@ -77,6 +78,10 @@ func (d Dir) Snapshots() string { return filepath.Join(d.DB(), "snapshots") }
 // EtcdClientURL is a file holding the URL the running server's embedded etcd serves
 // clients on (a free loopback port, chosen at each start).
 func (d Dir) EtcdClientURL() string { return filepath.Join(d.DB(), "etcd-client-url") }
+
+// EtcdMember records this server's embedded etcd member when it belongs to a cluster
+// of servers: its name and URLs, and where the other members serve clients.
+func (d Dir) EtcdMember() string { return filepath.Join(d.DB(), "etcd-member.json") }
 
 // Agent holds everything of the node agent.
 func (d Dir) Agent() string { return filepath.Join(string(d), "agent") }

@@ -5,9 +5,12 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -33,6 +36,13 @@ type MemberConfig struct {
 	// ClientTLS, when set, serves ClientURLs over TLS and requires client certificates
 	// of its CA.
 	ClientTLS *TLSFiles
+	// PeerTLS, when set, serves PeerURLs over TLS and requires peers to present a
+	// certificate of its CA (the cluster's etcd CA): mutual TLS between members. Its
+	// certificate must be valid both for serving and as a client.
+	PeerTLS *TLSFiles
+	// AdvertiseClientURLs are the client URLs other members and clients are told;
+	// empty means ClientURLs.
+	AdvertiseClientURLs []string
 	// ForceNewCluster makes the member forget every other member (a cluster reset).
 	ForceNewCluster bool
 }
@@ -81,6 +91,11 @@ func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, err
 		return nil, err
 	}
 	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
+	if len(mc.AdvertiseClientURLs) > 0 {
+		if cfg.AdvertiseClientUrls, err = parseURLs(mc.AdvertiseClientURLs); err != nil {
+			return nil, err
+		}
+	}
 	if t := mc.ClientTLS; t != nil {
 		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
 	}
@@ -89,6 +104,9 @@ func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, err
 			return nil, err
 		}
 		cfg.AdvertisePeerUrls = cfg.ListenPeerUrls
+		if t := mc.PeerTLS; t != nil {
+			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
+		}
 	} else {
 		// A single member still needs a peer URL; keep it on a loopback port nobody uses.
 		u, _ := url.Parse("http://127.0.0.1:0")
@@ -147,17 +165,59 @@ func (m *Member) Done() <-chan struct{} { return m.etcd.Server.StopNotify() }
 // Close stops the member.
 func (m *Member) Close() { m.etcd.Close() }
 
-// Dial connects to an external cluster given as comma-separated client URLs.
-func Dial(ctx context.Context, servers string) (*clientv3.Client, error) {
+// Dial connects to an external cluster given as comma-separated client URLs, with
+// mutual TLS when t is set (the CA the members' certificates come from, and this
+// client's certificate).
+func Dial(ctx context.Context, servers string, t *TLSFiles) (*clientv3.Client, error) {
 	endpoints := strings.Split(servers, ",")
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
 		Context:     ctx,
-	})
+	}
+	if t != nil {
+		tc, err := t.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = tc
+	}
+	for _, e := range endpoints {
+		if u, err := url.Parse(e); err == nil && u.Scheme == "https" && cfg.TLS == nil {
+			return nil, fmt.Errorf("etcd %s is served over TLS: give --etcd-cafile, --etcd-certfile and --etcd-keyfile", e)
+		}
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %s: %w", servers, err)
 	}
 	return cli, nil
 }
+
+// ClientConfig is the TLS configuration of a client of these files: it trusts CAFile
+// and presents CertFile/KeyFile when given.
+func (t *TLSFiles) ClientConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd CA: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcd CA %s: no certificates", t.CAFile)
+		}
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// ID is the member's id in its cluster.
+func (m *Member) ID() uint64 { return uint64(m.etcd.Server.MemberID()) }

@@ -27,33 +27,74 @@ const (
 	etcdCAName     = "server-ca"
 	etcdServerName = "server"
 	etcdClientName = "client"
+	etcdPeerName   = "peer"
 	// EtcdClientUser is the client certificate's common name.
 	EtcdClientUser = "etcd-client"
 )
 
 // EmbeddedClientTLS makes (or keeps) the embedded etcd's CA and client certificate and
-// issues its serving certificate for loopback, returning the member's TLS files.
-func EmbeddedClientTLS(d datadir.Dir) (*etcd.TLSFiles, error) {
+// issues its serving certificate for loopback and ips (the machine's address, where
+// the members of a cluster of servers reach each other's clients), returning the
+// member's TLS files.
+func EmbeddedClientTLS(d datadir.Dir, ips ...net.IP) (*etcd.TLSFiles, error) {
 	dir := d.EtcdTLS()
 	ca, err := pki.LoadOrCreateCA(dir, etcdCAName, "etcd-server-ca")
 	if err != nil {
 		return nil, err
 	}
-	serving, err := ca.IssueServing("etcd-server", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	serving, err := ca.IssueServing("etcd-server", []string{"localhost"}, append([]net.IP{net.ParseIP("127.0.0.1")}, ips...))
 	if err != nil {
 		return nil, err
 	}
 	cert, key := filepath.Join(dir, etcdServerName+".crt"), filepath.Join(dir, etcdServerName+".key")
-	if err := os.WriteFile(key, serving.KeyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(cert, serving.CertPEM, 0o644); err != nil {
+	if err := writePair(cert, key, serving); err != nil {
 		return nil, err
 	}
 	if _, err := ca.LoadOrIssueClient(dir, etcdClientName, EtcdClientUser, nil); err != nil {
 		return nil, err
 	}
 	return &etcd.TLSFiles{CertFile: cert, KeyFile: key, CAFile: filepath.Join(dir, etcdCAName+".crt")}, nil
+}
+
+// EmbeddedPeerTLS issues the embedded member's peer certificate of the etcd CA, for
+// loopback and ips: the member presents it to the other members and requires theirs
+// to come from the same CA.
+func EmbeddedPeerTLS(d datadir.Dir, ips ...net.IP) (*etcd.TLSFiles, error) {
+	dir := d.EtcdTLS()
+	ca, err := pki.LoadOrCreateCA(dir, etcdCAName, "etcd-server-ca")
+	if err != nil {
+		return nil, err
+	}
+	peer, err := ca.IssuePeer("etcd-peer", []string{"localhost"}, append([]net.IP{net.ParseIP("127.0.0.1")}, ips...))
+	if err != nil {
+		return nil, err
+	}
+	cert, key := filepath.Join(dir, etcdPeerName+".crt"), filepath.Join(dir, etcdPeerName+".key")
+	if err := writePair(cert, key, peer); err != nil {
+		return nil, err
+	}
+	return &etcd.TLSFiles{CertFile: cert, KeyFile: key, CAFile: filepath.Join(dir, etcdCAName+".crt")}, nil
+}
+
+// EmbeddedClientFiles are the etcd CA and the client certificate a server's own tools
+// (snapshots, joining and leaving a cluster) reach etcd members with.
+func EmbeddedClientFiles(d datadir.Dir) *etcd.TLSFiles {
+	dir := d.EtcdTLS()
+	return &etcd.TLSFiles{CAFile: filepath.Join(dir, etcdCAName+".crt"),
+		CertFile: filepath.Join(dir, etcdClientName+".crt"), KeyFile: filepath.Join(dir, etcdClientName+".key")}
+}
+
+// SharedCAFiles are the etcd CA's files, relative to the data directory, which every
+// server of a cluster must hold alike.
+func SharedCAFiles() []string {
+	return []string{filepath.Join("tls", "etcd", etcdCAName+".crt"), filepath.Join("tls", "etcd", etcdCAName+".key")}
+}
+
+func writePair(cert, key string, issued *pki.Issued) error {
+	if err := os.WriteFile(key, issued.KeyPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(cert, issued.CertPEM, 0o644)
 }
 
 // PublishClientURL records where the running server's embedded etcd serves clients.

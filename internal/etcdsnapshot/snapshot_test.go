@@ -133,7 +133,7 @@ func startMember(t *testing.T, dir string) (*etcd.Member, *clientv3.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := etcd.Dial(context.Background(), m.ClientURLs()[0])
+	cli, err := etcd.Dial(context.Background(), m.ClientURLs()[0], nil)
 	if err != nil {
 		m.Close()
 		t.Fatal(err)

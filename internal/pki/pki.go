@@ -156,6 +156,18 @@ func (ca *CA) IssueServing(commonName string, dnsNames []string, ips []net.IP) (
 	})
 }
 
+// IssuePeer signs a certificate valid both for serving and as a client, for the given
+// DNS names and IPs: what an etcd member presents to the other members, in both
+// directions of their mutual TLS.
+func (ca *CA) IssuePeer(commonName string, dnsNames []string, ips []net.IP) (*Issued, error) {
+	return ca.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		DNSNames:    dnsNames,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+}
+
 // IssueClient signs a client certificate: the user is the common name and the groups
 // are the organizations, as Kubernetes reads them.
 func (ca *CA) IssueClient(user string, groups []string) (*Issued, error) {

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/etcd"
+	"mizzen/internal/pki"
 	"mizzen/internal/testing/lockedbuf"
 )
 
@@ -66,29 +72,80 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// etcdCluster is three `mizzen etcd` members and two apiservers sharing them.
+// etcdCluster is three `mizzen etcd` members and two apiservers sharing them, every
+// connection between them mutual TLS with certificates of the cluster's etcd CA.
 type etcdCluster struct {
 	members    []*process
 	memberArgs [][]string
 	clientURLs []string
-	a, b       *kubernetes.Clientset
+	// client is the etcd CA and a client certificate of it.
+	client *etcd.TLSFiles
+	a, b   *kubernetes.Clientset
+}
+
+// writeIssued writes a certificate and its key as dir/name.{crt,key}.
+func writeIssued(t *testing.T, dir, name string, issued *pki.Issued, err error) (cert, key string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(cert, issued.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, issued.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
 }
 
 func startEtcdCluster(t *testing.T) *etcdCluster {
 	t.Helper()
 	base := t.TempDir()
-	ec := &etcdCluster{}
-	ec.startMembers(t, base)
+	certs := filepath.Join(base, "etcd-pki")
+	ca, err := pki.LoadOrCreateCA(certs, "etcd-ca", "etcd-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(certs, "etcd-ca.crt")
+	loopback := []net.IP{net.ParseIP("127.0.0.1")}
+	issued, err := ca.IssueClient("kube-apiserver-etcd-client", nil)
+	clientCert, clientKey := writeIssued(t, certs, "apiserver-etcd-client", issued, err)
+	ec := &etcdCluster{client: &etcd.TLSFiles{CAFile: caFile, CertFile: clientCert, KeyFile: clientKey}}
+	var peers, names []string
+	for i := 0; i < 3; i++ {
+		names = append(names, fmt.Sprintf("m%d", i))
+		ec.clientURLs = append(ec.clientURLs, fmt.Sprintf("https://127.0.0.1:%d", freePort(t)))
+		peers = append(peers, fmt.Sprintf("https://127.0.0.1:%d", freePort(t)))
+	}
+	var initial []string
+	for i := range names {
+		initial = append(initial, names[i]+"="+peers[i])
+	}
+	for i := range names {
+		args := []string{"etcd", "--name", names[i], "--data-dir", filepath.Join(base, names[i]),
+			"--listen-client-urls", ec.clientURLs[i], "--listen-peer-urls", peers[i],
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new"}
+		issued, err := ca.IssueServing(names[i], []string{"localhost"}, loopback)
+		cert, key := writeIssued(t, certs, names[i]+"-server", issued, err)
+		args = append(args, "--cert-file", cert, "--key-file", key, "--trusted-ca-file", caFile)
+		issued, err = ca.IssuePeer(names[i], []string{"localhost"}, loopback)
+		cert, key = writeIssued(t, certs, names[i]+"-peer", issued, err)
+		args = append(args, "--peer-cert-file", cert, "--peer-key-file", key, "--peer-trusted-ca-file", caFile)
+		ec.memberArgs = append(ec.memberArgs, args)
+		ec.members = append(ec.members, startProcess(t, args...))
+	}
 	servers := strings.Join(ec.clientURLs, ",")
+	etcdTLS := []string{"--etcd-cafile", caFile, "--etcd-certfile", clientCert, "--etcd-keyfile", clientKey}
 
 	// The first apiserver makes the cluster CA; the second shares it.
 	dirA, dirB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	portA, portB := freePort(t), freePort(t)
-	startProcess(t, "apiserver", "--etcd-servers", servers, "--data-dir", dirA, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portA))
+	startProcess(t, append([]string{"apiserver", "--etcd-servers", servers, "--data-dir", dirA, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portA)}, etcdTLS...)...)
 	ec.a = waitReady(t, filepath.Join(dirA, "admin.kubeconfig"))
 	copyFile(t, filepath.Join(dirA, "tls", "ca.crt"), filepath.Join(dirB, "tls", "ca.crt"))
 	copyFile(t, filepath.Join(dirA, "tls", "ca.key"), filepath.Join(dirB, "tls", "ca.key"))
-	startProcess(t, "apiserver", "--etcd-servers", servers, "--data-dir", dirB, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portB))
+	startProcess(t, append([]string{"apiserver", "--etcd-servers", servers, "--data-dir", dirB, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portB)}, etcdTLS...)...)
 	ec.b = waitReady(t, filepath.Join(dirB, "admin.kubeconfig"))
 	return ec
 }
@@ -100,6 +157,13 @@ func startEtcdCluster(t *testing.T) *etcdCluster {
 func TestExternalEtcdCluster(t *testing.T) {
 	ec := startEtcdCluster(t)
 	members, a, b := ec.members, ec.a, ec.b
+	for _, args := range ec.memberArgs {
+		for i, arg := range args {
+			if arg == "--listen-client-urls" || arg == "--listen-peer-urls" {
+				refusesWithoutCertificate(t, strings.TrimPrefix(args[i+1], "https://"), ec.client.CAFile)
+			}
+		}
+	}
 
 	ctx := context.Background()
 	const perServer = 40
@@ -205,4 +269,34 @@ func waitReady(t *testing.T, kubeconfig string) *kubernetes.Clientset {
 		return nil
 	})
 	return client
+}
+
+// refusesWithoutCertificate checks that the TLS endpoint at hostPort (an etcd member's
+// client or peer port) serves a certificate of the CA in caFile and refuses a client
+// without a certificate of its own, and that it does not speak plain HTTP.
+func refusesWithoutCertificate(t *testing.T, hostPort, caFile string) {
+	t.Helper()
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	host, _, _ := net.SplitHostPort(hostPort)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", hostPort, &tls.Config{RootCAs: pool, ServerName: host})
+	if err != nil {
+		t.Fatalf("%s: no TLS with a certificate of the etcd CA: %v", hostPort, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = conn.Write([]byte("GET /version HTTP/1.1\r\nHost: x\r\n\r\n"))
+	buf := make([]byte, 512)
+	if n, err := conn.Read(buf); err == nil {
+		t.Errorf("%s answered a client without a certificate: %q", hostPort, buf[:n])
+	}
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := plain.Get("http://" + hostPort + "/version"); err == nil && resp.StatusCode == http.StatusOK {
+		resp.Body.Close()
+		t.Errorf("%s answered plain HTTP", hostPort)
+	}
 }

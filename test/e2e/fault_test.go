@@ -76,7 +76,7 @@ func TestFaults(t *testing.T) {
 			waitReady(t, fc.dir.AdminKubeconfig())
 		}},
 		{"etcd-member", func(t *testing.T) {
-			leader := etcdLeader(t, fc.etcd.clientURLs)
+			leader := etcdLeader(t, &fc.etcd)
 			t.Logf("killing etcd member %d, the leader", leader)
 			fc.killEtcdMember(leader)
 			time.Sleep(3 * time.Second)

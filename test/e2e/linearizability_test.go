@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -64,7 +65,7 @@ func TestLinearizableThroughEtcdLeaderKill(t *testing.T) {
 	}
 
 	time.Sleep(5 * time.Second)
-	leader := etcdLeader(t, ec.clientURLs)
+	leader := etcdLeader(t, ec)
 	t.Logf("killing etcd member %d, the leader", leader)
 	ec.members[leader].kill()
 	killed.Store(true)
@@ -131,9 +132,17 @@ func recordCAS(ctx context.Context, h *linearizability.History, client int, c *k
 }
 
 // etcdLeader is the index of the member that leads.
-func etcdLeader(t *testing.T, clientURLs []string) int {
+func etcdLeader(t *testing.T, ec *etcdCluster) int {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: clientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	clientURLs := ec.clientURLs
+	var tlsCfg *tls.Config // members serving plain HTTP (the fault suite's) need none
+	if ec.client != nil {
+		var err error
+		if tlsCfg, err = ec.client.ClientConfig(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: clientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: tlsCfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,18 @@ type Options struct {
 	// is refused (401) except for health and version. AlwaysAllow implies it, as
 	// upstream resets --anonymous-auth with that authorizer.
 	DisableAnonymousAuth bool
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the mutual TLS of an external etcd
+	// cluster: the CA its members' certificates come from, and this apiserver's client
+	// certificate.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// ClusterInit makes the embedded etcd member the first of a cluster of servers:
+	// peers and other servers reach it on the advertise address with mutual TLS.
+	ClusterInit bool
+	// Join, when set, joins this server to the cluster of servers of Join.Server.
+	Join *JoinOptions
+	// EtcdClientPort and EtcdPeerPort are the embedded member's ports on the advertise
+	// address in a cluster of servers (2379 and 2380 when zero).
+	EtcdClientPort, EtcdPeerPort int
 }
 
 // DefaultServiceCIDR is where ClusterIPs come from unless configured.
@@ -129,10 +141,6 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	dir := datadir.Dir(opts.DataDir)
 	tlsDir := dir.TLS()
-	ca, err := pki.LoadOrCreateCA(tlsDir, datadir.CAName, "mizzen-ca")
-	if err != nil {
-		return nil, err
-	}
 
 	authorizer, storageValidators, err := authorization(opts.AuthorizationMode)
 	if err != nil {
@@ -151,13 +159,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if opts.ServiceAccountIssuer == "" {
 		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
 	}
-	// Making a new RSA key can take a second on a busy machine: it overlaps etcd's start.
+	// Making a new RSA key can take a second on a busy machine: it overlaps etcd's start,
+	// except on a server about to join a cluster, which receives the cluster's key.
 	type signerResult struct {
 		signer *satoken.Signer
 		err    error
 	}
 	saSigner := make(chan signerResult, 1)
-	go func() {
+	loadSigner := func() {
 		key, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
 		if err != nil {
 			saSigner <- signerResult{err: fmt.Errorf("service account key: %w", err)}
@@ -165,19 +174,50 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		}
 		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer)
 		saSigner <- signerResult{signer, err}
-	}()
+	}
+	joining := opts.Join != nil && opts.EtcdServers == "" && !hasEtcdData(dir)
+	if !joining {
+		go loadSigner()
+	}
 
+	advertise, err := advertiseIP(opts.AdvertiseAddress, opts.BindAddress)
+	if err != nil {
+		return nil, err
+	}
 	var client *clientv3.Client
 	var member *etcd.Member
 	if opts.EtcdServers != "" {
-		if client, err = etcd.Dial(ctx, opts.EtcdServers); err != nil {
+		if opts.ClusterInit || opts.Join != nil {
+			return nil, fmt.Errorf("--cluster-init and --server make a cluster of embedded etcd members; they do not go with --etcd-servers")
+		}
+		var files *etcd.TLSFiles
+		if opts.EtcdCAFile != "" || opts.EtcdCertFile != "" || opts.EtcdKeyFile != "" {
+			if opts.EtcdCAFile == "" || opts.EtcdCertFile == "" || opts.EtcdKeyFile == "" {
+				return nil, fmt.Errorf("--etcd-cafile, --etcd-certfile and --etcd-keyfile go together (mutual TLS)")
+			}
+			files = &etcd.TLSFiles{CAFile: opts.EtcdCAFile, CertFile: opts.EtcdCertFile, KeyFile: opts.EtcdKeyFile}
+		}
+		if client, err = etcd.Dial(ctx, opts.EtcdServers, files); err != nil {
 			return nil, err
 		}
 	} else {
-		if member, err = startEmbeddedEtcd(ctx, dir, log); err != nil {
+		if member, err = embeddedEtcd(ctx, opts, dir, advertise, log); err != nil {
 			return nil, err
 		}
 		client = member.Client()
+		recordMembers(ctx, dir, client)
+		go keepMemberRecord(ctx, dir, client)
+	}
+	if joining {
+		go loadSigner()
+	}
+	// The CA is loaded after etcd: a joining server receives it from the cluster.
+	ca, err := pki.LoadOrCreateCA(tlsDir, datadir.CAName, "mizzen-ca")
+	if err != nil {
+		if member != nil {
+			member.Close()
+		}
+		return nil, err
 	}
 
 	listener, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)))
@@ -189,14 +229,6 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	port := listener.Addr().(*net.TCPAddr).Port
 	localURL := "https://127.0.0.1:" + strconv.Itoa(port)
-	advertise, err := advertiseIP(opts.AdvertiseAddress, opts.BindAddress)
-	if err != nil {
-		_ = listener.Close()
-		if member != nil {
-			member.Close()
-		}
-		return nil, err
-	}
 
 	resources := opts.Resources
 	if resources == nil {
@@ -286,9 +318,23 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	srv.MarkReady()
+	adminConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		stopCache()
+		return nil, err
+	}
+	var embeddedClient *clientv3.Client
+	if member != nil {
+		embeddedClient = client
+	}
+	handler, err := joinHandler(srv, adminConfig, dir, opts.ServiceAccountKeyFile, embeddedClient, log)
+	if err != nil {
+		stopCache()
+		return nil, err
+	}
 
 	httpServer := &http.Server{
-		Handler: srv,
+		Handler: handler,
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{servingPair},
 			ClientAuth:   tls.VerifyClientCertIfGiven,
@@ -333,29 +379,31 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		}
 		close(cp.Done)
 	}()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	cp.AdminConfig = cfg
+	cp.AdminConfig = adminConfig
 	log.Info("apiserver ready", "url", localURL, "kubeconfig", kubeconfig)
 	return cp, nil
 }
 
-// EmbeddedEtcdMember is the name and peer URL of the embedded member; a snapshot
-// restored for it (--cluster-reset) must name it alike.
-var EmbeddedEtcdMember = etcdsnapshot.Member{Name: "mizzen", PeerURL: "http://127.0.0.1:0"}
+// EmbeddedEtcdMember is the name and peer URL of a single server's embedded member; a
+// snapshot restored for it (--cluster-reset) must name it alike. Its peer port is a
+// free loopback port no other member ever dials; it is served with mutual TLS all the
+// same, as every member's.
+var EmbeddedEtcdMember = etcdsnapshot.Member{Name: "mizzen", PeerURL: "https://127.0.0.1:0"}
 
-// startEmbeddedEtcd starts the embedded member. The apiserver talks to it in-process;
-// it also serves clients with mutual TLS of its own CA on a free loopback port, recorded
-// in the data directory, so `mizzen etcd-snapshot` reaches it.
+// startEmbeddedEtcd starts a single server's member. The apiserver talks to it
+// in-process; it also serves clients with mutual TLS of its own CA on a free loopback
+// port, recorded in the data directory, so `mizzen etcd-snapshot` reaches it.
 func startEmbeddedEtcd(ctx context.Context, dir datadir.Dir, log *slog.Logger) (*etcd.Member, error) {
 	tlsFiles, err := etcdsnapshot.EmbeddedClientTLS(dir)
 	if err != nil {
 		return nil, fmt.Errorf("etcd certificates: %w", err)
 	}
+	peerFiles, err := etcdsnapshot.EmbeddedPeerTLS(dir)
+	if err != nil {
+		return nil, fmt.Errorf("etcd certificates: %w", err)
+	}
 	member, err := etcd.Start(ctx, etcd.MemberConfig{Name: EmbeddedEtcdMember.Name, DataDir: dir.Etcd(),
-		PeerURLs: []string{EmbeddedEtcdMember.PeerURL}, ClientURLs: []string{"https://127.0.0.1:0"}, ClientTLS: tlsFiles}, log)
+		PeerURLs: []string{EmbeddedEtcdMember.PeerURL}, ClientURLs: []string{"https://127.0.0.1:0"}, ClientTLS: tlsFiles, PeerTLS: peerFiles}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -474,6 +522,9 @@ func kubeletClientTLS(ca *pki.CA, dir, caFile string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// frontProxyCAName is the base name of the front-proxy CA's files in DataDir/tls.
+const frontProxyCAName = "front-proxy-ca"
+
 // FrontProxyClientName is the common name of the apiserver's front-proxy client
 // certificate, the one name aggregated servers accept forwarded users from.
 const FrontProxyClientName = "front-proxy-client"
@@ -482,7 +533,7 @@ const FrontProxyClientName = "front-proxy-client"
 // client certificate of a CA of its own (front-proxy-ca, as kubeadm makes it), so that
 // no client certificate of the cluster CA can pass for the apiserver forwarding a user.
 func frontProxyConfig(dir string) (*apiserver.FrontProxyConfig, error) {
-	ca, err := pki.LoadOrCreateCA(dir, "front-proxy-ca", "front-proxy-ca")
+	ca, err := pki.LoadOrCreateCA(dir, frontProxyCAName, "front-proxy-ca")
 	if err != nil {
 		return nil, err
 	}
