@@ -13,8 +13,8 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"sort"

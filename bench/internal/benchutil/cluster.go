@@ -22,6 +22,8 @@ type Cluster interface {
 	AdminConfig() *rest.Config
 	// ServerPIDs are the processes holding the API's state (apiserver and etcd).
 	ServerPIDs() []int
+	// PIDs are all of its processes: the server's and the scheduler's.
+	PIDs() []int
 	// StartScheduler runs the cluster's scheduler as its own process, as
 	// system:kube-scheduler, with client qps and burst qps and no leader election.
 	StartScheduler(qps float64) error
@@ -97,6 +99,15 @@ func (m *Mizzen) StartScheduler(qps float64) error {
 		return fmt.Errorf("starting mizzen scheduler: %w", err)
 	}
 	return nil
+}
+
+// PIDs are the server's and the scheduler's.
+func (m *Mizzen) PIDs() []int {
+	pids := m.ServerPIDs()
+	if m.scheduler != nil {
+		pids = append(pids, m.scheduler.Process.Pid)
+	}
+	return pids
 }
 
 // Stop stops the scheduler, then the server, and removes the data directory.

@@ -251,8 +251,12 @@ func (u *Upstream) StartScheduler(qps float64) error {
 // SchedulerConfig is a KubeSchedulerConfiguration with kubeconfig and client qps (and
 // burst) and no leader election, for both schedulers.
 func SchedulerConfig(kubeconfig string, qps float64) string {
+	kc := ""
+	if kubeconfig != "" {
+		kc = "  kubeconfig: " + kubeconfig + "\n"
+	}
 	return fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
-		"clientConnection:\n  kubeconfig: %s\n  qps: %g\n  burst: %d\nleaderElection:\n  leaderElect: false\n", kubeconfig, qps, int(qps))
+		"clientConnection:\n%s  qps: %g\n  burst: %d\nleaderElection:\n  leaderElect: false\n", kc, qps, int(qps))
 }
 
 // StartControllerManager runs kube-controller-manager (every default controller, each
@@ -276,6 +280,17 @@ func (u *Upstream) StartControllerManager(qps, burst int) error {
 
 // ServerPIDs are the processes that hold the API's state: kube-apiserver and etcd.
 func (u *Upstream) ServerPIDs() []int { return []int{u.apiserver.Process.Pid, u.etcd.Process.Pid} }
+
+// PIDs are all of its processes that run.
+func (u *Upstream) PIDs() []int {
+	var pids []int
+	for _, c := range []*exec.Cmd{u.apiserver, u.etcd, u.scheduler, u.ctrlMgr} {
+		if c != nil && c.Process != nil {
+			pids = append(pids, c.Process.Pid)
+		}
+	}
+	return pids
+}
 
 // Stop stops every process (the clients first, etcd last), waits for them, and
 // removes Dir.
