@@ -44,10 +44,18 @@ func main() {
 	watchers := flag.Int("watchers", 1000, "watchers for the fan-out figure")
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
+	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	flag.Parse()
 	// client-go logs each get its deadline cuts short; the figures are the output.
 	quietKlog()
 	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
+	if *cpuProfile != "" {
+		if err := profileCreates(*cpuProfile, o); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	results := map[string][]figures{}
 	var order []string
 	for r := 0; r < *rounds; r++ {
@@ -94,7 +102,11 @@ func main() {
 	report(order, results)
 }
 
-type options struct{ pods, workers, watchers, watchEvents int }
+type options struct {
+	pods, workers, watchers, watchEvents int
+	// profile, when set, is called to start (true) and stop (false) a profile of the creates.
+	profile func(start bool)
+}
 
 // figures are one run's measurements by name, in the order measured.
 type figures struct {
@@ -202,6 +214,9 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
 	cpu0 := benchutil.CPU(c.ServerPIDs())
+	if o.profile != nil {
+		o.profile(true)
+	}
 	t0 := time.Now()
 	var sizeOnce sync.Once
 	for w := 0; w < workers; w++ {
@@ -232,6 +247,9 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	if o.profile != nil {
+		o.profile(false)
+	}
 	if n := failed.Load(); n > 0 {
 		return f, fmt.Errorf("%d creates failed, the first: %v", n, firstErr.Load())
 	}
