@@ -198,6 +198,7 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set("RSS idle MiB (apiserver+etcd)", benchutil.RSS(c.ServerPIDs()))
 
 	cfg := c.AdminConfig()
+	cfg.QPS, cfg.Burst = -1, 0
 	ctx := context.Background()
 	newClient := func() *kubernetes.Clientset { return kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)) }
 	client := newClient()
