@@ -15,7 +15,7 @@
 //
 //	go run ./bench/scheduler -workloads SchedulingBasic
 //	go run ./bench/scheduler -workloads all -upstream /tmp/upstream/bin -rounds 3
-//	go run ./bench/scheduler -workloads all -in-process -cpuprofile /tmp/sched.pprof
+//	go run ./bench/scheduler -workloads all -cpuprofile /tmp/sched.pprof   # in-process
 package main
 
 import (
@@ -57,13 +57,17 @@ func main() {
 	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level (in-process only)")
 	bin := flag.String("mizzen", "_output/bin/mizzen", "the mizzen binary, for `mizzen server` and `mizzen scheduler` processes")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run each workload against upstream's etcd, kube-apiserver and kube-scheduler too, alternating")
-	inProc := flag.Bool("in-process", false, "run mizzen's etcd, apiserver and scheduler in this process (for the profiles) instead of `mizzen server` and `mizzen scheduler` processes")
+	inProc := flag.Bool("in-process", false, "run mizzen's etcd, apiserver and scheduler in this process instead of `mizzen server` and `mizzen scheduler` processes (implied by the profile flags)")
 	rounds := flag.Int("rounds", 1, "runs of each workload on each control plane, alternating")
 	serviceCIDR := flag.String("service-cluster-ip-range", "10.76.0.0/16", "upstream apiserver's service CIDR")
 	flag.Parse()
 
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
+	// A profile of this process says something of mizzen only when mizzen runs in it.
+	if *cpuProfile != "" || *memProfile != "" || *blockProfile != "" {
+		*inProc = true
 	}
 	var selected []workload
 	for _, name := range strings.Split(*names, ",") {
