@@ -1,20 +1,24 @@
 // Command apiserver benchmarks a real `mizzen server` process (embedded etcd and the
 // apiserver, no other components) through client-go: time to /readyz, idle memory,
 // pod creates/s with concurrent clients, gets/s, list latency of many pods, memory
-// holding them, and watch fan-out. It prints one line per figure for BENCHMARKS.md.
+// holding them, and watch fan-out. With -upstream DIR it runs the same workload
+// against upstream's etcd and kube-apiserver (binaries in DIR) in the same run,
+// alternating (mizzen, upstream, mizzen, ...), and prints the medians and the
+// mizzen/upstream ratios. It also measures the ceiling: the embedded etcd's own rate
+// for the same writes, a client loop against the store alone.
 //
-//	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/apiserver
+//	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/apiserver -upstream /tmp/upstream/bin
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,56 +29,175 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"mizzen/bench/internal/benchutil"
 )
 
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary")
+	upstream := flag.String("upstream", "", "directory of upstream's binaries (etcd, kube-apiserver); empty: mizzen only")
+	serviceCIDR := flag.String("service-cluster-ip-range", "10.76.0.0/16", "upstream apiserver's service CIDR")
+	rounds := flag.Int("rounds", 3, "runs of each, alternating")
 	pods := flag.Int("pods", 10000, "pods to create")
 	workers := flag.Int("workers", 50, "concurrent clients")
 	watchers := flag.Int("watchers", 1000, "watchers for the fan-out figure")
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
+	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
+	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	flag.Parse()
-	if err := run(*bin, *pods, *workers, *watchers, *watchEvents); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+	// client-go logs each get its deadline cuts short; the figures are the output.
+	quietKlog()
+	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
+	if *cpuProfile != "" {
+		if err := profileCreates(*cpuProfile, o); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	results := map[string][]figures{}
+	var order []string
+	for r := 0; r < *rounds; r++ {
+		starts := []func() (benchutil.Cluster, error){func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) }}
+		if *upstream != "" {
+			starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartUpstream(*upstream, *serviceCIDR) })
+		}
+		for _, start := range starts {
+			t0 := time.Now()
+			c, err := start()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				os.Exit(1)
+			}
+			f, err := run(c, t0, o)
+			name := c.Name()
+			c.Stop()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
+				os.Exit(1)
+			}
+			if results[name] == nil {
+				order = append(order, name)
+			}
+			results[name] = append(results[name], f)
+			fmt.Printf("round %d %s (load average %s):\n%s", r+1, name, loadAverage(), f)
+		}
+		if *ceiling {
+			rate, p50, err := etcdCeiling(*pods, *workers, storedSize(results["mizzen"]))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "etcd ceiling:", err)
+				os.Exit(1)
+			}
+			f := figures{}
+			f.set("pod creates/s", rate)
+			f.set("create p50 ms", p50)
+			results["etcd alone"] = append(results["etcd alone"], f)
+			if r == 0 {
+				order = append(order, "etcd alone")
+			}
+			fmt.Printf("round %d embedded etcd alone, same writes, %d clients: %.0f/s (p50 %.1f ms)\n", r+1, *workers, rate, p50)
+		}
+	}
+	report(order, results)
+}
+
+type options struct {
+	pods, workers, watchers, watchEvents int
+	// profile, when set, is called to start (true) and stop (false) a profile of the creates.
+	profile func(start bool)
+}
+
+// figures are one run's measurements by name, in the order measured.
+type figures struct {
+	names  []string
+	values map[string]float64
+}
+
+func (f *figures) set(name string, v float64) {
+	if f.values == nil {
+		f.values = map[string]float64{}
+	}
+	if _, ok := f.values[name]; !ok {
+		f.names = append(f.names, name)
+	}
+	f.values[name] = v
+}
+
+func (f figures) String() string {
+	var b strings.Builder
+	for _, n := range f.names {
+		fmt.Fprintf(&b, "  %-40s %10.1f\n", n, f.values[n])
+	}
+	return b.String()
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// report prints each figure's median per cluster and mizzen/upstream.
+func report(order []string, results map[string][]figures) {
+	fmt.Printf("\nmedians (%d rounds):\n%-40s", len(results["mizzen"]), "figure")
+	for _, name := range order {
+		fmt.Printf(" %12s", name)
+	}
+	fmt.Printf(" %16s %16s\n", "mizzen/upstream", "mizzen/etcd")
+	for _, fig := range results["mizzen"][0].names {
+		fmt.Printf("%-40s", fig)
+		med := map[string]float64{}
+		for _, name := range order {
+			var vs []float64
+			for _, f := range results[name] {
+				if v, ok := f.values[fig]; ok {
+					vs = append(vs, v)
+				}
+			}
+			if len(vs) == 0 {
+				fmt.Printf(" %12s", "-")
+				continue
+			}
+			med[name] = median(vs)
+			fmt.Printf(" %12.1f", med[name])
+		}
+		for _, other := range []string{"upstream", "etcd alone"} {
+			if d, ok := med[other]; ok && d != 0 {
+				fmt.Printf(" %16.2f", med["mizzen"]/d)
+			} else {
+				fmt.Printf(" %16s", "")
+			}
+		}
+		fmt.Println()
 	}
 }
 
-func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
-	dir, err := os.MkdirTemp("", "mizzen-bench-")
+// loadAverage is the machine's one-minute load average.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return err
+		return "?"
 	}
-	defer os.RemoveAll(dir)
-	port := benchutil.FreePort()
-	start := time.Now()
-	cmd := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--dashboard-port", "0", "--disable", "agent,scheduler,controller-manager,ingress")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var cfg *rest.Config
-	for {
-		if time.Since(start) > 60*time.Second {
-			return fmt.Errorf("server not ready after 60s")
-		}
-		if c, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig")); err == nil {
-			cl := kubernetes.NewForConfigOrDie(c)
-			if body, err := cl.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil && string(body) == "ok" {
-				cfg = c
-				break
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	fmt.Printf("start to /readyz: %v\n", time.Since(start).Round(time.Millisecond))
-	time.Sleep(5 * time.Second)
-	fmt.Printf("RSS idle (etcd + apiserver, one process): %.0f MiB\n", benchutil.ProcStats(cmd.Process.Pid).RSSMiB)
+	return strings.Fields(string(data))[0]
+}
 
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
+	var f figures
+	nPods, workers := o.pods, o.workers
+	f.set("start to /readyz ms", ms(time.Since(start)))
+	time.Sleep(5 * time.Second)
+	f.set("RSS idle MiB (apiserver+etcd)", benchutil.RSS(c.ServerPIDs()))
+
+	cfg := c.AdminConfig()
 	cfg.QPS, cfg.Burst = -1, 0
 	ctx := context.Background()
 	newClient := func() *kubernetes.Clientset { return kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)) }
@@ -82,14 +205,21 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	// Pod creates pass ServiceAccount admission, as upstream's do: the namespaces need
 	// the "default" account the controller-manager (not running here) would create.
 	if err := ensureDefaultServiceAccount(ctx, client, "default"); err != nil {
-		return err
+		return f, err
 	}
 
 	// Creates: workers goroutines, as many client-go workers.
 	var next atomic.Int64
+	var failed atomic.Int64
+	var firstErr atomic.Value
 	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
+	cpu0 := benchutil.CPU(c.ServerPIDs())
+	if o.profile != nil {
+		o.profile(true)
+	}
 	t0 := time.Now()
+	var sizeOnce sync.Once
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -101,21 +231,37 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 				}
 				pod := benchPod(fmt.Sprintf("pod-%05d", i))
 				s := time.Now()
-				if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					fmt.Fprintln(os.Stderr, "create:", err)
+				created, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
 				}
 				lat[w] = append(lat[w], time.Since(s))
+				sizeOnce.Do(func() {
+					if b, err := created.Marshal(); err == nil {
+						f.set("created pod, protobuf bytes", float64(len(b)))
+					}
+				})
 			}
 		}(w)
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	if o.profile != nil {
+		o.profile(false)
+	}
+	if n := failed.Load(); n > 0 {
+		return f, fmt.Errorf("%d creates failed, the first: %v", n, firstErr.Load())
+	}
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	fmt.Printf("pod creates: %.0f/s with %d clients (p50 %v, p99 %v)\n", float64(nPods)/elapsed.Seconds(), workers,
-		benchutil.Percentile(all, 0.5).Round(time.Microsecond), benchutil.Percentile(all, 0.99).Round(time.Microsecond))
+	f.set("pod creates/s", float64(nPods)/elapsed.Seconds())
+	f.set("create p50 ms", ms(benchutil.Percentile(all, 0.5)))
+	f.set("create p99 ms", ms(benchutil.Percentile(all, 0.99)))
+	f.set("server CPU ms per create", (benchutil.CPU(c.ServerPIDs())-cpu0)*1000/float64(nPods))
 
 	// Gets.
 	var gets atomic.Int64
@@ -134,7 +280,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	}
 	wg.Wait()
 	cancel()
-	fmt.Printf("pod gets: %.0f/s with %d clients\n", float64(gets.Load())/5, workers)
+	f.set("pod gets/s", float64(gets.Load())/5)
 
 	// Lists of every pod.
 	for _, rv := range []string{"", "0"} {
@@ -143,18 +289,18 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 			s := time.Now()
 			list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{ResourceVersion: rv})
 			if err != nil {
-				return err
+				return f, err
 			}
 			ds = append(ds, time.Since(s))
 			if len(list.Items) != nPods {
-				return fmt.Errorf("list returned %d pods", len(list.Items))
+				return f, fmt.Errorf("list returned %d pods", len(list.Items))
 			}
 		}
 		label := "consistent"
 		if rv == "0" {
-			label = "resourceVersion=0"
+			label = "rv=0"
 		}
-		fmt.Printf("list %d pods (%s, protobuf): p50 %v, max %v\n", nPods, label, benchutil.Percentile(ds, 0.5).Round(time.Millisecond), benchutil.Percentile(ds, 1).Round(time.Millisecond))
+		f.set(fmt.Sprintf("list %d pods, %s, protobuf, p50 ms", nPods, label), ms(benchutil.Percentile(ds, 0.5)))
 	}
 	jsonCfg := rest.CopyConfig(cfg)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
@@ -163,21 +309,24 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	for i := 0; i < 10; i++ {
 		s := time.Now()
 		if _, err := jsonClient.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
-			return err
+			return f, err
 		}
 		ds = append(ds, time.Since(s))
 	}
-	fmt.Printf("list %d pods (consistent, JSON): p50 %v\n", nPods, benchutil.Percentile(ds, 0.5).Round(time.Millisecond))
+	f.set(fmt.Sprintf("list %d pods, consistent, JSON, p50 ms", nPods), ms(benchutil.Percentile(ds, 0.5)))
 	time.Sleep(2 * time.Second)
-	fmt.Printf("RSS holding %d pods: %.0f MiB\n", nPods, benchutil.ProcStats(cmd.Process.Pid).RSSMiB)
-
+	f.set(fmt.Sprintf("RSS MiB holding %d pods", nPods), benchutil.RSS(c.ServerPIDs()))
+	if o.watchers <= 0 {
+		return f, nil
+	}
+	nWatchers, nWatchEvents := o.watchers, o.watchEvents
 	// Watch fan-out: nWatchers watch pods in a namespace; nWatchEvents changes; each event
 	// carries its write time.
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fanout"}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace fanout: %w", err)
+		return f, fmt.Errorf("creating namespace fanout: %w", err)
 	}
 	if err := ensureDefaultServiceAccount(ctx, client, "fanout"); err != nil {
-		return err
+		return f, err
 	}
 	var delivered atomic.Int64
 	delays := make([][]time.Duration, nWatchers)
@@ -225,7 +374,7 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 		pod := benchPod(fmt.Sprintf("w-%04d", i))
 		pod.Annotations = map[string]string{"sent": time.Now().Format(time.RFC3339Nano)}
 		if _, err := client.CoreV1().Pods("fanout").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return err
+			return f, err
 		}
 	}
 	select {
@@ -239,9 +388,9 @@ func run(bin string, nPods, workers, nWatchers, nWatchEvents int) error {
 	for _, d := range delays {
 		dl = append(dl, d...)
 	}
-	fmt.Printf("watch fan-out: %d watchers x %d events: %.0f events/s delivered, delay p50 %v p99 %v\n", nWatchers, nWatchEvents,
-		float64(delivered.Load())/fanout.Seconds(), benchutil.Percentile(dl, 0.5).Round(time.Microsecond), benchutil.Percentile(dl, 0.99).Round(time.Microsecond))
-	return nil
+	f.set(fmt.Sprintf("watch fan-out %dx%d, events/s", nWatchers, nWatchEvents), float64(delivered.Load())/fanout.Seconds())
+	f.set("watch delay p99 ms", ms(benchutil.Percentile(dl, 0.99)))
+	return f, nil
 }
 
 func benchPod(name string) *corev1.Pod {
@@ -261,4 +410,13 @@ func ensureDefaultServiceAccount(ctx context.Context, client kubernetes.Interfac
 		return fmt.Errorf("creating the default service account in %s: %w", namespace, err)
 	}
 	return nil
+}
+
+// quietKlog discards client-go's klog output, errors included.
+func quietKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 }

@@ -6,23 +6,26 @@
 // from its create call to the moment a watch shows it bound. Afterwards it checks that
 // no pod was bound twice and that no node holds more than its allocatable.
 //
-// Everything runs in this one process (etcd, apiserver, scheduler, the creating
-// clients and the watching informer), so -cpuprofile profiles all of it.
+// mizzen runs as `mizzen server` (etcd and the apiserver) and `mizzen scheduler`
+// processes; with -upstream DIR each workload also runs against upstream's etcd,
+// kube-apiserver and kube-scheduler, alternating, with the same client qps, and the
+// medians and ratios are printed. With -in-process, mizzen's etcd, apiserver and
+// scheduler run in this process instead, with the creating clients and the watching
+// informer, so that -cpuprofile profiles all of it.
 //
 //	go run ./bench/scheduler -workloads SchedulingBasic
-//	go run ./bench/scheduler -workloads all -cpuprofile /tmp/sched.pprof
+//	go run ./bench/scheduler -workloads all -upstream /tmp/upstream/bin -rounds 3
+//	go run ./bench/scheduler -workloads all -cpuprofile /tmp/sched.pprof   # in-process
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,12 +39,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"mizzen/bench/internal/benchutil"
-	"mizzen/internal/controlplane/core"
-	"mizzen/internal/scheduler"
 )
 
 func main() {
@@ -54,11 +54,20 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole process during the measured phase")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole process after the last workload")
 	blockProfile := flag.String("blockprofile", "", "write a blocking profile (waits of 10µs and more) after the last workload")
-	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level")
+	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level (in-process only)")
+	bin := flag.String("mizzen", "_output/bin/mizzen", "the mizzen binary, for `mizzen server` and `mizzen scheduler` processes")
+	upstream := flag.String("upstream", "", "directory of upstream's binaries: run each workload against upstream's etcd, kube-apiserver and kube-scheduler too, alternating")
+	inProc := flag.Bool("in-process", false, "run mizzen's etcd, apiserver and scheduler in this process instead of `mizzen server` and `mizzen scheduler` processes (implied by the profile flags)")
+	rounds := flag.Int("rounds", 1, "runs of each workload on each control plane, alternating")
+	serviceCIDR := flag.String("service-cluster-ip-range", "10.76.0.0/16", "upstream apiserver's service CIDR")
 	flag.Parse()
 
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
+	// A profile of this process says something of mizzen only when mizzen runs in it.
+	if *cpuProfile != "" || *memProfile != "" || *blockProfile != "" {
+		*inProc = true
 	}
 	var selected []workload
 	for _, name := range strings.Split(*names, ",") {
@@ -72,6 +81,26 @@ func main() {
 		fmt.Fprintf(os.Stderr, "no workload named %q; known: %s\n", *names, strings.Join(workloadNames(), ", "))
 		os.Exit(2)
 	}
+	starts := []func() (cluster, error){func() (cluster, error) {
+		if *inProc {
+			return startInProcess(*verbose)
+		}
+		m, err := benchutil.StartMizzen(*bin, benchutil.MizzenOnly...)
+		if err != nil {
+			return nil, err
+		}
+		return processes{m}, nil
+	}}
+	if *upstream != "" {
+		starts = append(starts, func() (cluster, error) {
+			u, err := benchutil.StartUpstream(*upstream, *serviceCIDR)
+			if err != nil {
+				return nil, err
+			}
+			return processes{u}, nil
+		})
+	}
+	var summary []string
 	for i, w := range selected {
 		if *nodes > 0 {
 			w.nodes = *nodes
@@ -92,12 +121,37 @@ func main() {
 				profile = fmt.Sprintf("%s.%d.%s", *cpuProfile, i, w.name)
 			}
 		}
-		res, err := run(w, runOptions{workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose})
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: error: %v\n", w.name, err)
-			os.Exit(1)
+		rates := map[string][]float64{}
+		cpus := map[string][]float64{}
+		var order []string
+		for r := 0; r < *rounds; r++ {
+			for _, start := range starts {
+				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose})
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "%s: error: %v\n", w.name, err)
+					os.Exit(1)
+				}
+				fmt.Println(res)
+				if rates[res.cluster] == nil {
+					order = append(order, res.cluster)
+				}
+				rates[res.cluster] = append(rates[res.cluster], res.podsPerSecond)
+				cpus[res.cluster] = append(cpus[res.cluster], float64(res.cpu.Microseconds())/1000/float64(w.measurePods))
+			}
 		}
-		fmt.Println(res)
+		line := fmt.Sprintf("%s (%d nodes, %d + %d pods, client qps %g), medians of %d:", w.name, w.nodes, w.initPods, w.measurePods, *qps, *rounds)
+		for _, name := range order {
+			line += fmt.Sprintf(" %s %.0f pods/s, %.2f ms CPU per pod;", name, median(rates[name]), median(cpus[name]))
+		}
+		if len(order) == 2 {
+			line += fmt.Sprintf(" %s/%s pods/s %.2f, CPU per pod %.2f", order[0], order[1],
+				median(rates[order[0]])/median(rates[order[1]]), median(cpus[order[0]])/median(cpus[order[1]]))
+		}
+		summary = append(summary, line)
+	}
+	fmt.Println()
+	for _, l := range summary {
+		fmt.Println(l)
 	}
 	for name, path := range map[string]string{"allocs": *memProfile, "block": *blockProfile} {
 		if path == "" {
@@ -189,6 +243,7 @@ func highPriorityPod() *v1.Pod {
 }
 
 type runOptions struct {
+	start      func() (cluster, error)
 	workers    int
 	qps        float64
 	cpuProfile string
@@ -197,6 +252,7 @@ type runOptions struct {
 
 type result struct {
 	w                        workload
+	cluster                  string
 	setup, measured, creates time.Duration
 	cpu                      time.Duration // process CPU time (user+system) in the measured phase
 	loadBefore, loadAfter    string
@@ -207,37 +263,28 @@ type result struct {
 }
 
 func (r result) String() string {
-	s := fmt.Sprintf("%s: %d nodes, %d initial pods (placed in %v), %d measured pods bound in %v: %.0f pods/s; latency p50 %v, p90 %v, p99 %v, max %v",
-		r.w.name, r.w.nodes, r.w.initPods, r.setup.Round(time.Millisecond), r.w.measurePods, r.measured.Round(time.Millisecond), r.podsPerSecond,
+	s := fmt.Sprintf("%s, %s: %d nodes, %d initial pods (placed in %v), %d measured pods bound in %v: %.0f pods/s; latency p50 %v, p90 %v, p99 %v, max %v",
+		r.cluster, r.w.name, r.w.nodes, r.w.initPods, r.setup.Round(time.Millisecond), r.w.measurePods, r.measured.Round(time.Millisecond), r.podsPerSecond,
 		r.p50.Round(time.Millisecond), r.p90.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
 	if r.w.highPriorityClass {
 		s += fmt.Sprintf("; %d pods preempted", r.preempted)
 	}
-	s += fmt.Sprintf("; process CPU %.2f ms per measured pod", float64(r.cpu.Microseconds())/1000/float64(r.w.measurePods))
+	s += fmt.Sprintf("; CPU %.2f ms per measured pod", float64(r.cpu.Microseconds())/1000/float64(r.w.measurePods))
 	return s + fmt.Sprintf("; creates took %v; bound twice: %d; nodes over capacity: %d; load average %s before, %s after",
 		r.creates.Round(time.Millisecond), r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter)
 }
 
 func run(w workload, opts runOptions) (result, error) {
 	res := result{w: w}
-	dir, err := os.MkdirTemp("", "mizzen-bench-sched-")
+	c, err := opts.start()
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
-	level := slog.LevelWarn
-	if opts.verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	defer c.Stop()
+	res.cluster = c.Name()
 	ctx, stop := context.WithCancel(context.Background())
-	cp, err := core.Start(ctx, core.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0, Log: logger})
-	if err != nil {
-		stop()
-		return res, err
-	}
-	defer func() { stop(); <-cp.Done }()
-	cfg := rest.CopyConfig(cp.AdminConfig)
+	defer stop()
+	cfg := c.AdminConfig()
 	cfg.QPS, cfg.Burst = -1, 0
 	client := kubernetes.NewForConfigOrDie(cfg)
 
@@ -261,20 +308,9 @@ func run(w workload, opts runOptions) (result, error) {
 	}
 
 	// The scheduler runs throughout, as in scheduler_perf: nodes arrive while it watches.
-	configFile := filepath.Join(dir, "scheduler.yaml")
-	if err := os.WriteFile(configFile, []byte(fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
-		"clientConnection:\n  qps: %g\n  burst: %d\nleaderElection:\n  leaderElect: false\n", opts.qps, int(opts.qps))), 0o600); err != nil {
+	if err := c.StartScheduler(opts.qps); err != nil {
 		return res, err
 	}
-	schedLogger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if opts.verbose {
-		schedLogger = logger
-	}
-	schedDone := make(chan error, 1)
-	go func() {
-		schedDone <- scheduler.Run(ctx, scheduler.Options{RestConfig: cp.AdminConfig, ConfigFile: configFile, MetricsAddr: "0", Logger: schedLogger})
-	}()
-	defer func() { stop(); <-schedDone }()
 
 	tr := newTracker()
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -313,7 +349,7 @@ func run(w workload, opts runOptions) (result, error) {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	res.loadBefore = loadAverage()
-	cpuBefore := processCPU()
+	cpuBefore := c.CPU()
 	measureStart := time.Now()
 	if err := createPods(ctx, client, tr, w.measureNamespace, "measured", w.measurePod, w.measurePods, opts.workers); err != nil {
 		return res, fmt.Errorf("creating measured pods: %w", err)
@@ -327,7 +363,7 @@ func run(w workload, opts runOptions) (result, error) {
 		return res, fmt.Errorf("measured pods: %w", err)
 	}
 	res.loadAfter = loadAverage()
-	res.cpu = processCPU() - cpuBefore
+	res.cpu = c.CPU() - cpuBefore
 	if opts.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -344,6 +380,18 @@ func run(w workload, opts runOptions) (result, error) {
 	res.doubleBound = int(tr.doubleBound.Load())
 	res.overCommits, err = overCommittedNodes(ctx, client)
 	return res, err
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // processCPU is this process's user and system CPU time so far.
@@ -404,7 +452,15 @@ func createNode(ctx context.Context, client kubernetes.Interface, w workload, i 
 	n.Status.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("32Gi"), v1.ResourcePods: resource.MustParse("110")}
 	n.Status.Capacity = n.Status.Allocatable
 	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
-	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	if n, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	// Admission (TaintNodesByCondition, on both sides) taints a new node not-ready; the
+	// node lifecycle controller, which does not run here, lifts it once the node is Ready.
+	if len(n.Spec.Taints) > 0 {
+		n.Spec.Taints = nil
+		_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	}
 	return err
 }
 

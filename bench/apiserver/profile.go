@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/controlplane/core"
+)
+
+// inProcess is mizzen's etcd and apiserver in this process, so that a CPU profile
+// of the creates covers the server (and, mixed in, the benchmark's own clients).
+type inProcess struct {
+	dir  string
+	cp   *core.ControlPlane
+	stop context.CancelFunc
+}
+
+func startInProcess() (*inProcess, error) {
+	dir, err := os.MkdirTemp("", "mizzen-bench-")
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	cp, err := core.Start(ctx, core.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		stop()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &inProcess{dir: dir, cp: cp, stop: stop}, nil
+}
+
+func (c *inProcess) Name() string              { return "mizzen in-process" }
+func (c *inProcess) AdminConfig() *rest.Config { return rest.CopyConfig(c.cp.AdminConfig) }
+func (c *inProcess) ServerPIDs() []int         { return []int{os.Getpid()} }
+func (c *inProcess) PIDs() []int               { return []int{os.Getpid()} }
+func (c *inProcess) StartScheduler(float64) error {
+	panic("bench/apiserver runs no scheduler")
+}
+func (c *inProcess) Stop() {
+	c.stop()
+	<-c.cp.Done
+	os.RemoveAll(c.dir)
+}
+
+// profileCreates runs the creates (and the rest of the workload) against an
+// in-process server with a CPU profile of the creates written to path.
+func profileCreates(path string, o options) error {
+	c, err := startInProcess()
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	o.profile = func(start bool) {
+		if start {
+			_ = pprof.StartCPUProfile(f)
+		} else {
+			pprof.StopCPUProfile()
+		}
+	}
+	o.watchers = 0
+	res, err := run(c, time.Now(), o)
+	if err == nil {
+		os.Stdout.WriteString(res.String())
+	}
+	return err
+}

@@ -1,0 +1,137 @@
+package benchutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/datadir"
+	"mizzen/internal/pki"
+	"mizzen/internal/testing/proc"
+)
+
+// Cluster is a control plane a benchmark drives the same way, whichever it is: a
+// `mizzen server` or upstream's processes.
+type Cluster interface {
+	Name() string
+	// AdminConfig is the admin's (system:masters), without a client-side rate limit.
+	AdminConfig() *rest.Config
+	// ServerPIDs are the processes holding the API's state (apiserver and etcd).
+	ServerPIDs() []int
+	// PIDs are all of its processes: the server's and the scheduler's.
+	PIDs() []int
+	// StartScheduler runs the cluster's scheduler as its own process, as
+	// system:kube-scheduler, with client qps and burst qps and no leader election.
+	StartScheduler(qps float64) error
+	Stop()
+}
+
+// Name is "upstream".
+func (u *Upstream) Name() string { return "upstream" }
+
+// AdminConfig is the admin's client configuration.
+func (u *Upstream) AdminConfig() *rest.Config { return rest.CopyConfig(u.Config) }
+
+// Mizzen is a Cluster of one `mizzen server` process (embedded etcd and the
+// apiserver; the bundled components a benchmark disables stay off) and, on request, a
+// `mizzen scheduler` process.
+type Mizzen struct {
+	*Server
+	Bin       string
+	scheduler *exec.Cmd
+}
+
+// MizzenOnly are the `mizzen server` arguments that leave only etcd and the apiserver,
+// as an upstream control plane without its scheduler and controller-manager.
+var MizzenOnly = []string{"--disable", "agent,scheduler,controller-manager,proxy,dns,metrics-server,ingress,dashboard"}
+
+// StartMizzen runs `bin server` with args (StartServer) as a Cluster.
+func StartMizzen(bin string, args ...string) (*Mizzen, error) {
+	s, err := StartServer(bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &Mizzen{Server: s, Bin: bin}, nil
+}
+
+// Name is "mizzen".
+func (m *Mizzen) Name() string { return "mizzen" }
+
+// AdminConfig is the admin's client configuration.
+func (m *Mizzen) AdminConfig() *rest.Config { return rest.CopyConfig(m.Config) }
+
+// ServerPIDs is the one server process.
+func (m *Mizzen) ServerPIDs() []int { return []int{m.Cmd.Process.Pid} }
+
+// StartScheduler runs `mizzen scheduler` with a client certificate of the server's CA
+// for system:kube-scheduler, as upstream's runs.
+func (m *Mizzen) StartScheduler(qps float64) error {
+	d := datadir.Dir(m.Dir)
+	ca, err := pki.LoadOrCreateCA(d.TLS(), datadir.CAName, "unused")
+	if err != nil {
+		return err
+	}
+	cert, err := ca.IssueClient("system:kube-scheduler", nil)
+	if err != nil {
+		return err
+	}
+	kc := filepath.Join(m.Dir, "bench-scheduler.kubeconfig")
+	if err := pki.WriteKubeconfig(kc, m.Config.Host, ca.CertPEM, cert, "system:kube-scheduler"); err != nil {
+		return err
+	}
+	config := filepath.Join(m.Dir, "bench-scheduler.yaml")
+	if err := os.WriteFile(config, []byte(SchedulerConfig(kc, qps)), 0o600); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(filepath.Join(m.Dir, "scheduler.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	m.scheduler = exec.Command(m.Bin, "scheduler", "--config", config, "--metrics-bind-address", "0")
+	m.scheduler.Stdout, m.scheduler.Stderr = log, log
+	DieWithParent(m.scheduler)
+	if err := m.scheduler.Start(); err != nil {
+		return fmt.Errorf("starting mizzen scheduler: %w", err)
+	}
+	return nil
+}
+
+// PIDs are the server's and the scheduler's.
+func (m *Mizzen) PIDs() []int {
+	pids := m.ServerPIDs()
+	if m.scheduler != nil {
+		pids = append(pids, m.scheduler.Process.Pid)
+	}
+	return pids
+}
+
+// Stop stops the scheduler, then the server, and removes the data directory.
+func (m *Mizzen) Stop() {
+	if m.scheduler != nil {
+		proc.Stop(m.scheduler, 30*time.Second)
+	}
+	m.Server.Stop()
+}
+
+// RSS sums the resident memory of pids, in MiB.
+func RSS(pids []int) float64 {
+	var sum float64
+	for _, pid := range pids {
+		sum += ProcStats(pid).RSSMiB
+	}
+	return sum
+}
+
+// CPU sums the CPU time of pids, in seconds.
+func CPU(pids []int) float64 {
+	var sum float64
+	for _, pid := range pids {
+		sum += ProcStats(pid).CPUSeconds
+	}
+	return sum
+}
