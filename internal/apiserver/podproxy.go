@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
@@ -260,6 +261,12 @@ func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *u
 			return
 		}
 		s.writeError(w, r, apierrors.NewGenericServerResponse(resp.StatusCode, "get", corev1.Resource("pods/log"), "", strings.TrimSpace(string(body)), 0, false))
+		return
+	}
+	if wsstream.IsWebSocketRequest(r) {
+		// A websocket client (binary.k8s.io or base64.binary.k8s.io) gets the log as
+		// messages, as upstream's log handler sends it.
+		_ = wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
