@@ -7,7 +7,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"mizzen/internal/testing/apiserver"
@@ -52,5 +54,42 @@ func TestIntegrationIPAddress(t *testing.T) {
 	}
 	if list, err := c.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("left after deleting = %v, %v", list, err)
+	}
+}
+
+// TestIntegrationServiceCIDR: the apiserver shows its --service-cluster-ip-range as the
+// Ready default ServiceCIDR, its status subresource included, as upstream's conformance
+// spec reads it; a client's ServiceCIDR keeps its CIDRs.
+func TestIntegrationServiceCIDR(t *testing.T) {
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg).NetworkingV1().ServiceCIDRs()
+	ctx := context.Background()
+	def, err := c.Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the default ServiceCIDR: %v", err)
+	}
+	if len(def.Spec.CIDRs) != 1 || def.Spec.CIDRs[0] != "10.96.0.0/12" {
+		t.Errorf("default cidrs = %v, want the apiserver's range 10.96.0.0/12", def.Spec.CIDRs)
+	}
+	gvr := networkingv1.SchemeGroupVersion.WithResource("servicecidrs")
+	st, err := dynamic.NewForConfigOrDie(cfg).Resource(gvr).Get(ctx, "kubernetes", metav1.GetOptions{}, "status")
+	if err != nil || st.GetUID() != def.UID || st.GetKind() != "ServiceCIDR" {
+		t.Fatalf("status subresource = %v, %v", st, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(st.Object, "status", "conditions")
+	if len(conds) != 1 || conds[0].(map[string]interface{})["type"] != "Ready" || conds[0].(map[string]interface{})["status"] != "True" {
+		t.Errorf("default conditions = %v, want Ready True", conds)
+	}
+	extra := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "extra"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.200.0.0/24"}}}
+	created, err := c.Create(ctx, extra, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	created.Spec.CIDRs = []string{"10.201.0.0/24"}
+	if _, err := c.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("changing cidrs: err = %v, want 422 Invalid", err)
+	}
+	if list, err := c.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 2 {
+		t.Errorf("list = %v, %v", list, err)
 	}
 }
