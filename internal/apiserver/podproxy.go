@@ -266,7 +266,7 @@ func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *u
 	if wsstream.IsWebSocketRequest(r) {
 		// A websocket client (binary.k8s.io or base64.binary.k8s.io) gets the log as
 		// messages, as upstream's log handler sends it.
-		_ = wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r)
+		_ = wsstream.NewReader(&dataBeforeEOF{r: resp.Body}, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -285,6 +285,26 @@ func (s *Server) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *u
 			return
 		}
 	}
+}
+
+// dataBeforeEOF hands out a read's data and its error in separate reads: wsstream drops
+// the data of a read that also reports io.EOF, which an HTTP body with a known length
+// (a short, unfollowed log) returns with its last bytes.
+type dataBeforeEOF struct {
+	r   io.Reader
+	err error
+}
+
+func (d *dataBeforeEOF) Read(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.r.Read(p)
+	if n > 0 && err != nil {
+		d.err = err
+		return n, nil
+	}
+	return n, err
 }
 
 // podLogOptions reads PodLogOptions from a query, as upstream's parameter conversion
