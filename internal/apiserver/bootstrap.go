@@ -6,12 +6,15 @@ import (
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	apiregistrationv1 "mizzen/internal/apis/apiregistration/v1"
+	"mizzen/internal/registry/networking"
 )
 
 // KubernetesServiceIP is the cluster IP of default/kubernetes: the range's first address.
@@ -45,6 +48,10 @@ func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 				Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(s.advertisedPort()))}},
 			},
 		})
+		objs = append(objs, &networkingv1.ServiceCIDR{
+			ObjectMeta: metav1.ObjectMeta{Name: networking.DefaultServiceCIDRName},
+			Spec:       networkingv1.ServiceCIDRSpec{CIDRs: []string{s.services.cidr.String()}},
+		})
 	}
 	objs = append(objs, extra...)
 	local := s.localAPIServices()
@@ -65,6 +72,9 @@ func (s *Server) Bootstrap(ctx context.Context, extra ...runtime.Object) error {
 		}
 	}
 	if err := s.markLocalAPIServicesAvailable(ctx, local); err != nil {
+		return err
+	}
+	if err := s.markDefaultServiceCIDRReady(ctx); err != nil {
 		return err
 	}
 	return s.publishAuthenticationInfo(ctx)
@@ -133,6 +143,27 @@ func (s *Server) markLocalAPIServicesAvailable(ctx context.Context, objs []runti
 		}
 	}
 	return nil
+}
+
+// markDefaultServiceCIDRReady reports the default ServiceCIDR Ready, as upstream's
+// apiserver does: it is the range the service allocator takes ClusterIPs from.
+func (s *Server) markDefaultServiceCIDRReady(ctx context.Context) error {
+	h := s.handlerForKind(networkingv1.SchemeGroupVersion.Group, networkingv1.SchemeGroupVersion.Version, "ServiceCIDR")
+	if h == nil || s.services == nil {
+		return nil
+	}
+	_, err := s.updateObject(ctx, h, "", networking.DefaultServiceCIDRName, updateStatus, false, nil, func(current runtime.Object) (runtime.Object, error) {
+		cidr := current.(*networkingv1.ServiceCIDR)
+		if meta.IsStatusConditionTrue(cidr.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+			return cidr, nil
+		}
+		meta.SetStatusCondition(&cidr.Status.Conditions, metav1.Condition{
+			Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue,
+			Reason: "Ready", Message: "Kubernetes default Service CIDR is ready",
+		})
+		return cidr, nil
+	})
+	return err
 }
 
 // Reconcile keeps one object of the cluster's defaults (the RBAC bootstrap policy):

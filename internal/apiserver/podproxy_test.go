@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +158,42 @@ func TestKubeletSubresources(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("logs over a websocket", func(t *testing.T) {
+		// As upstream's log handler: binary.k8s.io carries the log as binary messages,
+		// base64.binary.k8s.io as base64 text (what the conformance spec reads).
+		tlsCfg, err := rest.TLSConfigFor(srv.AdminConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(srv.AdminConfig.Host)
+		u.Scheme, u.Path, u.RawQuery = "wss", "/api/v1/namespaces/default/pods/single/log", "container=only"
+		for protocol, want := range map[string]string{
+			"binary.k8s.io":        "from kubelet: /containerLogs/default/single/only\n",
+			"base64.binary.k8s.io": base64.StdEncoding.EncodeToString([]byte("from kubelet: /containerLogs/default/single/only\n")),
+		} {
+			dialer := websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{protocol}}
+			conn, resp, err := dialer.Dial(u.String(), nil)
+			if err != nil {
+				t.Fatalf("%s: %v (%v)", protocol, err, resp)
+			}
+			if conn.Subprotocol() != protocol {
+				t.Errorf("subprotocol %q, want %q", conn.Subprotocol(), protocol)
+			}
+			var got strings.Builder
+			for {
+				_, msg, err := conn.ReadMessage()
+				if err != nil {
+					break
+				}
+				got.Write(msg)
+			}
+			conn.Close()
+			if got.String() != want {
+				t.Errorf("%s: read %q, want %q", protocol, got.String(), want)
+			}
+		}
+	})
 
 	t.Run("nodes proxy", func(t *testing.T) {
 		body, err := resultOf(client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/node-a/proxy/stats/summary").Param("only_cpu_and_memory", "true").Do(ctx))

@@ -230,6 +230,11 @@ func TestInitContainersRunInOrder(t *testing.T) {
 
 	sawInitializing := false
 	p := h.waitPod("p", "Running after init", func(p *v1.Pod) bool {
+		// The second init container waits as PodInitializing while the first runs, as
+		// upstream's (the conformance InitContainer specs check it).
+		if cs := containerStatus(p, "init-2"); cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "PodInitializing" {
+			t.Errorf("init-2 waiting as %q, want PodInitializing", cs.State.Waiting.Reason)
+		}
 		if cs := containerStatus(p, "app"); cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "PodInitializing" {
 			sawInitializing = true
 			if c := condition(p, v1.PodInitialized); c == nil || c.Status != v1.ConditionFalse || c.Reason != "ContainersNotInitialized" {

@@ -46,15 +46,15 @@ func (kl *Kubelet) terminatedState(c *runtimeapi.ContainerStatus) *v1.ContainerS
 func (kl *Kubelet) containerID(id string) string { return kl.runtimeName + "://" + id }
 
 // containerStatus is the API status of one container spec given its runtime instances.
-// initDone says whether the pod's init containers have all succeeded (for the waiting
-// reason of regular containers).
-func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime, st *podState, isInit, initDone bool) v1.ContainerStatus {
+func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime, st *podState, isInit bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	insts := rt.instances(c.Name)
 	waiting, hasWaiting := st.getWaiting(c.Name)
 	if len(insts) == 0 {
+		// Not created yet: in a pod with init containers, every container waits as
+		// PodInitializing (init containers too, as upstream's kubelet reports them).
 		reason := reasonContainerCreating
-		if !isInit && !initDone {
+		if len(pod.Spec.InitContainers) > 0 {
 			reason = reasonPodInitializing
 		}
 		if hasWaiting {
@@ -233,15 +233,15 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 	initDone, initFailed, pendingInit := initStatus(pod, rt, st)
 	for i := range pod.Spec.InitContainers {
 		s.InitContainerStatuses = append(s.InitContainerStatuses,
-			kl.containerStatus(pod, &pod.Spec.InitContainers[i], rt, st, true, initDone))
+			kl.containerStatus(pod, &pod.Spec.InitContainers[i], rt, st, true))
 	}
 	for i := range pod.Spec.Containers {
 		s.ContainerStatuses = append(s.ContainerStatuses,
-			kl.containerStatus(pod, &pod.Spec.Containers[i], rt, st, false, initDone))
+			kl.containerStatus(pod, &pod.Spec.Containers[i], rt, st, false))
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false, initDone))
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false))
 	}
 	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {

@@ -122,6 +122,18 @@ func TestDashboard(t *testing.T) {
 		// Following: a line written after the page opened shows up.
 		first := b.evalInt(`Math.max(...[...document.getElementById('logs').textContent.matchAll(/tick-(\d+)/g)].map(m => +m[1]))`)
 		b.waitJS(fmt.Sprintf(`document.getElementById('logs').textContent.includes('tick-%d\n')`, first+2), "a followed log line")
+		// The browser abandons its open streams when the machine's network changes (as
+		// when another cluster on this host starts a pod); the page follows on, with no
+		// line lost or shown twice.
+		last := b.evalInt(`Math.max(...[...document.getElementById('logs').textContent.matchAll(/tick-(\d+)/g)].map(m => +m[1]))`)
+		changeHostNetwork(t, "mzn-dashchg", "10.235.255.1/30")
+		b.waitJS(fmt.Sprintf(`document.getElementById('logs').textContent.includes('tick-%d\n')`, last+4), "a log line followed after the network changed")
+		ticks := b.evalString(`[...document.getElementById('logs').textContent.matchAll(/tick-(\d+)/g)].map(m => m[1]).join(' ')`)
+		for i, n := range strings.Fields(ticks) {
+			if n != strconv.Itoa(i) {
+				t.Fatalf("the log shows tick-%s where tick-%d belongs: %s", n, i, ticks)
+			}
+		}
 	})
 
 	t.Run("terminal runs hostname", func(t *testing.T) {
@@ -256,6 +268,23 @@ func TestDashboard(t *testing.T) {
 	})
 }
 
+// changeHostNetwork changes the host's network as a pod starting does: a veth pair named
+// name0/name1 comes up and name0 gets addr; the links are removed when the test ends.
+func changeHostNetwork(t *testing.T, name, addr string) {
+	t.Helper()
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name+"0").Run() })
+	for _, args := range [][]string{
+		{"link", "add", name + "0", "type", "veth", "peer", "name", name + "1"},
+		{"link", "set", name + "0", "up"},
+		{"link", "set", name + "1", "up"},
+		{"addr", "add", addr, "dev", name + "0"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
 // browser is one headless Chromium tab on the dashboard.
 type browser struct {
 	t    *testing.T
@@ -294,12 +323,30 @@ func (b *browser) click(selector string) {
 // go_ shows a page of the application.
 func (b *browser) go_(hash string) {
 	b.t.Helper()
-	b.do(chromedp.Navigate(b.base + "/" + hash))
+	b.navigate(b.base + "/" + hash)
+}
+
+// navigate loads url. A load the browser abandoned because the host's network changed
+// meanwhile (other clusters on this host add and remove links all the time) is tried
+// again, as a user would reload.
+func (b *browser) navigate(url string) {
+	b.t.Helper()
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(url))
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") || attempt == 4 {
+			b.t.Fatalf("loading %s: %v (page: %s)", url, err, b.page())
+		}
+	}
 }
 
 func (b *browser) login(token string) {
 	b.t.Helper()
-	b.do(chromedp.Navigate(b.base + "/"))
+	b.navigate(b.base + "/")
 	b.do(chromedp.WaitVisible(chromedp.ID("token"))) // the login page, since there is no session
 	b.do(chromedp.SetValue(chromedp.ID("token"), token))
 	b.click("#login-button")

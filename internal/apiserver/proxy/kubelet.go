@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
@@ -216,6 +217,12 @@ func (p *Proxy) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *ur
 		p.resp.WriteError(w, r, apierrors.NewGenericServerResponse(resp.StatusCode, "get", corev1.Resource("pods/log"), "", strings.TrimSpace(string(body)), 0, false))
 		return
 	}
+	if wsstream.IsWebSocketRequest(r) {
+		// A websocket client (binary.k8s.io or base64.binary.k8s.io) gets the log as
+		// messages, as upstream's log handler sends it.
+		_ = wsstream.NewReader(&dataBeforeEOF{r: resp.Body}, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -232,6 +239,26 @@ func (p *Proxy) streamKubeletLog(w http.ResponseWriter, r *http.Request, loc *ur
 			return
 		}
 	}
+}
+
+// dataBeforeEOF hands out a read's data and its error in separate reads: wsstream drops
+// the data of a read that also reports io.EOF, which an HTTP body with a known length
+// (a short, unfollowed log) returns with its last bytes.
+type dataBeforeEOF struct {
+	r   io.Reader
+	err error
+}
+
+func (d *dataBeforeEOF) Read(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.r.Read(p)
+	if n > 0 && err != nil {
+		d.err = err
+		return n, nil
+	}
+	return n, err
 }
 
 // podLogOptions reads PodLogOptions from a query, as upstream's parameter conversion

@@ -479,25 +479,79 @@ async function loadDeploymentJourneys(box, ns, name, signal) {
 
 // ---------- pod logs, followed ----------
 
+// showLogs follows a container's log. A followed stream can drop while the container
+// still runs: a browser abandons its open connections whenever the machine's network
+// changes (an address or link comes or goes), and proxies time out. So the log is asked
+// for with timestamps, and after a drop asked for again from the last shown line's
+// second (sinceTime), skipping the lines already shown; the timestamps are not shown.
 async function showLogs(main, ns, name, container, signal) {
   const pod = await api(objPath(resources.get('pods'), ns, name), { signal });
   const select = h('select', { id: 'container' }, pod.spec.containers.map(c => h('option', { value: c.name, selected: c.name === container }, c.name)));
   select.addEventListener('change', () => { location.hash = `#/logs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}?container=${encodeURIComponent(select.value)}`; });
   const out = h('pre', { class: 'logs', id: 'logs' });
-  main.append(h('h1', {}, 'Logs of ', h('a', { href: objHash(resources.get('pods'), ns, name) }, name)), h('div', { class: 'actions' }, 'container ', select), out);
-  const q = new URLSearchParams({ container: container || pod.spec.containers[0].name, follow: 'true', tailLines: '2000' });
-  const resp = await request(`${objPath(resources.get('pods'), ns, name)}/log?${q}`, { signal, headers: { Accept: '*/*' } });
-  const reader = resp.body.getReader();
+  const state = h('span', { id: 'logs-state', class: 'muted' });
+  main.append(h('h1', {}, 'Logs of ', h('a', { href: objHash(resources.get('pods'), ns, name) }, name)), h('div', { class: 'actions' }, 'container ', select, ' ', state), out);
+  const path = `${objPath(resources.get('pods'), ns, name)}/log`;
+  const show = text => {
+    const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
+    out.append(text);
+    if (atBottom) out.scrollTop = out.scrollHeight;
+  };
+  let lastKey = ''; // the timestamp of the last line shown, as a sortable key
+  let sameShown = 0; // how many of the lines shown carry lastKey
+  for (let attempt = 0; !signal.aborted; attempt++) {
+    const q = new URLSearchParams({ container: container || pod.spec.containers[0].name, follow: 'true', timestamps: 'true' });
+    if (lastKey) q.set('sinceTime', lastKey.slice(0, 19) + 'Z'); else q.set('tailLines', '2000');
+    let skip = sameShown; // lines of lastKey this stream repeats
+    try {
+      const resp = await request(`${path}?${q}`, { signal, headers: { Accept: '*/*' } });
+      state.textContent = '';
+      for await (const line of logLines(resp.body, signal)) {
+        const { key, text } = splitTimestamp(line);
+        if (key && lastKey && key < lastKey) continue;
+        if (key && key === lastKey && skip > 0) { skip--; continue; }
+        if (key && key !== lastKey) { lastKey = key; sameShown = 0; }
+        if (key) sameShown++;
+        show(text);
+      }
+      if (!signal.aborted) show(h('span', { class: 'muted' }, '\n(the log stream ended)'));
+      return;
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e instanceof APIError) throw e; // the apiserver's refusal is the page's error
+      state.textContent = '(the connection dropped: following again)';
+      await sleep(Math.min(1000 * (attempt + 1), 5000));
+    }
+  }
+}
+
+// logLines yields a log stream's lines, each with its newline; the last may lack one.
+async function* logLines(body, signal) {
+  const reader = body.getReader();
   signal.addEventListener('abort', () => reader.cancel().catch(() => {}));
   const dec = new TextDecoder();
+  let buf = '';
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
-    out.append(dec.decode(value, { stream: true }));
-    if (atBottom) out.scrollTop = out.scrollHeight;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      yield buf.slice(0, i + 1);
+      buf = buf.slice(i + 1);
+    }
   }
-  if (!signal.aborted) out.append(h('span', { class: 'muted' }, '\n(the log stream ended)'));
+  buf += dec.decode();
+  if (buf) yield buf;
+}
+
+// splitTimestamp takes the RFC 3339 timestamp off a line of a log asked for with
+// timestamps=true; key is the timestamp with nine fractional digits, so that keys sort
+// as the times do.
+function splitTimestamp(line) {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z /.exec(line);
+  if (!m) return { key: '', text: line };
+  return { key: m[1] + '.' + (m[2] || '').padEnd(9, '0'), text: line.slice(m[0].length) };
 }
 
 // ---------- a terminal into a container: exec over WebSocket (v5/v4.channel.k8s.io) ----------

@@ -105,6 +105,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /stats/summary", s.serveSummary)
 	s.mux.HandleFunc("GET /metrics/resource", s.serveResourceMetrics)
+	s.mux.Handle("GET /metrics", s.metricsHandler())
 	return s, nil
 }
 

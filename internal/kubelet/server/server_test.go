@@ -174,6 +174,8 @@ func TestAuthentication(t *testing.T) {
 		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
 		{"metrics", "/stats/summary", http.StatusOK, `"node"`},
 		{"metrics", "/metrics/resource", http.StatusOK, "container_cpu_usage_seconds_total"},
+		{"metrics", "/metrics", http.StatusOK, "kubelet_running_pods"},
+		{"node", "/metrics", http.StatusForbidden, "subresource=metrics"},
 		{"metrics", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:metrics-server, verb=get, resource=nodes, subresource=proxy"},
 		{"metrics", "/pods", http.StatusForbidden, "subresource=pods"},
 		{"metrics", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
@@ -264,5 +266,14 @@ func TestEndpoints(t *testing.T) {
 	if err != nil || code != http.StatusOK || !strings.Contains(body, `container_start_time_seconds{container="app",namespace="default",pod="web"}`) ||
 		!strings.Contains(body, "resource_scrape_error 0") {
 		t.Errorf("/metrics/resource: %d %v\n%s", code, err, body)
+	}
+
+	// /metrics: the kubelet's own metrics, as the conformance suite's debug dump reads them
+	// through nodes/NAME:10250/proxy/metrics.
+	code, body, err = n.get(t, "apiserver", "/metrics")
+	for _, want := range []string{`kubelet_node_name{node="node-a"} 1`, "kubelet_running_pods 1", `kubelet_running_containers{container_state="running"} 1`, "go_goroutines", "process_start_time_seconds"} {
+		if err != nil || code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("/metrics: %d %v, want %q in\n%s", code, err, want, body)
+		}
 	}
 }

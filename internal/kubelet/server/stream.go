@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,11 +177,24 @@ var remoteCommandChannels = []wsstream.ChannelType{
 // translateRemoteCommand serves a WebSocket exec or attach session (v5.channel.k8s.io or
 // v4.channel.k8s.io) by running it against the runtime over SPDY.
 func (s *Server) translateRemoteCommand(w http.ResponseWriter, r *http.Request, target *url.URL, opts streamOptions) {
-	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
-		"v5.channel.k8s.io": {Binary: true, Channels: remoteCommandChannels},
-		"v4.channel.k8s.io": {Binary: true, Channels: remoteCommandChannels},
-	})
-	_, channels, err := conn.Open(w, r)
+	protocols := map[string]wsstream.ChannelProtocolConfig{}
+	// The older protocols (channel.k8s.io up to v3) remain upstream's too: their error
+	// channel carries only a failure, as text, where v4 and v5 send a Status.
+	for _, p := range []string{"v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"} {
+		protocols[p] = wsstream.ChannelProtocolConfig{Binary: true, Channels: remoteCommandChannels}
+	}
+	for _, p := range []string{"v4.base64.channel.k8s.io", "base64.channel.k8s.io"} {
+		protocols[p] = wsstream.ChannelProtocolConfig{Binary: false, Channels: remoteCommandChannels}
+	}
+	conn := wsstream.NewConn(protocols)
+	protocol, channels, err := conn.Open(w, r)
+	finish := func(w io.Writer, err error) {
+		if strings.HasPrefix(protocol, "v4.") || strings.HasPrefix(protocol, "v5.") {
+			writeExitStatus(w, err)
+		} else if err != nil {
+			_, _ = w.Write([]byte(err.Error()))
+		}
+	}
 	if err != nil {
 		// The handshake has answered the client already.
 		s.log.Debug("websocket handshake", "err", err)
@@ -196,7 +210,7 @@ func (s *Server) translateRemoteCommand(w http.ResponseWriter, r *http.Request, 
 	resize := &resizeQueue{r: channels[4], onEnd: cancel}
 	executor, err := remotecommand.NewSPDYExecutor(&rest.Config{}, http.MethodPost, target)
 	if err != nil {
-		writeExitStatus(channels[3], err)
+		finish(channels[3], err)
 		return
 	}
 	so := remotecommand.StreamOptions{Tty: opts.tty}
@@ -215,7 +229,7 @@ func (s *Server) translateRemoteCommand(w http.ResponseWriter, r *http.Request, 
 		go resize.drain()
 	}
 	err = executor.StreamWithContext(ctx, so)
-	writeExitStatus(channels[3], err)
+	finish(channels[3], err)
 }
 
 // writeExitStatus writes the session's outcome to the error channel as the v4 and v5

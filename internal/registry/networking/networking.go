@@ -1,6 +1,6 @@
 // Package networking describes the networking.k8s.io/v1 resources: ingresses,
-// ingressclasses and networkpolicies, with their defaulting, validation and printing
-// as upstream Kubernetes does them.
+// ingressclasses, networkpolicies, ipaddresses and servicecidrs, with their
+// defaulting, validation and printing as upstream Kubernetes does them.
 package networking
 
 import (
@@ -11,7 +11,7 @@ import (
 
 // Resources returns the networking.k8s.io/v1 resources.
 func Resources() []*registry.Resource {
-	return []*registry.Resource{ingresses(), ingressClasses(), networkPolicies()}
+	return []*registry.Resource{ingresses(), ingressClasses(), networkPolicies(), ipAddresses(), serviceCIDRs()}
 }
 
 var groupVersion = networkingv1.SchemeGroupVersion

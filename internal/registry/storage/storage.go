@@ -1,6 +1,7 @@
 // Package storage describes the storage.k8s.io/v1 resources: storageclasses,
-// csidrivers, csinodes, csistoragecapacities and volumeattachments, with their
-// defaulting, validation and printing as upstream Kubernetes does them.
+// csidrivers, csinodes, csistoragecapacities, volumeattachments and
+// volumeattributesclasses, with their defaulting, validation and printing as upstream
+// Kubernetes does them.
 package storage
 
 import (
@@ -18,7 +19,7 @@ import (
 
 // Resources returns the storage.k8s.io/v1 resources.
 func Resources() []*registry.Resource {
-	return []*registry.Resource{storageClasses(), csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments()}
+	return []*registry.Resource{storageClasses(), csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments(), volumeAttributesClasses()}
 }
 
 var groupVersion = storagev1.SchemeGroupVersion

@@ -1,6 +1,8 @@
-// Package podtolerations is upstream's DefaultTolerationSeconds plugin: a new pod that
-// does not tolerate the not-ready and unreachable NoExecute taints gets tolerations
-// for them of 300 seconds, so its node's failure evicts it after five minutes.
+// Package podtolerations is upstream's DefaultTolerationSeconds plugin: a pod created or
+// updated without tolerating the not-ready and unreachable NoExecute taints gets
+// tolerations for them of 300 seconds, so its node's failure evicts it after five
+// minutes. On update too, as upstream's: an update that replaces the tolerations keeps
+// the defaults, which the pod's validation forbids removing.
 package podtolerations
 
 import (
@@ -21,11 +23,11 @@ const DefaultSeconds int64 = 300
 type Plugin struct{ admission.Ops }
 
 // New returns the plugin.
-func New() *Plugin { return &Plugin{Ops: admission.Ops{admission.Create}} }
+func New() *Plugin { return &Plugin{Ops: admission.Ops{admission.Create, admission.Update}} }
 
 var _ admission.Mutator = (*Plugin)(nil)
 
-// Admit adds the default tolerations a new pod lacks.
+// Admit adds the default tolerations a pod lacks.
 func (p *Plugin) Admit(_ context.Context, a *admission.Attributes) error {
 	pod, ok := a.Object.(*corev1.Pod)
 	if !ok || a.Resource.GroupResource().String() != "pods" || a.Subresource != "" {
