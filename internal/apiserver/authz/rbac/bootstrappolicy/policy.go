@@ -153,6 +153,13 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 			rule("get", "list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
 			rule("get", "list", "watch").groups(networkingGroup).resources("networkpolicies"),
 		)),
+		// What each node's local-path sweeper (internal/localpath) reads: whether the
+		// volume of a directory on the node still exists. The Node authorizer cannot
+		// answer that (a deleted volume has no edge to the node, so it is refused, not
+		// NotFound), so RBAC grants nodes this one read.
+		clusterRole("system:mizzen-local-path-node", rules(
+			rule("get").groups(legacyGroup).resources("persistentvolumes"),
+		)),
 	}
 }
 
@@ -169,6 +176,7 @@ func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:cloud-controller-manager", subjects(rbacv1.UserKind, "system:cloud-controller-manager")),
 		// A joined agent enforces policies with its network identity, the proxy's.
 		clusterRoleBinding("system:mizzen-network-policy", subjects(rbacv1.UserKind, "system:mizzen-network-policy", "system:kube-proxy")),
+		clusterRoleBinding("system:mizzen-local-path-node", subjects(rbacv1.GroupKind, "system:nodes")),
 	}
 }
 
