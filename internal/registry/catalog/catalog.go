@@ -15,6 +15,7 @@ import (
 	"mizzen/internal/registry/core"
 	"mizzen/internal/registry/discovery"
 	"mizzen/internal/registry/events"
+	"mizzen/internal/registry/flowcontrol"
 	"mizzen/internal/registry/networking"
 	"mizzen/internal/registry/policy"
 	"mizzen/internal/registry/rbac"
@@ -34,6 +35,7 @@ func All() []*registry.Resource {
 		coordination.Resources(),
 		discovery.Resources(),
 		events.Resources(),
+		flowcontrol.Resources(),
 		networking.Resources(),
 		policy.Resources(),
 		rbac.Resources(),
