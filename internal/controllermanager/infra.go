@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 
 	"mizzen/internal/controller/clusterroleaggregation"
 	"mizzen/internal/controller/endpoints"
@@ -113,6 +114,12 @@ func infraControllers() []Descriptor {
 			c := resourcequota.New(cc.Client, meta, disc, resourcequota.Informers{
 				Quotas: core.ResourceQuotas(), Pods: core.Pods(), Services: core.Services(),
 				ConfigMaps: core.ConfigMaps(), Secrets: core.Secrets(), PVCs: core.PersistentVolumeClaims(),
+				// The workload kinds quotas commonly count, whose informers the workload
+				// controllers share anyway.
+				Replenish: []cache.SharedIndexInformer{core.ReplicationControllers().Informer(),
+					cc.Informers.Apps().V1().ReplicaSets().Informer(), cc.Informers.Apps().V1().Deployments().Informer(),
+					cc.Informers.Apps().V1().StatefulSets().Informer(), cc.Informers.Apps().V1().DaemonSets().Informer(),
+					cc.Informers.Batch().V1().Jobs().Informer(), cc.Informers.Batch().V1().CronJobs().Informer()},
 			})
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
