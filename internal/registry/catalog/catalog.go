@@ -21,6 +21,7 @@ import (
 	"mizzen/internal/registry/rbac"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/registry/storage"
+	"mizzen/internal/registry/storagemigration"
 )
 
 // All returns every built-in resource, core/v1 first.
@@ -41,6 +42,7 @@ func All() []*registry.Resource {
 		rbac.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),
+		storagemigration.Resources(),
 		admissionregistration.Resources(),
 		apiregistration.Resources(),
 		apiextensions.Resources(),

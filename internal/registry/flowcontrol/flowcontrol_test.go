@@ -97,7 +97,9 @@ func TestFlowSchemaValidate(t *testing.T) {
 		{"service account without namespace", func(fs *flowcontrolv1.FlowSchema) {
 			fs.Spec.Rules[0].Subjects = []flowcontrolv1.Subject{serviceAccount("", "*")}
 		}, []fieldErr{{field.ErrorTypeRequired, "spec.rules[0].subjects[0].serviceAccount.namespace"}}, ""},
-		{"unknown verb", func(fs *flowcontrolv1.FlowSchema) { fs.Spec.Rules[0].NonResourceRules[0].Verbs = []string{"get", "fly"} },
+		{"unknown verb", func(fs *flowcontrolv1.FlowSchema) {
+			fs.Spec.Rules[0].NonResourceRules[0].Verbs = []string{"get", "fly"}
+		},
 			[]fieldErr{{field.ErrorTypeNotSupported, "spec.rules[0].nonResourceRules[0].verbs"}}, ""},
 		{"wildcard in the middle of a URL", func(fs *flowcontrolv1.FlowSchema) {
 			fs.Spec.Rules[0].NonResourceRules[0].NonResourceURLs = []string{"/apis/*/foo"}
@@ -160,11 +162,17 @@ func TestPriorityLevelValidate(t *testing.T) {
 		message string
 	}{
 		{"valid", func(*flowcontrolv1.PriorityLevelConfiguration) {}, nil, ""},
-		{"zero shares", func(pl *flowcontrolv1.PriorityLevelConfiguration) { pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](0) }, nil, ""},
+		{"zero shares", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](0)
+		}, nil, ""},
 		{"queuing defaulted", func(pl *flowcontrolv1.PriorityLevelConfiguration) { queue(pl, flowcontrolv1.QueuingConfiguration{}) }, nil, ""},
-		{"negative shares", func(pl *flowcontrolv1.PriorityLevelConfiguration) { pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](-1) },
+		{"negative shares", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](-1)
+		},
 			[]fieldErr{{field.ErrorTypeInvalid, "spec.limited.nominalConcurrencyShares"}}, "non-negative"},
-		{"lendable over 100", func(pl *flowcontrolv1.PriorityLevelConfiguration) { pl.Spec.Limited.LendablePercent = ptr.To[int32](101) },
+		{"lendable over 100", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Spec.Limited.LendablePercent = ptr.To[int32](101)
+		},
 			[]fieldErr{{field.ErrorTypeInvalid, "spec.limited.lendablePercent"}}, "between 0 and 100"},
 		{"exempt type on another name", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
 			pl.Spec = flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt}
