@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
