@@ -190,8 +190,9 @@ spec:
 // uses what upstream offers beyond directories: raw block volumes (a local volume on a
 // loop device, and a CSI driver's block volume staged and published as a device) given
 // to containers through volumeDevices, and a pod's fsGroup applied to CSI volumes as
-// the CSIDriver's fsGroupPolicy says; and a claim whose class does not allow expansion
-// refused at admission.
+// the CSIDriver's fsGroupPolicy says; a claim whose class does not allow expansion
+// refused at admission, and a claim of an access mode its class cannot provision left
+// Pending with the provisioner's reason.
 func TestStorageDevicesAndGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs containerd")
@@ -252,6 +253,35 @@ func TestStorageDevicesAndGroups(t *testing.T) {
 	if err == nil || !strings.Contains(out, `persistentvolumeclaims "raw-local" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`) {
 		t.Errorf("growing a claim whose class does not allow it: %v\n%s", err, out)
 	}
+
+	// A claim asking for a mode the class cannot give stays Pending, and says why.
+	c.kubectlStdin(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: shared-wish}
+spec:
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 1Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shared-user}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: `+busyboxImage+`, command: ["sleep", "3600"], volumeMounts: [{name: data, mountPath: /data}]}
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: shared-wish}}
+`, "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() error {
+		out, err := c.kubectlErr("describe", "pvc", "shared-wish")
+		if err != nil || !strings.Contains(out, "Pending") || !strings.Contains(out, "ProvisioningFailed") ||
+			!strings.Contains(out, "access mode ReadWriteMany is not supported") {
+			return fmt.Errorf("kubectl describe pvc: %v\n%s", err, out)
+		}
+		return nil
+	})
+	c.kubectl("delete", "pod", "shared-user", "--wait=true", "--timeout=60s")
+	c.kubectl("delete", "pvc", "shared-wish", "--wait=true", "--timeout=60s")
 
 	// The CSI driver, staging its volumes, with fsGroupPolicy File.
 	kubeletDir := filepath.Join(dataDir, "agent", "kubelet")
