@@ -154,7 +154,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		start("cloud-controller-manager", run)
 	}
 	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
-	// them, reached through Services whose endpoint is this machine.
+	// them, reached through Services with an endpoint on every server running them.
 	var clusterDNS net.IP
 	if !disabled("dns") {
 		run, serviceIP, err := dnsRunner(cp, opts.ServiceCIDR, opts.Log)
@@ -378,9 +378,17 @@ func dnsRunner(cp *core.ControlPlane, serviceCIDR string, log *slog.Logger) (fun
 	opts := dns.Options{Listen: net.JoinHostPort(hostIP.String(), "0"), ClusterDomain: "cluster.local", TTL: dns.DefaultTTL,
 		UpstreamResolvConf: dns.DefaultUpstreamResolvConf, Logger: log.With("component", "dns")}
 	return func(ctx context.Context) error {
-		return dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
-			return dns.Publish(ctx, admin, serviceIP, addr)
+		withdraw := func() {}
+		err := dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
+			pub, err := dns.Publish(ctx, admin, serviceIP, addr, opts.Logger)
+			if err != nil {
+				return err
+			}
+			withdraw = pub.Start(ctx)
+			return nil
 		})
+		withdraw()
+		return err
 	}, serviceIP, nil
 }
 
@@ -409,13 +417,17 @@ func metricsServerRunner(ctx context.Context, cp *core.ControlPlane, resolution 
 		return nil, err
 	}
 	port := int32(listener.Addr().(*net.TCPAddr).Port)
-	if err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}); err != nil {
+	log = log.With("component", "metrics-server")
+	pub, err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}, log)
+	if err != nil {
 		_ = listener.Close()
 		return nil, err
 	}
 	return func(ctx context.Context) error {
+		// This machine's endpoint stays in the Service while its metrics server runs.
+		defer pub.Start(ctx)()
 		return metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
-			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log.With("component", "metrics-server")})
+			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log})
 	}, nil
 }
 

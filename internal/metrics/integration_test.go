@@ -173,7 +173,7 @@ func TestMetricsThroughTheAggregator(t *testing.T) {
 		stopServer()
 		<-serverDone
 	})
-	if err := metrics.Register(ctx, admin, metrics.Registration{Address: ip.String(), Port: int32(port), CABundle: servingCA.CertPEM}); err != nil {
+	if _, err := metrics.Register(ctx, admin, metrics.Registration{Address: ip.String(), Port: int32(port), CABundle: servingCA.CertPEM}, nil); err != nil {
 		t.Fatal(err)
 	}
 
