@@ -23,6 +23,7 @@ import (
 	"mizzen/internal/cloud/local"
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/controlplane/core"
+	"mizzen/internal/controlplane/nodemember"
 	"mizzen/internal/dashboard"
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
@@ -104,7 +105,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	if err != nil {
 		return err
 	}
-	errs := make(chan error, len(Components)+1)
+	errs := make(chan error, len(Components)+2)
 	running := 0 // components started, each sends once on errs when it ends
 	start := func(name string, run func(context.Context) error) {
 		running++
@@ -185,12 +186,19 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		}
 		start("dashboard", run)
 	}
+	nodeName := ""
 	if !disabled("agent") {
 		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"), !disabled("network-policy"))
 		if err != nil {
 			return fail(fmt.Errorf("%w, or run with --disable agent", err))
 		}
+		nodeName = ao.Kubelet.HostnameOverride
 		start("agent", func(ctx context.Context) error { return agent.Run(ctx, ao) })
+	}
+	if run, err := etcdMemberRemoval(cp, opts, nodeName); err != nil {
+		return fail(err)
+	} else if run != nil {
+		start("etcd-member-removal", run)
 	}
 	if snapshots != nil {
 		start("etcd-snapshot", snapshots)
@@ -251,6 +259,31 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
 	}
 	return ao, nil
+}
+
+// etcdMemberRemoval prepares, on a server of a cluster of servers, the removal of the
+// etcd member of a server whose Node is deleted (package nodemember), and the marking
+// of this server's own Node, nodeName ("" without a bundled agent). Nothing for a
+// single server or an external etcd.
+func etcdMemberRemoval(cp *core.ControlPlane, opts BundleOptions, nodeName string) (func(context.Context) error, error) {
+	if opts.EtcdServers != "" {
+		return nil, nil
+	}
+	members, own, ok, err := core.ClusterMembers(datadir.Dir(opts.DataDir))
+	if err != nil || !ok {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Log.With("component", "etcd-member-removal")
+	return func(ctx context.Context) error {
+		if nodeName != "" {
+			go nodemember.Mark(ctx, client, nodeName, own, 10*time.Second, log)
+		}
+		return nodemember.Run(ctx, client, members, own, log)
+	}, nil
 }
 
 // cloudControllerRunner prepares the cloud-controller-manager on the local provider,
