@@ -16,8 +16,10 @@ import (
 	"mizzen/internal/registry/discovery"
 	"mizzen/internal/registry/events"
 	"mizzen/internal/registry/networking"
+	"mizzen/internal/registry/node"
 	"mizzen/internal/registry/policy"
 	"mizzen/internal/registry/rbac"
+	"mizzen/internal/registry/resource"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/registry/storage"
 )
@@ -35,8 +37,10 @@ func All() []*registry.Resource {
 		discovery.Resources(),
 		events.Resources(),
 		networking.Resources(),
+		node.Resources(),
 		policy.Resources(),
 		rbac.Resources(),
+		resource.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),
 		admissionregistration.Resources(),
