@@ -120,6 +120,17 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		default:
 			s.writeError(w, r, methodNotAllowed(r, h))
 		}
+	case info.Subresource == "resize" && gvr == podsGVR:
+		switch info.Verb {
+		case "get":
+			s.get(w, r, info, h)
+		case "update":
+			s.update(w, r, info, h, updateResize)
+		case "patch":
+			s.patch(w, r, info, h, updateResize)
+		default:
+			s.writeError(w, r, methodNotAllowed(r, h))
+		}
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
 	default:
@@ -407,6 +418,18 @@ func validateEphemeralUpdate(mode updateMode, obj, old runtime.Object) error {
 	}
 	pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
 	if errs := core.ValidateEphemeralContainersUpdate(pod, oldPod); len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name, errs)
+	}
+	return nil
+}
+
+// validateResizeUpdate checks a write through pods/resize (see core.ValidatePodResize).
+func validateResizeUpdate(mode updateMode, obj, old runtime.Object) error {
+	if mode != updateResize {
+		return nil
+	}
+	pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
+	if errs := core.ValidatePodResize(pod, oldPod); len(errs) > 0 {
 		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name, errs)
 	}
 	return nil
