@@ -109,25 +109,19 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		s.finalizeNamespace(w, r, info, h)
 	case info.Subresource == "token" && gvr == serviceAccountsGVR && info.Verb == "create":
 		s.createToken(w, r, info, h)
-	case info.Subresource == "ephemeralcontainers" && gvr == podsGVR:
-		switch info.Verb {
-		case "get":
-			s.get(w, r, info, h)
-		case "update":
-			s.update(w, r, info, h, updateEphemeral)
-		case "patch":
-			s.patch(w, r, info, h, updateEphemeral)
-		default:
-			s.writeError(w, r, methodNotAllowed(r, h))
+	case (info.Subresource == "ephemeralcontainers" || info.Subresource == "resize") && gvr == podsGVR:
+		// Views of the pod through which only part of its spec changes.
+		mode := updateEphemeral
+		if info.Subresource == "resize" {
+			mode = updateResize
 		}
-	case info.Subresource == "resize" && gvr == podsGVR:
 		switch info.Verb {
 		case "get":
 			s.get(w, r, info, h)
 		case "update":
-			s.update(w, r, info, h, updateResize)
+			s.update(w, r, info, h, mode)
 		case "patch":
-			s.patch(w, r, info, h, updateResize)
+			s.patch(w, r, info, h, mode)
 		default:
 			s.writeError(w, r, methodNotAllowed(r, h))
 		}
