@@ -25,6 +25,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/core"
 	"mizzen/internal/storage"
 )
 
@@ -699,6 +700,7 @@ const (
 	updateStatus                      // only the status
 	updateAll                         // both (pods/binding)
 	updateEphemeral                   // only a pod's spec.ephemeralContainers
+	updateResize                      // only a pod's container resources (pods/resize)
 )
 
 // admissionSubresource names the subresource of a mode as admission sees it.
@@ -710,6 +712,8 @@ func (m updateMode) admissionSubresource() string {
 		return "binding"
 	case updateEphemeral:
 		return "ephemeralcontainers"
+	case updateResize:
+		return "resize"
 	}
 	return ""
 }
@@ -735,6 +739,8 @@ func (m updateMode) subresource() string {
 		return "status"
 	case updateEphemeral:
 		return "ephemeralcontainers"
+	case updateResize:
+		return "resize"
 	}
 	return ""
 }
@@ -786,6 +792,15 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 				full.SetManagedFields(acc.GetManagedFields())
 			}
 			obj, acc = full, accessor(full)
+		} else if mode == updateResize {
+			// Only the containers' resources change through pods/resize.
+			full := current.DeepCopyObject().(*corev1.Pod)
+			core.ApplyResize(full, obj.(*corev1.Pod))
+			full.SetResourceVersion(acc.GetResourceVersion())
+			if owner != nil && owner.applied {
+				full.SetManagedFields(acc.GetManagedFields())
+			}
+			obj, acc = full, accessor(full)
 		} else if h.HasStatus && mode == updateMain {
 			copyField(obj, current, "Status")
 		}
@@ -806,10 +821,13 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral && mode != updateResize); err != nil {
 			return nil, err
 		}
 		if err := validateEphemeralUpdate(mode, obj, current); err != nil {
+			return nil, err
+		}
+		if err := validateResizeUpdate(mode, obj, current); err != nil {
 			return nil, err
 		}
 		attrs.Object = obj

@@ -19,6 +19,7 @@ import (
 	"mizzen/internal/controller/resourcequota"
 	"mizzen/internal/controller/rootcacertpublisher"
 	"mizzen/internal/controller/serviceaccount"
+	"mizzen/internal/controller/servicecidr"
 )
 
 // infraControllers lists, under upstream's canonical names and aliases, the
@@ -68,6 +69,11 @@ func infraControllers() []Descriptor {
 				return err
 			}
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "service-cidr-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			c := servicecidr.New(cc.Client, cc.Informers.Networking().V1().ServiceCIDRs())
+			go c.Run(ctx, 1)
 			return nil
 		}},
 		{Name: "taint-eviction-controller", Start: func(ctx context.Context, cc *ControllerContext) error {

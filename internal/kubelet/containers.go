@@ -308,6 +308,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 			annoTermMsgPolicy: string(termPolicy),
 			annoGracePeriod:   strconv.FormatInt(gracePeriod(pod), 10),
 			annoContainerHash: containerHash(c),
+			annoResources:     encodeResources(c.Resources),
 		},
 		LogPath:   filepath.Join(c.Name, strconv.Itoa(int(attempt))+".log"),
 		Stdin:     c.Stdin,

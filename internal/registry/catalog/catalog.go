@@ -17,8 +17,10 @@ import (
 	"mizzen/internal/registry/events"
 	"mizzen/internal/registry/flowcontrol"
 	"mizzen/internal/registry/networking"
+	"mizzen/internal/registry/node"
 	"mizzen/internal/registry/policy"
 	"mizzen/internal/registry/rbac"
+	"mizzen/internal/registry/resource"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/registry/storage"
 	"mizzen/internal/registry/storagemigration"
@@ -38,8 +40,10 @@ func All() []*registry.Resource {
 		events.Resources(),
 		flowcontrol.Resources(),
 		networking.Resources(),
+		node.Resources(),
 		policy.Resources(),
 		rbac.Resources(),
+		resource.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),
 		storagemigration.Resources(),
