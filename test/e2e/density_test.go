@@ -38,7 +38,14 @@ func TestDensity(t *testing.T) {
 		t.Skip("runs 100 hollow nodes and 3,000 pods")
 	}
 	total := densityNodes * densityPodsPerNode
-	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard",
+	var c *cluster
+	// Registered first, so it runs after the server has stopped and its log is whole.
+	t.Cleanup(func() {
+		if t.Failed() && c != nil {
+			t.Logf("mizzen server (exit: %v) log ends:\n%s", c.cmd.ProcessState, tail(c.log.String(), 40))
+		}
+	})
+	c = startServer(t, t.TempDir(), freePort(t), "--disable", "agent,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard",
 		"--cluster-cidr", densityClusterCIDR)
 	hollowLog := &lockedbuf.Buffer{}
 	hollow := exec.Command(mizzenBin, "hollow-nodes", "--kubeconfig", c.kubeconfig, "--count", strconv.Itoa(densityNodes),
