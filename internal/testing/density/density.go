@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,11 +45,36 @@ func Deployments(ctx context.Context, c kubernetes.Interface, namespace string, 
 			}
 		}
 		n := int32(min(size, total-i*size))
-		if _, err := c.AppsV1().Deployments(namespace).Create(ctx, deployment(fmt.Sprintf("density-%04d", i), n), metav1.CreateOptions{}); err != nil {
+		if err := create(ctx, c, namespace, deployment(fmt.Sprintf("density-%04d", i), n)); err != nil {
 			return fmt.Errorf("creating deployment %d: %w", i, err)
 		}
 	}
 	return nil
+}
+
+// create creates d, retrying (up to 5 times, a second apart) what a loaded server
+// answers that a client is meant to retry: a server timeout, too many requests, or an
+// internal error such as etcd's "request timed out". A retried create that had in
+// fact been stored finds the Deployment there, which counts as created.
+func create(ctx context.Context, c kubernetes.Interface, namespace string, d *appsv1.Deployment) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+		_, err = c.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{})
+		switch {
+		case err == nil, attempt > 0 && apierrors.IsAlreadyExists(err):
+			return nil
+		case !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) && !apierrors.IsInternalError(err):
+			return err
+		}
+	}
+	return err
 }
 
 func deployment(name string, replicas int32) *appsv1.Deployment {
