@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controllermanager/metrics"
+	"mizzen/internal/leaderlost"
 )
 
 // Lease that elects the active controller-manager, as upstream.
@@ -179,7 +180,7 @@ func runElected(ctx context.Context, client kubernetes.Interface, opts RunOption
 	elector.Run(ctx) // returns when ctx ends or leadership is lost
 	select {
 	case <-lost:
-		return errors.New("leader election lost")
+		return leaderlost.ErrLost
 	default:
 		return nil
 	}

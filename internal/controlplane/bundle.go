@@ -6,6 +6,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,6 +32,7 @@ import (
 	"mizzen/internal/hostaddr"
 	"mizzen/internal/ingress"
 	nodeserver "mizzen/internal/kubelet/server"
+	"mizzen/internal/leaderlost"
 	"mizzen/internal/metrics"
 	"mizzen/internal/netpol"
 	"mizzen/internal/podnet"
@@ -109,7 +111,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	running := 0 // components started, each sends once on errs when it ends
 	start := func(name string, run func(context.Context) error) {
 		running++
-		go func() { errs <- wrapErr(name, run(componentsCtx)) }()
+		go func() { errs <- wrapErr(name, restartOnLostLease(componentsCtx, name, run, opts.Log)) }()
 	}
 	fail := func(err error) error {
 		return shutDown(ctx, cp, errs, running, err, stopComponents, stopControlPlane)
@@ -519,4 +521,23 @@ func dashboardRunner(cp *core.ControlPlane, opts BundleOptions) (func(context.Co
 		return dashboard.Run(ctx, dashboard.Options{APIServer: rest.AnonymousClientConfig(cp.AdminConfig),
 			Listener: listener, CertFile: certFile, KeyFile: keyFile, Log: opts.Log.With("component", "dashboard")})
 	}, nil
+}
+
+// restartOnLostLease runs a component until it ends, starting it again whenever it
+// stops because it lost its Lease (an etcd too slow to renew it in time, say), as a
+// kubelet restarts a static pod whose process exits: the rest of the bundle, the
+// apiserver and etcd among it, goes on serving meanwhile.
+func restartOnLostLease(ctx context.Context, name string, run func(context.Context) error, log *slog.Logger) error {
+	for {
+		err := run(ctx)
+		if !errors.Is(err, leaderlost.ErrLost) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("lost its Lease; starting it again", "component", name)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"mizzen/internal/leaderlost"
 	"mizzen/internal/scheduler/cache"
 	"mizzen/internal/scheduler/config"
 	"mizzen/internal/scheduler/framework"
@@ -230,7 +231,7 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 		if ctx.Err() != nil {
 			return ctxErr(ctx, metricsErr)
 		}
-		return errors.New("leaderelection lost")
+		return leaderlost.ErrLost
 	}
 }
 

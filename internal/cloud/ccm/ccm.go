@@ -31,6 +31,7 @@ import (
 	"mizzen/internal/cloud/controller/route"
 	"mizzen/internal/cloud/controller/service"
 	"mizzen/internal/cloud/local"
+	"mizzen/internal/leaderlost"
 )
 
 // Lease that elects the active cloud-controller-manager, as upstream.
@@ -292,7 +293,7 @@ func runElected(ctx context.Context, client kubernetes.Interface, opts Options, 
 		return cause
 	}
 	if lost {
-		return errors.New("leader election lost")
+		return leaderlost.ErrLost
 	}
 	return nil
 }
