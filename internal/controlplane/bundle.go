@@ -143,6 +143,9 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 					ClusterSigningCertFile: cp.CAFile(), ClusterSigningKeyFile: cp.CAKeyFile(),
 				},
 				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
+				// Each controller as its own ServiceAccount, as kubeadm runs them, so that
+				// system:kube-controller-manager holds only upstream's narrow role.
+				UseServiceAccountCredentials: true,
 			})
 		})
 	}
