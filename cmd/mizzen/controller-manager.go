@@ -45,6 +45,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig with the apiserver's address and credentials (in-cluster config if empty)")
 	f.StringSliceVar(&opts.Controllers, "controllers", []string{"*"}, `Controllers to run: "*" enables all on by default, "foo" enables foo, "-foo" disables foo`)
+	f.BoolVar(&opts.UseServiceAccountCredentials, "use-service-account-credentials", false, "Run each controller with a token of its own ServiceAccount in kube-system, bound to upstream's system:controller:* role (mizzen server sets it, as kubeadm does); otherwise every controller uses --kubeconfig's credentials, which must then hold every controller's permissions")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "Run controllers only while holding the Lease kube-system/kube-controller-manager")
 	f.IntVar(&opts.ConcurrentSyncs, "concurrent-syncs", 5, "Workers per controller")
 	f.DurationVar(&opts.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "How long a node's Lease may go unrenewed before the node is marked Unknown")

@@ -12,12 +12,12 @@ import (
 // kubeadm's clusters and here, since mizzen's join tokens are bootstrap tokens).
 func certificateControllers() []Descriptor {
 	return []Descriptor{
-		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}, Start: func(ctx context.Context, cc *ControllerContext) error {
-			c := csr.NewApprover(clientFor(cc, csr.ApproverName), cc.Informers.Certificates().V1().CertificateSigningRequests(), cc.Informers.Core().V1().Nodes(), cc.Informers.Coordination().V1().Leases())
+		{Name: "certificatesigningrequest-approving-controller", Aliases: []string{"csrapproving"}, Account: "certificate-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			c := csr.NewApprover(cc.Client, cc.Informers.Certificates().V1().CertificateSigningRequests(), cc.Informers.Core().V1().Nodes(), cc.Informers.Coordination().V1().Leases())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "certificatesigningrequest-signing-controller", Aliases: []string{"csrsigning"}, Account: "certificate-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			o := cc.Options
 			if o.ClusterSigningCertFile == "" || o.ClusterSigningKeyFile == "" {
 				return notConfigured("no --cluster-signing-cert-file and --cluster-signing-key-file")
@@ -26,16 +26,16 @@ func certificateControllers() []Descriptor {
 			if err != nil {
 				return err
 			}
-			c := csr.NewSigner(clientFor(cc, csr.SignerName), cc.Informers.Certificates().V1().CertificateSigningRequests(), ca, o.ClusterSigningDuration)
+			c := csr.NewSigner(cc.Client, cc.Informers.Certificates().V1().CertificateSigningRequests(), ca, o.ClusterSigningDuration)
 			go c.Run(ctx, o.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "certificatesigningrequest-cleaner-controller", Aliases: []string{"csrcleaner"}, Start: func(ctx context.Context, cc *ControllerContext) error {
-			go csr.NewCleaner(clientFor(cc, csr.CleanerName), cc.Informers.Certificates().V1().CertificateSigningRequests()).Run(ctx)
+		{Name: "certificatesigningrequest-cleaner-controller", Aliases: []string{"csrcleaner"}, Account: "certificate-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			go csr.NewCleaner(cc.Client, cc.Informers.Certificates().V1().CertificateSigningRequests()).Run(ctx)
 			return nil
 		}},
-		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, Start: func(ctx context.Context, cc *ControllerContext) error {
-			go tokencleaner.New(clientFor(cc, tokencleaner.Name), cc.Informers.Core().V1().Secrets()).Run(ctx, 1)
+		{Name: "token-cleaner-controller", Aliases: []string{"tokencleaner"}, Account: "token-cleaner", Start: func(ctx context.Context, cc *ControllerContext) error {
+			go tokencleaner.New(cc.Client, cc.Informers.Core().V1().Secrets()).Run(ctx, 1)
 			return nil
 		}},
 	}

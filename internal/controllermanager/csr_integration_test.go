@@ -63,7 +63,8 @@ func TestCSRApprovingAndSigning(t *testing.T) {
 		done <- controllermanager.Run(startCtx, managerConfig(t, srv), controllermanager.RunOptions{
 			Options: controllermanager.Options{ConcurrentSyncs: 2,
 				ClusterSigningCertFile: srv.CAFile(), ClusterSigningKeyFile: srv.CAKeyFile()},
-			Controllers: []string{"csrapproving", "csrsigning", "csrcleaner", "tokencleaner"},
+			Controllers:                  []string{"csrapproving", "csrsigning", "csrcleaner", "tokencleaner"},
+			UseServiceAccountCredentials: true,
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })

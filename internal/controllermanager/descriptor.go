@@ -17,13 +17,13 @@ import (
 
 // ControllerContext is what every controller is started with.
 type ControllerContext struct {
-	// Client talks to the apiserver; each controller should wrap it with its own user
-	// agent where that helps debugging.
+	// Client talks to the apiserver with the controller's own credentials (its
+	// ServiceAccount's, or the manager's with the controller's name in the user agent).
 	Client kubernetes.Interface
 	// Config is the rest config Client was made from (for dynamic or metadata clients).
 	Config *rest.Config
-	// Informers is shared by all controllers; the manager starts it after every
-	// controller has registered its informers.
+	// Informers is shared by all controllers, with the manager's own credentials; the
+	// manager starts it after every controller has registered its informers.
 	Informers informers.SharedInformerFactory
 	// Options are the controller-manager's flags that controllers read.
 	Options Options
@@ -68,5 +68,9 @@ type Descriptor struct {
 	Aliases []string
 	// DisabledByDefault controllers run only when named in --controllers.
 	DisabledByDefault bool
-	Start             func(ctx context.Context, cc *ControllerContext) error
+	// Account is the ServiceAccount in kube-system whose credentials the controller
+	// works with under --use-service-account-credentials: upstream's name for it
+	// ("deployment-controller"), bound to the role system:controller:ACCOUNT.
+	Account string
+	Start   func(ctx context.Context, cc *ControllerContext) error
 }

@@ -28,32 +28,32 @@ import (
 // serviceaccount, root CA publisher, resourcequota, podgc, clusterrole aggregation.
 func infraControllers() []Descriptor {
 	return []Descriptor{
-		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}, Start: func(ctx context.Context, cc *ControllerContext) error {
-			c := clusterroleaggregation.New(clientFor(cc, clusterroleaggregation.Name), cc.Informers.Rbac().V1().ClusterRoles())
+		{Name: "clusterrole-aggregation-controller", Aliases: []string{"clusterrole-aggregation"}, Account: "clusterrole-aggregation-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			c := clusterroleaggregation.New(cc.Client, cc.Informers.Rbac().V1().ClusterRoles())
 			go c.Run(ctx, 1)
 			return nil
 		}},
-		{Name: "endpoints-controller", Aliases: []string{"endpoint", "endpoints"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "endpoints-controller", Aliases: []string{"endpoint", "endpoints"}, Account: "endpoint-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := endpoints.New(cc.Client, core.Services(), core.Pods(), core.Endpoints())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Account: "endpointslice-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := endpointslice.New(cc.Client, core.Services(), core.Pods(), core.Nodes(), cc.Informers.Discovery().V1().EndpointSlices())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector", "garbage-collector"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "garbage-collector-controller", Aliases: []string{"garbagecollector", "garbage-collector"}, Account: "generic-garbage-collector", Start: func(ctx context.Context, cc *ControllerContext) error {
 			meta, disc, err := dynamicClients(cc)
 			if err != nil {
 				return err
 			}
-			go garbagecollector.New(clientFor(cc, garbagecollector.Name), meta, disc, cc.Informers).Run(ctx, cc.Options.ConcurrentSyncs)
+			go garbagecollector.New(cc.Client, meta, disc, cc.Informers).Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "namespace-controller", Aliases: []string{"namespace"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "namespace-controller", Aliases: []string{"namespace"}, Account: "namespace-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			meta, disc, err := dynamicClients(cc)
 			if err != nil {
 				return err
@@ -62,7 +62,7 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle", "node-lifecycle"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "node-lifecycle-controller", Aliases: []string{"nodelifecycle", "node-lifecycle"}, Account: "node-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c, err := nodelifecycle.New(cc.Client, core.Nodes(), cc.Informers.Coordination().V1().Leases(), core.Pods(), cc.Options.NodeMonitorGracePeriod, cc.Options.NodeEviction)
 			if err != nil {
@@ -71,12 +71,12 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "service-cidr-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "service-cidr-controller", Account: "service-cidrs-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			c := servicecidr.New(cc.Client, cc.Informers.Networking().V1().ServiceCIDRs())
 			go c.Run(ctx, 1)
 			return nil
 		}},
-		{Name: "taint-eviction-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "taint-eviction-controller", Account: "node-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c, err := nodelifecycle.NewTaintEviction(cc.Client, core.Nodes(), core.Pods())
 			if err != nil {
@@ -85,7 +85,7 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "node-ipam-controller", Aliases: []string{"nodeipam", "node-ipam"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "node-ipam-controller", Aliases: []string{"nodeipam", "node-ipam"}, Account: "node-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			if cc.Options.ClusterCIDR == "" {
 				return notConfigured("no --cluster-cidr to allocate pod CIDRs from")
 			}
@@ -96,13 +96,13 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, 1) // one worker: allocations are sequential anyway
 			return nil
 		}},
-		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "serviceaccount-controller", Aliases: []string{"serviceaccount"}, Account: "service-account-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := serviceaccount.New(cc.Client, core.Namespaces(), core.ServiceAccounts())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "root-ca-certificate-publisher-controller", Aliases: []string{"root-ca-cert-publisher"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "root-ca-certificate-publisher-controller", Aliases: []string{"root-ca-cert-publisher"}, Account: "root-ca-cert-publisher", Start: func(ctx context.Context, cc *ControllerContext) error {
 			if len(cc.Options.RootCA) == 0 {
 				return notConfigured("no CA bundle: the client config has no CA and --root-ca-file is unset")
 			}
@@ -111,7 +111,7 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "resourcequota-controller", Aliases: []string{"resourcequota"}, Account: "resourcequota-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			meta, disc, err := dynamicClients(cc)
 			if err != nil {
 				return err
@@ -130,7 +130,7 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
-		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc", "pod-garbage-collector"}, Start: func(ctx context.Context, cc *ControllerContext) error {
+		{Name: "pod-garbage-collector-controller", Aliases: []string{"podgc", "pod-garbage-collector"}, Account: "pod-garbage-collector", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := podgc.New(cc.Client, core.Pods(), core.Nodes(), cc.Options.TerminatedPodGCThreshold)
 			go c.Run(ctx)

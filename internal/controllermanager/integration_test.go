@@ -57,8 +57,9 @@ func startManager(t *testing.T, cfg *rest.Config, nodeGrace time.Duration, contr
 				ConcurrentSyncs: 2, NodeMonitorGracePeriod: nodeGrace,
 				ClusterCIDR: "10.244.0.0/16", NodeCIDRMaskSize: 24, TerminatedPodGCThreshold: 100,
 			},
-			Controllers: controllers,
-			LeaderElect: true, Identity: "integration",
+			Controllers:                  controllers,
+			UseServiceAccountCredentials: true,
+			LeaderElect:                  true, Identity: "integration",
 			LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		})
 	}()

@@ -45,6 +45,11 @@ type RunOptions struct {
 	// RootCAFile, when set, replaces the rest config's CAData/CAFile as the bundle the
 	// root-ca-cert-publisher writes into kube-root-ca.crt.
 	RootCAFile string
+	// UseServiceAccountCredentials runs each controller with a token of its own
+	// ServiceAccount in kube-system (Descriptor.Account), as upstream's
+	// --use-service-account-credentials; otherwise every controller works with the
+	// manager's credentials.
+	UseServiceAccountCredentials bool
 	// Serving, when set, serves /healthz and /metrics over HTTPS. client-go takes one
 	// work queue metrics provider per process: the first serving Run in a process
 	// reports the queues of every later one too.
@@ -112,9 +117,15 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 			Informers: informers.NewSharedInformerFactory(client, 0),
 			Options:   opts.Options,
 		}
+		clients := &clientBuilder{root: cfg, rootClient: client, useSA: opts.UseServiceAccountCredentials}
 		for _, d := range chosen {
+			own, err := cc.forController(ctx, clients, d)
+			if err != nil {
+				slog.ErrorContext(ctx, "controller failed to start", "controller", d.Name, "err", err)
+				continue
+			}
 			var skipped *notConfiguredError
-			if err := d.Start(ctx, cc); errors.As(err, &skipped) {
+			if err := d.Start(ctx, own); errors.As(err, &skipped) {
 				slog.InfoContext(ctx, "controller not started", "controller", d.Name, "reason", skipped.reason)
 				continue
 			} else if err != nil {
@@ -184,6 +195,25 @@ func runElected(ctx context.Context, client kubernetes.Interface, opts RunOption
 	default:
 		return nil
 	}
+}
+
+// forController is cc with the credentials controller d works with.
+func (cc *ControllerContext) forController(ctx context.Context, clients *clientBuilder, d Descriptor) (*ControllerContext, error) {
+	account := d.Account
+	if account == "" {
+		account = d.Name
+	}
+	cfg, err := clients.config(ctx, account)
+	if err != nil || cfg == nil {
+		return cc, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	own := *cc
+	own.Client, own.Config = client, cfg
+	return &own, nil
 }
 
 // notConfiguredError is returned by a Descriptor's Start when the flags leave the

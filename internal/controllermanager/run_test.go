@@ -3,13 +3,17 @@ package controllermanager
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"mizzen/internal/apiserver/authz/rbac/bootstrappolicy"
 )
 
 func TestEnabledControllers(t *testing.T) {
@@ -162,5 +166,27 @@ func TestWithoutLeaderElectionControllersStartAtOnce(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v", err)
+	}
+}
+
+// Every controller names the ServiceAccount it works as under
+// --use-service-account-credentials, and the default policy binds that account to a
+// role of its own.
+func TestEveryControllerHasABoundAccount(t *testing.T) {
+	bound := map[string]bool{}
+	for _, b := range bootstrappolicy.ControllerClusterRoleBindings() {
+		bound[b.Subjects[0].Name] = true
+	}
+	for _, item := range bootstrappolicy.Items() {
+		if b, ok := item.Desired.(*rbacv1.RoleBinding); ok && strings.HasPrefix(b.Name, bootstrappolicy.ControllerRolePrefix) {
+			bound[b.Subjects[0].Name] = true
+		}
+	}
+	for _, d := range append(append(append(infraControllers(), workloadControllers()...), storageControllers()...), certificateControllers()...) {
+		if d.Account == "" {
+			t.Errorf("controller %q names no ServiceAccount", d.Name)
+		} else if !bound[d.Account] {
+			t.Errorf("controller %q works as %q, which no system:controller:* role is bound to", d.Name, d.Account)
+		}
 	}
 }

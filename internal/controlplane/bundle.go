@@ -146,6 +146,9 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 					ClusterSigningCertFile: cp.CAFile(), ClusterSigningKeyFile: cp.CAKeyFile(),
 				},
 				Controllers: []string{"*"}, LeaderElect: true, Serving: serving,
+				// Each controller as its own ServiceAccount, as kubeadm runs them, so that
+				// system:kube-controller-manager holds only upstream's narrow role.
+				UseServiceAccountCredentials: true,
 			})
 		})
 	}
@@ -190,12 +193,19 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	}
 	nodeName := ""
 	if !disabled("agent") {
-		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"), !disabled("network-policy"))
+		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"), !disabled("network-policy"), !disabled("controller-manager"))
 		if err != nil {
 			return fail(fmt.Errorf("%w, or run with --disable agent", err))
 		}
 		nodeName = ao.Kubelet.HostnameOverride
-		start("agent", func(ctx context.Context) error { return agent.Run(ctx, ao) })
+		start("agent", func(ctx context.Context) error {
+			if ao.Joined == nil && ao.KubeletConfig == nil {
+				if err := joinOwnAgent(ctx, cp, &ao, opts.Log); err != nil {
+					return err
+				}
+			}
+			return agent.Run(ctx, ao)
+		})
 	}
 	if run, err := etcdMemberRemoval(cp, opts, nodeName); err != nil {
 		return fail(err)
@@ -212,22 +222,28 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 }
 
 // bundledAgent are the settings of the agent `mizzen server` runs on its own machine:
-// the kubelet with a client certificate for its node and a serving certificate of the
-// cluster CA, and the proxy unless withProxy is false.
-func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy, withNetworkPolicy bool) (agent.Options, error) {
+// the kubelet, and the proxy unless withProxy is false. With the controller-manager
+// (joinByToken) the kubelet's credentials come as a joining node's do, through a
+// bootstrap token and CSRs (joinOwnAgent fills them in when the agent starts);
+// without it, nothing would approve the CSRs, so the kubelet gets a client certificate
+// for its node and a serving certificate of the cluster CA directly.
+func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, withProxy, withNetworkPolicy, joinByToken bool) (agent.Options, error) {
 	kf, err := agent.AgentKubelet(datadir.Dir(opts.DataDir), "", opts.KubeletPort, opts.PodBridge)
 	if err != nil {
 		return agent.Options{}, err
 	}
-	cfg, err := cp.ComponentConfig("kubelet", "system:node:"+kf.HostnameOverride, []string{"system:nodes"})
-	if err != nil {
-		return agent.Options{}, err
+	var cfg *rest.Config
+	if !joinByToken {
+		if cfg, err = cp.ComponentConfig("kubelet", "system:node:"+kf.HostnameOverride, []string{"system:nodes"}); err != nil {
+			return agent.Options{}, err
+		}
+		certFile, keyFile, err := cp.KubeletServing("kubelet-serving", kf.HostnameOverride)
+		if err != nil {
+			return agent.Options{}, err
+		}
+		kf.TLSCertFile, kf.TLSKeyFile = certFile, keyFile
 	}
-	certFile, keyFile, err := cp.KubeletServing("kubelet-serving", kf.HostnameOverride)
-	if err != nil {
-		return agent.Options{}, err
-	}
-	kf.TLSCertFile, kf.TLSKeyFile, kf.ClientCA = certFile, keyFile, cp.CAFile()
+	kf.ClientCA = cp.CAFile()
 	if opts.KubeletCloudProvider == "external" {
 		if err := agent.WithExternalCloudProvider(&kf); err != nil {
 			return agent.Options{}, err

@@ -129,6 +129,25 @@ func TestKubectlWorkflow(t *testing.T) {
 		t.Errorf("after label/annotate/scale/patch: got %q, want %q", got, want)
 	}
 
+	// The patch rolled the Deployment out: its controller made a second ReplicaSet and
+	// the ReplicaSet controller its pods, each working as its own ServiceAccount
+	// (--use-service-account-credentials), which the manager made in kube-system.
+	eventually(t, 60*time.Second, func() error {
+		out := c.kubectl("get", "rs,pods", "-n", "shop", "-l", "app=web", "-o", "jsonpath={range .items[*]}{.kind} {end}")
+		if strings.Count(out, "ReplicaSet") != 2 || strings.Count(out, "Pod") == 0 {
+			return fmt.Errorf("ReplicaSets and pods of the rollout: %q, want 2 ReplicaSets and pods", out)
+		}
+		if out, err := c.kubectlErr("rollout", "history", "deploy/web", "-n", "shop"); err != nil || !strings.Contains(out, "\n2 ") {
+			return fmt.Errorf("rollout history: %v %s", err, out)
+		}
+		return nil
+	})
+	for _, sa := range []string{"deployment-controller", "replicaset-controller"} {
+		if out, err := c.kubectlErr("get", "serviceaccount", sa, "-n", "kube-system"); err != nil {
+			t.Errorf("the controller's ServiceAccount kube-system/%s: %v %s", sa, err, out)
+		}
+	}
+
 	// get -w sees a change made meanwhile.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

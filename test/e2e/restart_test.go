@@ -58,6 +58,25 @@ func TestBundleSurvivesRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDeploymentReady(t, ctx, client, "web", 2)
+	// The server's own kubelet joined as every node does: its client and serving
+	// certificates came through approved CSRs. Restarts reuse them (counted at the end).
+	kubeletCSRs := func() int {
+		t.Helper()
+		csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range csrs.Items {
+			if r.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && len(r.Status.Certificate) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := kubeletCSRs(); n != 1 {
+		t.Errorf("%d issued kubelet client CSRs, want the server's own node's one", n)
+	}
 
 	written := 0
 	writeConfigMaps := func(client kubernetes.Interface, n int) {
@@ -145,6 +164,9 @@ func TestBundleSurvivesRestarts(t *testing.T) {
 		if out, err := c.kubectlErr("get", "--raw", "/readyz"); err != nil {
 			t.Fatalf("after %s the server went down after /readyz: %v %s\nlog:\n%s", how, err, out, c.log.String())
 		}
+	}
+	if n := kubeletCSRs(); n != 1 {
+		t.Errorf("after the restarts, %d issued kubelet client CSRs: a restart asked for a new certificate", n)
 	}
 }
 

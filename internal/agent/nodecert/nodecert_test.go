@@ -45,8 +45,9 @@ func TestManagerRotates(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- controllermanager.Run(ctx, cmCfg, controllermanager.RunOptions{
-			Options:     controllermanager.Options{ConcurrentSyncs: 1, ClusterSigningCertFile: srv.CAFile(), ClusterSigningKeyFile: srv.CAKeyFile()},
-			Controllers: []string{"csrapproving", "csrsigning"},
+			Options:                      controllermanager.Options{ConcurrentSyncs: 1, ClusterSigningCertFile: srv.CAFile(), ClusterSigningKeyFile: srv.CAKeyFile()},
+			Controllers:                  []string{"csrapproving", "csrsigning"},
+			UseServiceAccountCredentials: true,
 		})
 	}()
 	defer func() { cancel(); <-done }()

@@ -30,9 +30,9 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // cluster starts the apiserver and the workload controllers (the cronjob controller on
-// clk). The controllers run as the controller-manager does, as
-// system:kube-controller-manager under RBAC, so that these tests also prove the
-// default policy grants them what they do; the returned client is the admin's.
+// clk). The controllers run as the controller-manager does, each as its own
+// ServiceAccount under RBAC, so that these tests also prove upstream's
+// system:controller:* roles grant them what they do; the returned client is the admin's.
 func cluster(t *testing.T) (context.Context, kubernetes.Interface) {
 	return clusterWithClock(t, clock.RealClock{})
 }
@@ -47,16 +47,27 @@ func clusterWithClock(t *testing.T, clk clock.Clock) (context.Context, kubernete
 	}
 	cmConfig.QPS, cmConfig.Burst = 1000, 2000
 	cm := kubernetes.NewForConfigOrDie(cmConfig)
+	// Each controller writes as its own ServiceAccount, as under
+	// --use-service-account-credentials; the informers list as the manager.
+	as := func(account string) kubernetes.Interface {
+		cfg, err := srv.ComponentConfig("controller-"+account, "system:serviceaccount:kube-system:"+account,
+			[]string{"system:serviceaccounts", "system:serviceaccounts:kube-system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.QPS, cfg.Burst = 1000, 2000
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	f := informers.NewSharedInformerFactory(cm, 0)
-	deployment.New(cm, f, clock.RealClock{}).Run(ctx, 2)
-	replicaset.NewReplicaSet(cm, f, clock.RealClock{}).Run(ctx, 2)
-	job.New(cm, f, clock.RealClock{}).Run(ctx, 2)
-	statefulset.New(cm, f, clock.RealClock{}).Run(ctx, 2)
-	daemonset.New(cm, f, clock.RealClock{}).Run(ctx, 2)
-	disruption.New(cm, f, clock.RealClock{}).Run(ctx, 2)
-	cronjob.New(cm, f, clk).Run(ctx, 2)
+	deployment.New(as("deployment-controller"), f, clock.RealClock{}).Run(ctx, 2)
+	replicaset.NewReplicaSet(as("replicaset-controller"), f, clock.RealClock{}).Run(ctx, 2)
+	job.New(as("job-controller"), f, clock.RealClock{}).Run(ctx, 2)
+	statefulset.New(as("statefulset-controller"), f, clock.RealClock{}).Run(ctx, 2)
+	daemonset.New(as("daemon-set-controller"), f, clock.RealClock{}).Run(ctx, 2)
+	disruption.New(as("disruption-controller"), f, clock.RealClock{}).Run(ctx, 2)
+	cronjob.New(as("cronjob-controller"), f, clk).Run(ctx, 2)
 	f.Start(ctx.Done())
 	return ctx, client
 }

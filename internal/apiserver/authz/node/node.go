@@ -1,7 +1,7 @@
 // Package node is upstream's Node authorizer: a kubelet (user system:node:NAME in
-// group system:nodes) may read a Secret, ConfigMap, PersistentVolumeClaim or
-// PersistentVolume, and ask for a ServiceAccount's token, only when a pod bound to
-// its node uses it; what it may do with every other resource is the system:node
+// group system:nodes) may read a Secret, ConfigMap, PersistentVolumeClaim,
+// PersistentVolume or ResourceClaim, and ask for a ServiceAccount's token, only when
+// a pod bound to its node uses it; what it may do with every other resource is the system:node
 // role's rules, which the authorizer holds itself (upstream binds that role to
 // nobody). The graph of pods and the objects they use is kept from the apiserver's
 // watch cache (authz.Follower). Requests from anyone else get no opinion, for the
@@ -27,6 +27,7 @@ import (
 const (
 	nodeUserPrefix = "system:node:"
 	nodesGroup     = "system:nodes"
+	resourceGroup  = "resource.k8s.io"
 )
 
 var (
@@ -133,7 +134,8 @@ func (a *Authorizer) forget(key string) {
 	}
 }
 
-// podRefs are the Secrets, ConfigMaps, PVCs and ServiceAccount a pod uses.
+// podRefs are the Secrets, ConfigMaps, PVCs, ResourceClaims and ServiceAccount a pod
+// uses.
 func podRefs(p *corev1.Pod) []ref {
 	var out []ref
 	add := func(resource, name string) {
@@ -146,6 +148,18 @@ func podRefs(p *corev1.Pod) []ref {
 		}
 	}
 	add("serviceaccounts", p.Spec.ServiceAccountName)
+	// A claim named in the spec, or made from a template for this pod (its name in
+	// the pod's status, as upstream's graph reads it).
+	for _, c := range p.Spec.ResourceClaims {
+		if c.ResourceClaimName != nil {
+			add("resourceclaims", *c.ResourceClaimName)
+		}
+	}
+	for _, c := range p.Status.ResourceClaimStatuses {
+		if c.ResourceClaimName != nil {
+			add("resourceclaims", *c.ResourceClaimName)
+		}
+	}
 	for _, s := range p.Spec.ImagePullSecrets {
 		add("secrets", s.Name)
 	}
@@ -216,6 +230,12 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (bool,
 	node, ok := NodeName(attrs)
 	if !ok {
 		return false, ""
+	}
+	if attrs.ResourceRequest && attrs.Group == resourceGroup && attrs.Resource == "resourceclaims" && attrs.Subresource == "" {
+		if attrs.Verb != "get" {
+			return false, "can only get individual resources of this type"
+		}
+		return a.related(node, attrs)
 	}
 	if attrs.ResourceRequest && attrs.Group == "" {
 		switch {

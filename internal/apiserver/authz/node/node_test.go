@@ -30,8 +30,12 @@ func claimVolume(name string) corev1.Volume {
 
 func TestAuthorize(t *testing.T) {
 	a := New([]rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"pods"}}})
+	withClaims := podOn("pa", "a", secretVolume("only-a"), secretVolume("shared"), claimVolume("claim-a"))
+	named, generated := "claim-pa", "pa-gpu-x7k2"
+	withClaims.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "fixed", ResourceClaimName: &named}, {Name: "gpu", ResourceClaimTemplateName: &named}}
+	withClaims.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &generated}}
 	a.Replace(podsGR, []runtime.Object{
-		podOn("pa", "a", secretVolume("only-a"), secretVolume("shared"), claimVolume("claim-a")),
+		withClaims,
 		podOn("pb", "b", secretVolume("shared")),
 		podOn("unbound", "", secretVolume("unbound-secret")),
 	})
@@ -42,6 +46,9 @@ func TestAuthorize(t *testing.T) {
 	}
 	get := func(u registry.User, resource, ns, name string) authz.Attributes {
 		return authz.Attributes{User: u, Verb: "get", ResourceRequest: true, Resource: resource, Namespace: ns, Name: name}
+	}
+	claim := func(u registry.User, verb, name string) authz.Attributes {
+		return authz.Attributes{User: u, Verb: verb, ResourceRequest: true, Group: "resource.k8s.io", Resource: "resourceclaims", Namespace: "ns", Name: name}
 	}
 	cases := []struct {
 		name  string
@@ -63,6 +70,10 @@ func TestAuthorize(t *testing.T) {
 		{"rules: list pods", authz.Attributes{User: node("a"), Verb: "list", ResourceRequest: true, Resource: "pods"}, true},
 		{"rules: delete nodes", authz.Attributes{User: node("a"), Verb: "delete", ResourceRequest: true, Resource: "nodes", Name: "b"}, false},
 		{"not a node", get(registry.User{Name: "system:node:a"}, "secrets", "ns", "only-a"), false},
+		{"own pod's resource claim", claim(node("a"), "get", "claim-pa"), true},
+		{"own pod's generated resource claim", claim(node("a"), "get", "pa-gpu-x7k2"), true},
+		{"another node's pod's resource claim", claim(node("b"), "get", "claim-pa"), false},
+		{"list resource claims", claim(node("a"), "list", ""), false},
 	}
 	for _, tc := range cases {
 		if ok, reason := a.Authorize(context.Background(), tc.attrs); ok != tc.allow {

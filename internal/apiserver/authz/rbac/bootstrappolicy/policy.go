@@ -223,14 +223,12 @@ func aggregateToViewRules() []rbacv1.PolicyRule {
 	)
 }
 
-// controllerManagerRules are upstream's system:kube-controller-manager rules plus the
-// union of what mizzen's controllers do. Deviation: upstream runs each controller
-// under a service account of its own (--use-service-account-credentials) with a
-// system:controller:* role; mizzen's controller-manager runs every controller under
-// this one identity, so this role holds what those roles would.
+// controllerManagerRules are upstream's system:kube-controller-manager rules: the
+// manager's own identity elects the leader, lists and watches for the shared informers,
+// and makes the controllers' ServiceAccounts and their tokens; each controller then
+// works with its own account's system:controller:* role (controllers.go).
 func controllerManagerRules() []rbacv1.PolicyRule {
 	return rules(
-		// upstream's own rules
 		rule("create", "patch", "update").groups(legacyGroup, eventsGroup).resources("events"),
 		rule("create").groups(coordinationGroup).resources("leases"),
 		rule("get", "update").groups(coordinationGroup).resources("leases").names("kube-controller-manager"),
@@ -242,21 +240,6 @@ func controllerManagerRules() []rbacv1.PolicyRule {
 		rule("create").groups(authzGroup).resources("subjectaccessreviews"),
 		rule("list", "watch").groups("*").resources("*"),
 		rule("create").groups(legacyGroup).resources("serviceaccounts/token"),
-		// The garbage collector and the namespace controller read, update and delete
-		// objects of every resource (upstream's generic-garbage-collector and
-		// namespace-controller roles); resourcequota counts every resource.
-		rule("get", "update", "patch", "delete", "deletecollection").groups("*").resources("*"),
-		// What the workload, endpoint, service account, root CA and node controllers
-		// create (the updates above cover their status writes, node taints and podCIDRs).
-		rule("create").groups(legacyGroup).resources("pods", "endpoints", "configmaps", "persistentvolumeclaims", "pods/eviction", "pods/binding"),
-		rule("create").groups(appsGroup).resources("replicasets", "controllerrevisions"),
-		rule("create").groups(batchGroup).resources("jobs"),
-		rule("create").groups(discoveryGroup).resources("endpointslices"),
-		// The local-path provisioner creates volumes and its default StorageClass.
-		rule("create").groups(legacyGroup).resources("persistentvolumes"),
-		rule("create").groups(storageGroup).resources("storageclasses"),
-		// The clusterrole-aggregation controller writes rules it need not hold itself.
-		rule("escalate").groups(rbacGroup).resources("clusterroles"),
 	)
 }
 

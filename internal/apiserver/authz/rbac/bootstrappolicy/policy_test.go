@@ -37,13 +37,13 @@ func TestDefaultsReconcileToThemselves(t *testing.T) {
 
 func TestDefaultsAreLabelledAndBound(t *testing.T) {
 	roles := map[string]bool{}
-	for _, r := range append(append(ClusterRoles(), AddonClusterRoles()...), joinClusterRoles()...) {
+	for _, r := range append(append(append(ClusterRoles(), AddonClusterRoles()...), joinClusterRoles()...), ControllerClusterRoles()...) {
 		roles[r.Name] = true
 		if r.Labels[BootstrapLabel] != "rbac-defaults" || r.Annotations[AutoUpdateAnnotation] != "true" {
 			t.Errorf("%s: labels %v annotations %v", r.Name, r.Labels, r.Annotations)
 		}
 	}
-	for _, b := range append(append(ClusterRoleBindings(), AddonClusterRoleBindings()...), joinClusterRoleBindings()...) {
+	for _, b := range append(append(append(ClusterRoleBindings(), AddonClusterRoleBindings()...), joinClusterRoleBindings()...), ControllerClusterRoleBindings()...) {
 		if !roles[b.RoleRef.Name] {
 			t.Errorf("binding %s refers to %s, which is no default role", b.Name, b.RoleRef.Name)
 		}
@@ -52,10 +52,10 @@ func TestDefaultsAreLabelledAndBound(t *testing.T) {
 		}
 	}
 	namespaced := map[string]bool{}
-	for _, r := range append(Roles(), joinRoles()...) {
+	for _, r := range append(append(Roles(), joinRoles()...), controllerRoles()...) {
 		namespaced[r.Namespace+"/"+r.Name] = true
 	}
-	for _, b := range append(RoleBindings(), joinRoleBindings()...) {
+	for _, b := range append(append(RoleBindings(), joinRoleBindings()...), controllerRoleBindings()...) {
 		if !namespaced[b.Namespace+"/"+b.RoleRef.Name] || len(b.Subjects) == 0 {
 			t.Errorf("binding %s/%s refers to no default role of its namespace, or names nobody", b.Namespace, b.Name)
 		}

@@ -24,16 +24,16 @@ type Item struct {
 // Items lists the default policy: the roles first, then their bindings.
 func Items() []Item {
 	var out []Item
-	for _, r := range append(append(ClusterRoles(), AddonClusterRoles()...), joinClusterRoles()...) {
+	for _, r := range append(append(append(ClusterRoles(), AddonClusterRoles()...), joinClusterRoles()...), ControllerClusterRoles()...) {
 		out = append(out, item(&r, ReconcileClusterRole))
 	}
-	for _, r := range append(Roles(), joinRoles()...) {
+	for _, r := range append(append(Roles(), joinRoles()...), controllerRoles()...) {
 		out = append(out, item(&r, ReconcileRole))
 	}
-	for _, b := range append(RoleBindings(), joinRoleBindings()...) {
+	for _, b := range append(append(RoleBindings(), joinRoleBindings()...), controllerRoleBindings()...) {
 		out = append(out, item(&b, ReconcileRoleBinding))
 	}
-	for _, b := range append(append(ClusterRoleBindings(), AddonClusterRoleBindings()...), joinClusterRoleBindings()...) {
+	for _, b := range append(append(append(ClusterRoleBindings(), AddonClusterRoleBindings()...), joinClusterRoleBindings()...), ControllerClusterRoleBindings()...) {
 		out = append(out, item(&b, ReconcileClusterRoleBinding))
 	}
 	return out

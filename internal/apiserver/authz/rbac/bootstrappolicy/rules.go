@@ -58,6 +58,9 @@ const (
 	storageGroup      = "storage.k8s.io"
 	authnGroup        = "authentication.k8s.io"
 	authzGroup        = "authorization.k8s.io"
+
+	admissionRegistrationGroup = "admissionregistration.k8s.io"
+	resourceGroup              = "resource.k8s.io"
 )
 
 var (
