@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// PerCallCostLimit bounds one evaluation, as upstream's per-call limit does.
+const PerCallCostLimit = 1000000
+
 // Variables are the names an expression may use.
 var Variables = []string{"object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"}
 
@@ -48,7 +51,7 @@ func (c *Compiler) Compile(expr string) (cel.Program, error) {
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("compilation failed: %v", iss.Err())
 	}
-	p, err := c.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(1000000))
+	p, err := c.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(PerCallCostLimit))
 	if err != nil {
 		return nil, err
 	}

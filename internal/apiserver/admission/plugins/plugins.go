@@ -97,7 +97,7 @@ var DefaultOn = []string{
 }
 
 // built are the plugins New builds itself, sharing one CEL compiler.
-var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true, policy.PluginName: true}
+var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true, policy.PluginName: true, policy.MutatingPluginName: true}
 
 // Factory builds a plugin.
 type Factory func(deps admission.Deps) (admission.Handler, error)
@@ -211,7 +211,14 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	mutations, err := cel.NewMutationCompiler()
+	if err != nil {
+		return nil, err
+	}
 	factories := maps.Clone(factories)
+	factories[policy.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
+		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply), nil
+	}
 	factories[webhook.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
 		return webhook.New(true, d.Reader, d.Services, compiler, d.Log), nil
 	}
