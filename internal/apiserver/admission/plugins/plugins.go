@@ -13,6 +13,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/admission/plugin/certificates"
 	"mizzen/internal/apiserver/admission/plugin/ingressclass"
 	"mizzen/internal/apiserver/admission/plugin/limitranger"
 	"mizzen/internal/apiserver/admission/plugin/namespace"
@@ -142,6 +143,15 @@ var factories = map[string]Factory{
 	},
 	resourcequota.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return resourcequota.New(d.Reader, d.StatusWriter), nil
+	},
+	certificates.ApprovalPluginName: func(d admission.Deps) (admission.Handler, error) {
+		return certificates.NewApproval(d.Authorizer), nil
+	},
+	certificates.SigningPluginName: func(d admission.Deps) (admission.Handler, error) {
+		return certificates.NewSigning(d.Authorizer), nil
+	},
+	certificates.SubjectRestrictionPluginName: func(admission.Deps) (admission.Handler, error) {
+		return certificates.NewSubjectRestriction(), nil
 	},
 	ingressclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return ingressclass.New(d.Reader), nil

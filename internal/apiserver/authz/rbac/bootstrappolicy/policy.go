@@ -255,6 +255,13 @@ func controllerManagerRules() []rbacv1.PolicyRule {
 		// The local-path provisioner creates volumes and its default StorageClass.
 		rule("create").groups(legacyGroup).resources("persistentvolumes"),
 		rule("create").groups(storageGroup).resources("storageclasses"),
+		// The CSR approver and signer (upstream's certificate-controller role; mizzen's
+		// approver also approves nodes' kubelet-serving requests), which the
+		// CertificateApproval and CertificateSigning admission plugins check.
+		rule("approve").groups(certificatesGroup).resources("signers").names(
+			"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"),
+		rule("sign").groups(certificatesGroup).resources("signers").names("kubernetes.io/legacy-unknown",
+			"kubernetes.io/kube-apiserver-client", "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"),
 		// The clusterrole-aggregation controller writes rules it need not hold itself.
 		rule("escalate").groups(rbacGroup).resources("clusterroles"),
 	)
