@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,26 +18,7 @@ import (
 // stable.example.com convert between v1 (spec-less `hostPort: "host:port"`) and v2
 // (`host` and `port`), the example upstream's CRD conversion e2e tests use.
 func runCRDConversionWebhook(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("crd-conversion-webhook", stderr)
-	certFile := fs.String("tls-cert-file", "", "file with the serving certificate (PEM)")
-	keyFile := fs.String("tls-private-key-file", "", "file with the serving certificate's key (PEM)")
-	port := fs.Int("port", 443, "secure port")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), Handler: conversionMux(),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	fmt.Fprintf(stdout, "Serving CRD conversion on port %d\n", *port)
-	if err := srv.ListenAndServeTLS("", ""); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	return 0
+	return serveTLS("crd-conversion-webhook", "CRD conversion", conversionMux(), args, stdout, stderr)
 }
 
 func conversionMux() *http.ServeMux {

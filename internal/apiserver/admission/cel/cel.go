@@ -65,18 +65,23 @@ func (c *Compiler) Eval(expr string, vars map[string]any) (ref.Val, error) {
 	if err != nil {
 		return nil, err
 	}
-	act := map[string]any{}
+	out, _, err := p.Eval(activation(vars))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// activation is vars with every admission variable it lacks set to null.
+func activation(vars map[string]any) map[string]any {
+	act := make(map[string]any, len(Variables)+len(vars))
 	for _, v := range Variables {
 		act[v] = nil
 	}
 	for k, v := range vars {
 		act[k] = v
 	}
-	out, _, err := p.Eval(act)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return act
 }
 
 // EvalBool evaluates an expression that must give a bool.

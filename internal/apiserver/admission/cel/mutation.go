@@ -82,14 +82,7 @@ func (c *MutationCompiler) Eval(expr string, vars map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	act := map[string]any{}
-	for _, v := range Variables {
-		act[v] = nil
-	}
-	for k, v := range vars {
-		act[k] = v
-	}
-	out, _, err := p.Eval(act)
+	out, _, err := p.Eval(activation(vars))
 	if err != nil {
 		return nil, err
 	}
