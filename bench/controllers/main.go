@@ -1,11 +1,18 @@
-// Command controllers benchmarks `mizzen controller-manager` as its own process against
-// a real `mizzen server` (etcd and apiserver only): it creates many Deployments at once
-// and measures the time until every ReplicaSet reports all its replicas, and the
-// controller-manager's CPU seconds and memory for it. Memory is reported as RSS and
-// split into its anonymous part (heap, stacks: what the controller-manager itself
-// holds) and its file-backed part (the mapped mizzen binary, shared page cache).
+// Command controllers benchmarks the controller-manager as its own process against a
+// real control plane without a scheduler or kubelets: it creates many Deployments at
+// once and measures the time until every ReplicaSet reports all its replicas (every
+// pod created; none is bound, nothing runs them), and the controller-manager's CPU
+// seconds and memory for it. Memory is reported as RSS and split into its anonymous
+// part (heap, stacks: what the controller-manager itself holds) and its file-backed
+// part (the mapped binary's pages).
+//
+// mizzen is `mizzen server` (etcd and the apiserver only) with `mizzen
+// controller-manager`; with -upstream DIR the same load also runs against upstream's
+// etcd, kube-apiserver and kube-controller-manager, alternating, with the same client
+// qps and burst on both, and the medians and ratios are printed.
 //
 //	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/controllers
+//	go run ./bench/controllers -upstream /work/upstream/bin -rounds 3
 package main
 
 import (
@@ -16,7 +23,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,21 +32,89 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"mizzen/bench/internal/benchutil"
 )
+
+// controlPlane is a cluster with a controller-manager the benchmark starts and watches.
+type controlPlane interface {
+	benchutil.Cluster
+	StartControllerManager(qps, burst int, clusterCIDR string) error
+	ControllerManagerPID() int
+}
 
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary")
 	deployments := flag.Int("deployments", 1000, "deployments to create")
 	replicas := flag.Int("replicas", 10, "replicas of each")
-	qps := flag.Int("kube-api-qps", 1000, "the controller-manager's client limit")
-	heapProfile := flag.String("heap-profile", "", "write the controller-manager's heap profile after the load to this file")
+	qps := flag.Int("kube-api-qps", 1000, "the controller-manager's client limit (burst twice it), both sides")
+	heapProfile := flag.String("heap-profile", "", "write mizzen's controller-manager's heap profile after the load to this file")
+	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane and kube-controller-manager too, alternating")
+	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	flag.Parse()
-	if err := run(*bin, *deployments, int32(*replicas), *qps, *heapProfile); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+	profilePort := benchutil.FreePort()
+	starts := []func() (controlPlane, error){func() (controlPlane, error) {
+		m, err := benchutil.StartMizzen(*bin, "--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy")
+		if err == nil && *heapProfile != "" {
+			m.ControllerManagerArgs = []string{"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(profilePort), "--profiling"}
+		}
+		return m, err
+	}}
+	if *upstream != "" {
+		starts = append(starts, func() (controlPlane, error) { return benchutil.StartUpstream(*upstream, "10.96.0.0/12") })
 	}
+	results := map[string][]result{}
+	var order []string
+	for round := 0; round < *rounds; round++ {
+		for _, start := range starts {
+			r, err := run(start, *deployments, int32(*replicas), *qps, func(name string) {
+				if *heapProfile != "" && name == "mizzen" {
+					if err := fetchHeapProfile(profilePort, *heapProfile); err != nil {
+						fmt.Fprintln(os.Stderr, "heap profile:", err)
+					}
+				}
+			})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				os.Exit(1)
+			}
+			if len(results[r.name]) == 0 {
+				order = append(order, r.name)
+			}
+			results[r.name] = append(results[r.name], r)
+		}
+	}
+	if len(order) == 2 {
+		a, b := results[order[0]], results[order[1]]
+		med := func(rs []result, f func(result) float64) float64 {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f(r)
+			}
+			sort.Float64s(v)
+			return v[len(v)/2]
+		}
+		fmt.Printf("\nmedians of %d run(s): %-10s %-10s ratio (%s/%s)\n", len(a), order[0], order[1], order[1], order[0])
+		for _, f := range []struct {
+			name string
+			get  func(result) float64
+		}{
+			{"time to every ReplicaSet full, s", func(r result) float64 { return r.elapsed.Seconds() }},
+			{"controller-manager CPU s", func(r result) float64 { return r.cpu }},
+			{"controller-manager RSS after, MiB", func(r result) float64 { return r.rss }},
+		} {
+			ma, mb := med(a, f.get), med(b, f.get)
+			fmt.Printf("%-36s %10.2f %10.2f %6.2fx\n", f.name, ma, mb, mb/ma)
+		}
+	}
+}
+
+// result is one run's figures.
+type result struct {
+	name     string
+	elapsed  time.Duration
+	cpu, rss float64
 }
 
 // fetchHeapProfile saves the controller-manager's heap profile (self-signed HTTPS).
@@ -57,25 +132,34 @@ func fetchHeapProfile(port int, path string) error {
 	return os.WriteFile(path, body, 0o644)
 }
 
-func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) error {
-	srv, err := benchutil.StartServer(bin, "--disable", "agent,scheduler,controller-manager")
+// run makes one run; loaded is called with the cluster's name after the load, while
+// the controller-manager still runs.
+func run(start func() (controlPlane, error), nDeploy int, replicas int32, qps int, loaded func(name string)) (result, error) {
+	cp, err := start()
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	defer srv.Stop()
-	kubeconfig, client := srv.Kubeconfig, srv.Client
-	cmPort := benchutil.FreePort()
-	cm := exec.Command(bin, "controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps),
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(cmPort), "--profiling="+strconv.FormatBool(heapProfile != ""))
-	if err := cm.Start(); err != nil {
-		return err
+	defer cp.Stop()
+	r := result{name: cp.Name()}
+	client := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	if err := cp.StartControllerManager(qps, 2*qps, ""); err != nil {
+		return r, err
 	}
-	defer func() { _ = cm.Process.Kill(); _ = cm.Wait() }()
-	time.Sleep(10 * time.Second)
-	idle := benchutil.ProcStats(cm.Process.Pid)
-	fmt.Printf("controller-manager idle: %s\n", idle.Memory())
-
+	cm := cp.ControllerManagerPID()
 	ctx := context.Background()
+	// The default ServiceAccount (the controller-manager makes it) lets pods in.
+	for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			return r, fmt.Errorf("%s: no default ServiceAccount after 2 minutes", r.name)
+		}
+	}
+	time.Sleep(10 * time.Second)
+	idle := benchutil.ProcStats(cm)
+	fmt.Printf("\n== %s\ncontroller-manager idle: %s\n", r.name, idle.Memory())
+
 	t0 := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -105,12 +189,12 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 	created := time.Since(t0)
 	var peakRSS float64
 	for {
-		if p := benchutil.ProcStats(cm.Process.Pid); p.RSSMiB > peakRSS {
+		if p := benchutil.ProcStats(cm); p.RSSMiB > peakRSS {
 			peakRSS = p.RSSMiB
 		}
 		list, err := client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
-			return err
+			return r, err
 		}
 		done := 0
 		for _, rs := range list.Items {
@@ -122,18 +206,17 @@ func run(bin string, nDeploy int, replicas int32, qps int, heapProfile string) e
 			break
 		}
 		if time.Since(t0) > 10*time.Minute {
-			return fmt.Errorf("only %d of %d ReplicaSets full after 10 minutes", done, nDeploy)
+			return r, fmt.Errorf("%s: only %d of %d ReplicaSets full after 10 minutes", r.name, done, nDeploy)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	elapsed := time.Since(t0)
-	after := benchutil.ProcStats(cm.Process.Pid)
+	r.elapsed = time.Since(t0)
+	after := benchutil.ProcStats(cm)
+	r.cpu, r.rss = after.CPUSeconds-idle.CPUSeconds, after.RSSMiB
 	pods := nDeploy * int(replicas)
 	fmt.Printf("%d deployments x %d replicas created in %v; every ReplicaSet at %d replicas after %v: %.0f pods/s\n",
-		nDeploy, replicas, created.Round(time.Millisecond), replicas, elapsed.Round(time.Millisecond), float64(pods)/elapsed.Seconds())
-	fmt.Printf("controller-manager: %.1f CPU seconds, %s after (peak RSS seen %.0f MiB)\n", after.CPUSeconds-idle.CPUSeconds, after.Memory(), peakRSS)
-	if heapProfile != "" {
-		return fetchHeapProfile(cmPort, heapProfile)
-	}
-	return nil
+		nDeploy, replicas, created.Round(time.Millisecond), replicas, r.elapsed.Round(time.Millisecond), float64(pods)/r.elapsed.Seconds())
+	fmt.Printf("controller-manager: %.1f CPU seconds, %s after (peak RSS seen %.0f MiB)\n", r.cpu, after.Memory(), peakRSS)
+	loaded(r.name)
+	return r, nil
 }

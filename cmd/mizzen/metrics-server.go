@@ -39,9 +39,11 @@ func newMetricsServerCommand() *cobra.Command {
 					return err
 				}
 				registration.Port = int32(opts.SecurePort)
-				if err := metrics.Register(ctx, cfg, registration); err != nil {
+				pub, err := metrics.Register(ctx, cfg, registration, opts.Log)
+				if err != nil {
 					return err
 				}
+				defer pub.Start(ctx)()
 			}
 			return metrics.Run(ctx, opts)
 		},
@@ -62,7 +64,7 @@ func newMetricsServerCommand() *cobra.Command {
 	f.StringVar(&opts.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "CA of the apiserver's front-proxy client certificate (default: from kube-system/extension-apiserver-authentication)")
 	f.StringSliceVar(&opts.RequestHeaderAllowedNames, "requestheader-allowed-names", nil, "Common names accepted from the front-proxy CA (default: from kube-system/extension-apiserver-authentication)")
 	f.StringVar(&registration.Address, "register-address", "", "When set, create the Service, EndpointSlice and APIService v1beta1.metrics.k8s.io pointing at this IP and --secure-port")
-	f.StringVar(&registerKubeconfig, "register-kubeconfig", "", "Credentials for --register-address, allowed to write Services, EndpointSlices and APIServices (default: --kubeconfig, whose metrics identity RBAC does not allow it)")
+	f.StringVar(&registerKubeconfig, "register-kubeconfig", "", "Credentials for --register-address, allowed to write Services, EndpointSlices, Leases and APIServices (default: --kubeconfig, whose metrics identity RBAC does not allow it)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "Debug logging")
 	return cmd
 }

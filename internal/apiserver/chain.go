@@ -3,12 +3,14 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/apiserver/authz"
+	"mizzen/internal/apiserver/requestmetrics"
 	"mizzen/internal/registry"
 )
 
@@ -18,6 +20,7 @@ import (
 func (s *Server) buildHandlerChain() http.Handler {
 	var h http.Handler = http.HandlerFunc(s.serveAuthorized)
 	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
+	h = s.metrics.Instrument(h, describeRequest)
 	h = withRequestInfo(h)
 	h = authn.WithImpersonation(h, s.authorizeResource, s.writeError)
 	h = authn.WithAuthentication(h, s.authenticator(), s.anonymousAllowed, s.writeError)
@@ -49,6 +52,18 @@ func withRequestInfo(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// describeRequest is what /metrics records of a resource request (nil for others).
+func describeRequest(r *http.Request) *requestmetrics.Request {
+	info := requestInfoFrom(r.Context())
+	if info == nil || info.Resource == "" {
+		return nil
+	}
+	return &requestmetrics.Request{Verb: info.Verb, Group: info.Group, Version: info.Version,
+		Resource: info.Resource, Subresource: info.Subresource, Name: info.Name, Namespace: info.Namespace,
+		Apply:  r.Method == http.MethodPatch && strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch"),
+		DryRun: r.URL.Query().Get("dryRun") != ""}
 }
 
 // requestInfoFrom is what withRequestInfo parsed, nil for a request that names no

@@ -49,6 +49,7 @@ func (s *Server) subresources(h *resourceHandler) []apidiscoveryv2.APISubresourc
 		add("binding", &metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, "create")
 		add("eviction", &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, "create")
 		add("ephemeralcontainers", own, "get", "patch", "update")
+		add("resize", own, "get", "patch", "update")
 		add("log", own, "get")
 		add("exec", &metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, "create", "get")
 		add("attach", &metav1.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, "create", "get")

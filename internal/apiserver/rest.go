@@ -25,6 +25,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/core"
 	"mizzen/internal/storage"
 )
 
@@ -700,6 +701,7 @@ const (
 	updateAll                         // both (pods/binding)
 	updateEphemeral                   // only a pod's spec.ephemeralContainers
 	updateApproval                    // only the status, through a CSR's approval subresource
+	updateResize                      // only a pod's container resources (pods/resize)
 )
 
 // admissionSubresource names the subresource of a mode as admission sees it.
@@ -713,6 +715,8 @@ func (m updateMode) admissionSubresource() string {
 		return "binding"
 	case updateEphemeral:
 		return "ephemeralcontainers"
+	case updateResize:
+		return "resize"
 	}
 	return ""
 }
@@ -740,6 +744,8 @@ func (m updateMode) subresource() string {
 		return "approval"
 	case updateEphemeral:
 		return "ephemeralcontainers"
+	case updateResize:
+		return "resize"
 	}
 	return ""
 }
@@ -791,6 +797,15 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 				full.SetManagedFields(acc.GetManagedFields())
 			}
 			obj, acc = full, accessor(full)
+		} else if mode == updateResize {
+			// Only the containers' resources change through pods/resize.
+			full := current.DeepCopyObject().(*corev1.Pod)
+			core.ApplyResize(full, obj.(*corev1.Pod))
+			full.SetResourceVersion(acc.GetResourceVersion())
+			if owner != nil && owner.applied {
+				full.SetManagedFields(acc.GetManagedFields())
+			}
+			obj, acc = full, accessor(full)
 		} else if h.HasStatus && mode == updateMain {
 			copyField(obj, current, "Status")
 		}
@@ -811,10 +826,13 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral && mode != updateResize); err != nil {
 			return nil, err
 		}
 		if err := validateEphemeralUpdate(mode, obj, current); err != nil {
+			return nil, err
+		}
+		if err := validateResizeUpdate(mode, obj, current); err != nil {
 			return nil, err
 		}
 		attrs.Object = obj

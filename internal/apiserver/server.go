@@ -39,6 +39,7 @@ import (
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
+	"mizzen/internal/apiserver/requestmetrics"
 	"mizzen/internal/apiserver/satoken"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
@@ -125,6 +126,8 @@ type Server struct {
 	admission admission.Chain
 	// saTokens authenticates ServiceAccount tokens and reviews them for TokenReview.
 	saTokens *authn.ServiceAccountTokens
+	// metrics are /metrics: every resource request's latency and code.
+	metrics *requestmetrics.Metrics
 	// handler is the request chain (chain.go) in front of the REST core.
 	handler http.Handler
 	// bootstrapTokens authenticates bootstrap tokens; nil when they are off.
@@ -172,7 +175,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log}
+	s := &Server{cfg: cfg, scheme: scheme, store: cfg.Store, handlers: map[schema.GroupVersionResource]*resourceHandler{}, log: cfg.Log,
+		metrics: requestmetrics.New()}
 
 	primary := map[schema.GroupResource]*registry.Resource{}
 	for _, r := range cfg.Resources {
@@ -407,6 +411,9 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 			s.cfg.OpenAPI.ServeHTTP(w, r)
 			return
 		}
+	case path == "/metrics":
+		s.metrics.Handler().ServeHTTP(w, r)
+		return
 	case s.serveOpenID(w, r):
 		return
 	}

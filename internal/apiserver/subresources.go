@@ -109,14 +109,19 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		s.finalizeNamespace(w, r, info, h)
 	case info.Subresource == "token" && gvr == serviceAccountsGVR && info.Verb == "create":
 		s.createToken(w, r, info, h)
-	case info.Subresource == "ephemeralcontainers" && gvr == podsGVR:
+	case (info.Subresource == "ephemeralcontainers" || info.Subresource == "resize") && gvr == podsGVR:
+		// Views of the pod through which only part of its spec changes.
+		mode := updateEphemeral
+		if info.Subresource == "resize" {
+			mode = updateResize
+		}
 		switch info.Verb {
 		case "get":
 			s.get(w, r, info, h)
 		case "update":
-			s.update(w, r, info, h, updateEphemeral)
+			s.update(w, r, info, h, mode)
 		case "patch":
-			s.patch(w, r, info, h, updateEphemeral)
+			s.patch(w, r, info, h, mode)
 		default:
 			s.writeError(w, r, methodNotAllowed(r, h))
 		}
@@ -407,6 +412,18 @@ func validateEphemeralUpdate(mode updateMode, obj, old runtime.Object) error {
 	}
 	pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
 	if errs := core.ValidateEphemeralContainersUpdate(pod, oldPod); len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name, errs)
+	}
+	return nil
+}
+
+// validateResizeUpdate checks a write through pods/resize (see core.ValidatePodResize).
+func validateResizeUpdate(mode updateMode, obj, old runtime.Object) error {
+	if mode != updateResize {
+		return nil
+	}
+	pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
+	if errs := core.ValidatePodResize(pod, oldPod); len(errs) > 0 {
 		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name, errs)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 
 	"mizzen/internal/controller/clusterroleaggregation"
 	"mizzen/internal/controller/endpoints"
@@ -18,6 +19,7 @@ import (
 	"mizzen/internal/controller/resourcequota"
 	"mizzen/internal/controller/rootcacertpublisher"
 	"mizzen/internal/controller/serviceaccount"
+	"mizzen/internal/controller/servicecidr"
 )
 
 // infraControllers lists, under upstream's canonical names and aliases, the
@@ -69,6 +71,11 @@ func infraControllers() []Descriptor {
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},
+		{Name: "service-cidr-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			c := servicecidr.New(cc.Client, cc.Informers.Networking().V1().ServiceCIDRs())
+			go c.Run(ctx, 1)
+			return nil
+		}},
 		{Name: "taint-eviction-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c, err := nodelifecycle.NewTaintEviction(cc.Client, core.Nodes(), core.Pods())
@@ -113,6 +120,12 @@ func infraControllers() []Descriptor {
 			c := resourcequota.New(cc.Client, meta, disc, resourcequota.Informers{
 				Quotas: core.ResourceQuotas(), Pods: core.Pods(), Services: core.Services(),
 				ConfigMaps: core.ConfigMaps(), Secrets: core.Secrets(), PVCs: core.PersistentVolumeClaims(),
+				// The workload kinds quotas commonly count, whose informers the workload
+				// controllers share anyway.
+				Replenish: []cache.SharedIndexInformer{core.ReplicationControllers().Informer(),
+					cc.Informers.Apps().V1().ReplicaSets().Informer(), cc.Informers.Apps().V1().Deployments().Informer(),
+					cc.Informers.Apps().V1().StatefulSets().Informer(), cc.Informers.Apps().V1().DaemonSets().Informer(),
+					cc.Informers.Batch().V1().Jobs().Informer(), cc.Informers.Batch().V1().CronJobs().Informer()},
 			})
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil

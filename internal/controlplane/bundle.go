@@ -23,6 +23,7 @@ import (
 	"mizzen/internal/cloud/local"
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/controlplane/core"
+	"mizzen/internal/controlplane/nodemember"
 	"mizzen/internal/dashboard"
 	"mizzen/internal/datadir"
 	"mizzen/internal/dns"
@@ -104,7 +105,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	if err != nil {
 		return err
 	}
-	errs := make(chan error, len(Components)+1)
+	errs := make(chan error, len(Components)+2)
 	running := 0 // components started, each sends once on errs when it ends
 	start := func(name string, run func(context.Context) error) {
 		running++
@@ -154,7 +155,7 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		start("cloud-controller-manager", run)
 	}
 	// Cluster DNS and the metrics server run beside the control plane, as k3s runs
-	// them, reached through Services whose endpoint is this machine.
+	// them, reached through Services with an endpoint on every server running them.
 	var clusterDNS net.IP
 	if !disabled("dns") {
 		run, serviceIP, err := dnsRunner(cp, opts.ServiceCIDR, opts.Log)
@@ -185,12 +186,19 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		}
 		start("dashboard", run)
 	}
+	nodeName := ""
 	if !disabled("agent") {
 		ao, err := bundledAgent(cp, opts, clusterDNS, !disabled("proxy"), !disabled("network-policy"))
 		if err != nil {
 			return fail(fmt.Errorf("%w, or run with --disable agent", err))
 		}
+		nodeName = ao.Kubelet.HostnameOverride
 		start("agent", func(ctx context.Context) error { return agent.Run(ctx, ao) })
+	}
+	if run, err := etcdMemberRemoval(cp, opts, nodeName); err != nil {
+		return fail(err)
+	} else if run != nil {
+		start("etcd-member-removal", run)
 	}
 	if snapshots != nil {
 		start("etcd-snapshot", snapshots)
@@ -251,6 +259,31 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
 	}
 	return ao, nil
+}
+
+// etcdMemberRemoval prepares, on a server of a cluster of servers, the removal of the
+// etcd member of a server whose Node is deleted (package nodemember), and the marking
+// of this server's own Node, nodeName ("" without a bundled agent). Nothing for a
+// single server or an external etcd.
+func etcdMemberRemoval(cp *core.ControlPlane, opts BundleOptions, nodeName string) (func(context.Context) error, error) {
+	if opts.EtcdServers != "" {
+		return nil, nil
+	}
+	members, own, ok, err := core.ClusterMembers(datadir.Dir(opts.DataDir))
+	if err != nil || !ok {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Log.With("component", "etcd-member-removal")
+	return func(ctx context.Context) error {
+		if nodeName != "" {
+			go nodemember.Mark(ctx, client, nodeName, own, 10*time.Second, log)
+		}
+		return nodemember.Run(ctx, client, members, own, log)
+	}, nil
 }
 
 // cloudControllerRunner prepares the cloud-controller-manager on the local provider,
@@ -378,9 +411,17 @@ func dnsRunner(cp *core.ControlPlane, serviceCIDR string, log *slog.Logger) (fun
 	opts := dns.Options{Listen: net.JoinHostPort(hostIP.String(), "0"), ClusterDomain: "cluster.local", TTL: dns.DefaultTTL,
 		UpstreamResolvConf: dns.DefaultUpstreamResolvConf, Logger: log.With("component", "dns")}
 	return func(ctx context.Context) error {
-		return dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
-			return dns.Publish(ctx, admin, serviceIP, addr)
+		withdraw := func() {}
+		err := dns.Run(ctx, cfg, opts, func(ctx context.Context, addr net.Addr) error {
+			pub, err := dns.Publish(ctx, admin, serviceIP, addr, opts.Logger)
+			if err != nil {
+				return err
+			}
+			withdraw = pub.Start(ctx)
+			return nil
 		})
+		withdraw()
+		return err
 	}, serviceIP, nil
 }
 
@@ -409,13 +450,17 @@ func metricsServerRunner(ctx context.Context, cp *core.ControlPlane, resolution 
 		return nil, err
 	}
 	port := int32(listener.Addr().(*net.TCPAddr).Port)
-	if err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}); err != nil {
+	log = log.With("component", "metrics-server")
+	pub, err := metrics.Register(ctx, cp.AdminConfig, metrics.Registration{Address: hostIP.String(), Port: port, CABundle: caPEM}, log)
+	if err != nil {
 		_ = listener.Close()
 		return nil, err
 	}
 	return func(ctx context.Context) error {
+		// This machine's endpoint stays in the Service while its metrics server runs.
+		defer pub.Start(ctx)()
 		return metrics.Run(ctx, metrics.Options{Config: cfg, Listener: listener,
-			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log.With("component", "metrics-server")})
+			CertFile: certFile, KeyFile: keyFile, Resolution: resolution, Log: log})
 	}, nil
 }
 

@@ -32,6 +32,11 @@ func ClusterReset(ctx context.Context, dataDir, restorePath string, log *slog.Lo
 		return "", err
 	}
 	if restorePath != "" {
+		if caPEM, err := os.ReadFile(dir.CACert()); err == nil {
+			if err := etcdsnapshot.CheckCluster(restorePath, caPEM); err != nil {
+				return "", fmt.Errorf("--cluster-reset-restore-path: %w (the etcd data in %s is unchanged)", err, dir.Etcd())
+			}
+		}
 		old := dir.EtcdOld(time.Now().Unix())
 		if err := etcdsnapshot.Restore(restorePath, dir.Etcd(), old, member); err != nil {
 			return "", fmt.Errorf("--cluster-reset-restore-path: %w (the etcd data in %s is unchanged)", err, dir.Etcd())

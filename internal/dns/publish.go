@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,13 +36,14 @@ func ServiceIP(serviceCIDR string) (net.IP, error) {
 }
 
 // Publish makes a DNS server listening at addr on a host reachable as the kube-dns
-// Service at serviceIP, port 53 over UDP and TCP.
-func Publish(ctx context.Context, client kubernetes.Interface, serviceIP net.IP, addr net.Addr) error {
+// Service at serviceIP, port 53 over UDP and TCP, beside the DNS servers of the other
+// hosts: Start the returned Publisher to keep this host in the Service.
+func Publish(ctx context.Context, client kubernetes.Interface, serviceIP net.IP, addr net.Addr, log *slog.Logger) (*hostservice.Publisher, error) {
 	host, port, err := hostPort(addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return hostservice.Apply(ctx, client, hostservice.Spec{
+	return hostservice.Publish(ctx, client, hostservice.Spec{
 		Namespace: ServiceNamespace, Name: ServiceName, ClusterIP: serviceIP.String(),
 		Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
 		Ports: []hostservice.Port{
@@ -49,7 +51,7 @@ func Publish(ctx context.Context, client kubernetes.Interface, serviceIP net.IP,
 			{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: port},
 		},
 		Address: host, ManagedBy: managedBy,
-	})
+	}, log)
 }
 
 func hostPort(addr net.Addr) (net.IP, int32, error) {

@@ -1,14 +1,22 @@
 package etcdsnapshot
 
 import (
+	"bytes"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/storage"
 )
 
 // Member is how the restored member is named and reached by peers; it must be what
@@ -89,4 +97,80 @@ func checkDatabase(path string) error {
 		}
 		return nil
 	})
+}
+
+// clusterInfoKey is where the apiserver stores kube-public/cluster-info, which names
+// the cluster's CA.
+const clusterInfoKey = "/registry/configmaps/kube-public/cluster-info"
+
+// ClusterCA is the CA certificate (PEM) the snapshot's kube-public/cluster-info names:
+// whose cluster the snapshot is of. Nil when the snapshot holds no cluster-info (a
+// snapshot of a cluster that never published it).
+func ClusterCA(snapshotPath string) ([]byte, error) {
+	if err := checkDatabase(snapshotPath); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(snapshotPath, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var latest []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		// Keys are revisions in ascending order; a tombstone's ends in 't'.
+		return tx.Bucket([]byte("key")).ForEach(func(rev, value []byte) error {
+			var kv mvccpb.KeyValue
+			if err := proto.Unmarshal(value, &kv); err != nil {
+				return fmt.Errorf("%s: a damaged key at revision %x: %w", snapshotPath, rev, err)
+			}
+			if string(kv.Key) != clusterInfoKey {
+				return nil
+			}
+			if len(rev) > 0 && rev[len(rev)-1] == 't' {
+				latest = nil
+			} else {
+				latest = kv.Value
+			}
+			return nil
+		})
+	})
+	if err != nil || latest == nil {
+		return nil, err
+	}
+	var cm corev1.ConfigMap
+	if err := storage.Decode(latest, &cm); err != nil {
+		return nil, fmt.Errorf("%s: kube-public/cluster-info: %w", snapshotPath, err)
+	}
+	cfg, err := clientcmd.Load([]byte(cm.Data["kubeconfig"]))
+	if err != nil {
+		return nil, fmt.Errorf("%s: kube-public/cluster-info holds no kubeconfig: %w", snapshotPath, err)
+	}
+	for _, c := range cfg.Clusters {
+		return c.CertificateAuthorityData, nil
+	}
+	return nil, nil
+}
+
+// CheckCluster refuses a snapshot of another cluster than the one whose CA certificate
+// is caPEM: restored, its objects (tokens, certificates, cluster-info) would not match
+// the data directory's keys. A snapshot naming no CA is accepted.
+func CheckCluster(snapshotPath string, caPEM []byte) error {
+	if err := Verify(snapshotPath); err != nil {
+		return err
+	}
+	snapCA, err := ClusterCA(snapshotPath)
+	if err != nil || snapCA == nil {
+		return err
+	}
+	if !sameCertificate(snapCA, caPEM) {
+		return fmt.Errorf("%s is a snapshot of another cluster: its CA is not this data directory's; restore it with the data directory (tls/) of the cluster it was taken from", snapshotPath)
+	}
+	return nil
+}
+
+// sameCertificate tells whether two PEM blocks hold the same first certificate.
+func sameCertificate(a, b []byte) bool {
+	ba, _ := pem.Decode(a)
+	bb, _ := pem.Decode(b)
+	return ba != nil && bb != nil && bytes.Equal(ba.Bytes, bb.Bytes)
 }

@@ -16,6 +16,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"mizzen/internal/etcd"
+	"mizzen/internal/jointoken"
+	"mizzen/internal/pki"
+	"mizzen/internal/storage"
 )
 
 func TestFileName(t *testing.T) {
@@ -312,5 +315,58 @@ func TestRestoreRefusesOtherDatabases(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 1 {
 		t.Fatalf("left behind: %v", entries)
+	}
+}
+
+// TestCheckCluster: a snapshot names the CA of its cluster through kube-public/
+// cluster-info, as last written; a snapshot of another cluster is refused, one of this
+// cluster or one without cluster-info is accepted.
+func TestCheckCluster(t *testing.T) {
+	root := t.TempDir()
+	m, cli := startMember(t, filepath.Join(root, "etcd"))
+	defer m.Close()
+	defer cli.Close()
+	ours, err := pki.LoadOrCreateCA(filepath.Join(root, "ours"), "ca", "ours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := pki.LoadOrCreateCA(filepath.Join(root, "theirs"), "ca", "theirs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(name string) string {
+		t.Helper()
+		snap, err := Save(context.Background(), cli, filepath.Join(root, "snapshots"), name, "n", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap.Path
+	}
+	putClusterInfo := func(caPEM []byte) {
+		t.Helper()
+		cm, err := jointoken.ClusterInfo("https://192.0.2.1:6443", caPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := storage.Encode(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(t, cli, clusterInfoKey, string(data))
+	}
+	none := save("none")
+	putClusterInfo(theirs.CertPEM)
+	putClusterInfo(ours.CertPEM) // the latest revision counts
+	mine := save("ours")
+	putClusterInfo(theirs.CertPEM)
+	other := save("theirs")
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{{none, true}, {mine, true}, {other, false}} {
+		err := CheckCluster(tc.path, ours.CertPEM)
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "another cluster")) {
+			t.Errorf("%s: %v, want accepted: %v", filepath.Base(tc.path), err, tc.ok)
+		}
 	}
 }

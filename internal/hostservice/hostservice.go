@@ -1,16 +1,22 @@
 // Package hostservice publishes a process running on a host, not in a pod, as a
-// Service: a Service without selector and an EndpointSlice, marked as its own so the
-// EndpointSlice controller leaves it alone, holding the host's address. The bundles
-// publish cluster DNS and the metrics server this way.
+// Service: a Service without selector and, for every host running the process, an
+// EndpointSlice of that host's own (marked as ours so the EndpointSlice controller
+// leaves it alone) holding its address and port. Each host keeps a Lease of the same
+// name renewed while it runs: with several servers every one is in the Service, one
+// that stops withdraws its slice, and one that dies is swept by the others once its
+// Lease is no longer renewed. The bundles publish cluster DNS and the metrics server
+// this way.
 package hostservice
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -38,16 +44,15 @@ type Spec struct {
 	ManagedBy string
 }
 
-// Apply creates the Service and its EndpointSlice, or updates them to spec.
-func Apply(ctx context.Context, client kubernetes.Interface, spec Spec) error {
+// hostName is the name of this host's EndpointSlice and Lease: the Service's name and
+// the host's address, so that a host restarting finds its own again.
+func (spec Spec) hostName() string {
+	return spec.Name + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(spec.Address.String())
+}
+
+func (spec Spec) validate() error {
 	if spec.Address == nil || spec.Address.IsLoopback() || spec.Address.IsUnspecified() {
 		return fmt.Errorf("service %s/%s: address %v: a routable IP is required", spec.Namespace, spec.Name, spec.Address)
-	}
-	if err := applyService(ctx, client, spec); err != nil {
-		return fmt.Errorf("service %s/%s: %w", spec.Namespace, spec.Name, err)
-	}
-	if err := applyEndpointSlice(ctx, client, spec); err != nil {
-		return fmt.Errorf("endpointslice %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
 	return nil
 }
@@ -77,6 +82,8 @@ func applyService(ctx context.Context, client kubernetes.Interface, spec Spec) e
 	return err
 }
 
+// applyEndpointSlice creates this host's EndpointSlice, or updates it when it differs
+// from spec.
 func applyEndpointSlice(ctx context.Context, client kubernetes.Interface, spec Spec) error {
 	ready := true
 	family := discoveryv1.AddressTypeIPv4
@@ -84,7 +91,7 @@ func applyEndpointSlice(ctx context.Context, client kubernetes.Interface, spec S
 		family = discoveryv1.AddressTypeIPv6
 	}
 	want := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: spec.Namespace, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.hostName(), Namespace: spec.Namespace, Labels: map[string]string{
 			discoveryv1.LabelServiceName: spec.Name, discoveryv1.LabelManagedBy: spec.ManagedBy,
 		}},
 		AddressType: family,
@@ -94,7 +101,7 @@ func applyEndpointSlice(ctx context.Context, client kubernetes.Interface, spec S
 		want.Ports = append(want.Ports, discoveryv1.EndpointPort{Name: &p.Name, Protocol: &p.Protocol, Port: &p.TargetPort})
 	}
 	slices := client.DiscoveryV1().EndpointSlices(spec.Namespace)
-	current, err := slices.Get(ctx, spec.Name, metav1.GetOptions{})
+	current, err := slices.Get(ctx, want.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
 		return err
@@ -104,11 +111,15 @@ func applyEndpointSlice(ctx context.Context, client kubernetes.Interface, spec S
 	}
 	if current.AddressType != want.AddressType {
 		// The address type cannot change: replace the slice.
-		if err := slices.Delete(ctx, spec.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := slices.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
 		return err
+	}
+	if apiequality.Semantic.DeepEqual(current.Endpoints, want.Endpoints) && apiequality.Semantic.DeepEqual(current.Ports, want.Ports) &&
+		apiequality.Semantic.DeepEqual(current.Labels, want.Labels) {
+		return nil // every proxy rebuilds its rules on a change: write none that changes nothing
 	}
 	want.ResourceVersion = current.ResourceVersion
 	_, err = slices.Update(ctx, want, metav1.UpdateOptions{})

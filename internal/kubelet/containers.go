@@ -283,6 +283,10 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if err != nil {
 		return nil, err
 	}
+	devices, err := volume.ContainerDevices(c, vols)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -291,6 +295,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		WorkingDir: c.WorkingDir,
 		Envs:       env,
 		Mounts:     mounts,
+		Devices:    devices,
 		Labels: map[string]string{
 			labelContainerName: c.Name,
 			labelPodName:       pod.Name,
@@ -303,6 +308,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 			annoTermMsgPolicy: string(termPolicy),
 			annoGracePeriod:   strconv.FormatInt(gracePeriod(pod), 10),
 			annoContainerHash: containerHash(c),
+			annoResources:     encodeResources(c.Resources),
 		},
 		LogPath:   filepath.Join(c.Name, strconv.Itoa(int(attempt))+".log"),
 		Stdin:     c.Stdin,

@@ -26,6 +26,10 @@ type podState struct {
 	mountWaitSince time.Time
 	mountRetryAt   time.Time
 	mountRetry     time.Duration
+	// resized is the cpu and memory an in-place resize applied, by container ID;
+	// resize is the pod's resize refused or failing, for its conditions.
+	resized map[string]v1.ResourceRequirements
+	resize  resizeState
 }
 
 type waitingReason struct{ reason, message string }
@@ -43,6 +47,7 @@ func newPodState() *podState {
 		probes:     map[probeKey]*probeWorker{},
 		results:    map[string]*containerProbeResults{},
 		kills:      map[string]string{},
+		resized:    map[string]v1.ResourceRequirements{},
 	}
 }
 

@@ -74,6 +74,11 @@ func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime,
 	switch cur.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: nanoTime(cur.StartedAt)}
+		// The resources it runs with, and the requests granted to it (in-place resize).
+		if actual, ok := st.actualResources(cur); ok {
+			cs.Resources = &actual
+			cs.AllocatedResources = actual.Requests
+		}
 		res, ok := st.probeResults(cur.Id)
 		if !ok {
 			res = containerProbeResults{ready: c.ReadinessProbe == nil, started: c.StartupProbe == nil}
@@ -247,13 +252,13 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message // terminal phases are final
 	}
-	s.Conditions = kl.podConditions(pod, s, sb != nil, initDone, pendingInit)
+	s.Conditions = kl.podConditions(pod, st, s, sb != nil, initDone, pendingInit)
 	return s
 }
 
 // podConditions computes the kubelet-owned conditions, keeping others (PodScheduled as
 // the scheduler wrote it, DisruptionTarget, readiness gates) and transition times.
-func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, initDone bool, pendingInit []string) []v1.PodCondition {
+func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sandboxReady, initDone bool, pendingInit []string) []v1.PodCondition {
 	completed := s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed
 	var unready []string
 	for _, cs := range s.ContainerStatuses {
@@ -285,6 +290,13 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, init
 		cond(v1.ContainersReady, ready, reason, notReadyMsg),
 		cond(v1.PodReady, ready, reason, notReadyMsg),
 	}
+	// The resize conditions exist only while a resize is refused or failing.
+	switch rs := st.resizeStatus(); {
+	case rs.pending != "":
+		owned = append(owned, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: rs.pending, Message: rs.message})
+	case rs.inProgress:
+		owned = append(owned, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, Reason: v1.PodReasonError, Message: rs.message})
+	}
 	var out []v1.PodCondition
 	now := metav1.NewTime(kl.clock.Now())
 	hasScheduled := false
@@ -300,7 +312,8 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, s v1.PodStatus, sandboxReady, init
 		out = append(out, c)
 	}
 	for _, o := range pod.Status.Conditions {
-		if slices.ContainsFunc(owned, func(c v1.PodCondition) bool { return c.Type == o.Type }) {
+		if o.Type == v1.PodResizePending || o.Type == v1.PodResizeInProgress ||
+			slices.ContainsFunc(owned, func(c v1.PodCondition) bool { return c.Type == o.Type }) {
 			continue
 		}
 		if o.Type == v1.PodScheduled {

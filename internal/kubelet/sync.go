@@ -150,7 +150,7 @@ func (kl *Kubelet) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *p
 	}
 	status := kl.generateStatus(pod, rt, w.state, true)
 	status.Phase, status.Reason, status.Message = v1.PodFailed, reason, msg
-	status.Conditions = kl.podConditions(pod, status, false, len(pod.Spec.InitContainers) == 0, nil)
+	status.Conditions = kl.podConditions(pod, w.state, status, false, len(pod.Spec.InitContainers) == 0, nil)
 	for _, c := range extra {
 		status.Conditions = setPodCondition(status.Conditions, c, kl.clock.Now())
 	}
@@ -421,11 +421,16 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		if err != nil {
 			return err
 		}
+		handler, err := kl.runtimeHandler(ctx, pod)
+		if err != nil {
+			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return fmt.Errorf("creating pod sandbox: %w", err)
+		}
 		release, err := kl.starts.acquire(ctx, startSandbox)
 		if err != nil {
 			return err
 		}
-		_, err = kl.runtime.RunPodSandbox(ctx, cfg, "")
+		_, err = kl.runtime.RunPodSandbox(ctx, cfg, handler)
 		release()
 		if err != nil {
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
@@ -486,6 +491,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		}
 	}
 
+	w.state.setResize(resizeState{}) // set again below while a resize is refused or failing
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cur := rt.latest(c.Name)
@@ -504,6 +510,10 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			}
 			errs = append(errs, p.start(ctx, c, cur))
 		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			if stopped, err := p.resize(ctx, c, cur); err != nil || stopped {
+				errs = append(errs, err)
+				continue
+			}
 			if msg := w.state.takeKill(cur.Id); msg != "" {
 				kl.log.Info("killing container", "pod", w.key, "container", c.Name, "reason", msg)
 				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "%s", msg)

@@ -173,7 +173,7 @@ func TestMetricsThroughTheAggregator(t *testing.T) {
 		stopServer()
 		<-serverDone
 	})
-	if err := metrics.Register(ctx, admin, metrics.Registration{Address: ip.String(), Port: int32(port), CABundle: servingCA.CertPEM}); err != nil {
+	if _, err := metrics.Register(ctx, admin, metrics.Registration{Address: ip.String(), Port: int32(port), CABundle: servingCA.CertPEM}, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -301,7 +301,8 @@ func TestMetricsThroughTheAggregator(t *testing.T) {
 	}
 
 	// Without endpoints, the reason says so.
-	if err := client.DiscoveryV1().EndpointSlices(metrics.ServiceNamespace).Delete(ctx, metrics.ServiceName, metav1.DeleteOptions{}); err != nil {
+	if err := client.DiscoveryV1().EndpointSlices(metrics.ServiceNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + metrics.ServiceName}); err != nil {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {

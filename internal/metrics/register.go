@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,31 +48,34 @@ type Registration struct {
 // Register creates or updates what makes the apiserver aggregate a metrics server
 // running outside the cluster's pods: the selector-less Service
 // kube-system/metrics-server (port 443, named https), an EndpointSlice with reg's
-// address and port, and the APIService v1beta1.metrics.k8s.io naming the Service.
-func Register(ctx context.Context, cfg *rest.Config, reg Registration) error {
+// address and port beside those of the metrics servers of other hosts, and the
+// APIService v1beta1.metrics.k8s.io naming the Service. Start the returned Publisher
+// to keep this host in the Service while the metrics server runs.
+func Register(ctx context.Context, cfg *rest.Config, reg Registration, log *slog.Logger) (*hostservice.Publisher, error) {
 	ip := net.ParseIP(reg.Address)
 	if ip == nil || ip.IsLoopback() || ip.IsUnspecified() {
-		return fmt.Errorf("metrics server address %q: a routable IP is required", reg.Address)
+		return nil, fmt.Errorf("metrics server address %q: a routable IP is required", reg.Address)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := hostservice.Apply(ctx, client, hostservice.Spec{
+	pub, err := hostservice.Publish(ctx, client, hostservice.Spec{
 		Namespace: ServiceNamespace, Name: ServiceName, Labels: map[string]string{"k8s-app": ServiceName},
 		Ports:   []hostservice.Port{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: reg.Port}},
 		Address: ip, ManagedBy: managedBy,
-	}); err != nil {
-		return err
+	}, log)
+	if err != nil {
+		return nil, err
 	}
 	if err := applyAPIService(ctx, dyn, reg.CABundle); err != nil {
-		return fmt.Errorf("apiservice %s: %w", APIServiceName, err)
+		return nil, fmt.Errorf("apiservice %s: %w", APIServiceName, err)
 	}
-	return nil
+	return pub, nil
 }
 
 // APIService is the registration of the metrics API with the apiserver.

@@ -36,11 +36,25 @@ const (
 	mnKubeletPort = "10350"
 )
 
+// labNet is where a multi-node cluster lives: its netlab prefix and machines' LAN, its
+// pod and Service ranges, the prefix of its nodes' pod bridges and agents' names, and
+// how many machines it has. Tests running at the same time use different ones.
+type labNet struct {
+	prefix, subnet, clusterCIDR, serviceCIDR, clusterDNS string
+	bridgePrefix, nodePrefix                             string
+	machines                                             int
+}
+
+// podNetworkLab is the three machines' network of the pod network tests.
+var podNetworkLab = labNet{prefix: mnLabPrefix, subnet: mnLabSubnet, clusterCIDR: mnClusterCIDR, serviceCIDR: mnServiceCIDR,
+	clusterDNS: mnClusterDNS, bridgePrefix: "mznp", nodePrefix: "mznp-node-", machines: 3}
+
 // multiNode is a cluster of three machines (network namespaces on one bridge): a
 // `mizzen server` with its bundled agent on the first, a `mizzen agent` on each of the
 // others, every node with its own data directory, containerd and pod bridge.
 type multiNode struct {
 	t      *testing.T
+	net    labNet
 	lab    *netlab.Lab
 	server *cluster
 	agents []*nodeProcess
@@ -65,18 +79,24 @@ type nodeProcess struct {
 // waits until every node is Ready with a pod CIDR.
 func startMultiNode(t *testing.T, podNetwork string) *multiNode {
 	t.Helper()
+	return startMultiNodeOn(t, podNetworkLab, podNetwork)
+}
+
+// startMultiNodeOn starts a cluster of ln.machines machines on ln.
+func startMultiNodeOn(t *testing.T, ln labNet, podNetwork string) *multiNode {
+	t.Helper()
 	requireNodeRuntime(t)
 	images := testImages(t)
-	lab, err := netlab.New(mnLabPrefix, mnLabSubnet, 3)
+	lab, err := netlab.New(ln.prefix, ln.subnet, ln.machines)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mn := &multiNode{t: t, lab: lab, serverDir: t.TempDir()}
+	mn := &multiNode{t: t, net: ln, lab: lab, serverDir: t.TempDir()}
 	// Every directory exists before the cleanups are registered, so that none is
 	// removed while a process still uses it.
 	for i, m := range lab.Machines[1:] {
-		mn.agents = append(mn.agents, &nodeProcess{name: fmt.Sprintf("mznp-node-%d", i+1), dataDir: t.TempDir(),
-			bridge: fmt.Sprintf("mznp%d", i+1), machine: m, log: &bytes.Buffer{}})
+		mn.agents = append(mn.agents, &nodeProcess{name: fmt.Sprintf("%s%d", ln.nodePrefix, i+1), dataDir: t.TempDir(),
+			bridge: fmt.Sprintf("%s%d", ln.bridgePrefix, i+1), machine: m, log: &bytes.Buffer{}})
 	}
 	// Cleanups run last-registered first: the lab goes after every process in it.
 	t.Cleanup(func() {
@@ -94,8 +114,8 @@ func startMultiNode(t *testing.T, podNetwork string) *multiNode {
 		kubeconfig: filepath.Join(mn.serverDir, "host.kubeconfig")}
 	c.cmd = serverMachine.Command(context.Background(), mizzenBin, "server", "--data-dir", mn.serverDir,
 		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(port),
-		"--cluster-cidr", mnClusterCIDR, "--service-cluster-ip-range", mnServiceCIDR,
-		"--pod-bridge", "mznp0", "--pod-network", podNetwork, "--kubelet-port", mnKubeletPort,
+		"--cluster-cidr", ln.clusterCIDR, "--service-cluster-ip-range", ln.serviceCIDR,
+		"--pod-bridge", ln.bridgePrefix+"0", "--pod-network", podNetwork, "--kubelet-port", mnKubeletPort,
 		"--disable", "ingress,dashboard,metrics-server", "--controller-manager-secure-port", "0",
 		"--etcd-disable-snapshots")
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
@@ -128,7 +148,7 @@ func startMultiNode(t *testing.T, podNetwork string) *multiNode {
 	for _, a := range mn.agents {
 		stageImages(t, a.dataDir, images, "agnhost.tar", "busybox.tar")
 		args := append([]string{"agent", "--data-dir", a.dataDir, "--node-name", a.name, "--pod-bridge", a.bridge,
-			"--cluster-cidr", mnClusterCIDR, "--cluster-dns", mnClusterDNS, "--kubelet-port", mnKubeletPort,
+			"--cluster-cidr", ln.clusterCIDR, "--cluster-dns", ln.clusterDNS, "--kubelet-port", mnKubeletPort,
 			"--pod-network", podNetwork}, mn.agentCredentials(a.name, apiserver)...)
 		a.cmd = a.machine.Command(context.Background(), mizzenBin, args...)
 		a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
@@ -150,7 +170,7 @@ func startMultiNode(t *testing.T, podNetwork string) *multiNode {
 				ready = append(ready, n.Name)
 			}
 		}
-		if len(ready) < 3 {
+		if len(ready) < ln.machines {
 			return fmt.Errorf("nodes Ready with a pod CIDR and the test images: %v", ready)
 		}
 		return nil
@@ -236,7 +256,7 @@ func (mn *multiNode) cleanup() {
 		}
 	}
 	if mn.server != nil {
-		nodes = append(nodes, node{mn.serverDir, "mznp0", mn.lab.Machines[0], mn.server.cmd})
+		nodes = append(nodes, node{mn.serverDir, mn.net.bridgePrefix + "0", mn.lab.Machines[0], mn.server.cmd})
 	}
 	for _, n := range nodes {
 		rt := containerd.Options{DataDir: datadir.Dir(n.dir).Containerd()}

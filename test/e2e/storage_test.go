@@ -104,16 +104,31 @@ const csiDriverName = "hostpath.csi.mizzen.io"
 // csiDriverPodYAML is the agnhost csi-hostpath driver as a node plugin pod: privileged,
 // with the kubelet's root directory at the same path and Bidirectional propagation so
 // the bind mounts it makes for pods reach the host, as a real CSI driver's DaemonSet.
-func csiDriverPodYAML(kubeletDir, root string) string {
+// extra are more flags of the driver (--stage, --mount-group).
+func csiDriverPodYAML(kubeletDir, root string, extra ...string) string {
+	return csiDriverPodOn("csi-hostpath-node", "", kubeletDir, root, extra...)
+}
+
+// csiDriverPodOn is the driver's pod of this name, bound to node unless it is empty, as
+// a driver's DaemonSet puts one on each node.
+func csiDriverPodOn(name, node, kubeletDir, root string, extra ...string) string {
+	args := ""
+	for _, a := range extra {
+		args += ", " + a
+	}
+	nodeName := ""
+	if node != "" {
+		nodeName = "\n  nodeName: " + node
+	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: csi-hostpath-node, namespace: kube-system}
-spec:
+metadata: {name: %[6]s, namespace: kube-system}
+spec:%[7]s
   terminationGracePeriodSeconds: 2
   containers:
   - name: driver
     image: %[1]s
-    args: [csi-hostpath, --driver-name, %[2]s, --endpoint, %[3]s/plugins/%[2]s/csi.sock, --registration-dir, %[3]s/plugins_registry, --root, /csi-data]
+    args: [csi-hostpath, --driver-name, %[2]s, --endpoint, %[3]s/plugins/%[2]s/csi.sock, --registration-dir, %[3]s/plugins_registry, --root, /csi-data%[5]s]
     env:
     - name: NODE_NAME
       valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
@@ -124,7 +139,7 @@ spec:
   volumes:
   - {name: kubelet, hostPath: {path: %[3]s, type: Directory}}
   - {name: data, hostPath: {path: %[4]s, type: Directory}}
-`, agnhostImage, csiDriverName, kubeletDir, root)
+`, agnhostImage, csiDriverName, kubeletDir, root, args, name, nodeName)
 }
 
 const csiVolumeYAML = `apiVersion: v1

@@ -585,3 +585,37 @@ func TestListFormatsAgree(t *testing.T) {
 		t.Fatalf("YAML list: %d %s %.300s", code, hdr.Get("Content-Type"), body)
 	}
 }
+
+// TestRequestMetrics: /metrics counts resource requests under upstream's names, verbs
+// and scopes (what the API call latency SLOs are measured from), and is the admin's
+// to read, not an anonymous caller's.
+func TestRequestMetrics(t *testing.T) {
+	cfg := apiserver.Start(t)
+	c := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := c.CoreV1().Pods("default").Create(ctx, newPod("counted"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("default").Get(ctx, "counted", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, data, _ := rawRequest(t, cfg, "GET", "/metrics", "", nil)
+	if code != 200 {
+		t.Fatalf("GET /metrics: %d %s", code, data)
+	}
+	for _, want := range []string{
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="GET",version="v1"} 1`,
+		`apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="LIST",version="v1"} 1`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if code, _, _ := rawRequest(t, rest.AnonymousClientConfig(cfg), "GET", "/metrics", "", nil); code != 403 {
+		t.Errorf("anonymous GET /metrics: %d, want 403", code)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -22,7 +23,8 @@ type Cluster interface {
 	AdminConfig() *rest.Config
 	// ServerPIDs are the processes holding the API's state (apiserver and etcd).
 	ServerPIDs() []int
-	// PIDs are all of its processes: the server's and the scheduler's.
+	// PIDs are all of its processes: the server's, the scheduler's and the
+	// controller-manager's.
 	PIDs() []int
 	// StartScheduler runs the cluster's scheduler as its own process, as
 	// system:kube-scheduler, with client qps and burst qps and no leader election.
@@ -41,8 +43,11 @@ func (u *Upstream) AdminConfig() *rest.Config { return rest.CopyConfig(u.Config)
 // `mizzen scheduler` process.
 type Mizzen struct {
 	*Server
-	Bin       string
-	scheduler *exec.Cmd
+	Bin string
+	// ControllerManagerArgs are added to `mizzen controller-manager`'s flags (later
+	// flags win), e.g. a served port with --profiling.
+	ControllerManagerArgs []string
+	scheduler, ctrlMgr    *exec.Cmd
 }
 
 // MizzenOnly are the `mizzen server` arguments that leave only etcd and the apiserver,
@@ -70,17 +75,8 @@ func (m *Mizzen) ServerPIDs() []int { return []int{m.Cmd.Process.Pid} }
 // StartScheduler runs `mizzen scheduler` with a client certificate of the server's CA
 // for system:kube-scheduler, as upstream's runs.
 func (m *Mizzen) StartScheduler(qps float64) error {
-	d := datadir.Dir(m.Dir)
-	ca, err := pki.LoadOrCreateCA(d.TLS(), datadir.CAName, "unused")
+	kc, err := m.componentKubeconfig("scheduler", "system:kube-scheduler")
 	if err != nil {
-		return err
-	}
-	cert, err := ca.IssueClient("system:kube-scheduler", nil)
-	if err != nil {
-		return err
-	}
-	kc := filepath.Join(m.Dir, "bench-scheduler.kubeconfig")
-	if err := pki.WriteKubeconfig(kc, m.Config.Host, ca.CertPEM, cert, "system:kube-scheduler"); err != nil {
 		return err
 	}
 	config := filepath.Join(m.Dir, "bench-scheduler.yaml")
@@ -101,19 +97,80 @@ func (m *Mizzen) StartScheduler(qps float64) error {
 	return nil
 }
 
-// PIDs are the server's and the scheduler's.
+// StartControllerManager runs `mizzen controller-manager` (every controller) as
+// system:kube-controller-manager, as the bundled one runs, with client qps and burst,
+// no leader election, and pod CIDRs (/24) from clusterCIDR when it is not empty.
+func (m *Mizzen) StartControllerManager(qps, burst int, clusterCIDR string) error {
+	kc, err := m.componentKubeconfig("controller-manager", "system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	log, err := os.OpenFile(filepath.Join(m.Dir, "controller-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	caCert, caKey := datadir.Dir(m.Dir).Cert(datadir.CAName)
+	m.ctrlMgr = exec.Command(m.Bin, "controller-manager", "--kubeconfig", kc, "--leader-elect=false",
+		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--secure-port", "0",
+		"--cluster-cidr", clusterCIDR, "--cluster-signing-cert-file", caCert, "--cluster-signing-key-file", caKey)
+	m.ctrlMgr.Args = append(m.ctrlMgr.Args, m.ControllerManagerArgs...)
+	m.ctrlMgr.Stdout, m.ctrlMgr.Stderr = log, log
+	DieWithParent(m.ctrlMgr)
+	if err := m.ctrlMgr.Start(); err != nil {
+		return fmt.Errorf("starting mizzen controller-manager: %w", err)
+	}
+	return nil
+}
+
+// componentKubeconfig writes a kubeconfig with a client certificate of the server's
+// CA for user.
+func (m *Mizzen) componentKubeconfig(name, user string) (string, error) {
+	ca, err := pki.LoadOrCreateCA(datadir.Dir(m.Dir).TLS(), datadir.CAName, "unused")
+	if err != nil {
+		return "", err
+	}
+	cert, err := ca.IssueClient(user, nil)
+	if err != nil {
+		return "", err
+	}
+	kc := filepath.Join(m.Dir, "bench-"+name+".kubeconfig")
+	return kc, pki.WriteKubeconfig(kc, m.Config.Host, ca.CertPEM, cert, user)
+}
+
+// ControllerManagerPID is the controller-manager's process (0 before it starts).
+func (m *Mizzen) ControllerManagerPID() int { return pid(m.ctrlMgr) }
+
+// EtcdDB is the file of the embedded etcd's database (its size is the database's).
+func (m *Mizzen) EtcdDB() string {
+	return filepath.Join(datadir.Dir(m.Dir).Etcd(), "member", "snap", "db")
+}
+
+// pid is a started command's process id, 0 when it has none.
+func pid(cmd *exec.Cmd) int {
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	return cmd.Process.Pid
+}
+
+// PIDs are the server's, the scheduler's and the controller-manager's.
 func (m *Mizzen) PIDs() []int {
 	pids := m.ServerPIDs()
-	if m.scheduler != nil {
-		pids = append(pids, m.scheduler.Process.Pid)
+	for _, c := range []*exec.Cmd{m.scheduler, m.ctrlMgr} {
+		if c != nil {
+			pids = append(pids, c.Process.Pid)
+		}
 	}
 	return pids
 }
 
-// Stop stops the scheduler, then the server, and removes the data directory.
+// Stop stops the controller-manager and the scheduler, then the server, and removes the data directory.
 func (m *Mizzen) Stop() {
-	if m.scheduler != nil {
-		proc.Stop(m.scheduler, 30*time.Second)
+	for _, c := range []*exec.Cmd{m.ctrlMgr, m.scheduler} {
+		if c != nil {
+			proc.Stop(c, 30*time.Second)
+		}
 	}
 	m.Server.Stop()
 }

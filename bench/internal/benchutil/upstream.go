@@ -261,22 +261,33 @@ func SchedulerConfig(kubeconfig string, qps float64) string {
 
 // StartControllerManager runs kube-controller-manager (every default controller, each
 // with its own service account's credentials, as kubeadm runs it) with the given
-// client qps and burst and no leader election.
-func (u *Upstream) StartControllerManager(qps, burst int) error {
+// client qps and burst and no leader election; with clusterCIDR it allocates nodes'
+// pod CIDRs (/24) from it, as kubeadm's does when given a pod subnet.
+func (u *Upstream) StartControllerManager(qps, burst int, clusterCIDR string) error {
 	kc := filepath.Join(u.Dir, "controller-manager.kubeconfig")
 	if err := u.writeKubeconfig(kc, "system:kube-controller-manager", nil); err != nil {
 		return err
 	}
+	var cidr []string
+	if clusterCIDR != "" {
+		cidr = []string{"--allocate-node-cidrs", "--cluster-cidr", clusterCIDR, "--node-cidr-mask-size", "24"}
+	}
 	var err error
-	u.ctrlMgr, err = u.start("kube-controller-manager", "kube-controller-manager", "--kubeconfig", kc,
+	u.ctrlMgr, err = u.start("kube-controller-manager", "kube-controller-manager", append([]string{"--kubeconfig", kc,
 		"--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(FreePort()), "--cert-dir", filepath.Join(u.Dir, "controller-manager-certs"),
 		"--leader-elect=false", "--use-service-account-credentials=true", "--controllers", "*,bootstrapsigner,tokencleaner",
 		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst),
 		"--root-ca-file", u.caCrt, "--service-account-private-key-file", u.saKey,
-		"--cluster-signing-cert-file", u.caCrt, "--cluster-signing-key-file", filepath.Join(u.Dir, "pki", "ca.key"))
+		"--cluster-signing-cert-file", u.caCrt, "--cluster-signing-key-file", filepath.Join(u.Dir, "pki", "ca.key")}, cidr...)...)
 	return err
 }
+
+// ControllerManagerPID is kube-controller-manager's process (0 before it starts).
+func (u *Upstream) ControllerManagerPID() int { return pid(u.ctrlMgr) }
+
+// EtcdDB is the file of etcd's database (its size is the database's).
+func (u *Upstream) EtcdDB() string { return filepath.Join(u.Dir, "etcd", "member", "snap", "db") }
 
 // ServerPIDs are the processes that hold the API's state: kube-apiserver and etcd.
 func (u *Upstream) ServerPIDs() []int { return []int{u.apiserver.Process.Pid, u.etcd.Process.Pid} }

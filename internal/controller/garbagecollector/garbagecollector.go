@@ -294,8 +294,21 @@ func (c *Controller) collectIfOrphaned(ctx context.Context, mon *monitor, item *
 		// An owner is being deleted in the foreground: go first, taking our own
 		// dependents with us in the same mode if we have any.
 		policy := metav1.DeletePropagationBackground
-		if len(c.monitors.dependentsOf(item.UID)) > 0 {
+		dependents := c.monitors.dependentsOf(item.UID)
+		if len(dependents) > 0 {
 			policy = metav1.DeletePropagationForeground
+		}
+		// A dependent that is itself waiting for its dependents may be waiting, through
+		// a circle of owners, for the foreground owner above us: each would hold the
+		// next forever. As upstream does, stop blocking our owners first, which lets the
+		// owner waiting on us finish and breaks the circle.
+		for _, d := range dependents {
+			if d.obj.DeletionTimestamp != nil && slices.Contains(d.obj.Finalizers, metav1.FinalizerDeleteDependents) {
+				if err := c.patchOwnerReferences(ctx, mon, item, unblocked(item.OwnerReferences)); err != nil {
+					return err
+				}
+				break
+			}
 		}
 		return c.delete(ctx, mon, item, policy)
 	default:
@@ -331,6 +344,18 @@ func (c *Controller) deleteDependentsFirst(ctx context.Context, mon *monitor, ow
 		return nil // each dependent's deletion event brings the owner back
 	}
 	return c.removeFinalizer(ctx, mon, owner, metav1.FinalizerDeleteDependents)
+}
+
+// unblocked returns the references with blockOwnerDeletion false wherever it was true.
+func unblocked(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	out := slices.Clone(refs)
+	for i := range out {
+		if out[i].BlockOwnerDeletion != nil && *out[i].BlockOwnerDeletion {
+			f := false
+			out[i].BlockOwnerDeletion = &f
+		}
+	}
+	return out
 }
 
 // orphanDependents: orphan deletion. Every dependent loses its reference to the owner,

@@ -351,3 +351,39 @@ func TestRunCollectsThroughInformers(t *testing.T) {
 		t.Fatalf("the owned pod was collected too: %v", err)
 	}
 }
+
+// A circle of owners (pod1 owned by pod3, pod2 by pod1, pod3 by pod2, all blocking), one
+// of them deleted in the foreground, must not hold every pod forever: the pod that
+// closes the circle stops blocking its owner before it goes, as upstream's collector does.
+func TestForegroundDeletionThroughACircle(t *testing.T) {
+	pod := func(name, owner string, opts ...objOpt) *metav1.PartialObjectMetadata {
+		return obj("v1", "Pod", "ns", name, append([]objOpt{ownedBy("v1", "Pod", owner, true, "")}, opts...)...)
+	}
+	pod1 := pod("pod1", "pod3", deleting("foregroundDeletion"))
+	pod2 := pod("pod2", "pod1", deleting("foregroundDeletion"))
+	pod3 := pod("pod3", "pod2")
+	f := newFixture(t, []*metav1.PartialObjectMetadata{pod1, pod2, pod3})
+
+	// pod2 waits for pod3, whose own dependent (pod1) already waits for its dependents.
+	f.sync(t, "pods", "ns", "pod2")
+	want := []string{"patch pods/pod3 owners=[pod2]", "delete pods/pod3 (Foreground)"}
+	if got := f.writes(); !slices.Equal(got, want) {
+		t.Fatalf("writes\n got %v\nwant %v", got, want)
+	}
+	var patched metav1.PartialObjectMetadata
+	if err := json.Unmarshal(f.meta.Actions()[0].(clienttesting.PatchAction).GetPatch(), &patched); err != nil {
+		t.Fatal(err)
+	}
+	if refs := patched.OwnerReferences; len(refs) != 1 || refs[0].BlockOwnerDeletion == nil || *refs[0].BlockOwnerDeletion {
+		t.Errorf("pod3's reference to pod2 still blocks: %+v", refs)
+	}
+
+	// With pod3 no longer blocking, pod2 may go.
+	pod3 = pod("pod3", "pod2", deleting("foregroundDeletion"))
+	pod3.OwnerReferences = patched.OwnerReferences
+	f = newFixture(t, []*metav1.PartialObjectMetadata{pod1, pod2, pod3})
+	f.sync(t, "pods", "ns", "pod2")
+	if got := f.writes(); !slices.Equal(got, []string{"patch pods/pod2 finalizers=[]"}) {
+		t.Fatalf("pod2's pass writes %v, want its finalizer removed", got)
+	}
+}

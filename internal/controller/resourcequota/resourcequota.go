@@ -48,6 +48,10 @@ type Informers struct {
 	ConfigMaps coreinformers.ConfigMapInformer
 	Secrets    coreinformers.SecretInformer
 	PVCs       coreinformers.PersistentVolumeClaimInformer
+	// Replenish are informers of other resources quotas count (count/replicasets.apps,
+	// replicationcontrollers, ...) through the metadata client: a change to one of their
+	// objects recounts the quotas of its namespace at once rather than at the next resync.
+	Replenish []cache.SharedIndexInformer
 }
 
 // Controller recalculates quota status; its queue holds quota keys.
@@ -84,19 +88,25 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		queue: util.NewQueue("resourcequota_primary"),
 		now:   time.Now,
 	}
-	for _, i := range []cache.SharedIndexInformer{inf.Quotas.Informer(), inf.Pods.Informer(), inf.Services.Informer(),
-		inf.ConfigMaps.Informer(), inf.Secrets.Informer(), inf.PVCs.Informer()} {
+	counted := append([]cache.SharedIndexInformer{inf.Pods.Informer(), inf.Services.Informer(),
+		inf.ConfigMaps.Informer(), inf.Secrets.Informer(), inf.PVCs.Informer()}, inf.Replenish...)
+	c.synced = append(c.synced, inf.Quotas.Informer().HasSynced)
+	for _, i := range counted {
 		c.synced = append(c.synced, i.HasSynced)
 	}
-	inf.Quotas.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
+	// A quota created or deleted changes the resourcequotas count of its neighbours.
+	inf.Quotas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueNamespaceOf,
+		UpdateFunc: func(_, cur any) { util.Enqueue(c.queue, cur) },
+		DeleteFunc: c.enqueueNamespaceOf,
+	})
 	// Any change to a counted object may change usage of the quotas in its namespace.
 	replenish := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueNamespaceOf,
 		UpdateFunc: func(_, cur any) { c.enqueueNamespaceOf(cur) },
 		DeleteFunc: c.enqueueNamespaceOf,
 	}
-	for _, i := range []cache.SharedIndexInformer{inf.Pods.Informer(), inf.Services.Informer(),
-		inf.ConfigMaps.Informer(), inf.Secrets.Informer(), inf.PVCs.Informer()} {
+	for _, i := range counted {
 		i.AddEventHandler(replenish)
 	}
 	return c

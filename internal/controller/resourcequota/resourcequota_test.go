@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 func quota(hard map[string]string, mutate ...func(*corev1.ResourceQuota)) *corev1.ResourceQuota {
@@ -221,5 +223,62 @@ func TestQuotaUsage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplenishment: a change to an object counted through the metadata client (a
+// ReplicaSet) recounts the quotas of its namespace, and a new quota recounts its
+// neighbours (their resourcequotas count), without waiting for the resync.
+func TestReplenishment(t *testing.T) {
+	client := fake.NewClientset()
+	f := informers.NewSharedInformerFactory(client, 0)
+	core := f.Core().V1()
+	c := New(client, nil, nil, Informers{Quotas: core.ResourceQuotas(), Pods: core.Pods(), Services: core.Services(),
+		ConfigMaps: core.ConfigMaps(), Secrets: core.Secrets(), PVCs: core.PersistentVolumeClaims(),
+		Replenish: []cache.SharedIndexInformer{f.Apps().V1().ReplicaSets().Informer()}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("caches did not sync")
+	}
+	// next returns the next key queued, waiting at most a bound (a hang, not a timing check).
+	next := func() string {
+		t.Helper()
+		got := make(chan string, 1)
+		go func() {
+			key, _ := c.queue.Get()
+			c.queue.Done(key)
+			c.queue.Forget(key)
+			got <- key
+		}()
+		select {
+		case key := <-got:
+			return key
+		case <-time.After(30 * time.Second):
+			t.Fatal("nothing queued")
+			return ""
+		}
+	}
+	if _, err := client.CoreV1().ResourceQuotas("team").Create(ctx, quota(map[string]string{"count/replicasets.apps": "5"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if key := next(); key != "team/compute" {
+		t.Fatalf("after the quota's creation queued %q", key)
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}}
+	if _, err := client.AppsV1().ReplicaSets("team").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if key := next(); key != "team/compute" {
+		t.Fatalf("after a ReplicaSet's creation queued %q", key)
+	}
+	second := quota(map[string]string{"resourcequotas": "2"}, func(q *corev1.ResourceQuota) { q.Name = "objects" })
+	if _, err := client.CoreV1().ResourceQuotas("team").Create(ctx, second, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	queued := map[string]bool{next(): true, next(): true}
+	if !queued["team/compute"] || !queued["team/objects"] {
+		t.Errorf("after a second quota queued %v, want both quotas", queued)
 	}
 }

@@ -340,3 +340,37 @@ func TestClaimRetentionPolicy(t *testing.T) {
 		t.Errorf("claim owners %+v after scaling up, want only the set", claim.OwnerReferences)
 	}
 }
+
+// TestClaimRetentionPolicyRetain: by default (Retain, Retain) claims have no owners, so
+// neither deleting the set nor scaling down removes them; changing the policy later
+// changes the owners of existing claims.
+func TestClaimRetentionPolicyRetain(t *testing.T) {
+	s := newSet(2, "db:1")
+	w := newWorld(t, s)
+	for range 3 {
+		w.sync()
+		w.kubelet()
+	}
+	w.scale(1)
+	w.sync()
+	for _, name := range []string{"data-db-0", "data-db-1"} {
+		claim, err := w.client.CoreV1().PersistentVolumeClaims("default").Get(w.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(claim.OwnerReferences) != 0 {
+			t.Errorf("%s owners %+v, want none (Retain)", name, claim.OwnerReferences)
+		}
+	}
+	set := w.set()
+	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
+	if _, err := w.client.AppsV1().StatefulSets("default").Update(w.ctx, set, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.sync()
+	claim, _ := w.client.CoreV1().PersistentVolumeClaims("default").Get(w.ctx, "data-db-0", metav1.GetOptions{})
+	if refs := claim.OwnerReferences; len(refs) != 1 || refs[0].Kind != "StatefulSet" {
+		t.Errorf("data-db-0 owners %+v after whenDeleted became Delete, want the set", refs)
+	}
+}

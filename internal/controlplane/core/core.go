@@ -39,6 +39,7 @@ import (
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/catalog"
+	"mizzen/internal/registry/flowcontrol"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/storage"
 )
@@ -305,6 +306,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	for _, pc := range scheduling.SystemPriorityClasses() {
 		initial = append(initial, pc)
 	}
+	initial = append(initial, flowcontrol.InitialConfiguration()...)
 	if err := srv.Bootstrap(ctx, initial...); err != nil {
 		stopCache()
 		return nil, fmt.Errorf("creating the initial objects: %w", err)

@@ -494,3 +494,57 @@ func RemoveMember(ctx context.Context, dir datadir.Dir, name string) (string, er
 	}
 	return fmt.Sprintf("etcd member %s removed from the cluster", name), nil
 }
+
+// ClusterMembers is the membership of the cluster of servers the server on dir is a
+// member of, reached through the members' client URLs with the etcd CA's client
+// certificate; own is the server's member. ok is false for a single server.
+func ClusterMembers(dir datadir.Dir) (members *EtcdMembers, own string, ok bool, err error) {
+	state, err := readMemberState(dir)
+	if err != nil || state == nil {
+		return nil, "", false, err
+	}
+	return &EtcdMembers{dir: dir, endpoints: state.ClusterClientURLs}, state.Name, true, nil
+}
+
+// EtcdMembers lists and removes the members of a cluster of servers.
+type EtcdMembers struct {
+	dir       datadir.Dir
+	endpoints []string
+}
+
+func (m *EtcdMembers) dial(ctx context.Context) (*clientv3.Client, error) {
+	return etcd.Dial(ctx, strings.Join(m.endpoints, ","), etcdsnapshot.EmbeddedClientFiles(m.dir))
+}
+
+// Names are the members' names.
+func (m *EtcdMembers) Names(ctx context.Context) ([]string, error) {
+	cli, err := m.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, member := range list.Members {
+		names = append(names, member.Name)
+	}
+	return names, nil
+}
+
+// Remove removes the named member, waiting up to 30 s while etcd refuses because the
+// cluster would be left without a healthy quorum.
+func (m *EtcdMembers) Remove(ctx context.Context, name string) error {
+	cli, err := m.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return etcd.Remove(ctx, cli, name)
+}

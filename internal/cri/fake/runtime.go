@@ -655,14 +655,16 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 	return &runtimeapi.ContainerStatusResponse{Status: c.toStatus()}, nil
 }
 
-// UpdateContainerResources implements runtimeapi.RuntimeServiceServer; the fake only
-// checks that the container exists.
+// UpdateContainerResources implements runtimeapi.RuntimeServiceServer; the fake checks
+// that the container exists and counts the call.
 func (r *Runtime) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.containers[req.ContainerId]; !ok {
 		return nil, notFound("container", req.ContainerId)
 	}
+	r.count("UpdateContainerResources")
+	r.logCall("UpdateContainerResources", req.ContainerId)
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 }
 

@@ -56,6 +56,8 @@ type driver struct {
 	endpoint string
 	conn     *grpc.ClientConn
 	stage    bool
+	// mountGroup: the driver applies a pod's fsGroup itself (VOLUME_MOUNT_GROUP).
+	mountGroup bool
 }
 
 // Manager registers drivers and publishes their volumes.
@@ -213,8 +215,11 @@ func (m *Manager) validateAndAdd(ctx context.Context, socket string, info *regis
 	}
 	d := &driver{name: info.Name, endpoint: endpoint, conn: conn}
 	for _, c := range caps.GetCapabilities() {
-		if c.GetRpc().GetType() == csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME {
+		switch c.GetRpc().GetType() {
+		case csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
 			d.stage = true
+		case csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
+			d.mountGroup = true
 		}
 	}
 	if err := m.recordNode(ctx, info.Name, nodeInfo); err != nil {
@@ -333,13 +338,24 @@ func (m *Manager) driver(name string) (*driver, error) {
 	return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers", name)
 }
 
-// stagingPath is the node-wide staging directory of a volume, as upstream lays it out.
-func (m *Manager) stagingPath(driverName, handle string) string {
+// stagingPath is the node-wide staging directory of a volume, as upstream lays it out:
+// by the handle's hash for a filesystem volume, by the volume's name for a block one.
+func (m *Manager) stagingPath(driverName, handle, blockVolume string) string {
+	if blockVolume != "" {
+		return filepath.Join(m.opts.RootDir, "plugins", "kubernetes.io", "csi", "volumeDevices", "staging", blockVolume)
+	}
 	sum := sha256.Sum256([]byte(handle))
 	return filepath.Join(m.opts.RootDir, "plugins", "kubernetes.io", "csi", driverName, fmt.Sprintf("%x", sum), "globalmount")
 }
 
-func capability(pv *v1.PersistentVolume) *csipb.VolumeCapability {
+// IsBlock says whether a volume is consumed as a raw block device.
+func IsBlock(pv *v1.PersistentVolume) bool {
+	return pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock
+}
+
+// capability is the volume's CSI capability; mountGroup, when not empty, asks the
+// driver to make the volume usable by that group (VOLUME_MOUNT_GROUP).
+func capability(pv *v1.PersistentVolume, mountGroup string) *csipb.VolumeCapability {
 	mode := csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	for _, m := range pv.Spec.AccessModes {
 		switch m {
@@ -351,37 +367,101 @@ func capability(pv *v1.PersistentVolume) *csipb.VolumeCapability {
 			mode = csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
 		}
 	}
-	return &csipb.VolumeCapability{
-		AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
-			FsType: pv.Spec.CSI.FSType, MountFlags: pv.Spec.MountOptions}},
-		AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode},
+	c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode}}
+	if IsBlock(pv) {
+		c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
+	} else {
+		c.AccessType = &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
+			FsType: pv.Spec.CSI.FSType, MountFlags: pv.Spec.MountOptions, VolumeMountGroup: mountGroup}}
 	}
+	return c
+}
+
+// fsGroupPolicy is the driver's CSIDriver fsGroupPolicy; a driver without a CSIDriver
+// object, or one that leaves the field out, gets the API's default,
+// ReadWriteOnceWithFSType, as upstream's kubelet reads it.
+func (m *Manager) fsGroupPolicy(ctx context.Context, driverName string) (storagev1.FSGroupPolicy, error) {
+	d, err := m.opts.Client.StorageV1().CSIDrivers().Get(ctx, driverName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("failed to get CSIDriver %s: %w", driverName, err)
+	}
+	if d.Spec.FSGroupPolicy == nil {
+		return storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, nil
+	}
+	return *d.Spec.FSGroupPolicy, nil
+}
+
+// SupportsFSGroup is upstream's rule for whether a pod's fsGroup applies to a CSI
+// volume: never when the pod has none, the policy is None or the volume is read-only;
+// always under File; under ReadWriteOnceWithFSType only for a volume with an fsType
+// whose access modes include ReadWriteOnce (or ReadWriteOncePod).
+func SupportsFSGroup(policy storagev1.FSGroupPolicy, fsType string, modes []v1.PersistentVolumeAccessMode, hasFSGroup, readOnly bool) bool {
+	if !hasFSGroup || policy == storagev1.NoneFSGroupPolicy || readOnly {
+		return false
+	}
+	if policy == storagev1.FileFSGroupPolicy {
+		return true
+	}
+	if fsType == "" {
+		return false
+	}
+	for _, m := range modes {
+		if m == v1.ReadWriteOnce || m == v1.ReadWriteOncePod {
+			return true
+		}
+	}
+	return false
 }
 
 // Publish makes a CSI volume available at target for one pod: staged once per node if
-// the driver stages, then published.
-func (m *Manager) Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) error {
+// the driver stages, then published. A block volume's target is a file the driver maps
+// the device to. A driver with VOLUME_MOUNT_GROUP is handed the pod's fsGroup and
+// applies it itself, as upstream delegates it; otherwise ownFSGroup says whether the
+// kubelet must give the published volume to the pod's fsGroup.
+func (m *Manager) Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) (ownFSGroup bool, err error) {
 	src := pv.Spec.CSI
 	d, err := m.driver(src.Driver)
 	if err != nil {
-		return err
+		return false, err
+	}
+	readOnly = readOnly || src.ReadOnly
+	block := IsBlock(pv)
+	var own bool
+	mountGroup := ""
+	if gid := podFSGroup(pod); gid != nil && !block {
+		if d.mountGroup {
+			mountGroup = fmt.Sprint(*gid)
+		} else {
+			policy, err := m.fsGroupPolicy(ctx, src.Driver)
+			if err != nil {
+				return false, err
+			}
+			own = SupportsFSGroup(policy, src.FSType, pv.Spec.AccessModes, true, readOnly)
+		}
 	}
 	node := csipb.NewNodeClient(d.conn)
 	staging := ""
+	blockName := ""
+	if block {
+		blockName = pv.Name
+	}
 	if d.stage {
-		staging = m.stagingPath(src.Driver, src.VolumeHandle)
+		staging = m.stagingPath(src.Driver, src.VolumeHandle, blockName)
 		if err := os.MkdirAll(staging, 0o750); err != nil {
-			return err
+			return false, err
 		}
 		if _, err := node.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
-			VolumeId: src.VolumeHandle, StagingTargetPath: staging, VolumeCapability: capability(pv),
+			VolumeId: src.VolumeHandle, StagingTargetPath: staging, VolumeCapability: capability(pv, mountGroup),
 			VolumeContext: src.VolumeAttributes,
 		}); err != nil {
-			return fmt.Errorf("MountVolume.MountDevice failed for volume %q : rpc error: %w", pv.Name, err)
+			return false, fmt.Errorf("MountVolume.MountDevice failed for volume %q : rpc error: %w", pv.Name, err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		return err
+		return false, err
 	}
 	vctx := map[string]string{}
 	for k, v := range src.VolumeAttributes {
@@ -393,10 +473,17 @@ func (m *Manager) Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVol
 	vctx["csi.storage.k8s.io/pod.uid"] = string(pod.UID)
 	vctx["csi.storage.k8s.io/serviceAccount.name"] = pod.Spec.ServiceAccountName
 	if _, err := node.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
-		VolumeId: src.VolumeHandle, StagingTargetPath: staging, TargetPath: target, VolumeCapability: capability(pv),
-		Readonly: readOnly || src.ReadOnly, VolumeContext: vctx,
+		VolumeId: src.VolumeHandle, StagingTargetPath: staging, TargetPath: target, VolumeCapability: capability(pv, mountGroup),
+		Readonly: readOnly, VolumeContext: vctx,
 	}); err != nil {
-		return fmt.Errorf("rpc error: NodePublishVolume: %w", err)
+		return false, fmt.Errorf("rpc error: NodePublishVolume: %w", err)
+	}
+	return own, nil
+}
+
+func podFSGroup(pod *v1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
 	}
 	return nil
 }
@@ -413,7 +500,8 @@ func (m *Manager) Unpublish(ctx context.Context, driverName, handle, target stri
 }
 
 // Unstage undoes NodeStageVolume once the node's last pod using the volume is gone.
-func (m *Manager) Unstage(ctx context.Context, driverName, handle string) error {
+// blockVolume names the volume if it is a block one ("" for a filesystem).
+func (m *Manager) Unstage(ctx context.Context, driverName, handle, blockVolume string) error {
 	d, err := m.driver(driverName)
 	if err != nil {
 		return err
@@ -421,9 +509,12 @@ func (m *Manager) Unstage(ctx context.Context, driverName, handle string) error 
 	if !d.stage {
 		return nil
 	}
-	staging := m.stagingPath(driverName, handle)
+	staging := m.stagingPath(driverName, handle, blockVolume)
 	if _, err := csipb.NewNodeClient(d.conn).NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: handle, StagingTargetPath: staging}); err != nil {
 		return err
+	}
+	if blockVolume != "" {
+		return os.RemoveAll(staging)
 	}
 	return os.RemoveAll(filepath.Dir(staging))
 }

@@ -18,7 +18,7 @@ func ContainerMounts(c *v1.Container, vols map[string]Mounted, vars map[string]s
 	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for _, vm := range c.VolumeMounts {
 		vol, ok := vols[vm.Name]
-		if !ok {
+		if !ok || vol.Block {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
 		}
 		hostPath := vol.Path

@@ -106,12 +106,20 @@ func (m *Manager) setUpClaimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Vol
 		return Mounted{}, err
 	}
 	readOnly := vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly
+	if isBlock(pv) {
+		mv, err := m.setUpBlock(ctx, pod, vol.Name, pv, readOnly)
+		if err != nil {
+			return Mounted{}, err
+		}
+		mv.Claim = claim
+		return mv, nil
+	}
 	mv, err := m.persistentMounted(pod, vol.Name, pv, readOnly)
 	if err != nil {
 		return Mounted{}, err
 	}
 	if pv.Spec.CSI != nil {
-		if err := m.setUpCSI(ctx, pod, pv, mv.Path, readOnly); err != nil {
+		if err := m.setUpCSI(ctx, pod, vol.Name, pv, mv.Path, readOnly); err != nil {
 			return Mounted{}, err
 		}
 	} else if err := m.setUpPersistent(pod, vol.Name, pv, mv.Path); err != nil {
@@ -123,10 +131,15 @@ func (m *Manager) setUpClaimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Vol
 
 // CSI publishes and unpublishes CSI volumes (internal/kubelet/csi).
 type CSI interface {
-	Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) error
+	// Publish stages (once per node) and publishes the volume at target: a directory,
+	// or for a block volume a file the driver maps the device to. ownFSGroup says the
+	// kubelet must give the published volume to the pod's fsGroup (the CSIDriver's
+	// fsGroupPolicy asks for it and the driver does not apply it itself).
+	Publish(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) (ownFSGroup bool, err error)
 	Unpublish(ctx context.Context, driver, volumeHandle, target string) error
-	// Unstage undoes the node-wide staging once no pod on the node uses the volume.
-	Unstage(ctx context.Context, driver, volumeHandle string) error
+	// Unstage undoes the node-wide staging once no pod on the node uses the volume;
+	// blockVolume names the volume when it is a block one, "" otherwise.
+	Unstage(ctx context.Context, driver, volumeHandle, blockVolume string) error
 }
 
 const kindCSI = "kubernetes.io~csi"
@@ -136,11 +149,17 @@ const kindCSI = "kubernetes.io~csi"
 type csiVolumeData struct {
 	DriverName   string `json:"driverName"`
 	VolumeHandle string `json:"volumeHandle"`
+	// BlockVolume names a block volume (its staging is by name); TargetPath is where a
+	// block volume was published. Both empty for filesystem volumes.
+	BlockVolume string `json:"blockVolume,omitempty"`
+	TargetPath  string `json:"targetPath,omitempty"`
 }
 
 // setUpCSI publishes the volume once per pod; vol_data.json, written after a successful
-// publish, says it was.
-func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVolume, target string, readOnly bool) error {
+// publish, says it was. When the driver leaves the pod's fsGroup to the kubelet, the
+// published tree is given to it as upstream's kubelet does (honouring
+// fsGroupChangePolicy), before the pod's containers see it.
+func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, volName string, pv *v1.PersistentVolume, target string, readOnly bool) error {
 	if m.opts.CSI == nil {
 		return errors.New("CSI volumes are not supported by this kubelet")
 	}
@@ -148,14 +167,21 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, pv *v1.PersistentVo
 	if _, err := os.Stat(dataFile); err == nil {
 		return nil
 	}
-	if err := m.opts.CSI.Publish(ctx, pod, pv, target, readOnly); err != nil {
+	own, err := m.opts.CSI.Publish(ctx, pod, pv, target, readOnly)
+	if err != nil {
 		return err
+	}
+	if own {
+		if err := m.ownVolume(pod, volName, target); err != nil {
+			return err
+		}
 	}
 	b, _ := json.Marshal(csiVolumeData{DriverName: pv.Spec.CSI.Driver, VolumeHandle: pv.Spec.CSI.VolumeHandle})
 	return os.WriteFile(dataFile, b, 0o600)
 }
 
-// tearDownCSI unpublishes a pod's CSI volume at dir (its volume directory).
+// tearDownCSI unpublishes a pod's CSI volume whose vol_data.json is in dir (its volume
+// directory, or its device directory for a block volume).
 func (m *Manager) tearDownCSI(ctx context.Context, dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, "vol_data.json"))
 	if os.IsNotExist(err) {
@@ -171,7 +197,11 @@ func (m *Manager) tearDownCSI(ctx context.Context, dir string) error {
 	if m.opts.CSI == nil {
 		return errors.New("CSI volumes are not supported by this kubelet")
 	}
-	if err := m.opts.CSI.Unpublish(ctx, data.DriverName, data.VolumeHandle, filepath.Join(dir, "mount")); err != nil {
+	target := filepath.Join(dir, "mount")
+	if data.TargetPath != "" {
+		target = data.TargetPath
+	}
+	if err := m.opts.CSI.Unpublish(ctx, data.DriverName, data.VolumeHandle, target); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(dir, "vol_data.json")); err != nil {
@@ -180,19 +210,20 @@ func (m *Manager) tearDownCSI(ctx context.Context, dir string) error {
 	if m.csiVolumeInUse(data) {
 		return nil
 	}
-	return m.opts.CSI.Unstage(ctx, data.DriverName, data.VolumeHandle)
+	return m.opts.CSI.Unstage(ctx, data.DriverName, data.VolumeHandle, data.BlockVolume)
 }
 
 // csiVolumeInUse: another pod on the node still has the volume published.
 func (m *Manager) csiVolumeInUse(data csiVolumeData) bool {
 	files, _ := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumes", kindCSI, "*", "vol_data.json"))
-	for _, f := range files {
+	devices, _ := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumeDevices", kindCSI, "*", "vol_data.json"))
+	for _, f := range append(files, devices...) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
 		var other csiVolumeData
-		if json.Unmarshal(b, &other) == nil && other == data {
+		if json.Unmarshal(b, &other) == nil && other.DriverName == data.DriverName && other.VolumeHandle == data.VolumeHandle {
 			return true
 		}
 	}

@@ -98,6 +98,9 @@ type Mounted struct {
 	Claim string
 	// HostPath volumes are the node's own files: no volume stats, as upstream.
 	HostPath bool
+	// Block volumes are raw devices: Path links to the device, which containers get
+	// through volumeDevices, never through volumeMounts.
+	Block bool
 }
 
 // PodDir is the pod's state directory.
@@ -294,6 +297,9 @@ func (m *Manager) TearDownVolumes(ctx context.Context, uid types.UID) error {
 	m.readyMu.Lock()
 	delete(m.ready, uid)
 	m.readyMu.Unlock()
+	if err := m.tearDownDevices(ctx, uid); err != nil {
+		return err
+	}
 	volumes := filepath.Join(m.PodDir(uid), "volumes")
 	kinds, err := os.ReadDir(volumes)
 	if err != nil {

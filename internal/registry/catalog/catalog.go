@@ -15,11 +15,15 @@ import (
 	"mizzen/internal/registry/core"
 	"mizzen/internal/registry/discovery"
 	"mizzen/internal/registry/events"
+	"mizzen/internal/registry/flowcontrol"
 	"mizzen/internal/registry/networking"
+	"mizzen/internal/registry/node"
 	"mizzen/internal/registry/policy"
 	"mizzen/internal/registry/rbac"
+	"mizzen/internal/registry/resource"
 	"mizzen/internal/registry/scheduling"
 	"mizzen/internal/registry/storage"
+	"mizzen/internal/registry/storagemigration"
 )
 
 // All returns every built-in resource, core/v1 first.
@@ -34,11 +38,15 @@ func All() []*registry.Resource {
 		coordination.Resources(),
 		discovery.Resources(),
 		events.Resources(),
+		flowcontrol.Resources(),
 		networking.Resources(),
+		node.Resources(),
 		policy.Resources(),
 		rbac.Resources(),
+		resource.Resources(),
 		scheduling.Resources(),
 		storage.Resources(),
+		storagemigration.Resources(),
 		admissionregistration.Resources(),
 		apiregistration.Resources(),
 		apiextensions.Resources(),

@@ -180,6 +180,13 @@ func TestValidatePodSpec(t *testing.T) {
 			[]string{`spec.containers[0].name: Invalid value: "App_1": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`}},
 		{"mount of unknown volume", func(s *corev1.PodSpec) { s.Containers[0].VolumeMounts[0].Name = "other" },
 			[]string{`spec.containers[0].volumeMounts[0].name: Not found: "other"`}},
+		{"device of unknown volume", func(s *corev1.PodSpec) {
+			s.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "other", DevicePath: "/dev/xvda"}}
+		}, []string{`spec.containers[0].volumeDevices[0].name: Not found: "other"`}},
+		{"device of a mounted volume, at a mount's path", func(s *corev1.PodSpec) {
+			s.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: s.Containers[0].VolumeMounts[0].MountPath}}
+		}, []string{`spec.containers[0].volumeDevices[0].name: Invalid value: "data": must not already exist in volumeMounts`,
+			`spec.containers[0].volumeDevices[0].devicePath: Invalid value: "` + "/data" + `": must not already exist as a path in volumeMounts`}},
 		{"duplicate volume", func(s *corev1.PodSpec) { s.Volumes = append(s.Volumes, s.Volumes[0]) },
 			[]string{`spec.volumes[1].name: Duplicate value: "data"`}},
 		{"restart policy", func(s *corev1.PodSpec) { s.RestartPolicy = "Sometimes" },

@@ -190,6 +190,7 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], fldPath *f
 	errs = append(errs, validateEnv(c.Env, fldPath.Child("env"))...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
+	errs = append(errs, validateVolumeDevices(c.VolumeDevices, c.VolumeMounts, volumes, fldPath.Child("volumeDevices"))...)
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
 	if c.Lifecycle != nil {
 		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PostStart, fldPath.Child("lifecycle", "postStart"))...)

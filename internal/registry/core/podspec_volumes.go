@@ -2,6 +2,7 @@ package core
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -220,6 +221,44 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, volumes sets.Set[string],
 					[]corev1.MountPropagationMode{corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone}))
 			}
 		}
+	}
+	return errs
+}
+
+// validateVolumeDevices checks a container's raw block devices as upstream: each names
+// a volume once, at a unique path, and neither the volume nor the path is also mounted.
+func validateVolumeDevices(devices []corev1.VolumeDevice, mounts []corev1.VolumeMount, volumes sets.Set[string], fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	mountNames, mountPaths := sets.New[string](), sets.New[string]()
+	for _, m := range mounts {
+		mountNames.Insert(m.Name)
+		mountPaths.Insert(m.MountPath)
+	}
+	names, paths := sets.New[string](), sets.New[string]()
+	for i, d := range devices {
+		idxPath := fldPath.Index(i)
+		switch {
+		case d.Name == "":
+			errs = append(errs, field.Required(idxPath.Child("name"), ""))
+		case !volumes.Has(d.Name):
+			errs = append(errs, field.NotFound(idxPath.Child("name"), d.Name))
+		case names.Has(d.Name):
+			errs = append(errs, field.Invalid(idxPath.Child("name"), d.Name, "must be unique"))
+		case mountNames.Has(d.Name):
+			errs = append(errs, field.Invalid(idxPath.Child("name"), d.Name, "must not already exist in volumeMounts"))
+		}
+		names.Insert(d.Name)
+		switch {
+		case d.DevicePath == "":
+			errs = append(errs, field.Required(idxPath.Child("devicePath"), ""))
+		case paths.Has(d.DevicePath):
+			errs = append(errs, field.Invalid(idxPath.Child("devicePath"), d.DevicePath, "must be unique"))
+		case slices.Contains(strings.Split(d.DevicePath, "/"), ".."):
+			errs = append(errs, field.Invalid(idxPath.Child("devicePath"), d.DevicePath, "can not contain '..'"))
+		case mountPaths.Has(d.DevicePath):
+			errs = append(errs, field.Invalid(idxPath.Child("devicePath"), d.DevicePath, "must not already exist as a path in volumeMounts"))
+		}
+		paths.Insert(d.DevicePath)
 	}
 	return errs
 }

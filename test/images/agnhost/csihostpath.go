@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -16,8 +18,13 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
-// runCSIHostPath is a small CSI node plugin backed by a directory: volume ID names a
-// directory under --root, published into a pod by bind mount. It registers itself
+// runCSIHostPath is a small CSI node plugin backed by a directory: volume ID names an
+// entry under --root, a directory for a filesystem volume (published into a pod by bind
+// mount) or a block device node for a block volume (bind mounted onto the file the
+// kubelet names). With --stage it stages volumes first (a bind mount at the staging
+// path, or for a block volume a check of the device) and publishes from there; with
+// --mount-group it applies a pod's fsGroup itself (VOLUME_MOUNT_GROUP: the published
+// root is given to the group). It registers itself
 // with the kubelet through the kubelet's plugins_registry directory, as a driver's
 // node-driver-registrar sidecar does, and prints each CSI call it serves on stdout.
 // Run as a privileged pod with the kubelet's root directory mounted at the same path
@@ -29,6 +36,8 @@ func runCSIHostPath(args []string, stdout, stderr io.Writer) int {
 	registration := fs.String("registration-dir", "", "the kubelet's plugins_registry directory")
 	root := fs.String("root", "/csi-data", "directory whose subdirectories are the volumes")
 	nodeID := fs.String("node-id", os.Getenv("NODE_NAME"), "the node's ID for the driver (default $NODE_NAME)")
+	stage := fs.Bool("stage", false, "advertise STAGE_UNSTAGE_VOLUME and stage volumes")
+	mountGroup := fs.Bool("mount-group", false, "advertise VOLUME_MOUNT_GROUP and apply the pod's fsGroup")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -36,7 +45,7 @@ func runCSIHostPath(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "csi-hostpath: --endpoint and --registration-dir are required")
 		return 2
 	}
-	d := &csiHostPath{name: *name, endpoint: *endpoint, root: *root, nodeID: *nodeID, out: stdout}
+	d := &csiHostPath{name: *name, endpoint: *endpoint, root: *root, nodeID: *nodeID, out: stdout, stage: *stage, mountGroup: *mountGroup}
 	regSocket := filepath.Join(*registration, *name+"-reg.sock")
 	var servers []*grpc.Server
 	for _, sock := range []string{*endpoint, regSocket} {
@@ -75,6 +84,7 @@ type csiHostPath struct {
 	csipb.UnimplementedNodeServer
 	csipb.UnimplementedIdentityServer
 	name, endpoint, root, nodeID string
+	stage, mountGroup            bool
 	mu                           sync.Mutex
 	out                          io.Writer
 }
@@ -103,13 +113,82 @@ func (d *csiHostPath) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*
 }
 
 func (d *csiHostPath) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
-	return &csipb.NodeGetCapabilitiesResponse{}, nil
+	var caps []*csipb.NodeServiceCapability
+	add := func(t csipb.NodeServiceCapability_RPC_Type) {
+		caps = append(caps, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: t}}})
+	}
+	if d.stage {
+		add(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	}
+	if d.mountGroup {
+		add(csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	}
+	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// source is the volume's entry under the root; a block volume's must be a block device.
+func (d *csiHostPath) source(id string, c *csipb.VolumeCapability) (string, error) {
+	src := filepath.Join(d.root, filepath.Base(id))
+	info, err := os.Stat(src)
+	if err != nil {
+		return "", err
+	}
+	if c.GetBlock() != nil && (info.Mode()&os.ModeDevice == 0 || info.Mode()&os.ModeCharDevice != 0) {
+		return "", fmt.Errorf("volume %s is not a block device", id)
+	}
+	if c.GetMount() != nil && !info.IsDir() {
+		return "", fmt.Errorf("volume %s is not a directory", id)
+	}
+	return src, nil
+}
+
+func (d *csiHostPath) NodeStageVolume(_ context.Context, r *csipb.NodeStageVolumeRequest) (*csipb.NodeStageVolumeResponse, error) {
+	d.printf("stage %s%s", r.VolumeId, blockNote(r.VolumeCapability))
+	src, err := d.source(r.VolumeId, r.VolumeCapability)
+	if err != nil {
+		return nil, err
+	}
+	if r.VolumeCapability.GetBlock() != nil {
+		return &csipb.NodeStageVolumeResponse{}, nil // a device needs no staging here
+	}
+	if mounted(r.StagingTargetPath) {
+		return &csipb.NodeStageVolumeResponse{}, nil
+	}
+	return &csipb.NodeStageVolumeResponse{}, syscall.Mount(src, r.StagingTargetPath, "", syscall.MS_BIND, "")
+}
+
+func (d *csiHostPath) NodeUnstageVolume(_ context.Context, r *csipb.NodeUnstageVolumeRequest) (*csipb.NodeUnstageVolumeResponse, error) {
+	d.printf("unstage %s", r.VolumeId)
+	if mounted(r.StagingTargetPath) {
+		if err := syscall.Unmount(r.StagingTargetPath, 0); err != nil {
+			return nil, err
+		}
+	}
+	return &csipb.NodeUnstageVolumeResponse{}, nil
 }
 
 func (d *csiHostPath) NodePublishVolume(_ context.Context, r *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
-	d.printf("publish %s", r.VolumeId)
-	src := filepath.Join(d.root, filepath.Base(r.VolumeId))
-	if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
+	group := r.VolumeCapability.GetMount().GetVolumeMountGroup()
+	note := blockNote(r.VolumeCapability)
+	if group != "" {
+		note += " mountGroup=" + group
+	}
+	d.printf("publish %s%s", r.VolumeId, note)
+	src, err := d.source(r.VolumeId, r.VolumeCapability)
+	if err != nil {
+		return nil, err
+	}
+	if d.stage && r.VolumeCapability.GetMount() != nil {
+		src = r.StagingTargetPath
+	}
+	if r.VolumeCapability.GetBlock() != nil {
+		// The kubelet made the parent; the target is a file the device is bound onto.
+		f, err := os.OpenFile(r.TargetPath, os.O_CREATE|os.O_RDONLY, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		_ = f.Close()
+	} else if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
 		return nil, err
 	}
 	flags := uintptr(syscall.MS_BIND)
@@ -121,7 +200,41 @@ func (d *csiHostPath) NodePublishVolume(_ context.Context, r *csipb.NodePublishV
 			return nil, err
 		}
 	}
+	if group != "" && !r.Readonly {
+		gid, err := strconv.Atoi(group)
+		if err != nil {
+			return nil, fmt.Errorf("volume mount group %q: %w", group, err)
+		}
+		if err := os.Chown(r.TargetPath, -1, gid); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(r.TargetPath, 0o2775); err != nil {
+			return nil, err
+		}
+	}
 	return &csipb.NodePublishVolumeResponse{}, nil
+}
+
+func blockNote(c *csipb.VolumeCapability) string {
+	if c.GetBlock() != nil {
+		return " block"
+	}
+	return ""
+}
+
+// mounted says whether path is a mount point in this mount namespace; a bind mount
+// within one filesystem keeps its device number, so mountinfo is asked.
+func mounted(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *csiHostPath) NodeUnpublishVolume(_ context.Context, r *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {

@@ -132,6 +132,9 @@ var factories = map[string]Factory{
 	storage.InUseProtectionPluginName: func(admission.Deps) (admission.Handler, error) {
 		return storage.NewInUseProtection(), nil
 	},
+	storage.ResizePluginName: func(d admission.Deps) (admission.Handler, error) {
+		return storage.NewResize(d.Reader), nil
+	},
 	runtimeclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return runtimeclass.New(d.Reader), nil
 	},

@@ -257,12 +257,17 @@ func usage(a *admission.Attributes, obj runtime.Object) corev1.ResourceList {
 		}
 	case *corev1.Service:
 		out[corev1.ResourceServices] = one
+		ports := *resource.NewQuantity(int64(len(o.Spec.Ports)), resource.DecimalSI)
 		switch o.Spec.Type {
 		case corev1.ServiceTypeLoadBalancer:
 			out[corev1.ResourceServicesLoadBalancers] = one
-			fallthrough
+			// A load balancer told not to allocate node ports takes none, as upstream counts.
+			if a := o.Spec.AllocateLoadBalancerNodePorts; a != nil && !*a {
+				ports = *resource.NewQuantity(0, resource.DecimalSI)
+			}
+			out[corev1.ResourceServicesNodePorts] = ports
 		case corev1.ServiceTypeNodePort:
-			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(int64(len(o.Spec.Ports)), resource.DecimalSI)
+			out[corev1.ResourceServicesNodePorts] = ports
 		}
 	case *corev1.PersistentVolumeClaim:
 		out[corev1.ResourcePersistentVolumeClaims] = one

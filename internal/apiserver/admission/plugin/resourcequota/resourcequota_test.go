@@ -86,3 +86,34 @@ func TestMessages(t *testing.T) {
 		t.Errorf("used %s after a dry run, want 600m", used.String())
 	}
 }
+
+// TestServiceNodePorts: a NodePort service takes a node port per port, a load balancer
+// too unless it allocates none, as upstream's service evaluator counts them.
+func TestServiceNodePorts(t *testing.T) {
+	service := func(typ corev1.ServiceType, allocate *bool) *admission.Attributes {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			Type: typ, Ports: []corev1.ServicePort{{Port: 80}}, AllocateLoadBalancerNodePorts: allocate}}
+		return &admission.Attributes{Operation: admission.Create, Resource: corev1.SchemeGroupVersion.WithResource("services"), Namespace: "ns", Name: "s", Object: svc}
+	}
+	yes, no := true, false
+	for _, tt := range []struct {
+		name    string
+		attrs   *admission.Attributes
+		allowed bool
+	}{
+		{"cluster IP", service(corev1.ServiceTypeClusterIP, nil), true},
+		{"load balancer without node ports", service(corev1.ServiceTypeLoadBalancer, &no), true},
+		{"load balancer with node ports", service(corev1.ServiceTypeLoadBalancer, &yes), false},
+		{"node port", service(corev1.ServiceTypeNodePort, nil), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newQuota("q", corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")})
+			q.Status.Used[corev1.ResourceServicesNodePorts] = resource.MustParse("1")
+			store := admissiontest.New(q)
+			err := New(store, store).Validate(context.Background(), tt.attrs)
+			if tt.allowed && err != nil || !tt.allowed && !apierrors.IsForbidden(err) {
+				t.Errorf("err = %v, want allowed=%v", err, tt.allowed)
+			}
+		})
+	}
+}

@@ -1,0 +1,455 @@
+// Command density is upstream's density test against mizzen: one `mizzen server`
+// (etcd and the apiserver) with `mizzen scheduler` and `mizzen controller-manager`
+// processes, and `mizzen hollow-nodes --count N` as the nodes; pods in Deployments of
+// 100, 30 per node, asked for at a fixed rate (100 pods/s), then every Deployment
+// deleted. It reports what upstream's scalability SLOs define: pod startup latency
+// p50/p99 (creation to Running as a watch observes it), the p99 latency of API calls
+// per resource, verb and scope from the apiserver's own apiserver_request_duration_seconds
+// histograms, scheduler throughput, apiserver+etcd CPU and memory, etcd's database
+// size, and whether every pod reached Running, was bound once, and was deleted.
+//
+// With -upstream DIR the same run is made against upstream's etcd, kube-apiserver,
+// kube-scheduler and kube-controller-manager from DIR, with the same hollow nodes, so
+// that only the control plane differs; -rounds alternates the two.
+//
+//	go build -o _output/bin/mizzen ./cmd/mizzen
+//	go run ./bench/density -nodes 100
+//	go run ./bench/density -nodes 100 -upstream /work/upstream/bin -rounds 3
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"mizzen/bench/internal/benchutil"
+	"mizzen/internal/testing/density"
+	"mizzen/internal/testing/proc"
+)
+
+// controlPlane is a cluster whose controller-manager and etcd the run can see.
+type controlPlane interface {
+	benchutil.Cluster
+	StartControllerManager(qps, burst int, clusterCIDR string) error
+	ControllerManagerPID() int
+	EtcdDB() string
+}
+
+type options struct {
+	bin                     string
+	nodes, podsPerNode      int
+	maxPods, deploymentSize int
+	rate                    float64
+	schedulerQPS            float64
+	cmQPS, cmBurst          int
+	clusterCIDR             string
+	timeout                 time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "mizzen", "_output/bin/mizzen", "the mizzen binary")
+	flag.IntVar(&o.nodes, "nodes", 100, "hollow nodes (upstream's full run: 1000)")
+	flag.IntVar(&o.podsPerNode, "pods-per-node", 30, "pods per node: the run makes nodes × this many")
+	flag.IntVar(&o.maxPods, "max-pods", 110, "each hollow node's pods capacity")
+	flag.IntVar(&o.deploymentSize, "deployment-size", 100, "replicas of each Deployment")
+	flag.Float64Var(&o.rate, "rate", 100, "pods asked for per second (Deployments are created at rate/size per second)")
+	flag.Float64Var(&o.schedulerQPS, "scheduler-qps", 5000, "the scheduler's clientConnection qps and burst, both sides")
+	flag.IntVar(&o.cmQPS, "controller-manager-qps", 500, "the controller-manager's --kube-api-qps, both sides")
+	flag.IntVar(&o.cmBurst, "controller-manager-burst", 1000, "the controller-manager's --kube-api-burst, both sides")
+	flag.StringVar(&o.clusterCIDR, "cluster-cidr", "10.240.0.0/14", "pod CIDRs of the nodes (/24 each) come from here")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
+	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
+	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
+	flag.Parse()
+
+	starts := []func() (controlPlane, error){func() (controlPlane, error) {
+		return benchutil.StartMizzen(o.bin, "--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy")
+	}}
+	if *upstream != "" {
+		starts = append(starts, func() (controlPlane, error) { return benchutil.StartUpstream(*upstream, "10.96.0.0/12") })
+	}
+	results := map[string][]result{}
+	var order []string
+	failed := false
+	for round := 0; round < *rounds; round++ {
+		for _, start := range starts {
+			r, err := runOnce(start, o)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "error (%s): %v\n", r.name, err)
+				failed = true
+			}
+			r.print()
+			if len(results[r.name]) == 0 {
+				order = append(order, r.name)
+			}
+			results[r.name] = append(results[r.name], r)
+		}
+	}
+	if len(order) > 1 || *rounds > 1 {
+		summary(order, results)
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// result is one run's figures.
+type result struct {
+	name                  string
+	nodes, pods           int
+	nodesReady            time.Duration // from the hollow nodes' start
+	created               time.Duration // from the first Deployment to the last
+	allRunning, deleted   time.Duration // from the first Deployment; from the deletes
+	startup, startupWatch []time.Duration
+	toBind                []time.Duration
+	throughput, peakRate  float64 // pods bound per second: over the binding, in the best second
+	serverCPU, allCPU     float64 // CPU seconds from the first create to the last deletion
+	cmCPU                 float64
+	rssHolding, rssPeak   float64 // MiB, apiserver + etcd
+	dbHolding, dbEnd      int64
+	slos                  []sloLine
+	running, gone         bool
+	rebound, over         []string
+	load                  string
+}
+
+func runOnce(start func() (controlPlane, error), o options) (r result, err error) {
+	r.nodes, r.pods = o.nodes, o.nodes*o.podsPerNode
+	cp, err := start()
+	if err != nil {
+		return r, err
+	}
+	r.name = cp.Name()
+	defer cp.Stop()
+	if err := cp.StartScheduler(o.schedulerQPS); err != nil {
+		return r, err
+	}
+	if err := cp.StartControllerManager(o.cmQPS, o.cmBurst, o.clusterCIDR); err != nil {
+		return r, err
+	}
+	cfg := cp.AdminConfig()
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+
+	kubeconfig, err := adminKubeconfig(cp)
+	if err != nil {
+		return r, err
+	}
+	hollow := exec.Command(o.bin, "hollow-nodes", "--kubeconfig", kubeconfig, "--count", strconv.Itoa(o.nodes),
+		"--max-pods", strconv.Itoa(o.maxPods), "--preloaded-images", density.Image)
+	logFile, err := os.CreateTemp("", "density-hollow-*.log")
+	if err != nil {
+		return r, err
+	}
+	defer os.Remove(logFile.Name())
+	defer logFile.Close()
+	hollow.Stdout, hollow.Stderr = logFile, logFile
+	benchutil.DieWithParent(hollow)
+	t0 := time.Now()
+	if err := hollow.Start(); err != nil {
+		return r, err
+	}
+	defer proc.Stop(hollow, 60*time.Second)
+	ready := 0
+	if err := density.Wait(ctx, 15*time.Minute, func() bool {
+		ready, _ = density.ReadyNodes(ctx, client)
+		return ready == o.nodes
+	}, func() string { return fmt.Sprintf("%d of %d nodes Ready and untainted", ready, o.nodes) }); err != nil {
+		return r, err
+	}
+	r.nodesReady = time.Since(t0)
+
+	const ns = "density"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return r, err
+	}
+	// The ServiceAccount admission plugin refuses pods until the namespace's default
+	// ServiceAccount exists.
+	if err := density.Wait(ctx, 2*time.Minute, func() bool {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}, func() string { return "no default ServiceAccount in " + ns }); err != nil {
+		return r, err
+	}
+	tracker, err := density.Track(client, ns)
+	if err != nil {
+		return r, err
+	}
+	defer tracker.Stop()
+	before, err := scrape(ctx, client)
+	if err != nil {
+		return r, err
+	}
+	cpu0, allCPU0, cm0 := benchutil.CPU(cp.ServerPIDs()), benchutil.CPU(cp.PIDs()), benchutil.CPU([]int{cp.ControllerManagerPID()})
+	stopSampling := sampleRSS(cp.ServerPIDs(), &r.rssPeak)
+	defer stopSampling()
+	r.load = loadAverage()
+
+	t1 := time.Now()
+	if err := density.Deployments(ctx, client, ns, r.pods, o.deploymentSize, o.rate); err != nil {
+		return r, err
+	}
+	r.created = time.Since(t1)
+	progress := func() string { return fmt.Sprintf("%+v of %d pods", tracker.Counts(), r.pods) }
+	if err := density.Wait(ctx, o.timeout, func() bool { return tracker.Counts().Running >= r.pods }, progress); err != nil {
+		return r, fmt.Errorf("pods Running: %w", err)
+	}
+	r.allRunning = time.Since(t1)
+	r.running = tracker.Counts().Live == r.pods
+	time.Sleep(5 * time.Second) // the status writes after Running settle
+	r.rssHolding = benchutil.RSS(cp.ServerPIDs())
+	r.dbHolding = fileSize(cp.EtcdDB())
+	if r.over, err = density.OverCapacity(ctx, client); err != nil {
+		return r, err
+	}
+
+	t2 := time.Now()
+	if err := density.DeleteDeployments(ctx, client, ns); err != nil {
+		return r, err
+	}
+	if err := density.Wait(ctx, o.timeout, func() bool { return tracker.Counts().Live == 0 }, progress); err != nil {
+		return r, fmt.Errorf("pods deleted: %w", err)
+	}
+	r.deleted = time.Since(t2)
+	left, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return r, err
+	}
+	r.gone = len(left.Items) == 0
+	r.serverCPU = benchutil.CPU(cp.ServerPIDs()) - cpu0
+	r.allCPU = benchutil.CPU(cp.PIDs()) - allCPU0
+	r.cmCPU = benchutil.CPU([]int{cp.ControllerManagerPID()}) - cm0
+	r.dbEnd = fileSize(cp.EtcdDB())
+	after, err := scrape(ctx, client)
+	if err != nil {
+		return r, err
+	}
+	r.slos = after.since(before).slos()
+	pods := tracker.Pods()
+	r.rebound = density.Rebound(pods)
+	r.latencies(pods)
+	if !r.running || !r.gone || len(r.rebound) > 0 || len(r.over) > 0 {
+		return r, errors.New("the cluster did not do what it was asked: see the correctness lines")
+	}
+	return r, nil
+}
+
+// latencies fills the per-pod figures: startup from the pod's creationTimestamp (as
+// upstream's measurement: whole seconds, so up to a second too long) and from the
+// watch's first sight of it (the watcher's clock only), creation to binding, and the
+// scheduler's binding rate.
+func (r *result) latencies(pods []density.Pod) {
+	var binds []time.Time
+	for _, p := range pods {
+		if p.Running.IsZero() {
+			continue
+		}
+		r.startup = append(r.startup, p.Running.Sub(p.Created))
+		r.startupWatch = append(r.startupWatch, p.Running.Sub(p.Seen))
+		r.toBind = append(r.toBind, p.Bound.Sub(p.Seen))
+		binds = append(binds, p.Bound)
+	}
+	if len(binds) < 2 {
+		return
+	}
+	sort.Slice(binds, func(i, j int) bool { return binds[i].Before(binds[j]) })
+	if span := binds[len(binds)-1].Sub(binds[0]).Seconds(); span > 0 {
+		r.throughput = float64(len(binds)) / span
+	}
+	perSecond := map[int64]int{}
+	for _, b := range binds {
+		perSecond[b.Unix()]++
+	}
+	for _, n := range perSecond {
+		r.peakRate = max(r.peakRate, float64(n))
+	}
+}
+
+func (r result) print() {
+	fmt.Printf("\n== %s: %d hollow nodes, %d pods (load average at start: %s)\n", r.name, r.nodes, r.pods, r.load)
+	if r.nodesReady == 0 {
+		return
+	}
+	p := benchutil.Percentile
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	fmt.Printf("nodes Ready and untainted %v after start\n", r.nodesReady.Round(time.Second))
+	if r.allRunning == 0 {
+		return
+	}
+	fmt.Printf("Deployments created over %v; every pod Running %v after the first create\n", r.created.Round(time.Millisecond), r.allRunning.Round(time.Millisecond))
+	fmt.Printf("pod startup, creationTimestamp to Running seen by the watch: p50 %s p90 %s p99 %s (SLO p99 <= 5 s)\n",
+		ms(p(r.startup, 0.5)), ms(p(r.startup, 0.9)), ms(p(r.startup, 0.99)))
+	fmt.Printf("pod startup, watch sees the pod to watch sees it Running: p50 %s p90 %s p99 %s; of which to bound p50 %s p99 %s\n",
+		ms(p(r.startupWatch, 0.5)), ms(p(r.startupWatch, 0.9)), ms(p(r.startupWatch, 0.99)), ms(p(r.toBind, 0.5)), ms(p(r.toBind, 0.99)))
+	fmt.Printf("scheduler throughput: %.1f pods/s over the binding, %.0f in the best second\n", r.throughput, r.peakRate)
+	if r.deleted > 0 {
+		fmt.Printf("every pod deleted %v after the Deployments were\n", r.deleted.Round(time.Millisecond))
+	}
+	fmt.Printf("apiserver+etcd: %.1f CPU s from first create to last deletion (whole control plane %.1f, controller-manager %.1f); RSS %.0f MiB holding the pods, peak %.0f MiB\n",
+		r.serverCPU, r.allCPU, r.cmCPU, r.rssHolding, r.rssPeak)
+	fmt.Printf("etcd database: %.1f MiB holding the pods, %.1f MiB at the end\n", float64(r.dbHolding)/(1<<20), float64(r.dbEnd)/(1<<20))
+	fmt.Printf("correctness: every pod Running %v, every pod deleted %v, bound twice %d %v, nodes over capacity %d %v\n",
+		r.running, r.gone, len(r.rebound), r.rebound, len(r.over), r.over)
+	fmt.Printf("API call latency p99 (SLO: mutating and single reads 1 s, namespace lists 5 s, cluster lists 30 s), worst first:\n")
+	for i, l := range r.slos {
+		if i == 12 {
+			fmt.Printf("  ... %d more calls, all within a smaller fraction of their SLO\n", len(r.slos)-i)
+			break
+		}
+		verdict := "ok"
+		if l.p99 > l.call.threshold() {
+			verdict = "OVER SLO"
+		}
+		fmt.Printf("  %-48s p99 %7.3f s of %2.0f s  %6.0f calls  %s\n", l.call, l.p99, l.call.threshold(), l.count, verdict)
+	}
+}
+
+// summary prints the medians of every control plane's runs side by side.
+func summary(order []string, results map[string][]result) {
+	fmt.Printf("\n== medians of %d run(s) each\n", len(results[order[0]]))
+	type figure struct {
+		name string
+		get  func(result) float64
+	}
+	p := func(f func(result) []time.Duration, q float64) func(result) float64 {
+		return func(r result) float64 { return benchutil.Percentile(f(r), q).Seconds() }
+	}
+	figures := []figure{
+		{"every pod Running after first create, s", func(r result) float64 { return r.allRunning.Seconds() }},
+		{"pod startup p50 (creationTimestamp), s", p(func(r result) []time.Duration { return r.startup }, 0.5)},
+		{"pod startup p99 (creationTimestamp), s", p(func(r result) []time.Duration { return r.startup }, 0.99)},
+		{"pod startup p50 (watch to watch), s", p(func(r result) []time.Duration { return r.startupWatch }, 0.5)},
+		{"pod startup p99 (watch to watch), s", p(func(r result) []time.Duration { return r.startupWatch }, 0.99)},
+		{"scheduler pods/s", func(r result) float64 { return r.throughput }},
+		{"all pods deleted, s", func(r result) float64 { return r.deleted.Seconds() }},
+		{"apiserver+etcd CPU s", func(r result) float64 { return r.serverCPU }},
+		{"control plane CPU s", func(r result) float64 { return r.allCPU }},
+		{"controller-manager CPU s", func(r result) float64 { return r.cmCPU }},
+		{"apiserver+etcd RSS holding pods, MiB", func(r result) float64 { return r.rssHolding }},
+		{"apiserver+etcd RSS peak, MiB", func(r result) float64 { return r.rssPeak }},
+		{"etcd db holding pods, MiB", func(r result) float64 { return float64(r.dbHolding) / (1 << 20) }},
+		{"worst API call p99 / its SLO", func(r result) float64 {
+			if len(r.slos) == 0 {
+				return 0
+			}
+			return r.slos[0].p99 / r.slos[0].call.threshold()
+		}},
+	}
+	fmt.Printf("%-40s", "figure")
+	for _, name := range order {
+		fmt.Printf(" %12s", name)
+	}
+	if len(order) == 2 {
+		fmt.Printf(" %12s", order[0]+"/"+order[1])
+	}
+	fmt.Println()
+	for _, f := range figures {
+		fmt.Printf("%-40s", f.name)
+		var medians []float64
+		for _, name := range order {
+			var vals []float64
+			for _, r := range results[name] {
+				if r.allRunning > 0 {
+					vals = append(vals, f.get(r))
+				}
+			}
+			m := median(vals)
+			medians = append(medians, m)
+			fmt.Printf(" %12.2f", m)
+		}
+		if len(medians) == 2 && medians[1] != 0 {
+			fmt.Printf(" %12.2f", medians[0]/medians[1])
+		}
+		fmt.Println()
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
+// adminKubeconfig is the cluster's admin kubeconfig file, for the hollow nodes.
+func adminKubeconfig(cp controlPlane) (string, error) {
+	switch c := cp.(type) {
+	case *benchutil.Mizzen:
+		return c.Kubeconfig, nil
+	case *benchutil.Upstream:
+		return c.Kubeconfig, nil
+	}
+	return "", fmt.Errorf("no kubeconfig for %s", cp.Name())
+}
+
+// scrape reads the apiserver's request latency histograms.
+func scrape(ctx context.Context, c *kubernetes.Clientset) (histograms, error) {
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	return parseHistograms(string(body))
+}
+
+// sampleRSS keeps the largest resident memory of pids seen, every second, until the
+// returned function is called.
+func sampleRSS(pids []int, peak *float64) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			rss := benchutil.RSS(pids)
+			mu.Lock()
+			*peak = max(*peak, rss)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() {
+		select {
+		case <-done:
+		default:
+			close(done)
+		}
+		wg.Wait()
+	}
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return st.Size()
+}
+
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
