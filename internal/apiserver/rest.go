@@ -700,6 +700,7 @@ const (
 	updateStatus                      // only the status
 	updateAll                         // both (pods/binding)
 	updateEphemeral                   // only a pod's spec.ephemeralContainers
+	updateApproval                    // only the status, through a CSR's approval subresource
 	updateResize                      // only a pod's container resources (pods/resize)
 )
 
@@ -708,6 +709,8 @@ func (m updateMode) admissionSubresource() string {
 	switch m {
 	case updateStatus:
 		return "status"
+	case updateApproval:
+		return "approval"
 	case updateAll:
 		return "binding"
 	case updateEphemeral:
@@ -737,6 +740,8 @@ func (m updateMode) subresource() string {
 	switch m {
 	case updateStatus:
 		return "status"
+	case updateApproval:
+		return "approval"
 	case updateEphemeral:
 		return "ephemeralcontainers"
 	case updateResize:
@@ -774,8 +779,8 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if uid := acc.GetUID(); uid != "" && uid != curAcc.GetUID() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curAcc.GetUID()))
 		}
-		if mode == updateStatus {
-			// Only the status changes through the status subresource.
+		if mode == updateStatus || mode == updateApproval {
+			// Only the status changes through the status (or approval) subresource.
 			full := current.DeepCopyObject()
 			copyField(full, obj, "Status")
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())

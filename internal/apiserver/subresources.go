@@ -51,7 +51,7 @@ func (s *Server) serveApproval(w http.ResponseWriter, r *http.Request, info *req
 		s.writeError(w, r, err)
 		return
 	}
-	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateStatus, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateApproval, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 		var sent runtime.Object
 		if info.Verb == "patch" {
 			patched, err := s.applyPatch(w, r, h, current.DeepCopyObject(), contentType, data)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
 )
 
@@ -76,18 +77,10 @@ type Plugin struct {
 type Chain []Plugin
 
 // Admit runs every mutating plugin that handles the operation, stopping at the first
-// refusal.
+// refusal; parts that asked for reinvocation run once more if a later mutation changed
+// the object (see Reinvoker).
 func (c Chain) Admit(ctx context.Context, a *Attributes) error {
-	for _, p := range c {
-		m, ok := p.Handler.(Mutator)
-		if !ok || !m.Handles(a.Operation) {
-			continue
-		}
-		if err := m.Admit(ctx, a); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.admitWithReinvocation(ctx, a)
 }
 
 // Validate runs every validating plugin that handles the operation, stopping at the
@@ -174,12 +167,23 @@ type ServiceResolver interface {
 	ResolveService(ctx context.Context, namespace, name string, port int32) (string, error)
 }
 
+// ApplyMerger merges an apply configuration (a partial object, as JSON-like maps)
+// into an object with server-side apply's merge rules for the object's schema, as
+// MutatingAdmissionPolicy's ApplyConfiguration mutations are merged.
+type ApplyMerger interface {
+	MergeApplyConfiguration(obj runtime.Object, config map[string]interface{}) (runtime.Object, error)
+}
+
 // Deps is what plugins are built with.
 type Deps struct {
 	Reader       Reader
 	StatusWriter StatusWriter
 	Services     ServiceResolver
-	Log          *slog.Logger
+	Apply        ApplyMerger
+	// Authorizer answers the plugins that check a user's permissions (signers for
+	// CSRs); nil allows everything, as an apiserver without an authorizer does.
+	Authorizer authz.Authorizer
+	Log        *slog.Logger
 }
 
 type warningsKey struct{}

@@ -10,7 +10,9 @@ package fieldmanager
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -19,12 +21,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"mizzen/internal/registry"
 )
@@ -235,4 +239,57 @@ func (d defaulter) Default(obj runtime.Object) {
 	if d.def != nil {
 		d.def(obj)
 	}
+}
+
+// MergeApplyConfiguration merges a partial object into obj with server-side apply's
+// merge rules for obj's schema (list types, map keys, atomic fields), without
+// recording any manager: what MutatingAdmissionPolicy's ApplyConfiguration mutations
+// do. obj must carry its apiVersion and kind; the result is of obj's type.
+func (m *Managers) MergeApplyConfiguration(obj runtime.Object, config map[string]interface{}) (runtime.Object, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	var tc managedfields.TypeConverter
+	if ck := m.customKind(gvk); ck != nil {
+		tc = ck.tc
+	} else {
+		var err error
+		if tc, err = m.TypeConverter(); err != nil {
+			return nil, err
+		}
+	}
+	return MergeTyped(tc, obj, config)
+}
+
+// MergeTyped is MergeApplyConfiguration with a given type converter.
+func MergeTyped(tc managedfields.TypeConverter, obj runtime.Object, config map[string]interface{}) (runtime.Object, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	live, err := tc.ObjectToTyped(obj, typed.AllowDuplicates)
+	if err != nil {
+		return nil, err
+	}
+	cfg := make(map[string]interface{}, len(config)+2)
+	for k, v := range config {
+		cfg[k] = v
+	}
+	cfg["apiVersion"], cfg["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	patch, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("the apply configuration does not fit the object's schema: %v", err)
+	}
+	merged, err := live.Merge(patch)
+	if err != nil {
+		return nil, err
+	}
+	content, ok := merged.AsValue().Unstructured().(map[string]interface{})
+	if !ok {
+		return nil, fmt.Errorf("the merged object is not an object")
+	}
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return &unstructured.Unstructured{Object: content}, nil
+	}
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return out, nil
 }

@@ -12,10 +12,10 @@ import (
 	"mizzen/internal/registry"
 )
 
-// policyResources are ValidatingAdmissionPolicy and its binding, served by default
-// in admissionregistration.k8s.io/v1 as upstream.
+// policyResources are ValidatingAdmissionPolicy and MutatingAdmissionPolicy with their
+// bindings, served by default in admissionregistration.k8s.io/v1 as upstream.
 func policyResources() []*registry.Resource {
-	return []*registry.Resource{
+	return append([]*registry.Resource{
 		{
 			GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 			Resource:     "validatingadmissionpolicies",
@@ -61,22 +61,11 @@ func policyResources() []*registry.Resource {
 				},
 				Row: func(obj runtime.Object) []interface{} {
 					b := obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
-					ref := "<unset>"
-					if pr := b.Spec.ParamRef; pr != nil {
-						switch {
-						case pr.Name != "" && pr.Namespace != "":
-							ref = pr.Namespace + "/" + pr.Name
-						case pr.Name != "":
-							ref = pr.Name
-						case pr.Selector != nil:
-							ref = metav1.FormatLabelSelector(pr.Selector)
-						}
-					}
-					return []interface{}{b.Name, b.Spec.PolicyName, ref, registry.Age(b.CreationTimestamp)}
+					return []interface{}{b.Name, b.Spec.PolicyName, paramRefColumn(b.Spec.ParamRef), registry.Age(b.CreationTimestamp)}
 				},
 			},
 		},
-	}
+	}, mutatingPolicyResources()...)
 }
 
 type policyStrategy struct{ registry.BaseStrategy }
@@ -197,19 +186,25 @@ func validateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	if seen[admissionregistrationv1.Deny] && seen[admissionregistrationv1.Warn] {
 		errs = append(errs, field.Invalid(spec.Child("validationActions"), b.Spec.ValidationActions, "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"))
 	}
-	if pr := b.Spec.ParamRef; pr != nil {
-		p := spec.Child("paramRef")
-		if pr.Name != "" && pr.Selector != nil {
-			errs = append(errs, field.Forbidden(p.Child("name"), "name and selector are mutually exclusive"))
-		}
-		if pr.Name == "" && pr.Selector == nil {
-			errs = append(errs, field.Required(p, "one of name or selector must be specified"))
-		}
-		if pr.ParameterNotFoundAction == nil {
-			errs = append(errs, field.Required(p.Child("parameterNotFoundAction"), ""))
-		} else if a := *pr.ParameterNotFoundAction; a != admissionregistrationv1.DenyAction && a != admissionregistrationv1.AllowAction {
-			errs = append(errs, field.NotSupported(p.Child("parameterNotFoundAction"), a, []string{"Allow", "Deny"}))
-		}
+	return append(errs, validateParamRef(b.Spec.ParamRef, spec.Child("paramRef"))...)
+}
+
+// validateParamRef checks a binding's paramRef, of either policy kind.
+func validateParamRef(pr *admissionregistrationv1.ParamRef, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if pr == nil {
+		return nil
+	}
+	if pr.Name != "" && pr.Selector != nil {
+		errs = append(errs, field.Forbidden(p.Child("name"), "name and selector are mutually exclusive"))
+	}
+	if pr.Name == "" && pr.Selector == nil {
+		errs = append(errs, field.Required(p, "one of name or selector must be specified"))
+	}
+	if pr.ParameterNotFoundAction == nil {
+		errs = append(errs, field.Required(p.Child("parameterNotFoundAction"), ""))
+	} else if a := *pr.ParameterNotFoundAction; a != admissionregistrationv1.DenyAction && a != admissionregistrationv1.AllowAction {
+		errs = append(errs, field.NotSupported(p.Child("parameterNotFoundAction"), a, []string{"Allow", "Deny"}))
 	}
 	return errs
 }

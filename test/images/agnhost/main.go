@@ -1,6 +1,7 @@
 // Command agnhost is mizzen's own build of the test tool upstream's e2e tests run in
 // their pods: one static binary whose subcommands (serve-hostname, netexec, dns-lookup,
-// pause, fail, liveness, stress, resource-consumer, webhook, csi-hostpath) behave as upstream's agnhost subcommands of the same
+// pause, fail, liveness, stress, resource-consumer, webhook, crd-conversion-webhook,
+// csi-hostpath) behave as upstream's agnhost subcommands of the same
 // name, so that tests written against upstream's image read the same here.
 package main
 
@@ -21,16 +22,17 @@ type subcommand struct {
 
 func subcommands() map[string]subcommand {
 	return map[string]subcommand{
-		"serve-hostname":    {"serve the pod's hostname over HTTP, UDP or TCP on --port (9376)", runServeHostname},
-		"netexec":           {"HTTP server on --http-port (8080) with /hostname, /echo, /healthz, /dial, /shell, /exit, /clientip", runNetexec},
-		"dns-lookup":        {"resolve a name and print its addresses", runDNSLookup},
-		"pause":             {"sleep until SIGTERM or SIGINT, then exit 0", runPause},
-		"fail":              {"exit at once with the given code (default 1)", runFail},
-		"liveness":          {"serve /healthz on :8080, healthy for 10 seconds and failing after", runLiveness},
-		"stress":            {"allocate memory (--mem-total) in steps, then hold it", runStress},
-		"resource-consumer": {"HTTP server on --port (8080) with /ConsumeCPU?millicores=N&durationSec=S and /ConsumeMem?megabytes=N&durationSec=S", runResourceConsumer},
-		"csi-hostpath":      {"a CSI node plugin publishing directories of --root by bind mount, registered through the kubelet's plugins_registry", runCSIHostPath},
-		"webhook":           {"admission webhooks over TLS (--tls-cert-file, --tls-private-key-file, --port 443): /always-deny, /add-label, /pods, /configmaps, /mutating-pods, ...", runWebhook},
+		"serve-hostname":         {"serve the pod's hostname over HTTP, UDP or TCP on --port (9376)", runServeHostname},
+		"netexec":                {"HTTP server on --http-port (8080) with /hostname, /echo, /healthz, /dial, /shell, /exit, /clientip", runNetexec},
+		"dns-lookup":             {"resolve a name and print its addresses", runDNSLookup},
+		"pause":                  {"sleep until SIGTERM or SIGINT, then exit 0", runPause},
+		"fail":                   {"exit at once with the given code (default 1)", runFail},
+		"liveness":               {"serve /healthz on :8080, healthy for 10 seconds and failing after", runLiveness},
+		"stress":                 {"allocate memory (--mem-total) in steps, then hold it", runStress},
+		"resource-consumer":      {"HTTP server on --port (8080) with /ConsumeCPU?millicores=N&durationSec=S and /ConsumeMem?megabytes=N&durationSec=S", runResourceConsumer},
+		"csi-hostpath":           {"a CSI node plugin publishing directories of --root by bind mount, registered through the kubelet's plugins_registry", runCSIHostPath},
+		"crd-conversion-webhook": {"ConversionReview v1 over TLS on /crdconvert (--tls-cert-file, --tls-private-key-file, --port 443): stable.example.com v1 hostPort <-> v2 host and port", runCRDConversionWebhook},
+		"webhook":                {"admission webhooks over TLS (--tls-cert-file, --tls-private-key-file, --port 443): /always-deny, /add-label, /pods, /configmaps, /mutating-pods, ...", runWebhook},
 	}
 }
 

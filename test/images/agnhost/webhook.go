@@ -31,7 +31,13 @@ const (
 // subcommand: /always-allow-delay-5s, /always-deny, /add-label, /pods, /configmaps,
 // /mutating-configmaps, /mutating-pods and /readyz.
 func runWebhook(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("webhook", stderr)
+	return serveTLS("webhook", "admission webhooks", webhookMux(), args, stdout, stderr)
+}
+
+// serveTLS serves mux over TLS with the --tls-cert-file, --tls-private-key-file and
+// --port flags upstream's webhook subcommands share.
+func serveTLS(name, what string, mux http.Handler, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags(name, stderr)
 	certFile := fs.String("tls-cert-file", "", "file with the serving certificate (PEM)")
 	keyFile := fs.String("tls-private-key-file", "", "file with the serving certificate's key (PEM)")
 	port := fs.Int("port", 443, "secure port")
@@ -43,9 +49,9 @@ func runWebhook(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), Handler: webhookMux(),
+	srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), Handler: mux,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	fmt.Fprintf(stdout, "Serving admission webhooks on port %d\n", *port)
+	fmt.Fprintf(stdout, "Serving %s on port %d\n", what, *port)
 	if err := srv.ListenAndServeTLS("", ""); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// PerCallCostLimit bounds one evaluation, as upstream's per-call limit does.
+const PerCallCostLimit = 1000000
+
 // Variables are the names an expression may use.
 var Variables = []string{"object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"}
 
@@ -48,7 +51,7 @@ func (c *Compiler) Compile(expr string) (cel.Program, error) {
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("compilation failed: %v", iss.Err())
 	}
-	p, err := c.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(1000000))
+	p, err := c.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(PerCallCostLimit))
 	if err != nil {
 		return nil, err
 	}
@@ -62,18 +65,23 @@ func (c *Compiler) Eval(expr string, vars map[string]any) (ref.Val, error) {
 	if err != nil {
 		return nil, err
 	}
-	act := map[string]any{}
+	out, _, err := p.Eval(activation(vars))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// activation is vars with every admission variable it lacks set to null.
+func activation(vars map[string]any) map[string]any {
+	act := make(map[string]any, len(Variables)+len(vars))
 	for _, v := range Variables {
 		act[v] = nil
 	}
 	for k, v := range vars {
 		act[k] = v
 	}
-	out, _, err := p.Eval(act)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return act
 }
 
 // EvalBool evaluates an expression that must give a bool.

@@ -13,6 +13,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/admission/plugin/certificates"
 	"mizzen/internal/apiserver/admission/plugin/ingressclass"
 	"mizzen/internal/apiserver/admission/plugin/limitranger"
 	"mizzen/internal/apiserver/admission/plugin/namespace"
@@ -97,7 +98,7 @@ var DefaultOn = []string{
 }
 
 // built are the plugins New builds itself, sharing one CEL compiler.
-var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true, policy.PluginName: true}
+var built = map[string]bool{webhook.MutatingPluginName: true, webhook.ValidatingPluginName: true, policy.PluginName: true, policy.MutatingPluginName: true}
 
 // Factory builds a plugin.
 type Factory func(deps admission.Deps) (admission.Handler, error)
@@ -145,6 +146,15 @@ var factories = map[string]Factory{
 	},
 	resourcequota.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return resourcequota.New(d.Reader, d.StatusWriter), nil
+	},
+	certificates.ApprovalPluginName: func(d admission.Deps) (admission.Handler, error) {
+		return certificates.NewApproval(d.Authorizer), nil
+	},
+	certificates.SigningPluginName: func(d admission.Deps) (admission.Handler, error) {
+		return certificates.NewSigning(d.Authorizer), nil
+	},
+	certificates.SubjectRestrictionPluginName: func(admission.Deps) (admission.Handler, error) {
+		return certificates.NewSubjectRestriction(), nil
 	},
 	ingressclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return ingressclass.New(d.Reader), nil
@@ -214,7 +224,14 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	mutations, err := cel.NewMutationCompiler()
+	if err != nil {
+		return nil, err
+	}
 	factories := maps.Clone(factories)
+	factories[policy.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
+		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply), nil
+	}
 	factories[webhook.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
 		return webhook.New(true, d.Reader, d.Services, compiler, d.Log), nil
 	}

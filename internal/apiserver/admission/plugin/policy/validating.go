@@ -89,7 +89,10 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 				return apierrors.NewInternalError(err)
 			}
 		}
-		params, err := p.params(ctx, pol, b, a)
+		if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
+			return p.deny(pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
+		}
+		params, err := readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
 		if err != nil {
 			if err == errParamsMissing {
 				if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
@@ -199,15 +202,19 @@ func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b 
 		Message: fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)}}
 }
 
-// matches applies match resources: rules less excluded rules, and the selectors.
 func (p *Plugin) matches(ctx context.Context, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
+	return matchResources(ctx, p.reader, m, a)
+}
+
+// matchResources applies match resources: rules less excluded rules, and the selectors.
+func matchResources(ctx context.Context, reader admission.Reader, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
 	if m == nil {
 		return false, nil
 	}
 	if !matchNamed(m.ResourceRules, m.MatchPolicy, a) || matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a) {
 		return false, nil
 	}
-	if ok, err := webhook.MatchNamespace(ctx, p.reader, m.NamespaceSelector, a); err != nil || !ok {
+	if ok, err := webhook.MatchNamespace(ctx, reader, m.NamespaceSelector, a); err != nil || !ok {
 		return false, err
 	}
 	return webhook.MatchObject(m.ObjectSelector, a)
@@ -236,6 +243,10 @@ func contains(list []string, s string) bool {
 
 // baseVars are object, oldObject, request and namespaceObject.
 func (p *Plugin) baseVars(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
+	return baseVars(ctx, p.reader, a)
+}
+
+func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attributes) (map[string]any, error) {
 	obj, err := cel.ToValue(a.Object)
 	if err != nil {
 		return nil, err
@@ -253,7 +264,7 @@ func (p *Plugin) baseVars(ctx context.Context, a *admission.Attributes) (map[str
 	}
 	vars := map[string]any{"object": obj, "oldObject": old, "request": req}
 	if a.Namespace != "" {
-		if ns, err := p.reader.Get(ctx, corev1.SchemeGroupVersion.WithResource("namespaces"), "", a.Namespace); err == nil {
+		if ns, err := reader.Get(ctx, corev1.SchemeGroupVersion.WithResource("namespaces"), "", a.Namespace); err == nil {
 			if vars["namespaceObject"], err = cel.ToValue(ns); err != nil {
 				return nil, err
 			}
@@ -270,16 +281,11 @@ func toAny(s []string) []any {
 	return out
 }
 
-// params are the parameter objects a binding names for this request; nil without a
-// paramKind.
-func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, a *admission.Attributes) ([]any, error) {
-	pk := pol.Spec.ParamKind
+// readParams are the parameter objects a binding's paramRef names for this request;
+// nil without a paramKind. ref must be set when pk is.
+func readParams(ctx context.Context, reader admission.Reader, pk *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, a *admission.Attributes) ([]any, error) {
 	if pk == nil {
 		return nil, nil
-	}
-	ref := b.Spec.ParamRef
-	if ref == nil {
-		return nil, p.deny(pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
 	}
 	gv, err := schema.ParseGroupVersion(pk.APIVersion)
 	if err != nil {
@@ -292,7 +298,7 @@ func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.Valida
 	}
 	var objs []runtime.Object
 	if ref.Name != "" {
-		obj, err := p.reader.Get(ctx, gvr, ns, ref.Name)
+		obj, err := reader.Get(ctx, gvr, ns, ref.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
@@ -304,7 +310,7 @@ func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.Valida
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		all, err := p.reader.List(ctx, gvr, ns)
+		all, err := reader.List(ctx, gvr, ns)
 		if err != nil {
 			return nil, err
 		}

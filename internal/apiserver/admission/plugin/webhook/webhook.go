@@ -43,6 +43,7 @@ var (
 
 // hook is one webhook of either kind.
 type hook struct {
+	config            string // the configuration's name
 	name              string
 	clientConfig      admissionregistrationv1.WebhookClientConfig
 	rules             []admissionregistrationv1.RuleWithOperations
@@ -87,7 +88,7 @@ func New(mutating bool, r admission.Reader, resolver Resolver, compiler *cel.Com
 }
 
 var (
-	_ admission.Mutator   = (*Plugin)(nil)
+	_ admission.Reinvoker = (*Plugin)(nil)
 	_ admission.Validator = (*Plugin)(nil)
 )
 
@@ -111,7 +112,7 @@ func (p *Plugin) hooks(ctx context.Context) ([]*hook, error) {
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
 			n := named{name: c.Name}
 			for _, w := range c.Webhooks {
-				n.hooks = append(n.hooks, &hook{name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, failurePolicy: w.FailurePolicy,
+				n.hooks = append(n.hooks, &hook{config: c.Name, name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, failurePolicy: w.FailurePolicy,
 					matchPolicy: w.MatchPolicy, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
 					sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, matchConditions: w.MatchConditions})
 			}
@@ -119,7 +120,7 @@ func (p *Plugin) hooks(ctx context.Context) ([]*hook, error) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			n := named{name: c.Name}
 			for _, w := range c.Webhooks {
-				n.hooks = append(n.hooks, &hook{name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, failurePolicy: w.FailurePolicy,
+				n.hooks = append(n.hooks, &hook{config: c.Name, name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, failurePolicy: w.FailurePolicy,
 					matchPolicy: w.MatchPolicy, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
 					sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, matchConditions: w.MatchConditions,
 					reinvoke: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy})
@@ -135,9 +136,22 @@ func (p *Plugin) hooks(ctx context.Context) ([]*hook, error) {
 	return out, nil
 }
 
-// Admit calls the matching mutating webhooks in order, applying their patches, and
-// calls again once those asking for reinvocation whose object a later webhook changed.
+// Admit calls the matching mutating webhooks in order, applying their patches. Those
+// asking for reinvocation are recorded for the chain, which calls Reinvoke if a later
+// mutation changed the object.
 func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
+	return p.admit(ctx, a, false)
+}
+
+// Reinvoke calls once more the webhooks with reinvocationPolicy IfNeeded that ran
+// before the object changed.
+func (p *Plugin) Reinvoke(ctx context.Context, a *admission.Attributes) error {
+	return p.admit(ctx, a, true)
+}
+
+func (h *hook) id() string { return "webhook/" + h.config + "/" + h.name }
+
+func (p *Plugin) admit(ctx context.Context, a *admission.Attributes, reinvoking bool) error {
 	if !p.mutating || a.Internal || exempt(a) {
 		return nil
 	}
@@ -145,32 +159,19 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
-	type called struct {
-		h       *hook
-		changes int // changes made to the object when it was last called
-	}
-	var invoked []called
-	changes := 0
 	for _, h := range hooks {
+		if reinvoking && (!h.reinvoke || !admission.NeedsReinvocation(ctx, h.id())) {
+			continue
+		}
 		changed, ran, err := p.mutateOnce(ctx, h, a)
 		if err != nil {
 			return err
 		}
 		if changed {
-			changes++
+			admission.RecordChange(ctx)
 		}
-		if ran {
-			invoked = append(invoked, called{h, changes})
-		}
-	}
-	if changes == 0 {
-		return nil
-	}
-	for _, c := range invoked {
-		if c.h.reinvoke && c.changes < changes {
-			if _, _, err := p.mutateOnce(ctx, c.h, a); err != nil {
-				return err
-			}
+		if ran && h.reinvoke && !reinvoking {
+			admission.RecordReinvocable(ctx, h.id())
 		}
 	}
 	return nil

@@ -60,7 +60,9 @@ func TestMutatingReinvocation(t *testing.T) {
 	a := &admission.Attributes{Operation: admission.Create, Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 		Resource: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: "", Name: "cm",
 		Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, User: registry.User{Name: "u"}}
-	if err := p.Admit(context.Background(), a); err != nil {
+	// Reinvocation is the chain's: it calls the plugin's Reinvoke after its first pass.
+	chain := admission.Chain{{Name: MutatingPluginName, Handler: p}}
+	if err := chain.Admit(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	if a.Object.(*corev1.ConfigMap).Labels["second"] != "yes" {
