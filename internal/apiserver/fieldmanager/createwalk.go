@@ -97,6 +97,17 @@ func (w *createWalker) validateSubtree(tr schema.TypeRef, v value.Value) error {
 	return nil
 }
 
+// wholeLeaf is an atomic or empty map or list: one leaf, its contents validated.
+func (w *createWalker) wholeLeaf(tr schema.TypeRef, lhsV, rhsV value.Value, validate bool) (bool, error) {
+	if validate {
+		if err := w.validateSubtree(tr, rhsV); err != nil {
+			return false, err
+		}
+	}
+	w.leaf(lhsV, rhsV)
+	return true, nil
+}
+
 func (w *createWalker) doMap(tr schema.TypeRef, t *schema.Map, lhsV, rhsV value.Value, validate bool) (bool, error) {
 	var lhs, rhs value.Map
 	if lhsV != nil && lhsV.IsMap() {
@@ -113,13 +124,7 @@ func (w *createWalker) doMap(tr schema.TypeRef, t *schema.Map, lhsV, rhsV value.
 	}
 	emptyPromoteToLeaf := (lhs == nil || lhs.Empty()) && (rhs == nil || rhs.Empty())
 	if t.ElementRelationship == schema.Atomic || emptyPromoteToLeaf {
-		if validate {
-			if err := w.validateSubtree(tr, rhsV); err != nil {
-				return false, err
-			}
-		}
-		w.leaf(lhsV, rhsV)
-		return true, nil
+		return w.wholeLeaf(tr, lhsV, rhsV, validate)
 	}
 	if rhs == nil {
 		// Only the empty object's fields: the comparison finds them removed,
@@ -167,13 +172,7 @@ func (w *createWalker) doList(tr schema.TypeRef, t *schema.List, lhsV, rhsV valu
 	}
 	emptyPromoteToLeaf := (lhs == nil || lhs.Length() == 0) && (rhs == nil || rhs.Length() == 0)
 	if t.ElementRelationship == schema.Atomic || emptyPromoteToLeaf {
-		if validate {
-			if err := w.validateSubtree(tr, rhsV); err != nil {
-				return false, err
-			}
-		}
-		w.leaf(lhsV, rhsV)
-		return true, nil
+		return w.wholeLeaf(tr, lhsV, rhsV, validate)
 	}
 	if lhs == nil && rhs == nil {
 		return false, nil
