@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -45,12 +46,13 @@ func main() {
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
+	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
 	flag.Parse()
 	// client-go logs each get its deadline cuts short; the figures are the output.
 	quietKlog()
 	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
-	if *cpuProfile != "" {
-		if err := profileCreates(*cpuProfile, o); err != nil {
+	if *cpuProfile != "" || *heapProfile != "" {
+		if err := profileInProcess(*cpuProfile, *heapProfile, o); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
@@ -106,6 +108,8 @@ type options struct {
 	pods, workers, watchers, watchEvents int
 	// profile, when set, is called to start (true) and stop (false) a profile of the creates.
 	profile func(start bool)
+	// holding, when set, is called where the RSS holding every pod is measured.
+	holding func()
 }
 
 // figures are one run's measurements by name, in the order measured.
@@ -302,6 +306,19 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 		}
 		f.set(fmt.Sprintf("list %d pods, %s, protobuf, p50 ms", nPods, label), ms(benchutil.Percentile(ds, 0.5)))
 	}
+	// The server's part of a list: the body read and discarded, not decoded, so the
+	// client's decoding (the same client-go on both sides) is left out.
+	for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
+		ds, err := rawLists(cfg, "/api/v1/namespaces/default/pods", accept, 10)
+		if err != nil {
+			return f, err
+		}
+		label := "protobuf"
+		if accept == "application/json" {
+			label = "JSON"
+		}
+		f.set(fmt.Sprintf("list %d pods, consistent, %s, server time (body discarded), p50 ms", nPods, label), ms(benchutil.Percentile(ds, 0.5)))
+	}
 	jsonCfg := rest.CopyConfig(cfg)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
 	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
@@ -316,6 +333,9 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set(fmt.Sprintf("list %d pods, consistent, JSON, p50 ms", nPods), ms(benchutil.Percentile(ds, 0.5)))
 	time.Sleep(2 * time.Second)
 	f.set(fmt.Sprintf("RSS MiB holding %d pods", nPods), benchutil.RSS(c.ServerPIDs()))
+	if o.holding != nil {
+		o.holding()
+	}
 	if o.watchers <= 0 {
 		return f, nil
 	}
@@ -419,4 +439,38 @@ func quietKlog() {
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
+}
+
+// rawLists GETs path n times with Accept accept over the client's own TLS and
+// credentials, reading each body to io.Discard, and returns the times from sending
+// the request to the body's last byte.
+func rawLists(cfg *rest.Config, path, accept string, n int) ([]time.Duration, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer hc.CloseIdleConnections()
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", accept)
+		s := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		size, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, time.Since(s))
+		if resp.StatusCode != http.StatusOK || size == 0 {
+			return nil, fmt.Errorf("GET %s as %s: %s, %d bytes", path, accept, resp.Status, size)
+		}
+	}
+	return ds, nil
 }

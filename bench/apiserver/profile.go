@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -49,30 +50,49 @@ func (c *inProcess) Stop() {
 	os.RemoveAll(c.dir)
 }
 
-// profileCreates runs the creates (and the rest of the workload) against an
-// in-process server with a CPU profile of the creates written to path.
-func profileCreates(path string, o options) error {
+// profileInProcess runs the workload against an in-process server, with a CPU
+// profile of the creates written to cpuPath and a heap profile, taken where the RSS
+// holding every pod is measured, written to heapPath (either may be empty).
+func profileInProcess(cpuPath, heapPath string, o options) error {
 	c, err := startInProcess()
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	if cpuPath != "" {
+		f, err := os.Create(cpuPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		o.profile = func(start bool) {
+			if start {
+				_ = pprof.StartCPUProfile(f)
+			} else {
+				pprof.StopCPUProfile()
+			}
+		}
 	}
-	defer f.Close()
-	o.profile = func(start bool) {
-		if start {
-			_ = pprof.StartCPUProfile(f)
-		} else {
-			pprof.StopCPUProfile()
+	var heapErr error
+	if heapPath != "" {
+		o.holding = func() {
+			f, err := os.Create(heapPath)
+			if err != nil {
+				heapErr = err
+				return
+			}
+			defer f.Close()
+			runtime.GC()
+			heapErr = pprof.Lookup("heap").WriteTo(f, 0)
 		}
 	}
 	o.watchers = 0
 	res, err := run(c, time.Now(), o)
 	if err == nil {
 		os.Stdout.WriteString(res.String())
+	}
+	if err == nil {
+		err = heapErr
 	}
 	return err
 }

@@ -189,6 +189,9 @@ func (s *Server) trackFields(h *resourceHandler, owner *fieldOwner, live, obj ru
 	if live == nil {
 		live = h.New()
 		live.GetObjectKind().SetGroupVersionKind(h.GroupVersionKind())
+		if owner.subresource == "" {
+			return s.fields.Create(h.GroupVersionKind(), live, obj, owner.manager)
+		}
 	}
 	return s.fields.Update(h.GroupVersionKind(), owner.subresource, live, obj, owner.manager)
 }

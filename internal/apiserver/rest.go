@@ -312,6 +312,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		s.writeJSONList(w, h, entries, rv)
 		return
 	}
+	if format.as == "" && format.mediaType == mediaProtobuf && entries != nil && !h.converted() && protobufItems(objs) {
+		s.writeProtobufList(w, h, entries, rv)
+		return
+	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont, RemainingItemCount: remaining}
 	switch format.as {
 	case "Table":

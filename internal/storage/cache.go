@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,10 @@ func (e *Entry) Encoded(i int, encode func(runtime.Object) ([]byte, error)) ([]b
 	data, err := encode(e.Object)
 	if err != nil {
 		return nil, err
+	}
+	if cap(data) > len(data)+len(data)/8 {
+		// Kept as long as the entry: not with the slack of the buffer it was encoded in.
+		data = bytes.Clone(data)
 	}
 	e.encoded[i].Store(&data)
 	return data, nil

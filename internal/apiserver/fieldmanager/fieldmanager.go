@@ -50,6 +50,8 @@ type Managers struct {
 
 	mu       sync.Mutex
 	managers map[managerKey]*managedfields.FieldManager
+	// empties holds an *emptyKind per kind, for creates.
+	empties sync.Map
 
 	// custom are the custom resource kinds, added and removed while the server runs.
 	customMu sync.RWMutex

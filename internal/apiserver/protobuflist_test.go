@@ -1,0 +1,64 @@
+package apiserver
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/storage"
+)
+
+// TestProtobufListIsTheSerializers: a protobuf list written around the entries'
+// cached encodings has the bytes the protobuf serializer gives the list object, and
+// the cached encodings are the ones a watch sends.
+func TestProtobufListIsTheSerializers(t *testing.T) {
+	s := fuzzServer(t)
+	s.log = slog.New(slog.DiscardHandler)
+	h := &resourceHandler{Resource: fuzzPodResource}
+	for _, n := range []int{0, 1, 3, 200} {
+		var entries []*storage.Entry
+		var objs []runtime.Object
+		list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "12345"}}
+		for i := 0; i < n; i++ {
+			pod := &corev1.Pod{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "default", ResourceVersion: fmt.Sprint(100 + i), Labels: map[string]string{"i": fmt.Sprint(i)}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: string(bytes.Repeat([]byte("x"), i))}}},
+			}
+			entries = append(entries, &storage.Entry{Key: pod.Name, Object: pod})
+			objs = append(objs, pod)
+			list.Items = append(list.Items, *pod)
+		}
+		if !protobufItems(objs) {
+			t.Fatal("pods have no protobuf form")
+		}
+		list.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		want := httptest.NewRecorder()
+		s.writeObject(want, 200, list, mediaProtobuf)
+		got := httptest.NewRecorder()
+		s.writeProtobufList(got, h, entries, 12345)
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Fatalf("%d pods: the list's bytes differ from the serializer's:\n got %q\nwant %q", n, got.Body.Bytes(), want.Body.Bytes())
+		}
+		if cl := got.Header().Get("Content-Length"); cl != fmt.Sprint(want.Body.Len()) {
+			t.Errorf("%d pods: Content-Length %s, body %d bytes", n, cl, want.Body.Len())
+		}
+		for _, e := range entries {
+			cached, _ := e.Encoded(1, func(runtime.Object) ([]byte, error) { t.Fatal("not cached"); return nil, nil })
+			direct, _ := s.encodeProtobuf(e.Object)
+			if !bytes.Equal(cached, direct) {
+				t.Fatalf("cached encoding of %s is not the object's", e.Key)
+			}
+		}
+	}
+	if protobufItems([]runtime.Object{&corev1.Pod{}, &metav1.Status{}, &unstructured.Unstructured{}}) {
+		t.Error("a type without protobuf counted as protobuf")
+	}
+}
