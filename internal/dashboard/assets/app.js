@@ -617,7 +617,7 @@ async function showOverview(main, signal) {
   const legend = h('p', { class: 'legend' }, h('span', { class: 'ok' }, '● healthy'), h('span', { class: 'bad' }, '● unhealthy'), h('span', { class: 'unknown' }, '● unknown'));
   const details = h('table', { id: 'components' });
   main.append(h('h1', {}, 'The cluster at a glance'), legend, svgBox, h('h2', {}, 'Components'), details);
-  const state = { readyz: null, nodes: null, leases: null, dns: null, metrics: null, errors: {} };
+  const state = { readyz: null, nodes: null, leases: null, dns: null, metrics: null, proxies: {}, errors: {} };
 
   const draw = () => {
     const comps = components(state);
@@ -650,11 +650,49 @@ async function showOverview(main, signal) {
         const resp = await fetch('/k8s/readyz', { signal, credentials: 'same-origin' });
         state.readyz = resp.ok ? 'ok' : `${resp.status}: ${(await resp.text()).trim()}`;
       } catch (e) { if (signal.aborted) return; state.readyz = e.message; }
+      await askProxies(state, signal);
       draw();
       await sleep(5000); // leases expire without an event: look again
     }
   };
   poll();
+}
+
+// askProxies reads each node's service proxy's /healthz (upstream's answer: 200 while its
+// rules keep up with the API, 503 when a change waits too long) through the apiserver's
+// node proxy, as the logged-in user: who may not get nodes/proxy sees the refusal.
+async function askProxies(state, signal) {
+  if (state.settings === undefined) {
+    try {
+      const resp = await fetch('/settings', { signal, credentials: 'same-origin' });
+      state.settings = resp.ok ? await resp.json() : {};
+    } catch (e) { if (signal.aborted) return; state.settings = {}; }
+  }
+  const port = state.settings.proxyHealthzPort;
+  if (!port || !state.nodes) return;
+  await Promise.all(state.nodes.map(async n => {
+    const name = n.metadata.name;
+    let health;
+    try {
+      const resp = await fetch(`/k8s/api/v1/nodes/${encodeURIComponent(name)}:${port}/proxy/healthz`, { signal, credentials: 'same-origin' });
+      const text = await resp.text();
+      let body = {};
+      try { body = JSON.parse(text); } catch (e) { /* not JSON: shown as is */ }
+      if (body.kind === 'Status') { // the apiserver's answer, not the proxy's
+        health = { health: resp.status === 401 || resp.status === 403 ? 'unknown' : 'bad', short: 'unreachable', detail: body.message || text.trim() };
+      } else if (resp.ok) {
+        health = { health: 'ok', short: 'rules current', detail: body.lastUpdated ? `rules written ${age(body.lastUpdated)} ago` : 'no rules written yet, none waiting' };
+      } else if (resp.status === 503 && body.currentTime) {
+        health = { health: 'bad', short: 'rules stale', detail: `a change waits to be written; last written ${body.lastUpdated ? age(body.lastUpdated) + ' ago' : 'never'}` };
+      } else {
+        health = { health: 'bad', short: 'unreachable', detail: `${resp.status}: ${text.trim()}` };
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      health = { health: 'bad', short: 'unreachable', detail: e.message };
+    }
+    state.proxies[name] = { ...health, detail: `${health.detail} (/healthz on port ${port})` };
+  }));
 }
 
 function leaseHealth(lease) {
@@ -683,8 +721,10 @@ function components(s) {
     const health = !ready ? 'unknown' : ready.status === 'True' ? 'ok' : 'bad';
     out.push({ id: 'kubelet-' + n.metadata.name, label: `kubelet ${n.metadata.name}`, health, short: ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'unknown',
       detail: ready ? `Ready=${ready.status}${ready.reason ? ' (' + ready.reason + ')' : ''}${ready.message ? ': ' + ready.message : ''}` : 'no Ready condition yet' });
-    out.push({ id: 'proxy-' + n.metadata.name, label: `proxy ${n.metadata.name}`, health: health === 'ok' ? 'unknown' : health, short: 'no health reported',
-      detail: 'the service proxy reports no health through the API; it runs beside the kubelet' });
+    const proxy = s.proxies[n.metadata.name] || (s.settings && !s.settings.proxyHealthzPort
+      ? { health: 'unknown', short: 'not asked', detail: 'the dashboard was given no proxy health port' }
+      : { health: 'unknown', short: 'asking', detail: 'asking the proxy\'s /healthz' });
+    out.push({ id: 'proxy-' + n.metadata.name, label: `proxy ${n.metadata.name}`, ...proxy });
   }
   const dnsErr = forbidden('dns');
   if (dnsErr) out.push({ id: 'dns', label: 'dns', ...dnsErr });
