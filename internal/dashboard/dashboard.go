@@ -141,6 +141,7 @@ func NewHandler(cfg *rest.Config, proxyHealthzPort int, log *slog.Logger) (http.
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.Handle(proxyPrefix+"/", p)
 	mux.HandleFunc("GET /settings", d.serveSettings)
+	mux.HandleFunc("GET /proxyhealth/{node}", d.serveProxyHealth)
 	mux.HandleFunc("GET /journey/pods/{namespace}/{name}", d.servePodJourney)
 	mux.HandleFunc("GET /journey/deployments/{namespace}/{name}", d.serveDeploymentJourneys)
 	return securityHeaders(mux), nil

@@ -659,8 +659,9 @@ async function showOverview(main, signal) {
 }
 
 // askProxies reads each node's service proxy's /healthz (upstream's answer: 200 while its
-// rules keep up with the API, 503 when a change waits too long) through the apiserver's
-// node proxy, as the logged-in user: who may not get nodes/proxy sees the refusal.
+// rules keep up with the API, 503 when a change waits too long), which the dashboard asks
+// through the apiserver's node proxy as the logged-in user: who may not get nodes/proxy
+// sees the refusal.
 async function askProxies(state, signal) {
   if (state.settings === undefined) {
     try {
@@ -674,19 +675,12 @@ async function askProxies(state, signal) {
     const name = n.metadata.name;
     let health;
     try {
-      const resp = await fetch(`/k8s/api/v1/nodes/${encodeURIComponent(name)}:${port}/proxy/healthz`, { signal, credentials: 'same-origin' });
-      const text = await resp.text();
-      let body = {};
-      try { body = JSON.parse(text); } catch (e) { /* not JSON: shown as is */ }
-      if (body.kind === 'Status') { // the apiserver's answer, not the proxy's
-        health = { health: resp.status === 401 || resp.status === 403 ? 'unknown' : 'bad', short: 'unreachable', detail: body.message || text.trim() };
-      } else if (resp.ok) {
-        health = { health: 'ok', short: 'rules current', detail: body.lastUpdated ? `rules written ${age(body.lastUpdated)} ago` : 'no rules written yet, none waiting' };
-      } else if (resp.status === 503 && body.currentTime) {
-        health = { health: 'bad', short: 'rules stale', detail: `a change waits to be written; last written ${body.lastUpdated ? age(body.lastUpdated) + ' ago' : 'never'}` };
-      } else {
-        health = { health: 'bad', short: 'unreachable', detail: `${resp.status}: ${text.trim()}` };
-      }
+      const resp = await fetch(`/proxyhealth/${encodeURIComponent(name)}`, { signal, credentials: 'same-origin' });
+      const a = await resp.json();
+      if (!resp.ok) health = { health: 'unknown', short: 'not asked', detail: a.message || `${resp.status}` };
+      else if (!a.reachable) health = { health: a.code === 401 || a.code === 403 ? 'unknown' : 'bad', short: 'unreachable', detail: a.message };
+      else if (a.healthy) health = { health: 'ok', short: 'rules current', detail: a.lastUpdated ? `rules written ${age(a.lastUpdated)} ago` : 'no rules written yet, none waiting' };
+      else health = { health: 'bad', short: 'rules stale', detail: `${a.message}; last written ${a.lastUpdated ? age(a.lastUpdated) + ' ago' : 'never'}` };
     } catch (e) {
       if (signal.aborted) return;
       health = { health: 'bad', short: 'unreachable', detail: e.message };
