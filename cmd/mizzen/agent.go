@@ -24,7 +24,7 @@ func init() { register(newAgentCommand) }
 func newAgentCommand() *cobra.Command {
 	var server, token string
 	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir, cloudProvider, nodeIP, podNetwork string
-	var vxlanID, vxlanPort int
+	var vxlanID, vxlanPort, proxyHealthzPort int
 	var pf agent.ProxyOptions
 	var noProxy, noNetworkPolicy, verbose bool
 	var kubeletPort int32
@@ -105,6 +105,7 @@ func newAgentCommand() *cobra.Command {
 				}
 				po := agent.ProxyFor(kf.HostnameOverride, clusterCIDR, podBridge, newLogger(verbose))
 				po.NodePortAddresses, po.MasqueradeAll = pf.NodePortAddresses, pf.MasqueradeAll
+				po.HealthzAddress = agent.ProxyHealthzAddress(proxyHealthzPort)
 				opts.Proxy, opts.ProxyConfig = &po, proxyCfg
 			}
 			return agent.Run(ctx, opts)
@@ -128,6 +129,7 @@ func newAgentCommand() *cobra.Command {
 	f.IntVar(&vxlanPort, "vxlan-port", podnet.DefaultPort, "the vxlan pod network's UDP port")
 	f.StringSliceVar(&pf.NodePortAddresses, "nodeport-addresses", nil, "the proxy's NodePort addresses: CIDRs, or \"primary\" (default: primary)")
 	f.BoolVar(&pf.MasqueradeAll, "masquerade-all", false, "the proxy masquerades all traffic sent to a ClusterIP")
+	f.IntVar(&proxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "port of the service proxy's /healthz and /livez on every address (0: none)")
 	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
 	f.BoolVar(&noNetworkPolicy, "disable-network-policy", false, "enforce no NetworkPolicies on this node")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")

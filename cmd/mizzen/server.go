@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"mizzen/internal/agent"
 	"mizzen/internal/cloud/local"
 	"mizzen/internal/controlplane"
 	"mizzen/internal/controlplane/core"
@@ -46,6 +47,8 @@ type serverFlags struct {
 	controllerManagerPort int
 	// dashboardPort serves the bundled dashboard's HTTPS on the bind address.
 	dashboardPort int
+	// proxyHealthzPort serves the bundled proxy's /healthz on every address.
+	proxyHealthzPort int
 	// metricResolution is the bundled metrics server's scrape interval.
 	metricResolution time.Duration
 
@@ -175,7 +178,8 @@ func newServerCommand() *cobra.Command {
 				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
-				Snapshots: f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
+				ProxyHealthzPort: f.proxyHealthzPort,
+				Snapshots:        f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
 				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
@@ -206,6 +210,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
 	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
+	cmd.Flags().IntVar(&f.proxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "port of the agent's service proxy's /healthz and /livez on every address (0: none); the dashboard reads it through the apiserver's node proxy")
 	cmd.Flags().StringVar(&f.kubeletCloudProvider, "kubelet-cloud-provider", "", `the agent's kubelet --cloud-provider: "external" registers the node tainted uninitialized until the bundled cloud-controller-manager initializes it`)
 	cmd.Flags().StringVar(&f.cloudProvider.LBPool, "lb-ip-pool", "", "the bundled cloud-controller-manager gives LoadBalancer Services addresses from this CIDR or range FIRST-LAST (default: the nodes' addresses, as k3s's ServiceLB)")
 	cmd.Flags().StringVar(&f.cloudProvider.ConfigFile, "cloud-config", "", "the bundled cloud-controller-manager's local provider config (zone, region, instanceType, nodes.NAME...; see docs/cloud-controller-manager.md)")

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -173,6 +175,18 @@ func PodNetworkFor(kf *KubeletOptions, mode, clusterCIDR, bridge string, vni, po
 		return nil, fmt.Errorf("--pod-network %s needs --cluster-cidr", m)
 	}
 	return &PodNetworkOptions{Mode: m, ClusterCIDR: clusterCIDR, Bridge: bridge, VNI: vni, Port: port, Log: log}, nil
+}
+
+// DefaultProxyHealthzPort is upstream's kube-proxy health port.
+const DefaultProxyHealthzPort = 10256
+
+// ProxyHealthzAddress is where a proxy serves its health checks on every address of the
+// node, given its port; 0 serves none.
+func ProxyHealthzAddress(port int) string {
+	if port <= 0 {
+		return ""
+	}
+	return net.JoinHostPort("0.0.0.0", strconv.Itoa(port))
 }
 
 // ProxyFor are the proxy settings of an agent whose node is nodeName on bridge.

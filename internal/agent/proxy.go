@@ -13,7 +13,6 @@ import (
 )
 
 // ProxyOptions are the service proxy's settings, standalone or bundled in an agent.
-// The bundles serve no health checks: several nodes of test clusters share one host.
 type ProxyOptions struct {
 	HostnameOverride  string
 	ClusterCIDR       string

@@ -61,6 +61,9 @@ type BundleOptions struct {
 	IngressHTTPPort, IngressHTTPSPort int
 	// DashboardPort serves the dashboard's HTTPS on the bind address; 0 runs none.
 	DashboardPort int
+	// ProxyHealthzPort is where the agent's service proxy serves /healthz and /livez on
+	// every address (upstream's 10256); 0 serves none. The dashboard asks it.
+	ProxyHealthzPort int
 	// MetricResolution is the bundled metrics server's scrape interval (0: its default).
 	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
@@ -274,6 +277,7 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 			return agent.Options{}, err
 		}
 		po := agent.ProxyFor(kf.HostnameOverride, opts.ClusterCIDR, opts.PodBridge, opts.Log.With("component", "proxy"))
+		po.HealthzAddress = agent.ProxyHealthzAddress(opts.ProxyHealthzPort)
 		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
 	}
 	return ao, nil
@@ -535,7 +539,8 @@ func dashboardRunner(cp *core.ControlPlane, opts BundleOptions) (func(context.Co
 	fmt.Fprintf(os.Stderr, "mizzen dashboard at https://%s/ (log in with a token: docs/dashboard.md)\n", net.JoinHostPort(host, strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)))
 	return func(ctx context.Context) error {
 		return dashboard.Run(ctx, dashboard.Options{APIServer: rest.AnonymousClientConfig(cp.AdminConfig),
-			Listener: listener, CertFile: certFile, KeyFile: keyFile, Log: opts.Log.With("component", "dashboard")})
+			Listener: listener, CertFile: certFile, KeyFile: keyFile, ProxyHealthzPort: opts.ProxyHealthzPort,
+			Log: opts.Log.With("component", "dashboard")})
 	}, nil
 }
 

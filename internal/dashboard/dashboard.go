@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,7 +38,10 @@ type Options struct {
 	// CertFile and KeyFile are the serving certificate; when empty a self-signed one is
 	// made and kept in CertDir.
 	CertFile, KeyFile, CertDir string
-	Log                        *slog.Logger
+	// ProxyHealthzPort is where the nodes' service proxies serve /healthz (upstream's
+	// 10256); the overview reads it through the apiserver's node proxy. 0: not shown.
+	ProxyHealthzPort int
+	Log              *slog.Logger
 }
 
 // Run serves the dashboard until ctx ends.
@@ -45,7 +49,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	h, err := NewHandler(opts.APIServer, opts.Log)
+	h, err := NewHandler(opts.APIServer, opts.ProxyHealthzPort, opts.Log)
 	if err != nil {
 		return err
 	}
@@ -113,8 +117,9 @@ func servingCertificate(opts Options) (tls.Certificate, error) {
 }
 
 // NewHandler is the dashboard's HTTP handler: the login page, the embedded assets, and
-// the proxy to the apiserver of cfg.
-func NewHandler(cfg *rest.Config, log *slog.Logger) (http.Handler, error) {
+// the proxy to the apiserver of cfg. proxyHealthzPort is the nodes' service proxies'
+// health port the overview asks (0: none).
+func NewHandler(cfg *rest.Config, proxyHealthzPort int, log *slog.Logger) (http.Handler, error) {
 	if cfg == nil || cfg.Host == "" {
 		return nil, fmt.Errorf("the apiserver's address is required")
 	}
@@ -126,7 +131,8 @@ func NewHandler(cfg *rest.Config, log *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dashboard{proxy: p, static: static, log: log, anon: rest.AnonymousClientConfig(cfg)}
+	d := &dashboard{proxy: p, static: static, log: log, anon: rest.AnonymousClientConfig(cfg),
+		settings: settings{ProxyHealthzPort: proxyHealthzPort}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.serveIndex)
 	mux.HandleFunc("GET /login", d.serveLoginPage)
@@ -134,6 +140,8 @@ func NewHandler(cfg *rest.Config, log *slog.Logger) (http.Handler, error) {
 	mux.HandleFunc("POST /logout", d.serveLogout)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.Handle(proxyPrefix+"/", p)
+	mux.HandleFunc("GET /settings", d.serveSettings)
+	mux.HandleFunc("GET /proxyhealth/{node}", d.serveProxyHealth)
 	mux.HandleFunc("GET /journey/pods/{namespace}/{name}", d.servePodJourney)
 	mux.HandleFunc("GET /journey/deployments/{namespace}/{name}", d.serveDeploymentJourneys)
 	return securityHeaders(mux), nil
@@ -145,7 +153,24 @@ type dashboard struct {
 	log    *slog.Logger
 	// anon is the apiserver's address and CA without credentials: a session's
 	// token is added per request.
-	anon *rest.Config
+	anon     *rest.Config
+	settings settings
+}
+
+// settings are what the pages need to know of the cluster that the API does not say.
+type settings struct {
+	ProxyHealthzPort int `json:"proxyHealthzPort"`
+}
+
+// serveSettings answers the pages' settings to a logged-in browser.
+func (d *dashboard) serveSettings(w http.ResponseWriter, r *http.Request) {
+	if tokenFrom(r) == "" {
+		http.Error(w, "log in first", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(d.settings)
 }
 
 // securityHeaders keep the pages out of other sites' frames and scripts out of the

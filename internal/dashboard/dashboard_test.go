@@ -84,7 +84,7 @@ func newTestDashboard(t *testing.T) (*httptest.Server, *fakeAPIServer) {
 			CAData:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw}),
 			CertData: admin.CertPEM, KeyData: admin.KeyPEM,
 		}}
-	h, err := NewHandler(cfg, slog.New(slog.DiscardHandler))
+	h, err := NewHandler(cfg, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

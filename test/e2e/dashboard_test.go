@@ -107,6 +107,8 @@ func TestDashboard(t *testing.T) {
 		b.t = t
 		b.waitJS(`(document.querySelector('tr[data-component="kubelet-`+node+`"] td.ok') || {}).textContent === 'healthy'`, "the node's kubelet healthy on the overview")
 		b.waitJS(`!!document.querySelector('svg.star g[data-component="apiserver"] rect.ok')`, "the apiserver drawn healthy")
+		// The node's service proxy, asked for its /healthz through the apiserver's node proxy.
+		b.waitJS(`(document.querySelector('tr[data-component="proxy-`+node+`"] td.ok') || {}).textContent === 'healthy'`, "the node's service proxy healthy on the overview")
 		b.screenshot("overview")
 	})
 

@@ -91,17 +91,20 @@ type cluster struct {
 	ingressHTTPPort, ingressHTTPSPort int
 	// dashboardPort serves the bundled dashboard.
 	dashboardPort int
+	// proxyHealthzPort serves the bundled proxy's /healthz.
+	proxyHealthzPort int
 }
 
 // startServer starts `mizzen server` with the given extra flags and waits for /readyz.
 func startServer(t *testing.T, dataDir string, port int, extra ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dataDir: dataDir, port: port, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), log: &bytes.Buffer{},
-		controllerManagerPort: freePort(t), ingressHTTPPort: freePort(t), ingressHTTPSPort: freePort(t), dashboardPort: freePort(t)}
+		controllerManagerPort: freePort(t), ingressHTTPPort: freePort(t), ingressHTTPSPort: freePort(t), dashboardPort: freePort(t),
+		proxyHealthzPort: freePort(t)}
 	args := append([]string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--controller-manager-secure-port", strconv.Itoa(c.controllerManagerPort),
 		"--ingress-http-port", strconv.Itoa(c.ingressHTTPPort), "--ingress-https-port", strconv.Itoa(c.ingressHTTPSPort),
-		"--dashboard-port", strconv.Itoa(c.dashboardPort)}, extra...)
+		"--dashboard-port", strconv.Itoa(c.dashboardPort), "--proxy-healthz-port", strconv.Itoa(c.proxyHealthzPort)}, extra...)
 	c.cmd = exec.Command(mizzenBin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	start := time.Now()

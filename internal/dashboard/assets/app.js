@@ -617,7 +617,7 @@ async function showOverview(main, signal) {
   const legend = h('p', { class: 'legend' }, h('span', { class: 'ok' }, '● healthy'), h('span', { class: 'bad' }, '● unhealthy'), h('span', { class: 'unknown' }, '● unknown'));
   const details = h('table', { id: 'components' });
   main.append(h('h1', {}, 'The cluster at a glance'), legend, svgBox, h('h2', {}, 'Components'), details);
-  const state = { readyz: null, nodes: null, leases: null, dns: null, metrics: null, errors: {} };
+  const state = { readyz: null, nodes: null, leases: null, dns: null, metrics: null, proxies: {}, errors: {} };
 
   const draw = () => {
     const comps = components(state);
@@ -650,11 +650,43 @@ async function showOverview(main, signal) {
         const resp = await fetch('/k8s/readyz', { signal, credentials: 'same-origin' });
         state.readyz = resp.ok ? 'ok' : `${resp.status}: ${(await resp.text()).trim()}`;
       } catch (e) { if (signal.aborted) return; state.readyz = e.message; }
+      await askProxies(state, signal);
       draw();
       await sleep(5000); // leases expire without an event: look again
     }
   };
   poll();
+}
+
+// askProxies reads each node's service proxy's /healthz (upstream's answer: 200 while its
+// rules keep up with the API, 503 when a change waits too long), which the dashboard asks
+// through the apiserver's node proxy as the logged-in user: who may not get nodes/proxy
+// sees the refusal.
+async function askProxies(state, signal) {
+  if (state.settings === undefined) {
+    try {
+      const resp = await fetch('/settings', { signal, credentials: 'same-origin' });
+      state.settings = resp.ok ? await resp.json() : {};
+    } catch (e) { if (signal.aborted) return; state.settings = {}; }
+  }
+  const port = state.settings.proxyHealthzPort;
+  if (!port || !state.nodes) return;
+  await Promise.all(state.nodes.map(async n => {
+    const name = n.metadata.name;
+    let health;
+    try {
+      const resp = await fetch(`/proxyhealth/${encodeURIComponent(name)}`, { signal, credentials: 'same-origin' });
+      const a = await resp.json();
+      if (!resp.ok) health = { health: 'unknown', short: 'not asked', detail: a.message || `${resp.status}` };
+      else if (!a.reachable) health = { health: a.code === 401 || a.code === 403 ? 'unknown' : 'bad', short: 'unreachable', detail: a.message };
+      else if (a.healthy) health = { health: 'ok', short: 'rules current', detail: a.lastUpdated ? `rules written ${age(a.lastUpdated)} ago` : 'no rules written yet, none waiting' };
+      else health = { health: 'bad', short: 'rules stale', detail: `${a.message}; last written ${a.lastUpdated ? age(a.lastUpdated) + ' ago' : 'never'}` };
+    } catch (e) {
+      if (signal.aborted) return;
+      health = { health: 'bad', short: 'unreachable', detail: e.message };
+    }
+    state.proxies[name] = { ...health, detail: `${health.detail} (/healthz on port ${port})` };
+  }));
 }
 
 function leaseHealth(lease) {
@@ -683,8 +715,10 @@ function components(s) {
     const health = !ready ? 'unknown' : ready.status === 'True' ? 'ok' : 'bad';
     out.push({ id: 'kubelet-' + n.metadata.name, label: `kubelet ${n.metadata.name}`, health, short: ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'unknown',
       detail: ready ? `Ready=${ready.status}${ready.reason ? ' (' + ready.reason + ')' : ''}${ready.message ? ': ' + ready.message : ''}` : 'no Ready condition yet' });
-    out.push({ id: 'proxy-' + n.metadata.name, label: `proxy ${n.metadata.name}`, health: health === 'ok' ? 'unknown' : health, short: 'no health reported',
-      detail: 'the service proxy reports no health through the API; it runs beside the kubelet' });
+    const proxy = s.proxies[n.metadata.name] || (s.settings && !s.settings.proxyHealthzPort
+      ? { health: 'unknown', short: 'not asked', detail: 'the dashboard was given no proxy health port' }
+      : { health: 'unknown', short: 'asking', detail: 'asking the proxy\'s /healthz' });
+    out.push({ id: 'proxy-' + n.metadata.name, label: `proxy ${n.metadata.name}`, ...proxy });
   }
   const dnsErr = forbidden('dns');
   if (dnsErr) out.push({ id: 'dns', label: 'dns', ...dnsErr });
