@@ -83,7 +83,7 @@ uninstall: build
 
 ## test: install what the tests need (packages, test images), then vet and run every test
 test: deps vet images
-	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -count=1 -timeout 40m ./...
 
 ## conformance: build upstream's conformance suite from the Go module proxy and run it
 ## against a fresh `mizzen server` on the default ports (FOCUS, SKIP, PROCS, MINUTES;

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
 
+	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
 )
 
@@ -276,8 +277,19 @@ func TestNodeServerStreams(t *testing.T) {
 			}
 			return []tls.Certificate{pair}
 		}
+		// The server's own node joined by token: its certificate came through a CSR
+		// and lives with the kubelet, as upstream's kubelet-client-current.pem.
+		nodeCert := func() []tls.Certificate {
+			pem := filepath.Join(datadir.Dir(dataDir).KubeletPKI(), "kubelet-client-current.pem")
+			pair, err := tls.LoadX509KeyPair(pem, pem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []tls.Certificate{pair}
+		}
 		apiserver := fmt.Sprintf("https://127.0.0.1:%d", c.port)
 		kubelet := fmt.Sprintf("https://127.0.0.1:%d", kubeletPort)
+		nodeIP := strings.TrimSpace(c.kubectl("get", "node", node, "-o", "jsonpath={.status.addresses[?(@.type=='InternalIP')].address}"))
 		for _, tc := range []struct {
 			name  string
 			url   string
@@ -287,12 +299,18 @@ func TestNodeServerStreams(t *testing.T) {
 			{"apiserver, no certificate (system:anonymous)", apiserver + "/api/v1/namespaces/default/pods/bb/log?container=main", nil, http.StatusForbidden},
 			{"apiserver exec, no certificate (system:anonymous)", apiserver + "/api/v1/namespaces/default/pods/bb/exec?container=main&command=true&stdout=true", nil, http.StatusForbidden},
 			{"kubelet, no certificate", kubelet + "/containerLogs/default/bb/main", nil, http.StatusUnauthorized},
-			{"kubelet, a node's certificate", kubelet + "/containerLogs/default/bb/main", certOf("kubelet"), http.StatusForbidden},
+			{"kubelet, a node's certificate", kubelet + "/containerLogs/default/bb/main", nodeCert(), http.StatusForbidden},
 			{"kubelet, the apiserver's certificate", kubelet + "/containerLogs/default/bb/main", certOf("apiserver-kubelet-client"), http.StatusOK},
 			{"kubelet pods, the apiserver's certificate", kubelet + "/pods", certOf("apiserver-kubelet-client"), http.StatusOK},
 			{"kubelet healthz, a cluster admin", kubelet + "/healthz", certOf("admin"), http.StatusOK},
 		} {
-			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca, Certificates: tc.certs}}}
+			// The kubelet's serving certificate came through a CSR for the node's own
+			// addresses: dialled on loopback, it is checked against the node's InternalIP.
+			serverName := ""
+			if strings.HasPrefix(tc.url, kubelet) {
+				serverName = nodeIP
+			}
+			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca, Certificates: tc.certs, ServerName: serverName}}}
 			resp, err := hc.Get(tc.url)
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
