@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/agent"
 	"mizzen/internal/dashboard"
 )
 
@@ -46,7 +47,7 @@ func newDashboardCommand() *cobra.Command {
 	f.StringVar(&opts.CertFile, "tls-cert-file", "", "Serving certificate (PEM); self-signed in --cert-dir when not given")
 	f.StringVar(&opts.KeyFile, "tls-private-key-file", "", "Serving certificate's key (PEM)")
 	f.StringVar(&opts.CertDir, "cert-dir", "/var/lib/mizzen/dashboard", "Directory keeping the self-signed serving certificate")
-	f.IntVar(&opts.ProxyHealthzPort, "proxy-healthz-port", 10256, "Port of the nodes' service proxies' /healthz, read through the apiserver's node proxy for the overview (0: not shown)")
+	f.IntVar(&opts.ProxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "Port of the nodes' service proxies' /healthz, read through the apiserver's node proxy for the overview (0: not shown)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "Debug logging")
 	return cmd
 }

@@ -52,7 +52,7 @@ func newProxyCommand() *cobra.Command {
 	f.StringVar(&pf.ClusterCIDR, "cluster-cidr", "", "the pods' CIDR: traffic to a ClusterIP from outside it is masqueraded (default: none, nothing is)")
 	f.StringSliceVar(&pf.NodePortAddresses, "nodeport-addresses", nil, "CIDRs whose local addresses serve NodePorts (0.0.0.0/0: all), or \"primary\" (default: primary, the node's IP from its Node object)")
 	f.BoolVar(&pf.MasqueradeAll, "masquerade-all", false, "masquerade all traffic sent to a ClusterIP")
-	f.StringVar(&pf.HealthzAddress, "healthz-bind-address", "0.0.0.0:10256", "address serving /healthz and /livez (empty: none)")
+	f.StringVar(&pf.HealthzAddress, "healthz-bind-address", agent.ProxyHealthzAddress(agent.DefaultProxyHealthzPort), "address serving /healthz and /livez (empty: none)")
 	f.StringVar(&pf.Table, "nftables-table", proxy.TableName, "the nftables table (family ip) the rules live in")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the proxy's table and exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
