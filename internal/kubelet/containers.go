@@ -354,6 +354,12 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 		if psc.RunAsGroup != nil {
 			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 		}
+		// The fsGroup owns the pod's volumes, so every container's processes carry it
+		// as a supplemental group (first, as upstream's kubelet lists it): a container
+		// running as another user reaches its volumes through that group.
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
 		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
 	}
 	csc := c.SecurityContext
