@@ -87,7 +87,8 @@ func EmbeddedClientFiles(d datadir.Dir) *etcd.TLSFiles {
 // SharedCAFiles are the etcd CA's files, relative to the data directory, which every
 // server of a cluster must hold alike.
 func SharedCAFiles() []string {
-	return []string{filepath.Join("tls", "etcd", etcdCAName+".crt"), filepath.Join("tls", "etcd", etcdCAName+".key")}
+	dir := datadir.Dir("").EtcdTLS() // the data directory's own name for it, relative
+	return []string{filepath.Join(dir, etcdCAName+".crt"), filepath.Join(dir, etcdCAName+".key")}
 }
 
 func writePair(cert, key string, issued *pki.Issued) error {

@@ -349,8 +349,9 @@ func writeShared(dir datadir.Dir, caPEM []byte, files map[string][]byte, opts Op
 	return nil
 }
 
-// serviceAccountKeyRel is the shared name of the service-account key in the answer.
-const serviceAccountKeyRel = "tls/sa.key"
+// serviceAccountKeyRel is the shared name of the service-account key in the answer:
+// its path relative to the data directory, as internal/datadir names it.
+var serviceAccountKeyRel = datadir.Dir("").ServiceAccountKey()
 
 // sharedFiles are what a joining server receives: every CA's certificate and key and
 // the service-account key, by path relative to the data directory.
