@@ -29,8 +29,8 @@ type ListWatch struct {
 	// Client is the clientset the functions call: the reflector asks it whether it
 	// serves streaming lists (client-go's fake does not).
 	Client any
-	List  func(ctx context.Context, namespace string, opts metav1.ListOptions) (runtime.Object, error)
-	Watch func(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error)
+	List   func(ctx context.Context, namespace string, opts metav1.ListOptions) (runtime.Object, error)
+	Watch  func(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // Options configure a Manager.
