@@ -89,6 +89,56 @@ func parseHistograms(text string) (histograms, error) {
 	return h, nil
 }
 
+// requestCounts are the apiserver_request_total series of one scrape by call, summed
+// over status codes and the other labels: every request, watches included.
+type requestCounts map[call]float64
+
+func parseRequestCounts(text string) (requestCounts, error) {
+	const prefix = "apiserver_request_total{"
+	out := requestCounts{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		labels, err := parseLabels(line[len(prefix):end])
+		if err != nil {
+			return nil, fmt.Errorf("%w in %q", err, line)
+		}
+		value, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad value in %q", line)
+		}
+		out[call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}] += value
+	}
+	return out, nil
+}
+
+// since is the requests made between an earlier scrape and this one, most first.
+func (c requestCounts) since(before requestCounts) []callCount {
+	var out []callCount
+	for k, v := range c {
+		if n := v - before[k]; n > 0 {
+			out = append(out, callCount{k, n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].count != out[j].count {
+			return out[i].count > out[j].count
+		}
+		return out[i].call.String() < out[j].call.String()
+	})
+	return out
+}
+
+type callCount struct {
+	call  call
+	count float64
+}
+
 // parseLabels reads `a="x",b="y"` with Prometheus' escapes.
 func parseLabels(s string) (map[string]string, error) {
 	out := map[string]string{}

@@ -386,8 +386,8 @@ func normalizeStatus(s *v1.PodStatus) {
 
 // statusWrites remembers, per pod, the pod as the API returned it from the kubelet's
 // last status write, until the watch delivers a newer version than the one that write
-// was made over. A sync in between works from what was written, not from the watch's
-// older copy: it neither writes the same status again nor conflicts on the stale
+// was made over (or the same status). A sync in between works from what was written,
+// not from the watch's older copy: it neither writes the same status again nor conflicts on the stale
 // resourceVersion, and the conditions keep the transition times just written.
 type statusWrites struct {
 	mu   sync.Mutex
@@ -413,11 +413,15 @@ func (s *statusWrites) current(pod *v1.Pod) *v1.Pod {
 	if !ok {
 		return pod
 	}
-	if w.seenRV != pod.ResourceVersion {
+	if w.seenRV != pod.ResourceVersion || apiequality.Semantic.DeepEqual(pod.Status, w.pod.Status) {
 		delete(s.pods, pod.UID) // the watch has caught up (or moved on)
 		return pod
 	}
-	return w.pod
+	// The watch's metadata and spec (the status subresource changes neither), the
+	// status and resourceVersion the write left.
+	cur := *pod
+	cur.ResourceVersion, cur.Status = w.pod.ResourceVersion, w.pod.Status
+	return &cur
 }
 
 // wrote records a successful write over target (the watch's pod or an earlier write's
