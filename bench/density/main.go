@@ -320,7 +320,7 @@ func (r result) print() {
 	}
 	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion), most first:\n")
 	for i, c := range r.requests {
-		if i == 15 {
+		if i == 40 {
 			fmt.Printf("  ... %d more calls\n", len(r.requests)-i)
 			break
 		}
