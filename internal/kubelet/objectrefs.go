@@ -75,16 +75,31 @@ func podContainers(pod *v1.Pod) []*v1.Container {
 }
 
 // podConfigMapNames names the ConfigMaps the kubelet reads for the pod.
-func podConfigMapNames(pod *v1.Pod) []string {
-	var out []string
+func podConfigMapNames(pod *v1.Pod) []string { cms, _ := podObjectNames(pod); return cms }
+
+// podSecretNames names the Secrets the kubelet reads for the pod.
+func podSecretNames(pod *v1.Pod) []string { _, secrets := podObjectNames(pod); return secrets }
+
+// podObjectNames names the ConfigMaps and Secrets the kubelet reads for the pod:
+// volumes and their projected sources, env and envFrom of every container, and (for
+// Secrets) image pull secrets.
+func podObjectNames(pod *v1.Pod) (configMaps, secrets []string) {
+	for _, s := range pod.Spec.ImagePullSecrets {
+		secrets = append(secrets, s.Name)
+	}
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.ConfigMap != nil:
-			out = append(out, v.ConfigMap.Name)
+			configMaps = append(configMaps, v.ConfigMap.Name)
+		case v.Secret != nil:
+			secrets = append(secrets, v.Secret.SecretName)
 		case v.Projected != nil:
 			for _, s := range v.Projected.Sources {
 				if s.ConfigMap != nil {
-					out = append(out, s.ConfigMap.Name)
+					configMaps = append(configMaps, s.ConfigMap.Name)
+				}
+				if s.Secret != nil {
+					secrets = append(secrets, s.Secret.Name)
 				}
 			}
 		}
@@ -92,47 +107,20 @@ func podConfigMapNames(pod *v1.Pod) []string {
 	for _, c := range podContainers(pod) {
 		for _, e := range c.EnvFrom {
 			if e.ConfigMapRef != nil {
-				out = append(out, e.ConfigMapRef.Name)
+				configMaps = append(configMaps, e.ConfigMapRef.Name)
+			}
+			if e.SecretRef != nil {
+				secrets = append(secrets, e.SecretRef.Name)
 			}
 		}
 		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
-				out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
+				configMaps = append(configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
 			}
-		}
-	}
-	return out
-}
-
-// podSecretNames names the Secrets the kubelet reads for the pod.
-func podSecretNames(pod *v1.Pod) []string {
-	var out []string
-	for _, s := range pod.Spec.ImagePullSecrets {
-		out = append(out, s.Name)
-	}
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.Secret != nil:
-			out = append(out, v.Secret.SecretName)
-		case v.Projected != nil:
-			for _, s := range v.Projected.Sources {
-				if s.Secret != nil {
-					out = append(out, s.Secret.Name)
-				}
-			}
-		}
-	}
-	for _, c := range podContainers(pod) {
-		for _, e := range c.EnvFrom {
-			if e.SecretRef != nil {
-				out = append(out, e.SecretRef.Name)
-			}
-		}
-		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				out = append(out, e.ValueFrom.SecretKeyRef.Name)
+				secrets = append(secrets, e.ValueFrom.SecretKeyRef.Name)
 			}
 		}
 	}
-	return out
+	return configMaps, secrets
 }
