@@ -121,6 +121,7 @@ type result struct {
 	rssHolding, rssPeak   float64 // MiB, apiserver + etcd
 	dbHolding, dbEnd      int64
 	slos                  []sloLine
+	requests              []callCount // apiserver_request_total between the scrapes, most first
 	running, gone         bool
 	rebound, over         []string
 	load                  string
@@ -238,7 +239,8 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	if err != nil {
 		return r, err
 	}
-	r.slos = after.since(before).slos()
+	r.slos = after.latency.since(before.latency).slos()
+	r.requests = after.requests.since(before.requests)
 	pods := tracker.Pods()
 	r.rebound = density.Rebound(pods)
 	r.latencies(pods)
@@ -315,6 +317,14 @@ func (r result) print() {
 			verdict = "OVER SLO"
 		}
 		fmt.Printf("  %-48s p99 %7.3f s of %2.0f s  %6.0f calls  %s\n", l.call, l.p99, l.call.threshold(), l.count, verdict)
+	}
+	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion), most first:\n")
+	for i, c := range r.requests {
+		if i == 40 {
+			fmt.Printf("  ... %d more calls\n", len(r.requests)-i)
+			break
+		}
+		fmt.Printf("  %-48s %7.0f  %5.2f per pod\n", c.call, c.count, c.count/float64(r.pods))
 	}
 }
 
@@ -397,13 +407,24 @@ func adminKubeconfig(cp controlPlane) (string, error) {
 	return "", fmt.Errorf("no kubeconfig for %s", cp.Name())
 }
 
-// scrape reads the apiserver's request latency histograms.
-func scrape(ctx context.Context, c *kubernetes.Clientset) (histograms, error) {
+// scrape reads the apiserver's request latency histograms and request counts.
+func scrape(ctx context.Context, c *kubernetes.Clientset) (metrics, error) {
 	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("GET /metrics: %w", err)
+		return metrics{}, fmt.Errorf("GET /metrics: %w", err)
 	}
-	return parseHistograms(string(body))
+	h, err := parseHistograms(string(body))
+	if err != nil {
+		return metrics{}, err
+	}
+	n, err := parseRequestCounts(string(body))
+	return metrics{h, n}, err
+}
+
+// metrics is what one scrape of the apiserver's /metrics gives the run.
+type metrics struct {
+	latency  histograms
+	requests requestCounts
 }
 
 // sampleRSS keeps the largest resident memory of pids seen, every second, until the

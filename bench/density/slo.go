@@ -58,35 +58,81 @@ func (c call) measured() bool {
 // Prometheus' text format, summing over the labels the SLO does not split by (group,
 // version, component, dry run).
 func parseHistograms(text string) (histograms, error) {
-	const prefix = "apiserver_request_duration_seconds_bucket{"
 	h := histograms{}
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			return nil, fmt.Errorf("bad line %q", line)
-		}
-		labels, err := parseLabels(line[len(prefix):end])
-		if err != nil {
-			return nil, fmt.Errorf("%w in %q", err, line)
-		}
-		value, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("bad value in %q", line)
-		}
+	err := eachSample(text, "apiserver_request_duration_seconds_bucket{", func(labels map[string]string, value float64) error {
 		le, err := strconv.ParseFloat(labels["le"], 64) // "+Inf" parses
 		if err != nil {
-			return nil, fmt.Errorf("bad le in %q", line)
+			return fmt.Errorf("bad le %q", labels["le"])
 		}
 		c := call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}
 		if h[c] == nil {
 			h[c] = map[float64]float64{}
 		}
 		h[c][le] += value
+		return nil
+	})
+	return h, err
+}
+
+// eachSample calls f with the labels and value of every line of a Prometheus text
+// scrape that starts with prefix (a metric name and "{").
+func eachSample(text, prefix string, f func(labels map[string]string, value float64) error) error {
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			return fmt.Errorf("bad line %q", line)
+		}
+		labels, err := parseLabels(line[len(prefix):end])
+		if err != nil {
+			return fmt.Errorf("%w in %q", err, line)
+		}
+		value, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
+		if err != nil {
+			return fmt.Errorf("bad value in %q", line)
+		}
+		if err := f(labels, value); err != nil {
+			return fmt.Errorf("%w in %q", err, line)
+		}
 	}
-	return h, nil
+	return nil
+}
+
+// requestCounts are the apiserver_request_total series of one scrape by call, summed
+// over status codes and the other labels: every request, watches included.
+type requestCounts map[call]float64
+
+func parseRequestCounts(text string) (requestCounts, error) {
+	out := requestCounts{}
+	err := eachSample(text, "apiserver_request_total{", func(labels map[string]string, value float64) error {
+		out[call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}] += value
+		return nil
+	})
+	return out, err
+}
+
+// since is the requests made between an earlier scrape and this one, most first.
+func (c requestCounts) since(before requestCounts) []callCount {
+	var out []callCount
+	for k, v := range c {
+		if n := v - before[k]; n > 0 {
+			out = append(out, callCount{k, n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].count != out[j].count {
+			return out[i].count > out[j].count
+		}
+		return out[i].call.String() < out[j].call.String()
+	})
+	return out
+}
+
+type callCount struct {
+	call  call
+	count float64
 }
 
 // parseLabels reads `a="x",b="y"` with Prometheus' escapes.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/fields"
+
 	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
 )
@@ -29,6 +32,31 @@ func (s *Server) requestAttributes(r *http.Request) Attributes {
 	if info == nil || info.Resource == "" {
 		return Attributes{User: user, Verb: authz.NonResourceVerb(r.Method), Path: r.URL.Path}
 	}
+	name := info.Name
+	if name == "" && (info.Verb == "list" || info.Verb == "watch") {
+		name = selectedName(r)
+	}
 	return Attributes{User: user, Verb: info.Verb, ResourceRequest: true, Group: info.Group,
-		Version: info.Version, Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
+		Version: info.Version, Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: name}
+}
+
+// selectedName is the single object a list or watch selects with
+// fieldSelector=metadata.name=NAME, which upstream's apiserver authorizes as a request
+// naming that object (so that a kubelet may watch the one ConfigMap its pod uses, and
+// RBAC's resourceNames apply); "" for any other selector or a name that could not be a
+// path segment.
+func selectedName(r *http.Request) string {
+	raw := r.URL.Query().Get("fieldSelector")
+	if raw == "" {
+		return ""
+	}
+	sel, err := fields.ParseSelector(raw)
+	if err != nil {
+		return ""
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || len(path.IsValidPathSegmentName(name)) > 0 {
+		return ""
+	}
+	return name
 }

@@ -284,9 +284,12 @@ type Kubelet struct {
 	workers        *podWorkers
 	backoff        *backoff
 	statuses       *statusCache
-	starts         *startGate
-	recorder       record.EventRecorder
-	volumes        *volume.Manager
+	// statusWrites keeps pods as the kubelet's last status writes returned them,
+	// until the watch catches up.
+	statusWrites *statusWrites
+	starts       *startGate
+	recorder     record.EventRecorder
+	volumes      *volume.Manager
 	// volumeSources reads (and briefly caches) the objects volumes and env refer to.
 	volumeSources volumeSources
 	static        *staticPods // nil without a manifest directory
@@ -305,15 +308,16 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	kl := &Kubelet{
-		opts:     opts,
-		log:      opts.Logger,
-		clock:    opts.Clock,
-		client:   opts.Client,
-		runtime:  opts.Runtime,
-		images:   opts.Images,
-		backoff:  newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
-		starts:   newStartGate(opts.ParallelStarts),
-		statuses: newStatusCache(),
+		opts:         opts,
+		log:          opts.Logger,
+		clock:        opts.Clock,
+		client:       opts.Client,
+		runtime:      opts.Runtime,
+		images:       opts.Images,
+		backoff:      newBackoff(opts.Clock, 10*time.Second, 5*time.Minute),
+		starts:       newStartGate(opts.ParallelStarts),
+		statuses:     newStatusCache(),
+		statusWrites: newStatusWrites(),
 	}
 	logRotation, err := logrotate.New(logrotate.Options{
 		Runtime: opts.Runtime, MaxSize: opts.ContainerLogMaxSize, MaxFiles: opts.ContainerLogMaxFiles,
@@ -335,7 +339,9 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
-	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod)}
+	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod),
+		configMaps: newConfigMapManager(kl.client), secrets: newSecretManager(kl.client)}
+	defer kl.volumeSources.stopWatches()
 	volOpts := volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
 		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger}
 	if !opts.NoCSI {
@@ -384,7 +390,7 @@ func Run(ctx context.Context, opts Options) error {
 	if _, err := kl.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    kl.onPod,
 		UpdateFunc: func(_, obj any) { kl.onPod(obj) },
-		DeleteFunc: kl.onPod,
+		DeleteFunc: kl.onPodDeleted,
 	}); err != nil {
 		return err
 	}
@@ -547,7 +553,22 @@ func (kl *Kubelet) onPod(obj any) {
 		kl.onMirrorPod(pod)
 		return
 	}
+	kl.volumeSources.register(pod)
 	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
+}
+
+// onPodDeleted drops the pod's ConfigMap and Secret watches (its worker, which may
+// still be stopping containers, needs them no more) and dispatches the deletion.
+func (kl *Kubelet) onPodDeleted(obj any) {
+	o := obj
+	if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = tomb.Obj
+	}
+	if pod, ok := o.(*v1.Pod); ok {
+		kl.volumeSources.unregister(pod.UID)
+		kl.statusWrites.forget(pod.UID)
+	}
+	kl.onPod(obj)
 }
 
 // getPod returns the pod with this key and UID from the watch cache, or nil.

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -327,20 +329,121 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sand
 	return out
 }
 
-// writeStatus posts the status through pods/status if it differs from the pod's.
+// writeStatus posts the status through pods/status if it differs from the pod's, as
+// the API would store it (times to the second). pod is the informer's or, until the
+// watch delivers it, the one the last write returned (see statusWrites).
 func (kl *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, status v1.PodStatus) error {
 	target := kl.statusTarget(pod)
+	normalizeStatus(&status)
 	if target == nil || apiequality.Semantic.DeepEqual(target.Status, status) {
 		return nil
 	}
 	// Keep the order of conditions stable against the old one to avoid needless writes.
 	updated := target.DeepCopy()
 	updated.Status = status
-	_, err := kl.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	written, err := kl.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		// The watch will deliver the newer pod and poke the worker again.
 		kl.workers.poke(pod.UID)
 		return nil
 	}
+	if err == nil && target == pod {
+		kl.statusWrites.wrote(target, written)
+	}
 	return err
+}
+
+// normalizeStatus rounds the status's times to the second, as the API stores them
+// (RFC 3339), so that a status that has not changed compares equal to the stored one
+// and is not written again on every sync (upstream's status manager does the same).
+func normalizeStatus(s *v1.PodStatus) {
+	round := func(t *metav1.Time) {
+		if t != nil {
+			*t = t.Rfc3339Copy()
+		}
+	}
+	state := func(c *v1.ContainerState) {
+		if c.Running != nil {
+			round(&c.Running.StartedAt)
+		}
+		if c.Terminated != nil {
+			round(&c.Terminated.StartedAt)
+			round(&c.Terminated.FinishedAt)
+		}
+	}
+	round(s.StartTime)
+	for i := range s.Conditions {
+		round(&s.Conditions[i].LastProbeTime)
+		round(&s.Conditions[i].LastTransitionTime)
+	}
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
+		for i := range list {
+			state(&list[i].State)
+			state(&list[i].LastTerminationState)
+		}
+	}
+}
+
+// statusWrites remembers, per pod, the pod as the API returned it from the kubelet's
+// last status write, until the watch delivers a newer version than the one that write
+// was made over (or the same status). A sync in between works from what was written,
+// not from the watch's older copy: it neither writes the same status again nor conflicts on the stale
+// resourceVersion, and the conditions keep the transition times just written.
+type statusWrites struct {
+	mu   sync.Mutex
+	pods map[types.UID]statusWrite
+}
+
+type statusWrite struct {
+	seenRV string  // the watch's resourceVersion of the pod when the writes began
+	pod    *v1.Pod // as the last write returned it
+}
+
+func newStatusWrites() *statusWrites { return &statusWrites{pods: map[types.UID]statusWrite{}} }
+
+// current is the newest version of pod the kubelet knows: the last write's result
+// while the watch has not moved past the version it was made over, else pod itself.
+func (s *statusWrites) current(pod *v1.Pod) *v1.Pod {
+	if s == nil || pod == nil {
+		return pod
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.pods[pod.UID]
+	if !ok {
+		return pod
+	}
+	if w.seenRV != pod.ResourceVersion || apiequality.Semantic.DeepEqual(pod.Status, w.pod.Status) {
+		delete(s.pods, pod.UID) // the watch has caught up (or moved on)
+		return pod
+	}
+	// The watch's metadata and spec (the status subresource changes neither), the
+	// status and resourceVersion the write left.
+	cur := *pod
+	cur.ResourceVersion, cur.Status = w.pod.ResourceVersion, w.pod.Status
+	return &cur
+}
+
+// wrote records a successful write over target (the watch's pod or an earlier write's
+// result).
+func (s *statusWrites) wrote(target, written *v1.Pod) {
+	if s == nil || written == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := target.ResourceVersion
+	if w, ok := s.pods[target.UID]; ok && w.pod.ResourceVersion == target.ResourceVersion {
+		seen = w.seenRV // a second write before the watch delivered the first
+	}
+	s.pods[target.UID] = statusWrite{seenRV: seen, pod: written}
+}
+
+func (s *statusWrites) forget(uid types.UID) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pods, uid)
 }

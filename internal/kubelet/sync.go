@@ -43,7 +43,7 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	pod := kl.getPod(w.key, uid)
+	pod := kl.statusWrites.current(kl.getPod(w.key, uid))
 	switch {
 	case pod == nil:
 		done, err := kl.cleanupPod(ctx, w, rt)

@@ -19,21 +19,35 @@ import (
 
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/kubelet/volume"
+	"mizzen/internal/kubelet/watchedobjects"
 )
 
-// volumeSources gives the volume manager what it reads: objects from the API (through
-// a short-lived cache, so that every pod's periodic sync does not cost a GET per
-// volume, as upstream's TTL cache strategy), tokens from the TokenRequest API, and
-// resource values the kubelet computes. Environment variables and image pull secrets
-// read their ConfigMaps and Secrets through it too.
+// volumeSources gives the volume manager what it reads: ConfigMaps and Secrets from
+// the watches their pods registered (see package watchedobjects), other objects from
+// the API through a short-lived cache (so that every pod's periodic sync does not cost
+// a GET per volume), tokens from the TokenRequest API, and resource values the kubelet
+// computes. Environment variables and image pull secrets read their ConfigMaps and
+// Secrets through it too.
 type volumeSources struct {
 	kl      *Kubelet
 	objects *objectCache
+	// configMaps and secrets follow what registered pods refer to; an object no pod
+	// registered (or a Kubelet built by hand in a test, where they are nil) is read
+	// through objects.
+	configMaps, secrets *watchedobjects.Manager
 }
 
 var _ volume.Sources = volumeSources{}
 
 func (s volumeSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	if s.configMaps != nil {
+		if obj, ok, err := s.configMaps.Get(ctx, ns, name); ok {
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*v1.ConfigMap), nil
+		}
+	}
 	obj, err := s.objects.get("configmaps/"+ns+"/"+name, func() (any, error) {
 		return s.kl.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	})
@@ -44,6 +58,14 @@ func (s volumeSources) ConfigMap(ctx context.Context, ns, name string) (*v1.Conf
 }
 
 func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	if s.secrets != nil {
+		if obj, ok, err := s.secrets.Get(ctx, ns, name); ok {
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*v1.Secret), nil
+		}
+	}
 	obj, err := s.objects.get("secrets/"+ns+"/"+name, func() (any, error) {
 		return s.kl.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	})
@@ -51,6 +73,30 @@ func (s volumeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret,
 		return nil, err
 	}
 	return obj.(*v1.Secret), nil
+}
+
+// register follows the ConfigMaps and Secrets the pod refers to (its current version's).
+func (s volumeSources) register(pod *v1.Pod) {
+	if s.configMaps != nil {
+		s.configMaps.RegisterPod(pod)
+		s.secrets.RegisterPod(pod)
+	}
+}
+
+// unregister drops the pod's references; watches no other pod needs stop.
+func (s volumeSources) unregister(uid types.UID) {
+	if s.configMaps != nil {
+		s.configMaps.UnregisterPod(uid)
+		s.secrets.UnregisterPod(uid)
+	}
+}
+
+// stopWatches ends every watch, when the kubelet stops.
+func (s volumeSources) stopWatches() {
+	if s.configMaps != nil {
+		s.configMaps.Stop()
+		s.secrets.Stop()
+	}
 }
 
 // PersistentVolumeClaim is read fresh each time: a pod waiting for its claim to be

@@ -97,9 +97,12 @@ func (m *Mizzen) StartScheduler(qps float64) error {
 	return nil
 }
 
-// StartControllerManager runs `mizzen controller-manager` (every controller) as
-// system:kube-controller-manager, as the bundled one runs, with client qps and burst,
-// no leader election, and pod CIDRs (/24) from clusterCIDR when it is not empty.
+// StartControllerManager runs `mizzen controller-manager` (every controller, each with
+// its own service account's credentials, as the bundled one and kubeadm's run) as
+// system:kube-controller-manager, with client qps and burst, no leader election, and
+// pod CIDRs (/24) from clusterCIDR when it is not empty. (With the manager's own
+// credentials alone the node lifecycle controller may not update nodes, and no
+// node's not-ready taint is ever lifted.)
 func (m *Mizzen) StartControllerManager(qps, burst int, clusterCIDR string) error {
 	kc, err := m.componentKubeconfig("controller-manager", "system:kube-controller-manager")
 	if err != nil {
@@ -111,7 +114,7 @@ func (m *Mizzen) StartControllerManager(qps, burst int, clusterCIDR string) erro
 	}
 	defer log.Close()
 	caCert, caKey := datadir.Dir(m.Dir).Cert(datadir.CAName)
-	m.ctrlMgr = exec.Command(m.Bin, "controller-manager", "--kubeconfig", kc, "--leader-elect=false",
+	m.ctrlMgr = exec.Command(m.Bin, "controller-manager", "--kubeconfig", kc, "--leader-elect=false", "--use-service-account-credentials",
 		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--secure-port", "0",
 		"--cluster-cidr", clusterCIDR, "--cluster-signing-cert-file", caCert, "--cluster-signing-key-file", caKey)
 	m.ctrlMgr.Args = append(m.ctrlMgr.Args, m.ControllerManagerArgs...)

@@ -239,9 +239,22 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (bool,
 	}
 	if attrs.ResourceRequest && attrs.Group == "" {
 		switch {
-		case attrs.Subresource == "" && slices.Contains([]string{"secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"}, attrs.Resource):
+		case attrs.Subresource == "" && attrs.Resource == "persistentvolumes":
 			if attrs.Verb != "get" {
 				return false, "can only get individual resources of this type"
+			}
+			return a.related(node, attrs)
+		case slices.Contains([]string{"secrets", "configmaps", "persistentvolumeclaims"}, attrs.Resource):
+			// Read, one object at a time: a list or watch names it with
+			// fieldSelector=metadata.name=NAME (see the request's attributes).
+			if !slices.Contains([]string{"get", "list", "watch"}, attrs.Verb) {
+				return false, "can only read resources of this type"
+			}
+			if attrs.Subresource != "" {
+				return false, "cannot read subresource"
+			}
+			if attrs.Namespace == "" {
+				return false, "can only read namespaced object of this type"
 			}
 			return a.related(node, attrs)
 		case attrs.Resource == "serviceaccounts" && attrs.Subresource == "token":
