@@ -13,7 +13,7 @@ export CGO_ENABLED := 0
 # Debian packages the cluster and the tests need, and a command that proves each is there.
 APT_PACKAGES := containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge \
 	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables chromium:/usr/bin/chromium \
-	mount:losetup
+	mount:losetup libnss3-tools:/usr/bin/pk12util openssl:/usr/bin/openssl
 
 # The version stamp, as upstream's release build sets it: the same -X variables in
 # k8s.io/component-base/version (kubectl version, /version) and k8s.io/client-go/pkg/version.
