@@ -254,24 +254,7 @@ func TestDashboard(t *testing.T) {
 		b.click("#logout")
 		b.do(chromedp.WaitVisible(chromedp.ID("token"))) // back on the login page
 		b.login(viewerToken)
-		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil || len(pods.Items) == 0 {
-			t.Fatalf("listing the Deployment's pods: %v", err)
-		}
-		pod := pods.Items[0].Name
-		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
-		b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page, as a viewer")
-		b.click("#action-delete")
-		b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
-		b.click("#dialog-ok")
-		b.waitJS(`(document.getElementById('error').textContent || '').includes('forbidden')`, "RBAC's refusal")
-		msg := b.evalString(`document.getElementById('error').textContent`)
-		if !strings.Contains(msg, "system:serviceaccount:default:dash-viewer") || !strings.Contains(msg, `cannot delete resource "pods"`) {
-			t.Errorf("refusal shown: %q, want the apiserver's message naming the user", msg)
-		}
-		if _, err := client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err != nil {
-			t.Errorf("the pod is gone after the viewer's refused delete: %v", err)
-		}
+		b.refusedPodDelete(ctx, client, "system:serviceaccount:default:dash-viewer")
 	})
 
 	// The same pages at the apiserver's own /ui/, logged in by the browser's client
@@ -285,7 +268,14 @@ kind: ClusterRole
 metadata: {name: ui-node-reader}
 rules:
 - {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ui-exec, namespace: default}
+rules:
+- {apiGroups: [""], resources: [pods/exec], verbs: [get, create]}
 `, "apply", "-f", "-")
+		c.kubectl("create", "rolebinding", "ui-alice-exec", "--role", "ui-exec", "--user", "ui-alice")
 		c.kubectl("create", "clusterrolebinding", "ui-alice-nodes", "--clusterrole", "ui-node-reader", "--user", "ui-alice")
 		c.kubectl("create", "clusterrolebinding", "ui-alice-view", "--clusterrole", "view", "--user", "ui-alice")
 		base := fmt.Sprintf("https://127.0.0.1:%d/ui", c.port)
@@ -294,26 +284,17 @@ rules:
 		cb.waitJS(`document.getElementById('user').textContent === 'ui-alice'`, "the certificate's user named on the page")
 		cb.waitJS(`(document.querySelector('tr[data-component="kubelet-`+node+`"] td.ok') || {}).textContent === 'healthy'`, "the node's kubelet healthy on the overview")
 		cb.screenshot("ui-overview")
-		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil || len(pods.Items) == 0 {
-			t.Fatalf("listing the Deployment's pods: %v", err)
-		}
-		pod := pods.Items[0].Name
-		cb.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
-		cb.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page at /ui/")
+		cb.refusedPodDelete(ctx, client, "ui-alice")
 		// The journey, asked of the dashboard's helper at /ui/, read as the user.
 		cb.waitJS(`!!document.querySelector('#journey-steps tr[data-step="created"]')`, "the pod's journey at /ui/")
-		cb.click("#action-delete")
-		cb.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
-		cb.click("#dialog-ok")
-		cb.waitJS(`(document.getElementById('error').textContent || '').includes('forbidden')`, "RBAC's refusal at /ui/")
-		msg := cb.evalString(`document.getElementById('error').textContent`)
-		if !strings.Contains(msg, `User "ui-alice" cannot delete resource "pods"`) {
-			t.Errorf("refusal shown: %q, want the apiserver's message naming the certificate's user", msg)
-		}
-		if _, err := client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err != nil {
-			t.Errorf("the pod is gone after the refused delete: %v", err)
-		}
+		// The terminal: the page's own WebSocket to the apiserver's pods/exec, from the
+		// apiserver's origin, authenticated by the certificate.
+		pod := cb.evalString(`document.getElementById('object-name').textContent`)
+		cb.click("#action-exec")
+		cb.waitJS(`(document.getElementById('exec-state') || {}).textContent.startsWith('connected')`, "the terminal connected at /ui/")
+		cb.waitJS(`document.querySelector('.xterm-rows').textContent.includes('#')`, "a shell prompt")
+		cb.typeInTerminal("hostname")
+		cb.waitJS(`document.querySelector('.xterm-rows').textContent.split('`+pod+`').length > 1`, "the pod's name printed by hostname")
 	})
 }
 
@@ -373,6 +354,32 @@ func newClientCertBrowser(t *testing.T, chromium, base, dataDir, user string, gr
 		t.Fatal(err)
 	}
 	return newBrowser(t, chromium, base, chromedp.Env("HOME="+home))
+}
+
+// refusedPodDelete opens a pod of the Deployment, deletes it as user, who may not, and
+// checks that the page shows the apiserver's refusal naming user and that the pod
+// stays.
+func (b *browser) refusedPodDelete(ctx context.Context, client kubernetes.Interface, user string) {
+	t := b.t
+	t.Helper()
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("listing the Deployment's pods: %v", err)
+	}
+	pod := pods.Items[0].Name
+	b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+	b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page, as "+user)
+	b.click("#action-delete")
+	b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
+	b.click("#dialog-ok")
+	b.waitJS(`(document.getElementById('error').textContent || '').includes('forbidden')`, "RBAC's refusal")
+	msg := b.evalString(`document.getElementById('error').textContent`)
+	if !strings.Contains(msg, `User "`+user+`" cannot delete resource "pods"`) {
+		t.Errorf("refusal shown: %q, want the apiserver's message naming %s", msg, user)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod is gone after %s's refused delete: %v", user, err)
+	}
 }
 
 // changeHostNetwork changes the host's network as a pod starting does: a veth pair named
