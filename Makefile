@@ -60,7 +60,7 @@ run: deps build images
 	@echo "  export KUBECONFIG=$(DATA_DIR)/admin.kubeconfig"
 	@echo "  $(BIN) kubectl get namespaces       # or any kubectl of your own"
 	@echo "  $(BIN) kubectl run web --image mizzen.local/agnhost:v1 -- netexec   # the test images are on the node"
-	@grep -o 'mizzen dashboard at https://[^ ]*' $(OUT)/server.log | sed 's/^mizzen /  /; s/$$/   (log in with a token: docs\/dashboard.md)/' || true
+	@grep -o 'mizzen dashboard at https://[^ ]*' $(OUT)/server.log | sed 's/^mizzen /  /; s/$$/   (log in: docs\/dashboard.md)/' || true
 	@echo "  make stop                            # stop the server (pods keep running; the next start adopts them)"
 	@echo "  make killall                         # stop everything, pods included, and clean the host"
 
