@@ -106,12 +106,16 @@ func (b *bufferedResponse) Flush() {}
 
 // withBrowserOrigin refuses what a browser sends on behalf of another site's page when
 // it could change something: a write (any method but GET, HEAD and OPTIONS) or a
-// WebSocket handshake (exec, attach, port-forward) whose Origin is not this server's,
-// or that the browser marks cross-site or same-site-but-other-origin (Sec-Fetch-Site).
-// A browser presents its client certificate to every page's requests alike, so without
-// this another site could write as the certificate's user. Clients that are not
-// browsers (kubectl, client-go) send neither header and are not affected; reads from
-// another origin stay unreadable to it, as the server sends no CORS headers.
+// WebSocket handshake (exec, attach, port-forward, which browsers send without Fetch
+// Metadata). A browser presents its client certificate to every page's requests alike,
+// so without this another site could act as the certificate's user. Refused: what the
+// browser marks cross-site or same-site (Sec-Fetch-Site; same-site is another port or
+// subdomain), and what names an Origin other than this server's. One Origin is let
+// through on WebSocket handshakes: "http://localhost" exactly, which upstream's e2e
+// framework (and golang.org/x/net/websocket's users generally) send from outside any
+// browser; a browser sends it only for a page of the victim's own port 80. Clients
+// that are not browsers (kubectl, client-go) send neither header and are not affected;
+// reads from another origin stay unreadable to it, as the server sends no CORS headers.
 func withBrowserOrigin(next http.Handler, fail func(w http.ResponseWriter, r *http.Request, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if crossOriginChange(r) {
@@ -121,6 +125,10 @@ func withBrowserOrigin(next http.Handler, fail func(w http.ResponseWriter, r *ht
 		next.ServeHTTP(w, r)
 	})
 }
+
+// nonBrowserWebSocketOrigin is the Origin upstream's e2e framework opens its exec and
+// log WebSockets with (test/e2e/framework/websocket), from outside any browser.
+const nonBrowserWebSocketOrigin = "http://localhost"
 
 // crossOriginChange reports whether r is a state change or WebSocket handshake a
 // browser sent from a page of another origin.
@@ -135,9 +143,11 @@ func crossOriginChange(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "cross-site", "same-site":
 		return true
+	case "same-origin", "none":
+		return false
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" {
+	if origin == "" || upgrade && origin == nonBrowserWebSocketOrigin {
 		return false
 	}
 	// "null" (a sandboxed frame, a data: URL) is no origin of this server's either.
