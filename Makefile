@@ -13,7 +13,7 @@ export CGO_ENABLED := 0
 # Debian packages the cluster and the tests need, and a command that proves each is there.
 APT_PACKAGES := containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge \
 	nftables:nft iproute2:ip busybox-static:/bin/busybox iptables:iptables chromium:/usr/bin/chromium \
-	mount:losetup
+	mount:losetup libnss3-tools:/usr/bin/pk12util openssl:/usr/bin/openssl
 
 # The version stamp, as upstream's release build sets it: the same -X variables in
 # k8s.io/component-base/version (kubectl version, /version) and k8s.io/client-go/pkg/version.
@@ -60,7 +60,7 @@ run: deps build images
 	@echo "  export KUBECONFIG=$(DATA_DIR)/admin.kubeconfig"
 	@echo "  $(BIN) kubectl get namespaces       # or any kubectl of your own"
 	@echo "  $(BIN) kubectl run web --image mizzen.local/agnhost:v1 -- netexec   # the test images are on the node"
-	@grep -o 'mizzen dashboard at https://[^ ]*' $(OUT)/server.log | sed 's/^mizzen /  /; s/$$/   (log in with a token: docs\/dashboard.md)/' || true
+	@grep -o 'mizzen dashboard at https://[^ ]*' $(OUT)/server.log | sed 's/^mizzen /  /; s/$$/   (log in: docs\/dashboard.md)/' || true
 	@echo "  make stop                            # stop the server (pods keep running; the next start adopts them)"
 	@echo "  make killall                         # stop everything, pods included, and clean the host"
 

@@ -17,25 +17,33 @@ import (
 // buildHandlerChain puts the request chain in front of the REST core, in upstream's
 // order (DefaultBuildHandlerChain): authentication, impersonation, what the path names
 // (requestInfo), authorization, then routing (serveAuthorized).
+// In front of them all, a browser's state change from another site's page is refused
+// (ui.go: withBrowserOrigin). The chain after authentication is kept apart
+// (s.authenticated) for the UI's in-process requests as its user.
 func (s *Server) buildHandlerChain() http.Handler {
 	var h http.Handler = http.HandlerFunc(s.serveAuthorized)
 	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
 	h = s.metrics.Instrument(h, describeRequest)
 	h = withRequestInfo(h)
 	h = authn.WithImpersonation(h, s.authorizeResource, s.writeError)
+	s.authenticated = h
 	h = authn.WithAuthentication(h, s.authenticator(), s.anonymousAllowed, s.writeError)
+	h = withBrowserOrigin(h, s.writeError)
 	return h
 }
 
 // authenticator is every way a request can authenticate, tried in order: a client
-// certificate first (a bearer token beside it is ignored), then a bearer token.
+// certificate first (a bearer token beside it is ignored), then a bearer token, then
+// a WebSocket's token subprotocol (a browser's exec).
 func (s *Server) authenticator() authn.Authenticator {
+	tokens := authn.TokenUnion{
+		bootstrapTokenAuthenticator{s},
+		s.saTokens,
+	}
 	return authn.Union{
 		authn.ClientCert{},
-		authn.BearerToken(authn.TokenUnion{
-			bootstrapTokenAuthenticator{s},
-			s.saTokens,
-		}),
+		authn.BearerToken(tokens),
+		authn.WebSocketBearerToken(tokens),
 	}
 }
 

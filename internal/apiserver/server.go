@@ -93,6 +93,9 @@ type Config struct {
 	AnonymousAuth bool
 	// AggregatorInterval is how often aggregated APIs are checked; 10s when zero.
 	AggregatorInterval time.Duration
+	// UI serves the web UI at /ui/ once a request for it is authenticated and
+	// authorized (ui.go); nil serves none there.
+	UI UIHandler
 }
 
 // Server serves the Kubernetes API.
@@ -130,6 +133,9 @@ type Server struct {
 	metrics *requestmetrics.Metrics
 	// handler is the request chain (chain.go) in front of the REST core.
 	handler http.Handler
+	// authenticated is the chain after authentication, for the UI's requests as its
+	// user (ui.go).
+	authenticated http.Handler
 	// bootstrapTokens authenticates bootstrap tokens; nil when they are off.
 	bootstrapTokens *bootstraptoken.Authenticator
 }
@@ -347,7 +353,11 @@ func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
 	info := requestInfoFrom(r.Context())
 	if info == nil || info.Resource == "" {
 		// Discovery, OpenAPI, OpenID and unknown paths are non-resource requests,
-		// authorized by path, as upstream.
+		// authorized by path, as upstream; so is the UI.
+		if s.cfg.UI != nil && isUIPath(r.URL.Path) {
+			s.serveUI(w, r)
+			return
+		}
 		if s.serveAggregated(w, r, info) {
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -106,6 +107,15 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 	if err != nil {
 		return err
 	}
+	if !disabled("dashboard") {
+		// The dashboard at the apiserver's /ui/, logging in with the browser's client
+		// certificate (docs/dashboard.md), beside its own port.
+		ui, err := dashboard.NewUI(opts.ProxyHealthzPort, opts.Log.With("component", "dashboard"))
+		if err != nil {
+			return err
+		}
+		opts.Options.UI = ui
+	}
 	cp, err := core.Start(cpCtx, opts.Options)
 	if err != nil {
 		return err
@@ -186,6 +196,9 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 			return fail(fmt.Errorf("ingress: %w, or run with --disable ingress", err))
 		}
 		start("ingress", run)
+	}
+	if !disabled("dashboard") {
+		fmt.Fprintf(os.Stderr, "mizzen dashboard at %s%s (log in with a client certificate or a token: docs/dashboard.md)\n", strings.TrimSuffix(cp.URL, "/"), dashboard.UIPath)
 	}
 	if !disabled("dashboard") && opts.DashboardPort > 0 {
 		run, err := dashboardRunner(cp, opts)

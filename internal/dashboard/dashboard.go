@@ -1,8 +1,12 @@
-// Package dashboard serves the web UI: an HTTPS server whose pages, scripts and styles
-// are embedded in the binary, and a small authenticated proxy that carries every API
-// call from the browser to the apiserver with the logged-in user's own bearer token.
-// The dashboard holds no identity of its own for user data: what a user may see or do
-// is what RBAC lets that user see or do, and a refusal is the apiserver's own.
+// Package dashboard serves the web UI: pages, scripts and styles embedded in the
+// binary, served two ways. On its own port (NewHandler, Run) it is an HTTPS server with
+// a small authenticated proxy that carries every API call from the browser to the
+// apiserver with the logged-in user's own bearer token. Mounted in the apiserver at
+// /ui/ (NewUI) the pages call the apiserver's own REST paths on the same origin, so the
+// browser's client certificate (or a token the page holds) authenticates them through
+// the apiserver's normal chain. Either way the dashboard holds no identity of its own
+// for user data: what a user may see or do is what RBAC lets that user see or do, and a
+// refusal is the apiserver's own.
 package dashboard
 
 import (
@@ -148,6 +152,10 @@ func NewHandler(cfg *rest.Config, proxyHealthzPort int, log *slog.Logger) (http.
 }
 
 type dashboard struct {
+	// ui is true when the apiserver serves the dashboard at /ui/ (NewUI): the user is
+	// the apiserver's request's, and the server-side helpers reach the API in-process
+	// through the transport it passes (asUserFrom).
+	ui     bool
 	proxy  *apiProxy
 	static fs.FS
 	log    *slog.Logger
@@ -164,13 +172,64 @@ type settings struct {
 
 // serveSettings answers the pages' settings to a logged-in browser.
 func (d *dashboard) serveSettings(w http.ResponseWriter, r *http.Request) {
-	if tokenFrom(r) == "" {
+	if _, ok := d.userConfig(r); !ok {
 		http.Error(w, "log in first", http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(d.settings)
+}
+
+// NewUI is the dashboard as the apiserver serves it at /ui/ (the apiserver's
+// Config.UI): the pages and the helpers /ui/settings, /ui/proxyhealth/NODE and
+// /ui/journey/..., each called by the apiserver after it authenticated and authorized
+// the request, with asUser carrying the helpers' API calls through its chain as the
+// request's user. The pages' own API calls go to the apiserver's REST paths directly.
+func NewUI(proxyHealthzPort int, log *slog.Logger) (func(w http.ResponseWriter, r *http.Request, asUser http.RoundTripper), error) {
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	d := &dashboard{ui: true, static: static, log: log, settings: settings{ProxyHealthzPort: proxyHealthzPort}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+UIPath+"{$}", func(w http.ResponseWriter, r *http.Request) { d.serveAsset(w, r, "index.html") })
+	mux.Handle("GET "+UIPath+"static/", http.StripPrefix(UIPath+"static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET "+UIPath+"settings", d.serveSettings)
+	mux.HandleFunc("GET "+UIPath+"proxyhealth/{node}", d.serveProxyHealth)
+	mux.HandleFunc("GET "+UIPath+"journey/pods/{namespace}/{name}", d.servePodJourney)
+	mux.HandleFunc("GET "+UIPath+"journey/deployments/{namespace}/{name}", d.serveDeploymentJourneys)
+	h := securityHeaders(mux)
+	return func(w http.ResponseWriter, r *http.Request, asUser http.RoundTripper) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), asUserKey{}, asUser)))
+	}, nil
+}
+
+// UIPath is where the apiserver serves the dashboard (NewUI).
+const UIPath = "/ui/"
+
+type asUserKey struct{}
+
+// userConfig is how the helpers reach the apiserver as the request's user: in the
+// apiserver (NewUI), through the transport it passed; on the dashboard's own port, at
+// the apiserver's address with the session's token as the only credential. ok is
+// false without a session.
+func (d *dashboard) userConfig(r *http.Request) (cfg *rest.Config, ok bool) {
+	if d.ui {
+		rt, _ := r.Context().Value(asUserKey{}).(http.RoundTripper)
+		if rt == nil {
+			return nil, false
+		}
+		// The host names nothing: the transport serves the request in-process.
+		return &rest.Config{Host: "https://apiserver.in-process", Transport: rt}, true
+	}
+	token := tokenFrom(r)
+	if token == "" {
+		return nil, false
+	}
+	cfg = rest.CopyConfig(d.anon)
+	cfg.BearerToken = token
+	return cfg, true
 }
 
 // securityHeaders keep the pages out of other sites' frames and scripts out of the

@@ -276,7 +276,7 @@ func TestLogin(t *testing.T) {
 	}
 	h := session("good")
 	resp, body = do(t, c, "GET", dash.URL+"/", nil, h)
-	if resp.StatusCode != 200 || !strings.Contains(body, "/static/app.js") {
+	if resp.StatusCode != 200 || !strings.Contains(body, `src="static/app.js"`) {
 		t.Errorf("GET / with a session: %d", resp.StatusCode)
 	}
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {

@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"mizzen/internal/trace"
 )
@@ -58,15 +57,12 @@ type deploymentJourneys struct {
 	Steps []stepSummary `json:"steps"`
 }
 
-// sessionClient is a client of the apiserver with the session's token as its only
-// credential.
+// sessionClient is a client of the apiserver as the request's user (userConfig).
 func (d *dashboard) sessionClient(r *http.Request) (kubernetes.Interface, bool) {
-	token := tokenFrom(r)
-	if token == "" {
+	cfg, ok := d.userConfig(r)
+	if !ok {
 		return nil, false
 	}
-	cfg := rest.CopyConfig(d.anon)
-	cfg.BearerToken = token
 	cs, err := kubernetes.NewForConfig(cfg)
 	return cs, err == nil
 }

@@ -76,7 +76,10 @@ func (p *apiProxy) rewrite(pr *httputil.ProxyRequest) {
 	out.URL.Path = p.target.Path + strings.TrimPrefix(pr.In.URL.Path, proxyPrefix)
 	out.URL.RawPath = ""
 	out.Host = p.target.Host
-	for _, h := range []string{"Cookie", "Authorization", "Origin", "Referer", csrfHeader, "Proxy-Authorization"} {
+	// The browser's Origin and Sec-Fetch-* describe the dashboard's origin, which the
+	// dashboard has checked itself; the apiserver judges its own (see its /ui/).
+	for _, h := range []string{"Cookie", "Authorization", "Origin", "Referer", csrfHeader, "Proxy-Authorization",
+		"Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Fetch-User"} {
 		out.Header.Del(h)
 	}
 	for name := range out.Header {

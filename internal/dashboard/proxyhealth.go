@@ -29,8 +29,8 @@ type proxyHealth struct {
 
 // serveProxyHealth answers GET /proxyhealth/{node}.
 func (d *dashboard) serveProxyHealth(w http.ResponseWriter, r *http.Request) {
-	token := tokenFrom(r)
-	if token == "" {
+	cfg, ok := d.userConfig(r)
+	if !ok {
 		writeStatus(w, http.StatusUnauthorized, "Unauthorized", "log in first")
 		return
 	}
@@ -38,8 +38,6 @@ func (d *dashboard) serveProxyHealth(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, "NotFound", "the dashboard was given no proxy health port")
 		return
 	}
-	cfg := rest.CopyConfig(d.anon)
-	cfg.BearerToken = token
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		writeStatus(w, http.StatusInternalServerError, "InternalError", err.Error())

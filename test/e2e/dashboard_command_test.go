@@ -82,7 +82,7 @@ func TestDashboardCommand(t *testing.T) {
 	if code, body := login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "refused the token") {
 		t.Errorf("logging in with a made-up token: %d %s", code, body)
 	}
-	if code, body := login(token); code != http.StatusOK || !strings.Contains(body, "/static/app.js") {
+	if code, body := login(token); code != http.StatusOK || !strings.Contains(body, `src="static/app.js"`) {
 		t.Fatalf("logging in with the ServiceAccount's token: %d %s", code, body)
 	}
 	// Logged in as a ServiceAccount no role binds: the apiserver decides, as that user.

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"mizzen/internal/datadir"
+	"mizzen/internal/pki"
 )
 
 // Network of the dashboard test's cluster: distinct from other clusters on this host.
@@ -249,25 +254,132 @@ func TestDashboard(t *testing.T) {
 		b.click("#logout")
 		b.do(chromedp.WaitVisible(chromedp.ID("token"))) // back on the login page
 		b.login(viewerToken)
-		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil || len(pods.Items) == 0 {
-			t.Fatalf("listing the Deployment's pods: %v", err)
-		}
-		pod := pods.Items[0].Name
-		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
-		b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page, as a viewer")
-		b.click("#action-delete")
-		b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
-		b.click("#dialog-ok")
-		b.waitJS(`(document.getElementById('error').textContent || '').includes('forbidden')`, "RBAC's refusal")
-		msg := b.evalString(`document.getElementById('error').textContent`)
-		if !strings.Contains(msg, "system:serviceaccount:default:dash-viewer") || !strings.Contains(msg, `cannot delete resource "pods"`) {
-			t.Errorf("refusal shown: %q, want the apiserver's message naming the user", msg)
-		}
-		if _, err := client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err != nil {
-			t.Errorf("the pod is gone after the viewer's refused delete: %v", err)
-		}
+		b.refusedPodDelete(ctx, client, "system:serviceaccount:default:dash-viewer")
 	})
+
+	// The same pages at the apiserver's own /ui/, logged in by the browser's client
+	// certificate alone: its user reads nodes and (as view allows) pods, and no more.
+	t.Run("a client certificate at the apiserver's /ui/", func(t *testing.T) {
+		if !strings.Contains(c.log.String(), fmt.Sprintf("mizzen dashboard at https://127.0.0.1:%d/ui/", c.port)) {
+			t.Errorf("the server did not print the /ui/ URL:\n%s", c.log.String())
+		}
+		c.kubectlStdin(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ui-node-reader}
+rules:
+- {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ui-exec, namespace: default}
+rules:
+- {apiGroups: [""], resources: [pods/exec], verbs: [get, create]}
+`, "apply", "-f", "-")
+		c.kubectl("create", "rolebinding", "ui-alice-exec", "--role", "ui-exec", "--user", "ui-alice")
+		c.kubectl("create", "clusterrolebinding", "ui-alice-nodes", "--clusterrole", "ui-node-reader", "--user", "ui-alice")
+		c.kubectl("create", "clusterrolebinding", "ui-alice-view", "--clusterrole", "view", "--user", "ui-alice")
+		base := fmt.Sprintf("https://127.0.0.1:%d/ui", c.port)
+		cb := newClientCertBrowser(t, chromium, base, dataDir, "ui-alice", "ui-team")
+		cb.go_("#/overview")
+		cb.waitJS(`document.getElementById('user').textContent === 'ui-alice'`, "the certificate's user named on the page")
+		cb.waitJS(`(document.querySelector('tr[data-component="kubelet-`+node+`"] td.ok') || {}).textContent === 'healthy'`, "the node's kubelet healthy on the overview")
+		cb.screenshot("ui-overview")
+		cb.refusedPodDelete(ctx, client, "ui-alice")
+		// The journey, asked of the dashboard's helper at /ui/, read as the user.
+		cb.waitJS(`!!document.querySelector('#journey-steps tr[data-step="created"]')`, "the pod's journey at /ui/")
+		// The terminal: the page's own WebSocket to the apiserver's pods/exec, from the
+		// apiserver's origin, authenticated by the certificate.
+		pod := cb.evalString(`document.getElementById('object-name').textContent`)
+		cb.click("#action-exec")
+		cb.waitJS(`(document.getElementById('exec-state') || {}).textContent.startsWith('connected')`, "the terminal connected at /ui/")
+		cb.waitJS(`document.querySelector('.xterm-rows').textContent.includes('#')`, "a shell prompt")
+		cb.typeInTerminal("hostname")
+		cb.waitJS(`document.querySelector('.xterm-rows').textContent.split('`+pod+`').length > 1`, "the pod's name printed by hostname")
+	})
+}
+
+// newClientCertBrowser is a headless Chromium that presents a client certificate for
+// user (in groups), issued by the cluster CA of dataDir, to base's host and port.
+// Chromium reads client certificates from the NSS database in $HOME/.pki/nssdb, filled
+// with pk12util; headless, it asks no one which certificate to present, so a managed
+// policy, AutoSelectCertificateForUrls for exactly this origin and CA, selects it (the
+// policy directory is the machine's: the file is removed when the test ends).
+func newClientCertBrowser(t *testing.T, chromium, base, dataDir, user string, groups ...string) *browser {
+	t.Helper()
+	for _, tool := range []string{"openssl", "certutil", "pk12util"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (make deps)", tool)
+		}
+	}
+	ca, err := pki.LoadOrCreateCA(filepath.Join(dataDir, "tls"), datadir.CAName, "unused: the CA exists")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := ca.LoadOrIssueClient(dir, user, user, groups); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	nssdb := "sql:" + filepath.Join(home, ".pki", "nssdb")
+	if err := os.MkdirAll(filepath.Join(home, ".pki", "nssdb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p12 := filepath.Join(dir, user+".p12")
+	for _, cmd := range [][]string{
+		{"openssl", "pkcs12", "-export", "-in", filepath.Join(dir, user+".crt"), "-inkey", filepath.Join(dir, user+".key"), "-name", user, "-out", p12, "-passout", "pass:"},
+		{"certutil", "-N", "-d", nssdb, "--empty-password"},
+		{"pk12util", "-i", p12, "-d", nssdb, "-W", ""},
+	} {
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(cmd, " "), err, out)
+		}
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selector, err := json.Marshal(map[string]any{"pattern": u.Scheme + "://" + u.Host,
+		"filter": map[string]any{"ISSUER": map[string]string{"CN": ca.Cert.Subject.CommonName}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, _ := json.Marshal(map[string]any{"AutoSelectCertificateForUrls": []string{string(selector)}})
+	const policyDir = "/etc/chromium/policies/managed"
+	if err := os.MkdirAll(policyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policyFile := filepath.Join(policyDir, "mizzen-e2e-"+u.Port()+".json")
+	t.Cleanup(func() { _ = os.Remove(policyFile) })
+	if err := os.WriteFile(policyFile, policy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newBrowser(t, chromium, base, chromedp.Env("HOME="+home))
+}
+
+// refusedPodDelete opens a pod of the Deployment, deletes it as user, who may not, and
+// checks that the page shows the apiserver's refusal naming user and that the pod
+// stays.
+func (b *browser) refusedPodDelete(ctx context.Context, client kubernetes.Interface, user string) {
+	t := b.t
+	t.Helper()
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("listing the Deployment's pods: %v", err)
+	}
+	pod := pods.Items[0].Name
+	b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+	b.waitJS(`(document.getElementById('object-name') || {}).textContent === '`+pod+`'`, "the pod's page, as "+user)
+	b.click("#action-delete")
+	b.do(chromedp.WaitVisible(chromedp.ID("dialog-ok")))
+	b.click("#dialog-ok")
+	b.waitJS(`(document.getElementById('error').textContent || '').includes('forbidden')`, "RBAC's refusal")
+	msg := b.evalString(`document.getElementById('error').textContent`)
+	if !strings.Contains(msg, `User "`+user+`" cannot delete resource "pods"`) {
+		t.Errorf("refusal shown: %q, want the apiserver's message naming %s", msg, user)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod is gone after %s's refused delete: %v", user, err)
+	}
 }
 
 // changeHostNetwork changes the host's network as a pod starting does: a veth pair named
@@ -294,11 +406,12 @@ type browser struct {
 	base string
 }
 
-func newBrowser(t *testing.T, chromium, base string) *browser {
+func newBrowser(t *testing.T, chromium, base string, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
 		// The serving certificate is the cluster CA's, which this browser does not know.
 		chromedp.IgnoreCertErrors, chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()))
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelTab(); cancelAlloc() })

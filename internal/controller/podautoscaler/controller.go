@@ -176,11 +176,15 @@ func (c *Controller) reconcile(ctx context.Context, key string, hpa *autoscaling
 	if err != nil {
 		return failedGetScale(err, fmt.Errorf("invalid API version in scale target reference: %v", err))
 	}
-	mappings, err := c.mapper.RESTMappings(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+	mappings, err := c.mapper.RESTMappings(gk)
+	if r, ok := c.mapper.(meta.ResettableRESTMapper); ok && err != nil {
+		// A kind that appeared since discovery was last read (a new CRD's): read
+		// discovery again and look once more.
+		r.Reset()
+		mappings, err = c.mapper.RESTMappings(gk)
+	}
 	if err != nil {
-		if r, ok := c.mapper.(meta.ResettableRESTMapper); ok {
-			r.Reset() // a kind that appeared since discovery was last read
-		}
 		return failedGetScale(err, fmt.Errorf("unable to determine resource for scale target reference: %v", err))
 	}
 	sc, targetGR, err := c.scaleFor(ctx, hpa.Namespace, ref.Name, mappings)

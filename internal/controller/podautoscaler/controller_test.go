@@ -35,9 +35,13 @@ type fakeMetrics struct {
 	err      error
 	object   int64
 	external []int64
+	// containers records the container each resource metric was asked for ("" for
+	// the whole pod).
+	containers []string
 }
 
-func (f *fakeMetrics) ResourceMetric(_ context.Context, _ corev1.ResourceName, _ string, _ labels.Selector, _ string) (PodMetrics, time.Time, error) {
+func (f *fakeMetrics) ResourceMetric(_ context.Context, _ corev1.ResourceName, _ string, _ labels.Selector, container string) (PodMetrics, time.Time, error) {
+	f.containers = append(f.containers, container)
 	if f.err != nil {
 		return nil, time.Time{}, f.err
 	}
@@ -293,6 +297,36 @@ func TestReconcileResourceUtilization(t *testing.T) {
 				t.Errorf("lastScaleTime set without a rescale")
 			}
 		})
+	}
+}
+
+// TestReconcileContainerResource scales on one container's usage against that
+// container's request (autoscaling/v2 ContainerResource) and reports it per container.
+func TestReconcileContainerResource(t *testing.T) {
+	hpa := cpuHPA(50, 1, 10, nil)
+	target := int32(50)
+	hpa.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ContainerResourceMetricSourceType,
+		ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: corev1.ResourceCPU, Container: "main",
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &target}}}}
+	m := &fakeMetrics{resource: cpuSamples(map[string]int64{"a": 90, "b": 80})}
+	h := newHarness(t, hpa, 2, []*corev1.Pod{readyPod("a", 100), readyPod("b", 100)}, m)
+	got := h.sync(t)
+	if fmt.Sprint(h.writes) != "[4]" {
+		t.Errorf("scale writes %v, want [4]", h.writes)
+	}
+	if fmt.Sprint(m.containers) != "[main]" {
+		t.Errorf("metrics asked for containers %q, want [main]", m.containers)
+	}
+	if len(got.Status.CurrentMetrics) != 1 || got.Status.CurrentMetrics[0].ContainerResource == nil {
+		t.Fatalf("currentMetrics %+v", got.Status.CurrentMetrics)
+	}
+	cur := got.Status.CurrentMetrics[0].ContainerResource
+	if cur.Container != "main" || cur.Current.AverageUtilization == nil || *cur.Current.AverageUtilization != 85 {
+		t.Errorf("current container metric %+v, want main at 85%%", cur)
+	}
+	want := "Normal SuccessfulRescale New size: 4; reason: cpu container resource utilization (percentage of request) above target"
+	if ev := h.events(); len(ev) != 1 || ev[0] != want {
+		t.Errorf("events %q, want %q", ev, want)
 	}
 }
 

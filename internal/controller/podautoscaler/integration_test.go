@@ -4,12 +4,16 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -23,8 +27,9 @@ import (
 
 // TestAgainstAPIServer runs the controller's real clients (discovery RESTMapper,
 // scale client, metrics clients) against a real apiserver with no metrics APIs
-// registered: the HPA raises a Deployment, a StatefulSet, a ReplicaSet and a
-// ReplicationController to minReplicas through their scale subresources, and a Pods metric with no custom metrics API gives ScalingActive=False
+// registered: the HPA raises a Deployment, a StatefulSet, a ReplicaSet, a
+// ReplicationController and a custom resource defined after the controller started to
+// minReplicas through their scale subresources, and a Pods metric with no custom metrics API gives ScalingActive=False
 // with upstream's reason and message.
 func TestAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
@@ -108,7 +113,9 @@ func TestAgainstAPIServer(t *testing.T) {
 		t.Errorf("event %q", e)
 	}
 
-	// The other built-in kinds with a scale subresource.
+	// The other built-in kinds with a scale subresource, and a custom resource with one.
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	tmpl := d.Spec.Template
 	objects := []struct {
 		apiVersion, kind, name string
@@ -136,6 +143,16 @@ func TestAgainstAPIServer(t *testing.T) {
 				return 0, err
 			}
 			return s.Spec.Replicas, nil
+		}},
+		{"example.com/v1", "Widget", "widget", func() error {
+			return createScalableCustomResource(ctx, t, dyn, widgets, "widget")
+		}, func() (int32, error) {
+			s, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "widget", metav1.GetOptions{}, "scale")
+			if err != nil {
+				return 0, err
+			}
+			n, _, err := unstructured.NestedInt64(s.Object, "spec", "replicas")
+			return int32(n), err
 		}},
 		{"v1", "ReplicationController", "rc", func() error {
 			_, err := client.CoreV1().ReplicationControllers("default").Create(ctx, &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc"},
@@ -202,3 +219,41 @@ func TestAgainstAPIServer(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// createScalableCustomResource defines the custom resource gvr (kind Widget) with a
+// scale subresource at .spec.replicas, waits until it is served, and creates name in
+// default with one replica.
+func createScalableCustomResource(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string) error {
+	t.Helper()
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": gvr.Resource + "." + gvr.Group},
+		"spec": map[string]any{
+			"group": gvr.Group, "scope": "Namespaced",
+			"names": map[string]any{"plural": gvr.Resource, "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{
+				"name": gvr.Version, "served": true, "storage": true,
+				"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+				"subresources": map[string]any{"scale": map[string]any{"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+		"spec":     map[string]any{"replicas": int64(1)},
+	}}
+	// Served once the apiserver has read the definition: a bounded wait.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj, metav1.CreateOptions{})
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

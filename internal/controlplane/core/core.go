@@ -96,6 +96,8 @@ type Options struct {
 	// EtcdClientPort and EtcdPeerPort are the embedded member's ports on the advertise
 	// address in a cluster of servers (2379 and 2380 when zero).
 	EtcdClientPort, EtcdPeerPort int
+	// UI serves the web UI at the apiserver's /ui/ (the dashboard); nil serves none.
+	UI apiserver.UIHandler
 }
 
 // DefaultServiceCIDR is where ClusterIPs come from unless configured.
@@ -271,6 +273,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		ClientCAPEM:          ca.CertPEM,
 		BootstrapTokenAuth:   true,
 		AnonymousAuth:        !opts.DisableAnonymousAuth && authorizer != nil,
+		UI:                   opts.UI,
 	})
 	if err != nil {
 		return nil, err

@@ -1,9 +1,57 @@
-// The mizzen dashboard: plain JavaScript, no build step. Every call goes to /k8s/...,
-// which the dashboard passes to the apiserver with the logged-in user's token, so what
-// the pages show and do is what RBAC allows that user.
+// The mizzen dashboard: plain JavaScript, no build step. Served by `mizzen dashboard` on
+// its own port, every call goes to /k8s/..., which the dashboard passes to the apiserver
+// with the logged-in user's token. Served by the apiserver at /ui/, every call goes to
+// the apiserver's own REST paths on the same origin, authenticated by the browser's
+// client certificate or by a token the page holds for this tab. Either way what the
+// pages show and do is what RBAC allows that user.
 'use strict';
 
 // ---------- API access ----------
+
+// IN_APISERVER: the page is the apiserver's /ui/. API is the prefix of the apiserver's
+// REST paths, HELPERS that of the dashboard's server-side helpers (settings, proxy
+// health, journeys).
+const IN_APISERVER = location.pathname.startsWith('/ui/');
+const API = IN_APISERVER ? '' : '/k8s';
+const HELPERS = IN_APISERVER ? '/ui' : '';
+const TOKEN_KEY = 'mizzen-dashboard-token';
+
+// authHeaders are the credentials a call carries itself: at /ui/, a token the user gave
+// this tab (none with a client certificate, which the browser presents on its own); on
+// the dashboard's own port, none (the session cookie carries the token).
+function authHeaders() {
+  const token = IN_APISERVER ? sessionStorage.getItem(TOKEN_KEY) : null;
+  return token ? { Authorization: 'Bearer ' + token } : {};
+}
+
+// loggedOut sends the user to log in: the login page of the dashboard's own port, or
+// the token form at /ui/.
+function loggedOut() {
+  if (!IN_APISERVER) { location.href = '/login'; return; }
+  sessionStorage.removeItem(TOKEN_KEY);
+  showTokenForm('The apiserver did not authenticate this browser: it presented no client certificate the apiserver accepts, or the token was refused.');
+}
+
+// showTokenForm asks for a bearer token at /ui/, kept for this tab only (sessionStorage)
+// and sent as an Authorization header, which another site's page cannot make the
+// browser send.
+function showTokenForm(message) {
+  if (document.getElementById('token')) return;
+  const token = h('textarea', { id: 'token', rows: '6', autocomplete: 'off', spellcheck: 'false' });
+  const button = h('button', { type: 'submit', id: 'login-button' }, 'Log in');
+  const form = h('form', { id: 'login-form', class: 'login' }, h('h1', {}, 'Log in'),
+    h('p', { class: 'error', id: 'login-error' }, message),
+    h('p', {}, 'Present a client certificate the apiserver trusts, or log in with a bearer token: every request is made as its user, and RBAC decides what you may see and do.'),
+    h('label', { for: 'token' }, 'Token'), token, button);
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    const t = token.value.trim().replace(/^Bearer\s+/, '');
+    if (!t) return;
+    sessionStorage.setItem(TOKEN_KEY, t);
+    location.reload();
+  });
+  document.getElementById('main').replaceChildren(form);
+}
 
 function csrfToken() {
   const c = document.cookie.split('; ').find(c => c.startsWith('mizzen-dashboard-csrf='));
@@ -17,10 +65,11 @@ class APIError extends Error {
 async function request(path, opts = {}) {
   const headers = Object.assign({ Accept: 'application/json' }, opts.headers || {});
   const method = opts.method || 'GET';
-  if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken();
-  const resp = await fetch((opts.base ?? '/k8s') + path, { method, headers, body: opts.body, signal: opts.signal, credentials: 'same-origin' });
+  if (method !== 'GET' && !IN_APISERVER) headers['X-CSRF-Token'] = csrfToken();
+  Object.assign(headers, authHeaders());
+  const resp = await fetch((opts.base ?? API) + path, { method, headers, body: opts.body, signal: opts.signal, credentials: 'same-origin' });
   if (resp.status === 401) {
-    location.href = '/login';
+    loggedOut();
     throw new APIError(401, 'Unauthorized');
   }
   if (!resp.ok) {
@@ -452,7 +501,7 @@ function ms(v) {
 }
 
 async function loadPodJourney(box, ns, name, signal) {
-  const j = await api(`/journey/pods/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, { base: '', signal });
+  const j = await api(`/journey/pods/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, { base: HELPERS, signal });
   const total = Math.max(1, ...j.steps.map(s => s.sinceMs));
   const rows = j.steps.map(s => {
     const left = (s.sinceMs - s.tookMs) / total * 100, width = Math.max(s.tookMs / total * 100, 0.4);
@@ -468,7 +517,7 @@ async function loadPodJourney(box, ns, name, signal) {
 }
 
 async function loadDeploymentJourneys(box, ns, name, signal) {
-  const d = await api(`/journey/deployments/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, { base: '', signal });
+  const d = await api(`/journey/deployments/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, { base: HELPERS, signal });
   const p = x => [x.p50, x.p90, x.p99, x.max].map(v => h('td', { class: 'num' }, ms(v)));
   box.replaceChildren(
     h('p', { id: 'journeys-count' }, `${d.pods} pods, ${d.ready} ready`),
@@ -584,8 +633,13 @@ async function showTerminal(main, ns, name, container, signal) {
     term.reset();
     const q = new URLSearchParams({ container, stdin: 'true', stdout: 'true', tty: 'true' });
     for (const arg of command.value.trim().split(/\s+/).filter(Boolean)) q.append('command', arg);
-    const url = `wss://${location.host}/k8s${objPath(resources.get('pods'), ns, name)}/exec?${q}`;
-    ws = new WebSocket(url, ['v5.channel.k8s.io', 'v4.channel.k8s.io']);
+    const url = `wss://${location.host}${API}${objPath(resources.get('pods'), ns, name)}/exec?${q}`;
+    const protocols = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+    // A WebSocket cannot carry an Authorization header: a token the tab holds goes as
+    // the subprotocol upstream's apiserver reads it from.
+    const token = IN_APISERVER ? sessionStorage.getItem(TOKEN_KEY) : null;
+    if (token) protocols.push('base64url.bearer.authorization.k8s.io.' + btoa(token).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, ''));
+    ws = new WebSocket(url, protocols);
     ws.binaryType = 'arraybuffer';
     state.textContent = 'connecting…';
     ws.onopen = () => { state.textContent = `connected (${ws.protocol})`; resize(); term.focus(); };
@@ -647,7 +701,7 @@ async function showOverview(main, signal) {
   const poll = async () => {
     while (!signal.aborted) {
       try {
-        const resp = await fetch('/k8s/readyz', { signal, credentials: 'same-origin' });
+        const resp = await fetch(API + '/readyz', { signal, headers: authHeaders(), credentials: 'same-origin' });
         state.readyz = resp.ok ? 'ok' : `${resp.status}: ${(await resp.text()).trim()}`;
       } catch (e) { if (signal.aborted) return; state.readyz = e.message; }
       await askProxies(state, signal);
@@ -665,7 +719,7 @@ async function showOverview(main, signal) {
 async function askProxies(state, signal) {
   if (state.settings === undefined) {
     try {
-      const resp = await fetch('/settings', { signal, credentials: 'same-origin' });
+      const resp = await fetch(HELPERS + '/settings', { signal, headers: authHeaders(), credentials: 'same-origin' });
       state.settings = resp.ok ? await resp.json() : {};
     } catch (e) { if (signal.aborted) return; state.settings = {}; }
   }
@@ -675,7 +729,7 @@ async function askProxies(state, signal) {
     const name = n.metadata.name;
     let health;
     try {
-      const resp = await fetch(`/proxyhealth/${encodeURIComponent(name)}`, { signal, credentials: 'same-origin' });
+      const resp = await fetch(`${HELPERS}/proxyhealth/${encodeURIComponent(name)}`, { signal, headers: authHeaders(), credentials: 'same-origin' });
       const a = await resp.json();
       if (!resp.ok) health = { health: 'unknown', short: 'not asked', detail: a.message || `${resp.status}` };
       else if (!a.reachable) health = { health: a.code === 401 || a.code === 403 ? 'unknown' : 'bad', short: 'unreachable', detail: a.message };
@@ -795,6 +849,12 @@ function starSVG(comps) {
 
 async function start() {
   document.getElementById('logout').addEventListener('click', async () => {
+    if (IN_APISERVER) {
+      // A token this tab holds is forgotten; a client certificate stays the browser's.
+      sessionStorage.removeItem(TOKEN_KEY);
+      showTokenForm('Logged out. A client certificate the browser presents still logs in: reload the page.');
+      return;
+    }
     await fetch('/logout', { method: 'POST', headers: { 'X-CSRF-Token': csrfToken() }, credentials: 'same-origin' });
     location.href = '/login';
   });
@@ -808,7 +868,13 @@ async function start() {
   route();
   api('/apis/authentication.k8s.io/v1/selfsubjectreviews', { method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }) })
-    .then(r => { document.getElementById('user').textContent = r.status.userInfo.username; }).catch(() => {});
+    .then(r => {
+      const name = r.status.userInfo.username;
+      document.getElementById('user').textContent = name;
+      // At /ui/ without a certificate or token the apiserver may take the browser for
+      // system:anonymous: offer the token form.
+      if (IN_APISERVER && name === 'system:anonymous') showTokenForm('You are not logged in.');
+    }).catch(e => { if (IN_APISERVER && e.code === 403 && !sessionStorage.getItem(TOKEN_KEY)) showTokenForm('You are not logged in.'); });
   api('/api/v1/namespaces').then(l => {
     document.getElementById('namespaces').replaceChildren(...l.items.map(n => h('option', { value: n.metadata.name })));
   }).catch(() => {});

@@ -99,6 +99,13 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:public-info-viewer", rules(
 			rule("get").urls("/healthz", "/livez", "/readyz", "/version", "/version/"),
 		)),
+		// mizzen's own: the web UI's page and assets at the apiserver's /ui/ (the
+		// dashboard, docs/dashboard.md). They hold no data, so who has not logged in yet
+		// may load the page that asks for a token; every API call the page makes is
+		// authorized as its user.
+		clusterRole(UIRole, rules(
+			rule("get").urls("/ui", "/ui/*"),
+		)),
 		clusterRole("system:service-account-issuer-discovery", rules(
 			rule("get").urls("/.well-known/openid-configuration", "/openid/v1/jwks"),
 		)),
@@ -323,6 +330,9 @@ func clusterRoleBinding(role string, s []rbacv1.Subject) rbacv1.ClusterRoleBindi
 	}
 }
 
+// UIRole lets everyone load the web UI served at /ui/ (nonResourceURL get on /ui/*).
+const UIRole = "mizzen:ui"
+
 // ClusterRoleBindings are the default cluster role bindings, each named after its role.
 func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	kubeDNS := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kube-dns", Namespace: "kube-system"}}
@@ -339,6 +349,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:node", nil),
 		clusterRoleBinding("system:node-proxier", subjects(rbacv1.UserKind, "system:kube-proxy")),
 		clusterRoleBinding("system:public-info-viewer", subjects(rbacv1.GroupKind, "system:authenticated", "system:unauthenticated")),
+		clusterRoleBinding(UIRole, subjects(rbacv1.GroupKind, "system:authenticated", "system:unauthenticated")),
 		clusterRoleBinding("system:service-account-issuer-discovery", subjects(rbacv1.GroupKind, "system:serviceaccounts")),
 		clusterRoleBinding("system:volume-scheduler", subjects(rbacv1.UserKind, "system:kube-scheduler")),
 	}
