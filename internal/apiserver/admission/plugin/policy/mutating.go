@@ -18,6 +18,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/admission/plugin/webhook"
 )
 
 // MutatingPluginName is upstream's name of the MutatingAdmissionPolicy plugin.
@@ -38,11 +39,13 @@ type Mutating struct {
 	cel    *cel.Compiler
 	mut    *cel.MutationCompiler
 	apply  admission.ApplyMerger
+	conv   admission.Converter
 }
 
-// NewMutating returns the plugin; apply merges apply configurations into objects.
-func NewMutating(r admission.Reader, c *cel.Compiler, mut *cel.MutationCompiler, apply admission.ApplyMerger) *Mutating {
-	return &Mutating{Ops: admission.Ops{admission.Create, admission.Update, admission.Connect}, reader: r, cel: c, mut: mut, apply: apply}
+// NewMutating returns the plugin; apply merges apply configurations into objects, conv
+// converts requests for policies that match another version of their resource.
+func NewMutating(r admission.Reader, c *cel.Compiler, mut *cel.MutationCompiler, apply admission.ApplyMerger, conv admission.Converter) *Mutating {
+	return &Mutating{Ops: admission.Ops{admission.Create, admission.Update, admission.Connect}, reader: r, cel: c, mut: mut, apply: apply, conv: conv}
 }
 
 var _ admission.Reinvoker = (*Mutating)(nil)
@@ -84,14 +87,15 @@ func (p *Mutating) admit(ctx context.Context, a *admission.Attributes, reinvokin
 		if reinvoking && !reinvocable {
 			continue
 		}
-		if ok, err := matchResources(ctx, p.reader, pol.Spec.MatchConstraints, a); err != nil || !ok {
+		version, ok, err := matchResources(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, a)
+		if err != nil || !ok {
 			if err != nil {
 				return err
 			}
 			continue
 		}
 		if b.Spec.MatchResources != nil {
-			if ok, err := matchResources(ctx, p.reader, b.Spec.MatchResources, a); err != nil || !ok {
+			if _, ok, err := matchResources(ctx, p.reader, p.conv, b.Spec.MatchResources, a); err != nil || !ok {
 				if err != nil {
 					return err
 				}
@@ -122,7 +126,7 @@ func (p *Mutating) admit(ctx context.Context, a *admission.Attributes, reinvokin
 			if reinvoking && !admission.NeedsReinvocation(ctx, id) {
 				continue
 			}
-			changed, ran, err := p.mutate(ctx, pol, b, param, a)
+			changed, ran, err := p.mutateIn(ctx, pol, b, param, a, version)
 			if err != nil {
 				return err
 			}
@@ -145,6 +149,26 @@ func (p *Mutating) failed(pol *admissionregistrationv1.MutatingAdmissionPolicy, 
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: http.StatusUnprocessableEntity,
 		Message: fmt.Sprintf("MutatingAdmissionPolicy '%s' with binding '%s' denied request: %v", pol.Name, b.Name, err)}}
+}
+
+// mutateIn is mutate on the request converted to version (the one the policy's
+// rules name), the result converted back.
+func (p *Mutating) mutateIn(ctx context.Context, pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, param any, a *admission.Attributes, version string) (changed, ran bool, err error) {
+	va, err := webhook.Versioned(a, p.conv, version)
+	if err != nil {
+		return false, false, err
+	}
+	changed, ran, err = p.mutate(ctx, pol, b, param, va)
+	if err != nil || !changed || va == a {
+		return changed, ran, err
+	}
+	back, _, err := p.conv.Convert(va.Object, va.Resource, a.Resource.Version)
+	if err != nil {
+		return changed, ran, apierrors.NewInternalError(fmt.Errorf("converting the mutation of MutatingAdmissionPolicy '%s' back to %s: %v", pol.Name, a.Resource.Version, err))
+	}
+	back.GetObjectKind().SetGroupVersionKind(a.Object.GetObjectKind().GroupVersionKind())
+	a.Object = back
+	return changed, ran, nil
 }
 
 // mutate evaluates one policy for one param: match conditions, variables, then each

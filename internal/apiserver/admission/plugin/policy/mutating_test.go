@@ -36,7 +36,7 @@ func newMutating(t *testing.T, objs ...runtime.Object) *Mutating {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{})
+	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{}, nil)
 }
 
 func configMapRules() *admissionregistrationv1.MatchResources {

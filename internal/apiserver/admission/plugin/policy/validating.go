@@ -37,11 +37,13 @@ type Plugin struct {
 	admission.Ops
 	reader admission.Reader
 	cel    *cel.Compiler
+	conv   admission.Converter
 }
 
-// New returns the plugin.
-func New(r admission.Reader, c *cel.Compiler) *Plugin {
-	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c}
+// New returns the plugin; conv converts requests for policies that match another
+// version of their resource (nil: none do).
+func New(r admission.Reader, c *cel.Compiler, conv admission.Converter) *Plugin {
+	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c, conv: conv}
 }
 
 var _ admission.Validator = (*Plugin)(nil)
@@ -60,7 +62,6 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		bindings = append(bindings, o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
 	}
 	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
-	var vars map[string]any
 	for _, b := range bindings {
 		obj, err := p.reader.Get(ctx, policiesGVR, "", b.Spec.PolicyName)
 		if apierrors.IsNotFound(err) {
@@ -70,24 +71,16 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			return err
 		}
 		pol := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-		if ok, err := p.matches(ctx, pol.Spec.MatchConstraints, a); err != nil || !ok {
+		va, err := bound(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, b.Spec.MatchResources, a)
+		if err != nil || va == nil {
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		if b.Spec.MatchResources != nil {
-			if ok, err := p.matches(ctx, b.Spec.MatchResources, a); err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		if vars == nil {
-			if vars, err = p.baseVars(ctx, a); err != nil {
-				return apierrors.NewInternalError(err)
-			}
+		vars, err := baseVars(ctx, p.reader, va)
+		if err != nil {
+			return apierrors.NewInternalError(err)
 		}
 		if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
 			return p.deny(pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
@@ -202,34 +195,50 @@ func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b 
 		Message: fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)}}
 }
 
-func (p *Plugin) matches(ctx context.Context, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
-	return matchResources(ctx, p.reader, m, a)
+// bound applies a policy's match constraints and its binding's match resources (if it
+// has them) to a request; it returns the request as the policy sees it (converted to
+// the version the constraints name), nil when either does not match.
+func bound(ctx context.Context, reader admission.Reader, conv admission.Converter, constraints, binding *admissionregistrationv1.MatchResources, a *admission.Attributes) (*admission.Attributes, error) {
+	version, ok, err := matchResources(ctx, reader, conv, constraints, a)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if binding != nil {
+		if _, ok, err := matchResources(ctx, reader, conv, binding, a); err != nil || !ok {
+			return nil, err
+		}
+	}
+	return webhook.Versioned(a, conv, version)
 }
 
-// matchResources applies match resources: rules less excluded rules, and the selectors.
-func matchResources(ctx context.Context, reader admission.Reader, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
+// matchResources applies match resources: rules less excluded rules, and the
+// selectors; version is the version of the request's resource the rules matched.
+func matchResources(ctx context.Context, reader admission.Reader, conv admission.Converter, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (version string, ok bool, err error) {
 	if m == nil {
-		return false, nil
+		return "", false, nil
 	}
-	if !matchNamed(m.ResourceRules, m.MatchPolicy, a) || matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a) {
-		return false, nil
+	if _, excluded := matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a, conv); excluded {
+		return "", false, nil
+	}
+	if version, ok = matchNamed(m.ResourceRules, m.MatchPolicy, a, conv); !ok {
+		return "", false, nil
 	}
 	if ok, err := webhook.MatchNamespace(ctx, reader, m.NamespaceSelector, a); err != nil || !ok {
-		return false, err
+		return "", false, err
 	}
-	return webhook.MatchObject(m.ObjectSelector, a)
+	ok, err = webhook.MatchObject(m.ObjectSelector, a)
+	return version, ok, err
 }
 
-func matchNamed(rules []admissionregistrationv1.NamedRuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes) bool {
+func matchNamed(rules []admissionregistrationv1.NamedRuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes, conv admission.Converter) (string, bool) {
+	var named []admissionregistrationv1.RuleWithOperations
 	for _, r := range rules {
 		if len(r.ResourceNames) > 0 && !contains(r.ResourceNames, a.Name) {
 			continue
 		}
-		if webhook.MatchRules([]admissionregistrationv1.RuleWithOperations{r.RuleWithOperations}, policy, a) {
-			return true
-		}
+		named = append(named, r.RuleWithOperations)
 	}
-	return false
+	return webhook.MatchVersion(named, policy, a, conv)
 }
 
 func contains(list []string, s string) bool {
@@ -241,11 +250,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// baseVars are object, oldObject, request and namespaceObject.
-func (p *Plugin) baseVars(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
-	return baseVars(ctx, p.reader, a)
-}
-
 func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attributes) (map[string]any, error) {
 	obj, err := cel.ToValue(a.Object)
 	if err != nil {
@@ -255,9 +259,13 @@ func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attribu
 	if err != nil {
 		return nil, err
 	}
+	rk, rr := a.OriginalKind(), a.OriginalResource()
 	req := map[string]any{
-		"kind":        map[string]any{"group": a.Kind.Group, "version": a.Kind.Version, "kind": a.Kind.Kind},
-		"resource":    map[string]any{"group": a.Resource.Group, "version": a.Resource.Version, "resource": a.Resource.Resource},
+		"kind":               map[string]any{"group": a.Kind.Group, "version": a.Kind.Version, "kind": a.Kind.Kind},
+		"resource":           map[string]any{"group": a.Resource.Group, "version": a.Resource.Version, "resource": a.Resource.Resource},
+		"requestKind":        map[string]any{"group": rk.Group, "version": rk.Version, "kind": rk.Kind},
+		"requestResource":    map[string]any{"group": rr.Group, "version": rr.Version, "resource": rr.Resource},
+		"requestSubResource": a.Subresource,
 		"subResource": a.Subresource, "name": a.Name, "namespace": a.Namespace, "operation": string(a.Operation),
 		"userInfo": map[string]any{"username": a.User.Name, "uid": a.User.UID, "groups": toAny(a.User.Groups)},
 		"dryRun":   a.DryRun,
