@@ -40,8 +40,8 @@ type Attributes struct {
 	// registered for that version (matchPolicy Equivalent); zero otherwise.
 	RequestKind     schema.GroupVersionKind
 	RequestResource schema.GroupVersionResource
-	Namespace   string
-	Name        string
+	Namespace       string
+	Name            string
 	// Object is the object to be written (nil for DELETE); mutating plugins may change
 	// it in place or replace it. OldObject is the stored object (UPDATE, DELETE).
 	Object    runtime.Object

@@ -266,7 +266,7 @@ func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attribu
 		"requestKind":        map[string]any{"group": rk.Group, "version": rk.Version, "kind": rk.Kind},
 		"requestResource":    map[string]any{"group": rr.Group, "version": rr.Version, "resource": rr.Resource},
 		"requestSubResource": a.Subresource,
-		"subResource": a.Subresource, "name": a.Name, "namespace": a.Namespace, "operation": string(a.Operation),
+		"subResource":        a.Subresource, "name": a.Name, "namespace": a.Namespace, "operation": string(a.Operation),
 		"userInfo": map[string]any{"username": a.User.Name, "uid": a.User.UID, "groups": toAny(a.User.Groups)},
 		"dryRun":   a.DryRun,
 	}
