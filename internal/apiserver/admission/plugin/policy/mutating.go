@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"errors"
 	"reflect"
 	"sort"
 	"strconv"
@@ -109,7 +109,7 @@ func (p *Mutating) admit(ctx context.Context, a *admission.Attributes, reinvokin
 				if a := b.Spec.ParamRef.ParameterNotFoundAction; a != nil && *a == admissionregistrationv1.AllowAction {
 					continue
 				}
-				if err := p.failed(pol, b, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction")); err != nil {
+				if err := p.failed(a, pol, b, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction")); err != nil {
 					return err
 				}
 				continue
@@ -142,13 +142,17 @@ func (p *Mutating) admit(ctx context.Context, a *admission.Attributes, reinvokin
 }
 
 // failed is failurePolicy's answer to a policy that could not be applied: nil under
-// Ignore, a refusal under Fail.
-func (p *Mutating) failed(pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, err error) error {
+// Ignore, a refusal under Fail, as upstream's policy plugins refuse: 403 with reason
+// Invalid, the message naming the policy and binding, repeated as the cause.
+func (p *Mutating) failed(a *admission.Attributes, pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, err error) error {
 	if pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy == admissionregistrationv1.Ignore {
 		return nil
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: http.StatusUnprocessableEntity,
-		Message: fmt.Sprintf("MutatingAdmissionPolicy '%s' with binding '%s' denied request: %v", pol.Name, b.Name, err)}}
+	msg := fmt.Sprintf("policy '%s' with binding '%s' denied request: %v", pol.Name, b.Name, err)
+	st := admission.NewForbidden(a, errors.New(msg)).(*apierrors.StatusError)
+	st.ErrStatus.Message, st.ErrStatus.Reason = msg, metav1.StatusReasonInvalid
+	st.ErrStatus.Details.Causes = append(st.ErrStatus.Details.Causes, metav1.StatusCause{Message: msg})
+	return st
 }
 
 // mutateIn is mutate on the request converted to version (the one the policy's
@@ -183,7 +187,7 @@ func (p *Mutating) mutate(ctx context.Context, pol *admissionregistrationv1.Muta
 	for _, mc := range pol.Spec.MatchConditions {
 		ok, err := p.cel.EvalBool(mc.Expression, vars)
 		if err != nil {
-			return false, false, p.failed(pol, b, fmt.Errorf("failed to evaluate matchCondition %q: %v", mc.Name, err))
+			return false, false, p.failed(a, pol, b, fmt.Errorf("failed to evaluate matchCondition %q: %v", mc.Name, err))
 		}
 		if !ok {
 			return false, false, nil
@@ -196,10 +200,10 @@ func (p *Mutating) mutate(ctx context.Context, pol *admissionregistrationv1.Muta
 			variables[v.Name] = val.Value()
 		} // a mutation using it reports the error
 	}
-	for i, m := range pol.Spec.Mutations {
+	for _, m := range pol.Spec.Mutations {
 		obj, err := p.apply1(m, vars, a.Object, a.Kind)
 		if err != nil {
-			return changed, true, p.failed(pol, b, fmt.Errorf("mutation %d: %v", i, err))
+			return changed, true, p.failed(a, pol, b, err)
 		}
 		if obj == nil {
 			continue
@@ -248,7 +252,7 @@ func (p *Mutating) apply1(m admissionregistrationv1.Mutation, vars map[string]an
 		withKind.GetObjectKind().SetGroupVersionKind(kind)
 		merged, err := p.apply.MergeApplyConfiguration(withKind, config)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("error applying patch: %v", err)
 		}
 		merged.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
 		after, err := json.Marshal(merged)

@@ -5,6 +5,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -83,7 +84,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			return apierrors.NewInternalError(err)
 		}
 		if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
-			return p.deny(pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
+			return p.deny(a, pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
 		}
 		params, err := readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
 		if err != nil {
@@ -91,7 +92,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 				if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
 					continue
 				}
-				return p.deny(pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
+				return p.deny(a, pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
 			}
 			return err
 		}
@@ -99,7 +100,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			params = []any{nil}
 		}
 		for _, param := range params {
-			if err := p.evaluate(ctx, pol, b, withParams(vars, param)); err != nil {
+			if err := p.evaluate(ctx, a, pol, b, withParams(vars, param)); err != nil {
 				return err
 			}
 		}
@@ -119,7 +120,7 @@ func withParams(base map[string]any, params any) map[string]any {
 }
 
 // evaluate runs a policy's match conditions, variables and validations.
-func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, vars map[string]any) error {
+func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, vars map[string]any) error {
 	ignore := pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy == admissionregistrationv1.Ignore
 	for _, mc := range pol.Spec.MatchConditions {
 		ok, err := p.cel.EvalBool(mc.Expression, vars)
@@ -127,7 +128,7 @@ func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.Vali
 			if ignore {
 				return nil
 			}
-			return p.deny(pol, b, fmt.Sprintf("failed to evaluate matchCondition %q: %v", mc.Name, err), metav1.StatusReasonInvalid)
+			return p.deny(a, pol, b, fmt.Sprintf("failed to evaluate matchCondition %q: %v", mc.Name, err), metav1.StatusReasonInvalid)
 		}
 		if !ok {
 			return nil
@@ -171,7 +172,7 @@ func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.Vali
 		for _, action := range b.Spec.ValidationActions {
 			switch action {
 			case admissionregistrationv1.Deny:
-				return p.deny(pol, b, msg, reason)
+				return p.deny(a, pol, b, msg, reason)
 			case admissionregistrationv1.Warn:
 				admission.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, msg))
 			}
@@ -180,8 +181,9 @@ func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.Vali
 	return nil
 }
 
-// deny is upstream's refusal, its code following the validation's reason.
-func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, msg string, reason metav1.StatusReason) error {
+// deny is upstream's refusal: a Forbidden naming the request's object whose reason and
+// code follow the validation's reason, the message repeated as its cause.
+func (p *Plugin) deny(a *admission.Attributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, msg string, reason metav1.StatusReason) error {
 	code := int32(http.StatusUnprocessableEntity)
 	switch reason {
 	case metav1.StatusReasonForbidden:
@@ -191,8 +193,11 @@ func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b 
 	case metav1.StatusReasonRequestEntityTooLarge:
 		code = http.StatusRequestEntityTooLarge
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: reason, Code: code,
-		Message: fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)}}
+	message := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)
+	st := admission.NewForbidden(a, errors.New(message)).(*apierrors.StatusError)
+	st.ErrStatus.Reason, st.ErrStatus.Code = reason, code
+	st.ErrStatus.Details.Causes = append(st.ErrStatus.Details.Causes, metav1.StatusCause{Message: message})
+	return st
 }
 
 // bound applies a policy's match constraints and its binding's match resources (if it
