@@ -3,8 +3,8 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
