@@ -30,6 +30,7 @@ type Compiler struct {
 // NewCompiler returns a compiler over the admission variables.
 func NewCompiler() (*Compiler, error) {
 	opts := []cel.EnvOption{ext.Strings(), ext.Sets(), ext.Lists(), cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true)}
+	opts = append(opts, authorizerLibrary()...)
 	for _, v := range Variables {
 		opts = append(opts, cel.Variable(v, cel.DynType))
 	}

@@ -38,6 +38,7 @@ func NewMutationCompiler() (*MutationCompiler, error) {
 				return types.String(strings.ReplaceAll(strings.ReplaceAll(string(s), "~", "~0"), "/", "~1"))
 			}))),
 	}
+	opts = append(opts, authorizerLibrary()...)
 	for _, v := range Variables {
 		opts = append(opts, cel.Variable(v, cel.DynType))
 	}

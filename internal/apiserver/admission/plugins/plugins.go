@@ -230,7 +230,7 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	}
 	factories := maps.Clone(factories)
 	factories[policy.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply, d.Converter), nil
+		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply, d.Converter, d.Authorizer), nil
 	}
 	factories[webhook.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
 		return webhook.New(true, d.Reader, d.Services, compiler, d.Converter, d.Log), nil
@@ -239,7 +239,7 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 		return webhook.New(false, d.Reader, d.Services, compiler, d.Converter, d.Log), nil
 	}
 	factories[policy.PluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return policy.New(d.Reader, compiler, d.Converter), nil
+		return policy.New(d.Reader, compiler, d.Converter, d.Authorizer), nil
 	}
 	var chain admission.Chain
 	for _, n := range enabled {

@@ -19,6 +19,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
 	"mizzen/internal/apiserver/admission/plugin/webhook"
+	"mizzen/internal/apiserver/authz"
 )
 
 // MutatingPluginName is upstream's name of the MutatingAdmissionPolicy plugin.
@@ -40,12 +41,13 @@ type Mutating struct {
 	mut    *cel.MutationCompiler
 	apply  admission.ApplyMerger
 	conv   admission.Converter
+	authz  authz.Authorizer
 }
 
 // NewMutating returns the plugin; apply merges apply configurations into objects, conv
 // converts requests for policies that match another version of their resource.
-func NewMutating(r admission.Reader, c *cel.Compiler, mut *cel.MutationCompiler, apply admission.ApplyMerger, conv admission.Converter) *Mutating {
-	return &Mutating{Ops: admission.Ops{admission.Create, admission.Update, admission.Connect}, reader: r, cel: c, mut: mut, apply: apply, conv: conv}
+func NewMutating(r admission.Reader, c *cel.Compiler, mut *cel.MutationCompiler, apply admission.ApplyMerger, conv admission.Converter, az authz.Authorizer) *Mutating {
+	return &Mutating{Ops: admission.Ops{admission.Create, admission.Update, admission.Connect}, reader: r, cel: c, mut: mut, apply: apply, conv: conv, authz: az}
 }
 
 var _ admission.Reinvoker = (*Mutating)(nil)
@@ -179,7 +181,7 @@ func (p *Mutating) mutateIn(ctx context.Context, pol *admissionregistrationv1.Mu
 // mutation in order on the object as the previous one left it. changed reports that
 // the object changed, ran that the policy's mutations were evaluated.
 func (p *Mutating) mutate(ctx context.Context, pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, param any, a *admission.Attributes) (changed, ran bool, err error) {
-	vars, err := baseVars(ctx, p.reader, a)
+	vars, err := baseVars(ctx, p.reader, p.authz, a)
 	if err != nil {
 		return false, false, apierrors.NewInternalError(err)
 	}

@@ -37,7 +37,7 @@ func newMutating(t *testing.T, objs ...runtime.Object) *Mutating {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{}, nil)
+	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{}, nil, nil)
 }
 
 func configMapRules() *admissionregistrationv1.MatchResources {

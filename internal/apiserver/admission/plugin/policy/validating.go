@@ -23,6 +23,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
 	"mizzen/internal/apiserver/admission/plugin/webhook"
+	"mizzen/internal/apiserver/authz"
 )
 
 // PluginName is upstream's name.
@@ -39,12 +40,14 @@ type Plugin struct {
 	reader admission.Reader
 	cel    *cel.Compiler
 	conv   admission.Converter
+	authz  authz.Authorizer
 }
 
 // New returns the plugin; conv converts requests for policies that match another
-// version of their resource (nil: none do).
-func New(r admission.Reader, c *cel.Compiler, conv admission.Converter) *Plugin {
-	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c, conv: conv}
+// version of their resource (nil: none do), az answers the expressions' authorizer
+// checks (nil allows everything).
+func New(r admission.Reader, c *cel.Compiler, conv admission.Converter, az authz.Authorizer) *Plugin {
+	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c, conv: conv, authz: az}
 }
 
 var _ admission.Validator = (*Plugin)(nil)
@@ -79,7 +82,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			}
 			continue
 		}
-		vars, err := baseVars(ctx, p.reader, va)
+		vars, err := baseVars(ctx, p.reader, p.authz, va)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
@@ -255,7 +258,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attributes) (map[string]any, error) {
+// baseVars are object, oldObject, request, namespaceObject and authorizer.
+func baseVars(ctx context.Context, reader admission.Reader, az authz.Authorizer, a *admission.Attributes) (map[string]any, error) {
 	obj, err := cel.ToValue(a.Object)
 	if err != nil {
 		return nil, err
@@ -275,7 +279,7 @@ func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attribu
 		"userInfo": map[string]any{"username": a.User.Name, "uid": a.User.UID, "groups": toAny(a.User.Groups)},
 		"dryRun":   a.DryRun,
 	}
-	vars := map[string]any{"object": obj, "oldObject": old, "request": req}
+	vars := map[string]any{"object": obj, "oldObject": old, "request": req, "authorizer": cel.NewAuthorizer(ctx, az, a.User)}
 	if a.Namespace != "" {
 		if ns, err := reader.Get(ctx, corev1.SchemeGroupVersion.WithResource("namespaces"), "", a.Namespace); err == nil {
 			if vars["namespaceObject"], err = cel.ToValue(ns); err != nil {
