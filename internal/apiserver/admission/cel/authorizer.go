@@ -59,8 +59,8 @@ func (v *authzValue) ConvertToType(t ref.Type) ref.Val {
 	return types.NewErr("type conversion error from %s to %s", v.t.TypeName(), t.TypeName())
 }
 func (v *authzValue) Equal(other ref.Val) ref.Val { return types.Bool(v == other) }
-func (v *authzValue) Type() ref.Type                { return v.t }
-func (v *authzValue) Value() any                    { return v.attrs }
+func (v *authzValue) Type() ref.Type              { return v.t }
+func (v *authzValue) Value() any                  { return v.attrs }
 
 func (d *decision) ConvertToNative(reflect.Type) (any, error) {
 	return nil, fmt.Errorf("%s cannot be converted", decisionType.TypeName())
@@ -72,8 +72,8 @@ func (d *decision) ConvertToType(t ref.Type) ref.Val {
 	return types.NewErr("type conversion error from %s to %s", decisionType.TypeName(), t.TypeName())
 }
 func (d *decision) Equal(other ref.Val) ref.Val { return types.Bool(d == other) }
-func (d *decision) Type() ref.Type                { return decisionType }
-func (d *decision) Value() any                    { return d }
+func (d *decision) Type() ref.Type              { return decisionType }
+func (d *decision) Value() any                  { return d }
 
 // step returns a copy of v of type t with change applied to its attributes.
 func step(want *types.Type, t *types.Type, change func(a *authz.Attributes, s string)) func(ref.Val, ref.Val) ref.Val {
