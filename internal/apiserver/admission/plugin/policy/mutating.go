@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strconv"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -67,80 +66,52 @@ func (p *Mutating) admit(ctx context.Context, a *admission.Attributes, reinvokin
 	if a.Internal || a.Resource.Group == admissionregistrationv1.GroupName || a.Object == nil {
 		return nil
 	}
-	objs, err := p.reader.List(ctx, mutatingBindingsGVR, "")
-	if err != nil || len(objs) == 0 {
-		return err
-	}
-	bindings := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, 0, len(objs))
-	for _, o := range objs {
-		bindings = append(bindings, o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding))
-	}
-	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
-	for _, b := range bindings {
-		obj, err := p.reader.Get(ctx, mutatingPoliciesGVR, "", b.Spec.PolicyName)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		pol := obj.(*admissionregistrationv1.MutatingAdmissionPolicy)
-		reinvocable := pol.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
-		if reinvoking && !reinvocable {
-			continue
-		}
-		version, ok, err := matchResources(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, a)
-		if err != nil || !ok {
-			if err != nil {
+	return eachBinding(ctx, p.reader, mutatingBindingsGVR, mutatingPoliciesGVR,
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding, pol *admissionregistrationv1.MutatingAdmissionPolicy) error {
+			reinvocable := pol.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
+			if reinvoking && !reinvocable {
+				return nil
+			}
+			va, err := bound(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, b.Spec.MatchResources, a)
+			if err != nil || va == nil {
 				return err
 			}
-			continue
-		}
-		if b.Spec.MatchResources != nil {
-			if _, ok, err := matchResources(ctx, p.reader, p.conv, b.Spec.MatchResources, a); err != nil || !ok {
+			var params []any
+			if pol.Spec.ParamKind != nil && b.Spec.ParamRef != nil {
+				params, err = readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
+				if err == errParamsMissing {
+					if a := b.Spec.ParamRef.ParameterNotFoundAction; a != nil && *a == admissionregistrationv1.AllowAction {
+						return nil
+					}
+					return p.failed(a, pol, b, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction"))
+				}
 				if err != nil {
 					return err
 				}
-				continue
 			}
-		}
-		var params []any
-		if pol.Spec.ParamKind != nil && b.Spec.ParamRef != nil {
-			params, err = readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
-			if err == errParamsMissing {
-				if a := b.Spec.ParamRef.ParameterNotFoundAction; a != nil && *a == admissionregistrationv1.AllowAction {
+			if len(params) == 0 {
+				params = []any{nil}
+			}
+			for i, param := range params {
+				id := "policy/" + b.Name + "/" + strconv.Itoa(i)
+				if reinvoking && !admission.NeedsReinvocation(ctx, id) {
 					continue
 				}
-				if err := p.failed(a, pol, b, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction")); err != nil {
+				// The object may have changed under an earlier param: convert it afresh.
+				changed, ran, err := p.mutateIn(ctx, pol, b, param, a, va.Resource.Version)
+				if err != nil {
 					return err
 				}
-				continue
+				if changed {
+					admission.RecordChange(ctx)
+				}
+				if ran && reinvocable && !reinvoking {
+					admission.RecordReinvocable(ctx, id)
+				}
 			}
-			if err != nil {
-				return err
-			}
-		}
-		if len(params) == 0 {
-			params = []any{nil}
-		}
-		for i, param := range params {
-			id := "policy/" + b.Name + "/" + strconv.Itoa(i)
-			if reinvoking && !admission.NeedsReinvocation(ctx, id) {
-				continue
-			}
-			changed, ran, err := p.mutateIn(ctx, pol, b, param, a, version)
-			if err != nil {
-				return err
-			}
-			if changed {
-				admission.RecordChange(ctx)
-			}
-			if ran && reinvocable && !reinvoking {
-				admission.RecordReinvocable(ctx, id)
-			}
-		}
-	}
-	return nil
+			return nil
+		})
 }
 
 // failed is failurePolicy's answer to a policy that could not be applied: nil under

@@ -57,55 +57,68 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	if a.Internal || a.Resource.Group == admissionregistrationv1.GroupName {
 		return nil
 	}
-	objs, err := p.reader.List(ctx, bindingsGVR, "")
-	if err != nil || len(objs) == 0 {
+	return eachBinding(ctx, p.reader, bindingsGVR, policiesGVR,
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, pol *admissionregistrationv1.ValidatingAdmissionPolicy) error {
+			va, err := bound(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, b.Spec.MatchResources, a)
+			if err != nil || va == nil {
+				return err
+			}
+			vars, err := baseVars(ctx, p.reader, p.authz, va)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
+				return p.deny(a, pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
+			}
+			params, err := readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
+			if err != nil {
+				if err == errParamsMissing {
+					if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
+						return nil
+					}
+					return p.deny(a, pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
+				}
+				return err
+			}
+			if len(params) == 0 {
+				params = []any{nil}
+			}
+			for _, param := range params {
+				if err := p.evaluate(ctx, a, pol, b, withParams(vars, param)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+}
+
+// eachBinding calls f, in the bindings' name order, for every binding of a policy
+// that exists, with that policy: the skeleton both policy plugins run. It stops at
+// f's first error.
+func eachBinding[B interface {
+	runtime.Object
+	GetName() string
+}, P runtime.Object](ctx context.Context, r admission.Reader, bindingsGVR, policiesGVR schema.GroupVersionResource, policyName func(B) string, f func(B, P) error) error {
+	objs, err := r.List(ctx, bindingsGVR, "")
+	if err != nil {
 		return err
 	}
-	bindings := make([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, 0, len(objs))
+	bindings := make([]B, 0, len(objs))
 	for _, o := range objs {
-		bindings = append(bindings, o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
+		bindings = append(bindings, o.(B))
 	}
-	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
+	sort.Slice(bindings, func(i, j int) bool { return bindings[i].GetName() < bindings[j].GetName() })
 	for _, b := range bindings {
-		obj, err := p.reader.Get(ctx, policiesGVR, "", b.Spec.PolicyName)
+		obj, err := r.Get(ctx, policiesGVR, "", policyName(b))
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		pol := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-		va, err := bound(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, b.Spec.MatchResources, a)
-		if err != nil || va == nil {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		vars, err := baseVars(ctx, p.reader, p.authz, va)
-		if err != nil {
-			return apierrors.NewInternalError(err)
-		}
-		if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
-			return p.deny(a, pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
-		}
-		params, err := readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
-		if err != nil {
-			if err == errParamsMissing {
-				if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
-					continue
-				}
-				return p.deny(a, pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
-			}
+		if err := f(b, obj.(P)); err != nil {
 			return err
-		}
-		if len(params) == 0 {
-			params = []any{nil}
-		}
-		for _, param := range params {
-			if err := p.evaluate(ctx, a, pol, b, withParams(vars, param)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
