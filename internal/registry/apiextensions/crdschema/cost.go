@@ -67,26 +67,29 @@ func minSerializedSize(s *apiextv1.JSONSchemaProps) uint64 {
 // maxItems is how many items a list of the schema can hold: maxItems, or as many of
 // the smallest item as a request fits.
 func maxItems(s *apiextv1.JSONSchemaProps) uint64 {
-	if s.MaxItems != nil {
-		return uint64(*s.MaxItems)
-	}
 	var item *apiextv1.JSONSchemaProps
 	if s.Items != nil {
 		item = s.Items.Schema
 	}
-	return (maxRequestSizeBytes - 2) / (minSerializedSize(item) + 1)
+	return boundOrFit(s.MaxItems, item, 1) // v,
 }
 
 // maxProperties is how many entries a map of the schema can hold.
 func maxProperties(s *apiextv1.JSONSchemaProps) uint64 {
-	if s.MaxProperties != nil {
-		return uint64(*s.MaxProperties)
-	}
 	var value *apiextv1.JSONSchemaProps
 	if s.AdditionalProperties != nil {
 		value = s.AdditionalProperties.Schema
 	}
-	return (maxRequestSizeBytes - 2) / (minSerializedSize(value) + 6) // "":v,
+	return boundOrFit(s.MaxProperties, value, 6) // "":v,
+}
+
+// boundOrFit is a declared bound, or how many elements of the schema, each with
+// overhead bytes of punctuation, fit in one request.
+func boundOrFit(bound *int64, element *apiextv1.JSONSchemaProps, overhead uint64) uint64 {
+	if bound != nil {
+		return uint64(*bound)
+	}
+	return (maxRequestSizeBytes - 2) / (minSerializedSize(element) + overhead)
 }
 
 // maxLength is the longest a string of the schema can be.

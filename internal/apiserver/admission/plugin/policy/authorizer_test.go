@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"mizzen/internal/apiserver/admission/admissiontest"
-	"mizzen/internal/apiserver/admission/cel"
 	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
 )
@@ -33,14 +32,7 @@ func (onlyAlice) Authorize(_ context.Context, a authz.Attributes) (bool, string)
 // and a MutatingAdmissionPolicy's checks for the request's user and for a named
 // service account.
 func TestPolicyAuthorizer(t *testing.T) {
-	c, err := cel.NewCompiler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cel.NewMutationCompiler()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, m := compilers(t)
 	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "owners"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConstraints: configMapRules(),
 			Validations: []admissionregistrationv1.Validation{{

@@ -28,6 +28,11 @@ func (deducedMerger) MergeApplyConfiguration(obj runtime.Object, config map[stri
 }
 
 func newMutating(t *testing.T, objs ...runtime.Object) *Mutating {
+	c, m := compilers(t)
+	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{}, nil, nil)
+}
+
+func compilers(t *testing.T) (*cel.Compiler, *cel.MutationCompiler) {
 	t.Helper()
 	c, err := cel.NewCompiler()
 	if err != nil {
@@ -37,7 +42,7 @@ func newMutating(t *testing.T, objs ...runtime.Object) *Mutating {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{}, nil, nil)
+	return c, m
 }
 
 func configMapRules() *admissionregistrationv1.MatchResources {
