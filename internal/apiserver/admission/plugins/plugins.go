@@ -233,10 +233,10 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply, d.Converter, d.Authorizer), nil
 	}
 	factories[webhook.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return webhook.New(true, d.Reader, d.Services, compiler, d.Converter, d.Log), nil
+		return webhook.New(true, d.Reader, d.Services, compiler, d.Converter, d.Authorizer, d.Log), nil
 	}
 	factories[webhook.ValidatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return webhook.New(false, d.Reader, d.Services, compiler, d.Converter, d.Log), nil
+		return webhook.New(false, d.Reader, d.Services, compiler, d.Converter, d.Authorizer, d.Log), nil
 	}
 	factories[policy.PluginName] = func(d admission.Deps) (admission.Handler, error) {
 		return policy.New(d.Reader, compiler, d.Converter, d.Authorizer), nil

@@ -28,6 +28,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/authz"
 )
 
 // Upstream's plugin names.
@@ -76,17 +77,19 @@ type Plugin struct {
 	clients  *clients
 	cel      *cel.Compiler
 	conv     admission.Converter
+	authz    authz.Authorizer
 	log      *slog.Logger
 }
 
 // New returns the mutating or the validating webhook plugin; conv converts requests
-// for webhooks registered for another version of their resource (nil: none are).
-func New(mutating bool, r admission.Reader, resolver Resolver, compiler *cel.Compiler, conv admission.Converter, log *slog.Logger) *Plugin {
+// for webhooks registered for another version of their resource (nil: none are), az
+// answers match conditions' authorizer checks (nil allows everything).
+func New(mutating bool, r admission.Reader, resolver Resolver, compiler *cel.Compiler, conv admission.Converter, az authz.Authorizer, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect},
-		mutating: mutating, reader: r, clients: newClients(resolver), cel: compiler, conv: conv, log: log}
+		mutating: mutating, reader: r, clients: newClients(resolver), cel: compiler, conv: conv, authz: az, log: log}
 }
 
 var (
@@ -309,7 +312,7 @@ func (p *Plugin) matches(ctx context.Context, h *hook, a *admission.Attributes) 
 		return nil, err
 	}
 	if len(h.matchConditions) > 0 {
-		vars, err := celVars(va)
+		vars, err := celVars(ctx, p.authz, va)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -426,8 +429,9 @@ func metaGVK(g metav1.GroupVersionKind) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind}
 }
 
-// celVars are the variables of a match condition: object, oldObject and request.
-func celVars(a *admission.Attributes) (map[string]any, error) {
+// celVars are the variables of a match condition: object, oldObject, request and
+// authorizer.
+func celVars(ctx context.Context, az authz.Authorizer, a *admission.Attributes) (map[string]any, error) {
 	obj, err := cel.ToValue(a.Object)
 	if err != nil {
 		return nil, err
@@ -440,5 +444,5 @@ func celVars(a *admission.Attributes) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"object": obj, "oldObject": old, "request": reqMap}, nil
+	return map[string]any{"object": obj, "oldObject": old, "request": reqMap, "authorizer": cel.NewAuthorizer(ctx, az, a.User)}, nil
 }
