@@ -147,3 +147,46 @@ func (s *Server) beforeCreate(ctx context.Context, h *resourceHandler, obj runti
 	}
 	return func() {}, nil
 }
+
+// handlerAnyVersion is the handler of gvr, built-in or custom; nil if none serves it.
+func (s *Server) handlerAnyVersion(gvr schema.GroupVersionResource) *resourceHandler {
+	if h := s.handlers[gvr]; h != nil {
+		return h
+	}
+	return s.custom.handler(gvr)
+}
+
+// Versions lists the versions a resource is served in, preferred first, for the
+// webhooks and policies registered for another version than a request's.
+func (r admissionReader) Versions(gr schema.GroupResource) []string {
+	var vs []string
+	for gvr := range r.s.handlers {
+		if gvr.GroupResource() == gr {
+			vs = append(vs, gvr.Version)
+		}
+	}
+	for _, h := range r.s.custom.all() {
+		if gvr := h.GroupVersionResource(); gvr.GroupResource() == gr && !contains(vs, gvr.Version) {
+			vs = append(vs, gvr.Version)
+		}
+	}
+	return sortVersions(vs)
+}
+
+// Convert turns an object of the served resource from into version to, through the
+// storage version as every read and write is converted.
+func (r admissionReader) Convert(obj runtime.Object, from schema.GroupVersionResource, to string) (runtime.Object, schema.GroupVersionKind, error) {
+	fh, th := r.s.handlerAnyVersion(from), r.s.handlerAnyVersion(from.GroupResource().WithVersion(to))
+	if fh == nil || th == nil {
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s is not served in version %s", from.GroupResource(), to)
+	}
+	stored, err := fh.toStorage(obj.DeepCopyObject())
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, err
+	}
+	out, err := th.present(stored)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, err
+	}
+	return out, th.GroupVersionKind(), nil
+}

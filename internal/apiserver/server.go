@@ -255,7 +255,7 @@ func New(cfg Config) (*Server, error) {
 	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
 	s.proxy = proxy.New(proxyObjects{s}, proxyResponder{s}, cfg.KubeletClientTLS, cfg.Log)
 	s.aggregator = aggregator.New(aggregatorHost{s}, cfg.FrontProxy, cfg.AggregatorInterval, cfg.Log)
-	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Apply: s.fields, Authorizer: cfg.Authorizer, Log: cfg.Log})
+	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Apply: s.fields, Converter: admissionReader{s}, Authorizer: cfg.Authorizer, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -89,16 +89,7 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 	gvr := h.GroupVersionResource()
 	switch {
 	case info.Subresource == "status" && h.HasStatus:
-		switch info.Verb {
-		case "get":
-			s.get(w, r, info, h)
-		case "update":
-			s.update(w, r, info, h, updateStatus)
-		case "patch":
-			s.patch(w, r, info, h, updateStatus)
-		default:
-			s.writeError(w, r, methodNotAllowed(r, h))
-		}
+		s.serveView(w, r, info, h, updateStatus)
 	case info.Subresource == "scale" && h.Scale != nil:
 		s.serveScale(w, r, info, h)
 	case info.Subresource == "binding" && gvr == podsGVR && info.Verb == "create":
@@ -115,22 +106,28 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info *
 		if info.Subresource == "resize" {
 			mode = updateResize
 		}
-		switch info.Verb {
-		case "get":
-			s.get(w, r, info, h)
-		case "update":
-			s.update(w, r, info, h, mode)
-		case "patch":
-			s.patch(w, r, info, h, mode)
-		default:
-			s.writeError(w, r, methodNotAllowed(r, h))
-		}
+		s.serveView(w, r, info, h, mode)
 	case info.Subresource == "approval" && gvr == csrGVR:
 		s.serveApproval(w, r, info, h)
 	default:
 		if !s.serveKubeletSubresource(w, r, info, h) && !s.serveProxySubresource(w, r, info, h) {
 			s.writeError(w, r, notFound())
 		}
+	}
+}
+
+// serveView serves a subresource that is the object itself, of which a write changes
+// only the part mode names (status, ephemeral containers, resources on resize).
+func (s *Server) serveView(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler, mode updateMode) {
+	switch info.Verb {
+	case "get":
+		s.get(w, r, info, h)
+	case "update":
+		s.update(w, r, info, h, mode)
+	case "patch":
+		s.patch(w, r, info, h, mode)
+	default:
+		s.writeError(w, r, methodNotAllowed(r, h))
 	}
 }
 
@@ -212,13 +209,9 @@ func (s *Server) newScale(h *resourceHandler, current runtime.Object, verb, cont
 
 // bind assigns a pod to a node, as the scheduler does through pods/binding.
 func (s *Server) bind(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	data, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	binding := &corev1.Binding{}
-	if _, err := s.codecs.decodeInto(requestMediaType(r), data, corev1.SchemeGroupVersion.WithKind("Binding"), binding); err != nil {
+	err := s.decodeSent(r, binding, corev1.SchemeGroupVersion.WithKind("Binding"))
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -277,13 +270,9 @@ func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
 // subresource does upstream.
 func (s *Server) evict(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	ctx := r.Context()
-	data, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	eviction := &policyv1.Eviction{}
-	if _, err := s.codecs.decodeInto(requestMediaType(r), data, policyv1.SchemeGroupVersion.WithKind("Eviction"), eviction); err != nil {
+	err := s.decodeSent(r, eviction, policyv1.SchemeGroupVersion.WithKind("Eviction"))
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -368,13 +357,9 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 // finalizeNamespace replaces a namespace's spec.finalizers; with none left, a
 // namespace being deleted goes.
 func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	data, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	sent := &corev1.Namespace{}
-	if _, err := s.codecs.decodeInto(requestMediaType(r), data, corev1.SchemeGroupVersion.WithKind("Namespace"), sent); err != nil {
+	err := s.decodeSent(r, sent, corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -427,4 +412,14 @@ func validateResizeUpdate(mode updateMode, obj, old runtime.Object) error {
 		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name, errs)
 	}
 	return nil
+}
+
+// decodeBody reads a subresource request's body into obj, which it is sent as kind.
+func (s *Server) decodeSent(r *http.Request, obj runtime.Object, kind schema.GroupVersionKind) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	_, err = s.codecs.decodeInto(requestMediaType(r), data, kind, obj)
+	return err
 }

@@ -35,8 +35,13 @@ type Attributes struct {
 	Kind        schema.GroupVersionKind
 	Resource    schema.GroupVersionResource
 	Subresource string
-	Namespace   string
-	Name        string
+	// RequestKind and RequestResource are what the request named when Kind, Resource
+	// and the objects are another served version's, converted for a webhook or policy
+	// registered for that version (matchPolicy Equivalent); zero otherwise.
+	RequestKind     schema.GroupVersionKind
+	RequestResource schema.GroupVersionResource
+	Namespace       string
+	Name            string
 	// Object is the object to be written (nil for DELETE); mutating plugins may change
 	// it in place or replace it. OldObject is the stored object (UPDATE, DELETE).
 	Object    runtime.Object
@@ -174,12 +179,72 @@ type ApplyMerger interface {
 	MergeApplyConfiguration(obj runtime.Object, config map[string]interface{}) (runtime.Object, error)
 }
 
+// Converter converts objects between the served versions of one resource, for the
+// webhooks and policies registered with matchPolicy Equivalent for a version other
+// than the request's.
+type Converter interface {
+	// Versions lists the versions a resource is served in, preferred first.
+	Versions(gr schema.GroupResource) []string
+	// Convert turns obj, an object of the served resource from, into version to of the
+	// same resource, and names its kind.
+	Convert(obj runtime.Object, from schema.GroupVersionResource, to string) (runtime.Object, schema.GroupVersionKind, error)
+}
+
+// InVersion returns a copy of a with its objects converted to version, Kind and
+// Resource naming that version, and RequestKind and RequestResource what the request
+// named. a itself is returned when it already is of that version.
+func (a *Attributes) InVersion(c Converter, version string) (*Attributes, error) {
+	if version == a.Resource.Version {
+		return a, nil
+	}
+	out := *a
+	out.RequestKind, out.RequestResource = a.OriginalKind(), a.OriginalResource()
+	out.Resource.Version = version
+	convert := func(obj runtime.Object) (runtime.Object, error) {
+		if obj == nil {
+			return nil, nil
+		}
+		conv, gvk, err := c.Convert(obj, a.Resource, version)
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("converting %s to %s: %v", a.Resource, version, err))
+		}
+		out.Kind = gvk
+		return conv, nil
+	}
+	var err error
+	out.Kind.Version = version
+	if out.Object, err = convert(a.Object); err != nil {
+		return nil, err
+	}
+	if out.OldObject, err = convert(a.OldObject); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// OriginalKind is the kind the request named.
+func (a *Attributes) OriginalKind() schema.GroupVersionKind {
+	if !a.RequestKind.Empty() {
+		return a.RequestKind
+	}
+	return a.Kind
+}
+
+// OriginalResource is the resource the request named.
+func (a *Attributes) OriginalResource() schema.GroupVersionResource {
+	if !a.RequestResource.Empty() {
+		return a.RequestResource
+	}
+	return a.Resource
+}
+
 // Deps is what plugins are built with.
 type Deps struct {
 	Reader       Reader
 	StatusWriter StatusWriter
 	Services     ServiceResolver
 	Apply        ApplyMerger
+	Converter    Converter
 	// Authorizer answers the plugins that check a user's permissions (signers for
 	// CSRs); nil allows everything, as an apiserver without an authorizer does.
 	Authorizer authz.Authorizer

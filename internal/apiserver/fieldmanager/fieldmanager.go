@@ -28,7 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"mizzen/internal/registry"
 )
@@ -277,6 +279,11 @@ func MergeTyped(tc managedfields.TypeConverter, obj runtime.Object, config map[s
 	if err != nil {
 		return nil, fmt.Errorf("the apply configuration does not fit the object's schema: %v", err)
 	}
+	if found := atomics("", patch.Schema(), patch.TypeRef(), patch.AsValue()); len(found) > 0 {
+		// Merging into an atomic value replaces it whole, dropping what the
+		// configuration does not repeat: upstream refuses that rather than lose data.
+		return nil, fmt.Errorf("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: %s", strings.Join(found, ", "))
+	}
 	merged, err := live.Merge(patch)
 	if err != nil {
 		return nil, err
@@ -294,4 +301,37 @@ func MergeTyped(tc managedfields.TypeConverter, obj runtime.Object, config map[s
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvk)
 	return out, nil
+}
+
+// atomics lists the paths (as ".spec.selector", ".spec.containers[0].args") of the
+// atomic lists, maps and structs a value sets.
+func atomics(path string, s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) []string {
+	a, ok := s.Resolve(tr)
+	if !ok {
+		return nil
+	}
+	var out []string
+	switch {
+	case v.IsMap() && a.Map != nil:
+		if a.Map.ElementRelationship == smdschema.Atomic {
+			out = append(out, path)
+		}
+		v.AsMap().Iterate(func(key string, val value.Value) bool {
+			child := a.Map.ElementType
+			if f, ok := a.Map.FindField(key); ok {
+				child = f.Type
+			}
+			out = append(out, atomics(path+"."+key, s, child, val)...)
+			return true
+		})
+	case v.IsList() && a.List != nil:
+		if a.List.ElementRelationship == smdschema.Atomic {
+			out = append(out, path)
+		}
+		l := v.AsList()
+		for i := 0; i < l.Length(); i++ {
+			out = append(out, atomics(fmt.Sprintf("%s[%d]", path, i), s, a.List.ElementType, l.At(i))...)
+		}
+	}
+	return out
 }

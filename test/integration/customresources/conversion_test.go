@@ -4,17 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 )
 
@@ -130,6 +135,51 @@ spec:
 	}
 	if size, _, _ := unstructured.NestedInt64(list.Items[0].Object, "spec", "dimensions", "size"); size != 4 {
 		t.Errorf("listed through v2: %v", list.Items[0].Object)
+	}
+
+	// An admission webhook registered for v1 gets a v2 create as a v1 object, and its
+	// v1 patch reaches the object stored through v2.
+	admit := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		_ = json.NewDecoder(r.Body).Decode(&review)
+		resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		u := &unstructured.Unstructured{}
+		_ = u.UnmarshalJSON(review.Request.Object.Raw)
+		if _, v1Size, _ := unstructured.NestedInt64(u.Object, "spec", "size"); !v1Size || review.Request.RequestResource == nil || review.Request.RequestResource.Version != "v2" {
+			resp = &admissionv1.AdmissionResponse{UID: review.Request.UID, Result: &metav1.Status{Message: "want a v1 box asked for through v2, got " + string(review.Request.Object.Raw)}}
+		} else {
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.PatchType, resp.Patch = &pt, []byte(`[{"op":"replace","path":"/spec/size","value":9}]`)
+		}
+		review.Response, review.Request = resp, nil
+		_ = json.NewEncoder(w).Encode(&review)
+	}))
+	defer admit.Close()
+	admitURL := admit.URL + "/admit"
+	none := admissionregistrationv1.SideEffectClassNone
+	kube := kubernetes.NewForConfigOrDie(srv.AdminConfig)
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "boxes-v1"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "boxes.example.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &admitURL, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: admit.Certificate().Raw})},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"conv.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"boxes"}}}},
+			SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for i, deadline := 0, time.Now().Add(10*time.Second); size != 9 && time.Now().Before(deadline); i++ {
+		box.SetName(fmt.Sprintf("admitted-%d", i))
+		created, err := dyn.Resource(v2).Namespace("default").Create(ctx, box, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, _, _ = unstructured.NestedInt64(created.Object, "spec", "dimensions", "size")
+		time.Sleep(100 * time.Millisecond)
+	}
+	if size != 9 {
+		t.Errorf("the v1 admission webhook's patch did not reach the box created through v2: size %d", size)
 	}
 
 	// A webhook that is down fails the request with upstream's words, and changes nothing.

@@ -20,28 +20,34 @@ const PerCallCostLimit = 1000000
 // Variables are the names an expression may use.
 var Variables = []string{"object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"}
 
-// Compiler compiles expressions once and keeps them.
-type Compiler struct {
+// programs compiles expressions in one environment once and keeps them; Compiler and
+// MutationCompiler are two environments of it.
+type programs struct {
 	env   *cel.Env
+	opts  []cel.ProgramOption
 	mu    sync.Mutex
 	cache map[string]cel.Program
 }
 
-// NewCompiler returns a compiler over the admission variables.
-func NewCompiler() (*Compiler, error) {
-	opts := []cel.EnvOption{ext.Strings(), ext.Sets(), ext.Lists(), cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true)}
+// newPrograms builds an environment of the admission variables, cel-go's string, set
+// and list extensions and the authorizer library, with extra options on top; every
+// program it makes stops at PerCallCostLimit.
+func newPrograms(extra []cel.EnvOption, opts ...cel.ProgramOption) (*programs, error) {
+	envOpts := []cel.EnvOption{ext.Strings(), ext.Sets(), ext.Lists(), cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true)}
+	envOpts = append(envOpts, authorizerLibrary()...)
+	envOpts = append(envOpts, extra...)
 	for _, v := range Variables {
-		opts = append(opts, cel.Variable(v, cel.DynType))
+		envOpts = append(envOpts, cel.Variable(v, cel.DynType))
 	}
-	env, err := cel.NewEnv(opts...)
+	env, err := cel.NewEnv(envOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Compiler{env: env, cache: map[string]cel.Program{}}, nil
+	return &programs{env: env, opts: append(opts, cel.CostLimit(PerCallCostLimit)), cache: map[string]cel.Program{}}, nil
 }
 
 // Compile parses and checks an expression.
-func (c *Compiler) Compile(expr string) (cel.Program, error) {
+func (c *programs) Compile(expr string) (cel.Program, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.cache[expr]; ok {
@@ -51,12 +57,25 @@ func (c *Compiler) Compile(expr string) (cel.Program, error) {
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("compilation failed: %v", iss.Err())
 	}
-	p, err := c.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(PerCallCostLimit))
+	p, err := c.env.Program(ast, c.opts...)
 	if err != nil {
 		return nil, err
 	}
 	c.cache[expr] = p
 	return p, nil
+}
+
+// Compiler compiles the expressions of match conditions, validations, variables and
+// messages.
+type Compiler struct{ *programs }
+
+// NewCompiler returns a compiler over the admission variables.
+func NewCompiler() (*Compiler, error) {
+	p, err := newPrograms(nil, cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, err
+	}
+	return &Compiler{p}, nil
 }
 
 // Eval evaluates an expression with the given variables (absent ones are null).

@@ -3,13 +3,11 @@ package cel
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"github.com/google/cel-go/ext"
 )
 
 // MutationCompiler compiles the expressions of MutatingAdmissionPolicy's mutations:
@@ -18,16 +16,11 @@ import (
 // (`JSONPatch{op, path, from, value}`), and escape keys with jsonpatch.escapeKey.
 // Constructed values evaluate to plain maps, which ToNative turns into JSON-like Go
 // values.
-type MutationCompiler struct {
-	env   *cel.Env
-	mu    sync.Mutex
-	cache map[string]cel.Program
-}
+type MutationCompiler struct{ *programs }
 
 // NewMutationCompiler returns a compiler for mutation expressions.
 func NewMutationCompiler() (*MutationCompiler, error) {
-	opts := []cel.EnvOption{
-		ext.Strings(), ext.Sets(), ext.Lists(), cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true),
+	p, err := newPrograms([]cel.EnvOption{
 		cel.CustomTypeProvider(&objectTypes{Registry: mustRegistry()}),
 		cel.Function("jsonpatch.escapeKey", cel.Overload("jsonpatch_escapeKey_string", []*cel.Type{cel.StringType}, cel.StringType,
 			cel.UnaryBinding(func(v ref.Val) ref.Val {
@@ -37,15 +30,11 @@ func NewMutationCompiler() (*MutationCompiler, error) {
 				}
 				return types.String(strings.ReplaceAll(strings.ReplaceAll(string(s), "~", "~0"), "/", "~1"))
 			}))),
-	}
-	for _, v := range Variables {
-		opts = append(opts, cel.Variable(v, cel.DynType))
-	}
-	env, err := cel.NewEnv(opts...)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &MutationCompiler{env: env, cache: map[string]cel.Program{}}, nil
+	return &MutationCompiler{p}, nil
 }
 
 func mustRegistry() *types.Registry {
@@ -54,25 +43,6 @@ func mustRegistry() *types.Registry {
 		panic(err)
 	}
 	return r
-}
-
-// Compile parses and checks a mutation expression.
-func (c *MutationCompiler) Compile(expr string) (cel.Program, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.cache[expr]; ok {
-		return p, nil
-	}
-	ast, iss := c.env.Compile(expr)
-	if iss != nil && iss.Err() != nil {
-		return nil, fmt.Errorf("compilation failed: %v", iss.Err())
-	}
-	p, err := c.env.Program(ast, cel.CostLimit(PerCallCostLimit))
-	if err != nil {
-		return nil, err
-	}
-	c.cache[expr] = p
-	return p, nil
 }
 
 // Eval evaluates a mutation expression and returns its value as plain Go values

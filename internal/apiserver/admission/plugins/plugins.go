@@ -230,16 +230,16 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	}
 	factories := maps.Clone(factories)
 	factories[policy.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply), nil
+		return policy.NewMutating(d.Reader, compiler, mutations, d.Apply, d.Converter, d.Authorizer), nil
 	}
 	factories[webhook.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return webhook.New(true, d.Reader, d.Services, compiler, d.Log), nil
+		return webhook.New(true, d.Reader, d.Services, compiler, d.Converter, d.Authorizer, d.Log), nil
 	}
 	factories[webhook.ValidatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return webhook.New(false, d.Reader, d.Services, compiler, d.Log), nil
+		return webhook.New(false, d.Reader, d.Services, compiler, d.Converter, d.Authorizer, d.Log), nil
 	}
 	factories[policy.PluginName] = func(d admission.Deps) (admission.Handler, error) {
-		return policy.New(d.Reader, compiler), nil
+		return policy.New(d.Reader, compiler, d.Converter, d.Authorizer), nil
 	}
 	var chain admission.Chain
 	for _, n := range enabled {

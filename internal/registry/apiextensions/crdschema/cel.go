@@ -35,6 +35,9 @@ type compiledRule struct {
 	prog        cel.Program
 	message     cel.Program // messageExpression; nil without one
 	usesOldSelf bool
+	// cost and messageCost are the most one evaluation of the rule and of its
+	// messageExpression can cost on values of the rule's schema.
+	cost, messageCost uint64
 }
 
 type compileError struct {
@@ -52,7 +55,7 @@ func (e *compileError) toField(p *field.Path, rule apiextv1.ValidationRule) fiel
 	return errs
 }
 
-func compileRule(_ *apiextv1.JSONSchemaProps, rule apiextv1.ValidationRule) (*compiledRule, *compileError) {
+func compileRule(s *apiextv1.JSONSchemaProps, rule apiextv1.ValidationRule) (*compiledRule, *compileError) {
 	env, err := celEnv()
 	if err != nil {
 		return nil, &compileError{rule: err.Error()}
@@ -66,16 +69,30 @@ func compileRule(_ *apiextv1.JSONSchemaProps, rule apiextv1.ValidationRule) (*co
 		return nil, &compileError{rule: "program instantiation failed: " + err.Error()}
 	}
 	c := &compiledRule{rule: rule, prog: prog, usesOldSelf: referencesOldSelf(ast)}
+	if c.cost, err = estimateCost(env, ast, s); err != nil {
+		return nil, &compileError{rule: "cost estimation failed: " + err.Error()}
+	}
 	if rule.MessageExpression != "" {
 		mast, iss := env.Compile(rule.MessageExpression)
 		if iss.Err() != nil {
 			return nil, &compileError{message: "messageExpression compilation failed: " + iss.Err().Error()}
+		}
+		if c.messageCost, err = estimateCost(env, mast, s); err != nil {
+			return nil, &compileError{message: "cost estimation failed: " + err.Error()}
 		}
 		if c.message, err = env.Program(mast, cel.CostLimit(perCallCostLimit)); err != nil {
 			return nil, &compileError{message: "messageExpression compilation failed: " + err.Error()}
 		}
 	}
 	return c, nil
+}
+
+// ruleErrorString names a rule in an evaluation error: its message, or the rule.
+func ruleErrorString(rule apiextv1.ValidationRule) string {
+	if m := strings.TrimSpace(rule.Message); m != "" {
+		return m
+	}
+	return strings.TrimSpace(rule.Rule)
 }
 
 func referencesOldSelf(ast *cel.Ast) bool {
@@ -161,7 +178,11 @@ func (r *Rules) walk(v, old interface{}, hasOld bool, s *apiextv1.JSONSchemaProp
 		}
 		out, _, err := c.prog.Eval(vars)
 		if err != nil {
-			*errs = append(*errs, field.Invalid(p, s.Type, fmt.Sprintf("%s: %v", rule.Rule, err)))
+			if strings.HasPrefix(err.Error(), "operation cancelled: actual cost limit exceeded") {
+				*errs = append(*errs, field.Invalid(p, s.Type, fmt.Sprintf("'%v': no further validation rules will be run due to call cost exceeds limit for rule: %v", err, ruleErrorString(rule))))
+				continue
+			}
+			*errs = append(*errs, field.Invalid(p, s.Type, fmt.Sprintf("%v evaluating rule: %v", err, ruleErrorString(rule))))
 			continue
 		}
 		if ok, isBool := out.Value().(bool); isBool && ok {

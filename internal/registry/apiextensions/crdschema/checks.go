@@ -88,11 +88,14 @@ func Lookup(s *apiextv1.JSONSchemaProps, path string) *apiextv1.JSONSchemaProps 
 }
 
 // ValidateRules checks the x-kubernetes-validations of every node: a rule is set, the
-// message is one line, and the rule (and messageExpression) compiles.
+// message is one line, the rule (and messageExpression) compiles, and its estimated
+// cost, times the number of times its node can occur in one object, is within
+// upstream's per-rule budget and the schema's rules together within the total one.
 func ValidateRules(fldPath *field.Path, s *apiextv1.JSONSchemaProps) field.ErrorList {
 	var errs field.ErrorList
-	var walk func(s *apiextv1.JSONSchemaProps, p *field.Path)
-	walk = func(s *apiextv1.JSONSchemaProps, p *field.Path) {
+	var total costTotal
+	var walk func(s *apiextv1.JSONSchemaProps, p *field.Path, cardinality uint64)
+	walk = func(s *apiextv1.JSONSchemaProps, p *field.Path, cardinality uint64) {
 		for i, rule := range s.XValidations {
 			rp := p.Child("x-kubernetes-validations").Index(i)
 			if strings.TrimSpace(rule.Rule) == "" {
@@ -107,21 +110,35 @@ func ValidateRules(fldPath *field.Path, s *apiextv1.JSONSchemaProps) field.Error
 			if rule.Message == "" && strings.Contains(rule.Rule, "\n") {
 				errs = append(errs, field.Required(rp.Child("message"), "message must be specified if rule contains line breaks"))
 			}
-			if _, err := compileRule(s, rule); err != nil {
+			c, err := compileRule(s, rule)
+			if err != nil {
 				errs = append(errs, err.toField(rp, rule)...)
+				continue
+			}
+			if cost := mulSaturating(c.cost, cardinality); cost > StaticEstimatedCostLimit {
+				errs = append(errs, field.Forbidden(rp.Child("rule"), costErrorMessage("estimated rule cost", cost, StaticEstimatedCostLimit)))
+			} else {
+				total.observe(rp.Child("rule"), cost)
+			}
+			if rule.MessageExpression != "" {
+				if cost := mulSaturating(c.messageCost, cardinality); cost > StaticEstimatedCostLimit {
+					errs = append(errs, field.Forbidden(rp.Child("messageExpression"), costErrorMessage("estimated messageExpression cost", cost, StaticEstimatedCostLimit)))
+				} else {
+					total.observe(rp.Child("messageExpression"), cost)
+				}
 			}
 		}
 		for _, k := range sortedKeys(s.Properties) {
 			c := s.Properties[k]
-			walk(&c, p.Child("properties").Key(k))
+			walk(&c, p.Child("properties").Key(k), cardinality)
 		}
 		if s.Items != nil && s.Items.Schema != nil {
-			walk(s.Items.Schema, p.Child("items"))
+			walk(s.Items.Schema, p.Child("items"), mulSaturating(cardinality, maxItems(s)))
 		}
 		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-			walk(s.AdditionalProperties.Schema, p.Child("additionalProperties"))
+			walk(s.AdditionalProperties.Schema, p.Child("additionalProperties"), mulSaturating(cardinality, maxProperties(s)))
 		}
 	}
-	walk(s, fldPath)
-	return errs
+	walk(s, fldPath, 1)
+	return append(errs, total.errors(fldPath)...)
 }

@@ -51,67 +51,65 @@ func authorizedForSigner(ctx context.Context, az authz.Authorizer, user registry
 	return false
 }
 
-// Approval is CertificateApproval.
-type Approval struct {
+// signerCheck is what CertificateApproval and CertificateSigning share: a write of one
+// subresource of a CSR needs a verb on the CSR's signer.
+type signerCheck struct {
 	admission.Ops
-	authz authz.Authorizer
+	authz       authz.Authorizer
+	subresource string
+	verb        string
+	// changed, when set, compares the stored CSR with the written one: only a write
+	// that changes what it guards needs the verb, checked on the stored signer.
+	changed func(old, csr *certificatesv1.CertificateSigningRequest) bool
 }
+
+var _ admission.Validator = (*signerCheck)(nil)
+
+// Validate checks writes of the subresource.
+func (p *signerCheck) Validate(ctx context.Context, a *admission.Attributes) error {
+	if a.Internal || !isCSR(a) || a.Subresource != p.subresource {
+		return nil
+	}
+	csr, ok := a.Object.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return admission.Forbiddenf(a, "expected type CertificateSigningRequest, got: %T", a.Object)
+	}
+	signer := csr.Spec.SignerName
+	if p.changed != nil {
+		old, ok := a.OldObject.(*certificatesv1.CertificateSigningRequest)
+		if !ok {
+			return admission.Forbiddenf(a, "expected type CertificateSigningRequest, got: %T", a.OldObject)
+		}
+		if !p.changed(old, csr) {
+			return nil
+		}
+		signer = old.Spec.SignerName
+	}
+	if !authorizedForSigner(ctx, p.authz, a.User, p.verb, signer) {
+		return admission.Forbiddenf(a, "user not permitted to %s requests with signerName %q", p.verb, signer)
+	}
+	return nil
+}
+
+// Approval is CertificateApproval: approving or denying a CSR (the approval
+// subresource) needs "approve" on its signer.
+type Approval struct{ signerCheck }
 
 // NewApproval returns the plugin.
 func NewApproval(az authz.Authorizer) *Approval {
-	return &Approval{Ops: admission.Ops{admission.Update}, authz: az}
+	return &Approval{signerCheck{Ops: admission.Ops{admission.Update}, authz: az, subresource: "approval", verb: "approve"}}
 }
 
-var _ admission.Validator = (*Approval)(nil)
-
-// Validate checks writes of the approval subresource.
-func (p *Approval) Validate(ctx context.Context, a *admission.Attributes) error {
-	if a.Internal || !isCSR(a) || a.Subresource != "approval" {
-		return nil
-	}
-	csr, ok := a.Object.(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return admission.Forbiddenf(a, "expected type CertificateSigningRequest, got: %T", a.Object)
-	}
-	if !authorizedForSigner(ctx, p.authz, a.User, "approve", csr.Spec.SignerName) {
-		return admission.Forbiddenf(a, "user not permitted to approve requests with signerName %q", csr.Spec.SignerName)
-	}
-	return nil
-}
-
-// Signing is CertificateSigning.
-type Signing struct {
-	admission.Ops
-	authz authz.Authorizer
-}
+// Signing is CertificateSigning: setting or changing a CSR's certificate (the status
+// subresource) needs "sign" on its signer.
+type Signing struct{ signerCheck }
 
 // NewSigning returns the plugin.
 func NewSigning(az authz.Authorizer) *Signing {
-	return &Signing{Ops: admission.Ops{admission.Update}, authz: az}
-}
-
-var _ admission.Validator = (*Signing)(nil)
-
-// Validate checks writes of the status subresource that change the certificate.
-func (p *Signing) Validate(ctx context.Context, a *admission.Attributes) error {
-	if a.Internal || !isCSR(a) || a.Subresource != "status" {
-		return nil
-	}
-	csr, ok := a.Object.(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return admission.Forbiddenf(a, "expected type CertificateSigningRequest, got: %T", a.Object)
-	}
-	old, ok := a.OldObject.(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return admission.Forbiddenf(a, "expected type CertificateSigningRequest, got: %T", a.OldObject)
-	}
-	if reflect.DeepEqual(old.Status.Certificate, csr.Status.Certificate) {
-		return nil
-	}
-	if !authorizedForSigner(ctx, p.authz, a.User, "sign", old.Spec.SignerName) {
-		return admission.Forbiddenf(a, "user not permitted to sign requests with signerName %q", old.Spec.SignerName)
-	}
-	return nil
+	return &Signing{signerCheck{Ops: admission.Ops{admission.Update}, authz: az, subresource: "status", verb: "sign",
+		changed: func(old, csr *certificatesv1.CertificateSigningRequest) bool {
+			return !reflect.DeepEqual(old.Status.Certificate, csr.Status.Certificate)
+		}}}
 }
 
 // SubjectRestriction is CertificateSubjectRestriction.

@@ -3,10 +3,9 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
-	"sort"
 	"strconv"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -18,6 +17,8 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/admission/plugin/webhook"
+	"mizzen/internal/apiserver/authz"
 )
 
 // MutatingPluginName is upstream's name of the MutatingAdmissionPolicy plugin.
@@ -38,11 +39,14 @@ type Mutating struct {
 	cel    *cel.Compiler
 	mut    *cel.MutationCompiler
 	apply  admission.ApplyMerger
+	conv   admission.Converter
+	authz  authz.Authorizer
 }
 
-// NewMutating returns the plugin; apply merges apply configurations into objects.
-func NewMutating(r admission.Reader, c *cel.Compiler, mut *cel.MutationCompiler, apply admission.ApplyMerger) *Mutating {
-	return &Mutating{Ops: admission.Ops{admission.Create, admission.Update, admission.Connect}, reader: r, cel: c, mut: mut, apply: apply}
+// NewMutating returns the plugin; apply merges apply configurations into objects, conv
+// converts requests for policies that match another version of their resource.
+func NewMutating(r admission.Reader, c *cel.Compiler, mut *cel.MutationCompiler, apply admission.ApplyMerger, conv admission.Converter, az authz.Authorizer) *Mutating {
+	return &Mutating{Ops: admission.Ops{admission.Create, admission.Update, admission.Connect}, reader: r, cel: c, mut: mut, apply: apply, conv: conv, authz: az}
 }
 
 var _ admission.Reinvoker = (*Mutating)(nil)
@@ -62,96 +66,93 @@ func (p *Mutating) admit(ctx context.Context, a *admission.Attributes, reinvokin
 	if a.Internal || a.Resource.Group == admissionregistrationv1.GroupName || a.Object == nil {
 		return nil
 	}
-	objs, err := p.reader.List(ctx, mutatingBindingsGVR, "")
-	if err != nil || len(objs) == 0 {
-		return err
-	}
-	bindings := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, 0, len(objs))
-	for _, o := range objs {
-		bindings = append(bindings, o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding))
-	}
-	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
-	for _, b := range bindings {
-		obj, err := p.reader.Get(ctx, mutatingPoliciesGVR, "", b.Spec.PolicyName)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		pol := obj.(*admissionregistrationv1.MutatingAdmissionPolicy)
-		reinvocable := pol.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
-		if reinvoking && !reinvocable {
-			continue
-		}
-		if ok, err := matchResources(ctx, p.reader, pol.Spec.MatchConstraints, a); err != nil || !ok {
-			if err != nil {
+	return eachBinding(ctx, p.reader, mutatingBindingsGVR, mutatingPoliciesGVR,
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding, pol *admissionregistrationv1.MutatingAdmissionPolicy) error {
+			reinvocable := pol.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
+			if reinvoking && !reinvocable {
+				return nil
+			}
+			va, err := bound(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, b.Spec.MatchResources, a)
+			if err != nil || va == nil {
 				return err
 			}
-			continue
-		}
-		if b.Spec.MatchResources != nil {
-			if ok, err := matchResources(ctx, p.reader, b.Spec.MatchResources, a); err != nil || !ok {
+			var params []any
+			if pol.Spec.ParamKind != nil && b.Spec.ParamRef != nil {
+				params, err = readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
+				if err == errParamsMissing {
+					if a := b.Spec.ParamRef.ParameterNotFoundAction; a != nil && *a == admissionregistrationv1.AllowAction {
+						return nil
+					}
+					return p.failed(a, pol, b, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction"))
+				}
 				if err != nil {
 					return err
 				}
-				continue
 			}
-		}
-		var params []any
-		if pol.Spec.ParamKind != nil && b.Spec.ParamRef != nil {
-			params, err = readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
-			if err == errParamsMissing {
-				if a := b.Spec.ParamRef.ParameterNotFoundAction; a != nil && *a == admissionregistrationv1.AllowAction {
+			if len(params) == 0 {
+				params = []any{nil}
+			}
+			for i, param := range params {
+				id := "policy/" + b.Name + "/" + strconv.Itoa(i)
+				if reinvoking && !admission.NeedsReinvocation(ctx, id) {
 					continue
 				}
-				if err := p.failed(pol, b, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction")); err != nil {
+				// The object may have changed under an earlier param: convert it afresh.
+				changed, ran, err := p.mutateIn(ctx, pol, b, param, a, va.Resource.Version)
+				if err != nil {
 					return err
 				}
-				continue
+				if changed {
+					admission.RecordChange(ctx)
+				}
+				if ran && reinvocable && !reinvoking {
+					admission.RecordReinvocable(ctx, id)
+				}
 			}
-			if err != nil {
-				return err
-			}
-		}
-		if len(params) == 0 {
-			params = []any{nil}
-		}
-		for i, param := range params {
-			id := "policy/" + b.Name + "/" + strconv.Itoa(i)
-			if reinvoking && !admission.NeedsReinvocation(ctx, id) {
-				continue
-			}
-			changed, ran, err := p.mutate(ctx, pol, b, param, a)
-			if err != nil {
-				return err
-			}
-			if changed {
-				admission.RecordChange(ctx)
-			}
-			if ran && reinvocable && !reinvoking {
-				admission.RecordReinvocable(ctx, id)
-			}
-		}
-	}
-	return nil
+			return nil
+		})
 }
 
 // failed is failurePolicy's answer to a policy that could not be applied: nil under
-// Ignore, a refusal under Fail.
-func (p *Mutating) failed(pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, err error) error {
+// Ignore, a refusal under Fail, as upstream's policy plugins refuse: 403 with reason
+// Invalid, the message naming the policy and binding, repeated as the cause.
+func (p *Mutating) failed(a *admission.Attributes, pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, err error) error {
 	if pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy == admissionregistrationv1.Ignore {
 		return nil
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: http.StatusUnprocessableEntity,
-		Message: fmt.Sprintf("MutatingAdmissionPolicy '%s' with binding '%s' denied request: %v", pol.Name, b.Name, err)}}
+	msg := fmt.Sprintf("policy '%s' with binding '%s' denied request: %v", pol.Name, b.Name, err)
+	st := admission.NewForbidden(a, errors.New(msg)).(*apierrors.StatusError)
+	st.ErrStatus.Message, st.ErrStatus.Reason = msg, metav1.StatusReasonInvalid
+	st.ErrStatus.Details.Causes = append(st.ErrStatus.Details.Causes, metav1.StatusCause{Message: msg})
+	return st
+}
+
+// mutateIn is mutate on the request converted to version (the one the policy's
+// rules name), the result converted back.
+func (p *Mutating) mutateIn(ctx context.Context, pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, param any, a *admission.Attributes, version string) (changed, ran bool, err error) {
+	va, err := webhook.Versioned(a, p.conv, version)
+	if err != nil {
+		return false, false, err
+	}
+	changed, ran, err = p.mutate(ctx, pol, b, param, va)
+	if err != nil || !changed || va == a {
+		return changed, ran, err
+	}
+	back, _, err := p.conv.Convert(va.Object, va.Resource, a.Resource.Version)
+	if err != nil {
+		return changed, ran, apierrors.NewInternalError(fmt.Errorf("converting the mutation of MutatingAdmissionPolicy '%s' back to %s: %v", pol.Name, a.Resource.Version, err))
+	}
+	back.GetObjectKind().SetGroupVersionKind(a.Object.GetObjectKind().GroupVersionKind())
+	a.Object = back
+	return changed, ran, nil
 }
 
 // mutate evaluates one policy for one param: match conditions, variables, then each
 // mutation in order on the object as the previous one left it. changed reports that
 // the object changed, ran that the policy's mutations were evaluated.
 func (p *Mutating) mutate(ctx context.Context, pol *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding, param any, a *admission.Attributes) (changed, ran bool, err error) {
-	vars, err := baseVars(ctx, p.reader, a)
+	vars, err := baseVars(ctx, p.reader, p.authz, a)
 	if err != nil {
 		return false, false, apierrors.NewInternalError(err)
 	}
@@ -159,7 +160,7 @@ func (p *Mutating) mutate(ctx context.Context, pol *admissionregistrationv1.Muta
 	for _, mc := range pol.Spec.MatchConditions {
 		ok, err := p.cel.EvalBool(mc.Expression, vars)
 		if err != nil {
-			return false, false, p.failed(pol, b, fmt.Errorf("failed to evaluate matchCondition %q: %v", mc.Name, err))
+			return false, false, p.failed(a, pol, b, fmt.Errorf("failed to evaluate matchCondition %q: %v", mc.Name, err))
 		}
 		if !ok {
 			return false, false, nil
@@ -172,10 +173,10 @@ func (p *Mutating) mutate(ctx context.Context, pol *admissionregistrationv1.Muta
 			variables[v.Name] = val.Value()
 		} // a mutation using it reports the error
 	}
-	for i, m := range pol.Spec.Mutations {
+	for _, m := range pol.Spec.Mutations {
 		obj, err := p.apply1(m, vars, a.Object, a.Kind)
 		if err != nil {
-			return changed, true, p.failed(pol, b, fmt.Errorf("mutation %d: %v", i, err))
+			return changed, true, p.failed(a, pol, b, err)
 		}
 		if obj == nil {
 			continue
@@ -224,7 +225,7 @@ func (p *Mutating) apply1(m admissionregistrationv1.Mutation, vars map[string]an
 		withKind.GetObjectKind().SetGroupVersionKind(kind)
 		merged, err := p.apply.MergeApplyConfiguration(withKind, config)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("error applying patch: %v", err)
 		}
 		merged.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
 		after, err := json.Marshal(merged)

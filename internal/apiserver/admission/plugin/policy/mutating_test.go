@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -27,6 +28,11 @@ func (deducedMerger) MergeApplyConfiguration(obj runtime.Object, config map[stri
 }
 
 func newMutating(t *testing.T, objs ...runtime.Object) *Mutating {
+	c, m := compilers(t)
+	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{}, nil, nil)
+}
+
+func compilers(t *testing.T) (*cel.Compiler, *cel.MutationCompiler) {
 	t.Helper()
 	c, err := cel.NewCompiler()
 	if err != nil {
@@ -36,7 +42,7 @@ func newMutating(t *testing.T, objs ...runtime.Object) *Mutating {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewMutating(admissiontest.New(objs...), c, m, deducedMerger{})
+	return c, m
 }
 
 func configMapRules() *admissionregistrationv1.MatchResources {
@@ -115,6 +121,8 @@ func TestMutatingAdmissionPolicyFailures(t *testing.T) {
 	bad := mutatingPolicy("bad", jsonPatch(`[JSONPatch{op: "test", path: "/data/k", value: "other"}, JSONPatch{op: "add", path: "/data/x", value: "x"}]`))
 	ignored := mutatingPolicy("ignored", jsonPatch(`[JSONPatch{op: "test", path: "/data/k", value: "other"}, JSONPatch{op: "add", path: "/data/x", value: "x"}]`))
 	ignored.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	// Lists are atomic in the deduced schema this test merges with.
+	atomic := mutatingPolicy("atomic", applyConfig(`Object{metadata: Object.metadata{finalizers: ["x"]}}`))
 	needsParams := mutatingPolicy("needs-params", applyConfig(`Object{metadata: Object.metadata{labels: {"a": "b"}}}`))
 	needsParams.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	allow := mutatingBinding("allow", "needs-params")
@@ -128,11 +136,13 @@ func TestMutatingAdmissionPolicyFailures(t *testing.T) {
 		wantErr string
 	}{
 		{"fail", []runtime.Object{bad, mutatingBinding("b", "bad")},
-			"MutatingAdmissionPolicy 'bad' with binding 'b' denied request: mutation 0: "},
+			"policy 'bad' with binding 'b' denied request: "},
+		{"atomic", []runtime.Object{atomic, mutatingBinding("b", "atomic")},
+			"policy 'atomic' with binding 'b' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .metadata.finalizers"},
 		{"ignore", []runtime.Object{ignored, mutatingBinding("b", "ignored")}, ""},
 		{"params absent, Allow", []runtime.Object{needsParams, allow}, ""},
 		{"params absent, Deny", []runtime.Object{needsParams, deny},
-			"MutatingAdmissionPolicy 'needs-params' with binding 'deny' denied request: no params found for policy binding with `Deny` parameterNotFoundAction"},
+			"policy 'needs-params' with binding 'deny' denied request: no params found for policy binding with `Deny` parameterNotFoundAction"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newMutating(t, tc.objs...)
@@ -144,6 +154,8 @@ func TestMutatingAdmissionPolicyFailures(t *testing.T) {
 				t.Fatalf("Admit: %v", err)
 			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
 				t.Fatalf("Admit = %v, want %q...", err, tc.wantErr)
+			case tc.wantErr != "" && (apierrors.ReasonForError(err) != metav1.StatusReasonInvalid || codeOf(err) != 403):
+				t.Errorf("Admit = %v: want reason Invalid, code 403", err)
 			}
 			if got := a.Object.(*corev1.ConfigMap); len(got.Labels) != 0 || len(got.Data) != 1 {
 				t.Errorf("a failed or skipped policy changed the object: %+v", got)
@@ -195,4 +207,11 @@ func TestMutatingAdmissionPolicyReinvocation(t *testing.T) {
 			}
 		})
 	}
+}
+
+func codeOf(err error) int32 {
+	if st, ok := err.(apierrors.APIStatus); ok {
+		return st.Status().Code
+	}
+	return 0
 }

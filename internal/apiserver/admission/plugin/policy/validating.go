@@ -5,6 +5,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
 	"mizzen/internal/apiserver/admission/plugin/webhook"
+	"mizzen/internal/apiserver/authz"
 )
 
 // PluginName is upstream's name.
@@ -37,11 +39,15 @@ type Plugin struct {
 	admission.Ops
 	reader admission.Reader
 	cel    *cel.Compiler
+	conv   admission.Converter
+	authz  authz.Authorizer
 }
 
-// New returns the plugin.
-func New(r admission.Reader, c *cel.Compiler) *Plugin {
-	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c}
+// New returns the plugin; conv converts requests for policies that match another
+// version of their resource (nil: none do), az answers the expressions' authorizer
+// checks (nil allows everything).
+func New(r admission.Reader, c *cel.Compiler, conv admission.Converter, az authz.Authorizer) *Plugin {
+	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect}, reader: r, cel: c, conv: conv, authz: az}
 }
 
 var _ admission.Validator = (*Plugin)(nil)
@@ -51,64 +57,68 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	if a.Internal || a.Resource.Group == admissionregistrationv1.GroupName {
 		return nil
 	}
-	objs, err := p.reader.List(ctx, bindingsGVR, "")
-	if err != nil || len(objs) == 0 {
+	return eachBinding(ctx, p.reader, bindingsGVR, policiesGVR,
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, pol *admissionregistrationv1.ValidatingAdmissionPolicy) error {
+			va, err := bound(ctx, p.reader, p.conv, pol.Spec.MatchConstraints, b.Spec.MatchResources, a)
+			if err != nil || va == nil {
+				return err
+			}
+			vars, err := baseVars(ctx, p.reader, p.authz, va)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
+				return p.deny(a, pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
+			}
+			params, err := readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
+			if err != nil {
+				if err == errParamsMissing {
+					if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
+						return nil
+					}
+					return p.deny(a, pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
+				}
+				return err
+			}
+			if len(params) == 0 {
+				params = []any{nil}
+			}
+			for _, param := range params {
+				if err := p.evaluate(ctx, a, pol, b, withParams(vars, param)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+}
+
+// eachBinding calls f, in the bindings' name order, for every binding of a policy
+// that exists, with that policy: the skeleton both policy plugins run. It stops at
+// f's first error.
+func eachBinding[B interface {
+	runtime.Object
+	GetName() string
+}, P runtime.Object](ctx context.Context, r admission.Reader, bindingsGVR, policiesGVR schema.GroupVersionResource, policyName func(B) string, f func(B, P) error) error {
+	objs, err := r.List(ctx, bindingsGVR, "")
+	if err != nil {
 		return err
 	}
-	bindings := make([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, 0, len(objs))
+	bindings := make([]B, 0, len(objs))
 	for _, o := range objs {
-		bindings = append(bindings, o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
+		bindings = append(bindings, o.(B))
 	}
-	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
-	var vars map[string]any
+	sort.Slice(bindings, func(i, j int) bool { return bindings[i].GetName() < bindings[j].GetName() })
 	for _, b := range bindings {
-		obj, err := p.reader.Get(ctx, policiesGVR, "", b.Spec.PolicyName)
+		obj, err := r.Get(ctx, policiesGVR, "", policyName(b))
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		pol := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-		if ok, err := p.matches(ctx, pol.Spec.MatchConstraints, a); err != nil || !ok {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if b.Spec.MatchResources != nil {
-			if ok, err := p.matches(ctx, b.Spec.MatchResources, a); err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		if vars == nil {
-			if vars, err = p.baseVars(ctx, a); err != nil {
-				return apierrors.NewInternalError(err)
-			}
-		}
-		if pol.Spec.ParamKind != nil && b.Spec.ParamRef == nil {
-			return p.deny(pol, b, "policy has a paramKind but its binding has no paramRef", metav1.StatusReasonInvalid)
-		}
-		params, err := readParams(ctx, p.reader, pol.Spec.ParamKind, b.Spec.ParamRef, a)
-		if err != nil {
-			if err == errParamsMissing {
-				if b.Spec.ParamRef.ParameterNotFoundAction != nil && *b.Spec.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
-					continue
-				}
-				return p.deny(pol, b, "no params found for policy binding with `Deny` parameterNotFoundAction", metav1.StatusReasonInvalid)
-			}
+		if err := f(b, obj.(P)); err != nil {
 			return err
-		}
-		if len(params) == 0 {
-			params = []any{nil}
-		}
-		for _, param := range params {
-			if err := p.evaluate(ctx, pol, b, withParams(vars, param)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -126,7 +136,7 @@ func withParams(base map[string]any, params any) map[string]any {
 }
 
 // evaluate runs a policy's match conditions, variables and validations.
-func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, vars map[string]any) error {
+func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, vars map[string]any) error {
 	ignore := pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy == admissionregistrationv1.Ignore
 	for _, mc := range pol.Spec.MatchConditions {
 		ok, err := p.cel.EvalBool(mc.Expression, vars)
@@ -134,7 +144,7 @@ func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.Vali
 			if ignore {
 				return nil
 			}
-			return p.deny(pol, b, fmt.Sprintf("failed to evaluate matchCondition %q: %v", mc.Name, err), metav1.StatusReasonInvalid)
+			return p.deny(a, pol, b, fmt.Sprintf("failed to evaluate matchCondition %q: %v", mc.Name, err), metav1.StatusReasonInvalid)
 		}
 		if !ok {
 			return nil
@@ -178,7 +188,7 @@ func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.Vali
 		for _, action := range b.Spec.ValidationActions {
 			switch action {
 			case admissionregistrationv1.Deny:
-				return p.deny(pol, b, msg, reason)
+				return p.deny(a, pol, b, msg, reason)
 			case admissionregistrationv1.Warn:
 				admission.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, msg))
 			}
@@ -187,8 +197,9 @@ func (p *Plugin) evaluate(ctx context.Context, pol *admissionregistrationv1.Vali
 	return nil
 }
 
-// deny is upstream's refusal, its code following the validation's reason.
-func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, msg string, reason metav1.StatusReason) error {
+// deny is upstream's refusal: a Forbidden naming the request's object whose reason and
+// code follow the validation's reason, the message repeated as its cause.
+func (p *Plugin) deny(a *admission.Attributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, msg string, reason metav1.StatusReason) error {
 	code := int32(http.StatusUnprocessableEntity)
 	switch reason {
 	case metav1.StatusReasonForbidden:
@@ -198,38 +209,57 @@ func (p *Plugin) deny(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b 
 	case metav1.StatusReasonRequestEntityTooLarge:
 		code = http.StatusRequestEntityTooLarge
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: reason, Code: code,
-		Message: fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)}}
+	message := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, msg)
+	st := admission.NewForbidden(a, errors.New(message)).(*apierrors.StatusError)
+	st.ErrStatus.Reason, st.ErrStatus.Code = reason, code
+	st.ErrStatus.Details.Causes = append(st.ErrStatus.Details.Causes, metav1.StatusCause{Message: message})
+	return st
 }
 
-func (p *Plugin) matches(ctx context.Context, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
-	return matchResources(ctx, p.reader, m, a)
-}
-
-// matchResources applies match resources: rules less excluded rules, and the selectors.
-func matchResources(ctx context.Context, reader admission.Reader, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (bool, error) {
-	if m == nil {
-		return false, nil
+// bound applies a policy's match constraints and its binding's match resources (if it
+// has them) to a request; it returns the request as the policy sees it (converted to
+// the version the constraints name), nil when either does not match.
+func bound(ctx context.Context, reader admission.Reader, conv admission.Converter, constraints, binding *admissionregistrationv1.MatchResources, a *admission.Attributes) (*admission.Attributes, error) {
+	version, ok, err := matchResources(ctx, reader, conv, constraints, a)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if !matchNamed(m.ResourceRules, m.MatchPolicy, a) || matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a) {
-		return false, nil
+	if binding != nil {
+		if _, ok, err := matchResources(ctx, reader, conv, binding, a); err != nil || !ok {
+			return nil, err
+		}
+	}
+	return webhook.Versioned(a, conv, version)
+}
+
+// matchResources applies match resources: rules less excluded rules, and the
+// selectors; version is the version of the request's resource the rules matched.
+func matchResources(ctx context.Context, reader admission.Reader, conv admission.Converter, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (version string, ok bool, err error) {
+	if m == nil {
+		return "", false, nil
+	}
+	if _, excluded := matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a, conv); excluded {
+		return "", false, nil
+	}
+	if version, ok = matchNamed(m.ResourceRules, m.MatchPolicy, a, conv); !ok {
+		return "", false, nil
 	}
 	if ok, err := webhook.MatchNamespace(ctx, reader, m.NamespaceSelector, a); err != nil || !ok {
-		return false, err
+		return "", false, err
 	}
-	return webhook.MatchObject(m.ObjectSelector, a)
+	ok, err = webhook.MatchObject(m.ObjectSelector, a)
+	return version, ok, err
 }
 
-func matchNamed(rules []admissionregistrationv1.NamedRuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes) bool {
+func matchNamed(rules []admissionregistrationv1.NamedRuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes, conv admission.Converter) (string, bool) {
+	var named []admissionregistrationv1.RuleWithOperations
 	for _, r := range rules {
 		if len(r.ResourceNames) > 0 && !contains(r.ResourceNames, a.Name) {
 			continue
 		}
-		if webhook.MatchRules([]admissionregistrationv1.RuleWithOperations{r.RuleWithOperations}, policy, a) {
-			return true
-		}
+		named = append(named, r.RuleWithOperations)
 	}
-	return false
+	return webhook.MatchVersion(named, policy, a, conv)
 }
 
 func contains(list []string, s string) bool {
@@ -241,12 +271,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// baseVars are object, oldObject, request and namespaceObject.
-func (p *Plugin) baseVars(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
-	return baseVars(ctx, p.reader, a)
-}
-
-func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attributes) (map[string]any, error) {
+// baseVars are object, oldObject, request, namespaceObject and authorizer.
+func baseVars(ctx context.Context, reader admission.Reader, az authz.Authorizer, a *admission.Attributes) (map[string]any, error) {
 	obj, err := cel.ToValue(a.Object)
 	if err != nil {
 		return nil, err
@@ -255,14 +281,18 @@ func baseVars(ctx context.Context, reader admission.Reader, a *admission.Attribu
 	if err != nil {
 		return nil, err
 	}
+	rk, rr := a.OriginalKind(), a.OriginalResource()
 	req := map[string]any{
-		"kind":        map[string]any{"group": a.Kind.Group, "version": a.Kind.Version, "kind": a.Kind.Kind},
-		"resource":    map[string]any{"group": a.Resource.Group, "version": a.Resource.Version, "resource": a.Resource.Resource},
-		"subResource": a.Subresource, "name": a.Name, "namespace": a.Namespace, "operation": string(a.Operation),
+		"kind":               map[string]any{"group": a.Kind.Group, "version": a.Kind.Version, "kind": a.Kind.Kind},
+		"resource":           map[string]any{"group": a.Resource.Group, "version": a.Resource.Version, "resource": a.Resource.Resource},
+		"requestKind":        map[string]any{"group": rk.Group, "version": rk.Version, "kind": rk.Kind},
+		"requestResource":    map[string]any{"group": rr.Group, "version": rr.Version, "resource": rr.Resource},
+		"requestSubResource": a.Subresource,
+		"subResource":        a.Subresource, "name": a.Name, "namespace": a.Namespace, "operation": string(a.Operation),
 		"userInfo": map[string]any{"username": a.User.Name, "uid": a.User.UID, "groups": toAny(a.User.Groups)},
 		"dryRun":   a.DryRun,
 	}
-	vars := map[string]any{"object": obj, "oldObject": old, "request": req}
+	vars := map[string]any{"object": obj, "oldObject": old, "request": req, "authorizer": cel.NewAuthorizer(ctx, az, a.User)}
 	if a.Namespace != "" {
 		if ns, err := reader.Get(ctx, corev1.SchemeGroupVersion.WithResource("namespaces"), "", a.Namespace); err == nil {
 			if vars["namespaceObject"], err = cel.ToValue(ns); err != nil {

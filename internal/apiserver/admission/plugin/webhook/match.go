@@ -30,18 +30,57 @@ func exempt(a *admission.Attributes) bool {
 	return false
 }
 
-// MatchRules reports whether any rule covers the request. Equivalent match policy
-// also takes the resource in another version of its group.
-func MatchRules(rules []admissionregistrationv1.RuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes) bool {
+// MatchRules reports whether any rule covers the request as it was made, in its own
+// version.
+func MatchRules(rules []admissionregistrationv1.RuleWithOperations, a *admission.Attributes) bool {
 	for _, r := range rules {
-		if matchRule(r, a, policy == nil || *policy == admissionregistrationv1.Equivalent) {
+		if matchRule(r, a, a.Resource.Version) {
 			return true
 		}
 	}
 	return false
 }
 
-func matchRule(r admissionregistrationv1.RuleWithOperations, a *admission.Attributes, equivalent bool) bool {
+// MatchVersion reports whether any rule covers the request, and in which version of
+// its resource: the request's own if a rule names it, else (matchPolicy Equivalent,
+// the default) the first other served version, preferred first, that a rule names.
+// The caller converts the request to that version (Attributes.InVersion).
+func MatchVersion(rules []admissionregistrationv1.RuleWithOperations, policy *admissionregistrationv1.MatchPolicyType, a *admission.Attributes, c admission.Converter) (string, bool) {
+	if MatchRules(rules, a) {
+		return a.Resource.Version, true
+	}
+	if c == nil || (policy != nil && *policy == admissionregistrationv1.Exact) || !convertible(a) {
+		return "", false
+	}
+	for _, v := range c.Versions(a.Resource.GroupResource()) {
+		if v == a.Resource.Version {
+			continue
+		}
+		for _, r := range rules {
+			if matchRule(r, a, v) {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// convertible says whether the request's objects are of its resource's own kind, so
+// that another version of the resource is another version of them: the resource
+// itself and its status, not scale or a CONNECT's options.
+func convertible(a *admission.Attributes) bool {
+	return a.Operation != admission.Connect && (a.Subresource == "" || a.Subresource == "status")
+}
+
+// Versioned is the request in the version MatchVersion chose.
+func Versioned(a *admission.Attributes, c admission.Converter, version string) (*admission.Attributes, error) {
+	if version == a.Resource.Version || c == nil {
+		return a, nil
+	}
+	return a.InVersion(c, version)
+}
+
+func matchRule(r admissionregistrationv1.RuleWithOperations, a *admission.Attributes, version string) bool {
 	opOK := false
 	for _, op := range r.Operations {
 		if op == admissionregistrationv1.OperationAll || string(op) == string(a.Operation) {
@@ -49,10 +88,7 @@ func matchRule(r admissionregistrationv1.RuleWithOperations, a *admission.Attrib
 			break
 		}
 	}
-	if !opOK || !matchList(r.APIGroups, a.Resource.Group) {
-		return false
-	}
-	if !equivalent && !matchList(r.APIVersions, a.Resource.Version) {
+	if !opOK || !matchList(r.APIGroups, a.Resource.Group) || !matchList(r.APIVersions, version) {
 		return false
 	}
 	if !matchResource(r.Resources, a.Resource.Resource, a.Subresource) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/apiserver/admission"
@@ -32,6 +33,9 @@ func TestMatchRules(t *testing.T) {
 		{"namespaced scope", rule("pods", "Namespaced", "*"), admission.Attributes{Operation: admission.Create, Resource: pods, Namespace: "n"}, false, true},
 		{"cluster scope", rule("pods", "Cluster", "*"), admission.Attributes{Operation: admission.Create, Resource: pods, Namespace: "n"}, false, false},
 		{"equivalent version", rule("pods", "*", "*"), admission.Attributes{Operation: admission.Create, Resource: pods.GroupResource().WithVersion("v2"), Namespace: "n"}, false, true},
+		{"request in a third version", rule("pods", "*", "*"), admission.Attributes{Operation: admission.Create, Resource: pods.GroupResource().WithVersion("v3"), Namespace: "n"}, false, true},
+		{"status of an equivalent version", rule("pods/status", "*", "*"), admission.Attributes{Operation: admission.Update, Resource: pods.GroupResource().WithVersion("v2"), Subresource: "status", Namespace: "n"}, false, true},
+		{"no conversion of a connect's options", rule("pods/exec", "*", "*"), admission.Attributes{Operation: admission.Connect, Resource: pods.GroupResource().WithVersion("v2"), Subresource: "exec", Namespace: "n"}, false, false},
 		{"exact version", rule("pods", "*", "*"), admission.Attributes{Operation: admission.Create, Resource: pods.GroupResource().WithVersion("v2"), Namespace: "n"}, true, false},
 	}
 	for _, tt := range tests {
@@ -39,12 +43,27 @@ func TestMatchRules(t *testing.T) {
 		if tt.exact {
 			policy = &exact
 		}
-		if got := MatchRules(tt.rules, policy, &tt.a); got != tt.want {
+		if _, got := MatchVersion(tt.rules, policy, &tt.a, versions{"v1", "v2"}); got != tt.want {
 			t.Errorf("%s: got %v", tt.name, got)
 		}
+	}
+	// The version chosen is the one the rule names.
+	v, ok := MatchVersion(rule("pods", "*", "*"), nil, &admission.Attributes{Operation: admission.Create, Resource: pods.GroupResource().WithVersion("v2"), Namespace: "n"}, versions{"v2", "v1"})
+	if !ok || v != "v1" {
+		t.Errorf("equivalent match chose %q, %v; want v1", v, ok)
 	}
 	cfg := admission.Attributes{Resource: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations")}
 	if !exempt(&cfg) {
 		t.Error("webhook configurations must be exempt")
 	}
+}
+
+// versions is a Converter that serves every resource in the listed versions; matching
+// never converts.
+type versions []string
+
+func (v versions) Versions(schema.GroupResource) []string { return v }
+
+func (versions) Convert(obj runtime.Object, _ schema.GroupVersionResource, to string) (runtime.Object, schema.GroupVersionKind, error) {
+	return obj, schema.GroupVersionKind{Version: to}, nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
+	"mizzen/internal/apiserver/authz"
 )
 
 // Upstream's plugin names.
@@ -75,16 +76,20 @@ type Plugin struct {
 	reader   admission.Reader
 	clients  *clients
 	cel      *cel.Compiler
+	conv     admission.Converter
+	authz    authz.Authorizer
 	log      *slog.Logger
 }
 
-// New returns the mutating or the validating webhook plugin.
-func New(mutating bool, r admission.Reader, resolver Resolver, compiler *cel.Compiler, log *slog.Logger) *Plugin {
+// New returns the mutating or the validating webhook plugin; conv converts requests
+// for webhooks registered for another version of their resource (nil: none are), az
+// answers match conditions' authorizer checks (nil allows everything).
+func New(mutating bool, r admission.Reader, resolver Resolver, compiler *cel.Compiler, conv admission.Converter, az authz.Authorizer, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update, admission.Delete, admission.Connect},
-		mutating: mutating, reader: r, clients: newClients(resolver), cel: compiler, log: log}
+		mutating: mutating, reader: r, clients: newClients(resolver), cel: compiler, conv: conv, authz: az, log: log}
 }
 
 var (
@@ -178,13 +183,14 @@ func (p *Plugin) admit(ctx context.Context, a *admission.Attributes, reinvoking 
 }
 
 // mutateOnce calls one mutating webhook if it matches; changed reports a patch that
-// changed the object, ran that it was called.
+// changed the object, ran that it was called. A webhook registered for another version
+// of the resource patches the object in that version, converted back afterwards.
 func (p *Plugin) mutateOnce(ctx context.Context, h *hook, a *admission.Attributes) (changed, ran bool, err error) {
-	match, err := p.matches(ctx, h, a)
-	if err != nil || !match {
+	va, err := p.matches(ctx, h, a)
+	if err != nil || va == nil {
 		return false, false, err
 	}
-	objJSON, review, err := p.review(h, a)
+	objJSON, review, err := p.review(h, va)
 	if err != nil {
 		return false, true, err
 	}
@@ -198,7 +204,7 @@ func (p *Plugin) mutateOnce(ctx context.Context, h *hook, a *admission.Attribute
 	if !resp.Allowed {
 		return false, true, denied(h.name, resp.Result)
 	}
-	if len(resp.Patch) == 0 || a.Object == nil {
+	if len(resp.Patch) == 0 || va.Object == nil {
 		return false, true, nil
 	}
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
@@ -215,11 +221,19 @@ func (p *Plugin) mutateOnce(ctx context.Context, h *hook, a *admission.Attribute
 	if string(patched) == string(objJSON) {
 		return false, true, nil
 	}
-	obj := reflect.New(reflect.TypeOf(a.Object).Elem()).Interface().(runtime.Object)
+	obj := reflect.New(reflect.TypeOf(va.Object).Elem()).Interface().(runtime.Object)
 	if err := json.Unmarshal(patched, obj); err != nil {
 		return false, true, apierrors.NewInternalError(fmt.Errorf("the patch of admission webhook %q made an invalid object: %v", h.name, err))
 	}
-	obj.GetObjectKind().SetGroupVersionKind(a.Object.GetObjectKind().GroupVersionKind())
+	obj.GetObjectKind().SetGroupVersionKind(va.Object.GetObjectKind().GroupVersionKind())
+	if va != a {
+		back, _, err := p.conv.Convert(obj, va.Resource, a.Resource.Version)
+		if err != nil {
+			return false, true, apierrors.NewInternalError(fmt.Errorf("converting the patch of admission webhook %q back to %s: %v", h.name, a.Resource.Version, err))
+		}
+		back.GetObjectKind().SetGroupVersionKind(a.Object.GetObjectKind().GroupVersionKind())
+		obj = back
+	}
 	a.Object = obj
 	return true, true, nil
 }
@@ -237,15 +251,15 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		match, err := p.matches(ctx, h, a)
+		va, err := p.matches(ctx, h, a)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		if !match {
+		if va == nil {
 			continue
 		}
-		_, review, err := p.review(h, a)
+		_, review, err := p.review(h, va)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -276,44 +290,50 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 }
 
 // matches applies a webhook's rules, selectors and match conditions; a dry run goes
-// only to webhooks without side effects.
-func (p *Plugin) matches(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
-	if !MatchRules(h.rules, h.matchPolicy, a) {
-		return false, nil
+// only to webhooks without side effects. It returns the request as the webhook gets
+// it (converted to the version its rules name), nil if the webhook does not match.
+func (p *Plugin) matches(ctx context.Context, h *hook, a *admission.Attributes) (*admission.Attributes, error) {
+	version, ok := MatchVersion(h.rules, h.matchPolicy, a, p.conv)
+	if !ok {
+		return nil, nil
 	}
 	ok, err := MatchNamespace(ctx, p.reader, h.namespaceSelector, a)
 	if err != nil {
-		return false, p.failure(h, a, err)
+		return nil, p.failure(h, a, err)
 	}
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	if ok, err = MatchObject(h.objectSelector, a); err != nil || !ok {
-		return false, err
+		return nil, err
+	}
+	va, err := Versioned(a, p.conv, version)
+	if err != nil {
+		return nil, err
 	}
 	if len(h.matchConditions) > 0 {
-		vars, err := celVars(a)
+		vars, err := celVars(ctx, p.authz, va)
 		if err != nil {
-			return false, apierrors.NewInternalError(err)
+			return nil, apierrors.NewInternalError(err)
 		}
 		for _, mc := range h.matchConditions {
 			ok, err := p.cel.EvalBool(mc.Expression, vars)
 			if err != nil {
 				if h.ignoreFailures() {
-					return false, nil
+					return nil, nil
 				}
-				return false, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
+				return nil, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
 					fmt.Errorf("admission webhook %q matchCondition %q evaluation error: %v", h.name, mc.Name, err))
 			}
 			if !ok {
-				return false, nil
+				return nil, nil
 			}
 		}
 	}
 	if a.DryRun && (h.sideEffects == nil || (*h.sideEffects != admissionregistrationv1.SideEffectClassNone && *h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun)) {
-		return false, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
 	}
-	return true, nil
+	return va, nil
 }
 
 // failure is failurePolicy's answer to a webhook that could not be called.
@@ -388,6 +408,9 @@ func (p *Plugin) review(h *hook, a *admission.Attributes) ([]byte, *admissionv1.
 func request(a *admission.Attributes) *admissionv1.AdmissionRequest {
 	kind := metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}
 	res := metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource}
+	rk, rr := a.OriginalKind(), a.OriginalResource()
+	reqKind := metav1.GroupVersionKind{Group: rk.Group, Version: rk.Version, Kind: rk.Kind}
+	reqRes := metav1.GroupVersionResource{Group: rr.Group, Version: rr.Version, Resource: rr.Resource}
 	dry := a.DryRun
 	extra := map[string]authenticationv1.ExtraValue{}
 	for k, v := range a.User.Extra {
@@ -395,7 +418,7 @@ func request(a *admission.Attributes) *admissionv1.AdmissionRequest {
 	}
 	return &admissionv1.AdmissionRequest{
 		UID: uuid.NewUUID(), Kind: kind, Resource: res, SubResource: a.Subresource,
-		RequestKind: &kind, RequestResource: &res, RequestSubResource: a.Subresource,
+		RequestKind: &reqKind, RequestResource: &reqRes, RequestSubResource: a.Subresource,
 		Name: a.Name, Namespace: a.Namespace, Operation: admissionv1.Operation(a.Operation),
 		UserInfo: authenticationv1.UserInfo{Username: a.User.Name, UID: a.User.UID, Groups: a.User.Groups, Extra: extra},
 		DryRun:   &dry,
@@ -406,8 +429,9 @@ func metaGVK(g metav1.GroupVersionKind) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind}
 }
 
-// celVars are the variables of a match condition: object, oldObject and request.
-func celVars(a *admission.Attributes) (map[string]any, error) {
+// celVars are the variables of a match condition: object, oldObject, request and
+// authorizer.
+func celVars(ctx context.Context, az authz.Authorizer, a *admission.Attributes) (map[string]any, error) {
 	obj, err := cel.ToValue(a.Object)
 	if err != nil {
 		return nil, err
@@ -420,5 +444,5 @@ func celVars(a *admission.Attributes) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"object": obj, "oldObject": old, "request": reqMap}, nil
+	return map[string]any{"object": obj, "oldObject": old, "request": reqMap, "authorizer": cel.NewAuthorizer(ctx, az, a.User)}, nil
 }

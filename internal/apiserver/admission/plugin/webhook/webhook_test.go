@@ -56,7 +56,7 @@ func TestMutatingReinvocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := New(true, store, nil, compiler, nil)
+	p := New(true, store, nil, compiler, nil, nil, nil)
 	a := &admission.Attributes{Operation: admission.Create, Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 		Resource: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: "", Name: "cm",
 		Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, User: registry.User{Name: "u"}}
