@@ -26,7 +26,6 @@ const convergeDeadline = 30 * time.Second
 // its Deployment allows, no pod was bound twice, the EndpointSlices follow the Ready
 // pods and the proxy's rules follow the slices, all within convergeDeadline.
 func TestFaults(t *testing.T) {
-	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs a cluster of separate processes with containerd")
 	}

@@ -66,20 +66,6 @@ func buildLDFlags() string {
 	return version.LDFlags(strings.TrimSpace(string(commit)), state, time.Now().UTC().Format(time.RFC3339))
 }
 
-// sideBySide marks a long test that runs beside the package's other such tests (two
-// at a time, -parallel being GOMAXPROCS by default) once the sequential tests are done,
-// so that the package's wall time is not the sum of its longest tests. A test may be
-// marked only when everything it makes on the host is its own: a data directory of
-// its own (hence its own containerd socket, kubelet root and pod cgroups), its own pod
-// bridge (which names its nftables tables and vxlan device), pod and service CIDRs and
-// netlab prefix and subnet no other test uses, and ports from freePort. Tests that
-// change or inspect the host as a whole (TestKillallLeavesNothing, TestDashboard's
-// host network change) stay sequential.
-func sideBySide(t *testing.T) {
-	t.Helper()
-	t.Parallel()
-}
-
 // freePort is a loopback port for a process the test starts (see freeport for why not
 // the ephemeral port of a closed listener).
 func freePort(t *testing.T) int { return freeport.Get(t) }

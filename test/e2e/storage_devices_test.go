@@ -194,7 +194,6 @@ spec:
 // refused at admission, and a claim of an access mode its class cannot provision left
 // Pending with the provisioner's reason.
 func TestStorageDevicesAndGroups(t *testing.T) {
-	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

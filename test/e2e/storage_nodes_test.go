@@ -51,7 +51,6 @@ spec:
 // (whenDeleted: Delete), and a CSI driver pod on each node registers with that node's
 // kubelet and serves the volumes of pods there.
 func TestStorageAcrossNodes(t *testing.T) {
-	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd on two machines")
 	}

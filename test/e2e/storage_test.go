@@ -181,7 +181,6 @@ spec:
 // it and whose volume's directory leaves the disk with it, and a claim of a class that
 // does not exist, which stays Pending and says why; and a CSI driver's volume.
 func TestPersistentStorage(t *testing.T) {
-	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}
