@@ -12,17 +12,10 @@ import (
 	"time"
 
 	"mizzen/internal/pki"
+	"mizzen/internal/testing/freeport"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return freeport.Get(t) }
 
 // memberTLS issues a member's serving and peer certificates of ca into dir.
 func memberTLS(t *testing.T, ca *pki.CA, dir, name string) (client, peer *TLSFiles) {

@@ -40,7 +40,8 @@ func startProcess(t *testing.T, args ...string) *process {
 	return p
 }
 
-// launch starts a process the caller stops.
+// launch starts a process the caller stops. When the test fails, the end of the
+// process's log is printed, so a process that died or never became ready says why.
 func launch(t *testing.T, args ...string) *process {
 	t.Helper()
 	p := &process{cmd: exec.Command(mizzenBin, args...)}
@@ -48,7 +49,20 @@ func launch(t *testing.T, args ...string) *process {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log of mizzen %s (pid %d, %s):\n%s", strings.Join(args, " "), p.cmd.Process.Pid, p.state(), tail(p.log.String(), 300))
+		}
+	})
 	return p
+}
+
+// state says whether the process has exited, and how.
+func (p *process) state() string {
+	if p.cmd.ProcessState == nil {
+		return "running"
+	}
+	return p.cmd.ProcessState.String()
 }
 
 func (p *process) kill() {

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 
 	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/testing/freeport"
 	"mizzen/internal/testing/proc"
 	"mizzen/internal/version"
 )
@@ -66,15 +66,9 @@ func buildLDFlags() string {
 	return version.LDFlags(strings.TrimSpace(string(commit)), state, time.Now().UTC().Format(time.RFC3339))
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a loopback port for a process the test starts (see freeport for why not
+// the ephemeral port of a closed listener).
+func freePort(t *testing.T) int { return freeport.Get(t) }
 
 // cluster is a `mizzen server` process.
 type cluster struct {

@@ -6,7 +6,6 @@ package benchutil
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,18 +19,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/testing/freeport"
 	"mizzen/internal/testing/proc"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// FreePort returns a TCP port on 127.0.0.1 that no one listens on and no outgoing
+// connection can take before the process it is given to binds it.
+func FreePort() int { return freeport.MustGet() }
 
 // Proc is what /proc says of a process.
 type Proc struct {

@@ -310,15 +310,27 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		initial = append(initial, pc)
 	}
 	initial = append(initial, flowcontrol.InitialConfiguration()...)
-	if err := srv.Bootstrap(ctx, initial...); err != nil {
-		stopCache()
-		return nil, fmt.Errorf("creating the initial objects: %w", err)
-	}
-	if err := publishClusterInfo(ctx, srv, "https://"+net.JoinHostPort(advertise.String(), strconv.Itoa(port)), ca.CertPEM); err != nil {
+	// The start-up writes are retried, as upstream's post-start hooks poll theirs: on a
+	// busy machine etcd answers one with "leader changed" or "request timed out", and
+	// every one of them is idempotent.
+	if err := retryStartup(readyCtx, log, "initial objects", func() error {
+		if err := srv.Bootstrap(ctx, initial...); err != nil {
+			return fmt.Errorf("creating the initial objects: %w", err)
+		}
+		return nil
+	}); err != nil {
 		stopCache()
 		return nil, err
 	}
-	if err := bootstrapPolicy(readyCtx, srv, authorizer); err != nil {
+	if err := retryStartup(readyCtx, log, "cluster-info", func() error {
+		return publishClusterInfo(ctx, srv, "https://"+net.JoinHostPort(advertise.String(), strconv.Itoa(port)), ca.CertPEM)
+	}); err != nil {
+		stopCache()
+		return nil, err
+	}
+	if err := retryStartup(readyCtx, log, "RBAC policy", func() error {
+		return bootstrapPolicy(readyCtx, srv, authorizer)
+	}); err != nil {
 		stopCache()
 		return nil, err
 	}
@@ -439,6 +451,23 @@ func authorization(mode string) (apiserver.Authorizer, []admission.Validator, er
 		return nil, nil, nil
 	}
 	return nil, nil, fmt.Errorf("--authorization-mode: unsupported mode %q (supported: Node,RBAC, RBAC, AlwaysAllow)", mode)
+}
+
+// retryStartup runs step until it succeeds or ctx ends, logging each failure under
+// the step's name; it returns the last failure.
+func retryStartup(ctx context.Context, log *slog.Logger, what string, step func() error) error {
+	for {
+		err := step()
+		if err == nil {
+			return nil
+		}
+		log.Warn("apiserver start-up step failed, retrying", "step", what, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // bootstrapPolicy creates and reconciles the default RBAC policy when RBAC is on, and
