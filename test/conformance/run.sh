@@ -99,10 +99,14 @@ else
 fi
 
 # ------------------------------------------------------------------ the suite
-log "running focus '$FOCUS' skip '$SKIP' with $PROCS processes for at most $MINUTES minutes"
+# The kubectl specs run `kubectl` from PATH unless told otherwise; a kubectl of the suite's
+# version beside it (copied from an upstream build) is used in preference.
+KUBECTL_PATH=kubectl
+[ -x "$BIN/kubectl" ] && KUBECTL_PATH=$BIN/kubectl
+log "running focus '$FOCUS' skip '$SKIP' with $PROCS processes for at most $MINUTES minutes (kubectl: $KUBECTL_PATH)"
 start=$(date +%s)
 timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --no-color --timeout="${MINUTES}m" \
-  "$BIN/e2e.test" -- --kubeconfig "$KUBECONFIG_FILE" --provider skeleton --report-dir "$OUT/report" > "$OUT/e2e.log" 2>&1
+  "$BIN/e2e.test" -- --kubeconfig "$KUBECONFIG_FILE" --provider skeleton --kubectl-path "$KUBECTL_PATH" --report-dir "$OUT/report" > "$OUT/e2e.log" 2>&1
 log "e2e exit $? after $(( $(date +%s) - start )) s; log $OUT/e2e.log"
 go run ./test/conformance/summary "$OUT/report" | tee "$OUT/summary.txt" | sed -n '/^FAIL\|^PASS/!p'
 log "summary: $OUT/summary.txt (commit $COMMIT, $(date -u +%Y-%m-%d))"

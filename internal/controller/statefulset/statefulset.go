@@ -293,6 +293,17 @@ func (s *stsSync) reconcile(ctx context.Context, pods []*corev1.Pod) error {
 			}
 		}
 	}
+	// In OrderedReady mode an unhealthy condemned pod is removed only if it is the
+	// lowest-ordinal unhealthy one, as upstream: a scale-down with every pod unready
+	// halts rather than removing the highest first. (The kept replicas are all healthy
+	// here, or the loop above has returned.)
+	firstUnhealthy := -1
+	for i := len(condemned) - 1; i >= 0; i-- {
+		if !s.healthy(condemned[i]) {
+			firstUnhealthy = ordinalOf(s.set, condemned[i])
+			break
+		}
+	}
 	for _, pod := range condemned {
 		if pod.DeletionTimestamp != nil {
 			if s.monotonic() {
@@ -301,6 +312,10 @@ func (s *stsSync) reconcile(ctx context.Context, pods []*corev1.Pod) error {
 			continue
 		}
 		if s.monotonic() && !allHealthy {
+			return errors.Join(errs...)
+		}
+		if s.monotonic() && !s.healthy(pod) && ordinalOf(s.set, pod) != firstUnhealthy {
+			s.requeueForAvailability(pod)
 			return errors.Join(errs...)
 		}
 		if err := s.reconcileClaims(ctx, ordinalOf(s.set, pod), pod, true); err != nil {

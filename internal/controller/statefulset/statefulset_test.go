@@ -221,6 +221,34 @@ func TestScaleDownFromTheHighestOrdinal(t *testing.T) {
 	}
 }
 
+// TestScaleDownHaltsOnUnhealthyPods is upstream's "Scaling should happen in predictable
+// order and halt if any stateful pod is unhealthy": scaled to 0 with every pod unready,
+// an OrderedReady set removes none, since its highest pod is not the first unhealthy one.
+func TestScaleDownHaltsOnUnhealthyPods(t *testing.T) {
+	w := newWorld(t, newSet(3, "db:1"))
+	for range 4 {
+		w.sync()
+		w.kubelet()
+	}
+	for _, p := range w.pods() {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(t0)}}
+		if _, err := w.client.CoreV1().Pods("default").UpdateStatus(w.ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.scale(0)
+	w.sync()
+	w.sync()
+	if got := w.podNames(); !slices.Equal(got, []string{"db-0", "db-1", "db-2"}) {
+		t.Fatalf("pods %v, want all three kept while they are unready", got)
+	}
+	w.kubelet()
+	w.sync()
+	if got := w.podNames(); !slices.Equal(got, []string{"db-0", "db-1"}) {
+		t.Fatalf("pods %v, want db-2 removed first once they are ready", got)
+	}
+}
+
 func TestRollingUpdateWithPartition(t *testing.T) {
 	s := newSet(3, "db:1")
 	s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(1))}
