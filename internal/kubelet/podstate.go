@@ -11,13 +11,17 @@ import (
 // runtime records: why a container is waiting, probe results, kills a probe asked for.
 // Losing it (a kubelet restart) costs nothing but a fresh probe round.
 type podState struct {
-	mu         sync.Mutex
-	startTime  time.Time // when this kubelet first acted on the pod; worker-owned
-	waiting    map[string]waitingReason
-	pullFailed map[string]time.Time
-	probes     map[probeKey]*probeWorker
-	results    map[string]*containerProbeResults // by container ID
-	kills      map[string]string                 // container ID -> reason
+	mu        sync.Mutex
+	startTime time.Time // when this kubelet first acted on the pod; worker-owned
+	// sandboxReadyAt is when this kubelet's last RunPodSandbox returned, worker-owned:
+	// the PodReadyToStartContainers condition's transition time, which a status
+	// written only after the containers started would otherwise place after them.
+	sandboxReadyAt time.Time
+	waiting        map[string]waitingReason
+	pullFailed     map[string]time.Time
+	probes         map[probeKey]*probeWorker
+	results        map[string]*containerProbeResults // by container ID
+	kills          map[string]string                 // container ID -> reason
 	// eviction is why and how the pod is to be evicted; empty unless an eviction
 	// manager chose it (over a local storage limit, or for node pressure).
 	eviction evictionRequest

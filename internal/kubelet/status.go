@@ -305,6 +305,9 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sand
 	for _, c := range owned {
 		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = now
+		if c.Type == v1.PodReadyToStartContainers && c.Status == v1.ConditionTrue && !st.sandboxReadyAt.IsZero() {
+			c.LastTransitionTime = metav1.NewTime(st.sandboxReadyAt)
+		}
 		for _, o := range pod.Status.Conditions {
 			if o.Type == c.Type && o.Status == c.Status {
 				c.LastTransitionTime = o.LastTransitionTime

@@ -436,6 +436,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
 		}
+		w.state.sandboxReadyAt = kl.clock.Now()
 		nrt, err := kl.readPodRuntime(ctx, string(pod.UID))
 		if err != nil {
 			return err
