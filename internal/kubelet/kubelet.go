@@ -541,7 +541,15 @@ func (kl *Kubelet) admitUnderPressure(pod *v1.Pod) (string, string) {
 }
 
 // onPod dispatches an informer event to the pod's worker.
-func (kl *Kubelet) onPod(obj any) {
+func (kl *Kubelet) onPod(obj any) { kl.handlePod(obj, false) }
+
+// onPodDeleted drops the pod's ConfigMap and Secret watches (its worker, which may
+// still be stopping containers, needs them no more) and dispatches the deletion.
+func (kl *Kubelet) onPodDeleted(obj any) { kl.handlePod(obj, true) }
+
+// handlePod follows (or, once deleted, stops following) the ConfigMaps and Secrets
+// of a pod bound to this node, and wakes its worker.
+func (kl *Kubelet) handlePod(obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -553,22 +561,13 @@ func (kl *Kubelet) onPod(obj any) {
 		kl.onMirrorPod(pod)
 		return
 	}
-	kl.volumeSources.register(pod)
-	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
-}
-
-// onPodDeleted drops the pod's ConfigMap and Secret watches (its worker, which may
-// still be stopping containers, needs them no more) and dispatches the deletion.
-func (kl *Kubelet) onPodDeleted(obj any) {
-	o := obj
-	if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = tomb.Obj
-	}
-	if pod, ok := o.(*v1.Pod); ok {
+	if deleted {
 		kl.volumeSources.unregister(pod.UID)
 		kl.statusWrites.forget(pod.UID)
+	} else {
+		kl.volumeSources.register(pod)
 	}
-	kl.onPod(obj)
+	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
 }
 
 // getPod returns the pod with this key and UID from the watch cache, or nil.
