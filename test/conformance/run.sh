@@ -74,7 +74,8 @@ sed -n 's/^\s*configs\[\([A-Za-z0-9]*\)\] = Config{list\.\([A-Za-z0-9]*\), "\([^
   while read -r id list name version; do echo "$id ${REG[$list]:-$list} $name $version"; done > "$OUT/images.txt"
 [ -x "$MIZZEN" ] || die "no $MIZZEN: make build first"
 rm -rf "$OUT/images" && mkdir -p "$OUT/images"
-go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
+go build -o "$OUT/nc" ./test/conformance/netcat || die "building the netcat stand-in failed"
+go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
   die "writing the images failed"
 
 # ------------------------------------------------------------------ the cluster

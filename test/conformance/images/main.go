@@ -3,9 +3,10 @@
 // DATA_DIR/agent/images (no registry is reachable): agnhost built from upstream's
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
 // mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
-// agnhost image's curl is a shim over busybox's wget, enough for `curl URL`.
+// agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, and its nc
+// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks).
 //
-//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -pause bin/mizzen-pause -out DIR
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -pause bin/mizzen-pause -out DIR
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
@@ -33,18 +34,19 @@ const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 func main() {
 	list := flag.String("list", "", "image table: lines \"<id> <registry> <name> <version>\"")
 	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
+	netcat := flag.String("netcat", "", "netcat stand-in (./test/conformance/netcat, static), installed as /usr/bin/nc")
 	pause := flag.String("pause", "", "mizzen's pause program")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
 	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *agnhostSrc, *pause, *busybox, *out); err != nil {
+	if err := run(*list, *agnhost, *netcat, *agnhostSrc, *pause, *busybox, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -57,8 +59,12 @@ func run(list, agnhostPath, agnhostSrc, pausePath, busyboxPath, out string) erro
 	if err != nil {
 		return err
 	}
+	netcat, err := os.ReadFile(netcatPath)
+	if err != nil {
+		return err
+	}
 	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
-		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}}, bb...)
+		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bb...)
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
 		for _, name := range []string{"localhost.crt", "localhost.key"} {
