@@ -146,10 +146,15 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 			return fmt.Errorf("--pause-binary: %w", err)
 		}
 		rtOpts := containerd.Options{DataDir: kf.ContainerdDir, Bridge: kf.CNIBridge, ClusterCIDR: kf.ClusterCIDR, MTU: kf.PodMTU}
+		// Each start-up step is logged with its duration: a kubelet that never posts
+		// node status then shows where it waits (containerd.log says why containerd does).
+		started := time.Now()
+		slog.Info("starting containerd", "dir", kf.ContainerdDir)
 		stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
 		if err != nil {
 			return err
 		}
+		slog.Info("containerd ready", "took", time.Since(started).Round(time.Millisecond))
 		defer func() { <-stopped }()
 		runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
 		if kf.ImagesDir != "" {
@@ -181,10 +186,12 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 	if address == "" {
 		address = "0.0.0.0"
 	}
+	connecting := time.Now()
 	rs, is, err := kubelet.ConnectRuntime(ctx, runtimeEndpoint, imageEndpoint)
 	if err != nil {
 		return err
 	}
+	slog.Info("connected to the container runtime", "endpoint", runtimeEndpoint, "took", time.Since(connecting).Round(time.Millisecond))
 	defer rs.Close(ctx)
 	var logMaxSize int64
 	if kf.ContainerLog.MaxSize != "" {

@@ -400,10 +400,13 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	go kl.podInformer.RunWithContext(ctx)
+	listing := kl.clock.Now()
+	kl.log.Info("listing the node's pods")
 	if !cache.WaitForCacheSync(ctx.Done(), kl.podInformer.HasSynced) {
 		kl.workers.wait()
 		return nil // ctx ended before the first list: a clean stop
 	}
+	kl.log.Info("listed the node's pods", "pods", len(kl.podInformer.GetStore().ListKeys()), "took", kl.clock.Since(listing).Round(time.Millisecond))
 
 	if kl.static != nil {
 		for _, pod := range kl.static.list() {

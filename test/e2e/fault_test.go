@@ -134,6 +134,9 @@ func TestFaults(t *testing.T) {
 				w.stop()
 				fc.converge(t, ctx, convergeDeadline)
 				t.Log(rec.summary())
+				if r := fc.supervised(); r != "" {
+					t.Logf("exited by themselves and restarted by the supervisor so far: %s", r)
+				}
 				if v := faultViolations(ctx, fc.client, rec); len(v) > 0 {
 					t.Errorf("after kill -9 of %s:\n  %s", tc.name, strings.Join(v, "\n  "))
 				}

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,7 +42,7 @@ type faultCluster struct {
 	etcd etcdCluster
 	// args of each component, by name, to restart it as it was started.
 	args  map[string][]string
-	procs map[string]*process
+	procs map[string]*component
 	// client is the admin's; a client-go clientset retries nothing by itself, and
 	// every caller here tolerates errors while a component is down.
 	client kubernetes.Interface
@@ -50,7 +53,7 @@ func startFaultCluster(t *testing.T) *faultCluster {
 	t.Helper()
 	images := testImages(t)
 	base := t.TempDir()
-	fc := &faultCluster{t: t, dir: datadir.Dir(base), args: map[string][]string{}, procs: map[string]*process{}, images: images}
+	fc := &faultCluster{t: t, dir: datadir.Dir(base), args: map[string][]string{}, procs: map[string]*component{}, images: images}
 	fc.etcd.startMembers(t, base)
 	// Pods are removed while their runtime still runs, then every component stops and
 	// the host is cleaned; the etcd members, started before, stop after.
@@ -58,8 +61,8 @@ func startFaultCluster(t *testing.T) *faultCluster {
 		if err := containerd.RemoveAllPods(context.Background(), containerd.Options{DataDir: fc.dir.Containerd()}); err != nil {
 			t.Logf("removing pods: %v", err)
 		}
-		for _, p := range fc.procs {
-			p.kill()
+		for _, c := range fc.procs {
+			c.stop()
 		}
 		cleanupNode(t, base, faultBridge)
 	})
@@ -123,19 +126,111 @@ func startFaultCluster(t *testing.T) *faultCluster {
 // proxyTable is the nftables table the proxy of the fault cluster's node writes.
 func (fc *faultCluster) proxyTable() string { return proxy.TableNameFor(faultBridge) }
 
+// start starts the component, or starts it again after kill9, under its supervisor.
 func (fc *faultCluster) start(name string) {
 	fc.t.Helper()
-	fc.procs[name] = launch(fc.t, fc.args[name]...)
+	c := fc.procs[name]
+	if c == nil {
+		c = &component{t: fc.t, name: name, args: fc.args[name]}
+		fc.procs[name] = c
+	}
+	c.start()
 }
 
-// kill9 sends SIGKILL to the component and waits until it is gone.
+// kill9 sends SIGKILL to the component and waits until it is gone; its supervisor
+// leaves it down until start.
 func (fc *faultCluster) kill9(name string) {
 	fc.t.Helper()
-	p := fc.procs[name]
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := fc.procs[name].kill9(); err != nil {
 		fc.t.Fatalf("kill -9 %s: %v", name, err)
 	}
-	_ = p.cmd.Wait()
+}
+
+// component is one of the fault cluster's processes under a supervisor that restarts
+// it a second after it exits by itself, as systemd's Restart=always does for upstream's
+// components: a standalone scheduler or controller-manager that cannot renew its Lease
+// in time (the apiserver or etcd being killed) exits, as upstream's do, and relies on
+// that. Without one, the cluster would lose a component for good on a slow machine.
+type component struct {
+	t    *testing.T
+	name string
+	args []string
+
+	mu       sync.Mutex
+	proc     *process
+	exited   chan struct{} // closed once proc has exited
+	down     bool          // killed on purpose: not restarted until start
+	restarts int
+	gone     []string // the ends of the logs of the processes that exited by themselves
+}
+
+func (c *component) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down = false
+	c.launchLocked()
+}
+
+func (c *component) launchLocked() {
+	p := launch(c.t, c.args...)
+	exited := make(chan struct{})
+	c.proc, c.exited = p, exited
+	go func() {
+		_ = p.cmd.Wait()
+		close(exited)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.down || c.proc != p {
+			return
+		}
+		c.restarts++
+		c.gone = append(c.gone, fmt.Sprintf("exited by itself (%s), restarted by the supervisor:\n%s", p.state(), tail(p.log.String(), 5)))
+		time.AfterFunc(time.Second, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !c.down && c.proc == p {
+				c.launchLocked()
+			}
+		})
+	}()
+}
+
+// supervised says which components exited by themselves and were started again.
+func (fc *faultCluster) supervised() string {
+	var restarted []string
+	for name, c := range fc.procs {
+		c.mu.Lock()
+		if c.restarts > 0 {
+			restarted = append(restarted, fmt.Sprintf("%s %d times", name, c.restarts))
+		}
+		c.mu.Unlock()
+	}
+	slices.Sort(restarted)
+	return strings.Join(restarted, ", ")
+}
+
+// kill9 kills the running process, if any, and keeps the component down.
+func (c *component) kill9() error {
+	c.mu.Lock()
+	c.down = true
+	p, exited := c.proc, c.exited
+	c.mu.Unlock()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-exited
+	return nil
+}
+
+// stop kills the component for good, at the end of the test.
+func (c *component) stop() { _ = c.kill9() }
+
+// log is the end of the running process's log, after what the ones that exited by
+// themselves said last.
+func (c *component) log(lines int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(append(slices.Clone(c.gone), tail(c.proc.log.String(), lines)), "\n")
 }
 
 // etcdMember kills or restarts etcd member i.
@@ -167,11 +262,15 @@ func (fc *faultCluster) containerdPID() int {
 // logs is the last lines of every component's log, for a failure message.
 func (fc *faultCluster) logs() string {
 	var b strings.Builder
-	for name, p := range fc.procs {
-		fmt.Fprintf(&b, "--- %s\n%s\n", name, tail(p.log.String(), 15))
+	for name, c := range fc.procs {
+		fmt.Fprintf(&b, "--- %s\n%s\n", name, c.log(15))
 	}
 	for i, p := range fc.etcd.members {
 		fmt.Fprintf(&b, "--- etcd member %d\n%s\n", i, tail(p.log.String(), 5))
+	}
+	// The kubelet's containerd logs to a file of its own; a kubelet waiting on it says little.
+	if data, err := os.ReadFile(filepath.Join(fc.dir.Containerd(), "containerd.log")); err == nil {
+		fmt.Fprintf(&b, "--- the kubelet's containerd\n%s\n", tail(string(data), 15))
 	}
 	return b.String()
 }
