@@ -150,12 +150,15 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		// node status then shows where it waits (containerd.log says why containerd does).
 		started := time.Now()
 		slog.Info("starting containerd", "dir", kf.ContainerdDir)
-		stopped, err := containerd.Start(ctx, rtOpts, nil, pause)
+		// containerd runs until the kubelet returns, also when it returns early with an
+		// error: waiting for it on ctx alone would hang a failed start silently.
+		runtimeCtx, stopRuntime := context.WithCancel(ctx)
+		stopped, err := containerd.Start(runtimeCtx, rtOpts, nil, pause)
+		defer func() { stopRuntime(); <-stopped }()
 		if err != nil {
 			return err
 		}
 		slog.Info("containerd ready", "took", time.Since(started).Round(time.Millisecond))
-		defer func() { <-stopped }()
 		runtimeEndpoint, imageEndpoint = rtOpts.Endpoint(), ""
 		if kf.ImagesDir != "" {
 			imported, err := containerd.ImportArchivesIn(ctx, rtOpts, kf.ImagesDir)

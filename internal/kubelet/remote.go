@@ -12,19 +12,39 @@ import (
 )
 
 // ConnectRuntime dials a CRI runtime's runtime and image services (imageEndpoint defaults
-// to runtimeEndpoint), e.g. "unix:///run/containerd/containerd.sock".
+// to runtimeEndpoint), e.g. "unix:///run/containerd/containerd.sock". A runtime that
+// is up but not serving CRI yet (containerd answers "server is not initialized yet"
+// while its CRI plugin recovers the containers it had) is asked again until
+// connectTimeout has passed, rather than failing the kubelet's start.
 func ConnectRuntime(ctx context.Context, runtimeEndpoint, imageEndpoint string) (cri.RuntimeService, cri.ImageManagerService, error) {
 	if imageEndpoint == "" {
 		imageEndpoint = runtimeEndpoint
 	}
-	const timeout = 2 * time.Minute
+	deadline := time.Now().Add(connectTimeout)
+	for {
+		rs, is, err := connectRuntimeOnce(ctx, runtimeEndpoint, imageEndpoint)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return rs, is, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// connectTimeout bounds both one connection attempt and ConnectRuntime's retries.
+const connectTimeout = 2 * time.Minute
+
+func connectRuntimeOnce(ctx context.Context, runtimeEndpoint, imageEndpoint string) (cri.RuntimeService, cri.ImageManagerService, error) {
 	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(runtimeEndpoint).
-		WithConnectionTimeout(timeout).Build(ctx)
+		WithConnectionTimeout(connectTimeout).Build(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to the container runtime: %w", err)
 	}
 	is, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(imageEndpoint).
-		WithConnectionTimeout(timeout).Build(ctx)
+		WithConnectionTimeout(connectTimeout).Build(ctx)
 	if err != nil {
 		_ = rs.Close(ctx)
 		return nil, nil, fmt.Errorf("connecting to the image service: %w", err)
