@@ -1,7 +1,8 @@
 // Package certs inspects and renews the certificates of a data directory, as k3s's
-// `certificate check` and `certificate rotate`: every certificate under DIR/tls and the
-// client certificates inside the kubeconfigs, renewed from the CA that signed them
-// (never a new CA), so kubeconfigs trusting the cluster CA keep working.
+// `certificate check` and `certificate rotate`: every certificate under DIR/tls, the
+// client certificates inside the kubeconfigs, and the node's certificates issued through
+// CSRs (listed only: the kubelet renews those itself), renewed from the CA that signed
+// them (never a new CA), so kubeconfigs trusting the cluster CA keep working.
 package certs
 
 import (
@@ -74,41 +75,58 @@ func fromX509(file, service string, c *x509.Certificate) Cert {
 		Usages: usages(c), IsCA: c.IsCA, Expires: c.NotAfter, cert: c}
 }
 
+// parsePEM parses the first certificate in data (a -current.pem file holds the key too).
 func parsePEM(data []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("no PEM certificate")
+	for {
+		var block *pem.Block
+		if block, data = pem.Decode(data); block == nil {
+			return nil, errors.New("no PEM certificate")
+		}
+		if block.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(block.Bytes)
+		}
 	}
-	return x509.ParseCertificate(block.Bytes)
 }
 
-// List returns every certificate under DIR/tls, then the client certificate of every
-// kubeconfig in DIR, each sorted by file.
+// List returns every certificate under DIR/tls, then the node's under its kubelet's
+// pki directory, then the client certificate of every kubeconfig in DIR, each sorted
+// by file. Only those under DIR/tls are rotated (their Service is their path there).
 func List(d datadir.Dir) ([]Cert, error) {
 	root := d.Root()
-	if _, err := os.Stat(d.TLS()); err != nil {
-		return nil, fmt.Errorf("no certificates in %s: %w", root, err)
+	_, noTLS := os.Stat(d.TLS())
+	_, noPKI := os.Stat(d.KubeletPKI())
+	if noTLS != nil && noPKI != nil {
+		return nil, fmt.Errorf("no certificates in %s: %w", root, noTLS)
 	}
 	var out []Cert
-	err := filepath.WalkDir(d.TLS(), func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".crt") {
-			return err
-		}
-		data, err := os.ReadFile(path)
+	for _, dir := range []string{d.TLS(), d.KubeletPKI()} {
+		err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) && path == dir {
+				return nil
+			}
+			if err != nil || e.IsDir() || (!strings.HasSuffix(path, ".crt") && !strings.HasSuffix(path, ".pem")) {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			c, err := parsePEM(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			rel, _ := filepath.Rel(root, path)
+			service := ""
+			if dir == d.TLS() {
+				service, _ = filepath.Rel(dir, path)
+				service = strings.TrimSuffix(service, ".crt")
+			}
+			out = append(out, fromX509(rel, service, c))
+			return nil
+		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		c, err := parsePEM(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		rel, _ := filepath.Rel(root, path)
-		service, _ := filepath.Rel(d.TLS(), path)
-		out = append(out, fromX509(rel, strings.TrimSuffix(service, ".crt"), c))
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	kubeconfigs, _ := filepath.Glob(filepath.Join(root, "*.kubeconfig"))
 	sort.Strings(kubeconfigs)
@@ -163,7 +181,7 @@ func Rotate(d datadir.Dir, services []string) ([]string, error) {
 	}
 	known := map[string]bool{}
 	for _, c := range all {
-		if !c.IsCA && strings.HasSuffix(c.File, ".crt") {
+		if rotatable(c) {
 			known[c.Service] = true
 		}
 	}
@@ -185,7 +203,7 @@ func Rotate(d datadir.Dir, services []string) ([]string, error) {
 	}
 	var rotated []string
 	for _, c := range all {
-		if c.IsCA || !strings.HasSuffix(c.File, ".crt") || !want(c.Service) {
+		if !rotatable(c) || !want(c.Service) {
 			continue
 		}
 		ca := signer(cas, c.cert)
@@ -210,6 +228,13 @@ func Rotate(d datadir.Dir, services []string) ([]string, error) {
 		rotated = append(rotated, c.Service)
 	}
 	return rotated, nil
+}
+
+// rotatable reports whether Rotate renews c: a certificate of DIR/tls other than a CA.
+// The node's CSR-issued certificates are the kubelet's to renew, and a kubeconfig's
+// follows its file in DIR/tls.
+func rotatable(c Cert) bool {
+	return !c.IsCA && c.Service != "" && strings.HasSuffix(c.File, ".crt")
 }
 
 func hasPrefix(m map[string]bool, prefix string) bool {

@@ -134,3 +134,45 @@ func mustParse(t *testing.T, data []byte) *x509.Certificate {
 	}
 	return c
 }
+
+// TestListsTheNodesCertificates: a joined node's certificates issued through CSRs
+// (a -current.pem file, key and certificate together) are listed, also on a data
+// directory with no tls/ (an agent's), and never rotated: the kubelet renews them.
+func TestListsTheNodesCertificates(t *testing.T) {
+	d := datadir.Dir(t.TempDir())
+	ca, err := pki.LoadOrCreateCA(filepath.Join(t.TempDir(), "elsewhere"), datadir.CAName, "mizzen-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := ca.IssueClient("system:node:n1", []string{"system:nodes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(d.KubeletPKI(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pemFile := filepath.Join(d.KubeletPKI(), "kubelet-client-current.pem")
+	if err := os.WriteFile(pemFile, append(slices.Clone(issued.KeyPEM), issued.CertPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	all, err := List(d)
+	if err != nil {
+		t.Fatalf("an agent's data directory: %v", err)
+	}
+	if c := find(t, all, "agent/kubelet/pki/kubelet-client-current.pem"); c.User != "system:node:n1" || !slices.Equal(c.Groups, []string{"system:nodes"}) {
+		t.Fatalf("node certificate: %+v", c)
+	}
+	before, _ := os.ReadFile(pemFile)
+	if _, err := Rotate(d, []string{"kubelet-client-current"}); err == nil {
+		t.Fatal("a CSR-issued certificate was accepted as a service to rotate")
+	}
+	if rotated, err := Rotate(d, nil); err != nil || len(rotated) != 0 {
+		t.Fatalf("rotate all on an agent: %v %v", rotated, err)
+	}
+	if after, _ := os.ReadFile(pemFile); !bytes.Equal(before, after) {
+		t.Fatal("the node's certificate was rewritten")
+	}
+	if _, err := List(datadir.Dir(t.TempDir())); err == nil {
+		t.Fatal("an empty directory listed")
+	}
+}

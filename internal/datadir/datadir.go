@@ -47,6 +47,11 @@ func (d Dir) Cert(name string) (certFile, keyFile string) {
 	return filepath.Join(d.TLS(), name+".crt"), filepath.Join(d.TLS(), name+".key")
 }
 
+// APIServerServing is the name, in TLS(), of the apiserver's serving certificate and
+// key (k3s's serving-kube-apiserver): issued again at every start, kept there so that
+// `mizzen certificate check` shows it.
+const APIServerServing = "serving-kube-apiserver"
+
 // ServiceAccountKey signs and verifies service account tokens.
 func (d Dir) ServiceAccountKey() string { return filepath.Join(d.TLS(), "sa.key") }
 

@@ -47,7 +47,7 @@ func EmbeddedClientTLS(d datadir.Dir, ips ...net.IP) (*etcd.TLSFiles, error) {
 		return nil, err
 	}
 	cert, key := filepath.Join(dir, etcdServerName+".crt"), filepath.Join(dir, etcdServerName+".key")
-	if err := writePair(cert, key, serving); err != nil {
+	if err := serving.Write(cert, key); err != nil {
 		return nil, err
 	}
 	if _, err := ca.LoadOrIssueClient(dir, etcdClientName, EtcdClientUser, nil); err != nil {
@@ -70,7 +70,7 @@ func EmbeddedPeerTLS(d datadir.Dir, ips ...net.IP) (*etcd.TLSFiles, error) {
 		return nil, err
 	}
 	cert, key := filepath.Join(dir, etcdPeerName+".crt"), filepath.Join(dir, etcdPeerName+".key")
-	if err := writePair(cert, key, peer); err != nil {
+	if err := peer.Write(cert, key); err != nil {
 		return nil, err
 	}
 	return &etcd.TLSFiles{CertFile: cert, KeyFile: key, CAFile: filepath.Join(dir, etcdCAName+".crt")}, nil
@@ -89,13 +89,6 @@ func EmbeddedClientFiles(d datadir.Dir) *etcd.TLSFiles {
 func SharedCAFiles() []string {
 	dir := datadir.Dir("").EtcdTLS() // the data directory's own name for it, relative
 	return []string{filepath.Join(dir, etcdCAName+".crt"), filepath.Join(dir, etcdCAName+".key")}
-}
-
-func writePair(cert, key string, issued *pki.Issued) error {
-	if err := os.WriteFile(key, issued.KeyPEM, 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(cert, issued.CertPEM, 0o644)
 }
 
 // PublishClientURL records where the running server's embedded etcd serves clients.

@@ -123,6 +123,14 @@ type Issued struct {
 // TLS returns the pair as a tls.Certificate.
 func (i *Issued) TLS() (tls.Certificate, error) { return tls.X509KeyPair(i.CertPEM, i.KeyPEM) }
 
+// Write writes the key (readable by its owner only), then the certificate.
+func (i *Issued) Write(certFile, keyFile string) error {
+	if err := os.WriteFile(keyFile, i.KeyPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(certFile, i.CertPEM, 0o644)
+}
+
 func (ca *CA) issue(tmpl *x509.Certificate) (*Issued, error) {
 	key, err := newKey()
 	if err != nil {
@@ -194,10 +202,7 @@ func (ca *CA) LoadOrIssueClient(dir, name, user string, groups []string) (*Issue
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(keyPath, issued.KeyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(certPath, issued.CertPEM, 0o644); err != nil {
+	if err := issued.Write(certPath, keyPath); err != nil {
 		return nil, err
 	}
 	return issued, nil

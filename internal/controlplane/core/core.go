@@ -283,6 +283,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := serving.Write(dir.Cert(datadir.APIServerServing)); err != nil {
+		return nil, err
+	}
 	servingPair, err := serving.TLS()
 	if err != nil {
 		return nil, err
@@ -597,10 +600,7 @@ func (cp *ControlPlane) KubeletServing(name, hostname string) (certFile, keyFile
 		return "", "", err
 	}
 	certFile, keyFile = datadir.Dir(cp.DataDir).Cert(name)
-	if err := os.WriteFile(keyFile, issued.KeyPEM, 0o600); err != nil {
-		return "", "", err
-	}
-	if err := os.WriteFile(certFile, issued.CertPEM, 0o644); err != nil {
+	if err := issued.Write(certFile, keyFile); err != nil {
 		return "", "", err
 	}
 	return certFile, keyFile, nil

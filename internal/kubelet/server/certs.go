@@ -34,10 +34,7 @@ func LoadCertificate(certFile, keyFile, dir, hostname string) (tls.Certificate, 
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := os.WriteFile(keyPath, issued.KeyPEM, 0o600); err != nil {
-		return tls.Certificate{}, err
-	}
-	if err := os.WriteFile(certPath, issued.CertPEM, 0o644); err != nil {
+	if err := issued.Write(certPath, keyPath); err != nil {
 		return tls.Certificate{}, err
 	}
 	return issued.TLS()
