@@ -34,24 +34,26 @@ type ServingOptions struct {
 // renewed still counts as healthy, as upstream.
 const leaderHealthTimeout = 20 * time.Second
 
-// serve answers /healthz and /metrics until ctx ends. healthz fails only when this
-// replica leads and has not renewed its lease in time (leader may be nil).
-func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader *leaderelection.HealthzAdaptor) error {
+// serve answers /healthz and /metrics until the returned stop is called, which
+// closes the port before it returns: the server bundle runs the controller-manager
+// again after it loses its Lease, and that run listens on the same port. healthz fails
+// only when this replica leads and has not renewed its lease in time (leader may be nil).
+func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader *leaderelection.HealthzAdaptor) (stop func(), err error) {
 	host := opts.BindAddress
 	if host == "" {
 		host = "0.0.0.0"
 	}
 	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey(selfSignedHost(host), nil, nil)
 	if err != nil {
-		return fmt.Errorf("self-signed serving certificate: %w", err)
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("self-signed serving certificate: %w", err)
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(opts.Port)))
 	if err != nil {
-		return fmt.Errorf("secure serving: %w", err)
+		return nil, fmt.Errorf("secure serving: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
@@ -81,17 +83,16 @@ func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader 
 	}
 	slog.InfoContext(ctx, "serving /healthz and /metrics", "address", ln.Addr().String())
 	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.ErrorContext(ctx, "secure serving stopped", "err", err)
 		}
 	}()
-	return nil
+	return func() {
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+		_ = ln.Close() // Serve may not have taken it over yet, and Shutdown closes only what it serves
+	}, nil
 }
 
 // selfSignedHost names the certificate after the bind address, or localhost when

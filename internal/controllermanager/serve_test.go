@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"mizzen/internal/controller/util"
+	"mizzen/internal/controllermanager/metrics"
+	"mizzen/internal/testing/freeport"
 )
 
 // servedOnce notes that TestHealthzAndMetrics ran in this process: client-go keeps the
@@ -94,5 +96,21 @@ func TestHealthzAndMetrics(t *testing.T) {
 				t.Errorf("/metrics lacks %q", w)
 			}
 		}
+	}
+}
+
+// TestServeFreesItsPortOnStop: the server bundle runs the controller-manager again
+// after it loses its Lease, and that run listens on the same port; the port must be
+// free when the first run returns (it was shut down later, on the context's end, so
+// the second run could fail with "address already in use" and take the server down).
+func TestServeFreesItsPortOnStop(t *testing.T) {
+	port := freeport.Get(t)
+	opts := ServingOptions{BindAddress: "127.0.0.1", Port: port}
+	for round := range 3 {
+		stop, err := serve(context.Background(), opts, metrics.New(), nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", round+1, err)
+		}
+		stop()
 	}
 }

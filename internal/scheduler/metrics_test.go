@@ -2,10 +2,15 @@ package scheduler
 
 import (
 	"io"
+	"log/slog"
+	"net"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"mizzen/internal/testing/freeport"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -61,5 +66,20 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("percentage %d, %d nodes: got %d, want %d", tt.percentage, tt.nodes, got, tt.want)
 		}
+	}
+}
+
+// TestServeMetricsFreesItsPortOnStop: the server bundle runs the scheduler again after
+// it loses its Lease, and that run listens on the same port; it must be free when the
+// first run returns.
+func TestServeMetricsFreesItsPortOnStop(t *testing.T) {
+	env := startScheduler(t, nil)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.Get(t)))
+	for round := range 3 {
+		stop, err := serveMetrics(addr, env.sched, slog.New(slog.NewTextHandler(io.Discard, nil)), make(chan error, 1))
+		if err != nil {
+			t.Fatalf("run %d: %v", round+1, err)
+		}
+		stop()
 	}
 }

@@ -168,9 +168,11 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 		if addr == "" {
 			addr = DefaultMetricsAddr
 		}
-		if err := serveMetrics(ctx, addr, sched, logger, metricsErr); err != nil {
+		stop, err := serveMetrics(addr, sched, logger, metricsErr)
+		if err != nil {
 			return err
 		}
+		defer stop()
 	}
 
 	factory.Start(ctx.Done())
@@ -244,28 +246,30 @@ func ctxErr(ctx context.Context, metricsErr chan error) error {
 	return nil
 }
 
-func serveMetrics(ctx context.Context, addr string, sched *Scheduler, logger *slog.Logger, errc chan<- error) error {
+// serveMetrics serves /metrics and /healthz until the returned stop is called, which
+// closes the port before it returns: the server bundle runs the scheduler again after
+// it loses its Lease, and that run listens on the same port.
+func serveMetrics(addr string, sched *Scheduler, logger *slog.Logger, errc chan<- error) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", sched.Metrics().Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("metrics server: %w", err)
+		return nil, fmt.Errorf("metrics server: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
 	go func() {
 		logger.Info("serving metrics", "address", ln.Addr().String())
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
-	return nil
+	return func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		_ = ln.Close() // Serve may not have taken it over yet, and Shutdown closes only what it serves
+	}, nil
 }
 
 // Scheduler is one scheduler instance with its profiles, queue and cache.
