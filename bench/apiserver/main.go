@@ -315,7 +315,7 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 		o.profileGets(false)
 	}
 	f.set("pod gets/s", float64(gets.Load())/5)
-	f.set("server CPU ms per get", (benchutil.CPU(c.ServerPIDs())-cpu0)*1000/float64(max(gets.Load(), 1)))
+	f.set("server CPU µs per get", (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(max(gets.Load(), 1)))
 
 	// Lists of every pod.
 	for _, rv := range []string{"", "0"} {
