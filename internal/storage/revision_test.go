@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 
-	"mizzen/internal/etcd"
 	"mizzen/internal/storage"
 )
 
@@ -17,13 +15,7 @@ import (
 // it asked (a shared read never started before a caller arrived), and a caller whose
 // context has ended stops waiting.
 func TestCurrentRevisionSeesEveryEarlierWrite(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
+	ctx, member := startMember(t)
 	client := member.Client()
 	store := storage.NewStore(client)
 	var wg sync.WaitGroup
