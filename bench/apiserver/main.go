@@ -37,6 +37,7 @@ import (
 
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary")
+	before := flag.String("mizzen-before", "", "path of an earlier mizzen binary, run as \"mizzen-before\" in every round too (a before/after pair in one alternating run)")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries (etcd, kube-apiserver); empty: mizzen only")
 	serviceCIDR := flag.String("service-cluster-ip-range", "10.76.0.0/16", "upstream apiserver's service CIDR")
 	rounds := flag.Int("rounds", 3, "runs of each, alternating")
@@ -47,12 +48,13 @@ func main() {
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
+	getProfile := flag.String("get-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the gets (the clients included)")
 	flag.Parse()
 	// client-go logs each get its deadline cuts short; the figures are the output.
 	quietKlog()
 	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
-	if *cpuProfile != "" || *heapProfile != "" {
-		if err := profileInProcess(*cpuProfile, *heapProfile, o); err != nil {
+	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" {
+		if err := profileInProcess(*cpuProfile, *getProfile, *heapProfile, o); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
@@ -61,7 +63,17 @@ func main() {
 	results := map[string][]figures{}
 	var order []string
 	for r := 0; r < *rounds; r++ {
-		starts := []func() (benchutil.Cluster, error){func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) }}
+		var starts []func() (benchutil.Cluster, error)
+		if *before != "" {
+			starts = append(starts, func() (benchutil.Cluster, error) {
+				m, err := benchutil.StartMizzen(*before, benchutil.MizzenOnly...)
+				if err != nil {
+					return nil, err
+				}
+				return renamed{m, "mizzen-before"}, nil
+			})
+		}
+		starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) })
 		if *upstream != "" {
 			starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartUpstream(*upstream, *serviceCIDR) })
 		}
@@ -104,10 +116,20 @@ func main() {
 	report(order, results)
 }
 
+// renamed is a cluster reported under another name.
+type renamed struct {
+	benchutil.Cluster
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
 type options struct {
 	pods, workers, watchers, watchEvents int
 	// profile, when set, is called to start (true) and stop (false) a profile of the creates.
 	profile func(start bool)
+	// profileGets, when set, is called to start (true) and stop (false) a profile of the gets.
+	profileGets func(start bool)
 	// holding, when set, is called where the RSS holding every pod is measured.
 	holding func()
 }
@@ -200,6 +222,7 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set("start to /readyz ms", ms(time.Since(start)))
 	time.Sleep(5 * time.Second)
 	f.set("RSS idle MiB (apiserver+etcd)", benchutil.RSS(c.ServerPIDs()))
+	f.set("RSS idle, anonymous MiB", benchutil.AnonRSS(c.ServerPIDs()))
 
 	cfg := c.AdminConfig()
 	cfg.QPS, cfg.Burst = -1, 0
@@ -269,6 +292,10 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 
 	// Gets.
 	var gets atomic.Int64
+	cpu0 = benchutil.CPU(c.ServerPIDs())
+	if o.profileGets != nil {
+		o.profileGets(true)
+	}
 	getCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -284,7 +311,11 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	}
 	wg.Wait()
 	cancel()
+	if o.profileGets != nil {
+		o.profileGets(false)
+	}
 	f.set("pod gets/s", float64(gets.Load())/5)
+	f.set("server CPU µs per get", (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(max(gets.Load(), 1)))
 
 	// Lists of every pod.
 	for _, rv := range []string{"", "0"} {
@@ -333,6 +364,7 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set(fmt.Sprintf("list %d pods, consistent, JSON, p50 ms", nPods), ms(benchutil.Percentile(ds, 0.5)))
 	time.Sleep(2 * time.Second)
 	f.set(fmt.Sprintf("RSS MiB holding %d pods", nPods), benchutil.RSS(c.ServerPIDs()))
+	f.set(fmt.Sprintf("RSS holding %d pods, anonymous MiB", nPods), benchutil.AnonRSS(c.ServerPIDs()))
 	if o.holding != nil {
 		o.holding()
 	}

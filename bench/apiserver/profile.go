@@ -51,27 +51,21 @@ func (c *inProcess) Stop() {
 }
 
 // profileInProcess runs the workload against an in-process server, with a CPU
-// profile of the creates written to cpuPath and a heap profile, taken where the RSS
-// holding every pod is measured, written to heapPath (either may be empty).
-func profileInProcess(cpuPath, heapPath string, o options) error {
+// profile of the creates written to cpuPath, one of the gets written to getPath and a
+// heap profile, taken where the RSS holding every pod is measured, written to
+// heapPath (any may be empty).
+func profileInProcess(cpuPath, getPath, heapPath string, o options) error {
 	c, err := startInProcess()
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	if cpuPath != "" {
-		f, err := os.Create(cpuPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		o.profile = func(start bool) {
-			if start {
-				_ = pprof.StartCPUProfile(f)
-			} else {
-				pprof.StopCPUProfile()
-			}
-		}
+	var err2 error
+	if o.profile, err2 = cpuProfiler(cpuPath); err2 != nil {
+		return err2
+	}
+	if o.profileGets, err2 = cpuProfiler(getPath); err2 != nil {
+		return err2
 	}
 	var heapErr error
 	if heapPath != "" {
@@ -95,4 +89,24 @@ func profileInProcess(cpuPath, heapPath string, o options) error {
 		err = heapErr
 	}
 	return err
+}
+
+// cpuProfiler returns a function starting (true) and stopping (false) a CPU profile
+// written to path, or nil when path is empty.
+func cpuProfiler(path string) (func(start bool), error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return func(start bool) {
+		if start {
+			_ = pprof.StartCPUProfile(f)
+		} else {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}, nil
 }

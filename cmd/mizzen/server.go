@@ -67,6 +67,7 @@ type serverFlags struct {
 	disableAdmission      []string
 	authorizationMode     string
 	anonymousAuth         bool
+	profiling             bool
 
 	etcdCAFile, etcdCertFile, etcdKeyFile string
 	clusterInit                           bool
@@ -90,6 +91,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringSliceVar(&f.enableAdmission, "enable-admission-plugins", []string{"NodeRestriction"}, "admission plugins to run besides those on by default, by upstream's names (see docs/admission.md); the chain runs them in upstream's order (NodeRestriction by default, as kubeadm's clusters run it)")
 	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run, even though on by default")
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "how requests are authorized: Node,RBAC (kubelets get their own node's objects, everyone else what roles and bindings grant, with the default policy created at start), RBAC, or AlwaysAllow (every authenticated user may do anything)")
+	fl.BoolVar(&f.profiling, "profiling", true, "serve /debug/pprof/ to clients the authorizer allows (as upstream's kube-apiserver, on by default; the default RBAC roles grant it to no one but system:masters)")
 	fl.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "a request without credentials is system:anonymous, which the authorizer judges (off with AlwaysAllow, as upstream); when false only health and version answer such requests")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	fl.StringVar(&f.etcdCAFile, "etcd-cafile", "", "CA bundle the external etcd members' certificates are verified against")
@@ -108,6 +110,7 @@ func (f *serverFlags) options() core.Options {
 		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
 		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
 		DisableAnonymousAuth: !f.anonymousAuth,
+		Profiling:            f.profiling,
 		EtcdCAFile:           f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
 		ClusterInit: f.clusterInit, EtcdClientPort: f.etcdClientPort, EtcdPeerPort: f.etcdPeerPort,
 	}

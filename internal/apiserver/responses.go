@@ -94,19 +94,55 @@ func notFound() error {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
 }
 
+// writeEntry writes a cached object as the response to a get, in its cached encoding
+// (the bytes writeObject would write for it: JSON ends with one newline), and reports
+// whether it did; other media types (YAML) are left to writeObject.
+func (s *Server) writeEntry(w http.ResponseWriter, e *storage.Entry, mediaType string) bool {
+	var data []byte
+	var err error
+	switch mediaType {
+	case mediaJSON:
+		data, err = e.Encoded(0, s.encodeJSONItem)
+	case mediaProtobuf:
+		if _, ok := e.Object.(interface{ MarshalToSizedBuffer([]byte) (int, error) }); !ok {
+			return false
+		}
+		data, err = e.Encoded(1, s.encodeProtobuf)
+	default:
+		return false
+	}
+	if err != nil {
+		s.log.Error("encoding response", "key", e.Key, "err", err)
+		s.writeStatus(w, apierrors.NewInternalError(err).Status())
+		return true
+	}
+	w.Header().Set("Content-Type", mediaType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	if mediaType == mediaJSON && !bytes.HasSuffix(data, newline) {
+		// A list's item has none; a watch event's, encoded first, may have it.
+		_, _ = w.Write(newline)
+	}
+	return true
+}
+
+var newline = []byte("\n")
+
+// encodeJSONItem is an object's JSON encoding as a list item carries it (no newline).
+func (s *Server) encodeJSONItem(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := s.codecs.json.Encode(obj, &buf); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(buf.Bytes()), nil
+}
+
 // writeJSONList writes a list served from the cache as JSON by joining each entry's
 // cached encoding, so a large list is not re-encoded object by object on every request.
 func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entries []*storage.Entry, rv int64) {
-	encode := func(obj runtime.Object) ([]byte, error) {
-		var buf bytes.Buffer
-		if err := s.codecs.json.Encode(obj, &buf); err != nil {
-			return nil, err
-		}
-		return bytes.TrimSpace(buf.Bytes()), nil
-	}
 	items := make([][]byte, len(entries))
 	for i, e := range entries {
-		data, err := e.Encoded(0, encode)
+		data, err := e.Encoded(0, s.encodeJSONItem)
 		if err != nil {
 			s.log.Error("encoding list item", "key", e.Key, "err", err)
 			s.writeStatus(w, apierrors.NewInternalError(err).Status())

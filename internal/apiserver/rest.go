@@ -75,20 +75,75 @@ func methodNotAllowed(r *http.Request, h *resourceHandler) error {
 	return apierrors.NewMethodNotSupported(h.GroupVersionResource().GroupResource(), strings.ToLower(r.Method))
 }
 
-// get serves one object: from etcd for a consistent read, from the cache when the client
-// accepts any version (resourceVersion=0 or a given one).
+// get serves one object from the watch cache. A consistent read (no resourceVersion)
+// first reads etcd's current revision with a quorum read and waits until the cache
+// has caught up to it, as a consistent list does, so the object is the latest as of
+// the request, just as a read from etcd would return it; a given resourceVersion
+// waits for at least that one. The object's cached encoding, the one its watch events
+// and lists send, is written as it is when the client asked for the object itself.
 func (s *Server) get(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	format, err := negotiate(r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	obj, err := s.getObject(r.Context(), h, info.Namespace, info.Name, r.URL.Query().Get("resourceVersion"))
+	rv := r.URL.Query().Get("resourceVersion")
+	e, err := s.getEntry(r.Context(), h, info.Namespace, info.Name, rv)
+	if rv == "" && errors.Is(err, storage.ErrTooLargeRV) {
+		// The cache is behind etcd by more than the wait allows: read etcd itself, as
+		// a consistent read always may.
+		obj, err := s.getObject(r.Context(), h, info.Namespace, info.Name, "")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.respondObject(w, r, http.StatusOK, h, obj, format)
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, storageError(err, h.GroupVersionResource().GroupResource(), info.Name))
+		return
+	}
+	if format.as == "" && !h.converted() && s.writeEntry(w, e, format.mediaType) {
+		return
+	}
+	obj, err := h.present(e.Object)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.respondObject(w, r, http.StatusOK, h, obj, format)
+}
+
+// getEntry is the cache's entry for one object, at least as new as rv ("" for the
+// latest, "0" for any). A storage error is returned as it is (see storageError).
+func (s *Server) getEntry(ctx context.Context, h *resourceHandler, namespace, name, rv string) (*storage.Entry, error) {
+	gr := h.GroupVersionResource().GroupResource()
+	var minRV int64
+	if rv == "" {
+		cur, err := s.store.CurrentRevision(ctx)
+		if err != nil {
+			return nil, storageError(err, gr, name)
+		}
+		minRV = cur
+	} else {
+		parsed, err := parseRV(rv)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		minRV = parsed
+	}
+	if err := s.cache.WaitFresh(ctx, minRV, consistentReadTimeout); err != nil {
+		return nil, err
+	}
+	e, _, err := s.cache.Get(h.segment, h.key(namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, apierrors.NewNotFound(gr, name)
+	}
+	return e, nil
 }
 
 // getObject reads an object in the served version.

@@ -61,6 +61,9 @@ type Config struct {
 	ExternalAddress string
 	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
 	OpenAPI http.Handler
+	// Profiling serves Go's profiles under /debug/pprof/, a non-resource path the
+	// authorizer judges like any other (kube-apiserver's --profiling).
+	Profiling bool
 	// AdmissionPlugins names the admission plugins to run (plugins.Enabled resolves
 	// the flags into them); the chain runs them in upstream's order.
 	AdmissionPlugins []string
@@ -423,6 +426,9 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		}
 	case path == "/metrics":
 		s.metrics.Handler().ServeHTTP(w, r)
+		return
+	case s.cfg.Profiling && strings.HasPrefix(path, "/debug/pprof"):
+		serveProfile(w, r)
 		return
 	case s.serveOpenID(w, r):
 		return

@@ -13,6 +13,13 @@ import (
 
 func startStore(t *testing.T) (context.Context, *storage.Store) {
 	t.Helper()
+	ctx, member := startMember(t)
+	return ctx, storage.NewStore(member.Client())
+}
+
+// startMember runs an embedded etcd member for the test, stopped when it ends.
+func startMember(t *testing.T) (context.Context, *etcd.Member) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
@@ -20,7 +27,7 @@ func startStore(t *testing.T) (context.Context, *storage.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { member.Close() })
-	return ctx, storage.NewStore(member.Client())
+	return ctx, member
 }
 
 // TestAllocations: an allocation is held by its first claimant until released, and a

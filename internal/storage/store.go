@@ -13,7 +13,8 @@ import (
 
 // Store reads and writes single objects in etcd.
 type Store struct {
-	client *clientv3.Client
+	client    *clientv3.Client
+	revisions revisionReads
 }
 
 // NewStore returns a Store over an etcd client.
@@ -149,12 +150,9 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() 
 }
 
 // CurrentRevision is etcd's latest revision: a consistent read must see at least it.
+// Concurrent callers share reads (see revisionReads).
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, "/registry/", clientv3.WithCountOnly(), clientv3.WithLimit(1))
-	if err != nil {
-		return 0, err
-	}
-	return resp.Header.Revision, nil
+	return s.revisions.current(ctx, s.client)
 }
 
 // ListPage reads up to limit objects that keep accepts (all when limit is 0), with keys

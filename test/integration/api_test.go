@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"mizzen/internal/controlplane/core"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -617,5 +618,21 @@ func TestRequestMetrics(t *testing.T) {
 	}
 	if code, _, _ := rawRequest(t, rest.AnonymousClientConfig(cfg), "GET", "/metrics", "", nil); code != 403 {
 		t.Errorf("anonymous GET /metrics: %d, want 403", code)
+	}
+}
+
+// TestProfiling: with --profiling, /debug/pprof/ serves Go's profiles to the admin and
+// refuses an anonymous caller, as kube-apiserver's; without it the path is not found.
+func TestProfiling(t *testing.T) {
+	cfg := apiserver.StartWithOptions(t, func(o *core.Options) { o.Profiling = true }).AdminConfig
+	code, data, _ := rawRequest(t, cfg, "GET", "/debug/pprof/heap?debug=1", "", nil)
+	if code != 200 || !strings.Contains(string(data), "heap profile") {
+		t.Fatalf("GET /debug/pprof/heap: %d %.200s", code, data)
+	}
+	if code, _, _ := rawRequest(t, rest.AnonymousClientConfig(cfg), "GET", "/debug/pprof/heap", "", nil); code != 403 {
+		t.Errorf("anonymous GET /debug/pprof/heap: %d, want 403", code)
+	}
+	if code, _, _ := rawRequest(t, apiserver.Start(t), "GET", "/debug/pprof/heap", "", nil); code != 404 {
+		t.Errorf("GET /debug/pprof/heap without profiling: %d, want 404", code)
 	}
 }

@@ -51,8 +51,9 @@ type Mizzen struct {
 }
 
 // MizzenOnly are the `mizzen server` arguments that leave only etcd and the apiserver,
-// as an upstream control plane without its scheduler and controller-manager.
-var MizzenOnly = []string{"--disable", "agent,scheduler,controller-manager,proxy,dns,metrics-server,ingress,dashboard"}
+// as an upstream control plane without its scheduler and controller-manager (and
+// without the bundled cloud-controller-manager, which upstream runs apart too).
+var MizzenOnly = []string{"--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy"}
 
 // StartMizzen runs `bin server` with args (StartServer) as a Cluster.
 func StartMizzen(bin string, args ...string) (*Mizzen, error) {
@@ -183,6 +184,16 @@ func RSS(pids []int) float64 {
 	var sum float64
 	for _, pid := range pids {
 		sum += ProcStats(pid).RSSMiB
+	}
+	return sum
+}
+
+// AnonRSS sums the anonymous part of RSS of pids (the heap and stacks, not the
+// binaries' pages), in MiB.
+func AnonRSS(pids []int) float64 {
+	var sum float64
+	for _, pid := range pids {
+		sum += ProcStats(pid).AnonMiB
 	}
 	return sum
 }

@@ -84,6 +84,8 @@ type Options struct {
 	// is refused (401) except for health and version. AlwaysAllow implies it, as
 	// upstream resets --anonymous-auth with that authorizer.
 	DisableAnonymousAuth bool
+	// Profiling serves /debug/pprof/ to authorized clients (--profiling).
+	Profiling bool
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the mutual TLS of an external etcd
 	// cluster: the CA its members' certificates come from, and this apiserver's client
 	// certificate.
@@ -274,6 +276,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		BootstrapTokenAuth:   true,
 		AnonymousAuth:        !opts.DisableAnonymousAuth && authorizer != nil,
 		UI:                   opts.UI,
+		Profiling:            opts.Profiling,
 	})
 	if err != nil {
 		return nil, err
