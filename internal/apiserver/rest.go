@@ -600,6 +600,7 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
 	}
+	pruneMutated(h, attrs.Object)
 	if attrs.Object != obj {
 		obj = attrs.Object
 		if h.Strategy != nil {
@@ -818,6 +819,7 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if err := s.mutate(ctx, attrs); err != nil {
 			return nil, err
 		}
+		pruneMutated(h, attrs.Object)
 		obj = attrs.Object
 		acc = accessor(obj)
 		prepareUpdateMeta(acc, curAcc, obj, current)

@@ -1,6 +1,6 @@
-// Package certificates describes the certificates.k8s.io/v1 certificatesigningrequests
-// resource, with its defaulting, validation and printing as upstream Kubernetes does
-// them. Who made a request (spec.username, uid, groups, extra) is never taken from the
+// Package certificates describes the certificates.k8s.io/v1 resources
+// (certificatesigningrequests, clustertrustbundles, podcertificaterequests), with their
+// defaulting, validation and printing as upstream Kubernetes does them. Who made a request (spec.username, uid, groups, extra) is never taken from the
 // client: on create the fields are set from the Requestor the server puts in the
 // request's context with WithRequestor, and left empty without one.
 package certificates
@@ -37,7 +37,8 @@ const (
 	minExpirationSeconds = 600
 )
 
-// Resources returns the certificates.k8s.io/v1 resources.
+// Resources returns the certificates.k8s.io/v1 resources: certificatesigningrequests,
+// clustertrustbundles and podcertificaterequests.
 func Resources() []*registry.Resource {
 	// upstream takes these descriptions from the v1beta1 docs
 	specDoc := certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()
@@ -73,7 +74,7 @@ func Resources() []*registry.Resource {
 			},
 			Row: printCSR,
 		},
-	}}
+	}, clusterTrustBundles(), podCertificateRequests()}
 }
 
 func printCSR(obj runtime.Object) []interface{} {
