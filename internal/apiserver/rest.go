@@ -785,9 +785,13 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curAcc.GetUID()))
 		}
 		if mode == updateStatus || mode == updateApproval {
-			// Only the status changes through the status (or approval) subresource.
+			// Only the status changes through the status (or approval) subresource,
+			// and the labels and annotations, which upstream's status strategies keep
+			// from the request too.
 			full := current.DeepCopyObject()
 			copyField(full, obj, "Status")
+			accessor(full).SetLabels(acc.GetLabels())
+			accessor(full).SetAnnotations(acc.GetAnnotations())
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())
 			if owner != nil && owner.applied {
 				accessor(full).SetManagedFields(acc.GetManagedFields())
