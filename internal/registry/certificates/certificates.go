@@ -50,12 +50,7 @@ func Resources() []*registry.Resource {
 		ShortNames:   []string{"csr"},
 		// Upstream does not restrict what requests are called; mizzen only keeps the
 		// name usable as one URL path segment (and etcd key segment).
-		ValidateName: func(name string, prefix bool) []string {
-			if prefix {
-				return path.IsValidPathSegmentPrefix(name)
-			}
-			return path.IsValidPathSegmentName(name)
-		},
+		ValidateName: pathSegmentName,
 		New:       func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
 		NewList:   func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 		Strategy:  csrStrategy{},
@@ -75,6 +70,14 @@ func Resources() []*registry.Resource {
 			Row: printCSR,
 		},
 	}, clusterTrustBundles(), podCertificateRequests()}
+}
+
+// pathSegmentName accepts any name usable as one URL path (and etcd key) segment.
+func pathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return path.IsValidPathSegmentPrefix(name)
+	}
+	return path.IsValidPathSegmentName(name)
 }
 
 func printCSR(obj runtime.Object) []interface{} {

@@ -9,7 +9,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,12 +32,7 @@ func clusterTrustBundles() *registry.Resource {
 		// The name's rule depends on spec.signerName (a signer's bundles are named
 		// "<signer with / as :>:<rest>"), so the strategy checks it; here only that it
 		// can be one URL path segment.
-		ValidateName: func(name string, prefix bool) []string {
-			if prefix {
-				return path.IsValidPathSegmentPrefix(name)
-			}
-			return path.IsValidPathSegmentName(name)
-		},
+		ValidateName: pathSegmentName,
 		New:      func() runtime.Object { return &certificatesv1.ClusterTrustBundle{} },
 		NewList:  func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },
 		Strategy: ctbStrategy{},
