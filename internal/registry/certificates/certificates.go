@@ -51,10 +51,10 @@ func Resources() []*registry.Resource {
 		// Upstream does not restrict what requests are called; mizzen only keeps the
 		// name usable as one URL path segment (and etcd key segment).
 		ValidateName: pathSegmentName,
-		New:       func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
-		NewList:   func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
-		Strategy:  csrStrategy{},
-		HasStatus: true,
+		New:          func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+		NewList:      func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+		Strategy:     csrStrategy{},
+		HasStatus:    true,
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},

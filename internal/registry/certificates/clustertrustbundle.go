@@ -33,9 +33,9 @@ func clusterTrustBundles() *registry.Resource {
 		// "<signer with / as :>:<rest>"), so the strategy checks it; here only that it
 		// can be one URL path segment.
 		ValidateName: pathSegmentName,
-		New:      func() runtime.Object { return &certificatesv1.ClusterTrustBundle{} },
-		NewList:  func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },
-		Strategy: ctbStrategy{},
+		New:          func() runtime.Object { return &certificatesv1.ClusterTrustBundle{} },
+		NewList:      func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },
+		Strategy:     ctbStrategy{},
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
 		},
