@@ -618,6 +618,15 @@ func crdModels(rs []*registry.Resource) map[string]*spec.Schema {
 	return models
 }
 
+// pruneMutated drops from a custom resource what mutating admission (a webhook's
+// patch) added that its schema does not know, as upstream prunes after mutation;
+// unlike a client's unknown fields, these are dropped silently.
+func pruneMutated(h *resourceHandler, obj runtime.Object) {
+	if h.Prune != nil && obj != nil {
+		h.Prune(obj)
+	}
+}
+
 // pruneUnknown drops the fields a custom resource's schema does not know from a
 // decoded body and adds them to the strict decoding problems, worded as upstream
 // words unknown fields, for fieldValidation to refuse, report or ignore.

@@ -655,6 +655,7 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
 	}
+	pruneMutated(h, attrs.Object)
 	if attrs.Object != obj {
 		obj = attrs.Object
 		if h.Strategy != nil {
@@ -839,9 +840,13 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curAcc.GetUID()))
 		}
 		if mode == updateStatus || mode == updateApproval {
-			// Only the status changes through the status (or approval) subresource.
+			// Only the status changes through the status (or approval) subresource,
+			// and the labels and annotations, which upstream's status strategies keep
+			// from the request too.
 			full := current.DeepCopyObject()
 			copyField(full, obj, "Status")
+			accessor(full).SetLabels(acc.GetLabels())
+			accessor(full).SetAnnotations(acc.GetAnnotations())
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())
 			if owner != nil && owner.applied {
 				accessor(full).SetManagedFields(acc.GetManagedFields())
@@ -873,6 +878,7 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		if err := s.mutate(ctx, attrs); err != nil {
 			return nil, err
 		}
+		pruneMutated(h, attrs.Object)
 		obj = attrs.Object
 		acc = accessor(obj)
 		prepareUpdateMeta(acc, curAcc, obj, current)

@@ -74,6 +74,7 @@ func (s *Server) serveApproval(w http.ResponseWriter, r *http.Request, info *req
 			csr.ResourceVersion = in.ResourceVersion
 		}
 		csr.Status.Conditions = in.Status.Conditions
+		csr.Labels, csr.Annotations = in.Labels, in.Annotations
 		return csr, nil
 	})
 	if err != nil {

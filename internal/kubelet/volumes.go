@@ -11,8 +11,10 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -366,4 +368,42 @@ func (kl *Kubelet) podVolumes(uid string) []nodeserver.PodVolume {
 		out = append(out, nodeserver.PodVolume{Name: name, Path: mv.Path, ClaimName: mv.Claim})
 	}
 	return out
+}
+
+// ClusterTrustBundle is read fresh: a pod waiting for one starts as soon as it exists.
+func (s volumeSources) ClusterTrustBundle(ctx context.Context, name string) (*certificatesv1.ClusterTrustBundle, error) {
+	return s.kl.client.CertificatesV1().ClusterTrustBundles().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s volumeSources) ClusterTrustBundles(ctx context.Context, signerName string) ([]certificatesv1.ClusterTrustBundle, error) {
+	list, err := s.kl.client.CertificatesV1().ClusterTrustBundles().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.signerName", signerName).String()})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// CreatePodCertificateRequest names the node and the pod's service account by name
+// and UID in req, as the API requires, and files it.
+func (s volumeSources) CreatePodCertificateRequest(ctx context.Context, pod *v1.Pod, req *certificatesv1.PodCertificateRequest) (*certificatesv1.PodCertificateRequest, error) {
+	node, err := s.kl.client.CoreV1().Nodes().Get(ctx, s.kl.opts.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading node %s: %w", s.kl.opts.NodeName, err)
+	}
+	saName := pod.Spec.ServiceAccountName
+	if saName == "" {
+		saName = "default"
+	}
+	sa, err := s.kl.client.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, saName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading service account %s/%s: %w", pod.Namespace, saName, err)
+	}
+	req.Spec.NodeName, req.Spec.NodeUID = types.NodeName(node.Name), node.UID
+	req.Spec.ServiceAccountName, req.Spec.ServiceAccountUID = sa.Name, sa.UID
+	return s.kl.client.CertificatesV1().PodCertificateRequests(pod.Namespace).Create(ctx, req, metav1.CreateOptions{})
+}
+
+func (s volumeSources) PodCertificateRequest(ctx context.Context, ns, name string) (*certificatesv1.PodCertificateRequest, error) {
+	return s.kl.client.CertificatesV1().PodCertificateRequests(ns).Get(ctx, name, metav1.GetOptions{})
 }

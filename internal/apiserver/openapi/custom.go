@@ -30,6 +30,7 @@ func (b *builder) addCustom(r *registry.Resource) (object, list string) {
 		def.Properties = map[string]*jsonSchema{}
 	}
 	def.Type = "object"
+	def.opaqueInV2 = def.PreserveUnknown
 	def.Properties["metadata"] = &jsonSchema{refName: meta, Description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}
 	b.defs.byName[object] = def
 	b.defs.byName[list] = &jsonSchema{
@@ -54,9 +55,9 @@ func (s *jsonSchema) describe() string {
 }
 
 // fromSpec converts a kube-openapi schema into the documents' form: the structure,
-// descriptions, types and formats, required fields, string enums, defaults and the
-// Kubernetes extensions. Value limits (minimum, pattern, ...) are left out, as upstream
-// leaves them out of the v2 document.
+// descriptions, types and formats, required fields, string enums, defaults, value
+// limits (minimum, pattern, ...) and the Kubernetes extensions. Both documents carry
+// the limits, as upstream's do; allOf, anyOf, oneOf and not are left out.
 func fromSpec(in *spec.Schema) *jsonSchema {
 	if in == nil {
 		return nil
@@ -74,6 +75,9 @@ func fromSpec(in *spec.Schema) *jsonSchema {
 		}
 	}
 	out.zero = in.Default
+	out.Pattern, out.Maximum, out.ExclusiveMaximum, out.Minimum, out.ExclusiveMinimum = in.Pattern, in.Maximum, in.ExclusiveMaximum, in.Minimum, in.ExclusiveMinimum
+	out.MultipleOf, out.MaxLength, out.MinLength, out.MaxItems, out.MinItems = in.MultipleOf, in.MaxLength, in.MinLength, in.MaxItems, in.MinItems
+	out.UniqueItems, out.MaxProperties, out.MinProperties, out.Nullable = in.UniqueItems, in.MaxProperties, in.MinProperties, in.Nullable
 	if in.Items != nil && in.Items.Schema != nil {
 		out.Items = fromSpec(in.Items.Schema)
 	}

@@ -24,15 +24,30 @@ type jsonSchema struct {
 	Properties           map[string]*jsonSchema `json:"properties,omitempty"`
 	Required             []string               `json:"required,omitempty"`
 	Type                 string                 `json:"type,omitempty"`
-	GroupVersionKinds    []gvk                  `json:"x-kubernetes-group-version-kind,omitempty"`
-	ListMapKeys          []string               `json:"x-kubernetes-list-map-keys,omitempty"`
-	ListType             string                 `json:"x-kubernetes-list-type,omitempty"`
-	MapType              string                 `json:"x-kubernetes-map-type,omitempty"`
-	PatchMergeKey        string                 `json:"x-kubernetes-patch-merge-key,omitempty"`
-	PatchStrategy        string                 `json:"x-kubernetes-patch-strategy,omitempty"`
-	PreserveUnknown      bool                   `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
-	EmbeddedResource     bool                   `json:"x-kubernetes-embedded-resource,omitempty"`
-	IntOrString          bool                   `json:"x-kubernetes-int-or-string,omitempty"`
+	// Value limits, which only custom resources' schemas carry.
+	Pattern           string   `json:"pattern,omitempty"`
+	Maximum           *float64 `json:"maximum,omitempty"`
+	ExclusiveMaximum  bool     `json:"exclusiveMaximum,omitempty"`
+	Minimum           *float64 `json:"minimum,omitempty"`
+	ExclusiveMinimum  bool     `json:"exclusiveMinimum,omitempty"`
+	MultipleOf        *float64 `json:"multipleOf,omitempty"`
+	MaxLength         *int64   `json:"maxLength,omitempty"`
+	MinLength         *int64   `json:"minLength,omitempty"`
+	MaxItems          *int64   `json:"maxItems,omitempty"`
+	MinItems          *int64   `json:"minItems,omitempty"`
+	UniqueItems       bool     `json:"uniqueItems,omitempty"`
+	MaxProperties     *int64   `json:"maxProperties,omitempty"`
+	MinProperties     *int64   `json:"minProperties,omitempty"`
+	Nullable          bool     `json:"nullable,omitempty"`
+	GroupVersionKinds []gvk    `json:"x-kubernetes-group-version-kind,omitempty"`
+	ListMapKeys       []string `json:"x-kubernetes-list-map-keys,omitempty"`
+	ListType          string   `json:"x-kubernetes-list-type,omitempty"`
+	MapType           string   `json:"x-kubernetes-map-type,omitempty"`
+	PatchMergeKey     string   `json:"x-kubernetes-patch-merge-key,omitempty"`
+	PatchStrategy     string   `json:"x-kubernetes-patch-strategy,omitempty"`
+	PreserveUnknown   bool     `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
+	EmbeddedResource  bool     `json:"x-kubernetes-embedded-resource,omitempty"`
+	IntOrString       bool     `json:"x-kubernetes-int-or-string,omitempty"`
 
 	// refName names the definition this schema refers to; Ref is derived from it.
 	refName string
@@ -42,6 +57,10 @@ type jsonSchema struct {
 	// oneOfTypes replaces Type in v3 for types that accept several JSON types
 	// (IntOrString, Quantity).
 	oneOfTypes []string
+	// opaqueInV2 marks a custom resource whose schema keeps unknown fields at its
+	// root: the v2 document describes it as a bare object (kubectl's client-side
+	// validation would otherwise refuse the unknown fields), as upstream does.
+	opaqueInV2 bool
 }
 
 // gvk is the value of x-kubernetes-group-version-kind.
@@ -379,10 +398,21 @@ func (s *jsonSchema) toV2() *jsonSchema {
 	if s == nil {
 		return nil
 	}
+	if s.opaqueInV2 {
+		return &jsonSchema{Type: "object", GroupVersionKinds: s.GroupVersionKinds}
+	}
 	out := *s
 	out.zero, out.oneOfTypes = nil, nil
 	if s.refName != "" {
 		out.Ref = "#/definitions/" + s.refName
+	}
+	// v2 has no nullable, and kubectl mishandles a node whose unknown fields are
+	// kept, or which embeds a resource, if it has a type, items or properties: such
+	// nodes lose them, as upstream's v2 conversion of custom resource schemas does.
+	if s.Nullable || s.PreserveUnknown || s.EmbeddedResource {
+		out.Type, out.Items, out.Properties = "", nil, nil
+		out.Nullable, out.PreserveUnknown = false, false
+		return &out
 	}
 	out.Items = s.Items.toV2()
 	out.AdditionalProperties = s.AdditionalProperties.toV2()

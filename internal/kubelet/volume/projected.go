@@ -9,7 +9,7 @@ import (
 
 // projectedPayload merges the files of every source of a projected volume; two
 // sources writing one path is an error.
-func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSource) (payload, error) {
+func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, volName string, src *v1.ProjectedVolumeSource) (payload, error) {
 	out := payload{}
 	merge := func(p payload) error {
 		for path, f := range p {
@@ -20,7 +20,7 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.Pro
 		}
 		return nil
 	}
-	for _, s := range src.Sources {
+	for i, s := range src.Sources {
 		var p payload
 		var err error
 		switch {
@@ -32,6 +32,10 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.Pro
 			p, err = m.downwardAPIPayload(pod, s.DownwardAPI.Items, src.DefaultMode)
 		case s.ServiceAccountToken != nil:
 			p, err = m.tokenPayload(ctx, pod, s.ServiceAccountToken, src.DefaultMode)
+		case s.ClusterTrustBundle != nil:
+			p, err = m.clusterTrustBundlePayload(ctx, s.ClusterTrustBundle, src.DefaultMode)
+		case s.PodCertificate != nil:
+			p, err = m.podCertificatePayload(ctx, pod, podCertKey{pod: pod.UID, volume: volName, source: i}, s.PodCertificate, src.DefaultMode)
 		default:
 			err = fmt.Errorf("projected volume source is not supported by this kubelet")
 		}

@@ -2,7 +2,8 @@
 // removes them after its containers are gone: emptyDir (on disk or tmpfs), configMap,
 // secret, downwardAPI and projected volumes (written atomically, following updates of
 // their sources on every sync), hostPath with its type checks, and the service account
-// tokens of projected volumes, refreshed before they expire. A pod's fsGroup owns its
+// tokens, ClusterTrustBundles and pod certificates of projected volumes, tokens and
+// certificates refreshed before they expire. A pod's fsGroup owns its
 // emptyDir and API-data volumes (hostPath never), as upstream's kubelet sets it. It
 // also turns a container's volumeMounts into CRI mounts.
 //
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -37,6 +39,15 @@ type Sources interface {
 	// PersistentVolumeClaim and PersistentVolume read what claim-backed volumes name.
 	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
 	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+	// ClusterTrustBundle reads one ClusterTrustBundle; ClusterTrustBundles lists a
+	// signer's, for clusterTrustBundle projections.
+	ClusterTrustBundle(ctx context.Context, name string) (*certificatesv1.ClusterTrustBundle, error)
+	ClusterTrustBundles(ctx context.Context, signerName string) ([]certificatesv1.ClusterTrustBundle, error)
+	// CreatePodCertificateRequest files req for the pod, with the node's and the
+	// pod's service account's names and UIDs filled in; PodCertificateRequest reads
+	// one back, for podCertificate projections.
+	CreatePodCertificateRequest(ctx context.Context, pod *v1.Pod, req *certificatesv1.PodCertificateRequest) (*certificatesv1.PodCertificateRequest, error)
+	PodCertificateRequest(ctx context.Context, namespace, name string) (*certificatesv1.PodCertificateRequest, error)
 }
 
 // Options configure a Manager. RootDir and Sources are required.
@@ -60,7 +71,9 @@ type Options struct {
 type Manager struct {
 	opts   Options
 	tokens *tokenCache
-	owned  ownedVolumes
+	// podCerts are the keys and certificates of podCertificate projections.
+	podCerts *podCertCache
+	owned    ownedVolumes
 	// ready is what SetUp last returned for each pod, for volume stats.
 	readyMu sync.Mutex
 	ready   map[types.UID]map[string]Mounted
@@ -74,7 +87,7 @@ func NewManager(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Manager{opts: opts, tokens: newTokenCache(opts.Clock)}
+	return &Manager{opts: opts, tokens: newTokenCache(opts.Clock), podCerts: newPodCertCache(opts.Clock)}
 }
 
 // Plugin directory names, as upstream's volume plugins name them.
@@ -227,7 +240,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 	case src.DownwardAPI != nil:
 		p, err = m.downwardAPIPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
 	case src.Projected != nil:
-		p, err = m.projectedPayload(ctx, pod, src.Projected)
+		p, err = m.projectedPayload(ctx, pod, vol.Name, src.Projected)
 	}
 	if err != nil {
 		return err
@@ -293,6 +306,7 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 // nothing outside the pod directory can be removed through them.
 func (m *Manager) TearDownVolumes(ctx context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
+	m.podCerts.forget(uid)
 	m.owned.forget(uid)
 	m.readyMu.Lock()
 	delete(m.ready, uid)

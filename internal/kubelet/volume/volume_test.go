@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -33,6 +34,8 @@ type fakeSources struct {
 	issued     int
 	claims     map[string]*v1.PersistentVolumeClaim
 	volumes    map[string]*v1.PersistentVolume
+	bundles    []certificatesv1.ClusterTrustBundle
+	requests   map[string]*certificatesv1.PodCertificateRequest
 }
 
 func (f *fakeSources) PersistentVolumeClaim(_ context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
@@ -55,7 +58,8 @@ func (f *fakeSources) PersistentVolume(_ context.Context, name string) (*v1.Pers
 
 func newFakeSources(clk *testclock.FakeClock) *fakeSources {
 	return &fakeSources{configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, clock: clk,
-		claims: map[string]*v1.PersistentVolumeClaim{}, volumes: map[string]*v1.PersistentVolume{}}
+		claims: map[string]*v1.PersistentVolumeClaim{}, volumes: map[string]*v1.PersistentVolume{},
+		requests: map[string]*certificatesv1.PodCertificateRequest{}}
 }
 
 func (f *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {

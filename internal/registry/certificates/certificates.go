@@ -1,6 +1,6 @@
-// Package certificates describes the certificates.k8s.io/v1 certificatesigningrequests
-// resource, with its defaulting, validation and printing as upstream Kubernetes does
-// them. Who made a request (spec.username, uid, groups, extra) is never taken from the
+// Package certificates describes the certificates.k8s.io/v1 resources
+// (certificatesigningrequests, clustertrustbundles, podcertificaterequests), with their
+// defaulting, validation and printing as upstream Kubernetes does them. Who made a request (spec.username, uid, groups, extra) is never taken from the
 // client: on create the fields are set from the Requestor the server puts in the
 // request's context with WithRequestor, and left empty without one.
 package certificates
@@ -37,7 +37,8 @@ const (
 	minExpirationSeconds = 600
 )
 
-// Resources returns the certificates.k8s.io/v1 resources.
+// Resources returns the certificates.k8s.io/v1 resources: certificatesigningrequests,
+// clustertrustbundles and podcertificaterequests.
 func Resources() []*registry.Resource {
 	// upstream takes these descriptions from the v1beta1 docs
 	specDoc := certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()
@@ -49,16 +50,11 @@ func Resources() []*registry.Resource {
 		ShortNames:   []string{"csr"},
 		// Upstream does not restrict what requests are called; mizzen only keeps the
 		// name usable as one URL path segment (and etcd key segment).
-		ValidateName: func(name string, prefix bool) []string {
-			if prefix {
-				return path.IsValidPathSegmentPrefix(name)
-			}
-			return path.IsValidPathSegmentName(name)
-		},
-		New:       func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
-		NewList:   func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
-		Strategy:  csrStrategy{},
-		HasStatus: true,
+		ValidateName: pathSegmentName,
+		New:          func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+		NewList:      func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+		Strategy:     csrStrategy{},
+		HasStatus:    true,
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},
@@ -73,7 +69,15 @@ func Resources() []*registry.Resource {
 			},
 			Row: printCSR,
 		},
-	}}
+	}, clusterTrustBundles(), podCertificateRequests()}
+}
+
+// pathSegmentName accepts any name usable as one URL path (and etcd key) segment.
+func pathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return path.IsValidPathSegmentPrefix(name)
+	}
+	return path.IsValidPathSegmentName(name)
 }
 
 func printCSR(obj runtime.Object) []interface{} {

@@ -388,6 +388,25 @@ func TestValidateProjectedAndDownwardAPIVolumes(t *testing.T) {
 				Secret:    &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}},
 				ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}}}},
 			[]string{"spec.volumes[0].projected.sources[0]: Forbidden: may not specify more than 1 volume type per source"}},
+		{"pod certificate lifetimes as the conformance specs send them", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo(int32(0644)),
+			Sources: []corev1.VolumeProjection{
+				{PodCertificate: &corev1.PodCertificateProjection{SignerName: "e2e.example.com/x", KeyType: "ECDSAP256", CredentialBundlePath: "a.pem", MaxExpirationSeconds: ptrTo(int32(3599))}},
+				{PodCertificate: &corev1.PodCertificateProjection{SignerName: "e2e.example.com/x", KeyType: "ECDSAP256", CredentialBundlePath: "b.pem", MaxExpirationSeconds: ptrTo(int32(91*86400 + 1))}},
+				{PodCertificate: &corev1.PodCertificateProjection{SignerName: "e2e.example.com/x", KeyType: "DSA", MaxExpirationSeconds: ptrTo(int32(3600))}},
+			}}},
+			[]string{
+				"spec.volumes[0].projected.sources[0].podCertificate.maxExpirationSeconds: Invalid value: 3599: if provided, maxExpirationSeconds must be >= 3600",
+				"spec.volumes[0].projected.sources[1].podCertificate.maxExpirationSeconds: Invalid value: 7862401: if provided, maxExpirationSeconds must be <= 7862400",
+				`spec.volumes[0].projected.sources[2].podCertificate.keyType: Unsupported value: "DSA": supported values: "RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"`,
+				"spec.volumes[0].projected.sources[2].podCertificate: Required value: At least one of credentialBundlePath, keyPath, and certificateChainPath must be provided",
+			}},
+		{"cluster trust bundles by name or signer", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo(int32(0644)),
+			Sources: []corev1.VolumeProjection{
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptrTo("b"), Path: "a.pem"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptrTo("example.com/s"), LabelSelector: &metav1.LabelSelector{}, Path: "b.pem"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "c.pem"}},
+			}}},
+			[]string{"spec.volumes[0].projected.sources[2].clusterTrustBundle: Required value: either name or signerName must be specified"}},
 		{"ephemeral volume without storage", corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptrTo(corev1.PersistentVolumeFilesystem)}}}},
 			[]string{"spec.volumes[0].ephemeral.volumeClaimTemplate.spec.resources[storage]: Required value"}},

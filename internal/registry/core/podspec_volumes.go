@@ -1,11 +1,13 @@
 package core
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -339,15 +341,80 @@ func validateProjectedSources(sources []corev1.VolumeProjection, fldPath *field.
 				errs = append(errs, field.Required(p.Child("path"), ""))
 			}
 		}
-		if src.ClusterTrustBundle != nil {
+		if ctb := src.ClusterTrustBundle; ctb != nil {
 			n++
+			errs = append(errs, validateClusterTrustBundleProjection(ctb, srcPath.Child("clusterTrustBundle"))...)
 		}
-		if src.PodCertificate != nil {
+		if pc := src.PodCertificate; pc != nil {
 			n++
+			errs = append(errs, validatePodCertificateProjection(pc, srcPath.Child("podCertificate"))...)
 		}
 		if n > 1 {
 			errs = append(errs, field.Forbidden(srcPath, "may not specify more than 1 volume type per source"))
 		}
+	}
+	return errs
+}
+
+// validateClusterTrustBundleProjection requires a bundle's name or a signer (not
+// both), a selector only with a signer, and a path, as upstream.
+func validateClusterTrustBundleProjection(ctb *corev1.ClusterTrustBundleProjection, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case ctb.Name != nil && ctb.SignerName != nil:
+		errs = append(errs, field.Invalid(fldPath, ctb, "only one of name and signerName may be used"))
+	case ctb.Name != nil:
+		if *ctb.Name == "" {
+			errs = append(errs, field.Required(fldPath.Child("name"), "must be a valid object name"))
+		}
+		if ctb.LabelSelector != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("labelSelector"), ctb.LabelSelector, "labelSelector must be unset if name is specified"))
+		}
+	case ctb.SignerName != nil:
+		if *ctb.SignerName == "" {
+			errs = append(errs, field.Required(fldPath.Child("signerName"), "must be a valid signer name"))
+		}
+		errs = append(errs, metav1validation.ValidateLabelSelector(ctb.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("labelSelector"))...)
+	default:
+		errs = append(errs, field.Required(fldPath, "either name or signerName must be specified"))
+	}
+	if ctb.Path == "" {
+		errs = append(errs, field.Required(fldPath.Child("path"), ""))
+	}
+	return errs
+}
+
+// podCertificateMaxExpiration bounds a podCertificate projection's
+// maxExpirationSeconds: 91 days, or a day for kubernetes.io signers.
+func podCertificateMaxExpiration(signer string) int32 {
+	if strings.HasPrefix(signer, "kubernetes.io/") {
+		return 86400
+	}
+	return 91 * 86400
+}
+
+// validatePodCertificateProjection checks a podCertificate source with upstream's
+// messages: a signer, a known key type, a lifetime between an hour and the signer's
+// maximum, and at least one file to write.
+func validatePodCertificateProjection(pc *corev1.PodCertificateProjection, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if pc.SignerName == "" {
+		errs = append(errs, field.Required(fldPath.Child("signerName"), ""))
+	}
+	keyTypes := []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+	if !slices.Contains(keyTypes, pc.KeyType) {
+		errs = append(errs, field.NotSupported(fldPath.Child("keyType"), pc.KeyType, keyTypes))
+	}
+	if e := pc.MaxExpirationSeconds; e != nil {
+		if *e < 3600 {
+			errs = append(errs, field.Invalid(fldPath.Child("maxExpirationSeconds"), *e, "if provided, maxExpirationSeconds must be >= 3600"))
+		}
+		if limit := podCertificateMaxExpiration(pc.SignerName); *e > limit {
+			errs = append(errs, field.Invalid(fldPath.Child("maxExpirationSeconds"), *e, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", limit)))
+		}
+	}
+	if pc.CredentialBundlePath == "" && pc.KeyPath == "" && pc.CertificateChainPath == "" {
+		errs = append(errs, field.Required(fldPath, "At least one of credentialBundlePath, keyPath, and certificateChainPath must be provided"))
 	}
 	return errs
 }

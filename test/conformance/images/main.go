@@ -101,6 +101,17 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 		case "Nginx", "NginxNew":
 			// A stand-in: serves HTTP on 80 as nginx does, but is not nginx.
 			img.Files, img.Entrypoint, img.Cmd = withAgnhost, []string{"/agnhost"}, []string{"netexec", "--http-port=80"}
+		case "Nautilus", "Kitten":
+			// As upstream builds them: agnhost's test-webserver serving the image's
+			// html directory (data.json and a picture) from / on port 80.
+			if agnhostSrc == "" {
+				continue
+			}
+			html, err := htmlFiles(filepath.Join(filepath.Dir(agnhostSrc), fields[2], "html"))
+			if err != nil {
+				return err
+			}
+			img.Files, img.Entrypoint, img.Cmd = append(append([]containerd.File(nil), withAgnhost...), html...), []string{"/agnhost"}, []string{"test-webserver"}
 		default:
 			continue
 		}
@@ -146,4 +157,21 @@ func write(path string, img containerd.Image) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// htmlFiles is every file of dir, placed in the image's root directory.
+func htmlFiles(dir string) ([]containerd.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []containerd.File
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, containerd.File{Path: "/" + e.Name(), Mode: 0o644, Data: data})
+	}
+	return files, nil
 }

@@ -262,6 +262,12 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (bool,
 				return false, "can only create tokens for individual service accounts"
 			}
 			return a.related(node, attrs)
+		case attrs.Resource == "serviceaccounts" && attrs.Subresource == "":
+			// A pod certificate request names its pod's service account by UID.
+			if attrs.Verb != "get" {
+				return false, "can only get individual service accounts"
+			}
+			return a.related(node, attrs)
 		}
 	}
 	for i := range a.rules {

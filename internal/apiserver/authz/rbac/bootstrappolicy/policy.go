@@ -308,6 +308,8 @@ func nodeRules() []rbacv1.PolicyRule {
 		rule(readVerbs...).groups(storageGroup).resources("csidrivers"),
 		rule("create", "delete", "get", "patch", "update").groups(storageGroup).resources("csinodes"),
 		rule(readVerbs...).groups(nodeGroup).resources("runtimeclasses"),
+		rule(readVerbs...).groups(certificatesGroup).resources("clustertrustbundles"),
+		rule("create", "get", "list", "watch").groups(certificatesGroup).resources("podcertificaterequests"),
 	)
 }
 
