@@ -12,6 +12,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +99,18 @@ func (s sources) PersistentVolumeClaim(context.Context, string, string) (*v1.Per
 }
 func (s sources) PersistentVolume(context.Context, string) (*v1.PersistentVolume, error) {
 	return s.pv, nil
+}
+func (s sources) ClusterTrustBundle(context.Context, string) (*certificatesv1.ClusterTrustBundle, error) {
+	return nil, nil
+}
+func (s sources) ClusterTrustBundles(context.Context, string) ([]certificatesv1.ClusterTrustBundle, error) {
+	return nil, nil
+}
+func (s sources) CreatePodCertificateRequest(context.Context, *v1.Pod, *certificatesv1.PodCertificateRequest) (*certificatesv1.PodCertificateRequest, error) {
+	return nil, nil
+}
+func (s sources) PodCertificateRequest(context.Context, string, string) (*certificatesv1.PodCertificateRequest, error) {
+	return nil, nil
 }
 
 func TestRegistrationAndPublish(t *testing.T) {
