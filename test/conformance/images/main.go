@@ -4,7 +4,10 @@
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
 // mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
 // agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, and its nc
-// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks).
+// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks). Debian's
+// busybox sh runs its own applets before searching PATH (FEATURE_SH_STANDALONE), so the
+// agnhost image's busybox has its nc applet renamed away (withoutApplet) and no /bin/nc:
+// `sh -c 'nc ...'` then finds /usr/bin/nc, as in upstream's Alpine-based image.
 //
 //	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -pause bin/mizzen-pause -out DIR
 //
@@ -15,11 +18,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"mizzen/internal/kubelet/containerd"
@@ -55,7 +60,12 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	if err != nil {
 		return err
 	}
-	bb, err := busyboxFiles(busyboxPath)
+	bb, err := busyboxFiles(busyboxPath, nil)
+	if err != nil {
+		return err
+	}
+	// agnhost's own nc is the stand-in; its busybox must not answer to "nc".
+	bbNoNC, err := busyboxFiles(busyboxPath, []string{"nc"})
 	if err != nil {
 		return err
 	}
@@ -64,7 +74,7 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 		return err
 	}
 	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
-		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bb...)
+		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bbNoNC...)
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
 		for _, name := range []string{"localhost.crt", "localhost.key"} {
@@ -112,23 +122,54 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	return sc.Err()
 }
 
-// busyboxFiles is busybox with each of its applets as a link in /bin.
-func busyboxFiles(path string) ([]containerd.File, error) {
+// busyboxFiles is busybox with each of its applets as a link in /bin, less the
+// applets named in drop (renamed away in the binary, with no link).
+func busyboxFiles(path string, drop []string) ([]containerd.File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	applets, err := exec.Command(path, "--list").Output()
+	out, err := exec.Command(path, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --list: %w", path, err)
 	}
+	applets := strings.Fields(string(out))
+	for _, name := range drop {
+		if data, err = withoutApplet(data, applets, name); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	files := []containerd.File{{Path: "/bin/busybox", Mode: 0o755, Data: data}, {Path: "/tmp", Dir: true, Mode: 0o1777}}
-	for _, a := range strings.Fields(string(applets)) {
-		if a != "busybox" {
+	for _, a := range applets {
+		if a != "busybox" && !slices.Contains(drop, a) {
 			files = append(files, containerd.File{Path: "/bin/" + a, Link: "/bin/busybox"})
 		}
 	}
 	return files, nil
+}
+
+// withoutApplet renames applet name in busybox's table of applet names (NUL-separated,
+// sorted, as `busybox --list` prints it) to a name of the same length that is no applet
+// and keeps the table sorted, so busybox, and its sh, no longer know the applet while
+// every other lookup and offset stays as it was.
+func withoutApplet(binary []byte, applets []string, name string) ([]byte, error) {
+	i := slices.Index(applets, name)
+	if i <= 0 || i == len(applets)-1 {
+		return nil, fmt.Errorf("applet %q is not inside the applet list", name)
+	}
+	prev, next := applets[i-1], applets[i+1]
+	table := []byte("\x00" + prev + "\x00" + name + "\x00" + next + "\x00")
+	if n := bytes.Count(binary, table); n != 1 {
+		return nil, fmt.Errorf("the applet name table around %q is found %d times, not once", name, n)
+	}
+	for c := name[len(name)-1] + 1; c < 0x7f; c++ {
+		renamed := name[:len(name)-1] + string(c)
+		if renamed <= prev || renamed >= next || slices.Contains(applets, renamed) {
+			continue
+		}
+		return bytes.Replace(binary, table, []byte("\x00"+prev+"\x00"+renamed+"\x00"+next+"\x00"), 1), nil
+	}
+	return nil, fmt.Errorf("no name to rename applet %q to between %q and %q", name, prev, next)
 }
 
 // write writes the archive beside its final name and renames it.
