@@ -4,16 +4,18 @@
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
 // mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
 // agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, and its nc
-// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks). Debian's
+// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks); its dig
+// and getent are ./test/conformance/dnsutils, which also makes up the glibc-dns-testing
+// image (as agnhost's files: a stand-in, with Go's resolver rather than glibc's). Debian's
 // busybox sh runs its own applets before searching PATH (FEATURE_SH_STANDALONE), so the
 // agnhost image's busybox has its nc applet renamed away (withoutApplet) and no /bin/nc:
 // `sh -c 'nc ...'` then finds /usr/bin/nc, as in upstream's Alpine-based image.
 //
-//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -pause bin/mizzen-pause -out DIR
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -dnsutils bin/dig -pause bin/mizzen-pause -out DIR
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
-// Nginx and NginxNew are not built, and specs needing them fail for that reason.
+// Nginx, NginxNew and GlibcDnsTesting are not built, and specs needing them fail for that reason.
 package main
 
 import (
@@ -40,18 +42,19 @@ func main() {
 	list := flag.String("list", "", "image table: lines \"<id> <registry> <name> <version>\"")
 	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
 	netcat := flag.String("netcat", "", "netcat stand-in (./test/conformance/netcat, static), installed as /usr/bin/nc")
+	dnsutils := flag.String("dnsutils", "", "dig and getent stand-in (./test/conformance/dnsutils, static), installed as /usr/bin/dig and /usr/bin/getent")
 	pause := flag.String("pause", "", "mizzen's pause program")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
 	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *netcat, *agnhostSrc, *pause, *busybox, *out); err != nil {
+	if err := run(*list, *agnhost, *netcat, *dnsutils, *agnhostSrc, *pause, *busybox, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+func run(list, agnhostPath, netcatPath, dnsutilsPath, agnhostSrc, pausePath, busyboxPath, out string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -73,7 +76,11 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	if err != nil {
 		return err
 	}
-	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
+	dnsutils, err := os.ReadFile(dnsutilsPath)
+	if err != nil {
+		return err
+	}
+	withAgnhost := append([]containerd.File{{Path: "/usr/bin/dig", Mode: 0o755, Data: dnsutils}, {Path: "/usr/bin/getent", Link: "/usr/bin/dig"}, {Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
 		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bbNoNC...)
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
@@ -104,6 +111,9 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 		switch id {
 		case "Agnhost", "AgnhostPrev":
 			img.Files, img.Entrypoint, img.Cmd = withAgnhost, []string{"/agnhost"}, []string{"pause"}
+		case "GlibcDnsTesting":
+			// A stand-in: the same dig and getent as agnhost's, not glibc's resolver.
+			img.Files = withAgnhost
 		case "BusyBox":
 			img.Files, img.Cmd = bb, []string{"sh"}
 		case "Pause":
