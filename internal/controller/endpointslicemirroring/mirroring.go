@@ -83,18 +83,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, en
 	}
 	services.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	endpoints.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
-	onSlice := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		s, ok := obj.(*discovery.EndpointSlice)
-		if ok && s.Labels[discovery.LabelManagedBy] == ManagedBy && s.Labels[discovery.LabelServiceName] != "" {
-			c.queue.Add(s.Namespace + "/" + s.Labels[discovery.LabelServiceName])
-		}
-	}
-	slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onSlice, UpdateFunc: func(_, cur any) { onSlice(cur) }, DeleteFunc: onSlice,
-	})
+	slices.Informer().AddEventHandler(util.SliceServiceHandler(c.queue, ManagedBy))
 	return c
 }
 
