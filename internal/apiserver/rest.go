@@ -841,12 +841,10 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		}
 		if mode == updateStatus || mode == updateApproval {
 			// Only the status changes through the status (or approval) subresource,
-			// and the labels and annotations, which upstream's status strategies keep
-			// from the request too.
+			// and the metadata upstream's status strategies keep from the request too.
 			full := current.DeepCopyObject()
 			copyField(full, obj, "Status")
-			accessor(full).SetLabels(acc.GetLabels())
-			accessor(full).SetAnnotations(acc.GetAnnotations())
+			keepStatusMetadata(gr, full, obj)
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())
 			if owner != nil && owner.applied {
 				accessor(full).SetManagedFields(acc.GetManagedFields())

@@ -11,6 +11,7 @@ import (
 	"mizzen/internal/controller/clusterroleaggregation"
 	"mizzen/internal/controller/endpoints"
 	"mizzen/internal/controller/endpointslice"
+	"mizzen/internal/controller/endpointslicemirroring"
 	"mizzen/internal/controller/garbagecollector"
 	"mizzen/internal/controller/namespace"
 	"mizzen/internal/controller/nodeipam"
@@ -23,7 +24,7 @@ import (
 )
 
 // infraControllers lists, under upstream's canonical names and aliases, the
-// controllers that keep the cluster itself in order: endpoints, endpointslice,
+// controllers that keep the cluster itself in order: endpoints, endpointslice, endpointslice mirroring,
 // garbage collector, namespace, node lifecycle, taint eviction, node IPAM,
 // serviceaccount, root CA publisher, resourcequota, podgc, clusterrole aggregation.
 func infraControllers() []Descriptor {
@@ -42,6 +43,12 @@ func infraControllers() []Descriptor {
 		{Name: "endpointslice-controller", Aliases: []string{"endpointslice"}, Account: "endpointslice-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
 			core := cc.Informers.Core().V1()
 			c := endpointslice.New(cc.Client, core.Services(), core.Pods(), core.Nodes(), cc.Informers.Discovery().V1().EndpointSlices())
+			go c.Run(ctx, cc.Options.ConcurrentSyncs)
+			return nil
+		}},
+		{Name: "endpointslice-mirroring-controller", Aliases: []string{"endpointslicemirroring"}, Account: "endpointslicemirroring-controller", Start: func(ctx context.Context, cc *ControllerContext) error {
+			core := cc.Informers.Core().V1()
+			c := endpointslicemirroring.New(cc.Client, core.Services(), core.Endpoints(), cc.Informers.Discovery().V1().EndpointSlices())
 			go c.Run(ctx, cc.Options.ConcurrentSyncs)
 			return nil
 		}},

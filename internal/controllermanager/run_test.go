@@ -66,7 +66,8 @@ func TestControllerNamesAreUniqueAndUpstream(t *testing.T) {
 		"daemonset", "statefulset", "job", "cronjob", "ttl-after-finished", "disruption",
 		"persistentvolume-binder-controller", "persistentvolume-binder", "persistentvolume-protection-controller", "pv-protection",
 		"persistentvolumeclaim-protection-controller", "pvc-protection", "ephemeral-volume-controller", "ephemeral-volume",
-		"persistentvolume-expander-controller", "persistentvolume-expander", "service-cidr-controller"}
+		"persistentvolume-expander-controller", "persistentvolume-expander", "service-cidr-controller",
+		"endpointslice-mirroring-controller", "endpointslicemirroring"}
 	seen := map[string]bool{}
 	for _, d := range append(append(infraControllers(), workloadControllers()...), storageControllers()...) {
 		for _, name := range append([]string{d.Name}, d.Aliases...) {

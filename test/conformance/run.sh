@@ -75,7 +75,8 @@ sed -n 's/^\s*configs\[\([A-Za-z0-9]*\)\] = Config{list\.\([A-Za-z0-9]*\), "\([^
 [ -x "$MIZZEN" ] || die "no $MIZZEN: make build first"
 rm -rf "$OUT/images" && mkdir -p "$OUT/images"
 go build -o "$OUT/nc" ./test/conformance/netcat || die "building the netcat stand-in failed"
-go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
+go build -o "$OUT/dig" ./test/conformance/dnsutils || die "building the dig and getent stand-in failed"
+go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
   die "writing the images failed"
 
 # ------------------------------------------------------------------ the cluster

@@ -90,18 +90,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		UpdateFunc: func(old, cur any) { c.enqueueServicesOf(old); c.enqueueServicesOf(cur) },
 		DeleteFunc: c.enqueueServicesOf,
 	})
-	onSlice := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		s, ok := obj.(*discovery.EndpointSlice)
-		if ok && s.Labels[discovery.LabelManagedBy] == ManagedBy && s.Labels[discovery.LabelServiceName] != "" {
-			c.queue.Add(s.Namespace + "/" + s.Labels[discovery.LabelServiceName])
-		}
-	}
-	slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onSlice, UpdateFunc: func(_, cur any) { onSlice(cur) }, DeleteFunc: onSlice,
-	})
+	slices.Informer().AddEventHandler(util.SliceServiceHandler(c.queue, ManagedBy))
 	return c
 }
 

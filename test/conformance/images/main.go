@@ -4,22 +4,29 @@
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
 // mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
 // agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, and its nc
-// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks).
+// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks); its dig
+// and getent are ./test/conformance/dnsutils, which also makes up the glibc-dns-testing
+// image (as agnhost's files: a stand-in, with Go's resolver rather than glibc's). Debian's
+// busybox sh runs its own applets before searching PATH (FEATURE_SH_STANDALONE), so the
+// agnhost image's busybox has its nc applet renamed away (withoutApplet) and no /bin/nc:
+// `sh -c 'nc ...'` then finds /usr/bin/nc, as in upstream's Alpine-based image.
 //
-//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -pause bin/mizzen-pause -out DIR
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -dnsutils bin/dig -pause bin/mizzen-pause -out DIR
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
-// Nginx and NginxNew are not built, and specs needing them fail for that reason.
+// Nginx, NginxNew and GlibcDnsTesting are not built, and specs needing them fail for that reason.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"mizzen/internal/kubelet/containerd"
@@ -35,18 +42,19 @@ func main() {
 	list := flag.String("list", "", "image table: lines \"<id> <registry> <name> <version>\"")
 	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
 	netcat := flag.String("netcat", "", "netcat stand-in (./test/conformance/netcat, static), installed as /usr/bin/nc")
+	dnsutils := flag.String("dnsutils", "", "dig and getent stand-in (./test/conformance/dnsutils, static), installed as /usr/bin/dig and /usr/bin/getent")
 	pause := flag.String("pause", "", "mizzen's pause program")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
 	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *netcat, *agnhostSrc, *pause, *busybox, *out); err != nil {
+	if err := run(*list, *agnhost, *netcat, *dnsutils, *agnhostSrc, *pause, *busybox, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+func run(list, agnhostPath, netcatPath, dnsutilsPath, agnhostSrc, pausePath, busyboxPath, out string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -55,7 +63,12 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	if err != nil {
 		return err
 	}
-	bb, err := busyboxFiles(busyboxPath)
+	bb, err := busyboxFiles(busyboxPath, nil)
+	if err != nil {
+		return err
+	}
+	// agnhost's own nc is the stand-in; its busybox must not answer to "nc".
+	bbNoNC, err := busyboxFiles(busyboxPath, []string{"nc"})
 	if err != nil {
 		return err
 	}
@@ -63,8 +76,12 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	if err != nil {
 		return err
 	}
-	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
-		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bb...)
+	dnsutils, err := os.ReadFile(dnsutilsPath)
+	if err != nil {
+		return err
+	}
+	withAgnhost := append([]containerd.File{{Path: "/usr/bin/dig", Mode: 0o755, Data: dnsutils}, {Path: "/usr/bin/getent", Link: "/usr/bin/dig"}, {Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
+		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bbNoNC...)
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
 		for _, name := range []string{"localhost.crt", "localhost.key"} {
@@ -94,6 +111,9 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 		switch id {
 		case "Agnhost", "AgnhostPrev":
 			img.Files, img.Entrypoint, img.Cmd = withAgnhost, []string{"/agnhost"}, []string{"pause"}
+		case "GlibcDnsTesting":
+			// A stand-in: the same dig and getent as agnhost's, not glibc's resolver.
+			img.Files = withAgnhost
 		case "BusyBox":
 			img.Files, img.Cmd = bb, []string{"sh"}
 		case "Pause":
@@ -123,23 +143,54 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	return sc.Err()
 }
 
-// busyboxFiles is busybox with each of its applets as a link in /bin.
-func busyboxFiles(path string) ([]containerd.File, error) {
+// busyboxFiles is busybox with each of its applets as a link in /bin, less the
+// applets named in drop (renamed away in the binary, with no link).
+func busyboxFiles(path string, drop []string) ([]containerd.File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	applets, err := exec.Command(path, "--list").Output()
+	out, err := exec.Command(path, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --list: %w", path, err)
 	}
+	applets := strings.Fields(string(out))
+	for _, name := range drop {
+		if data, err = withoutApplet(data, applets, name); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	files := []containerd.File{{Path: "/bin/busybox", Mode: 0o755, Data: data}, {Path: "/tmp", Dir: true, Mode: 0o1777}}
-	for _, a := range strings.Fields(string(applets)) {
-		if a != "busybox" {
+	for _, a := range applets {
+		if a != "busybox" && !slices.Contains(drop, a) {
 			files = append(files, containerd.File{Path: "/bin/" + a, Link: "/bin/busybox"})
 		}
 	}
 	return files, nil
+}
+
+// withoutApplet renames applet name in busybox's table of applet names (NUL-separated,
+// sorted, as `busybox --list` prints it) to a name of the same length that is no applet
+// and keeps the table sorted, so busybox, and its sh, no longer know the applet while
+// every other lookup and offset stays as it was.
+func withoutApplet(binary []byte, applets []string, name string) ([]byte, error) {
+	i := slices.Index(applets, name)
+	if i <= 0 || i == len(applets)-1 {
+		return nil, fmt.Errorf("applet %q is not inside the applet list", name)
+	}
+	prev, next := applets[i-1], applets[i+1]
+	table := []byte("\x00" + prev + "\x00" + name + "\x00" + next + "\x00")
+	if n := bytes.Count(binary, table); n != 1 {
+		return nil, fmt.Errorf("the applet name table around %q is found %d times, not once", name, n)
+	}
+	for c := name[len(name)-1] + 1; c < 0x7f; c++ {
+		renamed := name[:len(name)-1] + string(c)
+		if renamed <= prev || renamed >= next || slices.Contains(applets, renamed) {
+			continue
+		}
+		return bytes.Replace(binary, table, []byte("\x00"+prev+"\x00"+renamed+"\x00"+next+"\x00"), 1), nil
+	}
+	return nil, fmt.Errorf("no name to rename applet %q to between %q and %q", name, prev, next)
 }
 
 // write writes the archive beside its final name and renames it.
