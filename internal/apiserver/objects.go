@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"mizzen/internal/registry"
 	"mizzen/internal/storage"
 )
 
@@ -69,6 +70,23 @@ func structField(obj runtime.Object, name string) (reflect.Value, bool) {
 	}
 	f := v.Elem().FieldByName(name)
 	return f, f.IsValid() && f.CanSet()
+}
+
+// keepStatusMeta copies into full the metadata fields of sent that a status write may
+// change (keep), as upstream's status strategies leave them: most reset only the spec.
+func keepStatusMeta(full, sent metav1.Object, keep registry.MetaFields) {
+	if keep&registry.MetaLabels != 0 {
+		full.SetLabels(sent.GetLabels())
+	}
+	if keep&registry.MetaAnnotations != 0 {
+		full.SetAnnotations(sent.GetAnnotations())
+	}
+	if keep&registry.MetaFinalizers != 0 {
+		full.SetFinalizers(sent.GetFinalizers())
+	}
+	if keep&registry.MetaOwnerReferences != 0 {
+		full.SetOwnerReferences(sent.GetOwnerReferences())
+	}
 }
 
 func hasSpec(obj runtime.Object) bool {

@@ -787,6 +787,9 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			// Only the status changes through the status (or approval) subresource.
 			full := current.DeepCopyObject()
 			copyField(full, obj, "Status")
+			if mode == updateStatus {
+				keepStatusMeta(accessor(full), acc, h.StatusKeepsMeta)
+			}
 			accessor(full).SetResourceVersion(acc.GetResourceVersion())
 			if owner != nil && owner.applied {
 				accessor(full).SetManagedFields(acc.GetManagedFields())

@@ -63,8 +63,12 @@ type Resource struct {
 	Printer *Printer
 
 	// Subresources served besides the object itself.
-	HasStatus bool          // <resource>/status keeps status apart from spec
-	Scale     *ScaleAdapter // <resource>/scale; nil when the resource has none
+	HasStatus bool // <resource>/status keeps status apart from spec
+	// StatusKeepsMeta names the metadata a write through <resource>/status may change
+	// besides the status, as upstream's status strategy for the resource lets it. Zero
+	// keeps all of it as stored (upstream's ResetObjectMetaForStatus).
+	StatusKeepsMeta MetaFields
+	Scale           *ScaleAdapter // <resource>/scale; nil when the resource has none
 
 	// StorageResource, when set, names another resource whose stored objects this
 	// resource serves (events.k8s.io/v1 events are core/v1 events); Convert* translate.
@@ -74,6 +78,21 @@ type Resource struct {
 	ToStorage   func(obj runtime.Object) (runtime.Object, error)
 	FromStorage func(obj runtime.Object) (runtime.Object, error)
 }
+
+// MetaFields is a set of metadata fields a client may change through a subresource.
+type MetaFields uint8
+
+const (
+	MetaLabels MetaFields = 1 << iota
+	MetaAnnotations
+	MetaFinalizers
+	MetaOwnerReferences
+
+	// MetaAll is what most built-in status strategies of upstream leave alone: they reset
+	// only the spec, so labels, annotations, finalizers and owners sent with a status
+	// write are kept.
+	MetaAll = MetaLabels | MetaAnnotations | MetaFinalizers | MetaOwnerReferences
+)
 
 // GroupVersionKind of the resource's objects.
 func (r *Resource) GroupVersionKind() schema.GroupVersionKind {

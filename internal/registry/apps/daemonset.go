@@ -23,19 +23,20 @@ import (
 // DaemonSets describes apps/v1 daemonsets.
 func DaemonSets() *registry.Resource {
 	return &registry.Resource{
-		GroupVersion: appsv1.SchemeGroupVersion,
-		Resource:     "daemonsets",
-		Kind:         "DaemonSet",
-		SingularName: "daemonset",
-		Namespaced:   true,
-		ShortNames:   []string{"ds"},
-		Categories:   []string{"all"},
-		ValidateName: apivalidation.NameIsDNSSubdomain,
-		New:          func() runtime.Object { return &appsv1.DaemonSet{} },
-		NewList:      func() runtime.Object { return &appsv1.DaemonSetList{} },
-		Strategy:     daemonSetStrategy{},
-		Printer:      daemonSetPrinter(),
-		HasStatus:    true,
+		GroupVersion:    appsv1.SchemeGroupVersion,
+		Resource:        "daemonsets",
+		Kind:            "DaemonSet",
+		SingularName:    "daemonset",
+		Namespaced:      true,
+		ShortNames:      []string{"ds"},
+		Categories:      []string{"all"},
+		ValidateName:    apivalidation.NameIsDNSSubdomain,
+		New:             func() runtime.Object { return &appsv1.DaemonSet{} },
+		NewList:         func() runtime.Object { return &appsv1.DaemonSetList{} },
+		Strategy:        daemonSetStrategy{},
+		Printer:         daemonSetPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -32,6 +32,8 @@ func Deployments() *registry.Resource {
 		Strategy:     deploymentStrategy{},
 		Printer:      deploymentPrinter(),
 		HasStatus:    true,
+		// upstream keeps the labels as stored
+		StatusKeepsMeta: registry.MetaAnnotations | registry.MetaFinalizers | registry.MetaOwnerReferences,
 		Scale: &registry.ScaleAdapter{
 			Get: func(obj runtime.Object) (int32, int32, string) {
 				d := obj.(*appsv1.Deployment)

@@ -33,8 +33,9 @@ func ReplicaSets() *registry.Resource {
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.replicas": strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))}
 		},
-		Printer:   replicaSetPrinter(),
-		HasStatus: true,
+		Printer:         replicaSetPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 		Scale: &registry.ScaleAdapter{
 			Get: func(obj runtime.Object) (int32, int32, string) {
 				rs := obj.(*appsv1.ReplicaSet)

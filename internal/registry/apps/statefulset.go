@@ -21,19 +21,20 @@ import (
 // StatefulSets describes apps/v1 statefulsets.
 func StatefulSets() *registry.Resource {
 	return &registry.Resource{
-		GroupVersion: appsv1.SchemeGroupVersion,
-		Resource:     "statefulsets",
-		Kind:         "StatefulSet",
-		SingularName: "statefulset",
-		Namespaced:   true,
-		ShortNames:   []string{"sts"},
-		Categories:   []string{"all"},
-		ValidateName: apivalidation.NameIsDNSSubdomain,
-		New:          func() runtime.Object { return &appsv1.StatefulSet{} },
-		NewList:      func() runtime.Object { return &appsv1.StatefulSetList{} },
-		Strategy:     statefulSetStrategy{},
-		Printer:      statefulSetPrinter(),
-		HasStatus:    true,
+		GroupVersion:    appsv1.SchemeGroupVersion,
+		Resource:        "statefulsets",
+		Kind:            "StatefulSet",
+		SingularName:    "statefulset",
+		Namespaced:      true,
+		ShortNames:      []string{"sts"},
+		Categories:      []string{"all"},
+		ValidateName:    apivalidation.NameIsDNSSubdomain,
+		New:             func() runtime.Object { return &appsv1.StatefulSet{} },
+		NewList:         func() runtime.Object { return &appsv1.StatefulSetList{} },
+		Strategy:        statefulSetStrategy{},
+		Printer:         statefulSetPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 		Scale: &registry.ScaleAdapter{
 			Get: func(obj runtime.Object) (int32, int32, string) {
 				ss := obj.(*appsv1.StatefulSet)

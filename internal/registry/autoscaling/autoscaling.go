@@ -22,19 +22,20 @@ func Resources() []*registry.Resource {
 // HorizontalPodAutoscalersV2 describes autoscaling/v2 horizontalpodautoscalers.
 func HorizontalPodAutoscalersV2() *registry.Resource {
 	return &registry.Resource{
-		GroupVersion: autoscalingv2.SchemeGroupVersion,
-		Resource:     "horizontalpodautoscalers",
-		Kind:         "HorizontalPodAutoscaler",
-		SingularName: "horizontalpodautoscaler",
-		Namespaced:   true,
-		ShortNames:   []string{"hpa"},
-		Categories:   []string{"all"},
-		ValidateName: apivalidation.NameIsDNSSubdomain,
-		New:          func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
-		NewList:      func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} },
-		Strategy:     hpaStrategy{},
-		Printer:      hpaPrinter(),
-		HasStatus:    true,
+		GroupVersion:    autoscalingv2.SchemeGroupVersion,
+		Resource:        "horizontalpodautoscalers",
+		Kind:            "HorizontalPodAutoscaler",
+		SingularName:    "horizontalpodautoscaler",
+		Namespaced:      true,
+		ShortNames:      []string{"hpa"},
+		Categories:      []string{"all"},
+		ValidateName:    apivalidation.NameIsDNSSubdomain,
+		New:             func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+		NewList:         func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} },
+		Strategy:        hpaStrategy{},
+		Printer:         hpaPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -30,19 +30,20 @@ var validTimeZoneCharacters = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
 // CronJobs describes batch/v1 cronjobs.
 func CronJobs() *registry.Resource {
 	return &registry.Resource{
-		GroupVersion: batchv1.SchemeGroupVersion,
-		Resource:     "cronjobs",
-		Kind:         "CronJob",
-		SingularName: "cronjob",
-		Namespaced:   true,
-		ShortNames:   []string{"cj"},
-		Categories:   []string{"all"},
-		ValidateName: apivalidation.NameIsDNSSubdomain,
-		New:          func() runtime.Object { return &batchv1.CronJob{} },
-		NewList:      func() runtime.Object { return &batchv1.CronJobList{} },
-		Strategy:     cronJobStrategy{},
-		Printer:      cronJobPrinter(),
-		HasStatus:    true,
+		GroupVersion:    batchv1.SchemeGroupVersion,
+		Resource:        "cronjobs",
+		Kind:            "CronJob",
+		SingularName:    "cronjob",
+		Namespaced:      true,
+		ShortNames:      []string{"cj"},
+		Categories:      []string{"all"},
+		ValidateName:    apivalidation.NameIsDNSSubdomain,
+		New:             func() runtime.Object { return &batchv1.CronJob{} },
+		NewList:         func() runtime.Object { return &batchv1.CronJobList{} },
+		Strategy:        cronJobStrategy{},
+		Printer:         cronJobPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -43,8 +43,9 @@ func Jobs() *registry.Resource {
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
 		},
-		Printer:   jobPrinter(),
-		HasStatus: true,
+		Printer:         jobPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -55,10 +55,11 @@ func Resources() []*registry.Resource {
 			}
 			return path.IsValidPathSegmentName(name)
 		},
-		New:       func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
-		NewList:   func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
-		Strategy:  csrStrategy{},
-		HasStatus: true,
+		New:             func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+		NewList:         func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+		Strategy:        csrStrategy{},
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 		Fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},

@@ -44,7 +44,8 @@ func namespacesResource() *registry.Resource {
 		}, func(ns *corev1.Namespace) []interface{} {
 			return []interface{}{ns.Name, string(ns.Status.Phase), registry.Age(ns.CreationTimestamp)}
 		}),
-		HasStatus: true,
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -55,7 +55,8 @@ func nodesResource() *registry.Resource {
 			wideColumn("Kernel-Version", "string", doc["kernelVersion"]),
 			wideColumn("Container-Runtime", "string", doc["containerRuntimeVersion"]),
 		}, nodeRow),
-		HasStatus: true,
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -48,7 +48,8 @@ func persistentVolumeClaimsResource() *registry.Resource {
 			registry.AgeColumn,
 			wideColumn("VolumeMode", "string", spec["volumeMode"]),
 		}, persistentVolumeClaimRow),
-		HasStatus: true,
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -52,7 +52,8 @@ func persistentVolumesResource() *registry.Resource {
 			registry.AgeColumn,
 			wideColumn("VolumeMode", "string", spec["volumeMode"]),
 		}, persistentVolumeRow),
-		HasStatus: true,
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

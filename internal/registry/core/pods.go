@@ -45,6 +45,8 @@ func podsResource() *registry.Resource {
 		Fields:    podFields,
 		Printer:   podPrinter(),
 		HasStatus: true,
+		// upstream keeps the owners as stored (old kubelets corrupted them)
+		StatusKeepsMeta: registry.MetaLabels | registry.MetaAnnotations | registry.MetaFinalizers,
 	}
 }
 

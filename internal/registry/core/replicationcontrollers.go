@@ -52,7 +52,8 @@ func replicationControllersResource() *registry.Resource {
 			wideColumn("Images", "string", "Images referenced by each container in the template."),
 			wideColumn("Selector", "string", spec["selector"]),
 		}, replicationControllerRow),
-		HasStatus: true,
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 		Scale: &registry.ScaleAdapter{
 			Get: func(obj runtime.Object) (int32, int32, string) {
 				rc, ok := obj.(*corev1.ReplicationController)

@@ -41,7 +41,8 @@ func resourceQuotasResource() *registry.Resource {
 			column("Limit", "string", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
 			registry.AgeColumn,
 		}, resourceQuotaRow),
-		HasStatus: true,
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

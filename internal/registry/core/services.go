@@ -57,8 +57,9 @@ func servicesResource() *registry.Resource {
 			}
 			return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
 		},
-		Printer:   servicePrinter(),
-		HasStatus: true,
+		Printer:         servicePrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -23,16 +23,17 @@ const ingressClassAnnotation = "kubernetes.io/ingress.class"
 
 func ingresses() *registry.Resource {
 	return &registry.Resource{
-		GroupVersion: groupVersion,
-		Resource:     "ingresses",
-		Kind:         "Ingress",
-		SingularName: "ingress",
-		Namespaced:   true,
-		ShortNames:   []string{"ing"},
-		New:          func() runtime.Object { return &networkingv1.Ingress{} },
-		NewList:      func() runtime.Object { return &networkingv1.IngressList{} },
-		Strategy:     ingressStrategy{},
-		HasStatus:    true,
+		GroupVersion:    groupVersion,
+		Resource:        "ingresses",
+		Kind:            "Ingress",
+		SingularName:    "ingress",
+		Namespaced:      true,
+		ShortNames:      []string{"ing"},
+		New:             func() runtime.Object { return &networkingv1.Ingress{} },
+		NewList:         func() runtime.Object { return &networkingv1.IngressList{} },
+		Strategy:        ingressStrategy{},
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 		Printer: &registry.Printer{
 			Columns: []metav1.TableColumnDefinition{
 				registry.NameColumn,

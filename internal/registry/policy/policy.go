@@ -29,18 +29,19 @@ func Resources() []*registry.Resource {
 // defaults for them; the spec stays mutable after create.
 func PodDisruptionBudgets() *registry.Resource {
 	return &registry.Resource{
-		GroupVersion: policyv1.SchemeGroupVersion,
-		Resource:     "poddisruptionbudgets",
-		Kind:         "PodDisruptionBudget",
-		SingularName: "poddisruptionbudget",
-		Namespaced:   true,
-		ShortNames:   []string{"pdb"},
-		ValidateName: apivalidation.NameIsDNSSubdomain,
-		New:          func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
-		NewList:      func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
-		Strategy:     pdbStrategy{},
-		Printer:      pdbPrinter(),
-		HasStatus:    true,
+		GroupVersion:    policyv1.SchemeGroupVersion,
+		Resource:        "poddisruptionbudgets",
+		Kind:            "PodDisruptionBudget",
+		SingularName:    "poddisruptionbudget",
+		Namespaced:      true,
+		ShortNames:      []string{"pdb"},
+		ValidateName:    apivalidation.NameIsDNSSubdomain,
+		New:             func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
+		NewList:         func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
+		Strategy:        pdbStrategy{},
+		Printer:         pdbPrinter(),
+		HasStatus:       true,
+		StatusKeepsMeta: registry.MetaAll,
 	}
 }
 

@@ -4,13 +4,16 @@
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
 // mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
 // agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, and its nc
-// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks).
+// is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks). The
+// busybox image's /bin/sh is ./test/conformance/sh (ash, but `sh -c env` keeps variables
+// whose names are not shell identifiers, as upstream's busybox does), and nonewprivs is
+// upstream's nnp (built from test/images/nonewprivs, setuid root) over busybox.
 //
-//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -pause bin/mizzen-pause -out DIR
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -sh bin/sh -nnp bin/nnp -pause bin/mizzen-pause -out DIR
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
-// Nginx and NginxNew are not built, and specs needing them fail for that reason.
+// Nginx, NginxNew and Nonewprivs are not built, and specs needing them fail for that reason.
 package main
 
 import (
@@ -35,18 +38,20 @@ func main() {
 	list := flag.String("list", "", "image table: lines \"<id> <registry> <name> <version>\"")
 	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
 	netcat := flag.String("netcat", "", "netcat stand-in (./test/conformance/netcat, static), installed as /usr/bin/nc")
+	shell := flag.String("sh", "", "the busybox image's /bin/sh (./test/conformance/sh, static)")
+	nnp := flag.String("nnp", "", "upstream's test/images/nonewprivs program (static), installed setuid root as /usr/local/bin/nnp")
 	pause := flag.String("pause", "", "mizzen's pause program")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
 	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *netcat, *agnhostSrc, *pause, *busybox, *out); err != nil {
+	if err := run(*list, *agnhost, *netcat, *shell, *nnp, *agnhostSrc, *pause, *busybox, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+func run(list, agnhostPath, netcatPath, shellPath, nnpPath, agnhostSrc, pausePath, busyboxPath, out string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -62,6 +67,26 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 	netcat, err := os.ReadFile(netcatPath)
 	if err != nil {
 		return err
+	}
+	// The busybox image: busybox, with the harness's sh in front of ash.
+	busyboxImage := bb
+	if shellPath != "" {
+		shell, err := os.ReadFile(shellPath)
+		if err != nil {
+			return err
+		}
+		busyboxImage = []containerd.File{{Path: "/bin/sh", Mode: 0o755, Data: shell}}
+		for _, f := range bb {
+			if f.Path != "/bin/sh" {
+				busyboxImage = append(busyboxImage, f)
+			}
+		}
+	}
+	var nnp []byte
+	if nnpPath != "" {
+		if nnp, err = os.ReadFile(nnpPath); err != nil {
+			return err
+		}
 	}
 	withAgnhost := append([]containerd.File{{Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
 		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bb...)
@@ -95,7 +120,13 @@ func run(list, agnhostPath, netcatPath, agnhostSrc, pausePath, busyboxPath, out 
 		case "Agnhost", "AgnhostPrev":
 			img.Files, img.Entrypoint, img.Cmd = withAgnhost, []string{"/agnhost"}, []string{"pause"}
 		case "BusyBox":
-			img.Files, img.Cmd = bb, []string{"sh"}
+			img.Files, img.Cmd = busyboxImage, []string{"sh"}
+		case "Nonewprivs":
+			if nnp == nil {
+				continue
+			}
+			// As upstream's Dockerfile: COPY nnp /usr/local/bin/nnp; chmod +s.
+			img.Files, img.Cmd = append([]containerd.File{{Path: "/usr/local/bin/nnp", Mode: 0o4755, Data: nnp}}, bb...), []string{"nnp"}
 		case "Pause":
 			img.Files, img.Entrypoint = []containerd.File{{Path: "/pause", Mode: 0o755, Data: pause}}, []string{"/pause"}
 		case "Nginx", "NginxNew":
