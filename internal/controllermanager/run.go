@@ -106,9 +106,13 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
 			m.SetLeader(leaseName, false)
 		}
-		if err := serve(ctx, *opts.Serving, m, leaderHealth); err != nil {
+		stop, err := serve(ctx, *opts.Serving, m, leaderHealth)
+		if err != nil {
 			return err
 		}
+		// Free the port before returning: after a lost lease the bundle starts this
+		// again, and it must be able to bind it.
+		defer stop()
 	}
 	startAll := func(ctx context.Context) {
 		cc := &ControllerContext{

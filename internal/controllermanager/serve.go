@@ -3,7 +3,6 @@ package controllermanager
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/util/cert"
 
 	"mizzen/internal/controllermanager/metrics"
+	"mizzen/internal/httpserve"
 )
 
 // ServingOptions are --bind-address and --secure-port: where /healthz and /metrics are
@@ -34,24 +34,26 @@ type ServingOptions struct {
 // renewed still counts as healthy, as upstream.
 const leaderHealthTimeout = 20 * time.Second
 
-// serve answers /healthz and /metrics until ctx ends. healthz fails only when this
-// replica leads and has not renewed its lease in time (leader may be nil).
-func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader *leaderelection.HealthzAdaptor) error {
+// serve answers /healthz and /metrics until ctx ends or stop is called. stop returns
+// once the port is free again, so that a controller-manager started again after losing
+// its lease can bind it. healthz fails only when this replica leads and has not renewed
+// its lease in time (leader may be nil).
+func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader *leaderelection.HealthzAdaptor) (stop func(), err error) {
 	host := opts.BindAddress
 	if host == "" {
 		host = "0.0.0.0"
 	}
 	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey(selfSignedHost(host), nil, nil)
 	if err != nil {
-		return fmt.Errorf("self-signed serving certificate: %w", err)
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("self-signed serving certificate: %w", err)
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(opts.Port)))
 	if err != nil {
-		return fmt.Errorf("secure serving: %w", err)
+		return nil, fmt.Errorf("secure serving: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
@@ -80,18 +82,9 @@ func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader 
 		opts.Listening(ln.Addr())
 	}
 	slog.InfoContext(ctx, "serving /healthz and /metrics", "address", ln.Addr().String())
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	go func() {
-		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.ErrorContext(ctx, "secure serving stopped", "err", err)
-		}
-	}()
-	return nil
+	return httpserve.Start(ctx, srv, func() error { return srv.ServeTLS(ln, "", "") }, func(err error) {
+		slog.ErrorContext(ctx, "secure serving stopped", "err", err)
+	}), nil
 }
 
 // selfSignedHost names the certificate after the bind address, or localhost when

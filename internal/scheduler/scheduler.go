@@ -20,7 +20,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"mizzen/internal/httpserve"
 	"mizzen/internal/leaderlost"
 	"mizzen/internal/scheduler/cache"
 	"mizzen/internal/scheduler/config"
@@ -168,9 +168,13 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 		if addr == "" {
 			addr = DefaultMetricsAddr
 		}
-		if err := serveMetrics(ctx, addr, sched, logger, metricsErr); err != nil {
+		stop, err := serveMetrics(ctx, addr, sched, logger, metricsErr)
+		if err != nil {
 			return err
 		}
+		// Free the port before returning: after a lost lease the bundle starts the
+		// scheduler again, and it must be able to bind it.
+		defer stop()
 	}
 
 	factory.Start(ctx.Done())
@@ -244,28 +248,19 @@ func ctxErr(ctx context.Context, metricsErr chan error) error {
 	return nil
 }
 
-func serveMetrics(ctx context.Context, addr string, sched *Scheduler, logger *slog.Logger, errc chan<- error) error {
+// serveMetrics serves /metrics and /healthz on addr until stop is called (stop returns
+// once the port is free) or ctx ends.
+func serveMetrics(ctx context.Context, addr string, sched *Scheduler, logger *slog.Logger, errc chan<- error) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", sched.Metrics().Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("metrics server: %w", err)
+		return nil, fmt.Errorf("metrics server: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	go func() {
-		logger.Info("serving metrics", "address", ln.Addr().String())
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
-	return nil
+	logger.Info("serving metrics", "address", ln.Addr().String())
+	return httpserve.Start(ctx, srv, func() error { return srv.Serve(ln) }, func(err error) { errc <- err }), nil
 }
 
 // Scheduler is one scheduler instance with its profiles, queue and cache.
