@@ -23,6 +23,7 @@ var statusMetadataFrozen = map[schema.GroupResource]bool{
 	{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}:                 true,
 	{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}: true,
 	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:                       true,
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}:           true,
 }
 
 // keepStatusMetadata carries the client's labels, annotations, finalizers and owner

@@ -76,7 +76,12 @@ sed -n 's/^\s*configs\[\([A-Za-z0-9]*\)\] = Config{list\.\([A-Za-z0-9]*\), "\([^
 rm -rf "$OUT/images" && mkdir -p "$OUT/images"
 go build -o "$OUT/nc" ./test/conformance/netcat || die "building the netcat stand-in failed"
 go build -o "$OUT/dig" ./test/conformance/dnsutils || die "building the dig and getent stand-in failed"
-go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
+go build -o "$OUT/sh" ./test/conformance/sh || die "building the busybox image's sh failed"
+# nonewprivs' nnp is one file of package main; built as a module of its own (the
+# kubernetes module's vendor directory does not build from the module cache).
+mkdir -p "$SRC/nnp" && cp -f "$K8S_DIR/test/images/nonewprivs/nnp.go" "$SRC/nnp/" && chmod u+w "$SRC/nnp/nnp.go" &&
+  printf 'module nnp\n\ngo 1.21\n' > "$SRC/nnp/go.mod" && (cd "$SRC/nnp" && go build -o "$OUT/nnp" .) || die "building nonewprivs' nnp failed"
+go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -sh "$OUT/sh" -nnp "$OUT/nnp" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
   die "writing the images failed"
 
 # ------------------------------------------------------------------ the cluster

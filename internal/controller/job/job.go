@@ -8,6 +8,7 @@ package job
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -128,9 +129,23 @@ func (c *Controller) podEvent(oldPod, pod *corev1.Pod, deleted bool) {
 		c.mu.Unlock()
 	}
 	ref := metav1.GetControllerOf(pod)
+	refChanged := oldPod != nil && !reflect.DeepEqual(metav1.GetControllerOf(oldPod), ref)
+	if refChanged {
+		// The old Job lost this pod (orphaned or taken over): it counts again.
+		if old := metav1.GetControllerOf(oldPod); old != nil && old.Kind == jobGVK.Kind {
+			if job, err := c.jobs.Jobs(pod.Namespace).Get(old.Name); err == nil && job.UID == old.UID {
+				c.queue.Add(pod.Namespace + "/" + job.Name)
+			}
+		}
+	}
 	if ref == nil || ref.Kind != jobGVK.Kind || ref.APIVersion != jobGVK.GroupVersion().String() {
 		if ref == nil && hasFinalizer(pod) && !deleted {
 			c.queue.Add(orphanPrefix + pod.Namespace + "/" + pod.Name)
+		}
+		// An orphan, new or with new labels or just orphaned: the Jobs whose selector
+		// matches it may adopt it, as upstream's.
+		if ref == nil && !deleted && (oldPod == nil || refChanged || !reflect.DeepEqual(oldPod.Labels, pod.Labels)) {
+			c.enqueueMatching(pod)
 		}
 		return
 	}
@@ -151,6 +166,23 @@ func (c *Controller) podEvent(oldPod, pod *corev1.Pod, deleted bool) {
 		c.expectations.DeletionObserved(key, pod.UID)
 	}
 	c.queue.Add(key)
+}
+
+// enqueueMatching enqueues every Job whose selector matches the orphan pod.
+func (c *Controller) enqueueMatching(pod *corev1.Pod) {
+	jobs, err := c.jobs.Jobs(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, job := range jobs {
+		sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
+		if err != nil || job.Spec.Selector == nil || sel.Empty() {
+			continue
+		}
+		if sel.Matches(labels.Set(pod.Labels)) {
+			c.queue.Add(pod.Namespace + "/" + job.Name)
+		}
+	}
 }
 
 func (c *Controller) deleteJob(obj any) {

@@ -553,3 +553,59 @@ func TestPodReplacementPolicy(t *testing.T) {
 		})
 	}
 }
+
+// queued drains the controller's queue and returns what it held.
+func queued(c *Controller) map[string]bool {
+	out := map[string]bool{}
+	for c.queue.Len() > 0 {
+		key, _ := c.queue.Get()
+		out[key] = true
+		c.queue.Done(key)
+		c.queue.Forget(key)
+	}
+	return out
+}
+
+// TestOrphanedPodIsOfferedToMatchingJobs: a pod whose controllerRef is removed, or an
+// orphan whose labels change, enqueues the Jobs whose selector matches it so that they
+// adopt it, as upstream's ("should adopt matching orphans and release non-matching
+// pods"); then its adoption by the Job's sync.
+func TestOrphanedPodIsOfferedToMatchingJobs(t *testing.T) {
+	job := newJob(2, 4)
+	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Namespace: "default", UID: "uid-x",
+		Labels:          job.Spec.Template.Labels,
+		OwnerReferences: []metav1.OwnerReference{*util.NewControllerRef(job, jobGVK)}}}
+	orphan := owned.DeepCopy()
+	orphan.OwnerReferences = nil
+	// The pod is not in the apiserver yet, so no informer event of its own interferes.
+	w := newWorld(t, job)
+	controllertest.WaitForCache(t, w.f.Batch().V1().Jobs().Informer().GetStore(), func() []any { return []any{job} })
+	queued(w.c)
+
+	w.c.podEvent(owned, orphan, false)
+	if got := queued(w.c); !got["default/pi"] {
+		t.Errorf("orphaning a pod queued %v, want default/pi", got)
+	}
+	other := orphan.DeepCopy()
+	other.Labels = map[string]string{"app": "other"}
+	w.c.podEvent(other, orphan, false)
+	if got := queued(w.c); !got["default/pi"] {
+		t.Errorf("an orphan taking matching labels queued %v, want default/pi", got)
+	}
+	w.c.podEvent(orphan, other, false)
+	if got := queued(w.c); got["default/pi"] {
+		t.Errorf("an orphan with labels no Job selects queued %v", got)
+	}
+
+	if _, err := w.client.CoreV1().Pods("default").Create(w.ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.mustSync()
+	got, err := w.client.CoreV1().Pods("default").Get(w.ctx, "pi-x", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(got); ref == nil || ref.UID != job.UID {
+		t.Errorf("after the Job's sync the orphan's controller is %v, want the Job", ref)
+	}
+}

@@ -9,13 +9,17 @@
 // image (as agnhost's files: a stand-in, with Go's resolver rather than glibc's). Debian's
 // busybox sh runs its own applets before searching PATH (FEATURE_SH_STANDALONE), so the
 // agnhost image's busybox has its nc applet renamed away (withoutApplet) and no /bin/nc:
-// `sh -c 'nc ...'` then finds /usr/bin/nc, as in upstream's Alpine-based image.
+// `sh -c 'nc ...'` then finds /usr/bin/nc, as in upstream's Alpine-based image. The
+// busybox image's /bin/sh is ./test/conformance/sh (ash, but `sh -c env` keeps variables
+// whose names are not shell identifiers, as upstream's busybox does), and nonewprivs is
+// upstream's nnp (built from test/images/nonewprivs, setuid root) over busybox.
 //
-//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -dnsutils bin/dig -pause bin/mizzen-pause -out DIR
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -dnsutils bin/dig -sh bin/sh -nnp bin/nnp -pause bin/mizzen-pause -out DIR
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
-// Nginx, NginxNew and GlibcDnsTesting are not built, and specs needing them fail for that reason.
+// Nginx, NginxNew, GlibcDnsTesting and Nonewprivs are not built, and specs needing them
+// fail for that reason.
 package main
 
 import (
@@ -43,18 +47,20 @@ func main() {
 	agnhost := flag.String("agnhost", "", "agnhost binary built from upstream's source")
 	netcat := flag.String("netcat", "", "netcat stand-in (./test/conformance/netcat, static), installed as /usr/bin/nc")
 	dnsutils := flag.String("dnsutils", "", "dig and getent stand-in (./test/conformance/dnsutils, static), installed as /usr/bin/dig and /usr/bin/getent")
+	shell := flag.String("sh", "", "the busybox image's /bin/sh (./test/conformance/sh, static)")
+	nnp := flag.String("nnp", "", "upstream's test/images/nonewprivs program (static), installed setuid root as /usr/local/bin/nnp")
 	pause := flag.String("pause", "", "mizzen's pause program")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
 	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *netcat, *dnsutils, *agnhostSrc, *pause, *busybox, *out); err != nil {
+	if err := run(*list, *agnhost, *netcat, *dnsutils, *shell, *nnp, *agnhostSrc, *pause, *busybox, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, netcatPath, dnsutilsPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhostSrc, pausePath, busyboxPath, out string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -82,6 +88,26 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, agnhostSrc, pausePath, bus
 	}
 	withAgnhost := append([]containerd.File{{Path: "/usr/bin/dig", Mode: 0o755, Data: dnsutils}, {Path: "/usr/bin/getent", Link: "/usr/bin/dig"}, {Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
 		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bbNoNC...)
+	// The busybox image: busybox, with the harness's sh in front of ash.
+	busyboxImage := bb
+	if shellPath != "" {
+		shell, err := os.ReadFile(shellPath)
+		if err != nil {
+			return err
+		}
+		busyboxImage = []containerd.File{{Path: "/bin/sh", Mode: 0o755, Data: shell}}
+		for _, f := range bb {
+			if f.Path != "/bin/sh" {
+				busyboxImage = append(busyboxImage, f)
+			}
+		}
+	}
+	var nnp []byte
+	if nnpPath != "" {
+		if nnp, err = os.ReadFile(nnpPath); err != nil {
+			return err
+		}
+	}
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
 		for _, name := range []string{"localhost.crt", "localhost.key"} {
@@ -115,7 +141,13 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, agnhostSrc, pausePath, bus
 			// A stand-in: the same dig and getent as agnhost's, not glibc's resolver.
 			img.Files = withAgnhost
 		case "BusyBox":
-			img.Files, img.Cmd = bb, []string{"sh"}
+			img.Files, img.Cmd = busyboxImage, []string{"sh"}
+		case "Nonewprivs":
+			if nnp == nil {
+				continue
+			}
+			// As upstream's Dockerfile: COPY nnp /usr/local/bin/nnp; chmod +s.
+			img.Files, img.Cmd = append([]containerd.File{{Path: "/usr/local/bin/nnp", Mode: 0o4755, Data: nnp}}, bb...), []string{"nnp"}
 		case "Pause":
 			img.Files, img.Entrypoint = []containerd.File{{Path: "/pause", Mode: 0o755, Data: pause}}, []string{"/pause"}
 		case "Nginx", "NginxNew":
