@@ -406,14 +406,23 @@ func faultViolations(ctx context.Context, client kubernetes.Interface, rec *faul
 	out = append(out, rec.overReplicated()...)
 	out = append(out, rec.rebound()...)
 	// No container dies of a fault in another component: a kubelet or containerd that
-	// restarts finds its containers running, as upstream's does.
+	// restarts finds its containers running, as upstream's does. One that was being
+	// started when both were killed never ran: its start fails once (containerd kept
+	// half of it: "task already exists") and the next attempt counts as a restart, as
+	// upstream's kubelet counts it. That one is not a container that died.
+	neverRan := func(c v1.ContainerStatus) bool {
+		t := c.LastTerminationState.Terminated
+		// The runtime's start time of a container that never started is 0: the kubelet
+		// reports it as 1970-01-01, as upstream's does.
+		return c.RestartCount == 1 && t != nil && (t.StartedAt.IsZero() || t.StartedAt.Unix() == 0)
+	}
 	pods, err := client.CoreV1().Pods(faultNS).List(ctx, metav1.ListOptions{LabelSelector: "app"})
 	if err != nil {
 		return append(out, fmt.Sprintf("listing pods: %v", err))
 	}
 	for _, p := range pods.Items {
 		for _, c := range p.Status.ContainerStatuses {
-			if c.RestartCount > 0 {
+			if c.RestartCount > 0 && !neverRan(c) {
 				out = append(out, fmt.Sprintf("pod %s on %s: container %s restarted %d times (last state %+v)", p.Name, p.Spec.NodeName, c.Name, c.RestartCount, c.LastTerminationState))
 			}
 		}
