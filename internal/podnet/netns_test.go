@@ -166,21 +166,28 @@ func TestProgramsMachines(t *testing.T) {
 	stop()
 
 	stop = run(HostGW)
-	eventually("host-gw: the vxlan device is gone and the route goes through the node", func() error {
-		out, _ := lab.Machines[0].Run(ctx, "ip", "route", "show", "10.149.2.0/24")
-		if want := "via " + lab.Machines[1].Addr.String() + " dev eth0"; !strings.Contains(out, want) {
-			return fmt.Errorf("route %q, want %q", out, want)
-		}
-		if _, err := handles[0].LinkByName("mznpu0.vx"); err == nil {
-			return fmt.Errorf("mznpu0.vx is still there")
+	// Both machines switch on their own: each must have its route to the
+	// other's pods (and no vxlan device) before the pods can reach each other.
+	eventually("host-gw: the vxlan devices are gone and the routes go through the nodes", func() error {
+		for i := range 2 {
+			out, _ := lab.Machines[i].Run(ctx, "ip", "route", "show", cidrs[1-i])
+			if want := "via " + lab.Machines[1-i].Addr.String() + " dev eth0"; !strings.Contains(out, want) {
+				return fmt.Errorf("route on machine %d %q, want %q", i+1, out, want)
+			}
+			if _, err := handles[i].LinkByName("mznpu0.vx"); err == nil {
+				return fmt.Errorf("mznpu0.vx is still there on machine %d", i+1)
+			}
 		}
 		return nil
 	})
-	for i := range 2 {
-		if err := ping(i); err != nil {
-			t.Errorf("host-gw: %v", err)
+	eventually("host-gw: the pod networks reach each other", func() error {
+		for i := range 2 {
+			if err := ping(i); err != nil {
+				return err
+			}
 		}
-	}
+		return nil
+	})
 	// A node on another network cannot be reached by host-gw: said on the Node.
 	far := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "far"}, Spec: v1.NodeSpec{PodCIDR: "10.149.3.0/24"},
 		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.99.0.7"}}}}
