@@ -20,21 +20,24 @@ func ConnectRuntime(ctx context.Context, runtimeEndpoint, imageEndpoint string) 
 	if imageEndpoint == "" {
 		imageEndpoint = runtimeEndpoint
 	}
-	deadline := time.Now().Add(connectTimeout)
+	// The deadline bounds the attempts too: one attempt against a runtime that
+	// never answers would otherwise take a whole connectTimeout of its own.
+	attempts, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
 	for {
-		rs, is, err := connectRuntimeOnce(ctx, runtimeEndpoint, imageEndpoint)
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+		rs, is, err := connectRuntimeOnce(attempts, runtimeEndpoint, imageEndpoint)
+		if err == nil || attempts.Err() != nil {
 			return rs, is, err
 		}
 		select {
-		case <-ctx.Done():
+		case <-attempts.Done():
 			return nil, nil, err
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
-// connectTimeout bounds both one connection attempt and ConnectRuntime's retries.
+// connectTimeout bounds ConnectRuntime's attempts together, and each CRI call after.
 const connectTimeout = 2 * time.Minute
 
 func connectRuntimeOnce(ctx context.Context, runtimeEndpoint, imageEndpoint string) (cri.RuntimeService, cri.ImageManagerService, error) {
