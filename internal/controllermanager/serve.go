@@ -3,7 +3,6 @@ package controllermanager
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/util/cert"
 
 	"mizzen/internal/controllermanager/metrics"
+	"mizzen/internal/httpserve"
 )
 
 // ServingOptions are --bind-address and --secure-port: where /healthz and /metrics are
@@ -82,17 +82,9 @@ func serve(ctx context.Context, opts ServingOptions, m *metrics.Metrics, leader 
 		opts.Listening(ln.Addr())
 	}
 	slog.InfoContext(ctx, "serving /healthz and /metrics", "address", ln.Addr().String())
-	go func() {
-		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.ErrorContext(ctx, "secure serving stopped", "err", err)
-		}
-	}()
-	return func() {
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-		_ = ln.Close() // Serve may not have taken it over yet, and Shutdown closes only what it serves
-	}, nil
+	return httpserve.Serve(srv, ln, func(err error) {
+		slog.ErrorContext(ctx, "secure serving stopped", "err", err)
+	}), nil
 }
 
 // selfSignedHost names the certificate after the bind address, or localhost when

@@ -20,7 +20,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"mizzen/internal/httpserve"
 	"mizzen/internal/leaderlost"
 	"mizzen/internal/scheduler/cache"
 	"mizzen/internal/scheduler/config"
@@ -258,18 +258,8 @@ func serveMetrics(addr string, sched *Scheduler, logger *slog.Logger, errc chan<
 		return nil, fmt.Errorf("metrics server: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		logger.Info("serving metrics", "address", ln.Addr().String())
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
-	return func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-		_ = ln.Close() // Serve may not have taken it over yet, and Shutdown closes only what it serves
-	}, nil
+	logger.Info("serving metrics", "address", ln.Addr().String())
+	return httpserve.Serve(srv, ln, func(err error) { errc <- err }), nil
 }
 
 // Scheduler is one scheduler instance with its profiles, queue and cache.
