@@ -7,7 +7,6 @@ package endpointslice
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/controller/util"
+	"mizzen/internal/controller/writeexpect"
 )
 
 // Name names the controller in its logs (its --controllers names,
@@ -56,15 +56,9 @@ type Controller struct {
 	events   *util.Events
 	recorder record.EventRecorder
 
-	// pending records, per service, slices we created or deleted that the informer
+	// written records, per service, slices we created or deleted that the informer
 	// has not shown yet; syncing on such a stale view would duplicate slices.
-	mu      sync.Mutex
-	pending map[string]*expectations
-}
-
-type expectations struct {
-	created, deleted map[string]bool
-	since            time.Time
+	written *writeexpect.Tracker
 }
 
 // New registers the controller's handlers on the informers.
@@ -80,7 +74,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 			nodes.Informer().HasSynced, slices.Informer().HasSynced},
 		queue:   util.NewQueue("endpoint_slice"),
 		maxPer:  maxEndpointsPerSlice,
-		pending: map[string]*expectations{},
+		written: writeexpect.New(expectationTimeout),
 		events:  util.NewEvents(client, "endpoint-slice-controller"),
 	}
 	c.recorder = c.events
@@ -156,54 +150,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 // checkFresh fails while the informer has not yet shown our own recent writes.
 func (c *Controller) checkFresh(key, namespace string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.pending[key]
-	if e == nil {
-		return nil
-	}
-	if time.Since(e.since) > expectationTimeout {
-		delete(c.pending, key)
-		return nil
-	}
-	for n := range e.created {
-		if _, err := c.slices.EndpointSlices(namespace).Get(n); err == nil {
-			delete(e.created, n)
-		}
-	}
-	for n := range e.deleted {
-		if _, err := c.slices.EndpointSlices(namespace).Get(n); apierrors.IsNotFound(err) {
-			delete(e.deleted, n)
-		}
-	}
-	if len(e.created)+len(e.deleted) == 0 {
-		delete(c.pending, key)
+	if c.written.Observed(key, func(name string) bool {
+		_, err := c.slices.EndpointSlices(namespace).Get(name)
+		return err == nil
+	}) {
 		return nil
 	}
 	return fmt.Errorf("endpoint slices of %s not yet observed after our writes; waiting", key)
-}
-
-func (c *Controller) expect(key string, created, deleted []string) {
-	if len(created)+len(deleted) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := &expectations{created: map[string]bool{}, deleted: map[string]bool{}, since: time.Now()}
-	for _, n := range created {
-		e.created[n] = true
-	}
-	for _, n := range deleted {
-		e.deleted[n] = true
-	}
-	c.pending[key] = e
 }
 
 // apply writes the plan: creates first so a service never goes without endpoints,
 // then updates, then deletes.
 func (c *Controller) apply(ctx context.Context, key string, p *plan) error {
 	var created, deleted []string
-	defer func() { c.expect(key, created, deleted) }()
+	defer func() { c.written.Expect(key, created, deleted) }()
 	stamp := func(s *discovery.EndpointSlice) {
 		if p.triggerTime.IsZero() {
 			return

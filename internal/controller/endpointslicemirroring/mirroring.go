@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"mizzen/internal/controller/util"
+	"mizzen/internal/controller/writeexpect"
 )
 
 // Name names the controller in its logs.
@@ -58,15 +58,9 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 
-	// created records, per key, slices we created that the informer has not shown yet:
-	// a sync on that stale view would create them again.
-	mu      sync.Mutex
-	created map[string]createdSlices
-}
-
-type createdSlices struct {
-	names []string
-	at    time.Time
+	// written records, per key, slices we created or deleted that the informer has
+	// not shown yet: a sync on that stale view would create them again.
+	written *writeexpect.Tracker
 }
 
 // New registers the controller's handlers on the informers.
@@ -79,7 +73,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, en
 		slices:    slices.Lister(),
 		synced:    []cache.InformerSynced{services.Informer().HasSynced, endpoints.Informer().HasSynced, slices.Informer().HasSynced},
 		queue:     util.NewQueue("endpoint_slice_mirroring"),
-		created:   map[string]createdSlices{},
+		written:   writeexpect.New(staleAfter),
 	}
 	services.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
 	endpoints.Informer().AddEventHandler(util.EnqueueKeyHandler(c.queue))
@@ -223,8 +217,8 @@ func newSlice(ep *corev1.Endpoints, addressType discovery.AddressType, ports []d
 // updated in place (when it differs), the rest created or deleted.
 func (c *Controller) apply(ctx context.Context, key string, desired, existing []*discovery.EndpointSlice) error {
 	used := map[string]bool{}
-	var created []string
-	defer func() { c.expect(key, created) }()
+	var created, deleted []string
+	defer func() { c.written.Expect(key, created, deleted) }()
 	for _, want := range desired {
 		var match *discovery.EndpointSlice
 		for _, have := range existing {
@@ -263,35 +257,19 @@ func (c *Controller) apply(ctx context.Context, key string, desired, existing []
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete mirrored endpoint slice %s: %w", have.Name, err)
 		}
+		deleted = append(deleted, have.Name)
 	}
 	return nil
 }
 
-// checkFresh fails (so the key is retried) while a slice we created is not in the
-// informer yet.
+// checkFresh fails (so the key is retried) while a slice we created or deleted
+// is not shown so by the informer yet.
 func (c *Controller) checkFresh(key, namespace string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.created[key]
-	if !ok {
+	if c.written.Observed(key, func(name string) bool {
+		_, err := c.slices.EndpointSlices(namespace).Get(name)
+		return err == nil
+	}) {
 		return nil
 	}
-	if time.Since(e.at) < staleAfter {
-		for _, n := range e.names {
-			if _, err := c.slices.EndpointSlices(namespace).Get(n); apierrors.IsNotFound(err) {
-				return fmt.Errorf("mirrored endpoint slice %s/%s not yet observed after its creation; waiting", namespace, n)
-			}
-		}
-	}
-	delete(c.created, key)
-	return nil
-}
-
-func (c *Controller) expect(key string, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.created[key] = createdSlices{names: names, at: time.Now()}
+	return fmt.Errorf("mirrored endpoint slices of %s not yet observed after our writes; waiting", key)
 }
