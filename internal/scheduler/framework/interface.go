@@ -233,6 +233,13 @@ type PodNominator interface {
 	NominatedPodsForNode(nodeName string) []*PodInfo
 }
 
+// PodActivator is implemented by nominators (the scheduling queue) that can send a
+// waiting pod back to the active heap: plugins that finish work for a pod outside
+// its scheduling cycle (the async preemption) call it through Handle.Activate.
+type PodActivator interface {
+	Activate(pod *v1.Pod)
+}
+
 // NominationCounter is implemented by nominators that can say cheaply whether any pod
 // is nominated at all, so filtering skips the per-node lookup (and the read of each
 // node's name, a cache miss per node) when none is.
@@ -250,6 +257,7 @@ type PluginsRunner interface {
 // Handle is what plugins may use from the framework that created them.
 type Handle interface {
 	PodNominator
+	PodActivator
 	PluginsRunner
 	SnapshotSharedLister() SharedLister
 	ClientSet() kubernetes.Interface

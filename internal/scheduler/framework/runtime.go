@@ -265,6 +265,14 @@ func (f *Framework) EventRecorder() events.EventRecorder { return f.opts.EventRe
 // Parallelizer implements Handle.
 func (f *Framework) Parallelizer() Parallelizer { return parallelizer{workers: f.opts.Parallelism} }
 
+// Activate implements Handle: it sends pod back to the active heap if the
+// nominator can (see PodActivator).
+func (f *Framework) Activate(pod *v1.Pod) {
+	if a, ok := f.opts.Nominator.(PodActivator); ok {
+		a.Activate(pod)
+	}
+}
+
 // NominatedPodsForNode implements Handle.
 func (f *Framework) NominatedPodsForNode(nodeName string) []*PodInfo {
 	if f.opts.Nominator == nil {

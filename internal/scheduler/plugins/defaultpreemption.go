@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"sync"
@@ -26,6 +27,7 @@ const (
 	msgNotHelpful       = "Preemption is not helpful for scheduling"
 	msgPolicyNever      = "not eligible due to preemptionPolicy=Never."
 	msgTerminatingOnNom = "not eligible due to a terminating pod on the nominated node."
+	msgRunning          = "the pod's preemption of victims on its nominated node is still running."
 )
 
 // DefaultPreemptionArgs is the plugin's configuration.
@@ -37,11 +39,20 @@ type DefaultPreemptionArgs struct {
 // DefaultPreemption, when no node fits, finds a node where evicting lower-priority pods
 // makes room (fewest PDB violations, then lowest victim priorities, then fewest victims),
 // deletes those victims, and nominates the node for the pod.
+//
+// The victims' API calls run after the cycle, as upstream's async preemption
+// (SchedulerAsyncPreemption, on by default): the scheduling loop goes on with the
+// next pod while they are made. Until they end the preemptor is not preempted for
+// again (its victims are still in the cache, so a second dry run would pick more),
+// and when they end it is sent back to the active heap.
 type DefaultPreemption struct {
 	handle     framework.Handle
 	pdbs       policylisters.PodDisruptionBudgetLister
 	percentage int32
 	absolute   int32
+
+	mu      sync.Mutex
+	running map[types.UID]bool // preemptors whose victims' API calls are in flight
 }
 
 var _ framework.PostFilterPlugin = (*DefaultPreemption)(nil)
@@ -52,7 +63,7 @@ func NewDefaultPreemption(raw json.RawMessage, h framework.Handle) (framework.Pl
 	if err := decodeArgs(raw, DefaultPreemptionName, &args); err != nil {
 		return nil, err
 	}
-	pl := &DefaultPreemption{handle: h, percentage: 10, absolute: 100}
+	pl := &DefaultPreemption{handle: h, percentage: 10, absolute: 100, running: map[types.UID]bool{}}
 	if args.MinCandidateNodesPercentage != nil {
 		pl.percentage = *args.MinCandidateNodesPercentage
 	}
@@ -85,6 +96,9 @@ type candidate struct {
 func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeToStatus map[string]*framework.Status) (*framework.PostFilterResult, *framework.Status) {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+msgPolicyNever)
+	}
+	if pl.isRunning(pod.UID) {
+		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+msgRunning)
 	}
 	lister := pl.handle.SnapshotSharedLister().NodeInfos()
 	if nom := pod.Status.NominatedNodeName; nom != "" {
@@ -148,10 +162,33 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 		return &framework.PostFilterResult{ClearNomination: true}, framework.NewStatus(framework.Unschedulable, "preemption: "+fitErr.Error())
 	}
 	best := pickCandidate(found)
-	if err := pl.prepare(ctx, best, pod); err != nil {
-		return nil, framework.AsStatus(err)
-	}
+	pl.setRunning(pod.UID, true)
+	go func() {
+		defer pl.handle.Activate(pod)
+		defer pl.setRunning(pod.UID, false)
+		if err := pl.prepare(ctx, best, pod); err != nil {
+			// The nomination stays; the next attempt finds the victims left and
+			// preempts again.
+			slog.ErrorContext(ctx, "preemption", "pod", framework.PodKey(pod), "node", best.node, "err", err)
+		}
+	}()
 	return &framework.PostFilterResult{NominatedNodeName: best.node}, nil
+}
+
+func (pl *DefaultPreemption) isRunning(uid types.UID) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.running[uid]
+}
+
+func (pl *DefaultPreemption) setRunning(uid types.UID, on bool) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if on {
+		pl.running[uid] = true
+	} else {
+		delete(pl.running, uid)
+	}
 }
 
 // numCandidates is max(nodes*percentage/100, absolute), capped at the node count.

@@ -24,6 +24,9 @@ type testHandle struct {
 	client   kubernetes.Interface
 	filters  []framework.FilterPlugin
 	pre      []framework.PreFilterPlugin
+	recorder events.EventRecorder
+	// activated receives the pods plugins activate, when not nil.
+	activated chan *v1.Pod
 }
 
 func newHandle(nodes []*v1.Node, pods []*v1.Pod) *testHandle {
@@ -44,9 +47,14 @@ func (h *testHandle) ClientSet() kubernetes.Interface              { return h.cl
 func (h *testHandle) SharedInformerFactory() informers.SharedInformerFactory {
 	return h.factory
 }
-func (h *testHandle) EventRecorder() events.EventRecorder              { return nil }
+func (h *testHandle) EventRecorder() events.EventRecorder              { return h.recorder }
 func (h *testHandle) Parallelizer() framework.Parallelizer             { return serial{} }
 func (h *testHandle) NominatedPodsForNode(string) []*framework.PodInfo { return nil }
+func (h *testHandle) Activate(p *v1.Pod) {
+	if h.activated != nil {
+		h.activated <- p
+	}
+}
 func (h *testHandle) RunPreFilterExtensionAddPod(ctx context.Context, s *framework.CycleState, p *v1.Pod, add *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
 	for _, pl := range h.pre {
 		if ext := pl.PreFilterExtensions(); ext != nil {

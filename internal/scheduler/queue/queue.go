@@ -438,6 +438,34 @@ func (q *Queue) eventCanHelp(p *framework.QueuedPodInfo, event framework.Cluster
 	return false
 }
 
+// Activate moves the pod to the active heap if it waits in the unschedulable pool or
+// in back-off, as upstream's Activate; a pod in flight has its next failure sent to
+// back-off instead of the pool, so the activation is not lost. The async preemption
+// calls it when its API calls end, since the preemptor's retry must not wait for a
+// cluster event that may already have passed.
+func (q *Queue) Activate(pod *v1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := framework.PodKey(pod)
+	if _, ok := q.inFlight[key]; ok {
+		q.moveRequestCycle = q.schedulingCycle
+		return
+	}
+	p, ok := q.unschedulable[key]
+	if ok {
+		if p.Gated {
+			return
+		}
+		delete(q.unschedulable, key)
+	} else if p, ok = q.backoffQ.Get(key); ok {
+		q.backoffQ.Delete(key)
+	} else {
+		return
+	}
+	q.activeQ.AddOrUpdate(p)
+	q.cond.Broadcast()
+}
+
 // Pending returns the number of pods in each queue, keyed by Active, Backoff,
 // Unschedulable and Gated.
 func (q *Queue) Pending() map[string]int {

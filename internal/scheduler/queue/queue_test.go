@@ -81,6 +81,8 @@ func TestQueueScenarios(t *testing.T) {
 				q.Update(old, p)
 			case "delete":
 				q.Delete(pods[name])
+			case "activate":
+				q.Activate(pods[name])
 			case "pop":
 				if q.Pending()[Active] == 0 {
 					out.WriteString("nothing active\n")
