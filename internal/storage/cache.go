@@ -484,18 +484,27 @@ func (c *Cache) List(segment, keyPrefix string, match func(*Entry) bool) ([]*Ent
 		return nil, 0, err
 	}
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	var out []*Entry
 	rc.items.AscendGreaterOrEqual(&Entry{Key: keyPrefix}, func(e *Entry) bool {
 		if !strings.HasPrefix(e.Key, keyPrefix) {
 			return false
 		}
-		if match == nil || match(e) {
-			out = append(out, e)
-		}
+		out = append(out, e)
 		return true
 	})
-	return out, c.rv, nil
+	rv := c.rv
+	c.mu.RUnlock()
+	// match runs outside the lock, as a watcher's does (see Watcher.offer).
+	if match != nil {
+		kept := out[:0]
+		for _, e := range out {
+			if match(e) {
+				kept = append(kept, e)
+			}
+		}
+		out = kept
+	}
+	return out, rv, nil
 }
 
 // Get returns the cached entry at key, or nil.
@@ -553,9 +562,8 @@ func (c *Cache) Watch(segment string, opts WatchOptions) (*Watcher, error) {
 			if !strings.HasPrefix(e.Key, opts.KeyPrefix) {
 				return false
 			}
-			if w.matches(e) {
-				w.queue = append(w.queue, &Event{Type: watch.Added, Entry: e, RV: e.RV})
-			}
+			// Filtered by Next, outside the lock.
+			w.queue = append(w.queue, &Event{Type: watch.Added, Entry: e, RV: e.RV})
 			return true
 		})
 		if opts.InitialEventsEnd {

@@ -66,3 +66,52 @@ func TestWatchAfterStopIsRefused(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSelectorsMayReadTheCache: a watch's or a list's selector runs outside the cache's
+// lock. A custom resource's field selector may convert the object through a conversion
+// webhook, whose service lookup reads the cache; run under the lock that apply holds,
+// it deadlocked every read and write of the server (seen in the conformance suite's
+// selectable-fields spec).
+func TestSelectorsMayReadTheCache(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
+		Segment: "pods",
+		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
+		New:     func() runtime.Object { return &corev1.Pod{} },
+		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
+	}}, slog.Default())
+	go func() { _ = cache.Run(ctx) }()
+	<-cache.Ready()
+
+	readsTheCache := func(e *storage.Entry) bool {
+		_, _, err := cache.Get("pods", storage.Prefix+"pods/default/other")
+		return err == nil && e.Key == storage.Prefix+"pods/default/wanted"
+	}
+	w, err := cache.Watch("pods", storage.WatchOptions{KeyPrefix: storage.Prefix + "pods/", Match: readsTheCache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.StopWatch(w)
+	for _, name := range []string{"other", "wanted"} {
+		if _, err := member.Client().Put(ctx, storage.Prefix+"pods/default/"+name, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"`+name+`","namespace":"default"}}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := w.Next(ctx)
+	if err != nil {
+		t.Fatalf("the watch never delivered its event (the cache deadlocked?): %v", err)
+	}
+	if len(evs) != 1 || evs[0].Entry.Key != storage.Prefix+"pods/default/wanted" {
+		t.Fatalf("events %v, want only the wanted pod's", evs)
+	}
+	list, _, err := cache.List("pods", storage.Prefix+"pods/", readsTheCache)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %d entries, %v; want the wanted pod", len(list), err)
+	}
+}

@@ -64,10 +64,13 @@ func (w *Watcher) translate(ev *Event) *Event {
 	return nil
 }
 
-// offer queues what the watcher sees of ev; called with the cache lock held.
+// offer queues ev for the watcher; called with the cache lock held. The watcher's
+// Match (label and field selectors, which for a custom resource may convert the object
+// through a conversion webhook) is applied later by Next, in the client's goroutine:
+// under the cache lock it would hold every write of the server for a webhook call,
+// and a webhook's service lookup reads the cache, which deadlocked the server.
 func (w *Watcher) offer(ev *Event) {
-	ev = w.translate(ev)
-	if ev == nil {
+	if ev.Type != watch.Bookmark && !strings.HasPrefix(ev.Entry.Key, w.opts.KeyPrefix) {
 		return
 	}
 	w.mu.Lock()
@@ -103,27 +106,34 @@ func (w *Watcher) stop(err error) {
 	w.signal()
 }
 
-// Next returns the events queued since the last call, waiting for at least one. It
-// returns an error when the watch has ended (ctx done, stopped, or too slow); events
-// queued before the end are still returned first.
+// Next returns what the watcher sees of the events queued since the last call (see
+// translate), waiting for at least one. It returns an error when the watch has ended
+// (ctx done, stopped, or too slow); events queued before the end are still returned
+// first.
 func (w *Watcher) Next(ctx context.Context) ([]*Event, error) {
 	for {
 		w.mu.Lock()
-		if len(w.queue) > 0 {
-			evs := w.queue
-			w.queue = nil
-			w.mu.Unlock()
-			return evs, nil
+		queued, done, err := w.queue, w.done, w.err
+		w.queue = nil
+		w.mu.Unlock()
+		if len(queued) > 0 {
+			var seen []*Event
+			for _, ev := range queued {
+				if ev = w.translate(ev); ev != nil {
+					seen = append(seen, ev)
+				}
+			}
+			if len(seen) > 0 {
+				return seen, nil
+			}
+			continue
 		}
-		if w.done {
-			err := w.err
-			w.mu.Unlock()
+		if done {
 			if err == nil {
 				err = context.Canceled
 			}
 			return nil, err
 		}
-		w.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
