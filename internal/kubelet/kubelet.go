@@ -278,7 +278,7 @@ type Kubelet struct {
 	runtimeName string // prefix of container IDs in status, e.g. "containerd"
 	// imageVolumesUnsupported says why the runtime cannot mount image volumes; "" if it can.
 	imageVolumesUnsupported string
-	podInformer cache.SharedIndexInformer
+	podInformer             cache.SharedIndexInformer
 	// services lists Services for containers' environment; nil only in unit tests that
 	// build a Kubelet by hand.
 	services       corelisters.ServiceLister
