@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,6 +71,11 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 // with SIGTERM and killed if it lingers.
 func runOnce(ctx context.Context, opts Options) error {
 	cmd := exec.Command(opts.ContainerdPath, "--config", opts.configPath())
+	if strings.Contains(opts.ContainerdPath, "/") {
+		// containerd finds its shim (containerd-shim-runc-v2) in PATH first: a containerd
+		// the user names gets the shim beside it, not another version's from PATH.
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(opts.ContainerdPath)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	logFile, err := os.OpenFile(opts.DataDir+"/containerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
