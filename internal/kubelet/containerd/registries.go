@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -142,7 +143,7 @@ func (r *Registries) HostsFiles() map[string]string {
 	if r == nil {
 		return out
 	}
-	for _, name := range sortedKeys(r.Mirrors) {
+	for _, name := range slices.Sorted(maps.Keys(r.Mirrors)) {
 		var b strings.Builder
 		if name != "*" {
 			fmt.Fprintf(&b, "server = %s\n", toml(registryServer(name)))
@@ -155,7 +156,7 @@ func (r *Registries) HostsFiles() map[string]string {
 		}
 		out[hostsDirName(name)] = b.String()
 	}
-	for _, host := range sortedKeys(r.Configs) {
+	for _, host := range slices.Sorted(maps.Keys(r.Configs)) {
 		if _, mirrored := out[hostsDirName(host)]; mirrored || r.Configs[host].TLS == nil {
 			continue
 		}
@@ -191,7 +192,7 @@ func (r *Registries) authConfig(section string) string {
 		return ""
 	}
 	var b strings.Builder
-	for _, host := range sortedKeys(r.Configs) {
+	for _, host := range slices.Sorted(maps.Keys(r.Configs)) {
 		a := r.Configs[host].Auth
 		if a == nil {
 			continue
@@ -223,13 +224,4 @@ func WriteHostsDir(dir string, r *Registries) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
