@@ -447,6 +447,9 @@ func Run(ctx context.Context, opts Options) error {
 		go kl.imageGC.Run(ctx)
 	}
 	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
+	if kl.imageVolumesUnsupported != "" {
+		kl.log.Warn("pods with image volumes will not start", "why", kl.imageVolumesUnsupported)
+	}
 	<-ctx.Done()
 	kl.workers.wait()
 	return nil
