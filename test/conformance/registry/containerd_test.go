@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,22 +25,8 @@ func TestContainerdPullsThroughTheMirror(t *testing.T) {
 			t.Skipf("%s not installed (apt-get install containerd runc)", bin)
 		}
 	}
-	images := t.TempDir()
-	f, err := os.Create(filepath.Join(images, "Kitten.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ref = "registry.invalid/e2e-test-images/kitten:1.8"
-	if err := containerd.WriteOCIArchive(f, containerd.Image{Name: ref,
-		Files: []containerd.File{{Path: "/data.json", Mode: 0o644, Data: []byte(`{"image":"kitten.jpg"}`)}}}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	reg, err := load(images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg)
+	srv := serveImage(t, ref)
 	defer srv.Close()
 
 	dir, err := os.MkdirTemp("", "mizzen-registry-test-")

@@ -15,22 +15,7 @@ import (
 )
 
 func TestServesArchivesOverTheRegistryAPI(t *testing.T) {
-	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "Kitten.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := containerd.Image{Name: "registry.k8s.io/e2e-test-images/kitten:1.8",
-		Files: []containerd.File{{Path: "/data.json", Mode: 0o644, Data: []byte(`{"image":"kitten.jpg"}`)}}}
-	if err := containerd.WriteOCIArchive(f, img); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	reg, err := load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg)
+	srv := serveImage(t, "registry.k8s.io/e2e-test-images/kitten:1.8")
 	defer srv.Close()
 
 	get := func(method, path string) (*http.Response, []byte) {
@@ -83,6 +68,30 @@ func TestServesArchivesOverTheRegistryAPI(t *testing.T) {
 	if resp, _ := get("DELETE", "/v2/e2e-test-images/kitten/manifests/1.8"); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("DELETE: %d", resp.StatusCode)
 	}
+}
+
+// serveImage serves, through a registry of its own, one image of that name holding a
+// data.json.
+func serveImage(t *testing.T, name string) *httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "Kitten.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := containerd.Image{Name: name, Files: []containerd.File{{Path: "/data.json", Mode: 0o644, Data: []byte(`{"image":"kitten.jpg"}`)}}}
+	err = containerd.WriteOCIArchive(f, img)
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httptest.NewServer(reg)
 }
 
 func digestOf(b []byte) string {
