@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"mizzen/internal/kubelet/containerd"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,6 +24,7 @@ func init() { register(newAgentCommand) }
 // the control plane.
 func newAgentCommand() *cobra.Command {
 	var server, token string
+	var containerdPath, privateRegistry string
 	var kubeconfig, proxyKubeconfig, dataDir, nodeName, podBridge, clientCAFile, clusterCIDR, localPathDir, cloudProvider, nodeIP, podNetwork string
 	var vxlanID, vxlanPort, proxyHealthzPort int
 	var pf agent.ProxyOptions
@@ -62,6 +64,7 @@ func newAgentCommand() *cobra.Command {
 				}
 			}
 			kf.ContainerLog, kf.ClusterDNS, kf.NodeIP = containerLog, clusterDNS, nodeIP
+			kf.ContainerdPath, kf.PrivateRegistry = containerdPath, privateRegistry
 			switch cloudProvider {
 			case "":
 			case "external":
@@ -136,6 +139,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
 	f.StringVar(&cloudProvider, "cloud-provider", "", `"external": the node registers with the taint node.cloudprovider.kubernetes.io/uninitialized until a cloud-controller-manager initializes it (addresses, providerID, topology labels)`)
 	addContainerLogFlags(cmd, &containerLog)
+	addRuntimeFlags(cmd, &containerdPath, &privateRegistry)
 	return cmd
 }
 
@@ -145,4 +149,11 @@ func orEnv(v, name string) string {
 		return os.Getenv(name)
 	}
 	return v
+}
+
+// addRuntimeFlags are the flags of the agent's containerd, for `mizzen agent` and `mizzen server`.
+func addRuntimeFlags(cmd *cobra.Command, containerdPath, privateRegistry *string) {
+	f := cmd.Flags()
+	f.StringVar(containerdPath, "containerd", "", "the containerd binary the agent runs (default: containerd from PATH); a ctr beside it imports images; containerd 2.x gets a version 3 configuration")
+	f.StringVar(privateRegistry, "private-registry", "", "registry mirrors and credentials for the agent's containerd, in k3s's registries.yaml format (default "+containerd.DefaultRegistriesFile+" if it exists)")
 }

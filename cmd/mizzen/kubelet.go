@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"mizzen/internal/kubelet/containerd"
 	"os"
 	"os/signal"
 	"syscall"
@@ -57,6 +58,8 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.ContainerdDir, "containerd-data-dir", "", "supervise a containerd of our own with its state here (instead of --container-runtime-endpoint)")
 	f.StringVar(&kf.PauseBinary, "pause-binary", "", "static pause binary for the sandbox image (with --containerd-data-dir; build ./internal/kubelet/containerd/pause with CGO_ENABLED=0)")
 	f.StringVar(&kf.CNIBridge, "cni-bridge", "mizzen0", "the pod network's bridge (with --containerd-data-dir)")
+	f.StringVar(&kf.ContainerdPath, "containerd", "", "the containerd binary to run (with --containerd-data-dir; default: containerd from PATH)")
+	f.StringVar(&kf.PrivateRegistry, "private-registry", "", "registry mirrors and credentials in k3s's registries.yaml format (with --containerd-data-dir; default "+containerd.DefaultRegistriesFile+" if it exists)")
 	f.StringVar(&kf.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (YAML or JSON) to run on this node")
 	f.StringVar(&kf.LocalPathDir, "local-path-dir", "", "directory for the local-path StorageClass's volumes on this node (empty: the node offers none)")
 	addContainerLogFlags(cmd, &kf.ContainerLog)

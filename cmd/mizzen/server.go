@@ -56,6 +56,8 @@ type serverFlags struct {
 	// kubeletCloudProvider is the bundled kubelet's --cloud-provider.
 	cloudProvider        local.Options
 	kubeletCloudProvider string
+	// containerd and privateRegistry are the bundled agent's (--containerd, --private-registry).
+	containerd, privateRegistry string
 
 	snapshots               controlplane.SnapshotOptions
 	clusterReset            bool
@@ -180,6 +182,7 @@ func newServerCommand() *cobra.Command {
 				Options: opts, Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,
 				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
+				Containerd: f.containerd, PrivateRegistry: f.privateRegistry,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
 				ProxyHealthzPort: f.proxyHealthzPort,
 				Snapshots:        f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
@@ -214,6 +217,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
 	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
 	cmd.Flags().IntVar(&f.proxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "port of the agent's service proxy's /healthz and /livez on every address (0: none); the dashboard reads it through the apiserver's node proxy")
+	addRuntimeFlags(cmd, &f.containerd, &f.privateRegistry)
 	cmd.Flags().StringVar(&f.kubeletCloudProvider, "kubelet-cloud-provider", "", `the agent's kubelet --cloud-provider: "external" registers the node tainted uninitialized until the bundled cloud-controller-manager initializes it`)
 	cmd.Flags().StringVar(&f.cloudProvider.LBPool, "lb-ip-pool", "", "the bundled cloud-controller-manager gives LoadBalancer Services addresses from this CIDR or range FIRST-LAST (default: the nodes' addresses, as k3s's ServiceLB)")
 	cmd.Flags().StringVar(&f.cloudProvider.ConfigFile, "cloud-config", "", "the bundled cloud-controller-manager's local provider config (zone, region, instanceType, nodes.NAME...; see docs/cloud-controller-manager.md)")

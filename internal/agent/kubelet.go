@@ -37,6 +37,11 @@ type KubeletOptions struct {
 	// with its state there, its sandbox image built from PauseBinary and its pods on
 	// the bridge CNIBridge; RuntimeEndpoint is then ignored.
 	ContainerdDir, PauseBinary, CNIBridge string
+	// ContainerdPath is the containerd binary to run there (containerd from PATH when
+	// empty); its ctr beside it, if any, imports images. PrivateRegistry is a k3s-style
+	// registries.yaml of mirrors and registry credentials for it
+	// (containerd.DefaultRegistriesFile, if present, when empty).
+	ContainerdPath, PrivateRegistry string
 	// ClusterCIDR (every node's pods) is exempt from the pods' masquerading, and PodMTU
 	// is their interfaces' MTU (0: the CNI plugin's default).
 	ClusterCIDR                                string
@@ -145,7 +150,16 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		if err != nil {
 			return fmt.Errorf("--pause-binary: %w", err)
 		}
-		rtOpts := containerd.Options{DataDir: kf.ContainerdDir, Bridge: kf.CNIBridge, ClusterCIDR: kf.ClusterCIDR, MTU: kf.PodMTU}
+		registriesFile := kf.PrivateRegistry
+		if registriesFile == "" {
+			registriesFile = containerd.DefaultRegistriesFile
+		}
+		registries, err := containerd.LoadRegistries(registriesFile)
+		if err != nil {
+			return err
+		}
+		rtOpts := containerd.Options{DataDir: kf.ContainerdDir, Bridge: kf.CNIBridge, ClusterCIDR: kf.ClusterCIDR, MTU: kf.PodMTU,
+			ContainerdPath: kf.ContainerdPath, Registries: registries}
 		// Each start-up step is logged with its duration: a kubelet that never posts
 		// node status then shows where it waits (containerd.log says why containerd does).
 		started := time.Now()

@@ -57,6 +57,9 @@ type BundleOptions struct {
 	PodNetwork         string
 	VXLANID, VXLANPort int
 	KubeletPort        int32
+	// Containerd and PrivateRegistry are the agent's containerd binary and
+	// registries.yaml (as `mizzen agent --containerd --private-registry`).
+	Containerd, PrivateRegistry string
 	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
 	// every address of the node; 0 serves none.
 	IngressHTTPPort, IngressHTTPSPort int
@@ -260,6 +263,7 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		kf.TLSCertFile, kf.TLSKeyFile = certFile, keyFile
 	}
 	kf.ClientCA = cp.CAFile()
+	kf.ContainerdPath, kf.PrivateRegistry = opts.Containerd, opts.PrivateRegistry
 	if opts.KubeletCloudProvider == "external" {
 		if err := agent.WithExternalCloudProvider(&kf); err != nil {
 			return agent.Options{}, err

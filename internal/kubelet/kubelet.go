@@ -276,7 +276,9 @@ type Kubelet struct {
 	runtime     cri.RuntimeService
 	images      cri.ImageManagerService
 	runtimeName string // prefix of container IDs in status, e.g. "containerd"
-	podInformer cache.SharedIndexInformer
+	// imageVolumesUnsupported says why the runtime cannot mount image volumes; "" if it can.
+	imageVolumesUnsupported string
+	podInformer             cache.SharedIndexInformer
 	// services lists Services for containers' environment; nil only in unit tests that
 	// build a Kubelet by hand.
 	services       corelisters.ServiceLister
@@ -339,6 +341,7 @@ func Run(ctx context.Context, opts Options) error {
 		kl.recorder = NewEventRecorder(b, opts.NodeName)
 	}
 	kl.runtimeName = v.RuntimeName
+	kl.imageVolumesUnsupported = imageVolumeSupport(v.RuntimeName, v.RuntimeVersion)
 	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod),
 		configMaps: newConfigMapManager(kl.client), secrets: newSecretManager(kl.client)}
 	defer kl.volumeSources.stopWatches()
@@ -444,6 +447,9 @@ func Run(ctx context.Context, opts Options) error {
 		go kl.imageGC.Run(ctx)
 	}
 	kl.log.Info("kubelet started", "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
+	if kl.imageVolumesUnsupported != "" {
+		kl.log.Warn("pods with image volumes will not start", "why", kl.imageVolumesUnsupported)
+	}
 	<-ctx.Done()
 	kl.workers.wait()
 	return nil

@@ -652,16 +652,22 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 		attempt = prev.GetMetadata().GetAttempt() + 1
 		restarts = restartCount(prev) + 1
 	}
+	ref := containerRef(p.pod, c.Name)
+	// As upstream, a container's image volumes are pulled before its own image, and it
+	// does not start without them.
+	vols, err := p.imageVolumes(ctx, c)
+	if err != nil {
+		return nil // reported through the waiting reason
+	}
 	imageRef, err := p.kl.ensureImage(ctx, p.pod, c, p.sandboxConfig, p.w.state)
 	if err != nil {
 		return nil // reported through the waiting reason; retried with image back-off
 	}
-	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox, p.volumes)
+	cfg, err := p.kl.containerConfig(ctx, p.pod, c, attempt, restarts, imageRef, p.sandbox, vols)
 	if err == nil && p.targetID != "" {
 		ns := cfg.Linux.SecurityContext.NamespaceOptions
 		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, p.targetID
 	}
-	ref := containerRef(p.pod, c.Name)
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
 		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
@@ -713,47 +719,69 @@ func (p *podSync) createAndStart(ctx context.Context, c *v1.Container, cfg *runt
 // ensureImage makes the container's image present per its imagePullPolicy and returns
 // the image reference to create the container from.
 func (kl *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, st *podState) (string, error) {
-	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	policy := c.ImagePullPolicy
+	return kl.ensureImageFor(ctx, pod, imagePull{image: c.Image, policy: c.ImagePullPolicy, event: containerRef(pod, c.Name),
+		container: c.Name, key: c.Name}, sbCfg, st)
+}
+
+// imagePull is one image the kubelet makes present for a container: its own image, or
+// the image of an image volume it mounts.
+type imagePull struct {
+	image  string
+	policy v1.PullPolicy
+	// event is what the pull's events are about: the container for its own image, the
+	// pod for an image volume's, as upstream.
+	event *v1.ObjectReference
+	// container gets the waiting reason of a failed pull.
+	container string
+	// key names the pull's back-off within the pod.
+	key string
+}
+
+// ensureImageFor makes an image present per its pull policy (IfNotPresent when empty,
+// Always for a :latest or untagged image, as upstream defaults it) and returns the
+// runtime's reference to it.
+func (kl *Kubelet) ensureImageFor(ctx context.Context, pod *v1.Pod, ip imagePull, sbCfg *runtimeapi.PodSandboxConfig, st *podState) (string, error) {
+	spec := &runtimeapi.ImageSpec{Image: ip.image}
+	policy := ip.policy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
-		if hasLatestTag(c.Image) {
+		if hasLatestTag(ip.image) {
 			policy = v1.PullAlways
 		}
 	}
 	if policy != v1.PullAlways {
 		status, err := kl.images.ImageStatus(ctx, spec, false)
 		if err == nil && status.GetImage() != nil {
-			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+			kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", ip.image)
 			return status.Image.Id, nil
 		}
 		if policy == v1.PullNever {
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-			st.setWaiting(c.Name, reasonErrImageNeverPull, msg)
-			kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, reasonErrImageNeverPull, "%s", msg)
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", ip.image)
+			st.setWaiting(ip.container, reasonErrImageNeverPull, msg)
+			kl.recorder.Eventf(ip.event, v1.EventTypeWarning, reasonErrImageNeverPull, "%s", msg)
 			return "", errors.New(msg)
 		}
 	}
-	key := backoffKey(pod, c.Name) + "/image"
-	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(c.Name)); wait {
-		st.setWaiting(c.Name, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image))
-		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
+	key := backoffKey(pod, ip.key) + "/image"
+	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(ip.key)); wait {
+		st.setWaiting(ip.container, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", ip.image))
+		kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", ip.image)
 		kl.workers.pokeAfter(kl.clock, pod.UID, left)
 		return "", errors.New("image pull back-off")
 	}
-	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "Pulling", "Pulling image %q", ip.image)
 	began := kl.clock.Now()
 	ref, err := kl.pullImage(ctx, pod, spec, sbCfg)
 	if err != nil {
-		kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		kl.recorder.Eventf(ip.event, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", ip.image, err)
 		now := kl.clock.Now()
 		kl.backoff.next(key, now)
-		st.setPullFailed(c.Name, now)
-		st.setWaiting(c.Name, reasonErrImagePull, err.Error())
+		st.setPullFailed(ip.key, now)
+		st.setWaiting(ip.container, reasonErrImagePull, err.Error())
 		kl.workers.pokeAfter(kl.clock, pod.UID, kl.backoff.delay(key))
 		return "", err
 	}
-	kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, kl.clock.Since(began).Round(time.Millisecond))
+	kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", ip.image, kl.clock.Since(began).Round(time.Millisecond))
 	return ref, nil
 }
 

@@ -357,12 +357,13 @@ func logTail(path string) string {
 }
 
 // podVolumes are the pod's ready volumes whose usage /stats/summary reports: all but
-// the node's own files (hostPath volumes that no claim is behind), as upstream, and
-// raw block devices, which have no filesystem to measure.
+// the node's own files (hostPath volumes that no claim is behind), as upstream, raw
+// block devices, which have no filesystem to measure, and image volumes, which the
+// runtime mounts from its own store.
 func (kl *Kubelet) podVolumes(uid string) []nodeserver.PodVolume {
 	var out []nodeserver.PodVolume
 	for name, mv := range kl.volumes.Ready(types.UID(uid)) {
-		if (mv.HostPath && mv.Claim == "") || mv.Block {
+		if (mv.HostPath && mv.Claim == "") || mv.Block || mv.Image != "" {
 			continue
 		}
 		out = append(out, nodeserver.PodVolume{Name: name, Path: mv.Path, ClaimName: mv.Claim})

@@ -12,6 +12,11 @@
 # Output in _output/conformance: bin/ (the suite), images/, data/ (the fresh cluster),
 # server.log, e2e.log, report/ (junit) and summary.txt. A fresh cluster uses the default
 # ports (6443, 10250, 10257...) and the bridge mizzen0, so nothing else may be using them.
+# A fresh cluster's containerd also pulls those images from a registry of the harness's
+# own (./test/conformance/registry on a loopback port, registry.log), mirrored for every
+# registry the images name (registries.yaml, --private-registry), for pods that pull with
+# imagePullPolicy Always. CONTAINERD=/path/to/containerd runs the agent on that binary
+# (e.g. a containerd 2.x, which mounts image volumes) instead of the one in PATH.
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -95,12 +100,30 @@ else
   awk -v d="$DATA/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$DATA" && mkdir -p "$DATA/agent/images" || die "cannot clear $DATA"
   cp "$OUT"/images/*.tar "$DATA/agent/images/"
-  "$MIZZEN" server --data-dir "$DATA" > "$OUT/server.log" 2>&1 &
+  go build -o "$OUT/registry" ./test/conformance/registry || die "building the registry failed"
+  rm -f "$OUT/registry.addr"
+  "$OUT/registry" -dir "$OUT/images" -listen 127.0.0.1:0 -address-file "$OUT/registry.addr" > "$OUT/registry.log" 2>&1 &
+  REGISTRY=$!
+  for _ in $(seq 1 100); do [ -s "$OUT/registry.addr" ] && break; sleep 0.1; done
+  [ -s "$OUT/registry.addr" ] || die "the registry did not start; see $OUT/registry.log"
+  # Every registry of an image written here is mirrored to it; the suite's deliberately
+  # unreachable ones (invalid.registry.k8s.io) are not.
+  {
+    echo "mirrors:"
+    for tarball in "$OUT"/images/*.tar; do
+      awk -v id="$(basename "$tarball" .tar)" '$1 == id {split($2, p, "/"); print p[1]}' "$OUT/images.txt"
+    done | sort -u | grep -v '^invalid\.' | while read -r host; do
+      printf '  "%s":\n    endpoint: ["http://%s"]\n' "$host" "$(cat "$OUT/registry.addr")"
+    done
+  } > "$OUT/registries.yaml"
+  CONTAINERD_FLAG=()
+  [ -n "${CONTAINERD:-}" ] && CONTAINERD_FLAG=(--containerd "$CONTAINERD")
+  "$MIZZEN" server --data-dir "$DATA" --private-registry "$OUT/registries.yaml" "${CONTAINERD_FLAG[@]}" > "$OUT/server.log" 2>&1 &
   SERVER=$!
   KUBECONFIG_FILE=$DATA/admin.kubeconfig
   K="$MIZZEN kubectl --kubeconfig $KUBECONFIG_FILE"
   # Pods outlive the agent by design: delete them while the node runs, then stop the server.
-  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null' EXIT
+  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; kill $REGISTRY 2>/dev/null' EXIT
   for _ in $(seq 1 180); do $K get nodes 2>/dev/null | grep -q ' Ready' && break; sleep 1; done
   $K get nodes -o wide || die "the server did not come up; see $OUT/server.log"
 fi

@@ -466,6 +466,16 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "failed to get image %q: not found", cfg.GetImage().GetImage())
 	}
+	// An image volume's image must have been pulled too, as containerd 2.1's mounts ask.
+	for _, m := range cfg.GetMounts() {
+		if ref := m.GetImage().GetImage(); ref != "" {
+			if _, ok := r.images[normalizeImage(ref)]; !ok {
+				if _, ok := r.imageByIDLocked(ref); !ok {
+					return nil, status.Errorf(codes.NotFound, "failed to get image volume %q: not found", ref)
+				}
+			}
+		}
+	}
 	for _, c := range r.containers {
 		if c.sandboxID == sb.id && c.meta.Name == cfg.Metadata.Name && c.meta.Attempt == cfg.Metadata.Attempt {
 			return nil, status.Errorf(codes.AlreadyExists, "container name %q attempt %d already exists in sandbox %q",
@@ -720,13 +730,21 @@ func (r *Runtime) String() string {
 		len(r.sandboxes), len(r.containers), len(r.images))
 }
 
+func cloneImageSpec(in *runtimeapi.ImageSpec) *runtimeapi.ImageSpec {
+	if in == nil {
+		return nil
+	}
+	return &runtimeapi.ImageSpec{Image: in.Image, UserSpecifiedImage: in.UserSpecifiedImage}
+}
+
 // cloneMounts copies the mounts a container was created with, as a real runtime
 // reports them back in its status.
 func cloneMounts(in []*runtimeapi.Mount) []*runtimeapi.Mount {
 	out := make([]*runtimeapi.Mount, 0, len(in))
 	for _, m := range in {
 		out = append(out, &runtimeapi.Mount{ContainerPath: m.ContainerPath, HostPath: m.HostPath,
-			Readonly: m.Readonly, SelinuxRelabel: m.SelinuxRelabel, Propagation: m.Propagation})
+			Readonly: m.Readonly, SelinuxRelabel: m.SelinuxRelabel, Propagation: m.Propagation,
+			Image: cloneImageSpec(m.Image), ImageSubPath: m.ImageSubPath})
 	}
 	return out
 }

@@ -38,6 +38,12 @@ type Options struct {
 	// ContainerdPath and CtrPath are the binaries; found in PATH when empty.
 	ContainerdPath string
 	CtrPath        string
+	// ConfigVersion is the configuration format: 2 for containerd 1.x, 3 for containerd
+	// 2.x. Run asks the binary (containerd --version) when zero.
+	ConfigVersion int
+	// Registries are the mirrors and registry hosts' settings (--private-registry),
+	// written as hosts.toml files under HostsDir; none when nil.
+	Registries *Registries
 	// StreamServerPort is where the CRI streaming server (exec, attach, port-forward)
 	// listens on 127.0.0.1; Run picks a free port when zero, so several containerds can
 	// share a host.
@@ -57,12 +63,21 @@ func (o *Options) setDefaults() {
 	if o.Bridge == "" {
 		o.Bridge = "mizzen0"
 	}
+	if o.CtrPath == "" {
+		o.CtrPath = "ctr"
+		// A containerd the user names comes with its own ctr, of the same version.
+		if beside := filepath.Join(filepath.Dir(o.ContainerdPath), "ctr"); o.ContainerdPath != "" && fileExists(beside) {
+			o.CtrPath = beside
+		}
+	}
 	if o.ContainerdPath == "" {
 		o.ContainerdPath = "containerd"
 	}
-	if o.CtrPath == "" {
-		o.CtrPath = "ctr"
-	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Socket is the CRI endpoint's socket path.
@@ -74,6 +89,10 @@ func (o Options) Endpoint() string { return "unix://" + o.Socket() }
 // CNIConfDir is where the pod network configuration lives.
 func (o Options) CNIConfDir() string { return filepath.Join(o.DataDir, "cni", "net.d") }
 
+// HostsDir is containerd's registry configuration directory (config_path): one
+// HOST/hosts.toml per registry with mirrors or TLS settings.
+func (o Options) HostsDir() string { return filepath.Join(o.DataDir, "certs.d") }
+
 func (o Options) configPath() string { return filepath.Join(o.DataDir, "containerd.toml") }
 
 // toml quotes a string for TOML (the JSON escaping rules are a subset TOML accepts).
@@ -82,14 +101,23 @@ func toml(s string) string {
 	return string(b)
 }
 
-// Config renders containerd's configuration. restrict_oom_score_adj keeps runc from
-// lowering a container's oom_score_adj below containerd's own, which root without
-// CAP_SYS_RESOURCE may not do; without it every sandbox fails to start.
+// Config renders containerd's configuration, in version 2 of its format (containerd
+// 1.x) or, with ConfigVersion 3, containerd 2's, where the CRI plugin is split into its
+// images, runtime and server parts. restrict_oom_score_adj keeps runc from lowering a
+// container's oom_score_adj below containerd's own, which root without CAP_SYS_RESOURCE
+// may not do; without it every sandbox fails to start.
 func (o Options) Config() string {
 	o.setDefaults()
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p("version = 2")
+	v3 := o.ConfigVersion >= 3
+	cri, images, runtime := `plugins."io.containerd.grpc.v1.cri"`, `plugins."io.containerd.grpc.v1.cri"`, `plugins."io.containerd.grpc.v1.cri"`
+	if v3 {
+		images, runtime = `plugins."io.containerd.cri.v1.images"`, `plugins."io.containerd.cri.v1.runtime"`
+		p("version = 3")
+	} else {
+		p("version = 2")
+	}
 	p("root = %s", toml(filepath.Join(o.DataDir, "root")))
 	p("state = %s", toml(filepath.Join(o.DataDir, "state")))
 	p(`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]`)
@@ -100,29 +128,55 @@ func (o Options) Config() string {
 	p(`[plugins."io.containerd.internal.v1.opt"]`)
 	p("  path = %s", toml(filepath.Join(o.DataDir, "opt")))
 	p("")
-	p(`[plugins."io.containerd.grpc.v1.cri"]`)
-	p("  sandbox_image = %s", toml(o.SandboxImage))
-	p("  restrict_oom_score_adj = true")
+	p("[%s]", cri)
+	if !v3 {
+		p("  sandbox_image = %s", toml(o.SandboxImage))
+		p("  restrict_oom_score_adj = true")
+	}
 	// Only the kubelet, on this host, talks to the streaming server: it proxies the
 	// apiserver's authenticated exec/attach/port-forward requests to it.
 	p(`  stream_server_address = "127.0.0.1"`)
 	p("  stream_server_port = %s", toml(strconv.Itoa(o.StreamServerPort)))
+	if v3 {
+		p("")
+		p("[%s]", images)
+		p("  snapshotter = %s", toml(o.Snapshotter))
+		p("  [%s.pinned_images]", images)
+		p("    sandbox = %s", toml(o.SandboxImage))
+		p("")
+		p("[%s]", runtime)
+		p("  restrict_oom_score_adj = true")
+	}
 	p("  enable_selinux = false")
 	// Pod network namespaces live under the state directory, so that everything a node
 	// leaves on the host is under its data directory (mizzen killall unmounts them there)
 	// and two nodes on one host never share /var/run/netns.
 	p("  netns_mounts_under_state_dir = true")
-	p(`  [plugins."io.containerd.grpc.v1.cri".containerd]`)
-	p("    snapshotter = %s", toml(o.Snapshotter))
+	p(`  [%s.containerd]`, runtime)
+	if !v3 {
+		p("    snapshotter = %s", toml(o.Snapshotter))
+	}
 	p(`    default_runtime_name = "runc"`)
-	p(`    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]`)
+	p(`    [%s.containerd.runtimes.runc]`, runtime)
 	p(`      runtime_type = "io.containerd.runc.v2"`)
-	p(`      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`)
+	p(`      [%s.containerd.runtimes.runc.options]`, runtime)
 	p("        SystemdCgroup = false")
-	p(`  [plugins."io.containerd.grpc.v1.cri".cni]`)
-	p("    bin_dir = %s", toml(o.CNIBinDir))
+	p(`  [%s.cni]`, runtime)
+	if v3 {
+		p("    bin_dirs = [%s]", toml(o.CNIBinDir))
+	} else {
+		p("    bin_dir = %s", toml(o.CNIBinDir))
+	}
 	p("    conf_dir = %s", toml(o.CNIConfDir()))
 	p("    max_conf_num = 1")
+	// Mirrors and TLS settings live in hosts.toml files (WriteHostsDir); credentials,
+	// which those cannot hold, in the plugin's per-host auth.
+	if !v3 {
+		p("")
+	}
+	p("[%s.registry]", images)
+	p("  config_path = %s", toml(o.HostsDir()))
+	b.WriteString(o.Registries.authConfig(images + ".registry"))
 	return b.String()
 }
 

@@ -8,6 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,6 +34,12 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			return err
 		}
 		opts.StreamServerPort = port
+	}
+	if opts.ConfigVersion == 0 {
+		opts.ConfigVersion = configVersionOf(ctx, opts.ContainerdPath)
+	}
+	if err := WriteHostsDir(opts.HostsDir(), opts.Registries); err != nil {
+		return fmt.Errorf("writing the registries' hosts.toml files: %w", err)
 	}
 	if err := os.WriteFile(opts.configPath(), []byte(opts.Config()), 0o644); err != nil {
 		return err
@@ -62,6 +71,11 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 // with SIGTERM and killed if it lingers.
 func runOnce(ctx context.Context, opts Options) error {
 	cmd := exec.Command(opts.ContainerdPath, "--config", opts.configPath())
+	if strings.Contains(opts.ContainerdPath, "/") {
+		// containerd finds its shim (containerd-shim-runc-v2) in PATH first: a containerd
+		// the user names gets the shim beside it, not another version's from PATH.
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(opts.ContainerdPath)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	logFile, err := os.OpenFile(opts.DataDir+"/containerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -125,6 +139,24 @@ func Start(ctx context.Context, opts Options, log *slog.Logger, pauseBinary []by
 		return done, err
 	}
 	return done, nil
+}
+
+// configVersionOf is the configuration format the containerd binary reads: 3 from
+// containerd 2.0 on, 2 before (and when its version cannot be read). `containerd
+// --version` prints "containerd MODULE VERSION COMMIT".
+func configVersionOf(ctx context.Context, containerdPath string) int {
+	out, err := exec.CommandContext(ctx, containerdPath, "--version").Output()
+	if err != nil {
+		return 2
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 {
+		return 2
+	}
+	if major, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(fields[2], "v"), ".", 2)[0]); err == nil && major >= 2 {
+		return 3
+	}
+	return 2
 }
 
 // freeLocalPort returns a TCP port on 127.0.0.1 that was free a moment ago.

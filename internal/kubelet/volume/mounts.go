@@ -21,11 +21,19 @@ func ContainerMounts(c *v1.Container, vols map[string]Mounted, vars map[string]s
 		if !ok || vol.Block {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
 		}
-		hostPath := vol.Path
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
 			sub = expand(vm.SubPathExpr, vars)
 		}
+		if vol.Image != "" {
+			m, err := imageMount(vm, vol, sub)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+			continue
+		}
+		hostPath := vol.Path
 		if sub != "" {
 			p, err := subPathOf(vol, sub)
 			if err != nil {
@@ -42,6 +50,26 @@ func ContainerMounts(c *v1.Container, vols map[string]Mounted, vars map[string]s
 		})
 	}
 	return out, nil
+}
+
+// imageMount is the CRI mount of an image volume: the runtime mounts the image (the
+// one the kubelet pulled, ImageRef) read-only, or only its subPath, as upstream's kubelet
+// asks it to.
+func imageMount(vm v1.VolumeMount, vol Mounted, sub string) (*runtimeapi.Mount, error) {
+	if sub != "" && (filepath.IsAbs(sub) || strings.HasPrefix(filepath.Clean(sub), "..")) {
+		return nil, fmt.Errorf("invalid subpath %q: must be a relative path inside the volume", sub)
+	}
+	ref := vol.ImageRef
+	if ref == "" {
+		ref = vol.Image
+	}
+	return &runtimeapi.Mount{
+		ContainerPath: vm.MountPath,
+		Image:         &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: vol.Image},
+		ImageSubPath:  sub,
+		Readonly:      true,
+		Propagation:   propagation(vm.MountPropagation),
+	}, nil
 }
 
 func subPathOf(vol Mounted, sub string) (string, error) {

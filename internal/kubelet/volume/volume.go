@@ -114,6 +114,12 @@ type Mounted struct {
 	// Block volumes are raw devices: Path links to the device, which containers get
 	// through volumeDevices, never through volumeMounts.
 	Block bool
+	// Image is an image volume's reference, with its pull policy: the runtime mounts
+	// the image itself (CRI Mount.image), so it has no Path. The kubelet pulls it
+	// before a container that mounts it starts and sets ImageRef to the pulled image.
+	Image           string
+	ImagePullPolicy v1.PullPolicy
+	ImageRef        string
 }
 
 // PodDir is the pod's state directory.
@@ -210,6 +216,8 @@ func (m *Manager) mounted(pod *v1.Pod, vol *v1.Volume) (Mounted, bool) {
 		return apiData(kindDownwardAPI)
 	case src.Projected != nil:
 		return apiData(kindProjected)
+	case src.Image != nil:
+		return Mounted{Image: src.Image.Reference, ImagePullPolicy: src.Image.PullPolicy, ReadOnly: true}, true
 	}
 	return Mounted{}, false
 }
@@ -232,6 +240,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 	case src.HostPath != nil:
 		// Never chowned, whatever the fsGroup: the host's files are not the pod's.
 		return setUpHostPath(src.HostPath)
+	case src.Image != nil:
+		return nil // nothing on the host: pulled and mounted by the runtime
 	case src.ConfigMap != nil:
 		memory = false
 		p, err = m.configMapPayload(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.DefaultMode, src.ConfigMap.Optional)

@@ -40,6 +40,15 @@ import (
 // `curl URL` the suite's hooks run: busybox's wget fetches the URL to stdout.
 const curlShim = "#!/bin/sh\n# stand-in for curl: busybox wget; flags are ignored\nfor a in \"$@\"; do case \"$a\" in -*) ;; *) url=$a ;; esac; done\nexec wget -q -O - \"$url\"\n"
 
+// standInOSRelease is the /etc/os-release of the images that upstream bases on
+// agnhost's Alpine Linux image (kitten, nautilus; the ImageVolume spec reads it): it
+// names what they stand in for and says they are not it.
+const standInOSRelease = `NAME="mizzen conformance stand-in for an Alpine Linux based image"
+ID=mizzen-conformance-stand-in
+ID_LIKE=alpine
+PRETTY_NAME="mizzen conformance stand-in (upstream's image is Alpine Linux based; this one is busybox and agnhost)"
+`
+
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 func main() {
@@ -163,7 +172,9 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhos
 			if err != nil {
 				return err
 			}
-			img.Files, img.Entrypoint, img.Cmd = append(append([]containerd.File(nil), withAgnhost...), html...), []string{"/agnhost"}, []string{"test-webserver"}
+			files := append(append([]containerd.File(nil), withAgnhost...), html...)
+			files = append(files, containerd.File{Path: "/etc/os-release", Mode: 0o644, Data: []byte(standInOSRelease)})
+			img.Files, img.Entrypoint, img.Cmd = files, []string{"/agnhost"}, []string{"test-webserver"}
 		default:
 			continue
 		}
