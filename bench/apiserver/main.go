@@ -292,7 +292,7 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set("pod creates/s", float64(nPods)/elapsed.Seconds())
 	f.set("create p50 ms", ms(benchutil.Percentile(all, 0.5)))
 	f.set("create p99 ms", ms(benchutil.Percentile(all, 0.99)))
-	f.set("server CPU ms per create", (benchutil.CPU(c.ServerPIDs())-cpu0)*1000/float64(nPods))
+	f.set("server CPU µs per create", (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(nPods))
 
 	// Gets.
 	var gets atomic.Int64
