@@ -51,10 +51,11 @@ func (c *inProcess) Stop() {
 }
 
 // profileInProcess runs the workload against an in-process server, with a CPU
-// profile of the creates written to cpuPath, one of the gets written to getPath and a
+// profile of the creates written to cpuPath, one of the gets written to getPath, one
+// of the lists whose body is discarded written to listPath and a
 // heap profile, taken where the RSS holding every pod is measured, written to
 // heapPath (any may be empty).
-func profileInProcess(cpuPath, getPath, heapPath string, o options) error {
+func profileInProcess(cpuPath, getPath, listPath, heapPath string, o options) error {
 	c, err := startInProcess()
 	if err != nil {
 		return err
@@ -65,6 +66,9 @@ func profileInProcess(cpuPath, getPath, heapPath string, o options) error {
 		return err2
 	}
 	if o.profileGets, err2 = cpuProfiler(getPath); err2 != nil {
+		return err2
+	}
+	if o.profileLists, err2 = cpuProfiler(listPath); err2 != nil {
 		return err2
 	}
 	var heapErr error

@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"reflect"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -54,6 +55,20 @@ var allocators = sync.Pool{New: func() any { return value.NewFreelistAllocator()
 // round trip of the name would change it), a conversion fails, or the walk meets
 // anything the library's validation or comparison treats other than plainly.
 func (m *Managers) createFast(gvk schema.GroupVersionKind, live, obj runtime.Object, manager string) (runtime.Object, bool) {
+	return m.createWalk(gvk, live, obj, manager, walkGoOrValue)
+}
+
+// createWalks says which of the create walks createWalk may take.
+type createWalks int
+
+const (
+	walkGoOrValue createWalks = iota // the Go object's own walk; if it declines, the value walk
+	walkGoOnly                       // the tests': only the Go object's walk
+	walkValueOnly                    // the tests': only the value walk
+)
+
+// createWalk is createFast with the walks it may take.
+func (m *Managers) createWalk(gvk schema.GroupVersionKind, live, obj runtime.Object, manager string, walks createWalks) (runtime.Object, bool) {
 	if !utf8.ValidString(manager) {
 		return nil, false
 	}
@@ -79,18 +94,34 @@ func (m *Managers) createFast(gvk schema.GroupVersionKind, live, obj runtime.Obj
 	if err != nil {
 		return nil, false
 	}
-	var newValue value.Value
-	if u, ok := newVersioned.(*unstructured.Unstructured); ok {
-		newValue = value.NewValueInterface(u.UnstructuredContent())
-	} else if newValue, err = value.NewValueReflect(newVersioned); err != nil {
-		return nil, false
-	}
-
 	alloc := allocators.Get().(value.Allocator)
 	defer allocators.Put(alloc)
 	w := &createWalker{schema: empty.schema, alloc: alloc, added: fieldpath.NewSet(), modified: fieldpath.NewSet()}
-	if err := w.walk(empty.typeRef, empty.value, newValue); err != nil {
+	u, isUnstructured := newVersioned.(*unstructured.Unstructured)
+	walked := false
+	if isUnstructured && walks == walkGoOnly {
 		return nil, false
+	}
+	if !isUnstructured && walks != walkValueOnly {
+		rv := reflect.ValueOf(newVersioned)
+		walked = w.walkReflect(empty.typeRef, empty.value, rv, value.TypeReflectEntryOf(rv.Type())) == nil
+		if !walked {
+			if walks == walkGoOnly {
+				return nil, false
+			}
+			w.path, w.added, w.modified = w.path[:0], fieldpath.NewSet(), fieldpath.NewSet()
+		}
+	}
+	if !walked {
+		var newValue value.Value
+		if isUnstructured {
+			newValue = value.NewValueInterface(u.UnstructuredContent())
+		} else if newValue, err = value.NewValueReflect(newVersioned); err != nil {
+			return nil, false
+		}
+		if err := w.walk(empty.typeRef, empty.value, newValue); err != nil {
+			return nil, false
+		}
 	}
 
 	// What merge.Updater.Update and the managers around it do with the comparison

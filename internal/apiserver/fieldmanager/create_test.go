@@ -165,7 +165,23 @@ func bothPaths(t *testing.T, m *fieldmanager.Managers, gvk schema.GroupVersionKi
 	if w, g := untimed(t, want), untimed(t, got); !bytes.Equal(w, g) {
 		t.Fatalf("fast path %v differs from the library's:\nlibrary: %s\nfast:    %s", fast, w, g)
 	}
+	// Each of the fast path's two walks alone, where it answers.
+	for name, walk := range map[string]func(schema.GroupVersionKind, k8sruntime.Object, k8sruntime.Object, string) (k8sruntime.Object, bool){
+		"Go object": m.CreateGoWalk, "value": m.CreateValueWalk,
+	} {
+		if got, ok := walk(gvk, newObject(t, gvk), obj.DeepCopyObject(), manager); ok {
+			if w, g := untimed(t, want), untimed(t, got); !bytes.Equal(w, g) {
+				t.Fatalf("the %s walk differs from the library's:\nlibrary: %s\nfast:    %s", name, w, g)
+			}
+		}
+	}
 	return fast
+}
+
+// goWalkAnswers reports whether the Go object's walk alone answers for obj.
+func goWalkAnswers(t *testing.T, m *fieldmanager.Managers, gvk schema.GroupVersionKind, obj k8sruntime.Object) bool {
+	_, ok := m.CreateGoWalk(gvk, newObject(t, gvk), obj.DeepCopyObject(), "m")
+	return ok
 }
 
 // untimed is obj as JSON with its managedFields' times removed.
@@ -191,6 +207,9 @@ type createCase struct {
 	doc  string
 	// slow says the library's path must answer (the fast path declines).
 	slow bool
+	// valueWalk says the fast path's value walk answers, not the Go object's walk
+	// (custom resources, duplicate list items).
+	valueWalk bool
 }
 
 var createCases = []createCase{
@@ -227,7 +246,7 @@ spec:
   hostAliases: [{ip: 10.0.0.1, hostnames: [a]}]
   dnsConfig: {options: [{name: ndots, value: "2"}]}
 status: {phase: Pending}`},
-	{name: "pod with duplicate containers and env", gvk: podGVK, doc: `
+	{name: "pod with duplicate containers and env", gvk: podGVK, valueWalk: true, doc: `
 metadata: {name: dup, namespace: default}
 spec:
   containers:
@@ -269,7 +288,7 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: 8080}, {name: dns, port: 53, protocol: UDP, targetPort: dns}]
   ipFamilies: [IPv4]`},
-	{name: "headless service", gvk: serviceGVK, doc: `
+	{name: "headless service", gvk: serviceGVK, valueWalk: true, doc: `
 metadata: {name: h, namespace: default}
 spec: {clusterIP: None, ports: [{port: 80}, {port: 80}]}`},
 	{name: "configmap", gvk: configMapGVK, doc: `
@@ -278,7 +297,7 @@ data: {a: "1", b: ""}
 binaryData: {bin: aGVsbG8=}`},
 	{name: "empty configmap", gvk: configMapGVK, doc: `metadata: {name: e, namespace: default}`},
 	{name: "configmap with only a name", gvk: configMapGVK, doc: `metadata: {name: e}`},
-	{name: "widget", gvk: widgetGVK, doc: `
+	{name: "widget", gvk: widgetGVK, valueWalk: true, doc: `
 metadata: {name: w, namespace: default, labels: {a: b}}
 spec:
   size: 3
@@ -300,10 +319,10 @@ spec: {size: "three", items: [{value: "no name"}]}`},
 	{name: "widget with a map item lacking its key", gvk: widgetGVK, slow: true, doc: `
 metadata: {name: w, namespace: default}
 spec: {items: [{value: v}]}`},
-	{name: "widget with null items", gvk: widgetGVK, doc: `
+	{name: "widget with null items", gvk: widgetGVK, valueWalk: true, doc: `
 metadata: {name: w, namespace: default}
 spec: {items: null, tags: null, free: null}`},
-	{name: "gadget", gvk: gadgetGVK, doc: `
+	{name: "gadget", gvk: gadgetGVK, valueWalk: true, doc: `
 metadata: {name: g, namespace: default}
 spec: {anything: [1, 2, {x: [true, null]}], more: {a: {}}}
 status: {s: 1}`},
@@ -321,6 +340,9 @@ func TestCreateFastPathMatchesTheLibrary(t *testing.T) {
 				if fast := bothPaths(t, m, c.gvk, obj, manager); fast == c.slow {
 					t.Errorf("manager %q: fast path answered %v, want %v", manager, fast, !c.slow)
 				}
+			}
+			if answers, want := goWalkAnswers(t, m, c.gvk, obj), !c.slow && !c.valueWalk; answers != want {
+				t.Errorf("the Go object's walk answered %v, want %v", answers, want)
 			}
 		})
 	}

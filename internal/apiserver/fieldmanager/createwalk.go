@@ -40,7 +40,7 @@ func (w *createWalker) walk(tr schema.TypeRef, lhs, rhs value.Value) error {
 	alhs := deduceAtom(a, lhs)
 	var inLeaf bool
 	var err error
-	if lhs == nil || alhs.Equals(&arhs) {
+	if lhs == nil || sameAtom(alhs, arhs) {
 		inLeaf, err = w.handle(tr, arhs, lhs, rhs, true)
 	} else {
 		// compareWalker handles the empty object's atom first, with a copy of itself

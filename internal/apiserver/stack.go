@@ -1,0 +1,20 @@
+package apiserver
+
+// A request's goroutine starts with a small stack, and growing a stack copies every
+// frame on it. A create or update decodes its body deep in the handler chain, and the
+// generated protobuf decoders of the big kinds (a pod's containers) have frames of
+// kilobytes: letting them grow the stack there, through the whole chain's frames, took
+// 8.5% of the CPU of a run of pod creates (bench/apiserver -cpuprofile), about as much
+// as decoding them. Growing it once at the top of a write, where few frames sit on it,
+// to the 32 KiB a create needs took 2% (BENCHMARKS.md, perf10).
+
+// growStack needs a frame of 28 KiB, which grows the calling goroutine's stack to
+// 32 KiB (the runtime doubles it until the frame fits). n only keeps the compiler
+// from removing the frame.
+//
+//go:noinline
+func growStack(n int) byte {
+	var reserve [28 << 10]byte
+	reserve[n%len(reserve)] = byte(n)
+	return reserve[(n*7)%len(reserve)]
+}
