@@ -15,18 +15,18 @@
 #
 # Several nodes: NODES=N (default 1) adds N-1 nodes to the fresh cluster, each a `mizzen
 # agent` joined with a token, in a network namespace of its own (NODES_NETNS1, 2, ...),
-# with its own data directory (nodes/NAME), containerd and the suite's images. Their
-# namespaces hang by a veth (NODES_BRIDGE-nI) on the bridge NODES_BRIDGE, the nodes' LAN
-# NODES_SUBNET: that bridge is used where it is (this network namespace, or the host's
-# when this script runs in a namespace of its own, as below), else made here with the
-# subnet's first address. The server must have an address in NODES_SUBNET; the agents
-# take the addresses after it. Pods reach each other across nodes by the vxlan pod
-# network. The namespaces, veths and agents go when the script ends, however it ends.
-# Specs that need two nodes ("at least two untainted nodes", DaemonSet rollback):
+# with its own data directory (nodes/NAME), containerd and the suite's images. The
+# nodes' LAN is the bridge NODES_BRIDGE in this script's network namespace, with an
+# address of the server in NODES_SUBNET (made with the subnet's first address when the
+# bridge is missing); each agent's namespace hangs on it by a veth (NODES_BRIDGE-nI) and
+# takes the addresses after the server's. Pods reach each other across nodes by the
+# vxlan pod network. The namespaces, veths, bridge and agents go when the script ends,
+# however it ends. Specs that need two nodes ("at least two untainted nodes", DaemonSet
+# rollback), in a namespace n-0 of their own:
 #
-#   ip netns add n-0 ... (a bridge nbr with 10.1.2.1/24, n-0's eth0 10.1.2.2/24 on it)
+#   ip netns add n-0 && ip -n n-0 link set lo up
 #   NODES=2 NODES_BRIDGE=nbr NODES_SUBNET=10.1.2.0/24 NODES_NETNS=n- \
-#     FOCUS='at least two untainted nodes|Daemon set' SKIP='\[Disruptive\]' PROCS=1 \
+#     FOCUS='at least two untainted nodes|\[sig-apps\] Daemon set' SKIP='\[Disruptive\]' PROCS=1 \
 #     nsenter --net=/var/run/netns/n-0 ./test/conformance/run.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -109,20 +109,18 @@ go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost"
 AGENTS=()
 ip2int() { local IFS=.; set -- $1; echo $(( ($1 << 24) + ($2 << 16) + ($3 << 8) + $4 )); }
 int2ip() { echo "$(( $1 >> 24 & 255 )).$(( $1 >> 16 & 255 )).$(( $1 >> 8 & 255 )).$(( $1 & 255 ))"; }
-# on_bridge runs a command in the bridge's network namespace: this one, or the host's.
-on_bridge() { if [ "$BRIDGE_NS" = host ]; then nsenter --net=/proc/1/ns/net "$@"; else "$@"; fi; }
+# nodes_bridge makes sure NODES_BRIDGE is here, before the server starts: a namespace
+# holding nothing else then gives the server's node the bridge's address.
+nodes_bridge() {
+  ip link show dev "$NODES_BRIDGE" >/dev/null 2>&1 && return 0
+  CREATED_BRIDGE=1
+  ip link add "$NODES_BRIDGE" type bridge && ip link set "$NODES_BRIDGE" up &&
+    ip addr add "$(int2ip $(( $(ip2int "${NODES_SUBNET%/*}") + 1 )))/${NODES_SUBNET#*/}" dev "$NODES_BRIDGE"
+}
 start_nodes() {
   local plen=${NODES_SUBNET#*/} server_ip token i ns veth ip dir
-  if ip link show dev "$NODES_BRIDGE" >/dev/null 2>&1; then BRIDGE_NS=here
-  elif [ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ] &&
-    nsenter --net=/proc/1/ns/net ip link show dev "$NODES_BRIDGE" >/dev/null 2>&1; then BRIDGE_NS=host
-  else
-    BRIDGE_NS=here CREATED_BRIDGE=1
-    ip link add "$NODES_BRIDGE" type bridge && ip link set "$NODES_BRIDGE" up &&
-      ip addr add "$(int2ip $(( $(ip2int "${NODES_SUBNET%/*}") + 1 )))/$plen" dev "$NODES_BRIDGE" || return 1
-  fi
-  server_ip=$(ip -o -4 addr show to "$NODES_SUBNET" | awk '{sub("/.*", "", $4); print $4; exit}')
-  [ -n "$server_ip" ] || { log "this network namespace has no address in $NODES_SUBNET"; return 1; }
+  server_ip=$(ip -o -4 addr show dev "$NODES_BRIDGE" to "$NODES_SUBNET" | awk '{sub("/.*", "", $4); print $4; exit}')
+  [ -n "$server_ip" ] || { log "$NODES_BRIDGE has no address in $NODES_SUBNET"; return 1; }
   token=$($MIZZEN token create --kubeconfig "$KUBECONFIG_FILE" --description conformance-nodes) || return 1
   mkdir -p "$OUT/nodes"
   for i in $(seq 1 $((NODES - 1))); do
@@ -130,9 +128,7 @@ start_nodes() {
     log "node $ns: $ip in network namespace $ns on $NODES_BRIDGE, data $dir"
     [ -e "/var/run/netns/$ns" ] && { log "network namespace $ns exists: a previous run's? (mizzen killall in it, then ip netns delete $ns)"; return 1; }
     ip netns add "$ns" && NETNS_MADE+=("$ns") &&
-      ip link add "$veth" type veth peer name eth0 netns "$ns" &&
-      { [ "$BRIDGE_NS" = here ] || ip link set "$veth" netns 1; } &&
-      on_bridge ip link set "$veth" master "$NODES_BRIDGE" up &&
+      ip link add "$veth" type veth peer name eth0 netns "$ns" && ip link set "$veth" master "$NODES_BRIDGE" up &&
       ip -n "$ns" addr add "$ip/$plen" dev eth0 && ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up &&
       ip -n "$ns" route add default via "$server_ip" || return 1
     awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
@@ -141,9 +137,12 @@ start_nodes() {
       --data-dir "$dir" --node-name "$ns" --pod-bridge "mizzen$i" --cluster-dns 10.96.0.10 > "$OUT/nodes/$ns.log" 2>&1 &
     AGENTS+=("$!:$ns:$dir:mizzen$i")
   done
-  for _ in $(seq 1 180); do [ "$($K get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$NODES" ] && break; sleep 1; done
+  local deadline=$((SECONDS + 300))
+  until [ "$($K get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$NODES" ]; do
+    [ $SECONDS -lt $deadline ] || { $K get nodes -o wide; return 1; }
+    sleep 2
+  done
   $K get nodes -o wide
-  [ "$($K get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$NODES" ]
 }
 NETNS_MADE=()
 stop_nodes() {
@@ -171,6 +170,7 @@ else
   # A previous run's pod volumes (tmpfs) may still be mounted under its data directory.
   awk -v d="$DATA/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$DATA" && mkdir -p "$DATA/agent/images" || die "cannot clear $DATA"
+  [ "$NODES" -gt 1 ] && { nodes_bridge || die "cannot make the bridge $NODES_BRIDGE"; }
   cp "$OUT"/images/*.tar "$DATA/agent/images/"
   "$MIZZEN" server --data-dir "$DATA" > "$OUT/server.log" 2>&1 &
   SERVER=$!
