@@ -57,6 +57,9 @@ type BundleOptions struct {
 	PodNetwork         string
 	VXLANID, VXLANPort int
 	KubeletPort        int32
+	// NodeIP is the bundled kubelet's InternalIP (empty: the machine's primary address),
+	// as `mizzen agent --node-ip`.
+	NodeIP string
 	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
 	// every address of the node; 0 serves none.
 	IngressHTTPPort, IngressHTTPSPort int
@@ -259,7 +262,7 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		}
 		kf.TLSCertFile, kf.TLSKeyFile = certFile, keyFile
 	}
-	kf.ClientCA = cp.CAFile()
+	kf.ClientCA, kf.NodeIP = cp.CAFile(), opts.NodeIP
 	if opts.KubeletCloudProvider == "external" {
 		if err := agent.WithExternalCloudProvider(&kf); err != nil {
 			return agent.Options{}, err

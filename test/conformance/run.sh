@@ -18,15 +18,16 @@
 # with its own data directory (nodes/NAME), containerd and the suite's images. The
 # nodes' LAN is the bridge NODES_BRIDGE in this script's network namespace, with an
 # address of the server in NODES_SUBNET (made with the subnet's first address when the
-# bridge is missing); each agent's namespace hangs on it by a veth (NODES_BRIDGE-nI) and
-# takes the addresses after the server's. Pods reach each other across nodes by the
-# vxlan pod network. The namespaces, veths, bridge and agents go when the script ends,
+# bridge is missing), which the server's node takes as its InternalIP (--node-ip) and
+# advertises; each agent's namespace hangs on it by a veth (NODES_BRIDGE-nI) and takes
+# the addresses after the server's. Pods reach each other across nodes by the vxlan pod
+# network. The namespaces, veths, bridge and agents go when the script ends,
 # however it ends. Specs that need two nodes ("at least two untainted nodes", DaemonSet
 # rollback), in a namespace n-0 of their own:
 #
 #   ip netns add n-0 && ip -n n-0 link set lo up
 #   NODES=2 NODES_BRIDGE=nbr NODES_SUBNET=10.1.2.0/24 NODES_NETNS=n- \
-#     FOCUS='at least two untainted nodes|\[sig-apps\] Daemon set' SKIP='\[Disruptive\]' PROCS=1 \
+#     FOCUS='at least two untainted nodes|\[sig-apps\] Daemon set.*\[Conformance\]' SKIP='\[Disruptive\]' PROCS=1 \
 #     nsenter --net=/var/run/netns/n-0 ./test/conformance/run.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -109,18 +110,23 @@ go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost"
 AGENTS=()
 ip2int() { local IFS=.; set -- $1; echo $(( ($1 << 24) + ($2 << 16) + ($3 << 8) + $4 )); }
 int2ip() { echo "$(( $1 >> 24 & 255 )).$(( $1 >> 16 & 255 )).$(( $1 >> 8 & 255 )).$(( $1 & 255 ))"; }
-# nodes_bridge makes sure NODES_BRIDGE is here, before the server starts: a namespace
-# holding nothing else then gives the server's node the bridge's address.
+# nodes_bridge makes sure NODES_BRIDGE is here, before the server starts, and sets
+# SERVER_IP, the server's address on it: its node's InternalIP (so that every node is on
+# one LAN, whatever this namespace's default route), its advertised address and the one
+# the agents join.
 nodes_bridge() {
-  ip link show dev "$NODES_BRIDGE" >/dev/null 2>&1 && return 0
-  CREATED_BRIDGE=1
-  ip link add "$NODES_BRIDGE" type bridge && ip link set "$NODES_BRIDGE" up &&
-    ip addr add "$(int2ip $(( $(ip2int "${NODES_SUBNET%/*}") + 1 )))/${NODES_SUBNET#*/}" dev "$NODES_BRIDGE"
+  if ! ip link show dev "$NODES_BRIDGE" >/dev/null 2>&1; then
+    CREATED_BRIDGE=1
+    ip link add "$NODES_BRIDGE" type bridge && ip link set "$NODES_BRIDGE" up &&
+      ip addr add "$(int2ip $(( $(ip2int "${NODES_SUBNET%/*}") + 1 )))/${NODES_SUBNET#*/}" dev "$NODES_BRIDGE" || return 1
+  fi
+  SERVER_IP=$(ip -o -4 addr show dev "$NODES_BRIDGE" to "$NODES_SUBNET" | awk '{sub("/.*", "", $4); print $4; exit}')
+  [ -n "$SERVER_IP" ] || { log "$NODES_BRIDGE has no address in $NODES_SUBNET"; return 1; }
+  SERVER_ARGS+=(--node-ip "$SERVER_IP" --advertise-address "$SERVER_IP")
 }
+SERVER_ARGS=()
 start_nodes() {
-  local plen=${NODES_SUBNET#*/} server_ip token i ns veth ip dir
-  server_ip=$(ip -o -4 addr show dev "$NODES_BRIDGE" to "$NODES_SUBNET" | awk '{sub("/.*", "", $4); print $4; exit}')
-  [ -n "$server_ip" ] || { log "$NODES_BRIDGE has no address in $NODES_SUBNET"; return 1; }
+  local plen=${NODES_SUBNET#*/} server_ip=$SERVER_IP token i ns veth ip dir
   token=$($MIZZEN token create --kubeconfig "$KUBECONFIG_FILE" --description conformance-nodes) || return 1
   mkdir -p "$OUT/nodes"
   for i in $(seq 1 $((NODES - 1))); do
@@ -172,7 +178,7 @@ else
   rm -rf "$DATA" && mkdir -p "$DATA/agent/images" || die "cannot clear $DATA"
   [ "$NODES" -gt 1 ] && { nodes_bridge || die "cannot make the bridge $NODES_BRIDGE"; }
   cp "$OUT"/images/*.tar "$DATA/agent/images/"
-  "$MIZZEN" server --data-dir "$DATA" > "$OUT/server.log" 2>&1 &
+  "$MIZZEN" server --data-dir "$DATA" "${SERVER_ARGS[@]}" > "$OUT/server.log" 2>&1 &
   SERVER=$!
   KUBECONFIG_FILE=$DATA/admin.kubeconfig
   K="$MIZZEN kubectl --kubeconfig $KUBECONFIG_FILE"
