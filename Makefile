@@ -89,10 +89,10 @@ test: deps vet images
 	$(GO) test -count=1 -vet=off -timeout 40m ./test/e2e ./...
 
 ## conformance: build upstream's conformance suite from the Go module proxy and run it
-## against a fresh `mizzen server` on the default ports (FOCUS, SKIP, PROCS, MINUTES;
+## against a fresh `mizzen server` on the default ports (FOCUS, SKIP, PROCS, MINUTES, NODES;
 ## CONFORMANCE_KUBECONFIG for a running cluster); results in _output/conformance
 conformance: deps build
-	FOCUS='$(FOCUS)' SKIP='$(SKIP)' PROCS='$(PROCS)' MINUTES='$(MINUTES)' ./test/conformance/run.sh
+	FOCUS='$(FOCUS)' SKIP='$(SKIP)' PROCS='$(PROCS)' MINUTES='$(MINUTES)' NODES='$(NODES)' ./test/conformance/run.sh
 
 vet:
 	@test -z "$$(gofmt -l cmd internal test bench 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l cmd internal test bench; exit 1; }

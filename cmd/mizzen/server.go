@@ -40,6 +40,7 @@ type serverFlags struct {
 	vxlanID     int
 	vxlanPort   int
 	kubeletPort int32
+	nodeIP      string
 	kubeletCA   string
 	// ingressHTTPPort and ingressHTTPSPort are the bundled Ingress controller's ports.
 	ingressHTTPPort, ingressHTTPSPort int
@@ -181,7 +182,7 @@ func newServerCommand() *cobra.Command {
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: opts, Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,
-				KubeletPort: f.kubeletPort, ControllerManagerPort: f.controllerManagerPort,
+				KubeletPort: f.kubeletPort, NodeIP: f.nodeIP, ControllerManagerPort: f.controllerManagerPort,
 				Containerd: f.containerd, PrivateRegistry: f.privateRegistry,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
 				ProxyHealthzPort: f.proxyHealthzPort,
@@ -196,6 +197,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR that node pod CIDRs are allocated from")
 	cmd.Flags().StringVar(&f.podBridge, "pod-bridge", "mizzen0", "the agent's pod network bridge (distinct per cluster when several share a host)")
 	cmd.Flags().Int32Var(&f.kubeletPort, "kubelet-port", 10250, "the agent's kubelet port")
+	cmd.Flags().StringVar(&f.nodeIP, "node-ip", "", "the agent's node InternalIP (default: the address of the interface to the default route)")
 	cmd.Flags().StringVar(&f.podNetwork, "pod-network", "vxlan", "how the agent's pods reach the other nodes' pods: vxlan, host-gw or none (as `mizzen agent --pod-network`)")
 	cmd.Flags().IntVar(&f.vxlanID, "vxlan-id", podnet.DefaultVNI, "the vxlan pod network's VNI")
 	cmd.Flags().IntVar(&f.vxlanPort, "vxlan-port", podnet.DefaultPort, "the vxlan pod network's UDP port")

@@ -60,6 +60,9 @@ type BundleOptions struct {
 	// Containerd and PrivateRegistry are the agent's containerd binary and
 	// registries.yaml (as `mizzen agent --containerd --private-registry`).
 	Containerd, PrivateRegistry string
+	// NodeIP is the bundled kubelet's InternalIP (empty: the machine's primary address),
+	// as `mizzen agent --node-ip`.
+	NodeIP string
 	// IngressHTTPPort and IngressHTTPSPort are the bundled Ingress controller's ports on
 	// every address of the node; 0 serves none.
 	IngressHTTPPort, IngressHTTPSPort int
@@ -262,7 +265,7 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		}
 		kf.TLSCertFile, kf.TLSKeyFile = certFile, keyFile
 	}
-	kf.ClientCA = cp.CAFile()
+	kf.ClientCA, kf.NodeIP = cp.CAFile(), opts.NodeIP
 	kf.ContainerdPath, kf.PrivateRegistry = opts.Containerd, opts.PrivateRegistry
 	if opts.KubeletCloudProvider == "external" {
 		if err := agent.WithExternalCloudProvider(&kf); err != nil {

@@ -17,6 +17,23 @@
 # registry the images name (registries.yaml, --private-registry), for pods that pull with
 # imagePullPolicy Always. CONTAINERD=/path/to/containerd runs the agent on that binary
 # (e.g. a containerd 2.x, which mounts image volumes) instead of the one in PATH.
+#
+# Several nodes: NODES=N (default 1) adds N-1 nodes to the fresh cluster, each a `mizzen
+# agent` joined with a token, in a network namespace of its own (NODES_NETNS1, 2, ...),
+# with its own data directory (nodes/NAME), containerd and the suite's images. The
+# nodes' LAN is the bridge NODES_BRIDGE in this script's network namespace, with an
+# address of the server in NODES_SUBNET (made with the subnet's first address when the
+# bridge is missing), which the server's node takes as its InternalIP (--node-ip) and
+# advertises; each agent's namespace hangs on it by a veth (NODES_BRIDGE-nI) and takes
+# the addresses after the server's. Pods reach each other across nodes by the vxlan pod
+# network. The namespaces, veths, bridge and agents go when the script ends,
+# however it ends. Specs that need two nodes ("at least two untainted nodes", DaemonSet
+# rollback), in a namespace n-0 of their own:
+#
+#   ip netns add n-0 && ip -n n-0 link set lo up
+#   NODES=2 NODES_BRIDGE=nbr NODES_SUBNET=10.1.2.0/24 NODES_NETNS=n- \
+#     FOCUS='at least two untainted nodes|\[sig-apps\] Daemon set.*\[Conformance\]' SKIP='\[Disruptive\]' PROCS=1 \
+#     nsenter --net=/var/run/netns/n-0 ./test/conformance/run.sh
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -27,6 +44,10 @@ FOCUS=${FOCUS:-'\[Conformance\]'}
 SKIP=${SKIP:-'\[Serial\]|\[Disruptive\]'}
 PROCS=${PROCS:-2}
 MINUTES=${MINUTES:-90}
+NODES=${NODES:-1}
+NODES_BRIDGE=${NODES_BRIDGE:-mzconf0}
+NODES_SUBNET=${NODES_SUBNET:-10.254.0.0/24}
+NODES_NETNS=${NODES_NETNS:-mzconf-}
 MIZZEN=$ROOT/_output/bin/mizzen
 BIN=$OUT/bin
 SRC=$OUT/src
@@ -89,9 +110,71 @@ mkdir -p "$SRC/nnp" && cp -f "$K8S_DIR/test/images/nonewprivs/nnp.go" "$SRC/nnp/
 go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -sh "$OUT/sh" -nnp "$OUT/nnp" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
   die "writing the images failed"
 
+# ------------------------------------------------------------------ the other nodes
+# NODES-1 agents, each in its network namespace on NODES_BRIDGE (see the header).
+AGENTS=()
+ip2int() { local IFS=.; set -- $1; echo $(( ($1 << 24) + ($2 << 16) + ($3 << 8) + $4 )); }
+int2ip() { echo "$(( $1 >> 24 & 255 )).$(( $1 >> 16 & 255 )).$(( $1 >> 8 & 255 )).$(( $1 & 255 ))"; }
+# nodes_bridge makes sure NODES_BRIDGE is here, before the server starts, and sets
+# SERVER_IP, the server's address on it: its node's InternalIP (so that every node is on
+# one LAN, whatever this namespace's default route), its advertised address and the one
+# the agents join.
+nodes_bridge() {
+  if ! ip link show dev "$NODES_BRIDGE" >/dev/null 2>&1; then
+    CREATED_BRIDGE=1
+    ip link add "$NODES_BRIDGE" type bridge && ip link set "$NODES_BRIDGE" up &&
+      ip addr add "$(int2ip $(( $(ip2int "${NODES_SUBNET%/*}") + 1 )))/${NODES_SUBNET#*/}" dev "$NODES_BRIDGE" || return 1
+  fi
+  SERVER_IP=$(ip -o -4 addr show dev "$NODES_BRIDGE" to "$NODES_SUBNET" | awk '{sub("/.*", "", $4); print $4; exit}')
+  [ -n "$SERVER_IP" ] || { log "$NODES_BRIDGE has no address in $NODES_SUBNET"; return 1; }
+  SERVER_ARGS+=(--node-ip "$SERVER_IP" --advertise-address "$SERVER_IP")
+}
+SERVER_ARGS=()
+start_nodes() {
+  local plen=${NODES_SUBNET#*/} server_ip=$SERVER_IP token i ns veth ip dir
+  token=$($MIZZEN token create --kubeconfig "$KUBECONFIG_FILE" --description conformance-nodes) || return 1
+  mkdir -p "$OUT/nodes"
+  for i in $(seq 1 $((NODES - 1))); do
+    ns=$NODES_NETNS$i veth=$NODES_BRIDGE-n$i ip=$(int2ip $(( $(ip2int "$server_ip") + i ))) dir=$OUT/nodes/$NODES_NETNS$i
+    log "node $ns: $ip in network namespace $ns on $NODES_BRIDGE, data $dir"
+    [ -e "/var/run/netns/$ns" ] && { log "network namespace $ns exists: a previous run's? (mizzen killall in it, then ip netns delete $ns)"; return 1; }
+    ip netns add "$ns" && NETNS_MADE+=("$ns") &&
+      ip link add "$veth" type veth peer name eth0 netns "$ns" && ip link set "$veth" master "$NODES_BRIDGE" up &&
+      ip -n "$ns" addr add "$ip/$plen" dev eth0 && ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up &&
+      ip -n "$ns" route add default via "$server_ip" || return 1
+    awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+    rm -rf "$dir" && mkdir -p "$dir/agent/images" && cp "$OUT"/images/*.tar "$dir/agent/images/" || return 1
+    nsenter --net="/var/run/netns/$ns" "$MIZZEN" agent --server "https://$server_ip:6443" --token "$token" \
+      --data-dir "$dir" --node-name "$ns" --pod-bridge "mizzen$i" --cluster-dns 10.96.0.10 \
+      --private-registry "$OUT/registries.yaml" "${CONTAINERD_FLAG[@]}" > "$OUT/nodes/$ns.log" 2>&1 &
+    AGENTS+=("$!:$ns:$dir:mizzen$i")
+  done
+  local deadline=$((SECONDS + 300))
+  until [ "$($K get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$NODES" ]; do
+    [ $SECONDS -lt $deadline ] || { $K get nodes -o wide; return 1; }
+    sleep 2
+  done
+  $K get nodes -o wide
+}
+NETNS_MADE=()
+stop_nodes() {
+  local a pid ns dir br
+  for a in "${AGENTS[@]}"; do kill "${a%%:*}" 2>/dev/null; done
+  for a in "${AGENTS[@]}"; do
+    IFS=: read -r pid ns dir br <<< "$a"
+    wait "$pid" 2>/dev/null
+    nsenter --net="/var/run/netns/$ns" "$MIZZEN" killall --data-dir "$dir" --pod-bridge "$br" >> "$OUT/nodes/$ns.log" 2>&1
+  done
+  # Deleting a namespace deletes its eth0, and so the veth on the bridge.
+  for ns in "${NETNS_MADE[@]}"; do ip netns delete "$ns" 2>/dev/null; done
+  [ -n "${CREATED_BRIDGE:-}" ] && ip link delete "$NODES_BRIDGE" 2>/dev/null
+  return 0
+}
+
 # ------------------------------------------------------------------ the cluster
 rm -rf "$OUT/report" "$OUT/e2e.log" "$OUT/summary.txt" && mkdir -p "$OUT/report"
 if [ -n "${CONFORMANCE_KUBECONFIG:-}" ]; then
+  [ "$NODES" -gt 1 ] && die "NODES adds nodes to a fresh cluster only; a running cluster brings its own"
   KUBECONFIG_FILE=$CONFORMANCE_KUBECONFIG
   log "running against the cluster of $KUBECONFIG_FILE; its nodes need the images in $OUT/images (mizzen image import)"
 else
@@ -99,10 +182,11 @@ else
   # A previous run's pod volumes (tmpfs) may still be mounted under its data directory.
   awk -v d="$DATA/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$DATA" && mkdir -p "$DATA/agent/images" || die "cannot clear $DATA"
+  [ "$NODES" -gt 1 ] && { nodes_bridge || die "cannot make the bridge $NODES_BRIDGE"; }
   cp "$OUT"/images/*.tar "$DATA/agent/images/"
   go build -o "$OUT/registry" ./test/conformance/registry || die "building the registry failed"
   rm -f "$OUT/registry.addr"
-  "$OUT/registry" -dir "$OUT/images" -listen 127.0.0.1:0 -address-file "$OUT/registry.addr" > "$OUT/registry.log" 2>&1 &
+  "$OUT/registry" -dir "$OUT/images" -listen "${SERVER_IP:-127.0.0.1}:0" -address-file "$OUT/registry.addr" > "$OUT/registry.log" 2>&1 &
   REGISTRY=$!
   for _ in $(seq 1 100); do [ -s "$OUT/registry.addr" ] && break; sleep 0.1; done
   [ -s "$OUT/registry.addr" ] || die "the registry did not start; see $OUT/registry.log"
@@ -118,14 +202,16 @@ else
   } > "$OUT/registries.yaml"
   CONTAINERD_FLAG=()
   [ -n "${CONTAINERD:-}" ] && CONTAINERD_FLAG=(--containerd "$CONTAINERD")
-  "$MIZZEN" server --data-dir "$DATA" --private-registry "$OUT/registries.yaml" "${CONTAINERD_FLAG[@]}" > "$OUT/server.log" 2>&1 &
+  "$MIZZEN" server --data-dir "$DATA" --private-registry "$OUT/registries.yaml" "${CONTAINERD_FLAG[@]}" "${SERVER_ARGS[@]}" > "$OUT/server.log" 2>&1 &
   SERVER=$!
   KUBECONFIG_FILE=$DATA/admin.kubeconfig
   K="$MIZZEN kubectl --kubeconfig $KUBECONFIG_FILE"
-  # Pods outlive the agent by design: delete them while the node runs, then stop the server.
-  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; kill $REGISTRY 2>/dev/null' EXIT
+  # Pods outlive the agent by design: delete them while the nodes run, then stop the
+  # agents (and what they leave: containerd, mounts, namespaces), then the server.
+  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; stop_nodes; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; kill $REGISTRY 2>/dev/null' EXIT
   for _ in $(seq 1 180); do $K get nodes 2>/dev/null | grep -q ' Ready' && break; sleep 1; done
   $K get nodes -o wide || die "the server did not come up; see $OUT/server.log"
+  [ "$NODES" -gt 1 ] && { start_nodes || die "the other nodes did not join; see $OUT/nodes/*.log"; }
 fi
 
 # ------------------------------------------------------------------ the suite

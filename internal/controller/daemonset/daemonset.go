@@ -270,6 +270,19 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
+// hasPodStillRunning is whether any of a node's daemon pods may still run: a pod being
+// deleted counts until it is terminal, as upstream's controller counts it, so that a
+// replacement starts only once the pod it replaces has stopped (a rollback then finds
+// the old pods it keeps, and the node never runs two).
+func hasPodStillRunning(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil || !util.IsPodTerminal(p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *dsSync) surging() bool {
 	return s.maxSurge > 0
 }
@@ -283,7 +296,7 @@ func (s *dsSync) manage() (createOn []string, remove []*corev1.Pod) {
 		shouldRun, shouldContinue := s.placement(node)
 		live := livePods(s.nodeToPods[node.Name])
 		switch {
-		case shouldRun && len(live) == 0:
+		case shouldRun && !hasPodStillRunning(s.nodeToPods[node.Name]):
 			createOn = append(createOn, node.Name)
 		case shouldContinue:
 			var running []*corev1.Pod

@@ -395,3 +395,42 @@ func TestFailedPodIsReplacedWithBackoff(t *testing.T) {
 		t.Fatalf("failed pod not replaced after the back-off")
 	}
 }
+
+// TestReplacementWaitsForTheTerminatingPod: a node's daemon pod being deleted but still
+// running keeps its replacement from starting (upstream counts it), so that a rollback
+// finds the old pods it keeps and the node never runs two; once the pod is terminal,
+// the replacement starts.
+func TestReplacementWaitsForTheTerminatingPod(t *testing.T) {
+	w := newWorld(t, newDaemonSet("agent:1"), node("a", nil))
+	w.sync()
+	w.kubelet()
+	w.sync()
+	pods := w.pods()
+	if len(pods) != 1 {
+		t.Fatalf("%d pods, want 1", len(pods))
+	}
+	terminating := pods[0]
+	terminating.DeletionTimestamp = ptr(metav1.NewTime(t0))
+	terminating, err := w.client.CoreV1().Pods("kube-system").Update(w.ctx, terminating, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sync()
+	if pods := w.pods(); len(pods) != 1 {
+		t.Fatalf("while the pod terminates: %d pods, want only the terminating one", len(pods))
+	}
+	terminating.Status.Phase = corev1.PodSucceeded
+	if _, err := w.client.CoreV1().Pods("kube-system").UpdateStatus(w.ctx, terminating, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.sync()
+	var replacements int
+	for _, p := range w.pods() {
+		if p.DeletionTimestamp == nil {
+			replacements++
+		}
+	}
+	if replacements != 1 {
+		t.Fatalf("after the pod stopped: %d replacements, want 1", replacements)
+	}
+}
