@@ -107,7 +107,24 @@ go build -o "$OUT/sh" ./test/conformance/sh || die "building the busybox image's
 # kubernetes module's vendor directory does not build from the module cache).
 mkdir -p "$SRC/nnp" && cp -f "$K8S_DIR/test/images/nonewprivs/nnp.go" "$SRC/nnp/" && chmod u+w "$SRC/nnp/nnp.go" &&
   printf 'module nnp\n\ngo 1.21\n' > "$SRC/nnp/go.mod" && (cd "$SRC/nnp" && go build -o "$OUT/nnp" .) || die "building nonewprivs' nnp failed"
-go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -sh "$OUT/sh" -nnp "$OUT/nnp" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -out "$OUT/images" ||
+# The aggregator spec's images: k8s.io/sample-apiserver of the suite's version and the
+# etcd server mizzen's go.mod pins, each built static in a module of its own.
+build_main() { # build_main DIR MODULE VERSION PACKAGE OUTPUT
+  mkdir -p "$SRC/$1" &&
+    printf 'module mizzen.local/%s-build\n\ngo 1.26.0\n\nrequire %s %s\n' "$1" "$2" "$3" > "$SRC/$1/go.mod" &&
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$4" > "$SRC/$1/tools.go" &&
+    (cd "$SRC/$1" && rm -f go.sum && go mod tidy && go build -ldflags "-s -w" -o "$5" "$4")
+}
+if [ ! -x "$BIN/sample-apiserver" ] || [ "$(cat "$BIN/.sample-apiserver-version" 2>/dev/null)" != "$K8S_VERSION" ]; then
+  build_main sample-apiserver k8s.io/sample-apiserver "v0.${K8S_VERSION#v1.}" k8s.io/sample-apiserver "$BIN/sample-apiserver" || die "building the sample-apiserver failed"
+  echo "$K8S_VERSION" > "$BIN/.sample-apiserver-version"
+fi
+ETCD_VERSION=$(sed -n 's#^\s*go\.etcd\.io/etcd/server/v3 \(v[^ ]*\).*#\1#p' go.mod)
+if [ ! -x "$OUT/etcd" ] || [ "$(cat "$OUT/.etcd-version" 2>/dev/null)" != "$ETCD_VERSION" ]; then
+  build_main etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3 "$OUT/etcd" || die "building etcd failed"
+  echo "$ETCD_VERSION" > "$OUT/.etcd-version"
+fi
+go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -sh "$OUT/sh" -nnp "$OUT/nnp" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -sample-apiserver "$BIN/sample-apiserver" -etcd "$OUT/etcd" -out "$OUT/images" ||
   die "writing the images failed"
 
 # ------------------------------------------------------------------ the other nodes

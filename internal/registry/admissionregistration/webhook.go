@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -363,8 +364,11 @@ func validateService(svc *admissionregistrationv1.ServiceReference, fldPath *fie
 	return allErrs
 }
 
-// validateMatchConditions checks names and that expressions are present; mizzen
-// does not compile the CEL expressions yet.
+// validateMatchConditions checks names and that expressions are present and parse as
+// CEL. Parsing catches what upstream reports as "compilation failed" syntax errors;
+// type errors (an unknown function) are reported when the webhook is first matched,
+// because the admission CEL environment lives in the apiserver, which registry must
+// not import.
 func validateMatchConditions(conditions []admissionregistrationv1.MatchCondition, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if len(conditions) > maxMatchConditions {
@@ -375,6 +379,8 @@ func validateMatchConditions(conditions []admissionregistrationv1.MatchCondition
 		condPath := fldPath.Index(i)
 		if strings.TrimSpace(c.Expression) == "" {
 			allErrs = append(allErrs, field.Required(condPath.Child("expression"), ""))
+		} else if msg := celSyntaxError(c.Expression); msg != "" {
+			allErrs = append(allErrs, field.Invalid(condPath.Child("expression"), c.Expression, "compilation failed: "+msg))
 		}
 		if c.Name == "" {
 			allErrs = append(allErrs, field.Required(condPath.Child("name"), ""))
@@ -389,4 +395,19 @@ func validateMatchConditions(conditions []admissionregistrationv1.MatchCondition
 		}
 	}
 	return allErrs
+}
+
+// celParser parses expressions only; it declares nothing, so any syntactically valid
+// expression passes.
+var celParser, _ = cel.NewEnv()
+
+// celSyntaxError is the parser's report on expr, empty when it parses.
+func celSyntaxError(expr string) string {
+	if celParser == nil {
+		return ""
+	}
+	if _, iss := celParser.Parse(expr); iss != nil && iss.Err() != nil {
+		return iss.Err().Error()
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package admissionregistration
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -123,6 +124,12 @@ func TestWebhookValidate(t *testing.T) {
 		{"match condition without expression", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			hook(c).MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "exclude-leases"}}
 		}, []fieldErr{{field.ErrorTypeRequired, "webhooks[0].matchConditions[0].expression"}}},
+		{"match condition that does not parse", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			hook(c).MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "invalid-expression-1", Expression: "... [] bad expression"}}
+		}, []fieldErr{{field.ErrorTypeInvalid, "webhooks[0].matchConditions[0].expression"}}},
+		{"match condition that parses", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			hook(c).MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "skip-me", Expression: "object.metadata.name != 'skip-me'"}}
+		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,4 +213,20 @@ func TestWebhookUpdateKeepsUnchangedMatchConditions(t *testing.T) {
 	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), nil)
 	updated.Webhooks[0].MatchConditions[0].Expression = "false"
 	assertErrs(t, r.Strategy.ValidateUpdate(ctx, updated, old), []fieldErr{{field.ErrorTypeInvalid, "webhooks[0].matchConditions[0].name"}})
+}
+
+// TestMatchConditionCompileErrorMessage: the spec that creates a webhook with a broken
+// expression looks for upstream's "compilation failed" in the error.
+func TestMatchConditionCompileErrorMessage(t *testing.T) {
+	r := findResource(t, "mutatingwebhookconfigurations")
+	v := validValidating().Webhooks[0]
+	c := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "policy"}, Webhooks: []admissionregistrationv1.MutatingWebhook{{
+		Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules, SideEffects: v.SideEffects, AdmissionReviewVersions: v.AdmissionReviewVersions,
+	}}}
+	c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "invalid-expression-1", Expression: "... [] bad expression"}}
+	r.Strategy.Default(c)
+	errs := r.Strategy.Validate(ctx, c)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "compilation failed: ERROR: <input>:1:") {
+		t.Fatalf("errors = %v, want one compilation failure", errs)
+	}
 }

@@ -12,13 +12,16 @@
 // `sh -c 'nc ...'` then finds /usr/bin/nc, as in upstream's Alpine-based image. The
 // busybox image's /bin/sh is ./test/conformance/sh (ash, but `sh -c env` keeps variables
 // whose names are not shell identifiers, as upstream's busybox does), and nonewprivs is
-// upstream's nnp (built from test/images/nonewprivs, setuid root) over busybox.
+// upstream's nnp (built from test/images/nonewprivs, setuid root) over busybox. The
+// aggregator spec's sample-apiserver is k8s.io/sample-apiserver built from the module
+// proxy (as /sample-apiserver, its entrypoint, as upstream's image has it) and its etcd
+// is go.etcd.io/etcd's server as /usr/local/bin/etcd; both over busybox.
 //
-//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -dnsutils bin/dig -sh bin/sh -nnp bin/nnp -pause bin/mizzen-pause -out DIR
+//	go run ./test/conformance/images -list images.txt -agnhost bin/agnhost -netcat bin/nc -dnsutils bin/dig -sh bin/sh -nnp bin/nnp -pause bin/mizzen-pause -sample-apiserver bin/sample-apiserver -etcd bin/etcd -out DIR
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
-// Nginx, NginxNew, GlibcDnsTesting and Nonewprivs are not built, and specs needing them
+// Nginx, NginxNew, GlibcDnsTesting, Nonewprivs, APIServer and Etcd are not built, and specs needing them
 // fail for that reason.
 package main
 
@@ -59,17 +62,22 @@ func main() {
 	shell := flag.String("sh", "", "the busybox image's /bin/sh (./test/conformance/sh, static)")
 	nnp := flag.String("nnp", "", "upstream's test/images/nonewprivs program (static), installed setuid root as /usr/local/bin/nnp")
 	pause := flag.String("pause", "", "mizzen's pause program")
+	sampleAPIServer := flag.String("sample-apiserver", "", "k8s.io/sample-apiserver (static), the APIServer image's /sample-apiserver")
+	etcd := flag.String("etcd", "", "go.etcd.io/etcd's server (static), the Etcd image's /usr/local/bin/etcd")
 	busybox := flag.String("busybox", "/bin/busybox", "statically linked busybox (Debian's busybox-static)")
 	agnhostSrc := flag.String("agnhost-src", "", "upstream's test/images/agnhost directory, for the files its image carries (porter's localhost.crt and .key)")
 	out := flag.String("out", "", "directory to write <id>.tar archives to")
 	flag.Parse()
-	if err := run(*list, *agnhost, *netcat, *dnsutils, *shell, *nnp, *agnhostSrc, *pause, *busybox, *out); err != nil {
+	extra := map[string]string{"sample-apiserver": *sampleAPIServer, "etcd": *etcd}
+	if err := run(*list, *agnhost, *netcat, *dnsutils, *shell, *nnp, *agnhostSrc, *pause, *busybox, *out, extra); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhostSrc, pausePath, busyboxPath, out string) error {
+// extra names optional programs by role ("sample-apiserver", "etcd"); an empty or
+// missing path leaves that image out.
+func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhostSrc, pausePath, busyboxPath, out string, extra map[string]string) error {
 	agnhost, err := os.ReadFile(agnhostPath)
 	if err != nil {
 		return err
@@ -117,6 +125,15 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhos
 			return err
 		}
 	}
+	programs := map[string][]byte{}
+	for role, path := range extra {
+		if path == "" {
+			continue
+		}
+		if programs[role], err = os.ReadFile(path); err != nil {
+			return err
+		}
+	}
 	if agnhostSrc != "" {
 		// porter serves TLS with these, as upstream's image ships them.
 		for _, name := range []string{"localhost.crt", "localhost.key"} {
@@ -157,6 +174,18 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhos
 			}
 			// As upstream's Dockerfile: COPY nnp /usr/local/bin/nnp; chmod +s.
 			img.Files, img.Cmd = append([]containerd.File{{Path: "/usr/local/bin/nnp", Mode: 0o4755, Data: nnp}}, bb...), []string{"nnp"}
+		case "APIServer":
+			// As upstream's image: ADD sample-apiserver /sample-apiserver, over a small base.
+			if programs["sample-apiserver"] == nil {
+				continue
+			}
+			img.Files, img.Entrypoint = append([]containerd.File{{Path: "/sample-apiserver", Mode: 0o755, Data: programs["sample-apiserver"]}}, bb...), []string{"/sample-apiserver"}
+		case "Etcd":
+			// The spec runs /usr/local/bin/etcd with its own flags.
+			if programs["etcd"] == nil {
+				continue
+			}
+			img.Files, img.Cmd = append([]containerd.File{{Path: "/usr/local/bin/etcd", Mode: 0o755, Data: programs["etcd"]}}, bb...), []string{"/usr/local/bin/etcd"}
 		case "Pause":
 			img.Files, img.Entrypoint = []containerd.File{{Path: "/pause", Mode: 0o755, Data: pause}}, []string{"/pause"}
 		case "Nginx", "NginxNew":

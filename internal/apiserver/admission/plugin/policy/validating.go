@@ -232,8 +232,8 @@ func bound(ctx context.Context, reader admission.Reader, conv admission.Converte
 	return webhook.Versioned(a, conv, version)
 }
 
-// matchResources applies match resources: rules less excluded rules, and the
-// selectors; version is the version of the request's resource the rules matched.
+// matchResources applies match resources: rules (all when none are given) less
+// excluded rules, and the selectors; version is the version of the request's resource the rules matched.
 func matchResources(ctx context.Context, reader admission.Reader, conv admission.Converter, m *admissionregistrationv1.MatchResources, a *admission.Attributes) (version string, ok bool, err error) {
 	if m == nil {
 		return "", false, nil
@@ -241,7 +241,11 @@ func matchResources(ctx context.Context, reader admission.Reader, conv admission
 	if _, excluded := matchNamed(m.ExcludeResourceRules, m.MatchPolicy, a, conv); excluded {
 		return "", false, nil
 	}
-	if version, ok = matchNamed(m.ResourceRules, m.MatchPolicy, a, conv); !ok {
+	// No resourceRules match every resource, as upstream's matcher has it: a binding
+	// that only narrows by namespace or object selector (a policy must name rules).
+	if len(m.ResourceRules) == 0 {
+		version = a.Resource.Version
+	} else if version, ok = matchNamed(m.ResourceRules, m.MatchPolicy, a, conv); !ok {
 		return "", false, nil
 	}
 	if ok, err := webhook.MatchNamespace(ctx, reader, m.NamespaceSelector, a); err != nil || !ok {

@@ -119,6 +119,8 @@ func (c *clients) call(ctx context.Context, cc admissionregistrationv1.WebhookCl
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The webhook learns its deadline as upstream's client tells it: ?timeout=<duration>.
+	u += "?timeout=" + url.QueryEscape(timeout.String())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -127,7 +129,7 @@ func (c *clients) call(ctx context.Context, cc admissionregistrationv1.WebhookCl
 	req.Header.Set("Accept", "application/json")
 	resp, err := cl.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("failed to call webhook: %w", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 3*1024*1024))

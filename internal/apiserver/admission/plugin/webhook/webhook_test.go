@@ -82,3 +82,44 @@ func TestMutatingReinvocation(t *testing.T) {
 		t.Errorf("dry run: %v", err)
 	}
 }
+
+// TestWebhookTimeout: the webhook is told its deadline in ?timeout= as upstream's
+// client tells it, and a webhook slower than timeoutSeconds fails the request with an
+// error naming that URL and the deadline.
+func TestWebhookTimeout(t *testing.T) {
+	release := make(chan struct{})
+	seen := make(chan string, 4)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.URL.RawQuery
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	none := admissionregistrationv1.SideEffectClassNone
+	fail := admissionregistrationv1.Fail
+	u := srv.URL + "/slow"
+	store := admissiontest.New(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "slow"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "slow.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"*"},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			SideEffects: &none, FailurePolicy: &fail, TimeoutSeconds: ptrTo(int32(1))}}})
+	compiler, err := cel.NewCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(false, store, nil, compiler, nil, nil, nil)
+	a := &admission.Attributes{Operation: admission.Create, Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		Resource: corev1.SchemeGroupVersion.WithResource("configmaps"), Name: "cm",
+		Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, User: registry.User{Name: "u"}}
+	err = p.Validate(context.Background(), a)
+	if q := <-seen; q != "timeout=1s" {
+		t.Errorf("the webhook saw query %q, want timeout=1s", q)
+	}
+	want := `failed calling webhook "slow.example.com": failed to call webhook: Post "` + u + `?timeout=1s": context deadline exceeded`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v, want it to contain %s", err, want)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
