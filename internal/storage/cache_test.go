@@ -15,23 +15,30 @@ import (
 	"mizzen/internal/storage"
 )
 
+// newPodCache starts an etcd member (closed when the test ends) and a cache of pods
+// on it, not yet running.
+func newPodCache(ctx context.Context, t *testing.T) (*etcd.Member, *storage.Cache) {
+	t.Helper()
+	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(member.Close)
+	return member, storage.NewCache(member.Client(), []storage.ResourceConfig{{
+		Segment: "pods",
+		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
+		New:     func() runtime.Object { return &corev1.Pod{} },
+		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
+	}}, slog.Default())
+}
+
 // TestWatchAfterStopIsRefused: once the cache has stopped, open watches end and a new
 // one is refused. A watch accepted then would never end, and would hold its HTTP
 // request, and the server's graceful shutdown, open until the deadline.
 func TestWatchAfterStopIsRefused(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
-	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
-		Segment: "pods",
-		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
-		New:     func() runtime.Object { return &corev1.Pod{} },
-		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
-	}}, slog.Default())
+	_, cache := newPodCache(ctx, t)
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { _ = cache.Run(runCtx); close(ran) }()
@@ -75,17 +82,7 @@ func TestWatchAfterStopIsRefused(t *testing.T) {
 func TestSelectorsMayReadTheCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
-	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
-		Segment: "pods",
-		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
-		New:     func() runtime.Object { return &corev1.Pod{} },
-		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
-	}}, slog.Default())
+	member, cache := newPodCache(ctx, t)
 	go func() { _ = cache.Run(ctx) }()
 	<-cache.Ready()
 
