@@ -47,7 +47,7 @@ func newKillallCommand(uninstall bool) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&dir, "data-dir", datadir.Default, "the data directory whose cluster to stop")
-	f.StringVar(&opts.Bridge, "pod-bridge", "", "the pod network's bridge (default: the one the agent's CNI configuration names, else mizzen0)")
+	f.StringVar(&opts.Bridge, "pod-bridge", "", "the pod network's bridge (default: the one the agent's CNI configuration names; none when the agent never ran)")
 	f.DurationVar(&opts.GracePeriod, "grace-period", 0, "how long mizzen processes get to stop after SIGTERM before SIGKILL (default 20s)")
 	return cmd
 }

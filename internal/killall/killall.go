@@ -36,7 +36,9 @@ import (
 type Options struct {
 	Dir datadir.Dir
 	// Bridge is the pod network's bridge; by default the one the agent's CNI
-	// configuration names, else mizzen0.
+	// configuration names. A data directory whose agent never wrote one (a server
+	// run without its agent) made no pod network, so none is removed: a bridge of
+	// the default name on this host is another data directory's.
 	Bridge string
 	// GracePeriod is how long mizzen processes get after SIGTERM before SIGKILL.
 	GracePeriod time.Duration
@@ -52,6 +54,10 @@ type Report struct {
 }
 
 func (r Report) String() string {
+	if r.Bridge == "" {
+		return fmt.Sprintf("stopped %d processes and %d pod processes, removed %d pod cgroups and %d mounts; no pod network of this data directory",
+			r.Processes, r.PodProcesses, r.Cgroups, r.Mounts)
+	}
 	return fmt.Sprintf("stopped %d processes and %d pod processes, removed %d pod cgroups and %d mounts, and the pod network %s",
 		r.Processes, r.PodProcesses, r.Cgroups, r.Mounts, r.Bridge)
 }
@@ -107,6 +113,9 @@ func Run(opts Options) (Report, error) {
 		errs = append(errs, err)
 	}
 
+	if report.Bridge == "" {
+		return report, errors.Join(errs...)
+	}
 	if err := deleteLink(report.Bridge); err != nil {
 		errs = append(errs, err)
 	}
@@ -134,7 +143,7 @@ func Uninstall(opts Options) (Report, error) {
 	return report, err
 }
 
-// bridgeOf is the bridge the agent's CNI configuration names, or mizzen0.
+// bridgeOf is the bridge the agent's CNI configuration names, or "" when it has none.
 func bridgeOf(dir datadir.Dir) string {
 	files, _ := filepath.Glob(filepath.Join(containerd.Options{DataDir: dir.Containerd()}.CNIConfDir(), "*.conflist"))
 	for _, f := range files {
@@ -157,7 +166,7 @@ func bridgeOf(dir datadir.Dir) string {
 			}
 		}
 	}
-	return "mizzen0"
+	return ""
 }
 
 // processes are a data directory's: mizzen components, and its containerd and shims.

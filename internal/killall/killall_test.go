@@ -60,8 +60,9 @@ func TestMountPointsUnder(t *testing.T) {
 
 func TestBridgeOfReadsTheAgentsCNIConfiguration(t *testing.T) {
 	d := datadir.Dir(t.TempDir())
-	if got := bridgeOf(d); got != "mizzen0" {
-		t.Fatalf("without a configuration: %q, want mizzen0", got)
+	// No agent ran there: the host's mizzen0, if any, is another data directory's.
+	if got := bridgeOf(d); got != "" {
+		t.Fatalf("without a configuration: %q, want none", got)
 	}
 	opts := containerd.Options{DataDir: d.Containerd(), Bridge: "mzn-x"}
 	conf, err := containerd.CNIConfList("10.1.0.0/24", opts.Bridge, t.TempDir(), 0)
