@@ -86,6 +86,7 @@ uninstall: build
 ## longest package, and the others run beside it. -vet=off: the vet target has just
 ## checked every package, tests included, with all of vet's analyzers.
 test: deps vet images
+	@hack/check-disk.sh $${TMPDIR:-/tmp} 8
 	$(GO) test -count=1 -vet=off -timeout 40m ./test/e2e ./...
 
 ## conformance: build upstream's conformance suite from the Go module proxy and run it
