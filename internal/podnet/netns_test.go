@@ -66,6 +66,15 @@ func TestProgramsMachines(t *testing.T) {
 		_, err := lab.Machines[from].Run(ctx, "busybox", "ping", "-c1", "-W2", "-I", src, dst)
 		return err
 	}
+	// pingBoth pings each machine's pod network from the other's.
+	pingBoth := func() error {
+		for i := range 2 {
+			if err := ping(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if ping(0) == nil {
 		t.Fatal("the pod networks reach each other before anything is programmed")
 	}
@@ -142,14 +151,7 @@ func TestProgramsMachines(t *testing.T) {
 	}
 
 	stop := run(VXLAN)
-	eventually("vxlan: the pod networks reach each other", func() error {
-		for i := range 2 {
-			if err := ping(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	eventually("vxlan: the pod networks reach each other", pingBoth)
 	for _, m := range lab.Machines {
 		c, err := condition(m.Name)
 		if err != nil || c.Status != v1.ConditionFalse || c.Reason != ReasonReady {
@@ -180,14 +182,7 @@ func TestProgramsMachines(t *testing.T) {
 		}
 		return nil
 	})
-	eventually("host-gw: the pod networks reach each other", func() error {
-		for i := range 2 {
-			if err := ping(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	eventually("host-gw: the pod networks reach each other", pingBoth)
 	// A node on another network cannot be reached by host-gw: said on the Node.
 	far := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "far"}, Spec: v1.NodeSpec{PodCIDR: "10.149.3.0/24"},
 		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.99.0.7"}}}}
