@@ -199,14 +199,19 @@ func TestProgramsMachines(t *testing.T) {
 		}
 		return nil
 	})
-	events, _ := client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
-	found := false
-	for _, e := range events.Items {
-		found = found || (e.Reason == ReasonUnreachable && e.InvolvedObject.Name == lab.Machines[0].Name && e.Type == v1.EventTypeWarning)
-	}
-	if !found {
-		t.Errorf("no %s Warning event on %s: %+v", ReasonUnreachable, lab.Machines[0].Name, events.Items)
-	}
+	// The event is written by the recorder's own goroutine, after the condition.
+	eventually("host-gw: a Warning event says so", func() error {
+		events, err := client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == ReasonUnreachable && e.InvolvedObject.Name == lab.Machines[0].Name && e.Type == v1.EventTypeWarning {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Warning event on %s: %+v", ReasonUnreachable, lab.Machines[0].Name, events.Items)
+	})
 	// Removing a node removes its route.
 	if err := client.CoreV1().Nodes().Delete(ctx, lab.Machines[1].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
