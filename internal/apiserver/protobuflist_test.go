@@ -62,3 +62,41 @@ func TestProtobufListIsTheSerializers(t *testing.T) {
 		t.Error("a type without protobuf counted as protobuf")
 	}
 }
+
+// TestJSONListIsTheSerializers: a JSON list joined from the entries' cached encodings
+// (which name their kind, as a watch event's object does) has the bytes the JSON
+// serializer gives the list object, whose items, as upstream's, do not.
+func TestJSONListIsTheSerializers(t *testing.T) {
+	s := fuzzServer(t)
+	s.log = slog.New(slog.DiscardHandler)
+	h := &resourceHandler{Resource: fuzzPodResource}
+	for _, n := range []int{0, 1, 3} {
+		var entries []*storage.Entry
+		// Upstream's empty list has "items":[], as the joined one.
+		list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "12345"}, Items: []corev1.Pod{}}
+		for i := 0; i < n; i++ {
+			pod := &corev1.Pod{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "default", ResourceVersion: fmt.Sprint(100 + i)},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+			}
+			entries = append(entries, &storage.Entry{Key: pod.Name, Object: pod})
+			item := *pod
+			item.TypeMeta = metav1.TypeMeta{}
+			list.Items = append(list.Items, item)
+		}
+		list.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		want := httptest.NewRecorder()
+		s.writeObject(want, 200, list, mediaJSON)
+		got := httptest.NewRecorder()
+		s.writeJSONList(got, h, entries, 12345)
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Fatalf("%d pods: the list's bytes differ from the serializer's:\n got %s\nwant %s", n, got.Body.Bytes(), want.Body.Bytes())
+		}
+		for _, e := range entries {
+			if cached, _ := e.Encoded(0, s.encodeJSONItem); !bytes.HasPrefix(cached, []byte(`{"kind":"Pod","apiVersion":"v1",`)) {
+				t.Fatalf("the cached encoding of %s, a watch event's object, lost its kind: %s", e.Key, cached)
+			}
+		}
+	}
+}

@@ -152,6 +152,9 @@ func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entrie
 	}
 	head := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`,
 		h.Kind+"List", h.GroupVersion.String(), rv)
+	// A cached encoding is a watch event's object and names its kind; upstream's list
+	// items do not (the list says it once), so the items go out without it.
+	itemType := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,`, h.Kind, h.GroupVersion.String())
 	// Written through a small buffer rather than joined: a list of many objects would
 	// otherwise be one more copy of all of them, garbage once sent.
 	w.Header().Set("Content-Type", mediaJSON)
@@ -161,6 +164,10 @@ func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entrie
 	for i, item := range items {
 		if i > 0 {
 			_ = bw.WriteByte(',')
+		}
+		if rest, ok := bytes.CutPrefix(item, itemType); ok {
+			_ = bw.WriteByte('{')
+			item = rest
 		}
 		_, _ = bw.Write(item)
 	}

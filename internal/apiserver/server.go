@@ -36,6 +36,7 @@ import (
 	"mizzen/internal/apiserver/aggregator"
 	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/apiserver/authn/bootstraptoken"
+	"mizzen/internal/apiserver/compression"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
@@ -377,6 +378,11 @@ func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
 	if s.serveAggregated(w, r, info) {
 		return
 	}
+	if compressible(info) && compression.Accepts(r) {
+		cw := compression.NewWriter(w)
+		defer cw.Close()
+		w = cw
+	}
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 	if c := createOnly(gvr); c != nil {
 		s.serveCreateOnly(w, r, info, c)
@@ -395,6 +401,21 @@ func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveResource(w, r, info, h)
+}
+
+// compressible reports whether a resource request's response is an encoded object,
+// which upstream gzips when it is large and the client accepts gzip (package
+// compression). Watches never are, nor the streams and proxied bytes of the
+// connect subresources.
+func compressible(info *requestInfo) bool {
+	if info.Verb == "watch" {
+		return false
+	}
+	switch info.Subresource {
+	case "log", "exec", "attach", "portforward", "proxy":
+		return false
+	}
+	return true
 }
 
 // isPublicPath reports whether a path is served to requests without credentials.
