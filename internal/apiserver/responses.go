@@ -153,7 +153,9 @@ func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entrie
 	head := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`,
 		h.Kind+"List", h.GroupVersion.String(), rv)
 	// A cached encoding is a watch event's object and names its kind; upstream's list
-	// items do not (the list says it once), so the items go out without it.
+	// items do not (the list says it once), so the items go out without it. A custom
+	// resource's items keep theirs, as upstream's: encoded from a map, they begin with
+	// "apiVersion" and never match.
 	itemType := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,`, h.Kind, h.GroupVersion.String())
 	// Written through a small buffer rather than joined: a list of many objects would
 	// otherwise be one more copy of all of them, garbage once sent.
