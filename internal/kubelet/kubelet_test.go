@@ -668,3 +668,41 @@ func TestExternalCloudProvider(t *testing.T) {
 		t.Errorf("conditions = %v: the route controller's NetworkUnavailable was dropped", node.Status.Conditions)
 	}
 }
+
+// An extended resource a client advertised in the node's status (as the scheduler's
+// preemption specs do) survives the kubelet's later status posts, in capacity and in
+// allocatable, as upstream's kubelet keeps it; the kubelet's own resources stay its own.
+func TestExtendedResourcesSurviveStatusUpdates(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	ctx := context.Background()
+	h.eventually("node registered with status", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		return err == nil && len(n.Status.Conditions) == 4
+	})
+	node, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const foo = v1.ResourceName("scheduling.k8s.io/foo")
+	node.Status.Capacity[foo] = resource.MustParse("5")
+	node.Status.Capacity[v1.ResourceCPU] = resource.MustParse("64") // not the client's to change
+	if _, err := h.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A new image changes the status, so the kubelet posts it again.
+	h.rt.PreloadImages("registry.local/later:1")
+	h.eventually("status posted with the new image", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Images) == 1
+	})
+	for _, list := range []v1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+		if q := list[foo]; q.Cmp(resource.MustParse("5")) != 0 {
+			t.Errorf("%s = %s, want 5 (capacity %v, allocatable %v)", foo, q.String(), node.Status.Capacity, node.Status.Allocatable)
+		}
+		if q := list[v1.ResourceCPU]; q.Cmp(resource.MustParse("4")) != 0 {
+			t.Errorf("cpu = %s, want the machine's 4", q.String())
+		}
+	}
+}

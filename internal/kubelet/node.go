@@ -167,7 +167,9 @@ func (kl *Kubelet) registerNode(ctx context.Context) (*v1.Node, error) {
 // no API call.
 func (kl *Kubelet) updateNodeStatus(ctx context.Context, force bool) (bool, error) {
 	if !force && kl.lastNodeStatus != nil {
-		probe := &v1.Node{}
+		// The probe starts from what was posted, so the extended resources kept
+		// from it compare equal.
+		probe := &v1.Node{Status: v1.NodeStatus{Capacity: kl.lastNodeStatus.Capacity.DeepCopy()}}
 		kl.setNodeStatus(ctx, probe, kl.lastNodeStatus)
 		if nodeStatusEquivalent(kl.lastNodeStatus, &probe.Status) {
 			return false, nil
@@ -206,9 +208,7 @@ func nodeStatusEquivalent(a, b *v1.NodeStatus) bool {
 // previous conditions so transition times survive.
 func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.NodeStatus) {
 	m := kl.opts.Machine
-	alloc := kl.nodeAllocatable()
-	node.Status.Capacity = alloc
-	node.Status.Allocatable = alloc.DeepCopy()
+	node.Status.Capacity, node.Status.Allocatable = withExtendedResources(kl.nodeAllocatable(), node.Status.Capacity)
 	node.Status.Addresses = kl.nodeAddresses(old)
 	node.Status.DaemonEndpoints = v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: kl.opts.Port}}
 	info := v1.NodeSystemInfo{
@@ -492,4 +492,30 @@ func osImage() string {
 // nodeOwnerRef makes the Node own its Lease, so deleting the Node deletes the Lease.
 func nodeOwnerRef(name string, uid types.UID) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
+}
+
+// withExtendedResources returns the node's capacity and allocatable: the kubelet's own
+// resources, plus the extended resources (example.com/foo) a client advertised in the
+// node's status capacity, which the kubelet keeps as upstream's does (it manages no
+// device plugins, so it has none of its own to remove). Allocatable mirrors capacity:
+// the kubelet reserves nothing.
+func withExtendedResources(own, posted v1.ResourceList) (capacity, allocatable v1.ResourceList) {
+	capacity = own.DeepCopy()
+	for name, q := range posted {
+		if _, mine := capacity[name]; !mine && isExtendedResourceName(name) {
+			capacity[name] = q.DeepCopy()
+		}
+	}
+	return capacity, capacity.DeepCopy()
+}
+
+// isExtendedResourceName reports a domain-qualified resource name outside kubernetes.io
+// (and not a quota's requests.* name), as upstream's v1helper.IsExtendedResourceName.
+func isExtendedResourceName(name v1.ResourceName) bool {
+	s := string(name)
+	domain, _, found := strings.Cut(s, "/")
+	if !found || domain == "" || strings.HasPrefix(s, "requests.") {
+		return false
+	}
+	return domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }
