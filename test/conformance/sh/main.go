@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 )
 
@@ -25,9 +26,19 @@ func main() {
 			os.Exit(126)
 		}
 	}
-	err := syscall.Exec(busybox, append([]string{"sh"}, args...), os.Environ())
+	err := syscall.Exec(busybox, append([]string{shellName(os.Args[0])}, args...), os.Environ())
 	fmt.Fprintf(os.Stderr, "sh: %s: %v\n", busybox, err)
 	os.Exit(127)
+}
+
+// shellName is the argv[0] busybox gets: the name this program was run by when it is
+// sh, so ash's messages begin as upstream's image's do ("/bin/sh: can't create ..."
+// when run as /bin/sh), and busybox still picks its sh applet from the base name.
+func shellName(arg0 string) string {
+	if filepath.Base(arg0) == "sh" {
+		return arg0
+	}
+	return "sh"
 }
 
 // plainWord: the script is one command name a shell would look up in PATH as it is.

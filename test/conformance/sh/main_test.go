@@ -12,3 +12,11 @@ func TestPlainWord(t *testing.T) {
 		}
 	}
 }
+
+func TestShellNameKeepsThePathItWasRunBy(t *testing.T) {
+	for arg0, want := range map[string]string{"/bin/sh": "/bin/sh", "sh": "sh", "/bin/mizzen-sh": "sh", "": "sh"} {
+		if got := shellName(arg0); got != want {
+			t.Errorf("shellName(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
