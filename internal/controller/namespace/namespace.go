@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -129,9 +130,24 @@ func (c *Controller) deleteContent(ctx context.Context, namespace string) (*cont
 		}
 	}
 	background := metav1.DeletePropagationBackground
+	// Pods go first, and nothing else goes while one is left (upstream's ordered namespace
+	// deletion, GA in 1.34): a pod still running keeps the network policies, secrets and
+	// config maps it was given until it has stopped.
+	slices.SortStableFunc(resources, func(a, b util.DiscoveredResource) int {
+		switch {
+		case isPods(a.GVR) == isPods(b.GVR):
+			return 0
+		case isPods(a.GVR):
+			return -1
+		}
+		return 1
+	})
 	for _, res := range resources {
 		if !res.Namespaced {
 			continue
+		}
+		if !isPods(res.GVR) && r.remainingByGR["pods"] > 0 {
+			break
 		}
 		api := c.metadata.Resource(res.GVR).Namespace(namespace)
 		list, err := api.List(ctx, metav1.ListOptions{})
@@ -181,6 +197,9 @@ func (c *Controller) deleteContent(ctx context.Context, namespace string) (*cont
 	}
 	return r, nil
 }
+
+// isPods: the resource ordered namespace deletion empties first.
+func isPods(gvr schema.GroupVersionResource) bool { return gvr.Group == "" && gvr.Resource == "pods" }
 
 // conditions renders the report as the namespace deletion conditions upstream shows.
 func (r *contentReport) conditions() []corev1.NamespaceCondition {

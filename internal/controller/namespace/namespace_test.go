@@ -264,3 +264,38 @@ func TestNamespacesNotBeingDeletedAreUntouched(t *testing.T) {
 		}
 	}
 }
+
+// Ordered namespace deletion: while a pod is left, nothing else in the namespace is
+// deleted, so a pod that is still stopping keeps its config maps and secrets.
+func TestPodsGoBeforeEverythingElse(t *testing.T) {
+	f := newFixture(terminatingNamespace("doomed", corev1.FinalizerKubernetes), false,
+		object("v1", "ConfigMap", "doomed", "settings"),
+		object("v1", "Pod", "doomed", "stopping", "example.com/hold"),
+		object("apps/v1", "Deployment", "doomed", "web"))
+	err := f.c.sync(context.Background(), "doomed")
+	var later *util.RequeueAfterError
+	if !errors.As(err, &later) {
+		t.Fatalf("sync returned %v, want a requeue while the pod remains", err)
+	}
+	if got, want := f.deleted(), []string{"pods/doomed/stopping"}; !slices.Equal(got, want) {
+		t.Fatalf("deleted %v while the pod remains, want only %v", got, want)
+	}
+	if c := f.condition(t, corev1.NamespaceContentRemaining); c.Message != "Some resources are remaining: pods has 1 resource instances" {
+		t.Errorf("NamespaceContentRemaining = %+v", c)
+	}
+
+	// The pod's finalizer goes; the next pass deletes the rest.
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	if err := f.meta.Tracker().Delete(pods, "doomed", "stopping"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.sync(context.Background(), "doomed"); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if got, want := f.deleted(), []string{"configmaps/doomed/settings", "deployments/doomed/web", "pods/doomed/stopping"}; !slices.Equal(got, want) {
+		t.Errorf("deleted %v, want %v", got, want)
+	}
+	if f.finalized() == nil {
+		t.Fatal("namespace not finalized once empty")
+	}
+}
