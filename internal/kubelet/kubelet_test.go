@@ -706,3 +706,45 @@ func TestExtendedResourcesSurviveStatusUpdates(t *testing.T) {
 		}
 	}
 }
+
+// A pod that bypasses the scheduler with a host port another pod on the node holds is
+// rejected, as upstream's kubelet admission does; a free port is not.
+func TestAdmissionRejectsTakenHostPorts(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	withPort := func(name string, port v1.ContainerPort) *v1.Pod {
+		p := newPod(name, "app")
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{port}
+		return p
+	}
+	h.createPod(withPort("a-holder", v1.ContainerPort{ContainerPort: 80, HostPort: 8080}))
+	h.waitPod("a-holder", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	h.createPod(withPort("b-taker", v1.ContainerPort{ContainerPort: 80, HostPort: 8080, HostIP: "10.0.0.1", Protocol: v1.ProtocolTCP}))
+	p := h.waitPod("b-taker", "rejected", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if p.Status.Reason != "NodePorts" || p.Status.Message != "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	h.createPod(withPort("c-udp", v1.ContainerPort{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolUDP}))
+	h.waitPod("c-udp", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+}
+
+func TestHostPortsConflict(t *testing.T) {
+	port := func(ip string, proto v1.Protocol, n int32) v1.ContainerPort {
+		return v1.ContainerPort{HostIP: ip, Protocol: proto, HostPort: n}
+	}
+	for _, c := range []struct {
+		a, b v1.ContainerPort
+		want bool
+	}{
+		{port("", "", 80), port("0.0.0.0", v1.ProtocolTCP, 80), true},
+		{port("10.0.0.1", "", 80), port("", "", 80), true},
+		{port("10.0.0.1", "", 80), port("10.0.0.2", "", 80), false},
+		{port("10.0.0.1", "", 80), port("10.0.0.1", "", 80), true},
+		{port("", v1.ProtocolTCP, 80), port("", v1.ProtocolUDP, 80), false},
+		{port("", "", 80), port("", "", 81), false},
+	} {
+		if got := hostPortsConflict(c.a, c.b); got != c.want {
+			t.Errorf("hostPortsConflict(%+v, %+v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
