@@ -294,6 +294,20 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return
 		}
 	}
+	// Marked before it is deleted, as upstream does, so that its controllers see a
+	// disruption rather than a failure of its own (a Job's pod failure policy).
+	if len(opts.DryRun) == 0 {
+		_, err := s.updateObject(ctx, h, info.Namespace, info.Name, updateStatus, false, &fieldOwner{manager: selfManager, subresource: "status"}, func(current runtime.Object) (runtime.Object, error) {
+			p := current.(*corev1.Pod)
+			setPodCondition(&p.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()})
+			return p, nil
+		})
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if _, _, err := s.deleteObject(ctx, h, info.Namespace, info.Name, opts); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -548,6 +548,41 @@ func TestEvictionRespectsBudgets(t *testing.T) {
 	}
 }
 
+// TestEvictionMarksThePod: an evicted pod carries upstream's DisruptionTarget condition
+// as it goes (seen here because a finalizer holds it), so a Job's pod failure policy can
+// tell an eviction from a failure of its own.
+func TestEvictionMarksThePod(t *testing.T) {
+	c := kubernetes.NewForConfigOrDie(apiserver.Start(t))
+	ctx := context.Background()
+	pods := c.CoreV1().Pods("default")
+	held := newPod("held")
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := pods.Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pods.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *corev1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			found = &p.Status.Conditions[i]
+		}
+	}
+	if p.DeletionTimestamp == nil || found == nil || found.Status != corev1.ConditionTrue ||
+		found.Reason != "EvictionByEvictionAPI" || found.Message != "Eviction API: evicting" {
+		t.Fatalf("evicted pod: deletionTimestamp %v, DisruptionTarget %+v", p.DeletionTimestamp, found)
+	}
+	p.Finalizers = nil
+	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestListFormatsAgree: the same list as JSON (joined from cached encodings), YAML and
 // protobuf says the same thing.
 func TestListFormatsAgree(t *testing.T) {
