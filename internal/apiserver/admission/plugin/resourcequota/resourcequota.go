@@ -7,6 +7,7 @@ package resourcequota
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -90,7 +91,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 				return admission.Forbiddenf(a, "failed quota: %s: %v", q.Name, err)
 			}
 		}
-		if len(restricted) == 0 {
+		if len(restricted) == 0 && statusCaughtUp(q) {
 			continue
 		}
 		if a.DryRun {
@@ -99,7 +100,8 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			}
 			continue
 		}
-		if err := p.charge(ctx, q, restricted, delta); err != nil {
+		restricted, err := p.charge(ctx, q, delta)
+		if err != nil {
 			undo()
 			if apierrors.IsNotFound(err) {
 				continue // the quota went away meanwhile
@@ -108,6 +110,9 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 				return err
 			}
 			return admission.NewForbidden(a, err)
+		}
+		if len(restricted) == 0 {
+			continue
 		}
 		q := q
 		charged = append(charged, func() { p.refund(context.WithoutCancel(ctx), q, restricted, delta) })
@@ -120,10 +125,21 @@ func isPod(a *admission.Attributes) bool {
 	return ok
 }
 
-// charge adds delta to the quota's used in one transaction, if it fits.
-func (p *Plugin) charge(ctx context.Context, q *corev1.ResourceQuota, restricted []corev1.ResourceName, delta corev1.ResourceList) error {
+// errNothingToCharge: the stored quota limits none of what the write uses.
+var errNothingToCharge = errors.New("nothing to charge")
+
+// charge adds delta to the quota's used in one transaction, if it fits, and returns
+// the resources it charged. What the quota limits is read from the stored quota, not
+// the cached one the caller listed: a quota whose status the controller has only just
+// computed limits the writes that follow at once.
+func (p *Plugin) charge(ctx context.Context, q *corev1.ResourceQuota, delta corev1.ResourceList) ([]corev1.ResourceName, error) {
+	var restricted []corev1.ResourceName
 	_, err := p.writer.UpdateStatus(ctx, quotasGVR, q.Namespace, q.Name, func(cur runtime.Object) (runtime.Object, error) {
 		fresh := cur.(*corev1.ResourceQuota)
+		restricted = restrictedNames(fresh, delta)
+		if len(restricted) == 0 {
+			return nil, errNothingToCharge
+		}
 		if err := check(fresh, restricted, delta); err != nil {
 			return nil, err
 		}
@@ -134,7 +150,24 @@ func (p *Plugin) charge(ctx context.Context, q *corev1.ResourceQuota, restricted
 		}
 		return fresh, nil
 	})
-	return err
+	if errors.Is(err, errNothingToCharge) {
+		return nil, nil
+	}
+	return restricted, err
+}
+
+// statusCaughtUp: the quota's status limits what its spec does (the controller has
+// published the spec's hard limits), so a cached copy tells what it restricts.
+func statusCaughtUp(q *corev1.ResourceQuota) bool {
+	if len(q.Spec.Hard) != len(q.Status.Hard) {
+		return false
+	}
+	for n, want := range q.Spec.Hard {
+		if got, ok := q.Status.Hard[n]; !ok || got.Cmp(want) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // refund takes back a charge when a later quota refused the write.

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/admissiontest"
@@ -115,5 +117,35 @@ func TestServiceNodePorts(t *testing.T) {
 				t.Errorf("err = %v, want allowed=%v", err, tt.allowed)
 			}
 		})
+	}
+}
+
+// staleReader lists a quota as a lagging cache would: created, its status not yet
+// computed by the controller.
+type staleReader struct{ admission.Reader }
+
+func (r staleReader) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	objs, err := r.Reader.List(ctx, gvr, namespace)
+	for i, o := range objs {
+		q := o.(*corev1.ResourceQuota).DeepCopy()
+		q.Status = corev1.ResourceQuotaStatus{}
+		objs[i] = q
+	}
+	return objs, err
+}
+
+// A quota whose status the controller has just computed limits the next writes even
+// when the cached copy admission lists has no status yet.
+func TestStaleCachedQuotaStillLimits(t *testing.T) {
+	store := admissiontest.New(newQuota("q", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}))
+	p := New(staleReader{store}, store)
+	for i := range 3 {
+		err := p.Validate(context.Background(), podAttrs(fmt.Sprint("p", i), ""))
+		if i < 2 && err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		if i == 2 && !apierrors.IsForbidden(err) {
+			t.Fatalf("third pod over a quota of 2: %v, want forbidden", err)
+		}
 	}
 }
