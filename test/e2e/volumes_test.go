@@ -63,7 +63,10 @@ func TestVolumesOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	rtOpts := containerd.Options{DataDir: filepath.Join(dir, "containerd"), Bridge: "mzn-volumes"}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", rtOpts.Bridge).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "delete", rtOpts.Bridge).Run()
+		_ = containerd.RemoveMasquerade(rtOpts.Bridge) // the pod network's nftables table
+	})
 	rtCtx, stopRuntime := context.WithCancel(context.Background())
 	runtimeDone := make(chan error, 1)
 	go func() { runtimeDone <- containerd.Run(rtCtx, rtOpts, log) }()
