@@ -1,11 +1,11 @@
 package kubelet
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"mizzen/internal/podfit"
 )
 
 // admit decides whether a pod new to this kubelet fits the node, as upstream's admission
@@ -22,7 +22,7 @@ func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 	alloc := kl.nodeAllocatable()
 	var usedPods int64
 	used := map[v1.ResourceName]int64{}
-	var usedPorts []v1.ContainerPort
+	usedPorts := podfit.HostPortInfo{}
 	for _, obj := range kl.podInformer.GetStore().List() {
 		other := obj.(*v1.Pod)
 		if other.UID == pod.UID || other.Spec.NodeName != kl.opts.NodeName ||
@@ -33,7 +33,9 @@ func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 		for name, q := range podRequests(other) {
 			used[name] += q
 		}
-		usedPorts = append(usedPorts, hostPorts(other)...)
+		for _, p := range podfit.HostPorts(other) {
+			usedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
+		}
 	}
 	maxPods := alloc[v1.ResourcePods]
 	if usedPods+1 > maxPods.Value() {
@@ -53,36 +55,12 @@ func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 				name, want, used[name], limit)
 		}
 	}
-	for _, want := range hostPorts(pod) {
-		if slices.ContainsFunc(usedPorts, func(u v1.ContainerPort) bool { return hostPortsConflict(u, want) }) {
+	for _, p := range podfit.HostPorts(pod) {
+		if usedPorts.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
 			return "NodePorts", "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
 		}
 	}
 	return "", ""
-}
-
-// hostPorts are the ports a pod's containers take on the node.
-func hostPorts(pod *v1.Pod) []v1.ContainerPort {
-	var out []v1.ContainerPort
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-// hostPortsConflict: the same port and protocol on the same address, or on every
-// address (an empty hostIP or 0.0.0.0) against any, as the scheduler's NodePorts sees it.
-func hostPortsConflict(a, b v1.ContainerPort) bool {
-	protocol := func(p v1.ContainerPort) v1.Protocol { return cmp.Or(p.Protocol, v1.ProtocolTCP) }
-	ip := func(p v1.ContainerPort) string { return cmp.Or(p.HostIP, "0.0.0.0") }
-	if a.HostPort != b.HostPort || protocol(a) != protocol(b) {
-		return false
-	}
-	return ip(a) == ip(b) || ip(a) == "0.0.0.0" || ip(b) == "0.0.0.0"
 }
 
 // createdBefore orders pods by creation time, then name, for a stable admission order.

@@ -727,24 +727,3 @@ func TestAdmissionRejectsTakenHostPorts(t *testing.T) {
 	h.createPod(withPort("c-udp", v1.ContainerPort{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolUDP}))
 	h.waitPod("c-udp", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 }
-
-func TestHostPortsConflict(t *testing.T) {
-	port := func(ip string, proto v1.Protocol, n int32) v1.ContainerPort {
-		return v1.ContainerPort{HostIP: ip, Protocol: proto, HostPort: n}
-	}
-	for _, c := range []struct {
-		a, b v1.ContainerPort
-		want bool
-	}{
-		{port("", "", 80), port("0.0.0.0", v1.ProtocolTCP, 80), true},
-		{port("10.0.0.1", "", 80), port("", "", 80), true},
-		{port("10.0.0.1", "", 80), port("10.0.0.2", "", 80), false},
-		{port("10.0.0.1", "", 80), port("10.0.0.1", "", 80), true},
-		{port("", v1.ProtocolTCP, 80), port("", v1.ProtocolUDP, 80), false},
-		{port("", "", 80), port("", "", 81), false},
-	} {
-		if got := hostPortsConflict(c.a, c.b); got != c.want {
-			t.Errorf("hostPortsConflict(%+v, %+v) = %v, want %v", c.a, c.b, got, c.want)
-		}
-	}
-}

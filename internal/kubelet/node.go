@@ -24,6 +24,7 @@ import (
 
 	"mizzen/internal/hostaddr"
 	"mizzen/internal/localpath"
+	"mizzen/internal/podfit"
 )
 
 // Well-known node labels the kubelet sets on registration, as upstream does.
@@ -502,20 +503,9 @@ func nodeOwnerRef(name string, uid types.UID) metav1.OwnerReference {
 func withExtendedResources(own, posted v1.ResourceList) (capacity, allocatable v1.ResourceList) {
 	capacity = own.DeepCopy()
 	for name, q := range posted {
-		if _, mine := capacity[name]; !mine && isExtendedResourceName(name) {
+		if _, mine := capacity[name]; !mine && podfit.IsExtendedResourceName(name) {
 			capacity[name] = q.DeepCopy()
 		}
 	}
 	return capacity, capacity.DeepCopy()
-}
-
-// isExtendedResourceName reports a domain-qualified resource name outside kubernetes.io
-// (and not a quota's requests.* name), as upstream's v1helper.IsExtendedResourceName.
-func isExtendedResourceName(name v1.ResourceName) bool {
-	s := string(name)
-	domain, _, found := strings.Cut(s, "/")
-	if !found || domain == "" || strings.HasPrefix(s, "requests.") {
-		return false
-	}
-	return domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }

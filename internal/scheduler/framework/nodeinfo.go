@@ -3,75 +3,9 @@ package framework
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"mizzen/internal/podfit"
 )
-
-// ProtocolPort is a host port with its protocol.
-type ProtocolPort struct {
-	Protocol string
-	Port     int32
-}
-
-// HostPortInfo records host ports in use on a node, per host IP.
-type HostPortInfo map[string]map[ProtocolPort]struct{}
-
-func sanitize(ip, protocol string) (string, string) {
-	if ip == "" {
-		ip = "0.0.0.0"
-	}
-	if protocol == "" {
-		protocol = string(v1.ProtocolTCP)
-	}
-	return ip, protocol
-}
-
-// Add records a port.
-func (h HostPortInfo) Add(ip, protocol string, port int32) {
-	if port <= 0 {
-		return
-	}
-	ip, protocol = sanitize(ip, protocol)
-	if h[ip] == nil {
-		h[ip] = map[ProtocolPort]struct{}{}
-	}
-	h[ip][ProtocolPort{protocol, port}] = struct{}{}
-}
-
-// Remove forgets a port.
-func (h HostPortInfo) Remove(ip, protocol string, port int32) {
-	if port <= 0 {
-		return
-	}
-	ip, protocol = sanitize(ip, protocol)
-	if m := h[ip]; m != nil {
-		delete(m, ProtocolPort{protocol, port})
-		if len(m) == 0 {
-			delete(h, ip)
-		}
-	}
-}
-
-// CheckConflict reports whether the port is taken, treating 0.0.0.0 as every IP.
-func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
-	if port <= 0 {
-		return false
-	}
-	ip, protocol = sanitize(ip, protocol)
-	pp := ProtocolPort{protocol, port}
-	if ip == "0.0.0.0" {
-		for _, m := range h {
-			if _, ok := m[pp]; ok {
-				return true
-			}
-		}
-		return false
-	}
-	for _, key := range []string{"0.0.0.0", ip} {
-		if _, ok := h[key][pp]; ok {
-			return true
-		}
-	}
-	return false
-}
 
 // ImageStateSummary describes one image on a node and how widely it is spread.
 type ImageStateSummary struct {
@@ -99,7 +33,7 @@ type NodeInfo struct {
 
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
-	UsedPorts                    HostPortInfo
+	UsedPorts                    podfit.HostPortInfo
 	// PVCRefCounts counts pods using each "namespace/claim".
 	PVCRefCounts map[string]int
 	// Generation increases on every change, so snapshots copy only changed nodes.
@@ -108,7 +42,7 @@ type NodeInfo struct {
 
 // NewNodeInfo builds a NodeInfo holding the given pods (node set separately).
 func NewNodeInfo(pods ...*v1.Pod) *NodeInfo {
-	ni := &NodeInfo{UsedPorts: HostPortInfo{}, ImageStates: map[string]*ImageStateSummary{}, PVCRefCounts: map[string]int{}}
+	ni := &NodeInfo{UsedPorts: podfit.HostPortInfo{}, ImageStates: map[string]*ImageStateSummary{}, PVCRefCounts: map[string]int{}}
 	for _, p := range pods {
 		ni.AddPod(p)
 	}
@@ -229,7 +163,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
 		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
-		UsedPorts:                    make(HostPortInfo, len(n.UsedPorts)),
+		UsedPorts:                    make(podfit.HostPortInfo, len(n.UsedPorts)),
 		Requested:                    n.Requested.Clone(),
 		NonZeroRequested:             n.NonZeroRequested.Clone(),
 		Allocatable:                  n.Allocatable.Clone(),
@@ -238,7 +172,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Generation:                   n.Generation,
 	}
 	for ip, ports := range n.UsedPorts {
-		m := make(map[ProtocolPort]struct{}, len(ports))
+		m := make(map[podfit.ProtocolPort]struct{}, len(ports))
 		for k := range ports {
 			m[k] = struct{}{}
 		}

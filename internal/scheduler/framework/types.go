@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"mizzen/internal/podfit"
 )
 
 // Defaults used for scoring containers that request nothing, as upstream: a pod without
@@ -109,20 +111,7 @@ func IsScalarResourceName(name v1.ResourceName) bool {
 	if strings.HasPrefix(s, v1.ResourceHugePagesPrefix) || strings.HasPrefix(s, v1.ResourceAttachableVolumesPrefix) {
 		return true
 	}
-	return IsExtendedResourceName(name)
-}
-
-// IsExtendedResourceName reports a fully-qualified resource name outside kubernetes.io.
-func IsExtendedResourceName(name v1.ResourceName) bool {
-	s := string(name)
-	domain, _, found := strings.Cut(s, "/")
-	if !found || domain == "" {
-		return false
-	}
-	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
-		return false
-	}
-	return !strings.HasPrefix(s, "requests.")
+	return podfit.IsExtendedResourceName(name)
 }
 
 // AffinityTerm is a parsed pod (anti-)affinity term.

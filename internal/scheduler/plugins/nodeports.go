@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"mizzen/internal/podfit"
 	"mizzen/internal/scheduler/framework"
 )
 
@@ -37,17 +38,7 @@ func (w wantPorts) Clone() framework.StateData { return w }
 
 const nodePortsStateKey framework.StateKey = "PreFilter" + NodePortsName
 
-func hostPorts(pod *v1.Pod) wantPorts {
-	var out wantPorts
-	for i := range pod.Spec.Containers {
-		for _, p := range pod.Spec.Containers[i].Ports {
-			if p.HostPort > 0 {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
+func hostPorts(pod *v1.Pod) wantPorts { return podfit.HostPorts(pod) }
 
 // PreFilter collects the pod's host ports; pods without any skip the filter.
 func (*NodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
