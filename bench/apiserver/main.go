@@ -23,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,7 +247,8 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
 	cpu0 := benchutil.CPU(c.ServerPIDs())
-	client0 := selfCPU()
+	self := []int{os.Getpid()}
+	client0 := benchutil.CPU(self)
 	if o.profile != nil {
 		o.profile(true)
 	}
@@ -298,8 +298,8 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set("server CPU µs per create", (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(nPods))
 	// The clients share the machine with the server: on a machine that is CPU-bound,
 	// their cost per create caps the ratio of two servers' rates.
-	if !slices.Contains(c.ServerPIDs(), os.Getpid()) { // in-process (-cpuprofile), the server's CPU is this process's too
-		f.set("benchmark's clients' CPU µs per create", (selfCPU()-client0)*1e6/float64(nPods))
+	if !slices.Contains(c.ServerPIDs(), self[0]) { // in-process (-cpuprofile), the server's CPU is this process's too
+		f.set("benchmark's clients' CPU µs per create", (benchutil.CPU(self)-client0)*1e6/float64(nPods))
 	}
 
 	// Gets.
@@ -534,13 +534,4 @@ func rawLists(cfg *rest.Config, path, accept, encoding string, n int) ([]time.Du
 		}
 	}
 	return ds, nil
-}
-
-// selfCPU is the CPU seconds (user and system) this process has used.
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
