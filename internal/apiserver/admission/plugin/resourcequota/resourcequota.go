@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -159,15 +160,7 @@ func (p *Plugin) charge(ctx context.Context, q *corev1.ResourceQuota, delta core
 // statusCaughtUp: the quota's status limits what its spec does (the controller has
 // published the spec's hard limits), so a cached copy tells what it restricts.
 func statusCaughtUp(q *corev1.ResourceQuota) bool {
-	if len(q.Spec.Hard) != len(q.Status.Hard) {
-		return false
-	}
-	for n, want := range q.Spec.Hard {
-		if got, ok := q.Status.Hard[n]; !ok || got.Cmp(want) != 0 {
-			return false
-		}
-	}
-	return true
+	return apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard)
 }
 
 // refund takes back a charge when a later quota refused the write.
