@@ -94,22 +94,50 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 	for _, i := range counted {
 		c.synced = append(c.synced, i.HasSynced)
 	}
-	// A quota created or deleted changes the resourcequotas count of its neighbours.
+	// A quota created or deleted changes the resourcequotas count of its neighbours; a
+	// quota's new spec needs a new status. Its status changes are not looked at: admission
+	// charges each write there, and a recount from informers that have not yet seen the
+	// charged objects would write a lower usage over it and let the next write through
+	// (upstream's controller ignores them for that reason too).
 	inf.Quotas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueNamespaceOf,
-		UpdateFunc: func(_, cur any) { util.Enqueue(c.queue, cur) },
+		AddFunc: c.enqueueNamespaceOf,
+		UpdateFunc: func(old, cur any) {
+			o, oldOK := old.(*corev1.ResourceQuota)
+			n, curOK := cur.(*corev1.ResourceQuota)
+			if !oldOK || !curOK || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) {
+				util.Enqueue(c.queue, cur)
+			}
+		},
 		DeleteFunc: c.enqueueNamespaceOf,
 	})
-	// Any change to a counted object may change usage of the quotas in its namespace.
+	// What releases usage replenishes the quotas of its namespace, as upstream's quota
+	// monitor: a deletion, a pod that stops counting (terminal), a service changing type,
+	// any other update. A creation does not: admission charged it already.
 	replenish := cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueNamespaceOf,
-		UpdateFunc: func(_, cur any) { c.enqueueNamespaceOf(cur) },
+		UpdateFunc: func(old, cur any) {
+			if releasesUsage(old, cur, c.now()) {
+				c.enqueueNamespaceOf(cur)
+			}
+		},
 		DeleteFunc: c.enqueueNamespaceOf,
 	}
 	for _, i := range counted {
 		i.AddEventHandler(replenish)
 	}
 	return c
+}
+
+// releasesUsage: an update that may lower what the object counts for.
+func releasesUsage(old, cur any, now time.Time) bool {
+	switch o := old.(type) {
+	case *corev1.Pod:
+		n, ok := cur.(*corev1.Pod)
+		return !ok || quotautil.PodCounts(o, now) && !quotautil.PodCounts(n, now)
+	case *corev1.Service:
+		n, ok := cur.(*corev1.Service)
+		return !ok || o.Spec.Type != n.Spec.Type
+	}
+	return true
 }
 
 func (c *Controller) enqueueNamespaceOf(obj any) {

@@ -266,12 +266,63 @@ func TestReplenishment(t *testing.T) {
 	if key := next(); key != "team/compute" {
 		t.Fatalf("after the quota's creation queued %q", key)
 	}
+	// quiet: once an informer has seen a change (seen), nothing was queued for it.
+	quiet := func(what string, seen func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !seen(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: never seen by the informer", what)
+			}
+		}
+		if n := c.queue.Len(); n != 0 {
+			t.Fatalf("%s queued %d recounts, want none", what, n)
+		}
+	}
+	// A creation queues nothing (admission charged it); a deletion releases usage.
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}}
 	if _, err := client.AppsV1().ReplicaSets("team").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if key := next(); key != "team/compute" {
-		t.Fatalf("after a ReplicaSet's creation queued %q", key)
+	rsInformer := f.Apps().V1().ReplicaSets().Informer()
+	quiet("a ReplicaSet's creation", func() bool { _, ok, _ := rsInformer.GetStore().GetByKey("team/web"); return ok })
+	if err := client.AppsV1().ReplicaSets("team").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if key := next(); key != "team/compute" || c.queue.Len() != 0 {
+		t.Fatalf("after a ReplicaSet's creation and deletion queued %q and %d more, want one recount", key, c.queue.Len())
+	}
+	// A quota's status write (admission's charge) queues nothing; its spec does.
+	q, err := client.CoreV1().ResourceQuotas("team").Get(ctx, "compute", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status.Used = corev1.ResourceList{"count/replicasets.apps": resource.MustParse("1")}
+	if q, err = client.CoreV1().ResourceQuotas("team").UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quiet("a quota's status write", func() bool {
+		cached, err := core.ResourceQuotas().Lister().ResourceQuotas("team").Get("compute")
+		return err == nil && cached.ResourceVersion == q.ResourceVersion
+	})
+	q.Spec.Hard["count/replicasets.apps"] = resource.MustParse("6")
+	if _, err := client.CoreV1().ResourceQuotas("team").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if key := next(); key != "team/compute" || c.queue.Len() != 0 {
+		t.Fatalf("after a status write and a spec change queued %q and %d more, want one recount", key, c.queue.Len())
+	}
+	// A pod that finishes stops counting: replenished. Its creation was not.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "job"}}
+	if pod, err = client.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quiet("a pod's creation", func() bool { _, err := core.Pods().Lister().Pods("team").Get("job"); return err == nil })
+	pod.Status.Phase = corev1.PodSucceeded
+	if _, err := client.CoreV1().Pods("team").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if key := next(); key != "team/compute" || c.queue.Len() != 0 {
+		t.Fatalf("after a pod's creation and completion queued %q and %d more, want one recount", key, c.queue.Len())
 	}
 	second := quota(map[string]string{"resourcequotas": "2"}, func(q *corev1.ResourceQuota) { q.Name = "objects" })
 	if _, err := client.CoreV1().ResourceQuotas("team").Create(ctx, second, metav1.CreateOptions{}); err != nil {
