@@ -104,9 +104,15 @@ func BestEffort(pod *corev1.Pod) bool {
 	return true
 }
 
+// IsTerminating: the pod has an active deadline, so it falls under the Terminating
+// scope rather than NotTerminating.
+func IsTerminating(pod *corev1.Pod) bool {
+	return pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+}
+
 // PodInScope applies a quota's scopes to a pod.
 func PodInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
-	terminating := pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+	terminating := IsTerminating(pod)
 	check := func(scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
 		switch scope {
 		case corev1.ResourceQuotaScopeTerminating:

@@ -111,8 +111,9 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		DeleteFunc: c.enqueueNamespaceOf,
 	})
 	// What releases usage replenishes the quotas of its namespace, as upstream's quota
-	// monitor: a deletion, a pod that stops counting (terminal), a service changing type,
-	// any other update. A creation does not: admission charged it already.
+	// monitor: a deletion, a pod that stops counting (terminal), changes scope (an active
+	// deadline given or taken) or is resized in place, a service changing type, any other
+	// update. A creation does not: admission charged it already.
 	replenish := cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, cur any) {
 			if releasesUsage(old, cur, c.now()) {
@@ -132,12 +133,33 @@ func releasesUsage(old, cur any, now time.Time) bool {
 	switch o := old.(type) {
 	case *corev1.Pod:
 		n, ok := cur.(*corev1.Pod)
-		return !ok || quotautil.PodCounts(o, now) && !quotautil.PodCounts(n, now)
+		return !ok || quotautil.PodCounts(o, now) && !quotautil.PodCounts(n, now) ||
+			quotautil.IsTerminating(o) != quotautil.IsTerminating(n) ||
+			resizedInPlace(o, n)
 	case *corev1.Service:
 		n, ok := cur.(*corev1.Service)
 		return !ok || o.Spec.Type != n.Spec.Type
 	}
 	return true
+}
+
+// resizedInPlace: a container's resources, as the kubelet reports them, changed (an
+// in-place resize), so the pod's usage may have fallen.
+func resizedInPlace(old, cur *corev1.Pod) bool {
+	resources := func(p *corev1.Pod) map[string]*corev1.ResourceRequirements {
+		m := map[string]*corev1.ResourceRequirements{}
+		for _, s := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			m[s.Name] = s.Resources
+		}
+		return m
+	}
+	before, after := resources(old), resources(cur)
+	for name, r := range before {
+		if a, ok := after[name]; ok && !apiequality.Semantic.DeepEqual(r, a) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) enqueueNamespaceOf(obj any) {

@@ -333,3 +333,31 @@ func TestReplenishment(t *testing.T) {
 		t.Errorf("after a second quota queued %v, want both quotas", queued)
 	}
 }
+
+// Which pod updates make the controller recount, as upstream's update filter: a pod that
+// stops counting, changes scope, or is resized in place; not a label change.
+func TestPodUpdatesThatReleaseUsage(t *testing.T) {
+	now := time.Now()
+	running := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c",
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	relabelled := running.DeepCopy()
+	relabelled.Labels = map[string]string{"a": "b"}
+	finished := running.DeepCopy()
+	finished.Status.Phase = corev1.PodSucceeded
+	deadline := int64(60)
+	withDeadline := running.DeepCopy()
+	withDeadline.Spec.ActiveDeadlineSeconds = &deadline
+	resized := running.DeepCopy()
+	resized.Status.ContainerStatuses[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
+	for name, c := range map[string]struct {
+		cur  *corev1.Pod
+		want bool
+	}{
+		"label": {relabelled, false}, "finished": {finished, true}, "active deadline": {withDeadline, true}, "resized": {resized, true},
+	} {
+		if got := releasesUsage(running, c.cur, now); got != c.want {
+			t.Errorf("%s: releasesUsage %v, want %v", name, got, c.want)
+		}
+	}
+}

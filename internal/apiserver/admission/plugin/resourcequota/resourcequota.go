@@ -57,23 +57,16 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
 
-	delta := usage(a, a.Object)
+	full := usage(a, a.Object)
+	// An update is charged what it adds to a quota that counted the old object too, and
+	// all of its usage to a quota it enters (a pod given an active deadline moves from
+	// NotTerminating to Terminating), as upstream's quota admission.
+	growth := full
 	if a.Operation == admission.Update {
-		if a.OldObject == nil || isPod(a) {
-			return nil // a pod's resources do not change once created
+		if a.OldObject == nil || !updateCounts(a) {
+			return nil
 		}
-		old := usage(a, a.OldObject)
-		for n, q := range delta {
-			q.Sub(old[n])
-			if q.Sign() <= 0 {
-				delete(delta, n)
-			} else {
-				delta[n] = q
-			}
-		}
-	}
-	if len(delta) == 0 {
-		return nil
+		growth = subtractNonNegative(full, usage(a, a.OldObject))
 	}
 	var charged []func()
 	undo := func() {
@@ -83,6 +76,13 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	}
 	for _, q := range quotas {
 		if !matchesScopes(a.Object, q) {
+			continue
+		}
+		delta := full
+		if a.Operation == admission.Update && matchesScopes(a.OldObject, q) {
+			delta = growth
+		}
+		if len(delta) == 0 {
 			continue
 		}
 		restricted := restrictedNames(q, delta)
@@ -121,9 +121,28 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	return nil
 }
 
-func isPod(a *admission.Attributes) bool {
-	_, ok := a.Object.(*corev1.Pod)
-	return ok
+// updateCounts: whether an update can change what the object counts for. A pod's
+// resources do not change through its main resource, but its scope does when its active
+// deadline comes or goes.
+func updateCounts(a *admission.Attributes) bool {
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok {
+		return true
+	}
+	old, ok := a.OldObject.(*corev1.Pod)
+	return ok && quota.IsTerminating(old) != quota.IsTerminating(pod)
+}
+
+// subtractNonNegative: what cur uses beyond prev, resource by resource.
+func subtractNonNegative(cur, prev corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range cur {
+		q.Sub(prev[n])
+		if q.Sign() > 0 {
+			out[n] = q
+		}
+	}
+	return out
 }
 
 // errNothingToCharge: the stored quota limits none of what the write uses.

@@ -149,3 +149,59 @@ func TestStaleCachedQuotaStillLimits(t *testing.T) {
 		}
 	}
 }
+
+// A pod given an active deadline leaves NotTerminating quotas for Terminating ones: the
+// Terminating quota is charged the whole pod, the NotTerminating one nothing more, and
+// the next terminating pod no longer fits (conformance-adjacent spec "terminating scopes
+// through scope selectors").
+func TestUpdateIntoAScopeIsCharged(t *testing.T) {
+	terminating := newQuota("terminating", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
+	terminating.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}
+	notTerminating := newQuota("not-terminating", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
+	notTerminating.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}
+	store := admissiontest.New(terminating, notTerminating)
+	p := New(store, store)
+	ctx := context.Background()
+	used := func(name string) int64 {
+		q, _ := store.Get(ctx, quotasGVR, "ns", name)
+		u := q.(*corev1.ResourceQuota).Status.Used[corev1.ResourcePods]
+		return u.Value()
+	}
+
+	create := podAttrs("long-running", "")
+	if err := p.Validate(ctx, create); err != nil {
+		t.Fatal(err)
+	}
+	if used("not-terminating") != 1 || used("terminating") != 0 {
+		t.Fatalf("after create: not-terminating %d, terminating %d; want 1, 0", used("not-terminating"), used("terminating"))
+	}
+
+	old := create.Object.(*corev1.Pod)
+	old.ResourceVersion = "1"
+	cur := old.DeepCopy()
+	deadline := int64(3600)
+	cur.Spec.ActiveDeadlineSeconds = &deadline
+	update := &admission.Attributes{Operation: admission.Update, Resource: create.Resource, Namespace: "ns", Name: old.Name, Object: cur, OldObject: old}
+	if err := p.Validate(ctx, update); err != nil {
+		t.Fatal(err)
+	}
+	if used("terminating") != 1 || used("not-terminating") != 1 {
+		t.Fatalf("after update: terminating %d, not-terminating %d; want 1, 1 (the controller releases the old scope's count)", used("terminating"), used("not-terminating"))
+	}
+
+	second := podAttrs("terminating-pod", "")
+	second.Object.(*corev1.Pod).Spec.ActiveDeadlineSeconds = &deadline
+	if err := p.Validate(ctx, second); !apierrors.IsForbidden(err) {
+		t.Errorf("a second terminating pod over the Terminating quota: %v, want forbidden", err)
+	}
+
+	// An update that keeps the pod's scope is not charged again.
+	again := cur.DeepCopy()
+	again.Labels = map[string]string{"a": "b"}
+	if err := p.Validate(ctx, &admission.Attributes{Operation: admission.Update, Resource: create.Resource, Namespace: "ns", Name: old.Name, Object: again, OldObject: cur}); err != nil {
+		t.Fatal(err)
+	}
+	if used("terminating") != 1 {
+		t.Errorf("an update within the scope charged again: terminating %d, want 1", used("terminating"))
+	}
+}
