@@ -136,6 +136,8 @@ func PodInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
 				return pc == ""
 			}
 			return false
+		case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+			return UsesCrossNamespacePodAffinity(pod)
 		}
 		return true // scopes about other objects do not restrict pods
 	}
@@ -156,4 +158,32 @@ func PodInScope(pod *corev1.Pod, q *corev1.ResourceQuota) bool {
 		}
 	}
 	return true
+}
+
+// UsesCrossNamespacePodAffinity: one of the pod's affinity or anti-affinity terms names
+// other namespaces, by list or by selector (the CrossNamespacePodAffinity scope).
+func UsesCrossNamespacePodAffinity(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	var terms []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	for _, t := range terms {
+		if len(t.Namespaces) > 0 || t.NamespaceSelector != nil {
+			return true
+		}
+	}
+	return false
 }
