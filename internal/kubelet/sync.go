@@ -115,6 +115,9 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		// A running pod keeps running while a source is missing, as upstream's does.
 		syncErr = kl.reconcilePod(ctx, w, pod, rt, vols)
 	}
+	if ctx.Err() != nil {
+		return false, ctx.Err() // the pod is being deleted: no status for a start given up
+	}
 	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
 		return false, err
 	}

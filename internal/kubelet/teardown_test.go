@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -116,4 +117,83 @@ func TestDeletedPodsDoNotHoldUpANewPod(t *testing.T) {
 		}
 		return len(sbs) == 1 && len(cs) == 1
 	})
+}
+
+// vanishingPods is a CRI runtime on which a pod's sandbox, and its containers with it,
+// are removed by someone else (crictl rmp -f, say) just as the kubelet stops its first
+// container: the stop finds nothing, and answers NotFound.
+type vanishingPods struct {
+	cri.RuntimeService
+	mu       sync.Mutex
+	vanished int
+}
+
+func (r *vanishingPods) StopContainer(ctx context.Context, id string, timeout int64) error {
+	cs, err := r.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	if err == nil && len(cs) == 1 {
+		if err := r.RemovePodSandbox(ctx, cs[0].PodSandboxId); err == nil {
+			r.mu.Lock()
+			r.vanished++
+			r.mu.Unlock()
+		}
+	}
+	return r.RuntimeService.StopContainer(ctx, id, timeout)
+}
+
+// syncBuffer is a log sink tests read while the kubelet writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestTeardownTakesNotFoundAsGone: a deleted pod whose sandbox and containers the
+// runtime no longer has when the kubelet stops them is torn down at once, as upstream's
+// kubelet takes the runtime's NotFound for "already stopped", not retried as a failed
+// sync.
+func TestTeardownTakesNotFoundAsGone(t *testing.T) {
+	h := newHarness(t)
+	rt := &vanishingPods{RuntimeService: h.rt.Client()}
+	var logs syncBuffer
+	opts := h.options()
+	opts.Runtime = rt
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	h.startWith(opts)
+	ctx := context.Background()
+
+	pod := newPod("simpletest", "nginx")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	h.createPod(pod)
+	h.waitPod("simpletest", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "simpletest", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the pod's sandbox gone", func() bool {
+		sbs, err := h.rt.Client().ListPodSandbox(ctx, nil)
+		return err == nil && len(sbs) == 0
+	})
+	// A failed teardown logs its error as soon as its sync returns (and retries a
+	// second later); a few more seconds on the clock let either show.
+	steps := 0
+	h.eventually("a few more seconds", func() bool { steps++; return steps > 5 })
+	rt.mu.Lock()
+	vanished := rt.vanished
+	rt.mu.Unlock()
+	if vanished != 1 {
+		t.Fatalf("the runtime lost %d sandboxes under the kubelet, want 1", vanished)
+	}
+	if strings.Contains(logs.String(), "syncing pod") {
+		t.Errorf("the teardown failed on the runtime's NotFound:\n%s", logs.String())
+	}
 }
