@@ -14,6 +14,8 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"mizzen/internal/testing/lockedbuf"
 )
 
 // heldSandboxes is a CRI runtime on which the sandbox of a pod whose name has the
@@ -140,24 +142,6 @@ func (r *vanishingPods) StopContainer(ctx context.Context, id string, timeout in
 	return r.RuntimeService.StopContainer(ctx, id, timeout)
 }
 
-// syncBuffer is a log sink tests read while the kubelet writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestTeardownTakesNotFoundAsGone: a deleted pod whose sandbox and containers the
 // runtime no longer has when the kubelet stops them is torn down at once, as upstream's
 // kubelet takes the runtime's NotFound for "already stopped", not retried as a failed
@@ -165,7 +149,7 @@ func (b *syncBuffer) String() string {
 func TestTeardownTakesNotFoundAsGone(t *testing.T) {
 	h := newHarness(t)
 	rt := &vanishingPods{RuntimeService: h.rt.Client()}
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	opts := h.options()
 	opts.Runtime = rt
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
