@@ -99,7 +99,7 @@ conformance: deps build
 ## containerd: containerd v2.4.2 (with its shim and ctr) built from the Go module proxy into
 ## _output/containerd/bin, for image volumes, which Debian's containerd 1.6 cannot mount:
 ## `make run CONTAINERD=_output/containerd/bin/containerd`. Never built by run or test
-## (15-60 minutes of CPU with a cold Go build cache)
+## (20 minutes or more on 2 cores with a cold Go build cache)
 containerd:
 	hack/build-containerd.sh $(CURDIR)/$(OUT)/containerd/bin
 

@@ -9,8 +9,9 @@
 # Why: Debian 12's containerd is 1.6, which ignores CRI's Mount.image, so image volumes
 # (volumes[].image) need a containerd of 2.1 or later; `mizzen server|agent --containerd
 # DIR/containerd` runs this one, with its shim (beside it, first in containerd's PATH).
-# Cost: about 15-60 minutes of CPU on 2 cores with a cold Go build cache (the module and its
-# dependencies are downloaded first), a minute or two with a warm one.
+# Cost: with a cold Go build cache, 20 minutes or more on a shared 2-core machine (the
+# module and its dependencies, about 560 MB, are downloaded first: under 2 minutes); under a
+# minute with a warm one (linking only). CONFORMANCE.md (ctrd12) has the figures.
 # Progress goes to stderr; stdout is only the path.
 set -euo pipefail
 DIR=${1:?usage: build-containerd.sh DIR [VERSION]}

@@ -21,11 +21,12 @@
 # mounts CRI's Mount.image; Debian 12's is 1.6.20 and ignores it. When the containerd in
 # PATH is older and CONTAINERD is not given, the script builds containerd,
 # containerd-shim-runc-v2 and ctr of CONTAINERD_VERSION (v2.4.2) from the Go module proxy
-# into $OUT/containerd/bin (hack/build-containerd.sh: static, no git clone; about 15-60
-# minutes of CPU with a cold Go build cache, a minute or two with a warm one; reused while
-# its .version stamp matches) and runs the server's and the other nodes' agents on it,
-# with the shim beside it. It prints which containerd the run uses. CONTAINERD=/path/to/containerd
-# runs the agents on that binary instead; CONTAINERD=containerd on the one in PATH.
+# into $OUT/containerd/bin (hack/build-containerd.sh: static, no git clone; 20 minutes
+# or more on a shared 2-core machine with a cold Go build cache, under one with a warm
+# one; reused while its .version stamp matches) and runs the server's and the other
+# nodes' agents on it, with the shim beside it. It prints which containerd the run uses.
+# CONTAINERD=/path/to/containerd runs the agents on that binary instead;
+# CONTAINERD=containerd on the one in PATH.
 #
 # Several nodes: NODES=N (default 1) adds N-1 nodes to the fresh cluster, each a `mizzen
 # agent` joined with a token, in a network namespace of its own (NODES_NETNS1, 2, ...),
