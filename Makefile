@@ -25,7 +25,7 @@ LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/versio
 	-X $(p).gitVersion=$(GIT_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitCommit=$(GIT_COMMIT) \
 	-X $(p).gitTreeState=$(GIT_TREE_STATE) -X $(p).buildDate=$(BUILD_DATE))
 
-.PHONY: all build run stop killall uninstall test deps vet unit images fmt clean conformance
+.PHONY: all build run stop killall uninstall test deps vet unit images fmt clean conformance containerd
 
 all: build
 
@@ -51,11 +51,12 @@ images: deps
 	$(GO) run ./test/images/build -out $(OUT)/images
 
 ## run: start a single-node cluster in the background and print how to use it
+## (CONTAINERD=/path/to/containerd runs its agent on that containerd, e.g. `make containerd`'s)
 run: deps build images
 	@$(MAKE) --no-print-directory stop
 	@mkdir -p $(DATA_DIR)/agent/images
 	@cp $(OUT)/images/*.tar $(DATA_DIR)/agent/images/   # the agent imports them as it starts
-	@hack/start-server.sh $(BIN) $(DATA_DIR) $(OUT)/server.log $(OUT)/server.pid
+	@hack/start-server.sh $(BIN) $(DATA_DIR) $(OUT)/server.log $(OUT)/server.pid $(if $(CONTAINERD),--containerd $(abspath $(CONTAINERD)))
 	@echo "mizzen is running (pid $$(cat $(OUT)/server.pid), log $(OUT)/server.log, data $(DATA_DIR))."
 	@echo "  export KUBECONFIG=$(DATA_DIR)/admin.kubeconfig"
 	@echo "  $(BIN) kubectl get namespaces       # or any kubectl of your own"
@@ -93,7 +94,14 @@ test: deps vet images
 ## against a fresh `mizzen server` on the default ports (FOCUS, SKIP, PROCS, MINUTES, NODES;
 ## CONFORMANCE_KUBECONFIG for a running cluster); results in _output/conformance
 conformance: deps build
-	FOCUS='$(FOCUS)' SKIP='$(SKIP)' PROCS='$(PROCS)' MINUTES='$(MINUTES)' NODES='$(NODES)' ./test/conformance/run.sh
+	FOCUS='$(FOCUS)' SKIP='$(SKIP)' PROCS='$(PROCS)' MINUTES='$(MINUTES)' NODES='$(NODES)' CONTAINERD='$(CONTAINERD)' ./test/conformance/run.sh
+
+## containerd: containerd v2.4.2 (with its shim and ctr) built from the Go module proxy into
+## _output/containerd/bin, for image volumes, which Debian's containerd 1.6 cannot mount:
+## `make run CONTAINERD=_output/containerd/bin/containerd`. Never built by run or test
+## (20 minutes or more on 2 cores with a cold Go build cache)
+containerd:
+	hack/build-containerd.sh $(CURDIR)/$(OUT)/containerd/bin
 
 vet:
 	@test -z "$$(gofmt -l cmd internal test bench 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l cmd internal test bench; exit 1; }

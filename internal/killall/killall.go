@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -409,9 +410,11 @@ func mountPointsUnder(r io.Reader, root string) ([]string, error) {
 	return points, s.Err()
 }
 
-// deleteLink removes a network link, if there is one.
+// deleteLink removes a network link, if there is one. It asks the kernel in this
+// process's network namespace (netlink), not /sys/class/net, which shows the namespace
+// sysfs was mounted in: under `nsenter --net` that is the host's, and the bridge was missed.
 func deleteLink(name string) error {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err != nil {
+	if _, err := net.InterfaceByName(name); err != nil {
 		return nil
 	}
 	if out, err := exec.Command("ip", "link", "delete", name).CombinedOutput(); err != nil {

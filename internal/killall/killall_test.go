@@ -1,10 +1,15 @@
 package killall
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"mizzen/internal/datadir"
@@ -77,5 +82,39 @@ func TestBridgeOfReadsTheAgentsCNIConfiguration(t *testing.T) {
 	}
 	if got := bridgeOf(d); got != "mzn-x" {
 		t.Fatalf("got %q, want mzn-x", got)
+	}
+}
+
+// The bridge is found, and deleted, in the namespace killall runs in (`nsenter --net`
+// leaves /sys showing the host's links): a bridge made in a fresh network namespace
+// that only this test's thread is in.
+func TestDeleteLinkInTheCallersNetworkNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// The thread stays locked, so it ends with the goroutine, namespace and all.
+		runtime.LockOSThread()
+		if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare: %w", err)
+			return
+		}
+		if out, err := exec.Command("ip", "link", "add", "mzkill-test", "type", "bridge").CombinedOutput(); err != nil {
+			errc <- fmt.Errorf("ip link add: %v: %s", err, out)
+			return
+		}
+		if err := deleteLink("mzkill-test"); err != nil {
+			errc <- err
+			return
+		}
+		if _, err := net.InterfaceByName("mzkill-test"); err == nil {
+			errc <- fmt.Errorf("mzkill-test is still there after deleteLink")
+			return
+		}
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 }

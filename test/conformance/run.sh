@@ -15,8 +15,18 @@
 # A fresh cluster's containerd also pulls those images from a registry of the harness's
 # own (./test/conformance/registry on a loopback port, registry.log), mirrored for every
 # registry the images name (registries.yaml, --private-registry), for pods that pull with
-# imagePullPolicy Always. CONTAINERD=/path/to/containerd runs the agent on that binary
-# (e.g. a containerd 2.x, which mounts image volumes) instead of the one in PATH.
+# imagePullPolicy Always.
+#
+# containerd: image volumes (the ImageVolume spec) need containerd 2.1 or later, which
+# mounts CRI's Mount.image; Debian 12's is 1.6.20 and ignores it. When the containerd in
+# PATH is older and CONTAINERD is not given, the script builds containerd,
+# containerd-shim-runc-v2 and ctr of CONTAINERD_VERSION (v2.4.2) from the Go module proxy
+# into $OUT/containerd/bin (hack/build-containerd.sh: static, no git clone; 20 minutes
+# or more on a shared 2-core machine with a cold Go build cache, under one with a warm
+# one; reused while its .version stamp matches) and runs the server's and the other
+# nodes' agents on it, with the shim beside it. It prints which containerd the run uses.
+# CONTAINERD=/path/to/containerd runs the agents on that binary instead;
+# CONTAINERD=containerd on the one in PATH.
 #
 # Several nodes: NODES=N (default 1) adds N-1 nodes to the fresh cluster, each a `mizzen
 # agent` joined with a token, in a network namespace of its own (NODES_NETNS1, 2, ...),
@@ -129,6 +139,24 @@ if [ ! -x "$OUT/etcd" ] || [ "$(cat "$OUT/.etcd-version" 2>/dev/null)" != "$ETCD
 fi
 go run ./test/conformance/images -list "$OUT/images.txt" -agnhost "$BIN/agnhost" -netcat "$OUT/nc" -dnsutils "$OUT/dig" -sh "$OUT/sh" -nnp "$OUT/nnp" -agnhost-src "$K8S_DIR/test/images/agnhost" -pause "$ROOT/_output/bin/mizzen-pause" -sample-apiserver "$BIN/sample-apiserver" -etcd "$OUT/etcd" -out "$OUT/images" ||
   die "writing the images failed"
+
+# ------------------------------------------------------------------ containerd
+# Image volumes need containerd 2.1 or later (CRI Mount.image); Debian 12's is 1.6. A
+# fresh cluster whose CONTAINERD is not given runs on the one in PATH when that is new
+# enough, else on containerd CONTAINERD_VERSION built here (hack/build-containerd.sh,
+# reused while its stamp says that version). CONTAINERD=containerd keeps PATH's.
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
+if [ -z "${CONFORMANCE_KUBECONFIG:-}" ]; then
+  if [ -z "${CONTAINERD:-}" ]; then
+    path_version=$(containerd --version 2>/dev/null | awk '{print $3}')
+    major_minor=$(echo "$path_version" | sed -n 's/^v\{0,1\}\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+    if [ -z "$major_minor" ] || [ "${major_minor% *}" -lt 2 ] || { [ "${major_minor% *}" -eq 2 ] && [ "${major_minor#* }" -lt 1 ]; }; then
+      log "containerd in PATH is ${path_version:-missing}; image volumes need 2.1 or later: containerd $CONTAINERD_VERSION in $OUT/containerd/bin"
+      CONTAINERD=$(./hack/build-containerd.sh "$OUT/containerd/bin" "$CONTAINERD_VERSION") || die "building containerd $CONTAINERD_VERSION failed"
+    fi
+  fi
+  log "containerd: ${CONTAINERD:-containerd from PATH} ($("${CONTAINERD:-containerd}" --version 2>&1))"
+fi
 
 # ------------------------------------------------------------------ the other nodes
 # NODES-1 agents, each in its network namespace on NODES_BRIDGE (see the header).
