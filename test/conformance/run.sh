@@ -255,8 +255,9 @@ else
   KUBECONFIG_FILE=$DATA/admin.kubeconfig
   K="$MIZZEN kubectl --kubeconfig $KUBECONFIG_FILE"
   # Pods outlive the agent by design: delete them while the nodes run, then stop the
-  # agents (and what they leave: containerd, mounts, namespaces), then the server.
-  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; stop_nodes; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; kill $REGISTRY 2>/dev/null' EXIT
+  # agents (and what they leave: containerd, mounts, namespaces), then the server and
+  # what its own node left (its pods' mounts, the pod bridge, nftables tables).
+  trap '$K delete deploy,sts,ds,rs,rc,job --all -A --wait=false >/dev/null 2>&1; $K delete pods --all -A --wait=true --timeout=120s >/dev/null 2>&1; stop_nodes; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; "$MIZZEN" killall --data-dir "$DATA" >> "$OUT/server.log" 2>&1; kill $REGISTRY 2>/dev/null' EXIT
   for _ in $(seq 1 180); do $K get nodes 2>/dev/null | grep -q ' Ready' && break; sleep 1; done
   $K get nodes -o wide || die "the server did not come up; see $OUT/server.log"
   [ "$NODES" -gt 1 ] && { start_nodes || die "the other nodes did not join; see $OUT/nodes/*.log"; }
