@@ -112,8 +112,10 @@ func sideBySide(t *testing.T) {
 	t.Helper()
 	longTests.Register(t.Name())
 	t.Parallel()
+	waited := time.Now()
 	// Registered first, so run last: the lane is free once the test's cluster is gone.
 	t.Cleanup(longTests.Acquire(t.Name()))
+	t.Logf("waited %v for a lane; the test's own time starts here", time.Since(waited).Round(time.Millisecond))
 }
 
 // freePort is a loopback port for a process the test starts (see freeport for why not
