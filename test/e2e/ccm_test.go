@@ -51,6 +51,7 @@ nodes:
 // machine the config file marks shut down gets its node tainted, and one marked
 // removed its node deleted, once the node is not Ready.
 func TestCloudControllerManager(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}
@@ -334,6 +335,7 @@ const (
 // asked to run its kubelet external without the cloud-controller-manager refuses to
 // start.
 func TestCloudControllerManagerBundled(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

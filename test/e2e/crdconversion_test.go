@@ -85,6 +85,7 @@ spec:
 // behind a Service and shows a custom resource stored in v1 read in v2 and written in
 // v2 stored in v1, each conversion made by the webhook.
 func TestCRDConversionWebhookOnContainerd(t *testing.T) {
+	sideBySide(t)
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()

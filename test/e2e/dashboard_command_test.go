@@ -22,6 +22,7 @@ import (
 // session nothing reaches the apiserver, and a logged-in ServiceAccount with no role
 // gets the apiserver's own refusal where the admin would have been allowed.
 func TestDashboardCommand(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}

@@ -34,6 +34,7 @@ const (
 // over its pods capacity, and every pod must be gone after the Deployments are
 // deleted.
 func TestDensity(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs 100 hollow nodes and 3,000 pods")
 	}

@@ -169,6 +169,7 @@ func startEtcdCluster(t *testing.T) *etcdCluster {
 // allocate at once, each sees the other's writes, and losing one etcd member loses
 // nothing.
 func TestExternalEtcdCluster(t *testing.T) {
+	sideBySide(t)
 	ec := startEtcdCluster(t)
 	members, a, b := ec.members, ec.a, ec.b
 	for _, args := range ec.memberArgs {

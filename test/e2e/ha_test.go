@@ -171,6 +171,7 @@ func etcdMembers(t *testing.T, servers []*haServer) (voters, learners []string, 
 // writes through another costs the writers at most one election; restarted with the
 // same flags it rejoins, and every server then shows every acknowledged write.
 func TestSeveralServers(t *testing.T) {
+	sideBySide(t)
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}

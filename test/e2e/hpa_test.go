@@ -65,6 +65,7 @@ func clusterWithAgent(t *testing.T, cidr, serviceCIDR, bridge string) (*cluster,
 // above its request, autoscales it with `kubectl autoscale`, and checks that the HPA
 // scales it up while the load lasts and back to one pod after it stops.
 func TestHorizontalPodAutoscaler(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

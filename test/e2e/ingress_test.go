@@ -111,6 +111,7 @@ spec:
 // TestIngress runs a cluster with its bundled Ingress controller and reaches two
 // Deployments through it by host and path, over HTTP and over TLS with SNI.
 func TestIngress(t *testing.T) {
+	sideBySide(t)
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()

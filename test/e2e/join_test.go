@@ -89,6 +89,7 @@ func nodeClient(t *testing.T, c *cluster, a *labAgent) kubernetes.Interface {
 // node's credentials reach only its own pods' Secrets; bad tokens and a second
 // machine taking a running node's name are refused with clear errors.
 func TestJoinWithToken(t *testing.T) {
+	sideBySide(t)
 	requireNodeRuntime(t)
 	lab, err := netlab.New(joinLabPrefix, joinLabSubnet, 2)
 	if err != nil {

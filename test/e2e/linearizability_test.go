@@ -26,6 +26,7 @@ import (
 // while the etcd leader is killed and later restarted; the history they saw must be
 // linearizable, and writes must go on after the kill.
 func TestLinearizableThroughEtcdLeaderKill(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs an etcd cluster")
 	}

@@ -5,10 +5,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
 	"mizzen/internal/testing/freeport"
+	"mizzen/internal/testing/lanes"
 	"mizzen/internal/testing/proc"
 	"mizzen/internal/version"
 )
@@ -50,6 +53,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building mizzen-pause:", err)
 		os.Exit(1)
 	}
+	flag.Parse()
+	longTests = scheduleLongTests()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -64,6 +69,53 @@ func buildLDFlags() string {
 		state = "dirty"
 	}
 	return version.LDFlags(strings.TrimSpace(string(commit)), state, time.Now().UTC().Format(time.RFC3339))
+}
+
+// longTests runs the tests marked sideBySide two at a time (GOMAXPROCS), longest
+// first: longestFirst is their order, from a run of the package on 2 cores.
+var (
+	longTests    *lanes.Scheduler
+	longestFirst = []string{"TestDensity", "TestSeveralServers", "TestBundleSurvivesRestarts", "TestPersistentStorage",
+		"TestStorageAcrossNodes", "TestStorageDevicesAndGroups", "TestPodNetworkAcrossNodes", "TestIngress",
+		"TestCloudControllerManager", "TestPodsOnContainerd", "TestNodeServerStreams", "TestVolumesOnContainerd",
+		"TestServiceProxy", "TestJoinWithToken", "TestEtcdSnapshotSaveRestore", "TestAdmissionWebhookOnContainerd",
+		"TestHorizontalPodAutoscaler", "TestKubectlTop", "TestCRDConversionWebhookOnContainerd", "TestCloudControllerManagerBundled"}
+)
+
+// scheduleLongTests returns the scheduler of the sideBySide tests. Unless -parallel
+// was given, it raises -parallel so that every marked test reaches the scheduler,
+// which then lets GOMAXPROCS of them (-parallel's default) run at once; a -parallel
+// given by hand is left to do its usual job, in no particular order.
+func scheduleLongTests() *lanes.Scheduler {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set {
+		return lanes.New(0, nil)
+	}
+	if err := flag.Set("test.parallel", "1000"); err != nil {
+		panic(err)
+	}
+	return lanes.New(runtime.GOMAXPROCS(0), longestFirst)
+}
+
+// sideBySide marks a long test that runs beside the package's other such tests once
+// the sequential tests are done (see longTests). A test may be marked only when
+// everything it makes on the host is its own: a data directory of its own (hence its
+// own containerd socket, kubelet root and pod cgroups), its own pod bridge (which
+// names its nftables tables and vxlan device), pod and service CIDRs and netlab prefix
+// and subnet no other marked test uses, and ports from freePort; and when nothing it
+// asserts is a deadline that a busier machine could miss (TestFaults' convergence
+// within convergeDeadline stays sequential). Tests that change or inspect the host as
+// a whole (TestKillallLeavesNothing, TestDashboard's host network change) stay
+// sequential too.
+func sideBySide(t *testing.T) {
+	t.Helper()
+	longTests.Register(t.Name())
+	t.Parallel()
+	waited := time.Now()
+	// Registered first, so run last: the lane is free once the test's cluster is gone.
+	t.Cleanup(longTests.Acquire(t.Name()))
+	t.Logf("waited %v for a lane; the test's own time starts here", time.Since(waited).Round(time.Millisecond))
 }
 
 // freePort is a loopback port for a process the test starts (see freeport for why not

@@ -40,6 +40,7 @@ spec:
 // `mizzen metrics-server` process registered with the apiserver, and checks that
 // `kubectl top node` and `kubectl top pod` show the node and a running pod.
 func TestKubectlTop(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

@@ -61,6 +61,7 @@ spec:
 // both the WebSocket and the SPDY protocols, and checks that callers without the right
 // credentials are refused on both hops.
 func TestNodeServerStreams(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

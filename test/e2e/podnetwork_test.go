@@ -21,6 +21,7 @@ import (
 // answers on every node, and NodePorts answer on every node (keeping the client's
 // address under externalTrafficPolicy Local).
 func TestPodNetworkAcrossNodes(t *testing.T) {
+	sideBySide(t)
 	mn := startMultiNode(t, "vxlan")
 	ctx := context.Background()
 	c := mn.server

@@ -306,6 +306,7 @@ spec:
 // TestPodsOnContainerd runs a cluster with a `mizzen agent` on real containerd and
 // drives pods through their lives as a user would see them.
 func TestPodsOnContainerd(t *testing.T) {
+	sideBySide(t)
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir, err := os.MkdirTemp("", "mizzen-e2e-pods-")

@@ -86,6 +86,7 @@ spec:
 // TestServiceProxy runs a cluster whose bundled agent runs the service proxy, and
 // reaches pods through Services from a pod and from the host.
 func TestServiceProxy(t *testing.T) {
+	sideBySide(t)
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()

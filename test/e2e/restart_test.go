@@ -23,6 +23,7 @@ import (
 // every acknowledged write must be there, the Deployment's pods must be Ready again,
 // and the bundled DNS and metrics server must serve again.
 func TestBundleSurvivesRestarts(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

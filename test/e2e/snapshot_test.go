@@ -52,6 +52,7 @@ func snapConfigMaps(t *testing.T, c *cluster) map[string]string {
 // exactly the snapshot's objects are back and new writes succeed. A truncated snapshot is
 // refused first, and leaves the data as it was.
 func TestEtcdSnapshotSaveRestore(t *testing.T) {
+	sideBySide(t)
 	dataDir := t.TempDir()
 	port := freePort(t)
 	c := startServer(t, dataDir, port, snapshotServerArgs...)

@@ -36,6 +36,7 @@ var traceSteps = []string{"created", "scheduled", "accepted by kubelet", "sandbo
 // step of a pod's start in order, each recorded by the component that did it, with
 // times that never go back, and that `mizzen trace deployment` summarises both pods.
 func TestTrace(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("runs containerd")
 	}

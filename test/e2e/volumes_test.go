@@ -33,6 +33,7 @@ import (
 // container's log, an update of the ConfigMap reaches the running container, the
 // projected token authenticates, and deleting the pod removes its volumes.
 func TestVolumesOnContainerd(t *testing.T) {
+	sideBySide(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run containerd")
 	}

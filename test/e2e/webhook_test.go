@@ -147,6 +147,7 @@ webhooks:
 // and shows, through kubectl, pods and ConfigMaps refused and changed by it, and a
 // webhook that times out answered by its failurePolicy within timeoutSeconds.
 func TestAdmissionWebhookOnContainerd(t *testing.T) {
+	sideBySide(t)
 	requireNodeRuntime(t)
 	images := testImages(t)
 	dataDir := t.TempDir()
