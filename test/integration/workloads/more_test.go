@@ -143,8 +143,10 @@ func TestPodDisruptionBudgetOverDeployment(t *testing.T) {
 }
 
 func TestCronJobOnAnInjectedClock(t *testing.T) {
-	// The controller's clock stands at the next full minute; the apiserver's is real.
-	next := time.Now().Truncate(time.Minute).Add(time.Minute + 5*time.Second)
+	// The controller's clock stands 5 s past a full minute that is at least
+	// one minute ahead, so the CronJob (stamped by the apiserver's real clock
+	// after the cluster has started) is always created before that minute.
+	next := time.Now().Add(2 * time.Minute).Truncate(time.Minute).Add(5 * time.Second)
 	ctx, client := clusterWithClock(t, clocktesting.NewFakeClock(next))
 	cj := &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "tick"},
