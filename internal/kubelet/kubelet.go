@@ -576,6 +576,10 @@ func (kl *Kubelet) handlePod(obj any, deleted bool) {
 	} else {
 		kl.volumeSources.register(pod)
 	}
+	if deleted || pod.DeletionTimestamp != nil {
+		// Stop starting it (a slot of the start gate, pulls, a sandbox) at once.
+		kl.workers.terminate(pod.UID)
+	}
 	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
 }
 

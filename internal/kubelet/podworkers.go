@@ -12,6 +12,12 @@ import (
 // podWorkers runs one goroutine per pod. A worker syncs its pod whenever poked (informer
 // event, runtime change, timer, periodic resync); pokes while it is busy collapse into
 // one more sync. A worker ends when its pod is gone from both the API and the runtime.
+//
+// Workers are independent: one pod's sync never waits for another's, except for a slot
+// of the start gate. So that a pod deleted while it was starting does not hold a slot
+// (nor its worker) for the rest of a start nobody wants, its deletion cancels the sync
+// that is starting it, as upstream's pod workers cancel a running sync when the pod is
+// to be killed; the next sync then tears the pod down.
 type podWorkers struct {
 	ctx     context.Context
 	kl      *Kubelet
@@ -26,6 +32,13 @@ type podWorker struct {
 	poke   chan struct{}
 	state  *podState
 	parent context.Context
+
+	// Guarded by podWorkers.mu: cancel ends the sync in progress, if any; live says
+	// that sync is running the pod (may be cancelled by its termination), not tearing
+	// it down; terminating is set once the pod is deleted or being deleted.
+	cancel      context.CancelFunc
+	live        bool
+	terminating bool
 }
 
 func newPodWorkers(ctx context.Context, kl *Kubelet) *podWorkers {
@@ -86,6 +99,33 @@ func (p *podWorkers) pokeAll() {
 	}
 }
 
+// terminate records that the pod is deleted or being deleted, cancels the sync that is
+// running it, if one is, and wakes its worker to tear it down.
+func (p *podWorkers) terminate(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[uid]
+	if !ok {
+		return
+	}
+	w.terminating = true
+	if w.live && w.cancel != nil {
+		w.cancel()
+	}
+	w.wake()
+}
+
+// runsLive marks the worker's current sync as one that runs the pod: the pod's
+// termination cancels it from now on, or at once if the termination came first.
+func (p *podWorkers) runsLive(w *podWorker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w.live = true
+	if w.terminating && w.cancel != nil {
+		w.cancel()
+	}
+}
+
 // pokeAfter wakes the worker after d on the kubelet's clock (back-off expiry, retries).
 func (p *podWorkers) pokeAfter(c clock.WithDelayedExecution, uid types.UID, d time.Duration) {
 	c.AfterFunc(d, func() { p.poke(uid) })
@@ -108,7 +148,21 @@ func (p *podWorkers) run(w *podWorker) {
 			return
 		case <-w.poke:
 		}
-		done, err := p.kl.syncPod(p.ctx, w)
+		ctx, cancel := context.WithCancel(p.ctx)
+		p.mu.Lock()
+		w.cancel, w.live = cancel, false
+		p.mu.Unlock()
+		done, err := p.kl.syncPod(ctx, w)
+		p.mu.Lock()
+		w.cancel, w.live = nil, false
+		p.mu.Unlock()
+		cancelled := ctx.Err() != nil
+		cancel()
+		if cancelled && p.ctx.Err() == nil {
+			// Stopped for the pod's termination: tear it down now, without a retry delay.
+			w.wake()
+			continue
+		}
 		if err != nil && p.ctx.Err() == nil {
 			p.kl.log.Error("syncing pod", "pod", w.key, "uid", w.uid, "err", err)
 			p.pokeAfter(p.kl.clock, w.uid, time.Second)

@@ -33,6 +33,9 @@ func newStartGate(slots int) *startGate {
 
 // acquire waits for a slot and returns the function that gives it back, or ctx's error.
 func (g *startGate) acquire(ctx context.Context, priority int) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // a cancelled start takes no slot, even a free one
+	}
 	g.mu.Lock()
 	if g.free > 0 && g.queued() == 0 {
 		g.free--

@@ -350,6 +350,12 @@ func (kl *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, status v1.PodSt
 		kl.workers.poke(pod.UID)
 		return nil
 	}
+	if apierrors.IsNotFound(err) {
+		// The pod is gone from the API; its deletion, on the watch, wakes the worker to
+		// tear it down. Upstream's status manager drops such a status the same way
+		// rather than retrying it.
+		return nil
+	}
 	if err == nil && target == pod {
 		kl.statusWrites.wrote(target, written)
 	}

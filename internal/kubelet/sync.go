@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +71,8 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		}
 		return false, kl.volumes.TearDownVolumes(ctx, w.uid)
 	}
+	// From here the sync runs the pod; its deletion cancels ctx (see podWorkers).
+	kl.workers.runsLive(w)
 
 	if kl.static.get(w.uid) != nil {
 		wait, err := kl.waitsForOlderPod(ctx, pod)
@@ -110,6 +114,9 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 	if vols, ok := kl.setUpVolumes(ctx, w, pod); ok || rt.anyRunning() {
 		// A running pod keeps running while a source is missing, as upstream's does.
 		syncErr = kl.reconcilePod(ctx, w, pod, rt, vols)
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err() // the pod is being deleted: no status for a start given up
 	}
 	if rt, err = kl.readPodRuntime(ctx, uid); err != nil {
 		return false, err
@@ -182,12 +189,12 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 		return false, err
 	}
 	for _, c := range rt.containers {
-		if err := kl.runtime.RemoveContainer(ctx, c.Id); err != nil {
+		if err := kl.runtime.RemoveContainer(ctx, c.Id); err != nil && !isRuntimeNotFound(err) {
 			return false, err
 		}
 	}
 	for _, sb := range rt.sandboxes {
-		if err := kl.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+		if err := kl.runtime.RemovePodSandbox(ctx, sb.Id); err != nil && !isRuntimeNotFound(err) {
 			return false, err
 		}
 	}
@@ -225,7 +232,7 @@ func (kl *Kubelet) stopAll(ctx context.Context, rt *podRuntime, grace int64) err
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		case runtimeapi.ContainerState_CONTAINER_CREATED:
-			if err := kl.runtime.RemoveContainer(ctx, c.Id); err != nil {
+			if err := kl.runtime.RemoveContainer(ctx, c.Id); err != nil && !isRuntimeNotFound(err) {
 				errs[i] = err
 			}
 			continue
@@ -235,7 +242,9 @@ func (kl *Kubelet) stopAll(ctx context.Context, rt *podRuntime, grace int64) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = kl.runtime.StopContainer(ctx, c.Id, grace)
+			if err := kl.runtime.StopContainer(ctx, c.Id, grace); err != nil && !isRuntimeNotFound(err) {
+				errs[i] = err
+			}
 		}()
 	}
 	wg.Wait()
@@ -244,13 +253,18 @@ func (kl *Kubelet) stopAll(ctx context.Context, rt *podRuntime, grace int64) err
 	}
 	for _, sb := range rt.sandboxes {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			if err := kl.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+			if err := kl.runtime.StopPodSandbox(ctx, sb.Id); err != nil && !isRuntimeNotFound(err) {
 				return err
 			}
 		}
 	}
 	return nil
 }
+
+// isRuntimeNotFound reports whether the runtime answered that the sandbox or container
+// is not there: what a stop or remove wanted is already done (it was removed since the
+// pod's runtime state was read), as upstream's kubelet takes it.
+func isRuntimeNotFound(err error) bool { return grpcstatus.Code(err) == codes.NotFound }
 
 // gracePeriod is the pod's termination grace period in seconds.
 func gracePeriod(pod *v1.Pod) int64 {
@@ -432,6 +446,9 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		}
 		_, err = kl.runtime.RunPodSandbox(ctx, cfg, handler)
 		release()
+		if err != nil && ctx.Err() != nil {
+			return err // cancelled: the pod is being deleted (see podWorkers.terminate)
+		}
 		if err != nil {
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
@@ -702,13 +719,18 @@ func (p *podSync) createAndStart(ctx context.Context, c *v1.Container, cfg *runt
 	defer release()
 	ref := containerRef(p.pod, c.Name)
 	id, err := p.kl.runtime.CreateContainer(ctx, p.sandbox.Id, cfg, p.sandboxConfig)
+	if err != nil && ctx.Err() != nil {
+		return "", err // cancelled: the pod is being deleted
+	}
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonCreateError, err.Error())
 		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return "", err
 	}
 	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-	if err := p.kl.runtime.StartContainer(ctx, id); err != nil {
+	if err := p.kl.runtime.StartContainer(ctx, id); err != nil && ctx.Err() != nil {
+		return "", err
+	} else if err != nil {
 		p.w.state.setWaiting(c.Name, reasonRunError, err.Error())
 		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return "", err
@@ -772,6 +794,9 @@ func (kl *Kubelet) ensureImageFor(ctx context.Context, pod *v1.Pod, ip imagePull
 	kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "Pulling", "Pulling image %q", ip.image)
 	began := kl.clock.Now()
 	ref, err := kl.pullImage(ctx, pod, spec, sbCfg)
+	if err != nil && ctx.Err() != nil {
+		return "", err // cancelled: the pod is being deleted, the image did not fail
+	}
 	if err != nil {
 		kl.recorder.Eventf(ip.event, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", ip.image, err)
 		now := kl.clock.Now()

@@ -44,6 +44,9 @@
 #   NODES=2 NODES_BRIDGE=nbr NODES_SUBNET=10.1.2.0/24 NODES_NETNS=n- \
 #     FOCUS='at least two untainted nodes|\[sig-apps\] Daemon set.*\[Conformance\]' SKIP='\[Disruptive\]' PROCS=1 \
 #     nsenter --net=/var/run/netns/n-0 ./test/conformance/run.sh
+# SEED=N passes --seed N to ginkgo, which fixes the order the specs run in (`ginkgo
+# --dry-run -v --seed N` lists it): a [Serial] spec can then be run after the one it
+# suffers from.
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -267,7 +270,7 @@ KUBECTL_PATH=kubectl
 [ -x "$BIN/kubectl" ] && KUBECTL_PATH=$BIN/kubectl
 log "running focus '$FOCUS' skip '$SKIP' with $PROCS processes for at most $MINUTES minutes (kubectl: $KUBECTL_PATH)"
 start=$(date +%s)
-timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --no-color --timeout="${MINUTES}m" \
+timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --no-color --timeout="${MINUTES}m" ${SEED:+--seed="$SEED"} \
   "$BIN/e2e.test" -- --kubeconfig "$KUBECONFIG_FILE" --provider skeleton --kubectl-path "$KUBECTL_PATH" --report-dir "$OUT/report" > "$OUT/e2e.log" 2>&1
 log "e2e exit $? after $(( $(date +%s) - start )) s; log $OUT/e2e.log"
 go run ./test/conformance/summary "$OUT/report" | tee "$OUT/summary.txt" | sed -n '/^FAIL\|^PASS/!p'

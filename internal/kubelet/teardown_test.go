@@ -1,0 +1,183 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"mizzen/internal/testing/lockedbuf"
+)
+
+// heldSandboxes is a CRI runtime on which the sandbox of a pod whose name has the
+// prefix never finishes starting: RunPodSandbox returns only when its context ends,
+// as a start stuck behind a loaded runtime (CNI, runc) would.
+type heldSandboxes struct {
+	cri.RuntimeService
+	prefix string
+
+	mu      sync.Mutex
+	held    int           // calls that reached the runtime
+	reached chan struct{} // closed by the first of them
+}
+
+func (r *heldSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	if !strings.HasPrefix(cfg.GetMetadata().GetName(), r.prefix) {
+		return r.RuntimeService.RunPodSandbox(ctx, cfg, handler)
+	}
+	r.mu.Lock()
+	if r.held++; r.held == 1 {
+		close(r.reached)
+	}
+	r.mu.Unlock()
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// TestDeletedPodsDoNotHoldUpANewPod is the garbage collector's deletion of a
+// ReplicationController's pods (grace period 0, as its pod template says) while many of
+// them are still starting, followed by a new pod bound to the same node (conformance's
+// [Serial] PreemptionExecutionPath after the Garbage collector specs). The deleted pods'
+// starts must stop at once: the new pod starts while one of them is stuck for good in
+// its sandbox start, holding the node's only start slot until its pod's deletion
+// cancels it; and everything of the deleted pods is torn down.
+func TestDeletedPodsDoNotHoldUpANewPod(t *testing.T) {
+	h := newHarness(t)
+	rt := &heldSandboxes{RuntimeService: h.rt.Client(), prefix: "starting-", reached: make(chan struct{})}
+	opts := h.options()
+	opts.Runtime = rt
+	opts.ParallelStarts = 1
+	h.startWith(opts)
+	ctx := context.Background()
+
+	rc := metav1.OwnerReference{APIVersion: "v1", Kind: "ReplicationController", Name: "simpletest-rc-to-be-deleted",
+		UID: "uid-rc", Controller: ptr.To(true)}
+	oldPod := func(name string) *v1.Pod {
+		p := newPod(name, "nginx")
+		p.OwnerReferences = []metav1.OwnerReference{rc}
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		return p
+	}
+	var old []string
+	for i := range 3 {
+		name := fmt.Sprintf("running-%d", i)
+		h.createPod(oldPod(name))
+		h.waitPod(name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+		old = append(old, name)
+	}
+	for i := range 12 {
+		name := fmt.Sprintf("starting-%d", i)
+		h.createPod(oldPod(name))
+		old = append(old, name)
+	}
+	select {
+	case <-rt.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no sandbox start of the starting pods reached the runtime")
+	}
+
+	for _, name := range old {
+		if err := h.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{
+			PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	h.createPod(newPod("without-label", "pause"))
+	h.waitPod("without-label", "the new pod Running while a deleted pod's sandbox start is stuck", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodRunning
+	})
+	t.Logf("the new pod ran %s after the old pods' deletion", time.Since(began).Round(time.Millisecond))
+
+	h.eventually("the deleted pods' sandboxes and containers removed", func() bool {
+		sbs, err := h.rt.Client().ListPodSandbox(ctx, nil)
+		if err != nil {
+			return false
+		}
+		cs, err := h.rt.Client().ListContainers(ctx, nil)
+		if err != nil {
+			return false
+		}
+		for _, sb := range sbs {
+			if sb.GetMetadata().GetName() != "without-label" {
+				return false
+			}
+		}
+		for _, c := range cs {
+			if c.GetLabels()[labelPodName] != "without-label" {
+				return false
+			}
+		}
+		return len(sbs) == 1 && len(cs) == 1
+	})
+}
+
+// vanishingPods is a CRI runtime on which a pod's sandbox, and its containers with it,
+// are removed by someone else (crictl rmp -f, say) just as the kubelet stops its first
+// container: the stop finds nothing, and answers NotFound.
+type vanishingPods struct {
+	cri.RuntimeService
+	mu       sync.Mutex
+	vanished int
+}
+
+func (r *vanishingPods) StopContainer(ctx context.Context, id string, timeout int64) error {
+	cs, err := r.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	if err == nil && len(cs) == 1 {
+		if err := r.RemovePodSandbox(ctx, cs[0].PodSandboxId); err == nil {
+			r.mu.Lock()
+			r.vanished++
+			r.mu.Unlock()
+		}
+	}
+	return r.RuntimeService.StopContainer(ctx, id, timeout)
+}
+
+// TestTeardownTakesNotFoundAsGone: a deleted pod whose sandbox and containers the
+// runtime no longer has when the kubelet stops them is torn down at once, as upstream's
+// kubelet takes the runtime's NotFound for "already stopped", not retried as a failed
+// sync.
+func TestTeardownTakesNotFoundAsGone(t *testing.T) {
+	h := newHarness(t)
+	rt := &vanishingPods{RuntimeService: h.rt.Client()}
+	var logs lockedbuf.Buffer
+	opts := h.options()
+	opts.Runtime = rt
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	h.startWith(opts)
+	ctx := context.Background()
+
+	pod := newPod("simpletest", "nginx")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	h.createPod(pod)
+	h.waitPod("simpletest", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "simpletest", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the pod's sandbox gone", func() bool {
+		sbs, err := h.rt.Client().ListPodSandbox(ctx, nil)
+		return err == nil && len(sbs) == 0
+	})
+	// A failed teardown logs its error as soon as its sync returns (and retries a
+	// second later); a few more seconds on the clock let either show.
+	steps := 0
+	h.eventually("a few more seconds", func() bool { steps++; return steps > 5 })
+	rt.mu.Lock()
+	vanished := rt.vanished
+	rt.mu.Unlock()
+	if vanished != 1 {
+		t.Fatalf("the runtime lost %d sandboxes under the kubelet, want 1", vanished)
+	}
+	if strings.Contains(logs.String(), "syncing pod") {
+		t.Errorf("the teardown failed on the runtime's NotFound:\n%s", logs.String())
+	}
+}
