@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/internal/testing/apiserver"
 )
@@ -127,6 +128,18 @@ func TestComponentStatuses(t *testing.T) {
 			t.Fatalf("etcd-0 row = %v", etcd)
 		}
 	})
+	t.Run("deprecation_warning", func(t *testing.T) {
+		// kubectl prints this Warning, as it does against upstream.
+		var warnings []string
+		wcfg := rest.CopyConfig(cfg)
+		wcfg.WarningHandlerWithContext = warningRecorder(func(msg string) { warnings = append(warnings, msg) })
+		if _, err := kubernetes.NewForConfigOrDie(wcfg).CoreV1().ComponentStatuses().Get(ctx, "etcd-0", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"v1 ComponentStatus is deprecated in v1.19+"}; !slices.Equal(warnings, want) {
+			t.Fatalf("warnings = %q, want %q", warnings, want)
+		}
+	})
 	t.Run("discovery", func(t *testing.T) {
 		resources, err := c.Discovery().ServerResourcesForGroupVersion("v1")
 		if err != nil {
@@ -173,4 +186,11 @@ func TestComponentStatuses(t *testing.T) {
 		}
 		t.Fatal("componentstatuses not in aggregated /api")
 	})
+}
+
+// warningRecorder is a client-go warning handler that passes each message to f.
+type warningRecorder func(msg string)
+
+func (f warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, msg string) {
+	f(msg)
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,8 @@ type unstoredResource struct {
 	list    func(s *Server, ctx context.Context) ([]runtime.Object, error)
 	newList func() runtime.Object
 	printer *registry.Printer
+	// deprecated, when set, is the Warning every request for the resource gets.
+	deprecated string
 }
 
 // verbs are the verbs discovery lists for the resource.
@@ -66,8 +69,9 @@ func unstoredResources() []unstoredResource {
 		{gvr: selfSubjectRulesReviewsGVR, kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview", create: (*Server).createSelfSubjectRulesReview},
 		{gvr: componentStatusesGVR, kind: "ComponentStatus", singular: "componentstatus", shortNames: []string{"cs"},
 			get: (*Server).getComponentStatus, list: (*Server).listComponentStatuses,
-			newList: func() runtime.Object { return &corev1.ComponentStatusList{Items: []corev1.ComponentStatus{}} },
-			printer: &registry.Printer{Columns: componentstatus.Columns(), Row: componentstatus.Row}},
+			newList:    func() runtime.Object { return &corev1.ComponentStatusList{Items: []corev1.ComponentStatus{}} },
+			printer:    &registry.Printer{Columns: componentstatus.Columns(), Row: componentstatus.Row},
+			deprecated: "v1 ComponentStatus is deprecated in v1.19+"},
 	}
 }
 
@@ -87,6 +91,9 @@ func unstored(gvr schema.GroupVersionResource) *unstoredResource {
 // not exist, as upstream answers.
 func (s *Server) serveUnstored(w http.ResponseWriter, r *http.Request, info *requestInfo, u *unstoredResource) {
 	notAllowed := apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
+	if u.deprecated != "" {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", u.deprecated))
+	}
 	switch {
 	case (info.Namespace != "") != u.namespaced || info.Subresource != "" || (info.Name != "" && u.get == nil):
 		s.writeError(w, r, notFound())
