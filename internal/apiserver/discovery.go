@@ -97,9 +97,9 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 		groups = append(groups, groupInfo{name: g, versions: sortVersions(customVersions[g])})
 	}
 	verbs := metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	createOnlyIn := func(gv string) []createOnlyResource {
-		var out []createOnlyResource
-		for _, c := range createOnlyResources() {
+	unstoredIn := func(gv string) []unstoredResource {
+		var out []unstoredResource
+		for _, c := range unstoredResources() {
 			if c.gvr.GroupVersion().String() == gv {
 				out = append(out, c)
 			}
@@ -127,9 +127,10 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 			}
 			entries = append(entries, e)
 		}
-		for _, c := range createOnlyIn(gv) {
+		for _, c := range unstoredIn(gv) {
 			entries = append(entries, entry{name: c.gvr.Resource, resources: []metav1.APIResource{{
-				Name: c.gvr.Resource, SingularName: c.singular, Namespaced: c.namespaced, Kind: c.kind, Verbs: metav1.Verbs{"create"},
+				Name: c.gvr.Resource, SingularName: c.singular, Namespaced: c.namespaced, Kind: c.kind, Verbs: c.verbs(),
+				ShortNames: c.shortNames,
 			}}})
 		}
 		sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
@@ -161,7 +162,7 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 					Subresources:     s.subresources(h),
 				})
 			}
-			for _, c := range createOnlyIn(gv) {
+			for _, c := range unstoredIn(gv) {
 				scope := apidiscoveryv2.ScopeCluster
 				if c.namespaced {
 					scope = apidiscoveryv2.ScopeNamespace
@@ -171,7 +172,8 @@ func (s *Server) buildDiscovery() *discoveryDocs {
 					ResponseKind:     &metav1.GroupVersionKind{Group: g.name, Version: v, Kind: c.kind},
 					Scope:            scope,
 					SingularResource: c.singular,
-					Verbs:            []string{"create"},
+					Verbs:            c.verbs(),
+					ShortNames:       c.shortNames,
 				})
 			}
 			sort.SliceStable(vd.Resources, func(i, j int) bool { return vd.Resources[i].Resource < vd.Resources[j].Resource })

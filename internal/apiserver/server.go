@@ -233,7 +233,7 @@ func New(cfg Config) (*Server, error) {
 			groupVersions[g] = append(groupVersions[g], r.GroupVersion.Version)
 		}
 	}
-	for _, c := range createOnlyResources() {
+	for _, c := range unstoredResources() {
 		g := c.gvr.Group
 		if _, ok := groupVersions[g]; !ok {
 			groupOrder = append(groupOrder, g)
@@ -384,8 +384,8 @@ func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
 		w = cw
 	}
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
-	if c := createOnly(gvr); c != nil {
-		s.serveCreateOnly(w, r, info, c)
+	if u := unstored(gvr); u != nil {
+		s.serveUnstored(w, r, info, u)
 		return
 	}
 	h := s.handlers[gvr]

@@ -6,7 +6,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/registry"
 )
@@ -17,55 +16,6 @@ var (
 	selfSubjectReviewsGVR = authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews")
 	selfSubjectReviewGVK  = authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview")
 )
-
-// createOnlyResource is a resource that is never stored: a client creates one as a
-// question, and the response carries the answer in its status (TokenReview,
-// SelfSubjectReview). It only
-// takes POST to its collection.
-type createOnlyResource struct {
-	gvr      schema.GroupVersionResource
-	kind     string
-	singular string
-	// namespaced resources are created in a namespace (LocalSubjectAccessReview).
-	namespaced bool
-	create     func(s *Server, w http.ResponseWriter, r *http.Request, info *requestInfo)
-}
-
-// createOnlyResources lists the create-only resources the server serves.
-func createOnlyResources() []createOnlyResource {
-	return []createOnlyResource{
-		{gvr: selfSubjectReviewsGVR, kind: "SelfSubjectReview", singular: "selfsubjectreview", create: (*Server).createSelfSubjectReview},
-		{gvr: tokenReviewsGVR, kind: "TokenReview", singular: "tokenreview", create: (*Server).createTokenReview},
-		{gvr: subjectAccessReviewsGVR, kind: "SubjectAccessReview", singular: "subjectaccessreview", create: (*Server).createSubjectAccessReview},
-		{gvr: selfSubjectAccessReviewsGVR, kind: "SelfSubjectAccessReview", singular: "selfsubjectaccessreview", create: (*Server).createSelfSubjectAccessReview},
-		{gvr: localSubjectAccessReviewsGVR, kind: "LocalSubjectAccessReview", singular: "localsubjectaccessreview", namespaced: true, create: (*Server).createLocalSubjectAccessReview},
-		{gvr: selfSubjectRulesReviewsGVR, kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview", create: (*Server).createSelfSubjectRulesReview},
-	}
-}
-
-// createOnly returns the create-only resource a request names, or nil.
-func createOnly(gvr schema.GroupVersionResource) *createOnlyResource {
-	for _, c := range createOnlyResources() {
-		if c.gvr == gvr {
-			return &c
-		}
-	}
-	return nil
-}
-
-// serveCreateOnly routes a request for a create-only resource: a POST to the
-// collection creates; other verbs on the collection are not allowed and named objects
-// do not exist, as upstream answers.
-func (s *Server) serveCreateOnly(w http.ResponseWriter, r *http.Request, info *requestInfo, c *createOnlyResource) {
-	switch {
-	case (info.Namespace != "") != c.namespaced || info.Name != "" || info.Subresource != "":
-		s.writeError(w, r, notFound())
-	case r.Method != http.MethodPost:
-		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false))
-	default:
-		c.create(s, w, r, info)
-	}
-}
 
 // createTokenReview answers POST tokenreviews: whether spec.token authenticates, as a
 // request's bearer token would, for spec.audiences (this server's audiences when
