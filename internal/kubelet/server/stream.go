@@ -16,6 +16,7 @@ import (
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
@@ -70,7 +71,7 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewBadRequest("you must specify at least one command for the container"))
 		return
 	}
-	s.serveRemoteCommand(w, r, "exec in", func(ctx context.Context, id string, o streamOptions) (string, error) {
+	s.serveRemoteCommand(w, r, "exec in", nil, func(ctx context.Context, id string, o streamOptions) (string, error) {
 		resp, err := s.runtime.Exec(ctx, &runtimeapi.ExecRequest{
 			ContainerId: id, Cmd: command, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
 		})
@@ -79,7 +80,7 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
-	s.serveRemoteCommand(w, r, "attach to", func(ctx context.Context, id string, o streamOptions) (string, error) {
+	s.serveRemoteCommand(w, r, "attach to", s.attachTTY, func(ctx context.Context, id string, o streamOptions) (string, error) {
 		resp, err := s.runtime.Attach(ctx, &runtimeapi.AttachRequest{
 			ContainerId: id, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
 		})
@@ -87,13 +88,55 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// attachTTY gives an attach session the TTY setting of the container's spec, as
+// upstream's kubelet does: whether the process runs on a terminal was fixed when it
+// started. A client whose stdin is not a terminal (kubectl run -it < file) asks for no
+// TTY; passed on to a TTY container, the runtime (containerd 1.6) would wait on a
+// stderr that never ends, and the session would outlive the container.
+func (s *Server) attachTTY(namespace, pod, container string, o streamOptions) streamOptions {
+	for _, p := range s.opts.Pods() {
+		if p.Namespace != namespace || p.Name != pod {
+			continue
+		}
+		if tty, ok := containerTTY(p, container); ok {
+			o.tty = tty
+			if o.tty {
+				o.stderr = false // a terminal merges stderr into stdout
+			}
+			return o
+		}
+	}
+	return o
+}
+
+// containerTTY reports whether the pod's container of that name, of any kind, runs
+// on a terminal; ok is false when the pod has no such container.
+func containerTTY(p *v1.Pod, name string) (tty, ok bool) {
+	for _, c := range append(append([]v1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		if c.Name == name {
+			return c.TTY, true
+		}
+	}
+	for _, c := range p.Spec.EphemeralContainers {
+		if c.Name == name {
+			return c.TTY, true
+		}
+	}
+	return false, false
+}
+
 // serveRemoteCommand serves exec and attach alike: it checks the stream options, finds
 // the running container, asks the runtime for its streaming URL (streamURL) and proxies
-// the client's stream to it. verb words the error ("exec in", "attach to").
+// the client's stream to it. verb words the error ("exec in", "attach to"); adjust,
+// if set, corrects the options the client asked for (attachTTY).
 func (s *Server) serveRemoteCommand(w http.ResponseWriter, r *http.Request, verb string,
+	adjust func(namespace, pod, container string, o streamOptions) streamOptions,
 	streamURL func(ctx context.Context, containerID string, o streamOptions) (string, error)) {
 	ns, pod, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	opts := streamOptionsFromQuery(r)
+	if adjust != nil {
+		opts = adjust(ns, pod, container, opts)
+	}
 	if err := opts.validate(); err != nil {
 		writeStatus(w, err)
 		return

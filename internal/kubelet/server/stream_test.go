@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
@@ -55,5 +56,32 @@ func TestResizeQueue(t *testing.T) {
 	}
 	if got := q.Next(); got != nil || !ended {
 		t.Errorf("after the channel ends: next %v, session ended %v", got, ended)
+	}
+}
+
+// An attach takes the container's TTY setting, whatever the client asked: kubectl run
+// -it with stdin not a terminal asks for no TTY (and for stderr) to a TTY container,
+// which the runtime would serve with a stderr that never ends.
+func TestAttachTakesTheContainersTTY(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shell"}, Spec: v1.PodSpec{
+		InitContainers:      []v1.Container{{Name: "init"}},
+		Containers:          []v1.Container{{Name: "sh", TTY: true, Stdin: true}},
+		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", TTY: true}}},
+	}}
+	s := &Server{opts: Options{Pods: func() []*v1.Pod { return []*v1.Pod{pod} }}}
+	cases := []struct {
+		container string
+		asked     streamOptions
+		want      streamOptions
+	}{
+		{"sh", streamOptions{stdin: true, stdout: true, stderr: true}, streamOptions{stdin: true, stdout: true, tty: true}},
+		{"debug", streamOptions{stdout: true, stderr: true}, streamOptions{stdout: true, tty: true}},
+		{"init", streamOptions{stdin: true, stdout: true, tty: true}, streamOptions{stdin: true, stdout: true}},
+		{"gone", streamOptions{stdout: true, stderr: true}, streamOptions{stdout: true, stderr: true}},
+	}
+	for _, c := range cases {
+		if got := s.attachTTY("default", "shell", c.container, c.asked); got != c.want {
+			t.Errorf("%s: asked %+v, got %+v, want %+v", c.container, c.asked, got, c.want)
+		}
 	}
 }
