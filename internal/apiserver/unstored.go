@@ -75,15 +75,17 @@ func unstoredResources() []unstoredResource {
 	}
 }
 
-// unstored returns the unstored resource a request names, or nil.
-func unstored(gvr schema.GroupVersionResource) *unstoredResource {
-	for _, c := range unstoredResources() {
-		if c.gvr == gvr {
-			return &c
-		}
+// unstoredByGVR indexes unstoredResources once: every request is looked up in it.
+var unstoredByGVR = func() map[schema.GroupVersionResource]*unstoredResource {
+	m := map[schema.GroupVersionResource]*unstoredResource{}
+	for _, u := range unstoredResources() {
+		m[u.gvr] = &u
 	}
-	return nil
-}
+	return m
+}()
+
+// unstored returns the unstored resource a request names, or nil.
+func unstored(gvr schema.GroupVersionResource) *unstoredResource { return unstoredByGVR[gvr] }
 
 // serveUnstored routes a request for an unstored resource: POST to the collection
 // creates, GET reads the collection or a named object, when the resource takes that
