@@ -372,6 +372,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		return
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont, RemainingItemCount: remaining}
+	s.writeList(w, r, format, h, objs, listMeta)
+}
+
+// writeList writes objects as the format asks: a Table, a PartialObjectMetadataList,
+// or the resource's own list kind.
+func (s *Server) writeList(w http.ResponseWriter, r *http.Request, format outputFormat, h *resourceHandler, objs []runtime.Object, listMeta metav1.ListMeta) {
 	switch format.as {
 	case "Table":
 		table, err := s.toTable(h, objs, r.URL.Query(), false)

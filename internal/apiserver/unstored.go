@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -115,7 +114,7 @@ func (s *Server) serveUnstored(w http.ResponseWriter, r *http.Request, info *req
 // handler is a resource handler for the unstored resource, enough to print it.
 func (u *unstoredResource) handler() *resourceHandler {
 	return &resourceHandler{Resource: &registry.Resource{GroupVersion: u.gvr.GroupVersion(), Resource: u.gvr.Resource,
-		Kind: u.kind, SingularName: u.singular, Namespaced: u.namespaced, ShortNames: u.shortNames, Printer: u.printer}}
+		Kind: u.kind, NewList: u.newList, SingularName: u.singular, Namespaced: u.namespaced, ShortNames: u.shortNames, Printer: u.printer}}
 }
 
 func (s *Server) getUnstored(w http.ResponseWriter, r *http.Request, info *requestInfo, u *unstoredResource) {
@@ -163,32 +162,7 @@ func (s *Server) listUnstored(w http.ResponseWriter, r *http.Request, u *unstore
 			objs = append(objs, obj)
 		}
 	}
-	h := u.handler()
-	switch format.as {
-	case "Table":
-		table, err := s.toTable(h, objs, q, false)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		setMetaKind(table, "Table", format.asVersion)
-		s.writeObject(w, http.StatusOK, table, format.mediaType)
-	case "PartialObjectMetadataList", "PartialObjectMetadata":
-		list := &metav1.PartialObjectMetadataList{Items: make([]metav1.PartialObjectMetadata, 0, len(objs))}
-		for _, o := range objs {
-			list.Items = append(list.Items, *toPartial(o))
-		}
-		setMetaKind(list, "PartialObjectMetadataList", format.asVersion)
-		s.writeObject(w, http.StatusOK, list, format.mediaType)
-	default:
-		list := u.newList()
-		if err := meta.SetList(list, objs); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		list.GetObjectKind().SetGroupVersionKind(u.gvr.GroupVersion().WithKind(u.kind + "List"))
-		s.writeObject(w, http.StatusOK, list, format.mediaType)
-	}
+	s.writeList(w, r, format, u.handler(), objs, metav1.ListMeta{})
 }
 
 // components are the components componentstatuses reports, etcd through this
