@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"mizzen/internal/delegatedauth"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 )
@@ -47,8 +48,8 @@ func newTestCAs(t *testing.T) testCAs {
 	return testCAs{cluster: cluster, frontProxy: front}
 }
 
-func (c testCAs) authenticator() *Authenticator {
-	return &Authenticator{ClientCAs: c.cluster.Pool(), RequestHeader: &RequestHeaderConfig{
+func (c testCAs) authenticator() *delegatedauth.CertAuthenticator {
+	return &delegatedauth.CertAuthenticator{ClientCAs: c.cluster.Pool(), RequestHeader: &delegatedauth.RequestHeaderConfig{
 		CAs: c.frontProxy.Pool(), AllowedNames: []string{"front-proxy-client"},
 		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraPrefixes: []string{"X-Remote-Extra-"},
 	}}
@@ -84,15 +85,15 @@ func TestAuthenticate(t *testing.T) {
 		name    string
 		cert    *tls.Certificate
 		headers http.Header
-		want    *User
+		want    *delegatedauth.User
 	}{
 		{"no certificate", nil, forwarded, nil},
 		{"the front proxy forwards a user", ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), forwarded,
-			&User{Name: "alice", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}, "example.com/team": {"x"}}}},
+			&delegatedauth.User{Name: "alice", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}, "example.com/team": {"x"}}}},
 		{"the front proxy without a user header", ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), http.Header{}, nil},
 		{"a front-proxy certificate of a name not allowed", ptr(clientCert(t, cas.frontProxy, "someone", nil)), forwarded, nil},
 		{"a cluster client certificate cannot forward a user", ptr(clientCert(t, cas.cluster, "bob", []string{"ops"})), forwarded,
-			&User{Name: "bob", Groups: []string{"ops", "system:authenticated"}}},
+			&delegatedauth.User{Name: "bob", Groups: []string{"ops", "system:authenticated"}}},
 		{"a certificate of an unknown CA", ptr(clientCert(t, other, "front-proxy-client", nil)), forwarded, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
