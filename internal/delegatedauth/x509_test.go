@@ -3,47 +3,43 @@ package delegatedauth
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"mizzen/internal/pki"
 )
 
-func clientCert(t *testing.T, ca *pki.CA, user string, groups []string) tls.Certificate {
+// issue is a client certificate of ca for user in groups, as a TLS peer presents it.
+func issue(t *testing.T, ca *pki.CA, user string, groups ...string) *x509.Certificate {
 	t.Helper()
 	issued, err := ca.IssueClient(user, groups)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := issued.TLS()
+	block, _ := pem.Decode(issued.CertPEM)
+	leaf, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pair
+	return leaf
 }
 
-func TestAuthenticate(t *testing.T) {
-	dir := t.TempDir()
-	cluster, err := pki.LoadOrCreateCA(filepath.Join(dir, "cluster"), "ca", "cluster-ca")
-	if err != nil {
-		t.Fatal(err)
+func TestAuthenticateRequest(t *testing.T) {
+	cas := map[string]*pki.CA{}
+	for _, name := range []string{"cluster", "front", "other"} {
+		ca, err := pki.LoadOrCreateCA(t.TempDir(), "ca", name+"-ca")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cas[name] = ca
 	}
-	front, err := pki.LoadOrCreateCA(filepath.Join(dir, "front"), "ca", "front-proxy-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cas := struct{ cluster, frontProxy *pki.CA }{cluster, front}
-	auth := &CertAuthenticator{ClientCAs: cluster.Pool(), RequestHeader: &RequestHeaderConfig{
-		CAs: front.Pool(), AllowedNames: []string{"front-proxy-client"},
+	auth := &CertAuthenticator{ClientCAs: cas["cluster"].Pool(), RequestHeader: &RequestHeaderConfig{
+		CAs: cas["front"].Pool(), AllowedNames: []string{"front-proxy-client"},
 		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraPrefixes: []string{"X-Remote-Extra-"},
 	}}
-	other, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "other")
-	if err != nil {
-		t.Fatal(err)
-	}
 	forwarded := http.Header{
 		"X-Remote-User":                     {"alice"},
 		"X-Remote-Group":                    {"devs", "system:authenticated"},
@@ -52,34 +48,36 @@ func TestAuthenticate(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		cert    *tls.Certificate
+		auth    *CertAuthenticator
+		cert    *x509.Certificate
 		headers http.Header
 		want    *User
+		refused bool // an error (401), not merely no user (anonymous)
 	}{
-		{"no certificate", nil, forwarded, nil},
-		{"the front proxy forwards a user", ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), forwarded,
-			&User{Name: "alice", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}, "example.com/team": {"x"}}}},
-		{"the front proxy without a user header", ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), http.Header{}, nil},
-		{"a front-proxy certificate of a name not allowed", ptr(clientCert(t, cas.frontProxy, "someone", nil)), forwarded, nil},
-		{"a cluster client certificate cannot forward a user", ptr(clientCert(t, cas.cluster, "bob", []string{"ops"})), forwarded,
-			&User{Name: "bob", Groups: []string{"ops", "system:authenticated"}}},
-		{"a certificate of an unknown CA", ptr(clientCert(t, other, "front-proxy-client", nil)), forwarded, nil},
+		{"no certificate", auth, nil, forwarded, nil, false},
+		{"the front proxy forwards a user", auth, issue(t, cas["front"], "front-proxy-client"), forwarded,
+			&User{Name: "alice", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}, "example.com/team": {"x"}}}, false},
+		{"the front proxy without a user header", auth, issue(t, cas["front"], "front-proxy-client"), http.Header{}, nil, false},
+		{"a front-proxy certificate of a name not allowed", auth, issue(t, cas["front"], "someone"), forwarded, nil, true},
+		{"a cluster client certificate cannot forward a user", auth, issue(t, cas["cluster"], "bob", "ops"), forwarded,
+			&User{Name: "bob", Groups: []string{"ops", "system:authenticated"}}, false},
+		{"a certificate of an unknown CA", auth, issue(t, cas["other"], "front-proxy-client"), forwarded, nil, true},
+		{"no CA known: a certificate is ignored", &CertAuthenticator{}, issue(t, cas["other"], "bob"), nil, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/apis", nil)
 			r.Header = tc.headers.Clone()
 			r.TLS = &tls.ConnectionState{}
 			if tc.cert != nil {
-				leaf, err := x509.ParseCertificate(tc.cert.Certificate[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.TLS.PeerCertificates = []*x509.Certificate{leaf}
+				r.TLS.PeerCertificates = []*x509.Certificate{tc.cert}
 			}
-			got, ok := auth.Authenticate(r)
+			got, ok, err := tc.auth.AuthenticateRequest(r)
+			if (err != nil) != tc.refused {
+				t.Errorf("err = %v, want refused %v", err, tc.refused)
+			}
 			if tc.want == nil {
 				if ok {
-					t.Errorf("authenticated as %+v, want refused", got)
+					t.Errorf("authenticated as %+v, want none", got)
 				}
 				return
 			}
@@ -89,5 +87,3 @@ func TestAuthenticate(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
