@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"mizzen/bench/internal/benchutil"
 )
@@ -54,9 +55,11 @@ func main() {
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	flag.Parse()
 	profilePort := benchutil.FreePort()
+	var mizzenAdmin *rest.Config // presented to the controller-manager for its heap profile
 	starts := []func() (controlPlane, error){func() (controlPlane, error) {
 		m, err := benchutil.StartMizzen(*bin, "--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy")
 		if err == nil && *heapProfile != "" {
+			mizzenAdmin = m.AdminConfig()
 			m.ControllerManagerArgs = []string{"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(profilePort), "--profiling"}
 		}
 		return m, err
@@ -70,7 +73,7 @@ func main() {
 		for _, start := range starts {
 			r, err := run(start, *deployments, int32(*replicas), *qps, func(name string) {
 				if *heapProfile != "" && name == "mizzen" {
-					if err := fetchHeapProfile(profilePort, *heapProfile); err != nil {
+					if err := fetchHeapProfile(profilePort, mizzenAdmin, *heapProfile); err != nil {
 						fmt.Fprintln(os.Stderr, "heap profile:", err)
 					}
 				}
@@ -117,9 +120,18 @@ type result struct {
 	cpu, rss float64
 }
 
-// fetchHeapProfile saves the controller-manager's heap profile (self-signed HTTPS).
-func fetchHeapProfile(port int, path string) error {
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+// fetchHeapProfile saves the controller-manager's heap profile (self-signed HTTPS),
+// presenting the admin's client certificate (system:masters, always authorized).
+func fetchHeapProfile(port int, admin *rest.Config, path string) error {
+	tc, err := rest.TLSConfigFor(admin)
+	if err != nil {
+		return err
+	}
+	if tc == nil {
+		tc = &tls.Config{}
+	}
+	tc.RootCAs, tc.InsecureSkipVerify = nil, true
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap", port))
 	if err != nil {
 		return err

@@ -137,7 +137,7 @@ func run(bin string, kills int) error {
 		_ = lab.Close()
 		_ = os.RemoveAll(base)
 	}()
-	common := []string{"--secure-port", strconv.Itoa(port), "--disable", "agent,ingress,dashboard", "--controller-manager-secure-port", "0",
+	common := []string{"--secure-port", strconv.Itoa(port), "--disable", "agent,ingress,dashboard", "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0",
 		"--pod-bridge", "mznh1", "--cluster-cidr", "10.157.0.0/16", "--service-cluster-ip-range", "10.71.0.0/16", "--etcd-disable-snapshots"}
 	for i, m := range lab.Machines {
 		dir := filepath.Join(base, fmt.Sprintf("server-%d", i+1))

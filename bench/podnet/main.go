@@ -103,7 +103,7 @@ func run(bin, images, mode string, rounds, mib int) error {
 	srv.cmd = srv.machine.Command(context.Background(), bin, "server", "--data-dir", srv.dir, "--bind-address", "0.0.0.0",
 		"--secure-port", strconv.Itoa(port), "--cluster-cidr", clusterCIDR, "--service-cluster-ip-range", serviceCIDR,
 		"--pod-bridge", bridge, "--pod-network", mode, "--kubelet-port", "10350",
-		"--disable", "ingress,dashboard,metrics-server", "--controller-manager-secure-port", "0", "--etcd-disable-snapshots")
+		"--disable", "ingress,dashboard,metrics-server", "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0", "--etcd-disable-snapshots")
 	srv.cmd.Stdout, srv.cmd.Stderr = &srv.log, &srv.log
 	if err := srv.cmd.Start(); err != nil {
 		return err

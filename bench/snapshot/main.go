@@ -44,7 +44,7 @@ type server struct {
 func start(bin, dir string, port int) (*server, time.Duration, error) {
 	begin := time.Now()
 	cmd := exec.Command(bin, "server", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--disable", "agent,scheduler,controller-manager,dns,metrics-server,ingress,dashboard", "--controller-manager-secure-port", "0",
+		"--disable", "agent,scheduler,controller-manager,dns,metrics-server,ingress,dashboard", "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0",
 		"--service-cluster-ip-range", "10.121.0.0/16", "--etcd-disable-snapshots")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

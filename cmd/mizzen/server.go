@@ -46,6 +46,8 @@ type serverFlags struct {
 	ingressHTTPPort, ingressHTTPSPort int
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// schedulerPort serves the bundled scheduler's /healthz and /metrics.
+	schedulerPort int
 	// dashboardPort serves the bundled dashboard's HTTPS on the bind address.
 	dashboardPort int
 	// proxyHealthzPort serves the bundled proxy's /healthz on every address.
@@ -183,7 +185,8 @@ func newServerCommand() *cobra.Command {
 				Options: opts, Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,
 				KubeletPort: f.kubeletPort, NodeIP: f.nodeIP, ControllerManagerPort: f.controllerManagerPort,
-				Containerd: f.containerd, PrivateRegistry: f.privateRegistry,
+				SchedulerPort: f.schedulerPort,
+				Containerd:    f.containerd, PrivateRegistry: f.privateRegistry,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
 				ProxyHealthzPort: f.proxyHealthzPort,
 				Snapshots:        f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
@@ -216,7 +219,8 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.removeMember, "remove-member", "", "have the cluster of servers forget the etcd member of this name, a server gone for good; then exit")
 	cmd.Flags().IntVar(&f.ingressHTTPPort, "ingress-http-port", 80, "port of the bundled Ingress controller's HTTP, on every address of the node (0: none)")
 	cmd.Flags().IntVar(&f.ingressHTTPSPort, "ingress-https-port", 443, "port of the bundled Ingress controller's HTTPS, on every address of the node (0: none)")
-	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics (0 disables)")
+	cmd.Flags().IntVar(&f.controllerManagerPort, "controller-manager-secure-port", 10257, "HTTPS port of the controller-manager's /healthz and /metrics, authorized by the apiserver (0 disables)")
+	cmd.Flags().IntVar(&f.schedulerPort, "scheduler-secure-port", 10259, "HTTPS port of the scheduler's /healthz and /metrics, authorized by the apiserver (0 disables)")
 	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
 	cmd.Flags().IntVar(&f.proxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "port of the agent's service proxy's /healthz and /livez on every address (0: none); the dashboard reads it through the apiserver's node proxy")
 	addRuntimeFlags(cmd, &f.containerd, &f.privateRegistry)

@@ -50,7 +50,8 @@ type RunOptions struct {
 	// --use-service-account-credentials; otherwise every controller works with the
 	// manager's credentials.
 	UseServiceAccountCredentials bool
-	// Serving, when set, serves /healthz and /metrics over HTTPS. client-go takes one
+	// Serving, when set, serves /healthz, /livez, /readyz and /metrics over HTTPS,
+	// authenticated and authorized by the apiserver. client-go takes one
 	// work queue metrics provider per process: the first serving Run in a process
 	// reports the queues of every later one too.
 	Serving *ServingOptions
@@ -106,7 +107,7 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
 			m.SetLeader(leaseName, false)
 		}
-		stop, err := serve(ctx, *opts.Serving, m, leaderHealth)
+		stop, err := serve(ctx, *opts.Serving, client, m, leaderHealth)
 		if err != nil {
 			return err
 		}

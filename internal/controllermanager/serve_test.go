@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"mizzen/internal/controller/util"
 	"mizzen/internal/controllermanager/metrics"
@@ -42,8 +45,16 @@ func TestHealthzAndMetrics(t *testing.T) {
 		LeaderElect: true, Identity: "serving", LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond,
 		Serving: &ServingOptions{BindAddress: "127.0.0.1", Listening: func(a net.Addr) { addrs <- a }},
 	}
+	// The fake apiserver allows every SubjectAccessReview, so anyone may read /metrics
+	// here (the delegated authorization itself is tested in internal/componentserve).
+	fakeClient := fake.NewClientset()
+	fakeClient.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		sar.Status.Allowed = true
+		return true, sar, nil
+	})
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, fake.NewClientset(), nil, descs, opts) }()
+	go func() { done <- run(ctx, fakeClient, nil, descs, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -107,7 +118,7 @@ func TestServeFreesItsPortOnStop(t *testing.T) {
 	port := freeport.Get(t)
 	opts := ServingOptions{BindAddress: "127.0.0.1", Port: port}
 	for round := range 3 {
-		stop, err := serve(context.Background(), opts, metrics.New(), nil)
+		stop, err := serve(context.Background(), opts, fake.NewClientset(), metrics.New(), nil)
 		if err != nil {
 			t.Fatalf("run %d: %v", round+1, err)
 		}

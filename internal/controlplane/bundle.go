@@ -23,6 +23,7 @@ import (
 	"mizzen/internal/agent"
 	"mizzen/internal/cloud/ccm"
 	"mizzen/internal/cloud/local"
+	"mizzen/internal/componentserve"
 	"mizzen/internal/controllermanager"
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/controlplane/nodemember"
@@ -75,6 +76,8 @@ type BundleOptions struct {
 	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
 	ControllerManagerPort int
+	// SchedulerPort serves the scheduler's /healthz and /metrics; 0 disables.
+	SchedulerPort int
 	// CloudProvider configures the bundled cloud-controller-manager's provider, local.
 	CloudProvider local.Options
 	// KubeletCloudProvider is the bundled agent's kubelet --cloud-provider: "" or
@@ -143,8 +146,12 @@ func RunBundle(ctx context.Context, opts BundleOptions) error {
 		// The scheduler's writes are one bind per pod: upstream's default client limit
 		// (50/s) would be its ceiling.
 		cfg.QPS, cfg.Burst = 2000, 4000
+		var serving *componentserve.Options
+		if opts.SchedulerPort > 0 {
+			serving = &componentserve.Options{BindAddress: opts.BindAddress, Port: opts.SchedulerPort}
+		}
 		start("scheduler", func(ctx context.Context) error {
-			return scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Logger: opts.Log.With("component", "scheduler")})
+			return scheduler.Run(ctx, scheduler.Options{RestConfig: cfg, MetricsAddr: "0", Serving: serving, Logger: opts.Log.With("component", "scheduler")})
 		})
 	}
 	if !disabled("controller-manager") {

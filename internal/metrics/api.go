@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"mizzen/internal/delegatedauth"
 )
 
 // GroupVersion is the API this server serves.
@@ -36,7 +38,7 @@ type APIHandler struct {
 	Store *Store
 	Nodes corelisters.NodeLister
 	Pods  corelisters.PodLister
-	Auth  *Authenticator
+	Auth  *delegatedauth.CertAuthenticator
 	Log   *slog.Logger
 
 	codecs serializer.CodecFactory
@@ -44,7 +46,7 @@ type APIHandler struct {
 }
 
 // NewAPIHandler builds the handler.
-func NewAPIHandler(store *Store, nodes corelisters.NodeLister, pods corelisters.PodLister, auth *Authenticator, log *slog.Logger) (*APIHandler, error) {
+func NewAPIHandler(store *Store, nodes corelisters.NodeLister, pods corelisters.PodLister, auth *delegatedauth.CertAuthenticator, log *slog.Logger) (*APIHandler, error) {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"mizzen/internal/delegatedauth"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 )
@@ -47,8 +47,8 @@ func newTestCAs(t *testing.T) testCAs {
 	return testCAs{cluster: cluster, frontProxy: front}
 }
 
-func (c testCAs) authenticator() *Authenticator {
-	return &Authenticator{ClientCAs: c.cluster.Pool(), RequestHeader: &RequestHeaderConfig{
+func (c testCAs) authenticator() *delegatedauth.CertAuthenticator {
+	return &delegatedauth.CertAuthenticator{ClientCAs: c.cluster.Pool(), RequestHeader: &delegatedauth.RequestHeaderConfig{
 		CAs: c.frontProxy.Pool(), AllowedNames: []string{"front-proxy-client"},
 		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraPrefixes: []string{"X-Remote-Extra-"},
 	}}
@@ -66,61 +66,6 @@ func clientCert(t *testing.T, ca *pki.CA, user string, groups []string) tls.Cert
 	}
 	return pair
 }
-
-func TestAuthenticate(t *testing.T) {
-	cas := newTestCAs(t)
-	auth := cas.authenticator()
-	other, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	forwarded := http.Header{
-		"X-Remote-User":                     {"alice"},
-		"X-Remote-Group":                    {"devs", "system:authenticated"},
-		"X-Remote-Extra-Scopes":             {"a", "b"},
-		"X-Remote-Extra-Example.com%2fteam": {"x"},
-	}
-	for _, tc := range []struct {
-		name    string
-		cert    *tls.Certificate
-		headers http.Header
-		want    *User
-	}{
-		{"no certificate", nil, forwarded, nil},
-		{"the front proxy forwards a user", ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), forwarded,
-			&User{Name: "alice", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}, "example.com/team": {"x"}}}},
-		{"the front proxy without a user header", ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), http.Header{}, nil},
-		{"a front-proxy certificate of a name not allowed", ptr(clientCert(t, cas.frontProxy, "someone", nil)), forwarded, nil},
-		{"a cluster client certificate cannot forward a user", ptr(clientCert(t, cas.cluster, "bob", []string{"ops"})), forwarded,
-			&User{Name: "bob", Groups: []string{"ops", "system:authenticated"}}},
-		{"a certificate of an unknown CA", ptr(clientCert(t, other, "front-proxy-client", nil)), forwarded, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodGet, "/apis", nil)
-			r.Header = tc.headers.Clone()
-			r.TLS = &tls.ConnectionState{}
-			if tc.cert != nil {
-				leaf, err := x509.ParseCertificate(tc.cert.Certificate[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.TLS.PeerCertificates = []*x509.Certificate{leaf}
-			}
-			got, ok := auth.Authenticate(r)
-			if tc.want == nil {
-				if ok {
-					t.Errorf("authenticated as %+v, want refused", got)
-				}
-				return
-			}
-			if !ok || !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v (%v), want %+v", got, ok, tc.want)
-			}
-		})
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // apiFixture is a metrics handler over HTTPS with two nodes and three pods, every one
 // of them sampled twice except node-b.
@@ -199,8 +144,8 @@ func newAPIFixture(t *testing.T) *apiFixture {
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
 	return &apiFixture{url: hs.URL, codecs: serializer.NewCodecFactory(scheme), clients: map[string]*http.Client{
 		"anonymous":   client(nil, ""),
-		"front-proxy": client(ptr(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), "alice"),
-		"admin":       client(ptr(clientCert(t, cas.cluster, "admin", []string{"system:masters"})), ""),
+		"front-proxy": client(new(clientCert(t, cas.frontProxy, "front-proxy-client", nil)), "alice"),
+		"admin":       client(new(clientCert(t, cas.cluster, "admin", []string{"system:masters"})), ""),
 	}}
 }
 

@@ -3,8 +3,6 @@ package metrics
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,14 +12,13 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/delegatedauth"
 	"mizzen/internal/pki"
 )
 
@@ -81,7 +78,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	auth, trustedPEM, err := loadAuthenticator(ctx, client, opts)
+	auth, trustedPEM, err := delegatedauth.LoadCertAuthenticator(ctx, client, delegatedauth.CertSources{
+		ClientCAFile: opts.ClientCAFile, RequestHeaderClientCAFile: opts.RequestHeaderClientCAFile, RequestHeaderAllowedNames: opts.RequestHeaderAllowedNames,
+	})
 	if err != nil {
 		return err
 	}
@@ -121,7 +120,7 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	clientCAs, err := newPool(trustedPEM)
+	clientCAs, err := delegatedauth.NewPool(trustedPEM)
 	if err != nil {
 		return err
 	}
@@ -150,81 +149,6 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	return nil
-}
-
-// authenticationConfigMap is where the apiserver publishes whom aggregated servers
-// trust.
-const (
-	authenticationNamespace = "kube-system"
-	authenticationConfigMap = "extension-apiserver-authentication"
-)
-
-// loadAuthenticator builds the authenticator from the flags, completed from the
-// apiserver's published ConfigMap as upstream's aggregated servers do. It also returns
-// every CA it trusts, for the TLS handshake to ask for a certificate of one of them.
-func loadAuthenticator(ctx context.Context, client kubernetes.Interface, opts Options) (*Authenticator, []byte, error) {
-	data := map[string]string{}
-	cm, err := client.CoreV1().ConfigMaps(authenticationNamespace).Get(ctx, authenticationConfigMap, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		data = cm.Data
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-		if opts.RequestHeaderClientCAFile == "" {
-			return nil, nil, fmt.Errorf("%s/%s: %w (give --requestheader-client-ca-file instead)", authenticationNamespace, authenticationConfigMap, err)
-		}
-	default:
-		return nil, nil, err
-	}
-	read := func(file, key string) ([]byte, error) {
-		if file != "" {
-			return os.ReadFile(file)
-		}
-		return []byte(data[key]), nil
-	}
-	jsonList := func(key string, def []string) []string {
-		var out []string
-		if err := json.Unmarshal([]byte(data[key]), &out); err != nil || len(out) == 0 {
-			return def
-		}
-		return out
-	}
-	a := &Authenticator{}
-	clientCA, err := read(opts.ClientCAFile, "client-ca-file")
-	if err != nil {
-		return nil, nil, err
-	}
-	if a.ClientCAs, err = newPool(clientCA); err != nil {
-		return nil, nil, fmt.Errorf("client CA: %w", err)
-	}
-	frontCA, err := read(opts.RequestHeaderClientCAFile, "requestheader-client-ca-file")
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(frontCA) > 0 {
-		rh := &RequestHeaderConfig{
-			AllowedNames:    jsonList("requestheader-allowed-names", nil),
-			UsernameHeaders: jsonList("requestheader-username-headers", []string{"X-Remote-User"}),
-			GroupHeaders:    jsonList("requestheader-group-headers", []string{"X-Remote-Group"}),
-			ExtraPrefixes:   jsonList("requestheader-extra-headers-prefix", []string{"X-Remote-Extra-"}),
-		}
-		if opts.RequestHeaderAllowedNames != nil {
-			rh.AllowedNames = opts.RequestHeaderAllowedNames
-		}
-		if rh.CAs, err = newPool(frontCA); err != nil {
-			return nil, nil, fmt.Errorf("request header CA: %w", err)
-		}
-		a.RequestHeader = rh
-	}
-	return a, append(append([]byte{}, clientCA...), frontCA...), nil
-}
-
-// newPool is a pool of the PEM certificates; none is an empty pool, never the system's.
-func newPool(pemData []byte) (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
-	if len(pemData) > 0 && !pool.AppendCertsFromPEM(pemData) {
-		return nil, errors.New("no PEM certificate")
-	}
-	return pool, nil
 }
 
 // kubeletTLSConfig is how kubelets are reached: the credentials' (or the given)
@@ -260,7 +184,7 @@ func kubeletTLSConfig(cfg *rest.Config, opts Options) (*tls.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if tc.RootCAs, err = newPool(data); err != nil {
+		if tc.RootCAs, err = delegatedauth.NewPool(data); err != nil {
 			return nil, fmt.Errorf("--kubelet-certificate-authority: %w", err)
 		}
 	case tc.RootCAs == nil:

@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"mizzen/internal/componentserve"
 	"mizzen/internal/httpserve"
 	"mizzen/internal/leaderlost"
 	"mizzen/internal/scheduler/cache"
@@ -49,6 +50,10 @@ import (
 	"mizzen/internal/scheduler/plugins"
 	"mizzen/internal/scheduler/queue"
 )
+
+// leaderHealthTimeout is how long past its lease's expiry a leader that has not
+// renewed still counts as healthy, as upstream.
+const leaderHealthTimeout = 20 * time.Second
 
 // DefaultMetricsAddr is where /metrics and /healthz are served over plain HTTP unless
 // told otherwise (upstream's old insecure scheduler port).
@@ -69,6 +74,10 @@ type Options struct {
 	// MetricsAddr serves /metrics and /healthz over plain HTTP; "" uses DefaultMetricsAddr,
 	// "0" disables the server.
 	MetricsAddr string
+	// Serving, when set, serves /healthz, /livez, /readyz and /metrics over HTTPS with
+	// authentication and authorization delegated to the apiserver, as upstream on
+	// :10259 (--secure-port, --bind-address).
+	Serving *componentserve.Options
 	// Identity names this replica in the Lease; defaults to hostname_<uuid>.
 	Identity string
 	// Logger defaults to slog.Default().
@@ -174,6 +183,19 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 		}
 		defer stop()
 	}
+	var leaderHealth *leaderelection.HealthzAdaptor
+	if opts.Serving != nil {
+		ep := componentserve.Endpoints{Client: client, Metrics: sched.Metrics().Handler(), Log: logger}
+		if *cfg.LeaderElection.LeaderElect {
+			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
+			ep.Checks = []componentserve.Check{{Name: "leaderElection", Check: func(r *http.Request) error { return leaderHealth.Check(r) }}}
+		}
+		stop, err := componentserve.Serve(ctx, *opts.Serving, ep)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -209,6 +231,7 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
 		Name:            le.ResourceName,
+		WatchDog:        leaderHealth,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("started leading", "lease", le.ResourceNamespace+"/"+le.ResourceName, "identity", identity)

@@ -78,7 +78,7 @@ func startFaultCluster(t *testing.T) *faultCluster {
 	fc.start("apiserver")
 	fc.client = waitReady(t, kubeconfig)
 
-	fc.args["scheduler"] = []string{"scheduler", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0"}
+	fc.args["scheduler"] = []string{"scheduler", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--secure-port", "0"}
 	fc.args["controller-manager"] = []string{"controller-manager", "--kubeconfig", kubeconfig, "--secure-port", "0",
 		"--cluster-cidr", faultClusterCIDR}
 	pause := filepath.Join(filepath.Dir(mizzenBin), "mizzen-pause")

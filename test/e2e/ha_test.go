@@ -123,7 +123,7 @@ func lastLines(s string, n int) string {
 // CIDRs, no agent (the machines share the host's hostname and mounts).
 func haArgs(dataDir string, extra ...string) []string {
 	return append([]string{"server", "--data-dir", dataDir, "--secure-port", strconv.Itoa(haPort),
-		"--disable", "agent,ingress,dashboard", "--controller-manager-secure-port", "0",
+		"--disable", "agent,ingress,dashboard", "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0",
 		"--pod-bridge", "mzn-ha7", "--cluster-cidr", "10.180.0.0/16", "--service-cluster-ip-range", "10.70.0.0/16",
 		"--etcd-disable-snapshots"}, extra...)
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 const workflowYAML = `apiVersion: v1
@@ -69,19 +72,42 @@ stringData:
 func TestKubectlWorkflow(t *testing.T) {
 	c := startServer(t, t.TempDir(), freePort(t), "--disable", "agent")
 
-	// The bundled controller-manager serves its health and metrics on a port of its own
-	// (self-signed, as upstream's).
-	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	// The bundled controller-manager and scheduler serve their health and metrics on
+	// ports of their own (self-signed, as upstream's): health to anyone, metrics only
+	// to a caller the apiserver authorizes, here the admin by its client certificate.
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTLS, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTLS.RootCAs, adminTLS.InsecureSkipVerify = nil, true
+	anonymous := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	admin := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: adminTLS}}
 	eventually(t, 30*time.Second, func() error {
-		for path, want := range map[string]string{"/healthz": "ok", "/metrics": "workqueue_adds_total"} {
-			resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d%s", c.controllerManagerPort, path))
+		for _, probe := range []struct {
+			client *http.Client
+			port   int
+			path   string
+			code   int
+			want   string
+		}{
+			{anonymous, c.controllerManagerPort, "/healthz", http.StatusOK, "ok"},
+			{anonymous, c.controllerManagerPort, "/metrics", http.StatusForbidden, `forbidden: User \"system:anonymous\" cannot get path \"/metrics\"`},
+			{admin, c.controllerManagerPort, "/metrics", http.StatusOK, "workqueue_adds_total"},
+			{anonymous, c.schedulerPort, "/healthz", http.StatusOK, "ok"},
+			{admin, c.schedulerPort, "/metrics", http.StatusOK, "scheduler_pending_pods"},
+		} {
+			resp, err := probe.client.Get(fmt.Sprintf("https://127.0.0.1:%d%s", probe.port, probe.path))
 			if err != nil {
 				return err
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if !strings.Contains(string(body), want) {
-				return fmt.Errorf("controller-manager %s: %s %q lacks %q", path, resp.Status, body, want)
+			if resp.StatusCode != probe.code || !strings.Contains(string(body), probe.want) {
+				return fmt.Errorf(":%d%s: %s %q, want %d with %q", probe.port, probe.path, resp.Status, body, probe.code, probe.want)
 			}
 		}
 		return nil

@@ -132,6 +132,8 @@ type cluster struct {
 	log        *bytes.Buffer
 	// controllerManagerPort serves the bundled controller-manager's /healthz and /metrics.
 	controllerManagerPort int
+	// schedulerPort serves the bundled scheduler's /healthz and /metrics.
+	schedulerPort int
 	// ingressHTTPPort and ingressHTTPSPort are the bundled Ingress controller's, free
 	// ports rather than the node's 80 and 443.
 	ingressHTTPPort, ingressHTTPSPort int
@@ -145,10 +147,10 @@ type cluster struct {
 func startServer(t *testing.T, dataDir string, port int, extra ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dataDir: dataDir, port: port, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), log: &bytes.Buffer{},
-		controllerManagerPort: freePort(t), ingressHTTPPort: freePort(t), ingressHTTPSPort: freePort(t), dashboardPort: freePort(t),
+		controllerManagerPort: freePort(t), schedulerPort: freePort(t), ingressHTTPPort: freePort(t), ingressHTTPSPort: freePort(t), dashboardPort: freePort(t),
 		proxyHealthzPort: freePort(t)}
 	args := append([]string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--controller-manager-secure-port", strconv.Itoa(c.controllerManagerPort),
+		"--controller-manager-secure-port", strconv.Itoa(c.controllerManagerPort), "--scheduler-secure-port", strconv.Itoa(c.schedulerPort),
 		"--ingress-http-port", strconv.Itoa(c.ingressHTTPPort), "--ingress-https-port", strconv.Itoa(c.ingressHTTPSPort),
 		"--dashboard-port", strconv.Itoa(c.dashboardPort), "--proxy-healthz-port", strconv.Itoa(c.proxyHealthzPort)}, extra...)
 	c.cmd = exec.Command(mizzenBin, args...)

@@ -116,7 +116,7 @@ func startMultiNodeOn(t *testing.T, ln labNet, podNetwork string) *multiNode {
 		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(port),
 		"--cluster-cidr", ln.clusterCIDR, "--service-cluster-ip-range", ln.serviceCIDR,
 		"--pod-bridge", ln.bridgePrefix+"0", "--pod-network", podNetwork, "--kubelet-port", mnKubeletPort,
-		"--disable", "ingress,dashboard,metrics-server", "--controller-manager-secure-port", "0",
+		"--disable", "ingress,dashboard,metrics-server", "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0",
 		"--etcd-disable-snapshots")
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	if err := c.cmd.Start(); err != nil {

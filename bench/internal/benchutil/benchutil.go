@@ -115,7 +115,7 @@ func StartServer(bin string, args ...string) (*Server, error) {
 // cluster already), plus args, and waits until /readyz answers ok.
 func StartServerIn(bin, dir string, port int, args ...string) (*Server, error) {
 	cmd := exec.Command(bin, append([]string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0", "--dashboard-port", "0",
+		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0", "--dashboard-port", "0",
 		"--ingress-http-port", strconv.Itoa(FreePort()), "--ingress-https-port", strconv.Itoa(FreePort())}, args...)...)
 	logFile, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

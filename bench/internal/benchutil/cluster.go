@@ -89,7 +89,7 @@ func (m *Mizzen) StartScheduler(qps float64) error {
 		return err
 	}
 	defer log.Close()
-	m.scheduler = exec.Command(m.Bin, "scheduler", "--config", config, "--metrics-bind-address", "0")
+	m.scheduler = exec.Command(m.Bin, "scheduler", "--config", config, "--metrics-bind-address", "0", "--secure-port", "0")
 	m.scheduler.Stdout, m.scheduler.Stderr = log, log
 	DieWithParent(m.scheduler)
 	if err := m.scheduler.Start(); err != nil {

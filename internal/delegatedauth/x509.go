@@ -1,7 +1,8 @@
-package metrics
+package delegatedauth
 
 import (
 	"crypto/x509"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,9 +21,10 @@ type RequestHeaderConfig struct {
 	ExtraPrefixes   []string
 }
 
-// Authenticator identifies callers: the apiserver's forwarded requests through the
-// request headers, anyone else by a client certificate of ClientCAs.
-type Authenticator struct {
+// CertAuthenticator identifies callers by their client certificate: the apiserver's
+// forwarded requests through the request headers, anyone else by a client certificate
+// of ClientCAs (its common name the user, its organizations the groups).
+type CertAuthenticator struct {
 	ClientCAs     *x509.CertPool
 	RequestHeader *RequestHeaderConfig
 }
@@ -30,27 +32,43 @@ type Authenticator struct {
 // User is an authenticated caller.
 type User struct {
 	Name   string
+	UID    string
 	Groups []string
 	Extra  map[string][]string
 }
 
+// errUntrustedCertificate is a client certificate of no CA this server trusts.
+var errUntrustedCertificate = errors.New("client certificate signed by no trusted authority")
+
 // Authenticate returns the caller, or false when the request carries no credentials
 // this server accepts.
-func (a *Authenticator) Authenticate(r *http.Request) (*User, bool) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return nil, false
+func (a *CertAuthenticator) Authenticate(r *http.Request) (*User, bool) {
+	u, ok, _ := a.AuthenticateRequest(r)
+	return u, ok
+}
+
+// AuthenticateRequest is Authenticate telling a request without a certificate (false,
+// no error) from one whose certificate is refused (an error, which upstream answers
+// 401 rather than treating the caller as anonymous).
+func (a *CertAuthenticator) AuthenticateRequest(r *http.Request) (*User, bool, error) {
+	if a == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, false, nil
 	}
 	leaf := r.TLS.PeerCertificates[0]
 	if rh := a.RequestHeader; rh != nil && rh.CAs != nil && verifies(leaf, r.TLS.PeerCertificates[1:], rh.CAs) {
 		if len(rh.AllowedNames) > 0 && !slices.Contains(rh.AllowedNames, leaf.Subject.CommonName) {
-			return nil, false
+			return nil, false, errors.New("request header client certificate of a name not allowed: " + leaf.Subject.CommonName)
 		}
-		return rh.user(r.Header)
+		u, ok := rh.user(r.Header)
+		return u, ok, nil
 	}
 	if a.ClientCAs != nil && verifies(leaf, r.TLS.PeerCertificates[1:], a.ClientCAs) {
-		return &User{Name: leaf.Subject.CommonName, Groups: append(slices.Clone(leaf.Subject.Organization), "system:authenticated")}, true
+		return &User{Name: leaf.Subject.CommonName, Groups: append(slices.Clone(leaf.Subject.Organization), "system:authenticated")}, true, nil
 	}
-	return nil, false
+	if a.ClientCAs == nil && (a.RequestHeader == nil || a.RequestHeader.CAs == nil) {
+		return nil, false, nil // no certificate authentication configured: the certificate is ignored
+	}
+	return nil, false, errUntrustedCertificate
 }
 
 // verifies reports whether leaf chains to roots as a client certificate.
