@@ -302,20 +302,27 @@ func (s *Server) nodeStats() NodeStats {
 		s.cpuMu.Unlock()
 		ns.CPU = cpu
 	}
-	if mem, ok := readMeminfo(); ok {
-		total, avail := mem["MemTotal"], mem["MemAvailable"]
-		usage := total - mem["MemFree"]
-		// Working set as upstream counts it: usage minus inactive file pages.
-		ws := usage
-		if inactive := mem["Inactive(file)"]; inactive < ws {
-			ws -= inactive
-		}
-		ns.Memory = &MemoryStats{Time: SampleTime{now}, AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
-	}
+	ns.Memory = nodeMemory(now)
 	if s.opts.RootDir != "" {
 		ns.Fs = filesystemStats(s.opts.RootDir, now)
 	}
 	return ns
+}
+
+// nodeMemory is the node's memory from /proc/meminfo, or nil.
+func nodeMemory(now time.Time) *MemoryStats {
+	mem, ok := readMeminfo()
+	if !ok {
+		return nil
+	}
+	total, avail := mem["MemTotal"], mem["MemAvailable"]
+	usage := total - mem["MemFree"]
+	// Working set as upstream counts it: usage minus inactive file pages.
+	ws := usage
+	if inactive := mem["Inactive(file)"]; inactive < ws {
+		ws -= inactive
+	}
+	return &MemoryStats{Time: SampleTime{now}, AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
 }
 
 // filesystemStats is the usage of the filesystem holding dir, or nil.
