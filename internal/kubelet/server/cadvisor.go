@@ -130,17 +130,9 @@ func (c *cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 // containerd names it under the cgroupfs driver; its name is the runtime's ID.
 func (s *Server) cgroupSeries(ctx context.Context) ([]cgroupSeries, error) {
 	out := []cgroupSeries{rootSeries()}
-	sandboxes, containers, err := s.listRunning(ctx)
+	sandboxes, containers, statsByID, err := s.runningWithStats(ctx)
 	if err != nil {
 		return out, err
-	}
-	stats, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
-	if err != nil {
-		return out, err
-	}
-	statsByID := map[string]*runtimeapi.ContainerStats{}
-	for _, st := range stats {
-		statsByID[st.GetAttributes().GetId()] = st
 	}
 	// Network is the sandbox's; a runtime without pod sandbox stats reports none.
 	network := map[string]*runtimeapi.NetworkUsage{}

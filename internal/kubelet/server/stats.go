@@ -155,20 +155,30 @@ func (s *Server) serveSummary(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sum)
 }
 
-// summary gathers the pods' usage from the runtime's container stats and the node's
-// from /proc.
-func (s *Server) summary(ctx context.Context) (*Summary, error) {
+// runningWithStats lists the running pods and containers, and the runtime's stats of
+// the containers by ID.
+func (s *Server) runningWithStats(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, map[string]*runtimeapi.ContainerStats, error) {
 	sandboxes, containers, err := s.listRunning(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	stats, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	statsByID := map[string]*runtimeapi.ContainerStats{}
 	for _, st := range stats {
 		statsByID[st.GetAttributes().GetId()] = st
+	}
+	return sandboxes, containers, statsByID, nil
+}
+
+// summary gathers the pods' usage from the runtime's container stats and the node's
+// from /proc.
+func (s *Server) summary(ctx context.Context) (*Summary, error) {
+	sandboxes, containers, statsByID, err := s.runningWithStats(ctx)
+	if err != nil {
+		return nil, err
 	}
 	pods := map[string]*PodStats{}
 	var order []string
