@@ -208,7 +208,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-// metricsMux is the metrics server's: /metrics, /proxyMode, and /healthz and /livez
+// mux is the metrics server's: /metrics, /proxyMode, and /healthz and /livez
 // answering that the process is up, as upstream's metrics port does.
 func (m *metrics) mux() *http.ServeMux {
 	mux := http.NewServeMux()
