@@ -109,6 +109,7 @@ func newAgentCommand() *cobra.Command {
 				po := agent.ProxyFor(kf.HostnameOverride, clusterCIDR, podBridge, newLogger(verbose))
 				po.NodePortAddresses, po.MasqueradeAll = pf.NodePortAddresses, pf.MasqueradeAll
 				po.HealthzAddress = agent.ProxyHealthzAddress(proxyHealthzPort)
+				po.MetricsAddress = pf.MetricsAddress
 				opts.Proxy, opts.ProxyConfig = &po, proxyCfg
 			}
 			return agent.Run(ctx, opts)
@@ -133,6 +134,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringSliceVar(&pf.NodePortAddresses, "nodeport-addresses", nil, "the proxy's NodePort addresses: CIDRs, or \"primary\" (default: primary)")
 	f.BoolVar(&pf.MasqueradeAll, "masquerade-all", false, "the proxy masquerades all traffic sent to a ClusterIP")
 	f.IntVar(&proxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "port of the service proxy's /healthz and /livez on every address (0: none)")
+	f.StringVar(&pf.MetricsAddress, "proxy-metrics-bind-address", agent.DefaultProxyMetricsAddress, "address of the service proxy's /metrics and /proxyMode over plain HTTP (0.0.0.0:10249 for every IPv4 address; empty or 0: none)")
 	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
 	f.BoolVar(&noNetworkPolicy, "disable-network-policy", false, "enforce no NetworkPolicies on this node")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")

@@ -53,6 +53,7 @@ func newProxyCommand() *cobra.Command {
 	f.StringSliceVar(&pf.NodePortAddresses, "nodeport-addresses", nil, "CIDRs whose local addresses serve NodePorts (0.0.0.0/0: all), or \"primary\" (default: primary, the node's IP from its Node object)")
 	f.BoolVar(&pf.MasqueradeAll, "masquerade-all", false, "masquerade all traffic sent to a ClusterIP")
 	f.StringVar(&pf.HealthzAddress, "healthz-bind-address", agent.ProxyHealthzAddress(agent.DefaultProxyHealthzPort), "address serving /healthz and /livez (empty: none)")
+	f.StringVar(&pf.MetricsAddress, "metrics-bind-address", agent.DefaultProxyMetricsAddress, "address serving /metrics and /proxyMode over plain HTTP (0.0.0.0:10249 for every IPv4 address; empty or 0: none)")
 	f.StringVar(&pf.Table, "nftables-table", proxy.TableName, "the nftables table (family ip) the rules live in")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the proxy's table and exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")

@@ -52,6 +52,8 @@ type serverFlags struct {
 	dashboardPort int
 	// proxyHealthzPort serves the bundled proxy's /healthz on every address.
 	proxyHealthzPort int
+	// proxyMetricsAddress serves the bundled proxy's /metrics.
+	proxyMetricsAddress string
 	// metricResolution is the bundled metrics server's scrape interval.
 	metricResolution time.Duration
 
@@ -188,8 +190,8 @@ func newServerCommand() *cobra.Command {
 				SchedulerPort: f.schedulerPort,
 				Containerd:    f.containerd, PrivateRegistry: f.privateRegistry,
 				IngressHTTPPort: f.ingressHTTPPort, IngressHTTPSPort: f.ingressHTTPSPort, MetricResolution: f.metricResolution, DashboardPort: f.dashboardPort,
-				ProxyHealthzPort: f.proxyHealthzPort,
-				Snapshots:        f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
+				ProxyHealthzPort: f.proxyHealthzPort, ProxyMetricsAddress: f.proxyMetricsAddress,
+				Snapshots: f.snapshots, CloudProvider: f.cloudProvider, KubeletCloudProvider: f.kubeletCloudProvider,
 				Ready: func(cp *core.ControlPlane) {
 					fmt.Fprintf(os.Stderr, "mizzen apiserver listening on %s; kubeconfig %s\n", cp.URL, cp.AdminKubeconfig)
 				},
@@ -223,6 +225,7 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.schedulerPort, "scheduler-secure-port", 10259, "HTTPS port of the scheduler's /healthz and /metrics, authorized by the apiserver (0 disables)")
 	cmd.Flags().IntVar(&f.dashboardPort, "dashboard-port", 8443, "HTTPS port of the dashboard (web UI) on the bind address (0 disables it)")
 	cmd.Flags().IntVar(&f.proxyHealthzPort, "proxy-healthz-port", agent.DefaultProxyHealthzPort, "port of the agent's service proxy's /healthz and /livez on every address (0: none); the dashboard reads it through the apiserver's node proxy")
+	cmd.Flags().StringVar(&f.proxyMetricsAddress, "proxy-metrics-bind-address", agent.DefaultProxyMetricsAddress, "address of the agent's service proxy's /metrics and /proxyMode over plain HTTP (0.0.0.0:10249 for every IPv4 address; empty or 0: none)")
 	addRuntimeFlags(cmd, &f.containerd, &f.privateRegistry)
 	cmd.Flags().StringVar(&f.kubeletCloudProvider, "kubelet-cloud-provider", "", `the agent's kubelet --cloud-provider: "external" registers the node tainted uninitialized until the bundled cloud-controller-manager initializes it`)
 	cmd.Flags().StringVar(&f.cloudProvider.LBPool, "lb-ip-pool", "", "the bundled cloud-controller-manager gives LoadBalancer Services addresses from this CIDR or range FIRST-LAST (default: the nodes' addresses, as k3s's ServiceLB)")

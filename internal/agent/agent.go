@@ -180,6 +180,10 @@ func PodNetworkFor(kf *KubeletOptions, mode, clusterCIDR, bridge string, vni, po
 // DefaultProxyHealthzPort is upstream's kube-proxy health port.
 const DefaultProxyHealthzPort = 10256
 
+// DefaultProxyMetricsAddress is upstream's kube-proxy --metrics-bind-address: the
+// metrics port on loopback only.
+const DefaultProxyMetricsAddress = "127.0.0.1:10249"
+
 // ProxyHealthzAddress is where a proxy serves its health checks on every address of the
 // node, given its port; 0 serves none.
 func ProxyHealthzAddress(port int) string {

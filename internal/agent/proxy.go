@@ -20,7 +20,10 @@ type ProxyOptions struct {
 	MasqueradeAll     bool
 	Table             string
 	HealthzAddress    string
-	Log               *slog.Logger
+	// MetricsAddress serves /metrics and /proxyMode (upstream's
+	// --metrics-bind-address); empty or "0" serves nothing.
+	MetricsAddress string
+	Log            *slog.Logger
 }
 
 // RunProxy runs the proxy until ctx ends.
@@ -30,7 +33,8 @@ func RunProxy(ctx context.Context, cfg *rest.Config, pf ProxyOptions) error {
 		log = slog.Default()
 	}
 	opts := proxy.Options{NodeName: pf.HostnameOverride, NodePortAddresses: pf.NodePortAddresses,
-		MasqueradeAll: pf.MasqueradeAll, Writer: proxy.Table{Name: pf.Table}, HealthzBindAddress: pf.HealthzAddress, Log: log}
+		MasqueradeAll: pf.MasqueradeAll, Writer: proxy.Table{Name: pf.Table}, HealthzBindAddress: pf.HealthzAddress,
+		MetricsBindAddress: pf.MetricsAddress, Log: log}
 	if pf.ClusterCIDR != "" {
 		p, err := netip.ParsePrefix(pf.ClusterCIDR)
 		if err != nil || !p.Addr().Is4() {

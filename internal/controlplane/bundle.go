@@ -72,6 +72,9 @@ type BundleOptions struct {
 	// ProxyHealthzPort is where the agent's service proxy serves /healthz and /livez on
 	// every address (upstream's 10256); 0 serves none. The dashboard asks it.
 	ProxyHealthzPort int
+	// ProxyMetricsAddress is where the agent's service proxy serves /metrics and
+	// /proxyMode (upstream's 127.0.0.1:10249); empty or "0" serves nothing.
+	ProxyMetricsAddress string
 	// MetricResolution is the bundled metrics server's scrape interval (0: its default).
 	MetricResolution time.Duration
 	// ControllerManagerPort serves the controller-manager's /healthz and /metrics; 0 disables.
@@ -305,6 +308,7 @@ func bundledAgent(cp *core.ControlPlane, opts BundleOptions, clusterDNS net.IP, 
 		}
 		po := agent.ProxyFor(kf.HostnameOverride, opts.ClusterCIDR, opts.PodBridge, opts.Log.With("component", "proxy"))
 		po.HealthzAddress = agent.ProxyHealthzAddress(opts.ProxyHealthzPort)
+		po.MetricsAddress = opts.ProxyMetricsAddress
 		ao.Proxy, ao.ProxyConfig = &po, proxyCfg
 	}
 	return ao, nil

@@ -461,6 +461,7 @@ func (kl *Kubelet) startNodeServer(ctx context.Context) error {
 	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
 	so.Pods = kl.boundPods
 	so.PodVolumes = kl.podVolumes
+	so.PodCgroup = cgroupParent
 	if so.Address == "" {
 		so.Address = net.JoinHostPort("", fmt.Sprint(kl.opts.Port))
 	}

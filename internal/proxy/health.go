@@ -1,11 +1,7 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -75,26 +71,4 @@ func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-// serveHealth serves /healthz and /livez on addr until ctx ends; a port it cannot
-// bind is logged, not fatal, so the rules still get written.
-func serveHealth(ctx context.Context, addr string, h *health, log *slog.Logger) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		log.Error("serving the proxy's health checks", "address", addr, "err", err)
-		return
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/healthz", h)
-	mux.Handle("/livez", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	log.Info("serving health checks", "address", l.Addr().String())
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Error("serving the proxy's health checks", "err", err)
-	}
 }

@@ -42,6 +42,9 @@ type Options struct {
 	// HealthzBindAddress serves /healthz and /livez (upstream's 0.0.0.0:10256); empty
 	// serves nothing.
 	HealthzBindAddress string
+	// MetricsBindAddress serves /metrics, /proxyMode, /healthz and /livez over plain
+	// HTTP (upstream's 127.0.0.1:10249); empty, "0" or a port of 0 serves nothing.
+	MetricsBindAddress string
 	// Conntrack clears UDP entries to removed endpoints; Conntrack{} when nil.
 	Conntrack ConntrackCleaner
 	Log       *slog.Logger
@@ -117,24 +120,37 @@ func Run(ctx context.Context, opts Options) error {
 	nodes := nodeFactory.Core().V1().Nodes()
 
 	healthz := newHealth(2*opts.SyncPeriod, time.Now)
+	m := newMetrics(time.Now())
 	if opts.HealthzBindAddress != "" {
-		go serveHealth(ctx, opts.HealthzBindAddress, healthz, opts.Log)
+		go serveHTTP(ctx, "health checks", opts.HealthzBindAddress, m.healthMux(healthz), opts.Log)
+	}
+	if addr := metricsAddress(opts.MetricsBindAddress); addr != "" {
+		go serveHTTP(ctx, "metrics", addr, m.mux(), opts.Log)
 	}
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		healthz.queued()
+		m.queued(time.Now())
 		select {
 		case kick <- struct{}{}:
 		default:
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
+	// changed is the handler of one informer: count is told of every object before
+	// a sync is asked for.
+	changed := func(count func(any)) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { count(obj); poke() },
+			UpdateFunc: func(_, obj any) { count(obj); poke() },
+			DeleteFunc: func(obj any) { count(obj); poke() },
+		}
 	}
-	for _, inf := range []cache.SharedIndexInformer{services.Informer(), slices.Informer(), nodes.Informer()} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
+	for inf, count := range map[cache.SharedIndexInformer]func(any){
+		services.Informer(): m.serviceChanged,
+		slices.Informer():   m.endpointsChanged,
+		nodes.Informer():    func(any) {},
+	} {
+		if _, err := inf.AddEventHandler(changed(count)); err != nil {
 			return err
 		}
 	}
@@ -156,7 +172,7 @@ func Run(ctx context.Context, opts Options) error {
 	opts.Log = log
 	serviceHealth := newServiceHealthServers(opts.serviceHealthHost, healthz, opts.Log)
 	go serviceHealth.closeOn(ctx)
-	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(), serviceHealth: serviceHealth,
+	s := &syncer{opts: opts, services: services.Lister(), nodes: nodes.Lister(), serviceHealth: serviceHealth, metrics: m,
 		slices: func() ([]*discoveryv1.EndpointSlice, error) { return slices.Lister().List(labels.Everything()) }}
 	s.loop(ctx, kick, poke, healthz)
 	return nil
@@ -180,7 +196,10 @@ func (s *syncer) loop(ctx context.Context, kick <-chan struct{}, poke func(), he
 			}
 		}
 		last = time.Now()
-		if err := s.sync(force); err != nil {
+		triggers := s.metrics.take()
+		err := s.sync(force)
+		s.metrics.synced(last, time.Now(), triggers, err)
+		if err != nil {
 			opts.Log.Error("syncing service rules; retrying", "err", err)
 			poke()
 		} else {
@@ -214,6 +233,7 @@ type syncer struct {
 	nodes         corelisters.NodeLister
 	slices        func() ([]*discoveryv1.EndpointSlice, error)
 	serviceHealth *serviceHealthServers
+	metrics       *metrics
 	applied       string // the last ruleset written, in its String form
 	// udpTargets are the UDP endpoints of the last ruleset written.
 	udpTargets map[netip.AddrPort]bool
@@ -240,6 +260,7 @@ func (s *syncer) sync(force bool) error {
 	start := time.Now()
 	if err := s.opts.Writer.Apply(rs); err != nil {
 		s.applied = ""
+		s.metrics.syncFailures.WithLabelValues(ipFamily).Inc()
 		return err
 	}
 	s.applied = text

@@ -152,7 +152,8 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 	args := append([]string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--controller-manager-secure-port", strconv.Itoa(c.controllerManagerPort), "--scheduler-secure-port", strconv.Itoa(c.schedulerPort),
 		"--ingress-http-port", strconv.Itoa(c.ingressHTTPPort), "--ingress-https-port", strconv.Itoa(c.ingressHTTPSPort),
-		"--dashboard-port", strconv.Itoa(c.dashboardPort), "--proxy-healthz-port", strconv.Itoa(c.proxyHealthzPort)}, extra...)
+		"--dashboard-port", strconv.Itoa(c.dashboardPort), "--proxy-healthz-port", strconv.Itoa(c.proxyHealthzPort),
+		"--proxy-metrics-bind-address", "127.0.0.1:" + strconv.Itoa(freePort(t))}, extra...)
 	c.cmd = exec.Command(mizzenBin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	start := time.Now()

@@ -52,6 +52,10 @@ type Options struct {
 	// PodVolumes returns the volumes of a pod (by UID) that /stats/summary reports;
 	// optional.
 	PodVolumes func(uid string) []PodVolume
+	// PodCgroup names a pod's cgroup as the kubelet gives it to the runtime (the
+	// sandbox's cgroup parent): the id label of the pod's and its containers' series in
+	// /metrics/cadvisor. Optional: without it those ids are empty.
+	PodCgroup func(*v1.Pod) string
 	// Certificate is the serving certificate; ClientCAs verify callers' certificates.
 	Certificate tls.Certificate
 	// GetCertificate, when set, replaces Certificate: a certificate that rotates.
@@ -105,6 +109,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /stats/summary", s.serveSummary)
 	s.mux.HandleFunc("GET /metrics/resource", s.serveResourceMetrics)
+	s.mux.Handle("GET /metrics/cadvisor", s.cadvisorHandler())
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	return s, nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +105,7 @@ func startTestNode(t *testing.T) *testNode {
 	srv, err := New(Options{
 		NodeName: "node-a", Runtime: cri, Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
 		Certificate: servingPair, ClientCAs: ca.Pool(), RootDir: dir,
+		PodCgroup: func(p *v1.Pod) string { return "/kubepods/besteffort/pod" + string(p.UID) },
 		PodVolumes: func(uid string) []PodVolume {
 			if uid != "uid1" {
 				return nil
@@ -176,6 +179,10 @@ func TestAuthentication(t *testing.T) {
 		{"metrics", "/metrics/resource", http.StatusOK, "container_cpu_usage_seconds_total"},
 		{"metrics", "/metrics", http.StatusOK, "kubelet_running_pods"},
 		{"node", "/metrics", http.StatusForbidden, "subresource=metrics"},
+		{"metrics", "/metrics/cadvisor", http.StatusOK, "container_cpu_usage_seconds_total"},
+		{"apiserver", "/metrics/cadvisor", http.StatusOK, "container_cpu_usage_seconds_total"},
+		{"node", "/metrics/cadvisor", http.StatusForbidden, "user=system:node:node-b, verb=get, resource=nodes, subresource=metrics"},
+		{"anonymous", "/metrics/cadvisor", http.StatusUnauthorized, "Unauthorized"},
 		{"metrics", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:metrics-server, verb=get, resource=nodes, subresource=proxy"},
 		{"metrics", "/pods", http.StatusForbidden, "subresource=pods"},
 		{"metrics", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
@@ -275,5 +282,47 @@ func TestEndpoints(t *testing.T) {
 		if err != nil || code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("/metrics: %d %v, want %q in\n%s", code, err, want, body)
 		}
+	}
+}
+
+// TestCadvisorMetrics reads /metrics/cadvisor as Prometheus' kubernetes-cadvisor job
+// does: the running container's series under cAdvisor's names and labels, its pod's
+// cgroup with container="", and the machine's.
+func TestCadvisorMetrics(t *testing.T) {
+	n := startTestNode(t)
+	code, body, err := n.get(t, "apiserver", "/metrics/cadvisor")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/metrics/cadvisor: %d %v\n%s", code, err, body)
+	}
+	// The running attempt's runtime ID names its series and its cgroup.
+	m := regexp.MustCompile(`container_cpu_usage_seconds_total\{container="app",cpu="total",id="/kubepods/besteffort/poduid1/([0-9a-z]+)",image="app:1",name="([0-9a-z]+)",namespace="default",pod="web"\} \S+ \d+\n`).FindStringSubmatch(body)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("no container_cpu_usage_seconds_total series for default/web's app, named by its ID and cgroup:\n%s", body)
+	}
+	ctr := fmt.Sprintf(`{container="app",id="/kubepods/besteffort/poduid1/%s",image="app:1",name="%s",namespace="default",pod="web"}`, m[1], m[1])
+	pod := `{container="",id="/kubepods/besteffort/poduid1",image="",name="",namespace="default",pod="web"}`
+	for _, want := range []string{
+		"# TYPE container_cpu_usage_seconds_total counter",
+		"container_memory_working_set_bytes" + ctr,
+		"container_memory_usage_bytes" + ctr,
+		"container_memory_rss" + ctr,
+		"container_start_time_seconds" + ctr,
+		"container_last_seen" + ctr,
+		`container_cpu_usage_seconds_total{container="",cpu="total",id="/kubepods/besteffort/poduid1",image="",name="",namespace="default",pod="web"}`,
+		"container_memory_working_set_bytes" + pod,
+		"container_start_time_seconds" + pod,
+		`container_network_receive_bytes_total{container="",id="/kubepods/besteffort/poduid1",image="",interface="eth0",name="",namespace="default",pod="web"}`,
+		`container_cpu_usage_seconds_total{container="",cpu="total",id="/",image="",name="",namespace="",pod=""}`,
+		"# TYPE machine_cpu_cores gauge",
+		"machine_memory_bytes{",
+		"container_scrape_error 0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics/cadvisor lacks %s", want)
+		}
+	}
+	// The exited attempt has no series.
+	if strings.Count(body, "container_start_time_seconds{container=\"app\"") != 1 {
+		t.Errorf("want one series for app, the running attempt's:\n%s", body)
 	}
 }

@@ -155,20 +155,30 @@ func (s *Server) serveSummary(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sum)
 }
 
-// summary gathers the pods' usage from the runtime's container stats and the node's
-// from /proc.
-func (s *Server) summary(ctx context.Context) (*Summary, error) {
+// runningWithStats lists the running pods and containers, and the runtime's stats of
+// the containers by ID.
+func (s *Server) runningWithStats(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, map[string]*runtimeapi.ContainerStats, error) {
 	sandboxes, containers, err := s.listRunning(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	stats, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	statsByID := map[string]*runtimeapi.ContainerStats{}
 	for _, st := range stats {
 		statsByID[st.GetAttributes().GetId()] = st
+	}
+	return sandboxes, containers, statsByID, nil
+}
+
+// summary gathers the pods' usage from the runtime's container stats and the node's
+// from /proc.
+func (s *Server) summary(ctx context.Context) (*Summary, error) {
+	sandboxes, containers, statsByID, err := s.runningWithStats(ctx)
+	if err != nil {
+		return nil, err
 	}
 	pods := map[string]*PodStats{}
 	var order []string
@@ -302,20 +312,27 @@ func (s *Server) nodeStats() NodeStats {
 		s.cpuMu.Unlock()
 		ns.CPU = cpu
 	}
-	if mem, ok := readMeminfo(); ok {
-		total, avail := mem["MemTotal"], mem["MemAvailable"]
-		usage := total - mem["MemFree"]
-		// Working set as upstream counts it: usage minus inactive file pages.
-		ws := usage
-		if inactive := mem["Inactive(file)"]; inactive < ws {
-			ws -= inactive
-		}
-		ns.Memory = &MemoryStats{Time: SampleTime{now}, AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
-	}
+	ns.Memory = nodeMemory(now)
 	if s.opts.RootDir != "" {
 		ns.Fs = filesystemStats(s.opts.RootDir, now)
 	}
 	return ns
+}
+
+// nodeMemory is the node's memory from /proc/meminfo, or nil.
+func nodeMemory(now time.Time) *MemoryStats {
+	mem, ok := readMeminfo()
+	if !ok {
+		return nil
+	}
+	total, avail := mem["MemTotal"], mem["MemAvailable"]
+	usage := total - mem["MemFree"]
+	// Working set as upstream counts it: usage minus inactive file pages.
+	ws := usage
+	if inactive := mem["Inactive(file)"]; inactive < ws {
+		ws -= inactive
+	}
+	return &MemoryStats{Time: SampleTime{now}, AvailableBytes: &avail, UsageBytes: &usage, WorkingSetBytes: &ws}
 }
 
 // filesystemStats is the usage of the filesystem holding dir, or nil.
