@@ -92,9 +92,13 @@ if [ ! -x "$BIN/e2e.test" ] || [ ! -x "$BIN/ginkgo" ] || [ ! -x "$BIN/agnhost" ]
   rm -f "$SRC/go.sum"
   log "resolving the suite's dependencies (go mod tidy)"
   (cd "$SRC" && go mod tidy) || die "go mod tidy failed"
+  # The suite reads its own major and minor version too (pod security's fixtures for the
+  # restricted level of "this" version, in the PodCertificate spec), not only gitVersion.
   ldflags="-s -w"
+  major=${K8S_VERSION#v}; major=${major%%.*}
+  minor=${K8S_VERSION#v*.}; minor=${minor%%.*}
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitTreeState=clean -X $pkg.gitCommit=$K8S_VERSION-goproxy"
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.gitCommit=$K8S_VERSION-goproxy"
   done
   log "building e2e.test (the longest step: about 10 minutes on 2 cores)"
   (cd "$SRC" && go test -c -vet=off -ldflags "$ldflags" -o "$BIN/e2e.test" k8s.io/kubernetes/test/e2e) || die "building e2e.test failed"
