@@ -250,12 +250,85 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false))
 	}
+	if terminal {
+		markUnlocatedContainers(pod, &s)
+	}
 	s.Phase = podPhase(pod, s.ContainerStatuses, initDone, initFailed, terminal)
+	if terminal && s.Phase != v1.PodSucceeded && s.Phase != v1.PodFailed && kl.static.get(pod.UID) == nil {
+		// A pod ends in a terminal phase before its deletion, even one deleted before any
+		// container started (a Job's pod failure policy waits for it), as upstream's
+		// status manager ends it; static pods excepted, as there.
+		s.Phase = v1.PodFailed
+	}
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message // terminal phases are final
 	}
 	s.Conditions = kl.podConditions(pod, st, s, sb != nil, initDone, pendingInit)
 	return s
+}
+
+// Upstream's words for a container that has no terminated state when its pod ends.
+const (
+	reasonContainerStatusUnknown = "ContainerStatusUnknown"
+	messageContainerNotLocated   = "The container could not be located when the pod was terminated"
+	exitCodeContainerNotLocated  = 137
+)
+
+// markUnlocatedContainers gives every container of an ended pod that has no terminated
+// state one, a failure, since whether it succeeded is not known; as upstream's status
+// manager does when a pod terminates. The regular containers only once the pod has
+// initialized; of the init containers, all but the trailing ones that never left waiting
+// (yet always the first).
+func markUnlocatedContainers(pod *v1.Pod, s *v1.PodStatus) {
+	unknown := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		Reason: reasonContainerStatusUnknown, Message: messageContainerNotLocated, ExitCode: exitCodeContainerNotLocated}}
+	if podHasInitialized(pod, s) {
+		for i := range s.ContainerStatuses {
+			if s.ContainerStatuses[i].State.Terminated == nil {
+				s.ContainerStatuses[i].State = *unknown.DeepCopy()
+			}
+		}
+	}
+	attempted := len(s.InitContainerStatuses)
+	for attempted > 1 && s.InitContainerStatuses[attempted-1].State.Waiting != nil {
+		attempted--
+	}
+	for i := range s.InitContainerStatuses[:attempted] {
+		if s.InitContainerStatuses[i].State.Terminated == nil {
+			s.InitContainerStatuses[i].State = *unknown.DeepCopy()
+		}
+	}
+}
+
+// podHasInitialized reports whether a pod shows it got past its init containers: it has
+// none, a regular container left waiting once, or its last init container completed (or,
+// a sidecar, started).
+func podHasInitialized(pod *v1.Pod, s *v1.PodStatus) bool {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	for _, cs := range s.ContainerStatuses {
+		if cs.LastTerminationState.Terminated != nil || cs.State.Waiting == nil {
+			return true
+		}
+	}
+	if len(s.InitContainerStatuses) == 0 {
+		return false
+	}
+	last := s.InitContainerStatuses[len(s.InitContainerStatuses)-1]
+	spec := &pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1]
+	if spec.Name != last.Name {
+		return false
+	}
+	if isSidecar(pod, spec) {
+		return last.State.Running != nil && last.Started != nil && *last.Started
+	}
+	for _, t := range []*v1.ContainerStateTerminated{last.LastTerminationState.Terminated, last.State.Terminated} {
+		if t != nil && t.ExitCode == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // podConditions computes the kubelet-owned conditions, keeping others (PodScheduled as

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clienttesting "k8s.io/client-go/testing"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -179,5 +180,65 @@ func TestTeardownTakesNotFoundAsGone(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "syncing pod") {
 		t.Errorf("the teardown failed on the runtime's NotFound:\n%s", logs.String())
+	}
+}
+
+// TestPodDeletedBeforeItsSandboxStartedEndsFailed is a Job's pod deleted (grace period
+// 30 s) while its sandbox is still starting, as a pod failure policy's FailJob deletes a
+// Job's other pods (conformance's "pod failure policy on exit code to fail the job
+// early"). The start is given up, and the last status the kubelet writes before it
+// deletes the pod is terminal, Failed, with the container that never ran terminated as
+// unknown: the Job controller waits for every pod of a failing Job to be terminal.
+func TestPodDeletedBeforeItsSandboxStartedEndsFailed(t *testing.T) {
+	h := newHarness(t)
+	rt := &heldSandboxes{RuntimeService: h.rt.Client(), prefix: "starting-", reached: make(chan struct{})}
+	opts := h.options()
+	opts.Runtime = rt
+	h.startWith(opts)
+	ctx := context.Background()
+
+	pod := newPod("starting-job-pod", "busybox")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	h.createPod(pod)
+	select {
+	case <-rt.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pod's sandbox start never reached the runtime")
+	}
+	p, err := h.getPod(pod.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewTime(h.clock.Now())
+	p.DeletionTimestamp = &now
+	p.DeletionGracePeriodSeconds = ptr.To[int64](30)
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod object removed", func() bool {
+		_, err := h.getPod(pod.Name)
+		return isNotFound(err)
+	})
+
+	var last *v1.Pod
+	for _, a := range h.client.Actions() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			if p, ok := u.GetObject().(*v1.Pod); ok && p.Name == pod.Name {
+				last = p
+			}
+		}
+	}
+	if last == nil {
+		t.Fatal("the kubelet wrote no status for the pod")
+	}
+	if last.Status.Phase != v1.PodFailed {
+		t.Errorf("last status phase = %s, want Failed", last.Status.Phase)
+	}
+	if len(last.Status.ContainerStatuses) != 1 {
+		t.Fatalf("container statuses: %+v", last.Status.ContainerStatuses)
+	}
+	term := last.Status.ContainerStatuses[0].State.Terminated
+	if term == nil || term.Reason != "ContainerStatusUnknown" || term.ExitCode != 137 {
+		t.Errorf("container state = %+v, want terminated ContainerStatusUnknown with exit code 137", last.Status.ContainerStatuses[0].State)
 	}
 }
