@@ -78,7 +78,13 @@ func startNodeServer(t *testing.T, ctx context.Context, cp *testapiserver.Server
 	if err := rt.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	// The kubelet's own identity, with which it reviews its callers.
+	kubeletCfg, err := cp.ComponentConfig("kubelet-node-a", "system:node:node-a", []string{"system:nodes"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := nodeserver.New(nodeserver.Options{NodeName: "node-a", Runtime: rt, Pods: func() []*corev1.Pod { return nil },
+		Client:      kubernetes.NewForConfigOrDie(kubeletCfg),
 		Certificate: serving, ClientCAs: clientCAs, RootDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
