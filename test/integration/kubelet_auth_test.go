@@ -21,8 +21,9 @@ import (
 
 	"mizzen/internal/cri/fake"
 	"mizzen/internal/hostaddr"
-	nodeserver "mizzen/internal/kubelet/server"
+	kubeletserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/testing/apiserver"
+	"mizzen/internal/testing/nodeserver"
 )
 
 // TestKubeletAuthorization reaches a kubelet's node server as its callers do: it
@@ -40,34 +41,8 @@ func TestKubeletAuthorization(t *testing.T) {
 	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig)
 
 	// The kubelet of node-a: its own node identity asks the apiserver about callers.
-	certFile, keyFile, err := cp.KubeletServing("node-a-serving", "node-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, err := nodeserver.LoadCertificate(certFile, keyFile, "", "node-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientCAs, err := nodeserver.LoadClientCAs(cp.CAFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeletCfg, err := cp.ComponentConfig("kubelet-node-a", "system:node:node-a", []string{"system:nodes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := nodeserver.New(nodeserver.Options{NodeName: "node-a", Runtime: fake.New(fake.Options{}).Client(),
-		Pods:   func() []*corev1.Pod { return nil },
-		Client: kubernetes.NewForConfigOrDie(kubeletCfg), Certificate: serving, ClientCAs: clientCAs, RootDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ctx, l) }()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := nodeserver.Start(t, ctx, cp, ip, kubeletserver.Options{NodeName: "node-a", Runtime: fake.New(fake.Options{}).Client(),
+		Pods: func() []*corev1.Pod { return nil }})
 	kubeletURL := "https://" + net.JoinHostPort(ip.String(), strconv.Itoa(port))
 
 	node, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{})
@@ -112,7 +87,7 @@ func TestKubeletAuthorization(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
-	metricsCfg, err := cp.ComponentConfig("metrics-server", nodeserver.MetricsServerUser, nil)
+	metricsCfg, err := cp.ComponentConfig("metrics-server", kubeletserver.MetricsServerUser, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
