@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"mizzen/internal/hostaddr"
 	kubeletserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/testing/apiserver"
+	"mizzen/internal/testing/bearer"
 	"mizzen/internal/testing/nodeserver"
 )
 
@@ -98,17 +98,7 @@ func TestKubeletAuthorization(t *testing.T) {
 	get := func(path, token string, certs ...tls.Certificate) (int, string) {
 		t.Helper()
 		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, kubeletURL+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return bearer.Get(t, hc, kubeletURL+path, token)
 	}
 
 	for _, tc := range []struct {
