@@ -25,8 +25,9 @@ var DefaultAlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
 // DefaultAlwaysAllowGroups are the groups upstream allows without a review.
 var DefaultAlwaysAllowGroups = []string{"system:masters"}
 
-// Authorizer decides non-resource requests (a verb on a path) by a
-// SubjectAccessReview, caching the answers.
+// Authorizer decides requests by a SubjectAccessReview, caching the answers:
+// non-resource requests (a verb on a path) and, for servers that guard their
+// endpoints as an API resource (the kubelet's nodes/<subresource>), resource ones.
 type Authorizer struct {
 	client authorizationclient.SubjectAccessReviewInterface
 	// AlwaysAllowPaths are allowed to anyone: a path matches exactly, or by prefix
@@ -61,21 +62,34 @@ func (a *Authorizer) Authorize(ctx context.Context, u *User, verb, path string) 
 	if a.alwaysAllowed(path) {
 		return Decision{Allowed: true}, nil
 	}
+	return a.review(ctx, u, authorizationv1.SubjectAccessReviewSpec{
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
+	})
+}
+
+// AuthorizeResource decides whether u may make a request of an API resource (e.g.
+// get on nodes/metrics named as a node), as servers that guard their endpoints by
+// resource attributes ask; AlwaysAllowPaths do not apply.
+func (a *Authorizer) AuthorizeResource(ctx context.Context, u *User, attrs authorizationv1.ResourceAttributes) (Decision, error) {
+	return a.review(ctx, u, authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &attrs})
+}
+
+// review asks the apiserver spec's question for u, unless u is in an always-allowed
+// group or the answer is cached.
+func (a *Authorizer) review(ctx context.Context, u *User, spec authorizationv1.SubjectAccessReviewSpec) (Decision, error) {
 	for _, g := range u.Groups {
 		if slices.Contains(a.AlwaysAllowGroups, g) {
 			return Decision{Allowed: true}, nil
 		}
 	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: u.Name, UID: u.UID, Groups: u.Groups,
-		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
-	}}
+	spec.User, spec.UID, spec.Groups = u.Name, u.UID, u.Groups
 	if len(u.Extra) > 0 {
-		sar.Spec.Extra = map[string]authorizationv1.ExtraValue{}
+		spec.Extra = map[string]authorizationv1.ExtraValue{}
 		for k, v := range u.Extra {
-			sar.Spec.Extra[k] = v
+			spec.Extra[k] = v
 		}
 	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: spec}
 	key := reviewKey(sar.Spec)
 	if d, ok := a.cache.get(key); ok {
 		return d, nil
@@ -129,7 +143,16 @@ func reviewKey(s authorizationv1.SubjectAccessReviewSpec) string {
 		}
 		b.WriteByte(1)
 	}
-	field(s.NonResourceAttributes.Verb)
-	field(s.NonResourceAttributes.Path)
+	if n := s.NonResourceAttributes; n != nil {
+		field("nonresource")
+		field(n.Verb)
+		field(n.Path)
+	}
+	if r := s.ResourceAttributes; r != nil {
+		field("resource")
+		for _, v := range []string{r.Namespace, r.Verb, r.Group, r.Version, r.Resource, r.Subresource, r.Name} {
+			field(v)
+		}
+	}
 	return b.String()
 }

@@ -34,7 +34,14 @@ type Delegated struct {
 	Tokens     *TokenReviewer
 	Authorizer *Authorizer
 	Log        *slog.Logger
+	// DisableAnonymous refuses a request without credentials (an error, so 401)
+	// rather than taking it as system:anonymous, as upstream's --anonymous-auth=false.
+	DisableAnonymous bool
 }
+
+// ErrNoCredentials is a request without credentials when anonymous requests are
+// disabled.
+var ErrNoCredentials = errors.New("no client certificate or bearer token")
 
 // New asks the apiserver through client with upstream's delegated defaults. Client
 // certificates are accepted once the certificate authenticator is set
@@ -112,6 +119,9 @@ func (d *Delegated) Authenticate(r *http.Request) (*User, error) {
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if d.DisableAnonymous {
+		return nil, ErrNoCredentials
 	}
 	return &User{Name: AnonymousUser, Groups: []string{UnauthenticatedGrp}}, nil
 }

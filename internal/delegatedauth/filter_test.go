@@ -102,3 +102,49 @@ func TestMastersNeedNoReview(t *testing.T) {
 		t.Errorf("system:masters: %+v %v after %d reviews, want allowed without one", d, err, *accessReviews)
 	}
 }
+
+// TestAuthorizeResource asks about an API resource (as the kubelet guards its
+// endpoints as nodes/<subresource>): the review carries the resource attributes, and
+// answers are cached per question.
+func TestAuthorizeResource(t *testing.T) {
+	client := fake.NewClientset()
+	var asked []authorizationv1.ResourceAttributes
+	client.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		a := sar.Spec.ResourceAttributes
+		asked = append(asked, *a)
+		sar.Status.Allowed = sar.Spec.User == "prometheus" && a.Resource == "nodes" && a.Subresource == "metrics" && a.Name == "node-a"
+		return true, sar, nil
+	})
+	a := NewAuthorizer(client.AuthorizationV1().SubjectAccessReviews())
+	u := &User{Name: "prometheus", Groups: []string{AuthenticatedGroup}}
+	metrics := authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "metrics", Name: "node-a"}
+	proxy := metrics
+	proxy.Subresource = "proxy"
+	for _, tc := range []struct {
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{{metrics, true}, {proxy, false}, {metrics, true}, {proxy, false}} {
+		d, err := a.AuthorizeResource(t.Context(), u, tc.attrs)
+		if err != nil || d.Allowed != tc.want {
+			t.Errorf("%+v: %+v %v, want allowed %v", tc.attrs, d, err, tc.want)
+		}
+	}
+	if len(asked) != 2 || asked[0] != metrics || asked[1] != proxy {
+		t.Errorf("asked %+v, want metrics then proxy once each", asked)
+	}
+}
+
+func TestDisableAnonymous(t *testing.T) {
+	client, _, _ := fakeAPIServer()
+	d := New(client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d.DisableAnonymous = true
+	if u, err := d.Authenticate(httptest.NewRequest(http.MethodGet, "/metrics", nil)); err == nil {
+		t.Errorf("a request without credentials authenticated as %+v, want refused", u)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	r.Header.Set("Authorization", "Bearer good")
+	if u, err := d.Authenticate(r); err != nil || u.Name != "alice" {
+		t.Errorf("a good token: %+v %v", u, err)
+	}
+}

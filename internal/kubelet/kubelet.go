@@ -460,6 +460,9 @@ func (kl *Kubelet) startNodeServer(ctx context.Context) error {
 	so := *kl.opts.NodeServer
 	so.Runtime, so.NodeName, so.Logger, so.RootDir = kl.runtime, kl.opts.NodeName, kl.log, kl.opts.RootDir
 	so.Pods = kl.boundPods
+	if so.Client == nil {
+		so.Client = kl.client
+	}
 	so.PodVolumes = kl.podVolumes
 	so.PodCgroup = cgroupParent
 	if so.Address == "" {

@@ -31,6 +31,7 @@ import (
 	"mizzen/internal/pki"
 	testapiserver "mizzen/internal/testing/apiserver"
 	"mizzen/internal/testing/kubectlrun"
+	testnodeserver "mizzen/internal/testing/nodeserver"
 )
 
 // hostIP is a routable address of this machine: EndpointSlices refuse loopback ones.
@@ -47,18 +48,6 @@ func hostIP(t *testing.T) net.IP {
 // default/web (one container, "app", at 10 millicores).
 func startNodeServer(t *testing.T, ctx context.Context, cp *testapiserver.Server, ip net.IP) int {
 	t.Helper()
-	certFile, keyFile, err := cp.KubeletServing("node-a-serving", "node-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, err := nodeserver.LoadCertificate(certFile, keyFile, "", "node-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientCAs, err := nodeserver.LoadClientCAs(cp.CAFile())
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := fake.New(fake.Options{}).Client()
 	if _, err := rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "app:1"}, nil, nil); err != nil {
 		t.Fatal(err)
@@ -78,17 +67,7 @@ func startNodeServer(t *testing.T, ctx context.Context, cp *testapiserver.Server
 	if err := rt.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := nodeserver.New(nodeserver.Options{NodeName: "node-a", Runtime: rt, Pods: func() []*corev1.Pod { return nil },
-		Certificate: serving, ClientCAs: clientCAs, RootDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ctx, l) }()
-	return l.Addr().(*net.TCPAddr).Port
+	return testnodeserver.Start(t, ctx, cp, ip, nodeserver.Options{NodeName: "node-a", Runtime: rt, Pods: func() []*corev1.Pod { return nil }})
 }
 
 // createNodeAndPod writes the node (its kubelet at ip:port) and the pod it runs.

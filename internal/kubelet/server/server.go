@@ -1,8 +1,11 @@
 // Package server is the kubelet's node server: the HTTPS endpoint (port 10250 upstream)
 // through which the apiserver reads container logs, runs exec, attach and port-forward
-// sessions, lists the node's pods and reads resource usage. Callers authenticate with a
-// client certificate; only the apiserver's kubelet-client identity and system:masters
-// get through, and the metrics server may read resource usage. Streams are handed to the container runtime's CRI streaming server.
+// sessions, lists the node's pods and reads resource usage. Callers authenticate as
+// upstream's kubelet in webhook mode: by a client certificate of the client CA, or a
+// bearer token the apiserver accepts in a TokenReview (no credentials: 401); each
+// request is then authorized by a SubjectAccessReview on the node's nodes/<subresource>
+// (internal/delegatedauth). Streams are handed to the container runtime's CRI
+// streaming server.
 package server
 
 import (
@@ -15,33 +18,39 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	cri "k8s.io/cri-api/pkg/apis"
+
+	"mizzen/internal/delegatedauth"
 )
 
 // APIServerClientUser is the user name of the apiserver's client certificate for
-// kubelets, as kubeadm names it.
+// kubelets, as kubeadm names it; RBAC binds it system:kubelet-api-admin.
 const APIServerClientUser = "kube-apiserver-kubelet-client"
 
-// MetricsServerUser is the user name of the metrics server's client certificate. It
-// may read the node's resource usage (GET /stats/... and /metrics/...) and nothing
-// else, as upstream's system:metrics-server role grants nodes/stats and nodes/metrics.
+// MetricsServerUser is the user name of the metrics server's client certificate;
+// RBAC's system:metrics-server role lets it read nodes/stats and nodes/metrics.
 const MetricsServerUser = "system:metrics-server"
 
-// mastersGroup is the group every request from is let through.
-const mastersGroup = "system:masters"
+// Upstream kubelet's webhook cache defaults: authentication.webhook.cacheTTL and
+// authorization.webhook.cacheAuthorizedTTL / cacheUnauthorizedTTL.
+const (
+	AuthenticationCacheTTL = 2 * time.Minute
+	AuthorizedCacheTTL     = 5 * time.Minute
+	UnauthorizedCacheTTL   = 30 * time.Second
+)
 
-// Options configure a node server. Runtime, Pods, Certificate and ClientCAs are
-// required.
+// Options configure a node server. Runtime, Pods, Client, Certificate and ClientCAs
+// are required.
 type Options struct {
 	// Address is host:port to listen on, e.g. ":10250".
 	Address  string
@@ -61,13 +70,13 @@ type Options struct {
 	// GetCertificate, when set, replaces Certificate: a certificate that rotates.
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	ClientCAs      *x509.CertPool
+	// Client reaches the apiserver with the kubelet's credentials, for the
+	// TokenReviews and SubjectAccessReviews that authenticate and authorize callers.
+	Client kubernetes.Interface
 	// RootDir is the kubelet's state directory; its filesystem is the node's fs in
 	// /stats/summary.
 	RootDir string
-	// AllowedUsers may call the server besides members of system:masters;
-	// APIServerClientUser when empty.
-	AllowedUsers []string
-	Logger       *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Server is a node server.
@@ -75,6 +84,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	runtime cri.RuntimeService
+	auth    *delegatedauth.Delegated
 	mux     *http.ServeMux
 	// cpu remembers the node's previous CPU sample, to report a usage rate.
 	cpuMu   sync.Mutex
@@ -84,8 +94,8 @@ type Server struct {
 
 // New builds a node server; Run or ServeHTTP serve it.
 func New(opts Options) (*Server, error) {
-	if opts.Runtime == nil || opts.Pods == nil {
-		return nil, errors.New("node server: Runtime and Pods are required")
+	if opts.Runtime == nil || opts.Pods == nil || opts.Client == nil {
+		return nil, errors.New("node server: Runtime, Pods and Client are required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -94,10 +104,15 @@ func New(opts Options) (*Server, error) {
 		// A nil pool would make crypto/tls trust the system's roots for clients.
 		opts.ClientCAs = x509.NewCertPool()
 	}
-	if len(opts.AllowedUsers) == 0 {
-		opts.AllowedUsers = []string{APIServerClientUser}
+	auth := &delegatedauth.Delegated{
+		Tokens:           delegatedauth.NewTokenReviewer(opts.Client.AuthenticationV1().TokenReviews(), AuthenticationCacheTTL),
+		Authorizer:       delegatedauth.NewAuthorizer(opts.Client.AuthorizationV1().SubjectAccessReviews()),
+		Log:              opts.Logger,
+		DisableAnonymous: true,
 	}
-	s := &Server{opts: opts, log: opts.Logger, runtime: opts.Runtime, mux: http.NewServeMux()}
+	auth.Authorizer.AllowTTL, auth.Authorizer.DenyTTL = AuthorizedCacheTTL, UnauthorizedCacheTTL
+	auth.SetCertAuthenticator(&delegatedauth.CertAuthenticator{ClientCAs: opts.ClientCAs})
+	s := &Server{opts: opts, log: opts.Logger, runtime: opts.Runtime, auth: auth, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
 	s.mux.HandleFunc("GET /pods", s.servePods)
 	s.mux.HandleFunc("GET /runningpods/", s.serveRunningPods)
@@ -163,43 +178,41 @@ func (s *Server) TLSConfig() *tls.Config {
 }
 
 // ServeHTTP authenticates and authorizes the caller, then routes the request.
+// Refusals are plain text, as upstream's kubelet answers them: 401 "Unauthorized", 403
+// naming the user, verb and every subresource asked.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	user, groups, ok := authenticate(r)
-	if !ok {
-		writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+	user, err := s.auth.Authenticate(r)
+	if err != nil {
+		s.log.DebugContext(r.Context(), "unable to authenticate the request", "path", r.URL.Path, "err", err)
+		writeText(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
-	verb, sub := requestAttributes(r)
-	if !s.allowed(user, groups) && !metricsReader(user, verb, sub) {
-		writeStatus(w, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, s.opts.NodeName,
-			fmt.Errorf("user=%s, verb=%s, resource=nodes, subresource=%s", user, verb, sub)))
-		return
+	verb, subresources := requestAttributes(r)
+	for _, sub := range subresources {
+		decision, err := s.auth.Authorizer.AuthorizeResource(r.Context(), user, authorizationv1.ResourceAttributes{
+			Verb: verb, Version: "v1", Resource: "nodes", Subresource: sub, Name: s.opts.NodeName,
+		})
+		if err != nil {
+			s.log.ErrorContext(r.Context(), "authorization error", "user", user.Name, "verb", verb, "subresource", sub, "err", err)
+			writeText(w, http.StatusInternalServerError,
+				fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", user.Name, verb, sub))
+			return
+		}
+		if decision.Allowed {
+			s.mux.ServeHTTP(w, r)
+			return
+		}
 	}
-	s.mux.ServeHTTP(w, r)
+	s.log.DebugContext(r.Context(), "forbidden", "user", user.Name, "verb", verb, "subresources", subresources)
+	writeText(w, http.StatusForbidden,
+		fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource(s)=%v)\n", user.Name, verb, subresources))
 }
 
-// authenticate reads the caller from the client certificate the TLS handshake verified.
-func authenticate(r *http.Request) (user string, groups []string, ok bool) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return "", nil, false
-	}
-	leaf := r.TLS.VerifiedChains[0][0]
-	return leaf.Subject.CommonName, leaf.Subject.Organization, true
-}
-
-func (s *Server) allowed(user string, groups []string) bool {
-	return slices.Contains(s.opts.AllowedUsers, user) || slices.Contains(groups, mastersGroup)
-}
-
-// metricsReader reports whether a request is the metrics server reading usage.
-func metricsReader(user, verb, subresource string) bool {
-	return user == MetricsServerUser && verb == "get" && (subresource == "stats" || subresource == "metrics")
-}
-
-// requestAttributes names a request as upstream's kubelet authorizer does (with its
-// fine-grained subresources): the verb from the method and the nodes subresource from
-// the path.
-func requestAttributes(r *http.Request) (verb, subresource string) {
+// requestAttributes names a request as upstream's kubelet authorizer does with its
+// fine-grained subresources (KubeletFineGrainedAuthz, GA in 1.36): the verb from the
+// method, and the nodes subresources to ask in turn, the path's own then proxy, which
+// grants every endpoint.
+func requestAttributes(r *http.Request) (verb string, subresources []string) {
 	verb = "get"
 	switch r.Method {
 	case http.MethodPost:
@@ -213,20 +226,14 @@ func requestAttributes(r *http.Request) (verb, subresource string) {
 	}
 	first, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch first {
-	case "stats":
-		subresource = "stats"
-	case "metrics":
-		subresource = "metrics"
+	case "stats", "metrics", "spec", "healthz", "pods", "configz", "checkpoint", "statusz":
+		subresources = []string{first}
+	case "runningpods":
+		subresources = []string{"pods"}
 	case "logs":
-		subresource = "log"
-	case "healthz":
-		subresource = "healthz"
-	case "pods", "runningpods":
-		subresource = "pods"
-	default:
-		subresource = "proxy"
+		subresources = []string{"log"}
 	}
-	return verb, subresource
+	return verb, append(subresources, "proxy")
 }
 
 func (s *Server) servePods(w http.ResponseWriter, _ *http.Request) {

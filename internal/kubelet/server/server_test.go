@@ -16,8 +16,13 @@ import (
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/cri/fake"
@@ -103,7 +108,7 @@ func startTestNode(t *testing.T) *testNode {
 		t.Fatal(err)
 	}
 	srv, err := New(Options{
-		NodeName: "node-a", Runtime: cri, Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		NodeName: "node-a", Runtime: cri, Client: fakeAPIServer(), Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
 		Certificate: servingPair, ClientCAs: ca.Pool(), RootDir: dir,
 		PodCgroup: func(p *v1.Pod) string { return "/kubepods/besteffort/pod" + string(p.UID) },
 		PodVolumes: func(uid string) []PodVolume {
@@ -142,13 +147,64 @@ func startTestNode(t *testing.T) *testNode {
 		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 	}
 	return &testNode{url: hs.URL, clients: map[string]*http.Client{
-		"anonymous": client(nil, "", nil),
-		"apiserver": client(ca, APIServerClientUser, nil),
-		"admin":     client(ca, "alice", []string{"system:masters"}),
-		"node":      client(ca, "system:node:node-b", []string{"system:nodes"}),
-		"impostor":  client(otherCA, APIServerClientUser, nil),
-		"metrics":   client(ca, MetricsServerUser, nil),
+		"anonymous":        client(nil, "", nil),
+		"apiserver":        client(ca, APIServerClientUser, nil),
+		"admin":            client(ca, "alice", []string{"system:masters"}),
+		"node":             client(ca, "system:node:node-b", []string{"system:nodes"}),
+		"impostor":         client(otherCA, APIServerClientUser, nil),
+		"metrics":          client(ca, MetricsServerUser, nil),
+		"proxier":          client(ca, "proxier", nil),
+		"monitoring-token": {Transport: &bearer{token: "monitoring", next: client(nil, "", nil).Transport}},
+		"bad-token":        {Transport: &bearer{token: "bad", next: client(nil, "", nil).Transport}},
 	}}
+}
+
+// bearer adds a bearer token to requests.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// fakeAPIServer answers the node server's reviews as the apiserver would with a
+// cluster's RBAC: the token "monitoring" is the account monitoring/prometheus, which
+// may get nodes/metrics; the apiserver's kubelet client may do anything to nodes, the
+// metrics server get nodes/stats and nodes/metrics, and "proxier" anything through
+// nodes/proxy; each only on the node named node-a.
+func fakeAPIServer() *k8sfake.Clientset {
+	client := k8sfake.NewClientset()
+	client.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		tr := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		if tr.Spec.Token == "monitoring" {
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+				Username: "system:serviceaccount:monitoring:prometheus", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:monitoring", "system:authenticated"}}}
+		}
+		return true, tr, nil
+	})
+	client.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		a := sar.Spec.ResourceAttributes
+		if a == nil || a.Resource != "nodes" || a.Name != "node-a" || a.Group != "" {
+			return true, sar, nil
+		}
+		switch sar.Spec.User {
+		case APIServerClientUser:
+			sar.Status.Allowed = true
+		case MetricsServerUser:
+			sar.Status.Allowed = a.Verb == "get" && (a.Subresource == "stats" || a.Subresource == "metrics")
+		case "system:serviceaccount:monitoring:prometheus":
+			sar.Status.Allowed = a.Verb == "get" && a.Subresource == "metrics"
+		case "proxier":
+			sar.Status.Allowed = a.Subresource == "proxy"
+		}
+		return true, sar, nil
+	})
+	return client
 }
 
 func (n *testNode) get(t *testing.T, who, path string) (int, string, error) {
@@ -169,23 +225,28 @@ func TestAuthentication(t *testing.T) {
 		want      int
 		wantBody  string
 	}{
-		{"anonymous", "/healthz", http.StatusUnauthorized, `"reason":"Unauthorized"`},
+		{"anonymous", "/healthz", http.StatusUnauthorized, "Unauthorized"},
 		{"anonymous", "/containerLogs/default/web/app", http.StatusUnauthorized, "Unauthorized"},
-		{"node", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:node:node-b, verb=get, resource=nodes, subresource=proxy"},
-		{"node", "/stats/summary", http.StatusForbidden, "subresource=stats"},
-		{"node", "/pods", http.StatusForbidden, "subresource=pods"},
-		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
+		{"node", "/containerLogs/default/web/app", http.StatusForbidden, "Forbidden (user=system:node:node-b, verb=get, resource=nodes, subresource(s)=[proxy])"},
+		{"node", "/stats/summary", http.StatusForbidden, "subresource(s)=[stats proxy]"},
+		{"node", "/pods", http.StatusForbidden, "subresource(s)=[pods proxy]"},
+		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "verb=get, resource=nodes, subresource(s)=[proxy]"},
 		{"metrics", "/stats/summary", http.StatusOK, `"node"`},
 		{"metrics", "/metrics/resource", http.StatusOK, "container_cpu_usage_seconds_total"},
 		{"metrics", "/metrics", http.StatusOK, "kubelet_running_pods"},
-		{"node", "/metrics", http.StatusForbidden, "subresource=metrics"},
+		{"node", "/metrics", http.StatusForbidden, "subresource(s)=[metrics proxy]"},
 		{"metrics", "/metrics/cadvisor", http.StatusOK, "container_cpu_usage_seconds_total"},
 		{"apiserver", "/metrics/cadvisor", http.StatusOK, "container_cpu_usage_seconds_total"},
-		{"node", "/metrics/cadvisor", http.StatusForbidden, "user=system:node:node-b, verb=get, resource=nodes, subresource=metrics"},
+		{"node", "/metrics/cadvisor", http.StatusForbidden, "Forbidden (user=system:node:node-b, verb=get, resource=nodes, subresource(s)=[metrics proxy])"},
 		{"anonymous", "/metrics/cadvisor", http.StatusUnauthorized, "Unauthorized"},
-		{"metrics", "/containerLogs/default/web/app", http.StatusForbidden, "user=system:metrics-server, verb=get, resource=nodes, subresource=proxy"},
-		{"metrics", "/pods", http.StatusForbidden, "subresource=pods"},
-		{"metrics", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource=proxy"},
+		{"metrics", "/containerLogs/default/web/app", http.StatusForbidden, "Forbidden (user=system:metrics-server, verb=get, resource=nodes, subresource(s)=[proxy])"},
+		{"metrics", "/pods", http.StatusForbidden, "subresource(s)=[pods proxy]"},
+		{"metrics", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource(s)=[proxy]"},
+		{"proxier", "/metrics", http.StatusOK, "kubelet_running_pods"},
+		{"proxier", "/containerLogs/default/web/app", http.StatusOK, "hello"},
+		{"monitoring-token", "/metrics", http.StatusOK, "kubelet_running_pods"},
+		{"monitoring-token", "/pods", http.StatusForbidden, "Forbidden (user=system:serviceaccount:monitoring:prometheus, verb=get, resource=nodes, subresource(s)=[pods proxy])"},
+		{"bad-token", "/metrics", http.StatusUnauthorized, "Unauthorized"},
 		{"apiserver", "/healthz", http.StatusOK, "ok"},
 		{"admin", "/healthz", http.StatusOK, "ok"},
 		{"apiserver", "/no/such/path", http.StatusNotFound, ""},

@@ -24,6 +24,7 @@ import (
 	"mizzen/internal/componentserve"
 	"mizzen/internal/scheduler"
 	"mizzen/internal/testing/apiserver"
+	"mizzen/internal/testing/bearer"
 )
 
 // TestSecureServing: the scheduler serves its own endpoints over HTTPS as upstream's
@@ -69,20 +70,7 @@ func TestSecureServing(t *testing.T) {
 	anonymous := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure}}
 	get := func(client *http.Client, path, token string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, base+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return bearer.Get(t, client, base+path, token)
 	}
 	status := func(t *testing.T, body string) metav1.Status {
 		t.Helper()

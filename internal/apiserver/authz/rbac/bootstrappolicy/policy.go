@@ -131,8 +131,10 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 			rule("list", "watch").groups(legacyGroup).resources("endpoints", "services", "pods", "namespaces"),
 			rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 		)),
+		// Deviation: also nodes/stats (as the metrics server's manifests did before
+		// v0.6), since mizzen's reads the kubelets' /stats/summary.
 		clusterRole("system:metrics-server", rules(
-			rule("get").groups(legacyGroup).resources("nodes/metrics"),
+			rule("get").groups(legacyGroup).resources("nodes/metrics", "nodes/stats"),
 			rule(readVerbs...).groups(legacyGroup).resources("pods", "nodes"),
 		)),
 		// As the ClusterRole of upstream's cloud-controller-manager manifests, for what
@@ -173,12 +175,17 @@ func AddonClusterRoles() []rbacv1.ClusterRole {
 // AddonClusterRoleBindings bind the add-on roles to the identities `mizzen server`
 // gives the bundled DNS (the user system:kube-dns, and kubeadm's kube-system/coredns
 // account), metrics server (system:metrics-server) and Ingress controller
-// (system:mizzen-ingress).
+// (system:mizzen-ingress), and the apiserver's kubelet client to
+// system:kubelet-api-admin, as kubeadm does.
 func AddonClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	return []rbacv1.ClusterRoleBinding{
 		clusterRoleBinding("system:coredns", append(subjects(rbacv1.UserKind, "system:kube-dns"),
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "coredns", Namespace: "kube-system"})),
 		clusterRoleBinding("system:metrics-server", subjects(rbacv1.UserKind, "system:metrics-server")),
+		// The apiserver's client certificate for kubelets (logs, exec, attach,
+		// port-forward, the nodes proxy), which kubelets authorize by a
+		// SubjectAccessReview, as kubeadm binds it.
+		clusterRoleBinding("system:kubelet-api-admin", subjects(rbacv1.UserKind, "kube-apiserver-kubelet-client")),
 		clusterRoleBinding("system:mizzen-ingress", subjects(rbacv1.UserKind, "system:mizzen-ingress")),
 		clusterRoleBinding("system:cloud-controller-manager", subjects(rbacv1.UserKind, "system:cloud-controller-manager")),
 		// A joined agent enforces policies with its network identity, the proxy's.
