@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/util/cert"
 
 	"mizzen/internal/delegatedauth"
@@ -40,6 +41,17 @@ type Options struct {
 type Check struct {
 	Name  string
 	Check func(r *http.Request) error
+}
+
+// LeaderHealthTimeout is how long past its lease's expiry a leader that has not
+// renewed still counts as healthy, as upstream.
+const LeaderHealthTimeout = 20 * time.Second
+
+// LeaderElectionCheck is upstream's "leaderElection" check of a replica whose elector
+// has leader as its WatchDog: it fails only when the replica leads and has not renewed
+// its lease within LeaderHealthTimeout past its expiry.
+func LeaderElectionCheck(leader *leaderelection.HealthzAdaptor) Check {
+	return Check{Name: "leaderElection", Check: leader.Check}
 }
 
 // Endpoints are what a component serves.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 
+	"mizzen/internal/componentserve"
 	"mizzen/internal/controllermanager/metrics"
 	"mizzen/internal/leaderlost"
 )
@@ -104,7 +105,7 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 		// Before any controller makes its queue, so that every queue reports.
 		workqueue.SetProvider(m)
 		if opts.LeaderElect {
-			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
+			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(componentserve.LeaderHealthTimeout)
 			m.SetLeader(leaseName, false)
 		}
 		stop, err := serve(ctx, *opts.Serving, client, m, leaderHealth)

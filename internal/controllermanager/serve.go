@@ -2,8 +2,6 @@ package controllermanager
 
 import (
 	"context"
-	"net/http"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -18,10 +16,6 @@ import (
 // upstream on :10257.
 type ServingOptions = componentserve.Options
 
-// leaderHealthTimeout is how long past its lease's expiry a leader that has not
-// renewed still counts as healthy, as upstream.
-const leaderHealthTimeout = 20 * time.Second
-
 // serve answers until the returned stop is called, which closes the port before it
 // returns: the server bundle runs the controller-manager again after it loses its
 // Lease, and that run listens on the same port. The health checks fail only when this
@@ -29,7 +23,7 @@ const leaderHealthTimeout = 20 * time.Second
 func serve(ctx context.Context, opts ServingOptions, client kubernetes.Interface, m *metrics.Metrics, leader *leaderelection.HealthzAdaptor) (stop func(), err error) {
 	ep := componentserve.Endpoints{Client: client, Metrics: m.Handler()}
 	if leader != nil {
-		ep.Checks = []componentserve.Check{{Name: "leaderElection", Check: func(r *http.Request) error { return leader.Check(r) }}}
+		ep.Checks = []componentserve.Check{componentserve.LeaderElectionCheck(leader)}
 	}
 	return componentserve.Serve(ctx, opts, ep)
 }

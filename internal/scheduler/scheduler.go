@@ -51,10 +51,6 @@ import (
 	"mizzen/internal/scheduler/queue"
 )
 
-// leaderHealthTimeout is how long past its lease's expiry a leader that has not
-// renewed still counts as healthy, as upstream.
-const leaderHealthTimeout = 20 * time.Second
-
 // DefaultMetricsAddr is where /metrics and /healthz are served over plain HTTP unless
 // told otherwise (upstream's old insecure scheduler port).
 const DefaultMetricsAddr = "127.0.0.1:10251"
@@ -187,8 +183,8 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 	if opts.Serving != nil {
 		ep := componentserve.Endpoints{Client: client, Metrics: sched.Metrics().Handler(), Log: logger}
 		if *cfg.LeaderElection.LeaderElect {
-			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
-			ep.Checks = []componentserve.Check{{Name: "leaderElection", Check: func(r *http.Request) error { return leaderHealth.Check(r) }}}
+			leaderHealth = leaderelection.NewLeaderHealthzAdaptor(componentserve.LeaderHealthTimeout)
+			ep.Checks = []componentserve.Check{componentserve.LeaderElectionCheck(leaderHealth)}
 		}
 		stop, err := componentserve.Serve(ctx, *opts.Serving, ep)
 		if err != nil {
