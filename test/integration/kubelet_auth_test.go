@@ -110,7 +110,7 @@ func TestKubeletAuthorization(t *testing.T) {
 		{"anonymous", "/metrics", "", nil, 401, "Unauthorized"},
 		{"a token the apiserver does not accept", "/metrics", "not-a-token", nil, 401, "Unauthorized"},
 		{"a ServiceAccount without RBAC", "/metrics", tokens["nobody"], nil, 403,
-			"Forbidden (user=system:serviceaccount:monitoring:nobody, verb=get, resource=nodes, subresource(s)=[metrics proxy])"},
+			"Forbidden (user=system:serviceaccount:monitoring:nobody, verb=get, resource=nodes, subresource(s)=[metrics])"},
 		{"a ServiceAccount granted nodes/metrics scrapes /metrics", "/metrics", tokens["prometheus"], nil, 200, "kubelet_running_pods"},
 		{"... and /metrics/cadvisor", "/metrics/cadvisor", tokens["prometheus"], nil, 200, "machine_cpu_cores"},
 		{"... but not the pods", "/pods", tokens["prometheus"], nil, 403,

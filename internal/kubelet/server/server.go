@@ -210,8 +210,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // requestAttributes names a request as upstream's kubelet authorizer does with its
 // fine-grained subresources (KubeletFineGrainedAuthz, GA in 1.36): the verb from the
-// method, and the nodes subresources to ask in turn, the path's own then proxy, which
-// grants every endpoint.
+// method, and the nodes subresources to ask in turn. Only pods, healthz and configz fall
+// back to proxy (they were proxy's before the fine-grained ones existed); stats, metrics,
+// logs, checkpoint, statusz and flagz are their own subresource alone, so nodes/proxy
+// does not grant them; every other path is proxy's.
 func requestAttributes(r *http.Request) (verb string, subresources []string) {
 	verb = "get"
 	switch r.Method {
@@ -226,14 +228,18 @@ func requestAttributes(r *http.Request) (verb string, subresources []string) {
 	}
 	first, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch first {
-	case "stats", "metrics", "spec", "healthz", "pods", "configz", "checkpoint", "statusz":
-		subresources = []string{first}
-	case "runningpods":
-		subresources = []string{"pods"}
+	case "pods", "allocatedPods", "runningpods":
+		return verb, []string{"pods", "proxy"}
+	case "healthz", "configz":
+		return verb, []string{first, "proxy"}
+	case "stats", "metrics", "checkpoint", "statusz":
+		return verb, []string{first}
 	case "logs":
-		subresources = []string{"log"}
+		return verb, []string{"log"}
+	case "flagz":
+		return verb, []string{"configz"}
 	}
-	return verb, append(subresources, "proxy")
+	return verb, []string{"proxy"}
 }
 
 func (s *Server) servePods(w http.ResponseWriter, _ *http.Request) {

@@ -174,8 +174,8 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // fakeAPIServer answers the node server's reviews as the apiserver would with a
 // cluster's RBAC: the token "monitoring" is the account monitoring/prometheus, which
 // may get nodes/metrics; the apiserver's kubelet client may do anything to nodes, the
-// metrics server get nodes/stats and nodes/metrics, and "proxier" anything through
-// nodes/proxy; each only on the node named node-a.
+// metrics server get nodes/stats and nodes/metrics, and "proxier" what
+// nodes/proxy grants (not stats or metrics); each only on the node named node-a.
 func fakeAPIServer() *k8sfake.Clientset {
 	client := k8sfake.NewClientset()
 	client.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -228,21 +228,24 @@ func TestAuthentication(t *testing.T) {
 		{"anonymous", "/healthz", http.StatusUnauthorized, "Unauthorized"},
 		{"anonymous", "/containerLogs/default/web/app", http.StatusUnauthorized, "Unauthorized"},
 		{"node", "/containerLogs/default/web/app", http.StatusForbidden, "Forbidden (user=system:node:node-b, verb=get, resource=nodes, subresource(s)=[proxy])"},
-		{"node", "/stats/summary", http.StatusForbidden, "subresource(s)=[stats proxy]"},
+		{"node", "/stats/summary", http.StatusForbidden, "subresource(s)=[stats]"},
 		{"node", "/pods", http.StatusForbidden, "subresource(s)=[pods proxy]"},
 		{"node", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "verb=get, resource=nodes, subresource(s)=[proxy]"},
 		{"metrics", "/stats/summary", http.StatusOK, `"node"`},
 		{"metrics", "/metrics/resource", http.StatusOK, "container_cpu_usage_seconds_total"},
 		{"metrics", "/metrics", http.StatusOK, "kubelet_running_pods"},
-		{"node", "/metrics", http.StatusForbidden, "subresource(s)=[metrics proxy]"},
+		{"node", "/metrics", http.StatusForbidden, "subresource(s)=[metrics]"},
 		{"metrics", "/metrics/cadvisor", http.StatusOK, "container_cpu_usage_seconds_total"},
 		{"apiserver", "/metrics/cadvisor", http.StatusOK, "container_cpu_usage_seconds_total"},
-		{"node", "/metrics/cadvisor", http.StatusForbidden, "Forbidden (user=system:node:node-b, verb=get, resource=nodes, subresource(s)=[metrics proxy])"},
+		{"node", "/metrics/cadvisor", http.StatusForbidden, "Forbidden (user=system:node:node-b, verb=get, resource=nodes, subresource(s)=[metrics])"},
 		{"anonymous", "/metrics/cadvisor", http.StatusUnauthorized, "Unauthorized"},
 		{"metrics", "/containerLogs/default/web/app", http.StatusForbidden, "Forbidden (user=system:metrics-server, verb=get, resource=nodes, subresource(s)=[proxy])"},
 		{"metrics", "/pods", http.StatusForbidden, "subresource(s)=[pods proxy]"},
 		{"metrics", "/exec/default/web/app?command=ls&stdout=true", http.StatusForbidden, "subresource(s)=[proxy]"},
-		{"proxier", "/metrics", http.StatusOK, "kubelet_running_pods"},
+		{"proxier", "/metrics", http.StatusForbidden, "Forbidden (user=proxier, verb=get, resource=nodes, subresource(s)=[metrics])"},
+		{"proxier", "/stats/summary", http.StatusForbidden, "subresource(s)=[stats]"},
+		{"proxier", "/pods", http.StatusOK, "PodList"},
+		{"proxier", "/healthz", http.StatusOK, "ok"},
 		{"proxier", "/containerLogs/default/web/app", http.StatusOK, "hello"},
 		{"monitoring-token", "/metrics", http.StatusOK, "kubelet_running_pods"},
 		{"monitoring-token", "/pods", http.StatusForbidden, "Forbidden (user=system:serviceaccount:monitoring:prometheus, verb=get, resource=nodes, subresource(s)=[pods proxy])"},

@@ -82,6 +82,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			rule(readVerbs...).groups(legacyGroup).resources("nodes"),
 			rule("proxy").groups(legacyGroup).resources("nodes"),
 			rule("*").groups(legacyGroup).resources("nodes/log", "nodes/metrics", "nodes/proxy", "nodes/stats"),
+			rule("*").groups(legacyGroup).resources("nodes/pods", "nodes/healthz", "nodes/configz"),
 		)),
 		clusterRole("system:monitoring", rules(
 			rule("get").urls("/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"),
