@@ -155,19 +155,77 @@ func stopKubelet(cmd *exec.Cmd) {
 // The kubelet must be stopped first, or it would start the pods again.
 func (n *node) stop() {
 	if n.stopRuntime != nil {
-		if err := containerd.RemoveAllPods(context.Background(), n.runtime); err != nil {
-			fmt.Fprintln(os.Stderr, "removing the pods from containerd:", err)
+		// On a machine at load 40 a CRI call can time out; a second pass usually ends it.
+		for try := 1; try <= 3; try++ {
+			err := containerd.RemoveAllPods(context.Background(), n.runtime)
+			if err == nil {
+				break
+			}
+			fmt.Fprintf(os.Stderr, "removing the pods from containerd (pass %d): %v\n", try, err)
 		}
 		n.stopRuntime()
 		if n.stopped != nil {
 			<-n.stopped
 		}
+		killShims(n.runtime.Socket())
 	}
 	_ = exec.Command("ip", "link", "delete", bridge).Run()
 	_ = containerd.RemoveMasquerade(bridge)
 	if n.srv != nil {
 		unmountUnder(n.srv.Dir)
 		n.srv.Stop()
+	}
+}
+
+// killShims kills what RemoveAllPods could not remove: the shims of socket's
+// containerd and the containers they run, whose pod cgroups it then removes.
+func killShims(socket string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	parent := map[string]string{} // pid -> parent pid, of every process
+	var shims []string
+	for _, p := range procs {
+		pid := filepath.Base(filepath.Dir(p))
+		if status, err := os.ReadFile(filepath.Join("/proc", pid, "status")); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "PPid:" {
+					parent[pid] = f[1]
+				}
+			}
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "containerd-shim") &&
+			strings.Contains(string(b), "\x00-address\x00"+socket+"\x00") {
+			shims = append(shims, pid)
+		}
+	}
+	for _, shim := range shims {
+		var cgroups []string
+		for pid, ppid := range parent {
+			if ppid != shim {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join("/proc", pid, "cgroup")); err == nil {
+				cgroups = append(cgroups, string(b))
+			}
+			_ = exec.Command("kill", "-9", pid).Run()
+		}
+		_ = exec.Command("kill", "-9", shim).Run()
+		fmt.Fprintf(os.Stderr, "killed the shim %s of %s and its %d container(s)\n", shim, socket, len(cgroups))
+		time.Sleep(time.Second)
+		// /proc/<pid>/cgroup lines are "id:controllers:/path"; the pod's cgroup is the
+		// container's parent.
+		for _, c := range cgroups {
+			for _, line := range strings.Split(c, "\n") {
+				f := strings.SplitN(line, ":", 3)
+				if len(f) != 3 || !strings.Contains(f[2], "/pod") {
+					continue
+				}
+				// rmdir fails harmlessly in the hierarchies that do not have it.
+				for _, m := range cgroupMounts() {
+					_ = os.Remove(filepath.Join(m, f[2]))
+					_ = os.Remove(filepath.Join(m, filepath.Dir(f[2])))
+				}
+			}
+		}
 	}
 }
 
