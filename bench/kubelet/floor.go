@@ -109,7 +109,7 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 	if hostNetwork {
 		network = "host network"
 	}
-	fmt.Printf("runtime alone (CRI straight to containerd), %s: one pod %v\n", network, time.Since(begin).Round(time.Millisecond))
+	fmt.Printf("runtime alone (CRI straight to containerd), %s: one pod %v (load average %s)\n", network, time.Since(begin).Round(time.Millisecond), loadavg())
 	// startBatch starts count pods, slots at a time, and returns how long after the
 	// batch began each was started.
 	startBatch := func(prefix string, count, slots int) ([]time.Duration, error) {
@@ -159,10 +159,10 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 			}
 			steady = append(steady, batch...)
 		}
-		fmt.Printf("runtime alone, %s, %d at a time: burst of %d p50 %v, p99 %v, %.0f ms CPU per pod; 100 pods 10 at a time p50 %v, p99 %v\n",
+		fmt.Printf("runtime alone, %s, %d at a time: burst of %d p50 %v, p99 %v, %.0f ms CPU per pod; 100 pods 10 at a time p50 %v, p99 %v (load average %s)\n",
 			network, slots, n, benchutil.Percentile(burst, 0.5).Round(time.Millisecond),
 			benchutil.Percentile(burst, 0.99).Round(time.Millisecond), float64(cpuBurst.Milliseconds())/float64(n),
-			benchutil.Percentile(steady, 0.5).Round(time.Millisecond), benchutil.Percentile(steady, 0.99).Round(time.Millisecond))
+			benchutil.Percentile(steady, 0.5).Round(time.Millisecond), benchutil.Percentile(steady, 0.99).Round(time.Millisecond), loadavg())
 	}
 	return nil
 }

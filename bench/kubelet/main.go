@@ -1,20 +1,26 @@
 // Command kubelet measures pod startup on a real single node: `mizzen server`
-// (apiserver, scheduler, controller-manager) and `mizzen kubelet` as its own process
-// with its own containerd: the time from a pod's create call until a watch shows all its
-// containers started, as upstream's pod startup SLO counts it (image present), and the
-// kubelet's memory. It runs as root with Debian's containerd, runc and CNI plugins
-// installed.
+// (apiserver, scheduler, controller-manager, no agent), a containerd the benchmark
+// runs, and a kubelet as its own process: the time from a pod's create call until a
+// watch shows all its containers started, as upstream's pod startup SLO counts it
+// (image present), and the kubelet's CPU and memory. With -upstream DIR it alternates
+// mizzen's kubelet with upstream's (DIR/kubelet) on the same control plane, the same
+// containerd binary and configuration (fresh state each run), the same pod network
+// and the same pods, and prints the medians and the ratios mizzen/upstream. It runs as
+// root with Debian's containerd, runc and CNI plugins installed.
 //
 //	make build && go run ./bench/kubelet
+//	make build && go run ./bench/kubelet -upstream /work/upstream/bin -rounds 2
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,22 +30,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/kubelet/containerd"
 )
 
-// image is present on every node: the sandbox image the agent imports at start.
+// image is present on every node: the sandbox image imported when containerd starts.
 const image = "registry.k8s.io/pause:3.10"
 
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary (mizzen-pause beside it)")
 	floor := flag.String("floor-slots", "4", "first measure the runtime alone, through CRI with no kubelet, starting this many pods at a time (comma-separated counts; empty: skip)")
 	hostNetwork := flag.Bool("floor-host-network", false, "measure the runtime alone with host-network sandboxes too (no network namespace, no CNI)")
+	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's kubelet (DIR/kubelet) too, alternating with mizzen's")
+	rounds := flag.Int("rounds", 1, "runs of each kubelet, alternating")
 	flag.Parse()
+	quietCRIClient()
 	// The host's state shifts these figures from run to run (see
 	// docs/testing-with-containerd.md): say what it was.
-	fmt.Println("host before the run:", hostState())
+	fmt.Println("host before the run:", hostState(), "; load average", loadavg())
 	// Every process the benchmark starts is counted in one cpuacct cgroup.
 	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
 	if err == nil && *floor != "" {
@@ -48,12 +58,96 @@ func main() {
 			err = measureFloor(*bin, *floor, true, cpu)
 		}
 	}
-	if err == nil {
-		err = run(*bin, cpu)
+	sides := []string{"mizzen"}
+	if *upstream != "" {
+		sides = append(sides, "upstream")
+	}
+	results := map[string][]result{}
+	for round := 0; err == nil && round < *rounds; round++ {
+		for _, side := range sides {
+			fmt.Printf("\n== round %d, %s kubelet (load average %s)\n", round+1, side, loadavg())
+			var r result
+			if r, err = run(*bin, side, *upstream, round == 0, cpu); err != nil {
+				err = fmt.Errorf("%s kubelet, round %d: %w", side, round+1, err)
+				break
+			}
+			results[side] = append(results[side], r)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
+	}
+	printMedians(sides, results)
+}
+
+// quietCRIClient silences klog, which the CRI client logs through: clearing the
+// runtime between figures races the kubelet's own removal of the same sandboxes, and
+// the client logs every NotFound that RemoveAllPods then takes as done.
+func quietCRIClient() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}
+
+// result is one run's figures.
+type result struct {
+	single                time.Duration
+	burst50, burst99      time.Duration
+	steady50, steady99    time.Duration
+	kubeletCPU            float64 // seconds, from the node Ready to the last pod gone
+	rssIdle, rss100       float64 // MiB, Ready with no pod and with 100 pods running
+	anonIdle, anon100     float64 // their private (anonymous) part, without the binary's pages
+	loadBurst, loadSteady float64 // one-minute load average at the end of each figure
+}
+
+// printMedians prints each side's medians over its runs, and the ratios mizzen/upstream.
+func printMedians(sides []string, results map[string][]result) {
+	fmt.Printf("\n%-31s", fmt.Sprintf("medians of %d run(s) each", len(results[sides[0]])))
+	for _, s := range sides {
+		fmt.Printf(" %12s", s)
+	}
+	if len(sides) == 2 {
+		fmt.Printf("  mizzen/upstream")
+	}
+	fmt.Println()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, f := range []struct {
+		name string
+		get  func(result) float64
+	}{
+		{"single pod, ms", func(r result) float64 { return ms(r.single) }},
+		{"20 at once p50, ms", func(r result) float64 { return ms(r.burst50) }},
+		{"20 at once p99, ms", func(r result) float64 { return ms(r.burst99) }},
+		{"100 10 at a time p50, ms", func(r result) float64 { return ms(r.steady50) }},
+		{"100 10 at a time p99, ms", func(r result) float64 { return ms(r.steady99) }},
+		{"kubelet CPU, s", func(r result) float64 { return r.kubeletCPU }},
+		{"kubelet RSS idle, MiB", func(r result) float64 { return r.rssIdle }},
+		{"kubelet RSS 100 pods, MiB", func(r result) float64 { return r.rss100 }},
+		{"kubelet private idle, MiB", func(r result) float64 { return r.anonIdle }},
+		{"kubelet private 100 pods, MiB", func(r result) float64 { return r.anon100 }},
+		{"load average (burst)", func(r result) float64 { return r.loadBurst }},
+		{"load average (100 pods)", func(r result) float64 { return r.loadSteady }},
+	} {
+		fmt.Printf("%-31s", f.name)
+		var meds []float64
+		for _, s := range sides {
+			v := make([]float64, 0, len(results[s]))
+			for _, r := range results[s] {
+				v = append(v, f.get(r))
+			}
+			sort.Float64s(v)
+			// The lower median of an even count, as the other benchmarks take it.
+			m := v[(len(v)-1)/2]
+			meds = append(meds, m)
+			fmt.Printf(" %12.1f", m)
+		}
+		if len(meds) == 2 && meds[1] != 0 && !strings.HasPrefix(f.name, "load") {
+			fmt.Printf("  %14.2fx", meds[0]/meds[1])
+		}
+		fmt.Println()
 	}
 }
 
@@ -92,104 +186,119 @@ func measureFloor(bin, slots string, hostNetwork bool, cpu func() time.Duration)
 	return runtimeFloor(bin, dir, 20, counts, hostNetwork, cpu)
 }
 
-func run(bin string, cpu func() time.Duration) error {
-	// A bridge and pod CIDR of its own, so a cluster already running here is left alone.
-	const bridge = "mzn-bench"
-	srv, err := benchutil.StartServer(bin, "--disable", "agent", "--cluster-cidr", "10.201.0.0/16")
-	if err != nil {
-		return err
+// startKubelet starts side's kubelet against n, and returns it with a clean-up of
+// what it leaves on the host.
+func startKubelet(bin, side, upstreamDir string, n *node, first bool) (*exec.Cmd, func(), error) {
+	if side == "upstream" {
+		return startUpstreamKubelet(upstreamDir, n, first)
 	}
-	defer srv.Stop()
-	// The kubelet runs as its own process, as upstream's does, so its memory is its own;
-	// it supervises its containerd as the agent in `mizzen server` does.
-	runtime := containerd.Options{DataDir: filepath.Join(srv.Dir, "containerd")}
-	kubelet := exec.Command(bin, "kubelet", "--kubeconfig", srv.Kubeconfig, "--hostname-override", "bench-node",
-		"--root-dir", filepath.Join(srv.Dir, "kubelet"), "--containerd-data-dir", runtime.DataDir,
-		"--pause-binary", filepath.Join(filepath.Dir(bin), "mizzen-pause"), "--cni-bridge", bridge,
+	kubelet := exec.Command(bin, "kubelet", "--kubeconfig", n.kubeconfig, "--hostname-override", nodeName,
+		"--node-ip", n.nodeIP, "--root-dir", filepath.Join(n.srv.Dir, "kubelet"),
+		"--container-runtime-endpoint", n.runtime.Endpoint(), "--cluster-dns", clusterDNS,
 		"--port", strconv.Itoa(benchutil.FreePort()),
 		// Disk thresholds as the bundled agent's: upstream's 15% would refuse the
 		// benchmark's pods on a machine whose disk is merely busy.
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<5%,imagefs.available<5%")
-	benchutil.DieWithParent(kubelet)
-	if err := kubelet.Start(); err != nil {
-		return err
+	if first {
+		fmt.Println("mizzen kubelet:", strings.Join(kubelet.Args, " "))
 	}
+	log, err := os.Create(filepath.Join(n.srv.Dir, "kubelet.log"))
+	if err != nil {
+		return nil, func() {}, err
+	}
+	defer log.Close()
+	kubelet.Stdout, kubelet.Stderr = log, log
+	benchutil.DieWithParent(kubelet)
+	return kubelet, func() {}, kubelet.Start()
+}
+
+// run measures one kubelet on a fresh node: one pod, 20 at once, 100 ten at a time.
+func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r result, err error) {
+	n, err := startNode(bin)
+	if err != nil {
+		return r, err
+	}
+	kubelet, cleanup, err := startKubelet(bin, side, upstreamDir, n, first)
 	defer func() {
-		if err := containerd.RemoveAllPods(context.Background(), runtime); err != nil {
-			fmt.Fprintln(os.Stderr, "removing the pods from containerd:", err)
-		}
-		_ = kubelet.Process.Signal(os.Interrupt)
-		_ = kubelet.Wait()
-		_ = exec.Command("ip", "link", "delete", bridge).Run()
-		_ = exec.Command("nft", "delete", "table", "ip", "mizzen-"+bridge).Run()
+		stopKubelet(kubelet)
+		n.stop()
+		cleanup()
 	}()
+	if err != nil {
+		return r, err
+	}
 	ctx := context.Background()
-	client := srv.Client
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no Ready node within 2 minutes")
-		}
-		time.Sleep(200 * time.Millisecond)
-		node, err := client.CoreV1().Nodes().Get(ctx, "bench-node", metav1.GetOptions{})
-		if err != nil || node.Spec.PodCIDR == "" {
-			continue
-		}
-		ready := false
-		for _, cond := range node.Status.Conditions {
-			ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
-		}
-		if ready {
-			break
-		}
+	client := n.srv.Client
+	exited := func() bool {
+		return kubelet.ProcessState != nil || benchutil.ProcStats(kubelet.Process.Pid).CPUSeconds < 0
+	}
+	if err := n.waitReady(ctx, exited); err != nil {
+		return r, fmt.Errorf("%w; see %s", err, n.srv.Dir)
 	}
 	idle := benchutil.ProcStats(kubelet.Process.Pid)
+	r.rssIdle, r.anonIdle = idle.RSSMiB, idle.AnonMiB
 	fmt.Printf("kubelet idle: RSS %.0f MiB, private %.0f MiB\n", idle.RSSMiB, idle.AnonMiB)
 	// Each figure starts on a node at rest: the previous pods are gone from the runtime
 	// too, not only from the API.
-	settle := func() { _ = containerd.RemoveAllPods(ctx, runtime) }
+	settle := func() { _ = containerd.RemoveAllPods(ctx, n.runtime) }
 	noop := func() {}
 	// One pod first, as upstream's single-pod figure.
 	single, err := startPods(ctx, client, "single", 1, 1, noop)
 	if err != nil {
-		return err
+		return r, err
 	}
 	settle()
-	fmt.Printf("single pod: %v from create to all containers started\n", single[0].Round(time.Millisecond))
-	// The mizzen processes' part of the CPU: the server (apiserver with its etcd,
-	// scheduler, controller-manager) and the kubelet; the rest is the runtime's.
-	mizzenCPU := func() (server, kubeletCPU float64) {
-		return benchutil.ProcStats(srv.Cmd.Process.Pid).CPUSeconds, benchutil.ProcStats(kubelet.Process.Pid).CPUSeconds
+	r.single = single[0]
+	fmt.Printf("single pod: %v from create to all containers started (load average %s)\n", single[0].Round(time.Millisecond), loadavg())
+	// The server's part of the CPU (apiserver with its etcd, scheduler,
+	// controller-manager) and the kubelet's; the rest is the runtime's.
+	procCPU := func() (server, kubeletCPU float64) {
+		return benchutil.ProcStats(n.srv.Cmd.Process.Pid).CPUSeconds, benchutil.ProcStats(kubelet.Process.Pid).CPUSeconds
 	}
 	cpu0 := cpu()
-	server0, kubelet0 := mizzenCPU()
+	server0, kubelet0 := procCPU()
 	var cpuBurst time.Duration
 	var serverBurst, kubeletBurst float64
 	burst, err := startPods(ctx, client, "burst", 20, 20, func() {
 		cpuBurst = cpu() - cpu0
-		server1, kubelet1 := mizzenCPU()
+		server1, kubelet1 := procCPU()
 		serverBurst, kubeletBurst = server1-server0, kubelet1-kubelet0
 	})
 	if err != nil {
-		return err
+		return r, err
 	}
 	settle()
 	if os.Getenv("BENCH_VERBOSE") != "" {
 		fmt.Println("burst latencies:", burst)
 	}
-	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench), of which mizzen server %.0f ms, kubelet %.0f ms\n",
-		benchutil.Percentile(burst, 0.5).Round(time.Millisecond), benchutil.Percentile(burst, 0.99).Round(time.Millisecond),
-		float64(cpuBurst.Milliseconds())/20, serverBurst*1000/20, kubeletBurst*1000/20)
+	r.burst50, r.burst99, r.loadBurst = benchutil.Percentile(burst, 0.5), benchutil.Percentile(burst, 0.99), load1()
+	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench), of which mizzen server %.0f ms, kubelet %.0f ms (load average %s)\n",
+		r.burst50.Round(time.Millisecond), r.burst99.Round(time.Millisecond),
+		float64(cpuBurst.Milliseconds())/20, serverBurst*1000/20, kubeletBurst*1000/20, loadavg())
 	steady, err := startPods(ctx, client, "steady", 100, 10, func() {
 		time.Sleep(10 * time.Second) // a status and relist period with every pod running
 		p := benchutil.ProcStats(kubelet.Process.Pid)
+		r.rss100, r.anon100 = p.RSSMiB, p.AnonMiB
 		fmt.Printf("kubelet with 100 pods running: RSS %.0f MiB, private %.0f MiB\n", p.RSSMiB, p.AnonMiB)
 	})
 	if err != nil {
-		return err
+		return r, err
 	}
-	fmt.Printf("100 pods created 10 at a time: p50 %v, p99 %v\n", benchutil.Percentile(steady, 0.5).Round(time.Millisecond), benchutil.Percentile(steady, 0.99).Round(time.Millisecond))
-	return nil
+	r.steady50, r.steady99, r.loadSteady = benchutil.Percentile(steady, 0.5), benchutil.Percentile(steady, 0.99), load1()
+	_, kubelet1 := procCPU()
+	r.kubeletCPU = kubelet1 - idle.CPUSeconds
+	fmt.Printf("100 pods created 10 at a time: p50 %v, p99 %v (load average %s)\n",
+		r.steady50.Round(time.Millisecond), r.steady99.Round(time.Millisecond), loadavg())
+	fmt.Printf("kubelet CPU from Ready to the last pod gone: %.1f s\n", r.kubeletCPU)
+	return r, nil
+}
+
+// gone reports whether the child pid has ended (a zombie not yet waited for).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return err != nil || i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
 }
 
 // startPods creates n pods, at most concurrent at a time (each batch waits for the one
