@@ -127,12 +127,15 @@ func (m *Managers) createWalk(gvk schema.GroupVersionKind, live, obj runtime.Obj
 	// What merge.Updater.Update and the managers around it do with the comparison
 	// of a create: the reset fields filtered out, the identity fields stripped, no
 	// entry when nothing is left.
-	set, modified := w.added, w.modified
+	// Filtering the union once is filtering each side and the union again (the
+	// filters are per path); against the empty object nothing is modified but
+	// where it has defaults, so the union is mostly the added set alone.
+	set := w.added
+	if !w.modified.Empty() {
+		set = fieldpath.NewSet().Union(w.modified).Union(set)
+	}
 	if filter := m.ignoredFields(gvk, ""); filter != nil {
-		set, modified = filter.Filter(set), filter.Filter(modified)
-		set = filter.Filter(fieldpath.NewSet().Union(modified).Union(set))
-	} else {
-		set = fieldpath.NewSet().Union(modified).Union(set)
+		set = filter.Filter(set)
 	}
 	set = set.Difference(stripped)
 	acc.SetManagedFields(nil)

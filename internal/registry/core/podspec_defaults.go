@@ -209,6 +209,12 @@ func defaultContainer(c *corev1.Container) {
 // defaultPullPolicy is Always for an image without a tag or with tag "latest", and
 // IfNotPresent otherwise (also for a digest, or a name that does not parse).
 func defaultPullPolicy(image string) corev1.PullPolicy {
+	if tag, ok := plainImageTag(image); ok {
+		if tag == "" || tag == "latest" {
+			return corev1.PullAlways
+		}
+		return corev1.PullIfNotPresent
+	}
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return corev1.PullIfNotPresent
@@ -222,6 +228,100 @@ func defaultPullPolicy(image string) corev1.PullPolicy {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent
+}
+
+// plainImageTag is the tag of image ("" for none) when image is a plain reference
+// the parser would accept, and false for anything else (a digest, a port, upper
+// case, an odd length, any character or shape not checked here), which is then left
+// to the parser. The parser's regular expressions cost a create more than the rest
+// of its defaulting; a plain name is checked here by hand, by the same grammar: an
+// optional domain of dot-separated alphanumeric labels with inner dashes, path
+// components of lower-case alphanumerics joined by ".", "_", "__" or dashes, and a
+// tag of word characters, dots and dashes, not starting with either, at most 128.
+func plainImageTag(image string) (string, bool) {
+	// Longer names may pass 255 once the parser adds "docker.io/library/"; a
+	// 64-character string may be an image ID, which it rejects.
+	if len(image) == 0 || len(image) > 200 || len(image) == 64 {
+		return "", false
+	}
+	name, tag := image, ""
+	slash := strings.LastIndexByte(image, '/')
+	if colon := strings.LastIndexByte(image, ':'); colon > slash {
+		name, tag = image[:colon], image[colon+1:]
+		if !validTag(tag) {
+			return "", false
+		}
+	}
+	parts := strings.Split(name, "/")
+	if len(parts) > 1 && (strings.ContainsAny(parts[0], ".:") || parts[0] == "localhost") {
+		if !validDomain(parts[0]) {
+			return "", false
+		}
+		parts = parts[1:]
+	}
+	for _, p := range parts {
+		if !validPathComponent(p) {
+			return "", false
+		}
+	}
+	return tag, true
+}
+
+func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
+
+// validTag is [\w][\w.-]{0,127}.
+func validTag(tag string) bool {
+	if len(tag) == 0 || len(tag) > 128 {
+		return false
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		if !(isAlnum(c) || c == '_' || i > 0 && (c == '.' || c == '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+// validDomain is labels of alphanumerics with inner dashes joined by single dots, no
+// port (a port is left to the parser).
+func validDomain(d string) bool {
+	for _, label := range strings.Split(d, ".") {
+		if len(label) == 0 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if !isAlnum(label[i]) && label[i] != '-' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validPathComponent is [a-z0-9]+ joined by ".", "_", "__" or one or more "-".
+func validPathComponent(p string) bool {
+	if len(p) == 0 || !isLowerAlnum(p[0]) || !isLowerAlnum(p[len(p)-1]) {
+		return false
+	}
+	for i := 1; i < len(p); {
+		if isLowerAlnum(p[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(p) && !isLowerAlnum(p[j]) {
+			j++
+		}
+		sep := p[i:j]
+		if sep != "." && sep != "_" && sep != "__" && strings.Trim(sep, "-") != "" {
+			return false
+		}
+		i = j
+	}
+	return true
 }
 
 func defaultProbe(p *corev1.Probe) {
