@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"mizzen/bench/internal/benchutil"
 )
@@ -53,7 +52,7 @@ func main() {
 	listProfile := flag.String("list-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the lists whose body is discarded (the clients included)")
 	flag.Parse()
 	// client-go logs each get its deadline cuts short; the figures are the output.
-	quietKlog()
+	benchutil.QuietKlog()
 	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
 	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" || *listProfile != "" {
 		if err := profileInProcess(*cpuProfile, *getProfile, *listProfile, *heapProfile, o); err != nil {
@@ -487,15 +486,6 @@ func ensureDefaultServiceAccount(ctx context.Context, client kubernetes.Interfac
 		return fmt.Errorf("creating the default service account in %s: %w", namespace, err)
 	}
 	return nil
-}
-
-// quietKlog discards client-go's klog output, errors included.
-func quietKlog() {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
 }
 
 // rawLists GETs path n times with Accept accept (and Accept-Encoding encoding, unless

@@ -16,7 +16,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/kubelet/containerd"
@@ -46,7 +44,9 @@ func main() {
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's kubelet (DIR/kubelet) too, alternating with mizzen's")
 	rounds := flag.Int("rounds", 1, "runs of each kubelet, alternating")
 	flag.Parse()
-	quietCRIClient()
+	// The CRI client logs through klog every NotFound of a sandbox the kubelet removed
+	// while the benchmark clears the runtime between figures, which RemoveAllPods takes as done.
+	benchutil.QuietKlog()
 	// The host's state shifts these figures from run to run (see
 	// docs/testing-with-containerd.md): say what it was.
 	fmt.Println("host before the run:", hostState(), "; load average", loadavg())
@@ -79,17 +79,6 @@ func main() {
 		os.Exit(1)
 	}
 	printMedians(sides, results)
-}
-
-// quietCRIClient silences klog, which the CRI client logs through: clearing the
-// runtime between figures races the kubelet's own removal of the same sandboxes, and
-// the client logs every NotFound that RemoveAllPods then takes as done.
-func quietCRIClient() {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
 }
 
 // result is one run's figures.

@@ -5,7 +5,9 @@ package benchutil
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"mizzen/internal/testing/freeport"
 	"mizzen/internal/testing/proc"
@@ -178,4 +181,14 @@ func CPUAccount(name string) (func() time.Duration, error) {
 		ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 		return time.Duration(ns)
 	}, nil
+}
+
+// QuietKlog discards klog's output, errors included: client-go and the CRI client log
+// through it, and their retries would bury a benchmark's figures.
+func QuietKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 }

@@ -215,6 +215,12 @@ func defaultPullPolicy(image string) corev1.PullPolicy {
 		}
 		return corev1.PullIfNotPresent
 	}
+	return parsedPullPolicy(image)
+}
+
+// parsedPullPolicy is defaultPullPolicy by the reference parser alone, for the names
+// plainImageTag leaves to it.
+func parsedPullPolicy(image string) corev1.PullPolicy {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return corev1.PullIfNotPresent

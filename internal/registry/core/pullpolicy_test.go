@@ -5,25 +5,7 @@ import (
 	"testing"
 
 	"github.com/distribution/reference"
-	corev1 "k8s.io/api/core/v1"
 )
-
-// parsedPullPolicy is defaultPullPolicy by the parser alone.
-func parsedPullPolicy(image string) corev1.PullPolicy {
-	named, err := reference.ParseNormalizedNamed(image)
-	if err != nil {
-		return corev1.PullIfNotPresent
-	}
-	tag := ""
-	if t, ok := named.(reference.Tagged); ok {
-		tag = t.Tag()
-	}
-	_, digested := named.(reference.Digested)
-	if tag == "latest" || (tag == "" && !digested) {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
-}
 
 var pullPolicyImages = []string{
 	"nginx", "nginx:latest", "nginx:1.27", "library/nginx:1.27-alpine", "docker.io/library/nginx",
