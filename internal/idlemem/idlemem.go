@@ -8,11 +8,12 @@
 // large lists, for as long as it stays idle. Here a server that has stopped
 // allocating, and holds much more than its live heap, runs one GC and hands the free
 // spans back (debug.FreeOSMemory). It costs a GC cycle at a moment the process had
-// nothing else to do, and at most one per live heap's worth of allocation.
+// nothing else to do, and at most one per half a live heap's worth of allocation.
 package idlemem
 
 import (
 	"context"
+	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -48,37 +49,27 @@ type reading struct {
 type policy struct {
 	seen       bool
 	lastAllocs uint64
-	// returned is set once memory was returned, at allocs returnedAt.
-	returned   bool
-	returnedAt uint64
 }
 
-// excess is the memory held beyond the live heap that makes a GC worthwhile: a
-// quarter of the live heap, and at least minExcess.
-func excess(live uint64) uint64 { return max(minExcess, live/4) }
+// excess is the memory a GC could give back beyond the live heap that makes one
+// worth running: half the live heap, and at least minExcess. A returned heap holds
+// about its live heap again, so the process has to allocate this much before the
+// next: at most one extra GC per half a live heap allocated, only in the quiet
+// moments between bursts, against the one per live heap that GOGC=100 runs anyway.
+func excess(live uint64) uint64 { return max(minExcess, live/2) }
 
 // observe takes this interval's reading and says whether to return memory now: the
-// process allocated less than quietBytes since the last reading, could give back more
-// than excess beyond its live heap, and has allocated at least its live heap (one GC
-// cycle's worth at the default GOGC) since memory was last returned, so a server
-// that stays quiet, or wakes briefly, is not collected again and again.
+// process allocated less than quietBytes since the last reading and could give back
+// more than excess beyond its live heap.
 func (p *policy) observe(r reading) bool {
 	first := !p.seen
 	quiet := r.allocs-p.lastAllocs < quietBytes
 	p.seen, p.lastAllocs = true, r.allocs
-	if first || !quiet || r.held < r.live+excess(r.live) {
-		return false
-	}
-	if p.returned && r.allocs-p.returnedAt < max(r.live, minExcess) {
-		return false
-	}
-	return true
+	return !first && quiet && r.held >= r.live+excess(r.live)
 }
 
 // didReturn records that memory was returned when allocs bytes had been allocated.
-func (p *policy) didReturn(allocs uint64) {
-	p.returned, p.returnedAt, p.lastAllocs = true, allocs, allocs
-}
+func (p *policy) didReturn(allocs uint64) { p.lastAllocs = allocs }
 
 var sampleNames = []string{
 	"/gc/heap/allocs:bytes",
@@ -107,9 +98,9 @@ func read(samples []metrics.Sample) reading {
 }
 
 // Run watches the process's heap every Interval and returns freed memory when the
-// process goes quiet holding much more than it uses, until ctx ends. The heap is the
-// whole process's: run it once per process.
-func Run(ctx context.Context) {
+// process goes quiet holding much more than it uses, until ctx ends; each return is
+// logged at debug level. The heap is the whole process's: run it once per process.
+func Run(ctx context.Context, log *slog.Logger) {
 	samples := newSamples()
 	var p policy
 	t := time.NewTicker(Interval)
@@ -120,9 +111,13 @@ func Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if p.observe(read(samples)) {
+		if r := read(samples); p.observe(r) {
+			start := time.Now()
 			debug.FreeOSMemory()
-			p.didReturn(read(samples).allocs)
+			after := read(samples)
+			p.didReturn(after.allocs)
+			log.Debug("returned the heap's free memory after a burst", "heldMiB", r.held>>20, "liveMiB", after.live>>20,
+				"heldAfterMiB", after.held>>20, "took", time.Since(start))
 		}
 	}
 }

@@ -17,17 +17,17 @@ func TestPolicy(t *testing.T) {
 		want bool
 	}{
 		{"first reading: nothing to compare with", reading{allocs: 50 * mib, live: 20 * mib, held: 120 * mib}, false},
-		{"idle, little held beyond the live heap", reading{allocs: 51 * mib, live: 20 * mib, held: 40 * mib}, false},
+		{"idle, little to give back beyond the live heap", reading{allocs: 51 * mib, live: 20 * mib, held: 40 * mib}, false},
 		{"a burst: allocating fast", reading{allocs: 900 * mib, live: 100 * mib, held: 230 * mib}, false},
 		{"still allocating", reading{allocs: 1100 * mib, live: 100 * mib, held: 240 * mib}, false},
-		{"quiet, holding 140 MiB beyond 100 live", reading{allocs: 1101 * mib, live: 100 * mib, held: 240 * mib}, true},
-		{"quiet again right after: not collected twice", reading{allocs: 1102 * mib, live: 100 * mib, held: 200 * mib}, false},
-		{"a small wake-up (50 MiB, less than the live heap)", reading{allocs: 1152 * mib, live: 100 * mib, held: 160 * mib}, false},
-		{"quiet after it", reading{allocs: 1153 * mib, live: 100 * mib, held: 160 * mib}, false},
+		{"quiet, 140 MiB to give back beyond 100 live", reading{allocs: 1101 * mib, live: 100 * mib, held: 240 * mib}, true},
+		{"quiet after it, the heap given back", reading{allocs: 1102 * mib, live: 100 * mib, held: 101 * mib}, false},
+		{"a small wake-up", reading{allocs: 1140 * mib, live: 100 * mib, held: 140 * mib}, false},
+		{"quiet after it, 40 MiB of garbage: less than half the live heap", reading{allocs: 1141 * mib, live: 100 * mib, held: 140 * mib}, false},
 		{"another burst", reading{allocs: 1500 * mib, live: 110 * mib, held: 240 * mib}, false},
-		{"quiet after a live heap's worth of allocation", reading{allocs: 1501 * mib, live: 110 * mib, held: 240 * mib}, true},
-		{"a burst that leaves little to give back", reading{allocs: 1800 * mib, live: 200 * mib, held: 220 * mib}, false},
-		{"quiet, 20 MiB beyond 200 live: below a quarter of it", reading{allocs: 1801 * mib, live: 200 * mib, held: 220 * mib}, false},
+		{"quiet again after it", reading{allocs: 1501 * mib, live: 110 * mib, held: 240 * mib}, true},
+		{"a small heap: 30 MiB beyond 20 live is below minExcess", reading{allocs: 1800 * mib, live: 20 * mib, held: 50 * mib}, false},
+		{"quiet with it", reading{allocs: 1801 * mib, live: 20 * mib, held: 50 * mib}, false},
 	}
 	for _, s := range steps {
 		got := p.observe(s.r)

@@ -138,7 +138,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		log = slog.Default()
 	}
 	if opts.ReturnIdleMemory {
-		go idlemem.Run(ctx)
+		go idlemem.Run(ctx, log)
 	}
 	if opts.BindAddress == "" {
 		opts.BindAddress = "0.0.0.0"
