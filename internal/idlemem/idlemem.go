@@ -8,7 +8,7 @@
 // large lists, for as long as it stays idle. Here a server that has stopped
 // allocating, and holds much more than its live heap, runs one GC and hands the free
 // spans back (debug.FreeOSMemory). It costs a GC cycle at a moment the process had
-// nothing else to do, and at most one per quarter of a live heap's worth of allocation.
+// nothing else to do, and at most one per half a live heap's worth of allocation.
 package idlemem
 
 import (
@@ -52,12 +52,11 @@ type policy struct {
 }
 
 // excess is the memory a GC could give back beyond the live heap that makes one
-// worth running: a quarter of the live heap, and at least minExcess. A returned heap
-// holds about its live heap again, so the process has to allocate this much before
-// the next: at most one extra GC per quarter of a live heap allocated, only in the
-// quiet moments between bursts (when the CPU it takes was idle), against the one per
-// live heap that GOGC=100 runs anyway.
-func excess(live uint64) uint64 { return max(minExcess, live/4) }
+// worth running: half the live heap, and at least minExcess. A returned heap holds
+// about its live heap again, so the process has to allocate this much before the
+// next: at most one extra GC per half a live heap allocated, only in the quiet
+// moments between bursts, against the one per live heap that GOGC=100 runs anyway.
+func excess(live uint64) uint64 { return max(minExcess, live/2) }
 
 // observe takes this interval's reading and says whether to return memory now: the
 // process allocated less than quietBytes since the last reading and could give back
