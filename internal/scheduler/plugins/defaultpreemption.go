@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -44,16 +45,31 @@ type DefaultPreemptionArgs struct {
 // (SchedulerAsyncPreemption, on by default): the scheduling loop goes on with the
 // next pod while they are made. Until they end the preemptor is not preempted for
 // again (its victims are still in the cache, so a second dry run would pick more),
-// and when they end it is sent back to the active heap.
+// and when they end it is sent back to the active heap. Its next attempt may come
+// before the cache has seen the deletions; until it has, the preemptor waits rather
+// than evict more pods for the room its victims are about to free.
 type DefaultPreemption struct {
 	handle     framework.Handle
 	pdbs       policylisters.PodDisruptionBudgetLister
 	percentage int32
 	absolute   int32
 
-	mu      sync.Mutex
-	running map[types.UID]bool // preemptors whose victims' API calls are in flight
+	mu        sync.Mutex
+	running   map[types.UID]bool                // preemptors whose victims' API calls are in flight
+	preempted map[types.UID]*finishedPreemption // preemptors whose victims were deleted
 }
+
+// finishedPreemption is a preemption whose victims' deletions succeeded, kept until
+// the scheduler's cache shows them terminating or gone.
+type finishedPreemption struct {
+	node    string
+	victims map[types.UID]bool
+	at      time.Time
+}
+
+// preemptedTTL bounds how long a finished preemption is remembered: its preemptor has
+// long been bound, deleted or preempted again by then.
+const preemptedTTL = 2 * time.Minute
 
 var _ framework.PostFilterPlugin = (*DefaultPreemption)(nil)
 
@@ -63,7 +79,8 @@ func NewDefaultPreemption(raw json.RawMessage, h framework.Handle) (framework.Pl
 	if err := decodeArgs(raw, DefaultPreemptionName, &args); err != nil {
 		return nil, err
 	}
-	pl := &DefaultPreemption{handle: h, percentage: 10, absolute: 100, running: map[types.UID]bool{}}
+	pl := &DefaultPreemption{handle: h, percentage: 10, absolute: 100, running: map[types.UID]bool{},
+		preempted: map[types.UID]*finishedPreemption{}}
 	if args.MinCandidateNodesPercentage != nil {
 		pl.percentage = *args.MinCandidateNodesPercentage
 	}
@@ -101,6 +118,9 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+msgRunning)
 	}
 	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	if pl.victimsNotYetSeenGoing(pod.UID, lister) {
+		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+msgTerminatingOnNom)
+	}
 	if nom := pod.Status.NominatedNodeName; nom != "" {
 		// Victims on the nominated node are still terminating: wait for them.
 		if st, ok := nodeToStatus[nom]; !ok || st.Code() != framework.UnschedulableAndUnresolvable {
@@ -170,9 +190,52 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 			// The nomination stays; the next attempt finds the victims left and
 			// preempts again.
 			slog.ErrorContext(ctx, "preemption", "pod", framework.PodKey(pod), "node", best.node, "err", err)
+			return
 		}
+		pl.finished(pod.UID, best)
 	}()
 	return &framework.PostFilterResult{NominatedNodeName: best.node}, nil
+}
+
+// finished remembers that the preemptor's victims were deleted, and forgets
+// preemptions older than preemptedTTL.
+func (pl *DefaultPreemption) finished(preemptor types.UID, c *candidate) {
+	victims := make(map[types.UID]bool, len(c.victims))
+	for _, v := range c.victims {
+		victims[v.UID] = true
+	}
+	now := time.Now()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for uid, f := range pl.preempted {
+		if now.Sub(f.at) > preemptedTTL {
+			delete(pl.preempted, uid)
+		}
+	}
+	pl.preempted[preemptor] = &finishedPreemption{node: c.node, victims: victims, at: now}
+}
+
+// victimsNotYetSeenGoing says whether a victim the preemptor's last preemption deleted
+// is still in this cycle's snapshot without a deletion timestamp: the cache has not
+// caught up with the deletion, and a dry run now would pick more victims for room
+// that is already being freed. Once the cache has caught up the preemption is
+// forgotten (victims still terminating are waited for by the nominated-node check).
+func (pl *DefaultPreemption) victimsNotYetSeenGoing(preemptor types.UID, lister framework.NodeInfoLister) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	f := pl.preempted[preemptor]
+	if f == nil {
+		return false
+	}
+	if ni, err := lister.Get(f.node); err == nil {
+		for _, p := range ni.Pods {
+			if f.victims[p.Pod.UID] && p.Pod.DeletionTimestamp == nil {
+				return true
+			}
+		}
+	}
+	delete(pl.preempted, preemptor)
+	return false
 }
 
 func (pl *DefaultPreemption) isRunning(uid types.UID) bool {

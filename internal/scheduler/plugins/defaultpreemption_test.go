@@ -73,4 +73,25 @@ func TestPreemptionRunsAfterTheCycle(t *testing.T) {
 	if len(got.Items) != 0 {
 		t.Fatalf("pods left: %d", len(got.Items))
 	}
+
+	// Activated before the cache has seen the deletion (the snapshot still has the
+	// victim, not terminating): the preemptor waits instead of preempting again.
+	res, st = postFilter()
+	if res != nil || st.Code() != framework.Unschedulable || !strings.Contains(st.Message(), msgTerminatingOnNom) {
+		t.Fatalf("PostFilter before the cache saw the victim go: %+v %v, want %q", res, st, msgTerminatingOnNom)
+	}
+	// Once the cache shows it terminating, the nominated-node check waits for it.
+	now := metav1.Now()
+	ni, err := h.snapshot.NodeInfos().Get("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ni.Pods {
+		p.Pod.DeletionTimestamp = &now
+	}
+	preemptor.Status.NominatedNodeName = "n1"
+	res, st = postFilter()
+	if res != nil || st.Code() != framework.Unschedulable || !strings.Contains(st.Message(), msgTerminatingOnNom) {
+		t.Fatalf("PostFilter with the victim terminating: %+v %v, want %q", res, st, msgTerminatingOnNom)
+	}
 }
