@@ -88,39 +88,57 @@ func growTree(r *rand.Rand, t *fieldTree, set *fieldpath.Set, p fieldpath.Path, 
 // what the library writes for the set filtered of status (or not) and stripped.
 func TestFieldTreeIsTheSetsJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 3))
-	statusFilter := fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 	nonEmpty := 0
 	for i := range 5000 {
-		tree := newFieldTree()
-		set := fieldpath.NewSet()
-		growTree(r, tree, set, nil, 0)
-		excluded := ""
-		want := set
-		if i%2 == 0 {
-			excluded = "status"
-			want = statusFilter.Filter(want)
-		}
-		want = want.Difference(stripped)
-		var wantJSON []byte
-		if !want.Empty() {
-			var err error
-			if wantJSON, err = want.ToJSON(); err != nil {
-				t.Fatal(err)
-			}
+		if compareFieldTree(t, r, i%2 == 0) {
 			nonEmpty++
 		}
-		got, err := tree.toJSON(excluded, stripped)
-		if err != nil {
-			t.Fatalf("set %d: %v", i, err)
-		}
-		if !bytes.Equal(got, wantJSON) {
-			t.Fatalf("set %d (excluded %q):\n got %s\nwant %s", i, excluded, got, wantJSON)
-		}
-		tree.release()
 	}
 	if nonEmpty < 1000 {
 		t.Errorf("only %d of the random sets were non-empty", nonEmpty)
 	}
+}
+
+// FuzzFieldTree is TestFieldTreeIsTheSetsJSON's comparison for the sets the fuzzer's
+// seeds grow.
+func FuzzFieldTree(f *testing.F) {
+	f.Add(uint64(1), uint64(2), true)
+	f.Add(uint64(16), uint64(3), false)
+	f.Fuzz(func(t *testing.T, a, b uint64, status bool) {
+		compareFieldTree(t, rand.New(rand.NewPCG(a, b)), status)
+	})
+}
+
+// compareFieldTree grows a random set and compares the tree's JSON with the
+// library's; it says whether the set was non-empty.
+func compareFieldTree(t *testing.T, r *rand.Rand, status bool) bool {
+	t.Helper()
+	tree := newFieldTree()
+	defer tree.release()
+	set := fieldpath.NewSet()
+	growTree(r, tree, set, nil, 0)
+	excluded := ""
+	want := set
+	if status {
+		excluded = "status"
+		want = fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status"))).Filter(want)
+	}
+	want = want.Difference(stripped)
+	var wantJSON []byte
+	if !want.Empty() {
+		var err error
+		if wantJSON, err = want.ToJSON(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tree.toJSON(excluded, stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, wantJSON) {
+		t.Fatalf("excluded %q:\n got %s\nwant %s", excluded, got, wantJSON)
+	}
+	return wantJSON != nil
 }
 
 // TestFieldTreeDeclinesAnElementRecordedTwice: an element met again after a sibling
