@@ -23,7 +23,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"mizzen/bench/internal/apimetrics"
 	"mizzen/bench/internal/benchutil"
 )
 
@@ -51,6 +51,8 @@ func main() {
 	replicas := flag.Int("replicas", 10, "replicas of each")
 	qps := flag.Int("kube-api-qps", 1000, "the controller-manager's client limit (burst twice it), both sides")
 	heapProfile := flag.String("heap-profile", "", "write mizzen's controller-manager's heap profile after the load to this file")
+	cpuProfile := flag.String("cpu-profile", "", "write mizzen's controller-manager's CPU profile of the load's first -cpu-profile-seconds to this file")
+	cpuProfileSeconds := flag.Int("cpu-profile-seconds", 20, "length of the -cpu-profile, from the first create")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane and kube-controller-manager too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	flag.Parse()
@@ -58,7 +60,7 @@ func main() {
 	var mizzenAdmin *rest.Config // presented to the controller-manager for its heap profile
 	starts := []func() (controlPlane, error){func() (controlPlane, error) {
 		m, err := benchutil.StartMizzen(*bin, "--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy")
-		if err == nil && *heapProfile != "" {
+		if err == nil && (*heapProfile != "" || *cpuProfile != "") {
 			mizzenAdmin = m.AdminConfig()
 			m.ControllerManagerArgs = []string{"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(profilePort), "--profiling"}
 		}
@@ -71,10 +73,24 @@ func main() {
 	var order []string
 	for round := 0; round < *rounds; round++ {
 		for _, start := range starts {
-			r, err := run(start, *deployments, int32(*replicas), *qps, func(name string) {
+			var profiled chan error
+			starting := func(name string) {
+				if *cpuProfile != "" && name == "mizzen" && profiled == nil {
+					profiled = make(chan error, 1)
+					go func() {
+						profiled <- fetchProfile(profilePort, mizzenAdmin, fmt.Sprintf("profile?seconds=%d", *cpuProfileSeconds), *cpuProfile)
+					}()
+				}
+			}
+			r, err := run(start, *deployments, int32(*replicas), *qps, starting, func(name string) {
 				if *heapProfile != "" && name == "mizzen" {
-					if err := fetchHeapProfile(profilePort, mizzenAdmin, *heapProfile); err != nil {
+					if err := fetchProfile(profilePort, mizzenAdmin, "heap", *heapProfile); err != nil {
 						fmt.Fprintln(os.Stderr, "heap profile:", err)
+					}
+				}
+				if profiled != nil {
+					if err := <-profiled; err != nil {
+						fmt.Fprintln(os.Stderr, "CPU profile:", err)
 					}
 				}
 			})
@@ -95,8 +111,7 @@ func main() {
 			for i, r := range rs {
 				v[i] = f(r)
 			}
-			sort.Float64s(v)
-			return v[len(v)/2]
+			return benchutil.Median(v)
 		}
 		fmt.Printf("\nmedians of %d run(s): %-10s %-10s ratio (%s/%s)\n", len(a), order[0], order[1], order[1], order[0])
 		for _, f := range []struct {
@@ -120,9 +135,10 @@ type result struct {
 	cpu, rss float64
 }
 
-// fetchHeapProfile saves the controller-manager's heap profile (self-signed HTTPS),
-// presenting the admin's client certificate (system:masters, always authorized).
-func fetchHeapProfile(port int, admin *rest.Config, path string) error {
+// fetchProfile saves the controller-manager's pprof profile (self-signed HTTPS) named
+// by what ("heap", "profile?seconds=N"), presenting the admin's client certificate
+// (system:masters, always authorized).
+func fetchProfile(port int, admin *rest.Config, what, path string) error {
 	tc, err := rest.TLSConfigFor(admin)
 	if err != nil {
 		return err
@@ -131,8 +147,8 @@ func fetchHeapProfile(port int, admin *rest.Config, path string) error {
 		tc = &tls.Config{}
 	}
 	tc.RootCAs, tc.InsecureSkipVerify = nil, true
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap", port))
+	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{TLSClientConfig: tc}}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", port, what))
 	if err != nil {
 		return err
 	}
@@ -141,12 +157,15 @@ func fetchHeapProfile(port int, admin *rest.Config, path string) error {
 	if err != nil {
 		return err
 	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", what, resp.Status, body)
+	}
 	return os.WriteFile(path, body, 0o644)
 }
 
-// run makes one run; loaded is called with the cluster's name after the load, while
-// the controller-manager still runs.
-func run(start func() (controlPlane, error), nDeploy int, replicas int32, qps int, loaded func(name string)) (result, error) {
+// run makes one run; starting is called with the cluster's name just before the first
+// create, loaded after the load, while the controller-manager still runs.
+func run(start func() (controlPlane, error), nDeploy int, replicas int32, qps int, starting, loaded func(name string)) (result, error) {
 	cp, err := start()
 	if err != nil {
 		return result{}, err
@@ -172,6 +191,11 @@ func run(start func() (controlPlane, error), nDeploy int, replicas int32, qps in
 	idle := benchutil.ProcStats(cm)
 	fmt.Printf("\n== %s\ncontroller-manager idle: %s\n", r.name, idle.Memory())
 
+	before, err := apimetrics.Scrape(ctx, client)
+	if err != nil {
+		return r, err
+	}
+	starting(r.name)
 	t0 := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -229,6 +253,16 @@ func run(start func() (controlPlane, error), nDeploy int, replicas int32, qps in
 	fmt.Printf("%d deployments x %d replicas created in %v; every ReplicaSet at %d replicas after %v: %.0f pods/s\n",
 		nDeploy, replicas, created.Round(time.Millisecond), replicas, r.elapsed.Round(time.Millisecond), float64(pods)/r.elapsed.Seconds())
 	fmt.Printf("controller-manager: %.1f CPU seconds, %s after (peak RSS seen %.0f MiB)\n", r.cpu, after.Memory(), peakRSS)
+	// The calls made (the benchmark's creates and list polls included) say where a
+	// difference in the controller-manager's CPU comes from.
+	afterLoad, err := apimetrics.Scrape(ctx, client)
+	if err != nil {
+		return r, err
+	}
+	fmt.Println("API calls to the apiserver during the load (the benchmark's own included):")
+	for _, c := range afterLoad.Requests.Since(before.Requests) {
+		fmt.Printf("  %-48s %7.0f  %5.2f per deployment\n", c.Call, c.Count, c.Count/float64(nDeploy))
+	}
 	loaded(r.name)
 	return r, nil
 }

@@ -34,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"mizzen/bench/internal/apimetrics"
 	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/testing/density"
 	"mizzen/internal/testing/proc"
@@ -120,8 +121,8 @@ type result struct {
 	cmCPU                 float64
 	rssHolding, rssPeak   float64 // MiB, apiserver + etcd
 	dbHolding, dbEnd      int64
-	slos                  []sloLine
-	requests              []callCount // apiserver_request_total between the scrapes, most first
+	slos                  []apimetrics.SLOLine
+	requests              []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
 	running, gone         bool
 	rebound, over         []string
 	load                  string
@@ -191,7 +192,7 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		return r, err
 	}
 	defer tracker.Stop()
-	before, err := scrape(ctx, client)
+	before, err := apimetrics.Scrape(ctx, client)
 	if err != nil {
 		return r, err
 	}
@@ -235,12 +236,12 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	r.allCPU = benchutil.CPU(cp.PIDs()) - allCPU0
 	r.cmCPU = benchutil.CPU([]int{cp.ControllerManagerPID()}) - cm0
 	r.dbEnd = fileSize(cp.EtcdDB())
-	after, err := scrape(ctx, client)
+	after, err := apimetrics.Scrape(ctx, client)
 	if err != nil {
 		return r, err
 	}
-	r.slos = after.latency.since(before.latency).slos()
-	r.requests = after.requests.since(before.requests)
+	r.slos = after.Latency.Since(before.Latency).SLOs()
+	r.requests = after.Requests.Since(before.Requests)
 	pods := tracker.Pods()
 	r.rebound = density.Rebound(pods)
 	r.latencies(pods)
@@ -313,10 +314,10 @@ func (r result) print() {
 			break
 		}
 		verdict := "ok"
-		if l.p99 > l.call.threshold() {
+		if l.P99 > l.Call.Threshold() {
 			verdict = "OVER SLO"
 		}
-		fmt.Printf("  %-48s p99 %7.3f s of %2.0f s  %6.0f calls  %s\n", l.call, l.p99, l.call.threshold(), l.count, verdict)
+		fmt.Printf("  %-48s p99 %7.3f s of %2.0f s  %6.0f calls  %s\n", l.Call, l.P99, l.Call.Threshold(), l.Count, verdict)
 	}
 	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion), most first:\n")
 	for i, c := range r.requests {
@@ -324,7 +325,7 @@ func (r result) print() {
 			fmt.Printf("  ... %d more calls\n", len(r.requests)-i)
 			break
 		}
-		fmt.Printf("  %-48s %7.0f  %5.2f per pod\n", c.call, c.count, c.count/float64(r.pods))
+		fmt.Printf("  %-48s %7.0f  %5.2f per pod\n", c.Call, c.Count, c.Count/float64(r.pods))
 	}
 }
 
@@ -356,7 +357,7 @@ func summary(order []string, results map[string][]result) {
 			if len(r.slos) == 0 {
 				return 0
 			}
-			return r.slos[0].p99 / r.slos[0].call.threshold()
+			return r.slos[0].P99 / r.slos[0].Call.Threshold()
 		}},
 	}
 	fmt.Printf("%-40s", "figure")
@@ -377,7 +378,7 @@ func summary(order []string, results map[string][]result) {
 					vals = append(vals, f.get(r))
 				}
 			}
-			m := median(vals)
+			m := benchutil.Median(vals)
 			medians = append(medians, m)
 			fmt.Printf(" %12.2f", m)
 		}
@@ -386,14 +387,6 @@ func summary(order []string, results map[string][]result) {
 		}
 		fmt.Println()
 	}
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	sort.Float64s(v)
-	return v[len(v)/2]
 }
 
 // adminKubeconfig is the cluster's admin kubeconfig file, for the hollow nodes.
@@ -405,26 +398,6 @@ func adminKubeconfig(cp controlPlane) (string, error) {
 		return c.Kubeconfig, nil
 	}
 	return "", fmt.Errorf("no kubeconfig for %s", cp.Name())
-}
-
-// scrape reads the apiserver's request latency histograms and request counts.
-func scrape(ctx context.Context, c *kubernetes.Clientset) (metrics, error) {
-	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return metrics{}, fmt.Errorf("GET /metrics: %w", err)
-	}
-	h, err := parseHistograms(string(body))
-	if err != nil {
-		return metrics{}, err
-	}
-	n, err := parseRequestCounts(string(body))
-	return metrics{h, n}, err
-}
-
-// metrics is what one scrape of the apiserver's /metrics gives the run.
-type metrics struct {
-	latency  histograms
-	requests requestCounts
 }
 
 // sampleRSS keeps the largest resident memory of pids seen, every second, until the

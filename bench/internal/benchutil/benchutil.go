@@ -84,6 +84,21 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 	return d[i]
 }
 
+// Median is the middle of v, or the mean of the two middle values when v has an even
+// length (with two alternating rounds, the upper one alone would be the worse round's
+// figure for one side and the better one's for the other). v is not changed.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 // Server is a `mizzen server` process started by Start.
 type Server struct {
 	Cmd        *exec.Cmd

@@ -1,4 +1,4 @@
-package main
+package apimetrics
 
 import (
 	"math"
@@ -24,25 +24,25 @@ apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group=
 // TestSLOs: the calls between two scrapes, their p99 as Prometheus' histogram_quantile
 // computes it, and watches left out as the SLO leaves them out.
 func TestSLOs(t *testing.T) {
-	before, err := parseHistograms(scrapeBefore)
+	before, err := ParseHistograms(scrapeBefore)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := parseHistograms(scrapeAfter)
+	after, err := ParseHistograms(scrapeAfter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := after.since(before).slos()
+	lines := after.Since(before).SLOs()
 	if len(lines) != 2 {
 		t.Fatalf("lines %+v, want POST and LIST pods", lines)
 	}
 	// 100 creates: 50 within 0.1 s, 50 within 1 s; the 99th is 49/50 of the way from 0.1 to 1.
 	post := lines[0]
-	if post.call != (call{"pods", "", "POST", "resource"}) || post.count != 100 || math.Abs(post.p99-(0.1+0.9*49/50)) > 1e-9 {
+	if post.Call != (Call{"pods", "", "POST", "resource"}) || post.Count != 100 || math.Abs(post.P99-(0.1+0.9*49/50)) > 1e-9 {
 		t.Errorf("worst line %+v, want POST pods with 100 calls, p99 0.982", post)
 	}
 	// Beyond the last finite bound: the last bound (0.1), as Prometheus says.
-	if list := lines[1]; list.call.Verb != "LIST" || list.p99 != 0.1 || list.call.threshold() != 30 {
+	if list := lines[1]; list.Call.Verb != "LIST" || list.P99 != 0.1 || list.Call.Threshold() != 30 {
 		t.Errorf("second line %+v, want LIST pods p99 0.1 of 30 s", list)
 	}
 }

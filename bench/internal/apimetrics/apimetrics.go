@@ -1,22 +1,49 @@
-package main
+// Package apimetrics reads an apiserver's own request metrics (upstream's
+// apiserver_request_duration_seconds and apiserver_request_total, which mizzen serves
+// with the same names and labels) from /metrics, so a benchmark can say which calls a
+// run made and how long they took, as upstream's SLOs count them, on either server.
+package apimetrics
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"k8s.io/client-go/kubernetes"
 )
 
-// histograms are the apiserver_request_duration_seconds series of one /metrics
+// Metrics is what one scrape of an apiserver's /metrics gives.
+type Metrics struct {
+	Latency  Histograms
+	Requests RequestCounts
+}
+
+// Scrape reads the apiserver's request latency histograms and request counts.
+func Scrape(ctx context.Context, c kubernetes.Interface) (Metrics, error) {
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("GET /metrics: %w", err)
+	}
+	h, err := ParseHistograms(string(body))
+	if err != nil {
+		return Metrics{}, err
+	}
+	n, err := ParseRequestCounts(string(body))
+	return Metrics{h, n}, err
+}
+
+// Histograms are the apiserver_request_duration_seconds series of one /metrics
 // scrape, by call (resource, subresource, verb, scope): cumulative counts per upper
 // bound.
-type histograms map[call]map[float64]float64
+type Histograms map[Call]map[float64]float64
 
-// call is what upstream's API call latency SLO is per.
-type call struct{ Resource, Subresource, Verb, Scope string }
+// Call is what upstream's API call latency SLO is per.
+type Call struct{ Resource, Subresource, Verb, Scope string }
 
-func (c call) String() string {
+func (c Call) String() string {
 	r := c.Resource
 	if c.Subresource != "" {
 		r += "/" + c.Subresource
@@ -24,8 +51,8 @@ func (c call) String() string {
 	return fmt.Sprintf("%s %s (%s)", c.Verb, r, c.Scope)
 }
 
-// mutating tells the SLO's mutating calls (single objects) from read-only ones.
-func (c call) mutating() bool {
+// Mutating tells the SLO's mutating calls (single objects) from read-only ones.
+func (c Call) Mutating() bool {
 	switch c.Verb {
 	case "POST", "PUT", "PATCH", "APPLY", "DELETE":
 		return true
@@ -33,20 +60,20 @@ func (c call) mutating() bool {
 	return false
 }
 
-// threshold is the SLO's p99 bound for the call: 1 s for mutating calls and reads of
+// Threshold is the SLO's p99 bound for the call: 1 s for mutating calls and reads of
 // one object, 5 s for a namespace's lists, 30 s for the cluster's.
-func (c call) threshold() float64 {
-	if !c.mutating() && c.Scope == "namespace" {
+func (c Call) Threshold() float64 {
+	if !c.Mutating() && c.Scope == "namespace" {
 		return 5
 	}
-	if !c.mutating() && c.Scope == "cluster" {
+	if !c.Mutating() && c.Scope == "cluster" {
 		return 30
 	}
 	return 1
 }
 
-// measured says whether the SLO covers the call: not watches or streams.
-func (c call) measured() bool {
+// Measured says whether the SLO covers the call: not watches or streams.
+func (c Call) Measured() bool {
 	switch c.Verb {
 	case "WATCH", "WATCHLIST", "CONNECT", "DELETECOLLECTION":
 		return false
@@ -54,17 +81,17 @@ func (c call) measured() bool {
 	return true
 }
 
-// parseHistograms reads the apiserver_request_duration_seconds buckets of a scrape in
+// ParseHistograms reads the apiserver_request_duration_seconds buckets of a scrape in
 // Prometheus' text format, summing over the labels the SLO does not split by (group,
 // version, component, dry run).
-func parseHistograms(text string) (histograms, error) {
-	h := histograms{}
+func ParseHistograms(text string) (Histograms, error) {
+	h := Histograms{}
 	err := eachSample(text, "apiserver_request_duration_seconds_bucket{", func(labels map[string]string, value float64) error {
 		le, err := strconv.ParseFloat(labels["le"], 64) // "+Inf" parses
 		if err != nil {
 			return fmt.Errorf("bad le %q", labels["le"])
 		}
-		c := call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}
+		c := Call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}
 		if h[c] == nil {
 			h[c] = map[float64]float64{}
 		}
@@ -100,39 +127,41 @@ func eachSample(text, prefix string, f func(labels map[string]string, value floa
 	return nil
 }
 
-// requestCounts are the apiserver_request_total series of one scrape by call, summed
+// RequestCounts are the apiserver_request_total series of one scrape by call, summed
 // over status codes and the other labels: every request, watches included.
-type requestCounts map[call]float64
+type RequestCounts map[Call]float64
 
-func parseRequestCounts(text string) (requestCounts, error) {
-	out := requestCounts{}
+// ParseRequestCounts reads the apiserver_request_total samples of a scrape.
+func ParseRequestCounts(text string) (RequestCounts, error) {
+	out := RequestCounts{}
 	err := eachSample(text, "apiserver_request_total{", func(labels map[string]string, value float64) error {
-		out[call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}] += value
+		out[Call{labels["resource"], labels["subresource"], labels["verb"], labels["scope"]}] += value
 		return nil
 	})
 	return out, err
 }
 
-// since is the requests made between an earlier scrape and this one, most first.
-func (c requestCounts) since(before requestCounts) []callCount {
-	var out []callCount
+// Since is the requests made between an earlier scrape and this one, most first.
+func (c RequestCounts) Since(before RequestCounts) []CallCount {
+	var out []CallCount
 	for k, v := range c {
 		if n := v - before[k]; n > 0 {
-			out = append(out, callCount{k, n})
+			out = append(out, CallCount{k, n})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].count != out[j].count {
-			return out[i].count > out[j].count
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
 		}
-		return out[i].call.String() < out[j].call.String()
+		return out[i].Call.String() < out[j].Call.String()
 	})
 	return out
 }
 
-type callCount struct {
-	call  call
-	count float64
+// CallCount is how many times one call was made.
+type CallCount struct {
+	Call  Call
+	Count float64
 }
 
 // parseLabels reads `a="x",b="y"` with Prometheus' escapes.
@@ -165,9 +194,9 @@ func parseLabels(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// since is h minus an earlier scrape: the calls made in between.
-func (h histograms) since(before histograms) histograms {
-	out := histograms{}
+// Since is h minus an earlier scrape: the calls made in between.
+func (h Histograms) Since(before Histograms) Histograms {
+	out := Histograms{}
 	for c, buckets := range h {
 		out[c] = map[float64]float64{}
 		for le, v := range buckets {
@@ -177,9 +206,9 @@ func (h histograms) since(before histograms) histograms {
 	return out
 }
 
-// quantile is Prometheus' histogram_quantile: linear within the bucket that holds
+// Quantile is Prometheus' histogram_quantile: linear within the bucket that holds
 // the q-th call; the count of calls is the +Inf bucket.
-func quantile(q float64, buckets map[float64]float64) (value, count float64) {
+func Quantile(q float64, buckets map[float64]float64) (value, count float64) {
 	bounds := make([]float64, 0, len(buckets))
 	for le := range buckets {
 		bounds = append(bounds, le)
@@ -209,31 +238,31 @@ func quantile(q float64, buckets map[float64]float64) (value, count float64) {
 	return prevBound, count
 }
 
-// sloLine is one call's p99 against its SLO.
-type sloLine struct {
-	call       call
-	p99, count float64
+// SLOLine is one call's p99 against its SLO.
+type SLOLine struct {
+	Call       Call
+	P99, Count float64
 }
 
-// slos are the p99 of every measured call, worst first relative to its threshold.
-func (h histograms) slos() []sloLine {
-	var out []sloLine
+// SLOs are the p99 of every measured call, worst first relative to its threshold.
+func (h Histograms) SLOs() []SLOLine {
+	var out []SLOLine
 	for c, buckets := range h {
-		if !c.measured() {
+		if !c.Measured() {
 			continue
 		}
-		p99, n := quantile(0.99, buckets)
+		p99, n := Quantile(0.99, buckets)
 		if n == 0 {
 			continue
 		}
-		out = append(out, sloLine{c, p99, n})
+		out = append(out, SLOLine{c, p99, n})
 	}
 	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].p99/out[i].call.threshold(), out[j].p99/out[j].call.threshold()
+		a, b := out[i].P99/out[i].Call.Threshold(), out[j].P99/out[j].Call.Threshold()
 		if a != b {
 			return a > b
 		}
-		return out[i].call.String() < out[j].call.String()
+		return out[i].Call.String() < out[j].Call.String()
 	})
 	return out
 }
