@@ -51,11 +51,17 @@ func newFieldTree() *fieldTree {
 // release returns t to the pool, dropping what its elements point at (names and keys
 // of the walked object).
 func (t *fieldTree) release() {
+	if cap(t.nodes) > maxPooledNodes {
+		return // a big object's tree is not kept for the next create
+	}
 	clear(t.nodes)
 	clear(t.path)
 	t.nodes, t.path = t.nodes[:0], t.path[:0]
 	fieldTrees.Put(t)
 }
+
+// maxPooledNodes is the most nodes a pooled tree keeps room for (a pod has ~50).
+const maxPooledNodes = 1024
 
 func (t *fieldTree) reset() {
 	clear(t.nodes)

@@ -160,6 +160,8 @@ func (m *Managers) resetsStatus(gvk schema.GroupVersionKind) bool {
 func (m *Managers) ignoredFields(gvk schema.GroupVersionKind, subresource string) fieldpath.Filter {
 	switch subresource {
 	case "":
+		// createWalk applies this filter itself (the root field its tree leaves
+		// out): a change here is a change there.
 		if m.resetsStatus(gvk) {
 			return fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 		}
