@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -125,7 +127,9 @@ func profileInProcess(cpuPath, getPath, listPath, heapPath, allocPath, tracePath
 				return
 			}
 			defer f.Close()
+			printMemStats("where RSS holding the pods is measured")
 			runtime.GC()
+			printMemStats("after a forced GC")
 			heapErr = pprof.Lookup("heap").WriteTo(f, 0)
 		}
 	}
@@ -158,4 +162,21 @@ func cpuProfiler(path string) (func(start bool), error) {
 			f.Close()
 		}
 	}, nil
+}
+
+// printMemStats prints where the Go runtime's memory is, so that the RSS figure can be
+// split into live heap, the heap's headroom, freed spans not yet returned, and stacks.
+func printMemStats(when string) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	fmt.Printf("memstats %s: HeapAlloc %.1f MiB, HeapInuse %.1f, HeapIdle %.1f (released %.1f), NextGC %.1f, StackInuse %.1f, Sys %.1f, NumGC %d\n",
+		when, mib(m.HeapAlloc), mib(m.HeapInuse), mib(m.HeapIdle), mib(m.HeapReleased), mib(m.NextGC), mib(m.StackInuse), mib(m.Sys), m.NumGC)
+	if data, err := os.ReadFile("/proc/self/smaps_rollup"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "Rss:") || strings.HasPrefix(line, "Anonymous:") || strings.HasPrefix(line, "FilePmdMapped:") || strings.HasPrefix(line, "AnonHugePages:") {
+				fmt.Println("  ", line)
+			}
+		}
+	}
 }

@@ -19,10 +19,19 @@ import (
 type cluster interface {
 	benchutil.Cluster
 	CPU() time.Duration
+	// StopScheduler stops the scheduler; StartScheduler starts a new one (-queued).
+	StopScheduler()
 }
 
 // processes is a cluster of separate processes; CPU sums theirs.
 type processes struct{ benchutil.Cluster }
+
+// StopScheduler stops the scheduler process of a benchutil.Mizzen or Upstream.
+func (p processes) StopScheduler() {
+	if s, ok := p.Cluster.(interface{ StopScheduler() }); ok {
+		s.StopScheduler()
+	}
+}
 
 func (p processes) CPU() time.Duration {
 	return time.Duration(benchutil.CPU(p.PIDs()) * float64(time.Second))
@@ -37,6 +46,8 @@ type inProcess struct {
 	ctx    context.Context
 	logger *slog.Logger
 	sched  chan error
+	// stopSched ends the running scheduler (its context is a child of ctx).
+	stopSched context.CancelFunc
 }
 
 func startInProcess(verbose bool) (cluster, error) {
@@ -75,17 +86,25 @@ func (c *inProcess) StartScheduler(qps float64) error {
 		schedLogger = c.logger
 	}
 	c.sched = make(chan error, 1)
+	ctx, stop := context.WithCancel(c.ctx)
+	c.stopSched = stop
 	go func() {
-		c.sched <- scheduler.Run(c.ctx, scheduler.Options{RestConfig: c.cp.AdminConfig, ConfigFile: configFile, MetricsAddr: "0", Logger: schedLogger})
+		c.sched <- scheduler.Run(ctx, scheduler.Options{RestConfig: c.cp.AdminConfig, ConfigFile: configFile, MetricsAddr: "0", Logger: schedLogger})
 	}()
 	return nil
 }
 
+func (c *inProcess) StopScheduler() {
+	if c.sched != nil {
+		c.stopSched()
+		<-c.sched
+		c.sched = nil
+	}
+}
+
 func (c *inProcess) Stop() {
 	c.stop()
-	if c.sched != nil {
-		<-c.sched
-	}
+	c.StopScheduler()
 	<-c.cp.Done
 	os.RemoveAll(c.dir)
 }

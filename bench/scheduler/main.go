@@ -13,9 +13,20 @@
 // scheduler run in this process instead, with the creating clients and the watching
 // informer, so that -cpuprofile profiles all of it.
 //
+// By default the measured pods are created while the scheduler runs, as upstream's
+// scheduler_perf does (its SchedulingThroughput samples the pods scheduled per second
+// while the creates go on): when the creating clients are slower than the scheduler,
+// that measures the creates. With -queued the scheduler is stopped once the initial
+// pods are bound, the measured pods are created, and a new scheduler is started:
+// pods/s is then the scheduler's own rate, measured pods over the time from its start
+// to the last measured pod seen bound (the rate after the first bind is printed too),
+// the same way on both control planes, and CPU per pod covers the scheduler's start
+// and the scheduling (binds, events, preemptions), not the creates.
+//
 //	go run ./bench/scheduler -workloads SchedulingBasic
 //	go run ./bench/scheduler -workloads all -upstream /tmp/upstream/bin -rounds 3
 //	go run ./bench/scheduler -workloads all -cpuprofile /tmp/sched.pprof   # in-process
+//	go run ./bench/scheduler -workloads Preemption -queued -upstream /tmp/upstream/bin -rounds 2
 package main
 
 import (
@@ -58,6 +69,7 @@ func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "the mizzen binary, for `mizzen server` and `mizzen scheduler` processes")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run each workload against upstream's etcd, kube-apiserver and kube-scheduler too, alternating")
 	inProc := flag.Bool("in-process", false, "run mizzen's etcd, apiserver and scheduler in this process instead of `mizzen server` and `mizzen scheduler` processes (implied by the profile flags)")
+	queued := flag.Bool("queued", false, "create the measured pods while no scheduler runs, then start one: measure the scheduler's own rate, not the creates")
 	rounds := flag.Int("rounds", 1, "runs of each workload on each control plane, alternating")
 	serviceCIDR := flag.String("service-cluster-ip-range", "10.76.0.0/16", "upstream apiserver's service CIDR")
 	flag.Parse()
@@ -126,7 +138,7 @@ func main() {
 		var order []string
 		for r := 0; r < *rounds; r++ {
 			for _, start := range starts {
-				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose})
+				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose, queued: *queued})
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s: error: %v\n", w.name, err)
 					os.Exit(1)
@@ -248,6 +260,7 @@ type runOptions struct {
 	qps        float64
 	cpuProfile string
 	verbose    bool
+	queued     bool
 }
 
 type result struct {
@@ -257,12 +270,27 @@ type result struct {
 	cpu                      time.Duration // process CPU time (user+system) in the measured phase
 	loadBefore, loadAfter    string
 	podsPerSecond            float64
+	queued                   bool
+	firstBound               time.Duration // -queued: from the scheduler's start to the first measured pod bound
+	afterFirst               float64       // -queued: pods/s from the first measured pod bound to the last
 	p50, p90, p99, max       time.Duration
 	doubleBound, overCommits int
 	preempted                int
 }
 
 func (r result) String() string {
+	if r.queued {
+		s := fmt.Sprintf("%s, %s (queued): %d nodes, %d initial pods (placed in %v), %d measured pods created in %v before the scheduler started; first bound after %v, all bound %v after the first: %.0f pods/s from the scheduler's start, %.0f after the first bound; time to bound from the scheduler's start p50 %v, p99 %v",
+			r.cluster, r.w.name, r.w.nodes, r.w.initPods, r.setup.Round(time.Millisecond), r.w.measurePods, r.creates.Round(time.Millisecond),
+			r.firstBound.Round(time.Millisecond), (r.measured - r.firstBound).Round(time.Millisecond), r.podsPerSecond, r.afterFirst,
+			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond))
+		if r.w.highPriorityClass {
+			s += fmt.Sprintf("; %d pods preempted", r.preempted)
+		}
+		s += fmt.Sprintf("; CPU %.2f ms per measured pod", float64(r.cpu.Microseconds())/1000/float64(r.w.measurePods))
+		return s + fmt.Sprintf("; bound twice: %d; nodes over capacity: %d; load average %s before, %s after",
+			r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter)
+	}
 	s := fmt.Sprintf("%s, %s: %d nodes, %d initial pods (placed in %v), %d measured pods bound in %v: %.0f pods/s; latency p50 %v, p90 %v, p99 %v, max %v",
 		r.cluster, r.w.name, r.w.nodes, r.w.initPods, r.setup.Round(time.Millisecond), r.w.measurePods, r.measured.Round(time.Millisecond), r.podsPerSecond,
 		r.p50.Round(time.Millisecond), r.p90.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond))
@@ -337,6 +365,15 @@ func run(w workload, opts runOptions) (result, error) {
 	}
 	res.setup = time.Since(setupStart)
 	deletedBefore := tr.deletions.Load()
+	res.queued = opts.queued
+	createStart := time.Now()
+	if opts.queued {
+		c.StopScheduler()
+		if err := createPods(ctx, client, tr, w.measureNamespace, "measured", w.measurePod, w.measurePods, opts.workers); err != nil {
+			return res, fmt.Errorf("creating measured pods: %w", err)
+		}
+		res.creates = time.Since(createStart)
+	}
 
 	if opts.cpuProfile != "" {
 		f, err := os.Create(opts.cpuProfile)
@@ -351,10 +388,17 @@ func run(w workload, opts runOptions) (result, error) {
 	res.loadBefore = loadAverage()
 	cpuBefore := c.CPU()
 	measureStart := time.Now()
-	if err := createPods(ctx, client, tr, w.measureNamespace, "measured", w.measurePod, w.measurePods, opts.workers); err != nil {
-		return res, fmt.Errorf("creating measured pods: %w", err)
+	if opts.queued {
+		if err := c.StartScheduler(opts.qps); err != nil {
+			return res, err
+		}
+	} else {
+		createStart = measureStart
+		if err := createPods(ctx, client, tr, w.measureNamespace, "measured", w.measurePod, w.measurePods, opts.workers); err != nil {
+			return res, fmt.Errorf("creating measured pods: %w", err)
+		}
+		res.creates = time.Since(measureStart)
 	}
-	res.creates = time.Since(measureStart)
 	want := w.measurePods
 	if w.measureNamespace == w.initNamespace {
 		want += w.initPods
@@ -368,12 +412,24 @@ func run(w workload, opts runOptions) (result, error) {
 		pprof.StopCPUProfile()
 	}
 
-	lat, last := tr.latencies(w.measureNamespace, measureStart)
+	origin := time.Time{} // each pod's own create call
+	if opts.queued {
+		origin = measureStart
+	}
+	lat, first, last := tr.latencies(w.measureNamespace, createStart, origin)
 	if len(lat) < w.measurePods {
 		return res, fmt.Errorf("only %d of %d measured pods bound", len(lat), w.measurePods)
 	}
 	res.measured = last.Sub(measureStart)
 	res.podsPerSecond = float64(len(lat)) / res.measured.Seconds()
+	if opts.queued {
+		// pods/s counts from the scheduler's start (its informers' lists included, as
+		// for a scheduler that takes over); the rate after the first bind leaves the
+		// start out, but says nothing where the first binds wait for every pod's first
+		// attempt (Preemption).
+		res.firstBound = first.Sub(measureStart)
+		res.afterFirst = float64(len(lat)-1) / last.Sub(first).Seconds()
+	}
 	res.p50, res.p90, res.p99 = benchutil.Percentile(lat, 0.50), benchutil.Percentile(lat, 0.90), benchutil.Percentile(lat, 0.99)
 	res.max = lat[len(lat)-1] // sorted by Percentile
 	res.preempted = int(tr.deletions.Load() - deletedBefore)
@@ -539,13 +595,14 @@ func (t *tracker) waitBound(ctx context.Context, ns string, n int, timeout time.
 	}
 }
 
-// latencies returns create-to-bound latencies of pods in ns created after since, and
-// when the last of them was seen bound.
-func (t *tracker) latencies(ns string, since time.Time) ([]time.Duration, time.Time) {
+// latencies returns the latencies of pods in ns created after since, from origin (or,
+// when origin is zero, from each pod's create call) to the moment it was seen bound,
+// and when the first and the last of them were seen bound.
+func (t *tracker) latencies(ns string, since, origin time.Time) ([]time.Duration, time.Time, time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var lat []time.Duration
-	var last time.Time
+	var first, last time.Time
 	for key, created := range t.createdAt {
 		if !strings.HasPrefix(key, ns+"/") || created.Before(since) {
 			continue
@@ -554,12 +611,19 @@ func (t *tracker) latencies(ns string, since time.Time) ([]time.Duration, time.T
 		if !ok {
 			continue
 		}
-		lat = append(lat, bound.Sub(created))
+		from := created
+		if !origin.IsZero() {
+			from = origin
+		}
+		lat = append(lat, bound.Sub(from))
 		if bound.After(last) {
 			last = bound
 		}
+		if first.IsZero() || bound.Before(first) {
+			first = bound
+		}
 	}
-	return lat, last
+	return lat, first, last
 }
 
 // overCommittedNodes counts nodes whose bound, non-terminal pods request more CPU,

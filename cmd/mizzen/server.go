@@ -120,6 +120,7 @@ func (f *serverFlags) options() core.Options {
 		Profiling:            f.profiling,
 		EtcdCAFile:           f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
 		ClusterInit: f.clusterInit, EtcdClientPort: f.etcdClientPort, EtcdPeerPort: f.etcdPeerPort,
+		ReturnIdleMemory: true,
 	}
 }
 

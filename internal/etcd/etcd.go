@@ -45,7 +45,21 @@ type MemberConfig struct {
 	AdvertiseClientURLs []string
 	// ForceNewCluster makes the member forget every other member (a cluster reset).
 	ForceNewCluster bool
+	// Alone is a member no other member can join while it runs (a single server's
+	// embedded member, whose peer URL is a loopback port nobody dials). See
+	// aloneCatchUpEntries.
+	Alone bool
 }
+
+// aloneCatchUpEntries is how much of the raft log a member that is Alone keeps in
+// memory after each compaction. etcd snapshots its raft log in memory every 100
+// applied entries and then drops all but SnapshotCatchUpEntries of it (5,000 by
+// default), kept for a slow follower to catch up from without a whole snapshot. A
+// member alone has no follower: those entries, the last 5,000 writes (~7 MB when they
+// are pods), are never read. The WAL on disk and the snapshots a restart replays are
+// not affected; a server that later becomes the first of a cluster of servers
+// restarts its member without Alone, with etcd's defaults.
+const aloneCatchUpEntries = 500
 
 // TLSFiles are the PEM files of a TLS endpoint: its certificate and key, and the CA
 // the other side's certificate must come from.
@@ -85,6 +99,9 @@ func Start(ctx context.Context, mc MemberConfig, log *slog.Logger) (*Member, err
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "5m"
 	cfg.SnapshotCount = 10000
+	if mc.Alone {
+		cfg.SnapshotCatchUpEntries = aloneCatchUpEntries
+	}
 	cfg.Metrics = "basic"
 	var err error
 	if cfg.ListenClientUrls, err = parseURLs(mc.ClientURLs); err != nil {

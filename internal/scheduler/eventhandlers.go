@@ -49,7 +49,7 @@ func asNode(obj interface{}) *v1.Node {
 // (cache) and pending ones of our profiles (queue); a pod moves between the two when bound.
 func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.ClusterEventWithHint) error {
 	podInformer := s.factory.Core().V1().Pods().Informer()
-	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if reg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			pod := asPod(obj)
 			if pod == nil {
@@ -97,10 +97,12 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 		},
 	}); err != nil {
 		return err
+	} else {
+		s.handlers = append(s.handlers, reg)
 	}
 
 	nodeInformer := s.factory.Core().V1().Nodes().Informer()
-	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if reg, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			node := asNode(obj)
 			if node == nil {
@@ -126,6 +128,8 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 		},
 	}); err != nil {
 		return err
+	} else {
+		s.handlers = append(s.handlers, reg)
 	}
 
 	// Other resources only matter when some plugin registered events for them.
@@ -144,7 +148,10 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 		if !wanted[res] {
 			return nil
 		}
-		_, err := informer.AddEventHandler(s.moveOnEvent(res))
+		reg, err := informer.AddEventHandler(s.moveOnEvent(res))
+		if err == nil {
+			s.handlers = append(s.handlers, reg)
+		}
 		return err
 	}
 	if err := add(framework.PersistentVolume, s.factory.Core().V1().PersistentVolumes().Informer()); err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
@@ -43,6 +44,13 @@ func startScheduler(t testing.TB, cfg *config.Configuration, objs ...runtime.Obj
 // the simple clientset, whose tracker does not rebuild a REST mapper on every write.
 func startSchedulerWith(t testing.TB, client *fake.Clientset, cfg *config.Configuration) *testEnv {
 	t.Helper()
+	return startSchedulerThrough(t, client, client, cfg)
+}
+
+// startSchedulerThrough runs the scheduler with its API calls made through calls (a
+// wrapper of client, e.g. one that holds some calls) and its informers on client.
+func startSchedulerThrough(t testing.TB, client *fake.Clientset, calls kubernetes.Interface, cfg *config.Configuration) *testEnv {
+	t.Helper()
 	addBindingReactor(client)
 	if cfg == nil {
 		cfg = &config.Configuration{}
@@ -55,7 +63,7 @@ func startSchedulerWith(t testing.TB, client *fake.Clientset, cfg *config.Config
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	factory := informers.NewSharedInformerFactory(client, 0)
-	sched, err := New(ctx, client, factory, broadcaster, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sched, err := New(ctx, calls, factory, broadcaster, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,9 @@ func (s *Scheduler) bindingCycle(ctx context.Context, fwk *framework.Framework, 
 		fail(st)
 		return
 	}
+	// The pod's PodScheduled=False from an earlier attempt must not land after the
+	// binding's PodScheduled=True.
+	s.calls.wait(assumed.UID)
 	if st := fwk.RunBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
 		fail(st)
 		return
@@ -383,11 +386,15 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *framework.Framework,
 	} else if clearNomination {
 		nominatedField = ""
 	}
-	if err := s.updatePodStatus(ctx, current, v1.PodCondition{
-		Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: msg,
-	}, nominatedField); err != nil {
-		s.logger.Error("updating pod status", "pod", framework.PodKey(pod), "err", err)
-	}
+	// The patch is made after the cycle (see podCalls); the nomination is already in
+	// the queue's nominator, which is what later cycles read.
+	s.calls.run(current.UID, func() {
+		if err := s.updatePodStatus(ctx, current, v1.PodCondition{
+			Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: msg,
+		}, nominatedField); err != nil {
+			s.logger.Error("updating pod status", "pod", framework.PodKey(pod), "err", err)
+		}
+	})
 }
 
 // truncateMessage bounds event notes as upstream (1024 bytes).

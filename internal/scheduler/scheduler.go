@@ -29,12 +29,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
@@ -299,6 +301,10 @@ type Scheduler struct {
 	// nextStartNodeIndex rotates where filtering starts, so sampling spreads over nodes.
 	nextStartNodeIndex int
 	bindWG             sync.WaitGroup
+	// calls are the pods' status patches, made outside the scheduling loop.
+	calls *podCalls
+	// handlers are the informer event handlers that fill the cache and the queue.
+	handlers []toolscache.ResourceEventHandlerRegistration
 }
 
 // New builds a scheduler and registers its informer handlers on factory (start the
@@ -320,6 +326,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		cache:     cache.New(),
 		snapshot:  cache.NewEmptySnapshot(),
 		profiles:  map[string]*framework.Framework{},
+		calls:     newPodCalls(),
 	}
 	if cfg.PercentageOfNodesToScore != nil {
 		s.percentageOfNodesToScore = *cfg.PercentageOfNodesToScore
@@ -369,6 +376,17 @@ func (s *Scheduler) Metrics() *metrics.Metrics { return s.metrics }
 
 // Run schedules pods until ctx ends (informers must be started and synced).
 func (s *Scheduler) Run(ctx context.Context) {
+	// A synced informer has listed everything, but its handlers may not have been
+	// given every listed object yet: scheduling then would see nodes without the pods
+	// already bound to them and overfill them (seen when a scheduler restarts with
+	// pending pods). Wait, as upstream's WaitForHandlersSync, until they have.
+	syncs := make([]toolscache.InformerSynced, len(s.handlers))
+	for i, h := range s.handlers {
+		syncs[i] = h.HasSynced
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return
+	}
 	go s.queue.Run(ctx)
 	// Pods parked before this replica became leader may have been helped meanwhile.
 	s.queue.MoveAllToActiveOrBackoffQueue(framework.EventForceActivate, nil, nil, nil)
@@ -378,6 +396,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		}
 	}
 	s.bindWG.Wait()
+	s.calls.wg.Wait()
 }
 
 // lateNominator breaks the construction cycle: frameworks need the nominator before
@@ -389,6 +408,13 @@ func (n *lateNominator) NominatedPodsForNode(nodeName string) []*framework.PodIn
 }
 
 func (n *lateNominator) HasNominatedPods() bool { return n.q.HasNominatedPods() }
+
+// Activate makes the frameworks' Handle.Activate reach the queue: without it the
+// framework's type check found no PodActivator and a preemptor whose victims' calls
+// failed waited for an event that never came.
+func (n *lateNominator) Activate(pod *v1.Pod) { n.q.Activate(pod) }
+
+var _ framework.PodActivator = (*lateNominator)(nil)
 
 type noopRecorder struct{}
 

@@ -98,6 +98,15 @@ func (m *Mizzen) StartScheduler(qps float64) error {
 	return nil
 }
 
+// StopScheduler stops the `mizzen scheduler` process, if one runs; StartScheduler
+// starts a new one.
+func (m *Mizzen) StopScheduler() {
+	if m.scheduler != nil {
+		proc.Stop(m.scheduler, 30*time.Second)
+		m.scheduler = nil
+	}
+}
+
 // StartControllerManager runs `mizzen controller-manager` (every controller, each with
 // its own service account's credentials, as the bundled one and kubeadm's run) as
 // system:kube-controller-manager, with client qps and burst, no leader election, and

@@ -248,6 +248,14 @@ func (u *Upstream) StartScheduler(qps float64) error {
 	return err
 }
 
+// StopScheduler stops kube-scheduler, if it runs; StartScheduler starts a new one.
+func (u *Upstream) StopScheduler() {
+	if u.scheduler != nil {
+		proc.Stop(u.scheduler, 30*time.Second)
+		u.scheduler = nil
+	}
+}
+
 // SchedulerConfig is a KubeSchedulerConfiguration with kubeconfig and client qps (and
 // burst) and no leader election, for both schedulers.
 func SchedulerConfig(kubeconfig string, qps float64) string {

@@ -60,6 +60,7 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 	events    *util.Events
 	recorder  record.EventRecorder
+	absent    *absentOwners
 }
 
 // New builds the collector; client carries its Events. Built-in resources are watched
@@ -72,6 +73,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		events:    events,
 		recorder:  events,
 		metadata:  metadataClient,
+		absent:    newAbsentOwners(),
 		discovery: disc,
 		monitors: &monitors{
 			factory: metadatainformer.NewSharedInformerFactory(metadataClient, 0),
@@ -245,17 +247,28 @@ func (c *Controller) ownerState(ctx context.Context, dependentMon *monitor, depe
 			return classify(o), nil
 		}
 	}
+	if c.absent.has(ns, ref.UID) {
+		return ownerGone, nil
+	}
 	live, err := c.metadata.Resource(mon.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		if mon.holdsUID(ref.UID) {
+			// Not remembered: each dependent is to be told its owner is in
+			// another namespace.
 			c.reportInvalidNamespace(dependentMon, dependent, ref)
+		} else {
+			c.absent.add(ns, ref.UID)
 		}
 		return ownerGone, nil
 	}
 	if err != nil {
 		return ownerUnknown, err
 	}
-	return classify(live), nil
+	state := classify(live)
+	if state == ownerGone && !mon.holdsUID(ref.UID) {
+		c.absent.add(ns, ref.UID)
+	}
+	return state, nil
 }
 
 // reportInvalidNamespace tells the dependent's users that its owner cannot be in its

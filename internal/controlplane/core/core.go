@@ -35,6 +35,7 @@ import (
 	"mizzen/internal/etcd"
 	"mizzen/internal/etcdsnapshot"
 	"mizzen/internal/hostaddr"
+	"mizzen/internal/idlemem"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/pki"
 	"mizzen/internal/registry"
@@ -100,6 +101,11 @@ type Options struct {
 	EtcdClientPort, EtcdPeerPort int
 	// UI serves the web UI at the apiserver's /ui/ (the dashboard); nil serves none.
 	UI apiserver.UIHandler
+	// ReturnIdleMemory hands the heap's freed memory back to the OS when the process
+	// goes quiet after a burst (package idlemem). The heap is the process's, so only
+	// a command that owns its process sets it, not tests running several control
+	// planes in one.
+	ReturnIdleMemory bool
 }
 
 // DefaultServiceCIDR is where ClusterIPs come from unless configured.
@@ -130,6 +136,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	if opts.ReturnIdleMemory {
+		go idlemem.Run(ctx, log)
 	}
 	if opts.BindAddress == "" {
 		opts.BindAddress = "0.0.0.0"
@@ -426,7 +435,8 @@ func startEmbeddedEtcd(ctx context.Context, dir datadir.Dir, log *slog.Logger) (
 		return nil, fmt.Errorf("etcd certificates: %w", err)
 	}
 	member, err := etcd.Start(ctx, etcd.MemberConfig{Name: EmbeddedEtcdMember.Name, DataDir: dir.Etcd(),
-		PeerURLs: []string{EmbeddedEtcdMember.PeerURL}, ClientURLs: []string{"https://127.0.0.1:0"}, ClientTLS: tlsFiles, PeerTLS: peerFiles}, log)
+		PeerURLs: []string{EmbeddedEtcdMember.PeerURL}, ClientURLs: []string{"https://127.0.0.1:0"}, ClientTLS: tlsFiles, PeerTLS: peerFiles,
+		Alone: true}, log)
 	if err != nil {
 		return nil, err
 	}

@@ -153,12 +153,54 @@ func matchesAll(terms []framework.AffinityTerm, pod *v1.Pod, nsLabels labels.Set
 
 // countExisting adds (sign=+1) or removes (sign=-1) one existing pod's contribution.
 func (s *interPodAffinityState) countExisting(existing *framework.PodInfo, node *v1.Node, existingNsLabels labels.Set, sign int64) {
-	incoming := s.podInfo
+	for _, e := range pairCounts(nil).countExisting(s.podInfo, s.nsLabels, existing, node, existingNsLabels) {
+		s.countsOf(e.kind)[e.pair] += sign * e.n
+	}
+}
+
+// Kinds of count, one per map of interPodAffinityState.
+const (
+	existingAntiAffinityCount = iota
+	affinityCount
+	antiAffinityCount
+)
+
+func (s *interPodAffinityState) countsOf(kind uint8) topologyCounts {
+	switch kind {
+	case existingAntiAffinityCount:
+		return s.existingAntiAffinity
+	case affinityCount:
+		return s.affinity
+	}
+	return s.antiAffinity
+}
+
+// pairCounts are one node's counts in PreFilter: (kind, domain, count) entries.
+type pairCounts []pairCount
+
+type pairCount struct {
+	kind uint8
+	pair topologyPair
+	n    int64
+}
+
+func (c pairCounts) add(kind uint8, pair topologyPair) pairCounts {
+	for i := range c {
+		if c[i].kind == kind && c[i].pair == pair {
+			c[i].n++
+			return c
+		}
+	}
+	return append(c, pairCount{kind: kind, pair: pair, n: 1})
+}
+
+// countExisting is interPodAffinityState.countExisting (sign +1) into c.
+func (c pairCounts) countExisting(incoming *framework.PodInfo, incomingNs labels.Set, existing *framework.PodInfo, node *v1.Node, existingNsLabels labels.Set) pairCounts {
 	for i := range existing.RequiredAntiAffinityTerms {
 		t := &existing.RequiredAntiAffinityTerms[i]
-		if t.Matches(incoming.Pod, s.nsLabels) {
+		if t.Matches(incoming.Pod, incomingNs) {
 			if v, ok := node.Labels[t.TopologyKey]; ok {
-				s.existingAntiAffinity[topologyPair{t.TopologyKey, v}] += sign
+				c = c.add(existingAntiAffinityCount, topologyPair{t.TopologyKey, v})
 			}
 		}
 	}
@@ -166,7 +208,7 @@ func (s *interPodAffinityState) countExisting(existing *framework.PodInfo, node 
 		for i := range incoming.RequiredAffinityTerms {
 			t := &incoming.RequiredAffinityTerms[i]
 			if v, ok := node.Labels[t.TopologyKey]; ok {
-				s.affinity[topologyPair{t.TopologyKey, v}] += sign
+				c = c.add(affinityCount, topologyPair{t.TopologyKey, v})
 			}
 		}
 	}
@@ -174,10 +216,11 @@ func (s *interPodAffinityState) countExisting(existing *framework.PodInfo, node 
 		t := &incoming.RequiredAntiAffinityTerms[i]
 		if t.Matches(existing.Pod, existingNsLabels) {
 			if v, ok := node.Labels[t.TopologyKey]; ok {
-				s.antiAffinity[topologyPair{t.TopologyKey, v}] += sign
+				c = c.add(antiAffinityCount, topologyPair{t.TopologyKey, v})
 			}
 		}
 	}
+	return c
 }
 
 func needsNsLabels(terms []framework.AffinityTerm) bool {
@@ -212,39 +255,28 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	}
 	ownNeedNs := needsNsLabels(pi.RequiredAffinityTerms) || needsNsLabels(pi.RequiredAntiAffinityTerms)
 	cache := &nsCache{pl: pl, m: map[string]labels.Set{}}
-	partial := make([]*interPodAffinityState, len(nodes))
+	// Each node's counts are a few (domain, count) entries, kept in a short slice: three
+	// maps per node with pods were most of this PreFilter's allocations.
+	partial := make([]pairCounts, len(nodes))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
 		pods := ni.PodsWithRequiredAntiAffinity
 		if hasOwnTerms {
 			pods = ni.Pods
 		}
-		if len(pods) == 0 {
-			return // most nodes in a large cluster: no counts to allocate
-		}
-		local := &interPodAffinityState{podInfo: pi, nsLabels: s.nsLabels,
-			existingAntiAffinity: topologyCounts{}, affinity: topologyCounts{}, antiAffinity: topologyCounts{}}
+		var local pairCounts
 		for _, existing := range pods {
 			var nsl labels.Set
 			if ownNeedNs {
 				nsl = cache.get(existing.Pod.Namespace)
 			}
-			local.countExisting(existing, ni.Node(), nsl, 1)
+			local = local.countExisting(pi, s.nsLabels, existing, ni.Node(), nsl)
 		}
 		partial[i] = local
 	})
 	for _, p := range partial {
-		if p == nil {
-			continue
-		}
-		for k, v := range p.existingAntiAffinity {
-			s.existingAntiAffinity[k] += v
-		}
-		for k, v := range p.affinity {
-			s.affinity[k] += v
-		}
-		for k, v := range p.antiAffinity {
-			s.antiAffinity[k] += v
+		for _, e := range p {
+			s.countsOf(e.kind)[e.pair] += e.n
 		}
 	}
 	if !hasOwnTerms && len(s.existingAntiAffinity) == 0 {
@@ -353,9 +385,14 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
 		node := ni.Node()
-		local := map[topologyPair]int64{}
+		// Allocated at the first match: most nodes' pods have no term about this pod,
+		// and a map per node with pods was most of PreScore's cost.
+		var local map[topologyPair]int64
 		add := func(key string, w int64) {
 			if v, ok := node.Labels[key]; ok {
+				if local == nil {
+					local = map[topologyPair]int64{}
+				}
 				local[topologyPair{key, v}] += w
 			}
 		}
