@@ -50,12 +50,14 @@ func main() {
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
 	getProfile := flag.String("get-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the gets (the clients included)")
 	listProfile := flag.String("list-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the lists whose body is discarded (the clients included)")
+	tracePath := flag.String("trace", "", "instead: run mizzen's etcd and apiserver in this process and write an execution trace of the creates' first 2 seconds (`go tool trace -pprof=sync|syscall|sched FILE` says what they wait on)")
+	allocProfile := flag.String("allocprofile", "", "instead: run mizzen's etcd and apiserver in this process and write the allocations profile as the creates start (FILE.before) and end (FILE): `go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE` is the creates' (the clients' included)")
 	flag.Parse()
 	// client-go logs each get its deadline cuts short; the figures are the output.
 	benchutil.QuietKlog()
 	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
-	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" || *listProfile != "" {
-		if err := profileInProcess(*cpuProfile, *getProfile, *listProfile, *heapProfile, o); err != nil {
+	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" || *listProfile != "" || *allocProfile != "" || *tracePath != "" {
+		if err := profileInProcess(*cpuProfile, *getProfile, *listProfile, *heapProfile, *allocProfile, *tracePath, o); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -56,8 +57,10 @@ func (c *inProcess) Stop() {
 // profile of the creates written to cpuPath, one of the gets written to getPath, one
 // of the lists whose body is discarded written to listPath and a
 // heap profile, taken where the RSS holding every pod is measured, written to
-// heapPath (any may be empty).
-func profileInProcess(cpuPath, getPath, listPath, heapPath string, o options) error {
+// heapPath, and the allocations profile as the creates start and end written to
+// allocPath+".before" and allocPath, and an execution trace of the creates' first
+// 2 seconds written to tracePath (any may be empty).
+func profileInProcess(cpuPath, getPath, listPath, heapPath, allocPath, tracePath string, o options) error {
 	c, err := startInProcess()
 	if err != nil {
 		return err
@@ -72,6 +75,48 @@ func profileInProcess(cpuPath, getPath, listPath, heapPath string, o options) er
 	}
 	if o.profileLists, err2 = cpuProfiler(listPath); err2 != nil {
 		return err2
+	}
+	if allocPath != "" {
+		cpu := o.profile
+		o.profile = func(start bool) {
+			path := allocPath
+			if start {
+				path += ".before"
+			} else if cpu != nil {
+				cpu(false) // the CPU profile ends before the allocations profile is written
+				cpu = nil
+			}
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if start && cpu != nil {
+				cpu(true)
+			}
+		}
+	}
+	if tracePath != "" {
+		prev := o.profile
+		o.profile = func(start bool) {
+			if prev != nil {
+				prev(start)
+			}
+			if !start {
+				return
+			}
+			f, err := os.Create(tracePath)
+			if err != nil {
+				return
+			}
+			if trace.Start(f) != nil {
+				f.Close()
+				return
+			}
+			time.AfterFunc(2*time.Second, func() {
+				trace.Stop()
+				f.Close()
+			})
+		}
 	}
 	var heapErr error
 	if heapPath != "" {

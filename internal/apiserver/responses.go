@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,15 +22,49 @@ import (
 // writeObject encodes obj in the negotiated media type. obj must carry its kind.
 func (s *Server) writeObject(w http.ResponseWriter, code int, obj runtime.Object, mediaType string) {
 	ser := s.codecs.serializer(mediaType)
-	var buf bytes.Buffer
-	if err := ser.Encode(obj, &buf); err != nil {
+	// The body is encoded whole before anything is sent (an encoding error is then a
+	// clean 500), into buffers kept between responses: every response encodes, and
+	// the writers below copy what they are given.
+	rb := responseBuffers.Get().(*responseBuffer)
+	defer rb.release()
+	var err error
+	if ea, ok := ser.(runtime.EncoderWithAllocator); ok {
+		err = ea.EncodeWithAllocator(obj, &rb.buf, &rb.alloc)
+	} else {
+		err = ser.Encode(obj, &rb.buf)
+	}
+	if err != nil {
 		s.log.Error("encoding response", "err", err, "type", fmt.Sprintf("%T", obj))
 		s.writeStatus(w, apierrors.NewInternalError(err).Status())
 		return
 	}
 	w.Header().Set("Content-Type", mediaType)
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(rb.buf.Bytes())
+}
+
+// responseBuffer is writeObject's encoding buffer and the protobuf encoder's
+// allocator, reused from one response to the next.
+type responseBuffer struct {
+	buf   bytes.Buffer
+	alloc runtime.Allocator
+}
+
+var responseBuffers = sync.Pool{New: func() any { return new(responseBuffer) }}
+
+// maxPooledResponse is the largest buffer kept for reuse: an object's response, not a
+// big list's, which would otherwise stay in memory between lists.
+const maxPooledResponse = 64 << 10
+
+func (rb *responseBuffer) release() {
+	if rb.buf.Cap() > maxPooledResponse {
+		return
+	}
+	if cap(rb.alloc.Allocate(0)) > maxPooledResponse {
+		return
+	}
+	rb.buf.Reset()
+	responseBuffers.Put(rb)
 }
 
 // writeError answers with a metav1.Status for err.

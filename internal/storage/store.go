@@ -54,7 +54,7 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) erro
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
+		Then(clientv3.OpPut(key, bytesString(data))).
 		Commit()
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() 
 		}
 		tx, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(key, string(data))).
+			Then(clientv3.OpPut(key, bytesString(data))).
 			Commit()
 		if err != nil {
 			return nil, false, err

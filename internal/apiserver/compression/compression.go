@@ -53,7 +53,7 @@ var gzipWriters = sync.Pool{New: func() any {
 type Writer struct {
 	w       http.ResponseWriter
 	code    int
-	held    []byte
+	held    *[]byte // nil: nothing held
 	decided bool
 	gz      *gzip.Writer
 	err     error
@@ -85,20 +85,43 @@ func (c *Writer) Write(p []byte) (int, error) {
 	if c.decided {
 		return c.send(p)
 	}
-	if len(c.held) == 0 && len(p) > Threshold {
+	if c.held == nil && len(p) > Threshold {
 		c.start(true)
 		return c.send(p)
 	}
-	c.held = append(c.held, p...)
-	if len(c.held) > Threshold {
+	if c.held == nil {
+		c.held = heldBuffers.Get().(*[]byte)
+	}
+	*c.held = append(*c.held, p...)
+	if len(*c.held) > Threshold {
 		c.start(true)
-		held := c.held
-		c.held = nil
-		if _, err := c.send(held); err != nil {
+		_, err := c.send(*c.held)
+		c.releaseHeld()
+		if err != nil {
 			return 0, err
 		}
 	}
 	return len(p), nil
+}
+
+// heldBuffers keep what writers hold back between responses: nearly every response
+// is held whole (most are under Threshold), and the writer below copies it when sent.
+var heldBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledHeld is the largest held buffer kept for reuse (an object's response; a
+// body that grew to Threshold does not stay in memory).
+const maxPooledHeld = 64 << 10
+
+// releaseHeld gives the held buffer back, once what it held was sent.
+func (c *Writer) releaseHeld() {
+	if c.held == nil {
+		return
+	}
+	if cap(*c.held) <= maxPooledHeld {
+		*c.held = (*c.held)[:0]
+		heldBuffers.Put(c.held)
+	}
+	c.held = nil
 }
 
 // Flush sends what is held uncompressed if the body has not passed Threshold yet (a
@@ -121,8 +144,9 @@ func (c *Writer) Flush() {
 // or the gzip stream is finished.
 func (c *Writer) Close() error {
 	if !c.decided {
-		if c.code == 0 && len(c.held) == 0 {
+		if c.code == 0 && (c.held == nil || len(*c.held) == 0) {
 			// Nothing was written: leave the response to whoever writes it next.
+			c.releaseHeld()
 			return c.err
 		}
 		c.commitHeld()
@@ -144,10 +168,10 @@ func (c *Writer) Unwrap() http.ResponseWriter { return c.w }
 
 func (c *Writer) commitHeld() {
 	c.start(false)
-	if len(c.held) > 0 {
-		_, _ = c.send(c.held)
+	if c.held != nil && len(*c.held) > 0 {
+		_, _ = c.send(*c.held)
 	}
-	c.held = nil
+	c.releaseHeld()
 }
 
 // start sends the status, with the compression headers if compress.

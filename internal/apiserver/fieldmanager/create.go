@@ -96,7 +96,9 @@ func (m *Managers) createWalk(gvk schema.GroupVersionKind, live, obj runtime.Obj
 	}
 	alloc := allocators.Get().(value.Allocator)
 	defer allocators.Put(alloc)
-	w := &createWalker{schema: empty.schema, alloc: alloc, added: fieldpath.NewSet(), modified: fieldpath.NewSet()}
+	fields := newFieldTree()
+	defer fields.release()
+	w := &createWalker{schema: empty.schema, alloc: alloc, fields: fields}
 	u, isUnstructured := newVersioned.(*unstructured.Unstructured)
 	walked := false
 	if isUnstructured && walks == walkGoOnly {
@@ -109,7 +111,8 @@ func (m *Managers) createWalk(gvk schema.GroupVersionKind, live, obj runtime.Obj
 			if walks == walkGoOnly {
 				return nil, false
 			}
-			w.path, w.added, w.modified = w.path[:0], fieldpath.NewSet(), fieldpath.NewSet()
+			w.path = w.path[:0]
+			fields.reset()
 		}
 	}
 	if !walked {
@@ -125,26 +128,21 @@ func (m *Managers) createWalk(gvk schema.GroupVersionKind, live, obj runtime.Obj
 	}
 
 	// What merge.Updater.Update and the managers around it do with the comparison
-	// of a create: the reset fields filtered out, the identity fields stripped, no
-	// entry when nothing is left.
-	// Filtering the union once is filtering each side and the union again (the
-	// filters are per path); against the empty object nothing is modified but
-	// where it has defaults, so the union is mostly the added set alone.
-	set := w.added
-	if !w.modified.Empty() {
-		set = fieldpath.NewSet().Union(w.modified).Union(set)
+	// of a create: the union of the added and modified sets with the reset fields
+	// filtered out (status, for kinds with one: the only filter of a main-resource
+	// write) and the identity fields stripped, no entry when nothing is left; the
+	// tree writes that set's JSON directly.
+	excluded := ""
+	if m.resetsStatus(gvk) {
+		excluded = "status"
 	}
-	if filter := m.ignoredFields(gvk, ""); filter != nil {
-		set = filter.Filter(set)
-	}
-	set = set.Difference(stripped)
-	acc.SetManagedFields(nil)
-	if set.Empty() {
-		return obj, true
-	}
-	raw, err := set.ToJSON()
+	raw, err := fields.toJSON(excluded, stripped)
 	if err != nil {
 		return nil, false
+	}
+	acc.SetManagedFields(nil)
+	if raw == nil {
+		return obj, true
 	}
 	if manager == "" {
 		manager = "unknown"

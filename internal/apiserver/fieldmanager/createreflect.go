@@ -52,9 +52,9 @@ func (w *createWalker) walkReflect(tr schema.TypeRef, lhs value.Value, rv reflec
 			return errNotCreateFast
 		}
 		if lhs == nil {
-			w.added.Insert(w.path)
+			w.fields.insert(w.path)
 		} else if !value.EqualsUsing(w.alloc, scalarValue(rv, k), lhs) {
-			w.modified.Insert(w.path)
+			w.fields.insert(w.path)
 		}
 		inLeaf = true
 	case arhs.List != nil:
@@ -66,7 +66,7 @@ func (w *createWalker) walkReflect(tr schema.TypeRef, lhs value.Value, rv reflec
 		return err
 	}
 	if !inLeaf && lhs == nil {
-		w.added.Insert(w.path)
+		w.fields.insert(w.path)
 	}
 	return nil
 }

@@ -19,14 +19,14 @@ var errNotCreateFast = errors.New("not for the create fast path")
 // createWalker computes, in one walk over a new object, what the library computes in
 // two: typed.AsTyped's validation of the object (duplicates allowed) and
 // TypedValue.Compare of the empty object of its kind against it, of which a create
-// needs only the Added and Modified sets. It follows structured-merge-diff's
+// needs only the union of the Added and Modified sets. It follows structured-merge-diff's
 // compareWalker rule for rule; the empty object's value (lhs) is small and nil below
 // its few fields, and where it is nil the walk is a plain descent of the new object.
 type createWalker struct {
-	schema          *schema.Schema
-	alloc           value.Allocator
-	path            fieldpath.Path
-	added, modified *fieldpath.Set
+	schema *schema.Schema
+	alloc  value.Allocator
+	path   fieldpath.Path
+	fields *fieldTree // what Added and Modified would hold, together
 }
 
 // walk compares lhs (the empty object's value here, or nil) with rhs (never nil) of
@@ -54,7 +54,7 @@ func (w *createWalker) walk(tr schema.TypeRef, lhs, rhs value.Value) error {
 		return err
 	}
 	if !inLeaf && lhs == nil {
-		w.added.Insert(w.path)
+		w.fields.insert(w.path)
 	}
 	return nil
 }
@@ -82,9 +82,9 @@ func (w *createWalker) handle(tr schema.TypeRef, a schema.Atom, lhs, rhs value.V
 // leaf is compareWalker.doLeaf for a node whose rhs is set.
 func (w *createWalker) leaf(lhs, rhs value.Value) {
 	if lhs == nil {
-		w.added.Insert(w.path)
+		w.fields.insert(w.path)
 	} else if !value.EqualsUsing(w.alloc, rhs, lhs) {
-		w.modified.Insert(w.path)
+		w.fields.insert(w.path)
 	}
 }
 
@@ -246,7 +246,7 @@ func (w *createWalker) listItems(t *schema.List, lhs, rhs value.List) error {
 			switch {
 			case len(l) >= 2 && len(r) >= 2:
 				if !listEqual(l, r) {
-					w.modified.Insert(p)
+					w.fields.insert(p)
 				}
 			case len(l) >= 2: // and one item on the right
 				w.path = p
@@ -256,7 +256,7 @@ func (w *createWalker) listItems(t *schema.List, lhs, rhs value.List) error {
 					return err
 				}
 			default: // two or more on the right
-				w.added.Insert(p)
+				w.fields.insert(p)
 			}
 		}
 	}

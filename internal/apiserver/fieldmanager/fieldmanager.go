@@ -147,13 +147,22 @@ func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*ma
 	return fm, nil
 }
 
+// resetsStatus says whether a write to the kind's main resource leaves its status
+// alone (the kind has a status subresource).
+func (m *Managers) resetsStatus(gvk schema.GroupVersionKind) bool {
+	ck := m.customKind(gvk)
+	return ck != nil && ck.hasStatus || m.hasStatus[gvk]
+}
+
 // ignoredFields filters out of a manager's fields what the endpoint does not write,
 // as upstream's reset fields do: a write to an object leaves its status alone, a
 // write to a subresource changes only that subresource's part.
 func (m *Managers) ignoredFields(gvk schema.GroupVersionKind, subresource string) fieldpath.Filter {
 	switch subresource {
 	case "":
-		if ck := m.customKind(gvk); ck != nil && ck.hasStatus || m.hasStatus[gvk] {
+		// createWalk applies this filter itself (the root field its tree leaves
+		// out): a change here is a change there.
+		if m.resetsStatus(gvk) {
 			return fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 		}
 		return nil
