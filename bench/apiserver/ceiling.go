@@ -86,5 +86,5 @@ func storedSize(runs []figures) int {
 	if len(v) == 0 {
 		return 1000
 	}
-	return int(median(v))
+	return int(benchutil.Median(v))
 }

@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,18 +163,6 @@ func (f figures) String() string {
 	return b.String()
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // report prints each figure's median per cluster and mizzen/upstream.
 func report(order []string, results map[string][]figures) {
 	fmt.Printf("\nmedians (%d rounds):\n%-40s", len(results["mizzen"]), "figure")
@@ -197,7 +184,7 @@ func report(order []string, results map[string][]figures) {
 				fmt.Printf(" %12s", "-")
 				continue
 			}
-			med[name] = median(vs)
+			med[name] = benchutil.Median(vs)
 			fmt.Printf(" %12.1f", med[name])
 		}
 		for _, other := range []string{"upstream", "etcd alone"} {

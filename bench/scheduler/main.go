@@ -36,7 +36,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -153,11 +152,11 @@ func main() {
 		}
 		line := fmt.Sprintf("%s (%d nodes, %d + %d pods, client qps %g), medians of %d:", w.name, w.nodes, w.initPods, w.measurePods, *qps, *rounds)
 		for _, name := range order {
-			line += fmt.Sprintf(" %s %.0f pods/s, %.2f ms CPU per pod;", name, median(rates[name]), median(cpus[name]))
+			line += fmt.Sprintf(" %s %.0f pods/s, %.2f ms CPU per pod;", name, benchutil.Median(rates[name]), benchutil.Median(cpus[name]))
 		}
 		if len(order) == 2 {
 			line += fmt.Sprintf(" %s/%s pods/s %.2f, CPU per pod %.2f", order[0], order[1],
-				median(rates[order[0]])/median(rates[order[1]]), median(cpus[order[0]])/median(cpus[order[1]]))
+				benchutil.Median(rates[order[0]])/benchutil.Median(rates[order[1]]), benchutil.Median(cpus[order[0]])/benchutil.Median(cpus[order[1]]))
 		}
 		summary = append(summary, line)
 	}
@@ -436,18 +435,6 @@ func run(w workload, opts runOptions) (result, error) {
 	res.doubleBound = int(tr.doubleBound.Load())
 	res.overCommits, err = overCommittedNodes(ctx, client)
 	return res, err
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // processCPU is this process's user and system CPU time so far.
