@@ -65,6 +65,10 @@ func newHarness(t *testing.T) *harness {
 }
 
 func (h *harness) options() Options {
+	rootDir := h.t.TempDir()
+	// Cleanups run last registered first: stop the kubelet before its root
+	// directory is removed, or a pod worker still writing a volume races the removal.
+	h.t.Cleanup(h.stop)
 	return Options{
 		Client:   h.client,
 		NodeName: testNode,
@@ -75,7 +79,7 @@ func (h *harness) options() Options {
 			KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"},
 		Clock:   h.clock,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RootDir: h.t.TempDir(),
+		RootDir: rootDir,
 		NoTmpfs: true,
 		// The fake runtime writes no log files, and the rotation's own ContainerStatus
 		// calls would blur what tests count of the pod workers'.
