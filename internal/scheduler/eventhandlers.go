@@ -45,11 +45,21 @@ func asNode(obj interface{}) *v1.Node {
 	return nil
 }
 
+// addHandler registers h on informer and keeps its registration, which Run waits on
+// before scheduling.
+func (s *Scheduler) addHandler(informer cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+	reg, err := informer.AddEventHandler(h)
+	if err == nil {
+		s.handlers = append(s.handlers, reg)
+	}
+	return err
+}
+
 // addEventHandlers wires informers to the cache and queue. Pods split into assigned ones
 // (cache) and pending ones of our profiles (queue); a pod moves between the two when bound.
 func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.ClusterEventWithHint) error {
 	podInformer := s.factory.Core().V1().Pods().Informer()
-	if reg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := s.addHandler(podInformer, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			pod := asPod(obj)
 			if pod == nil {
@@ -97,12 +107,10 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 		},
 	}); err != nil {
 		return err
-	} else {
-		s.handlers = append(s.handlers, reg)
 	}
 
 	nodeInformer := s.factory.Core().V1().Nodes().Informer()
-	if reg, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := s.addHandler(nodeInformer, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			node := asNode(obj)
 			if node == nil {
@@ -128,8 +136,6 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 		},
 	}); err != nil {
 		return err
-	} else {
-		s.handlers = append(s.handlers, reg)
 	}
 
 	// Other resources only matter when some plugin registered events for them.
@@ -148,11 +154,7 @@ func (s *Scheduler) addEventHandlers(pluginEvents map[string][]framework.Cluster
 		if !wanted[res] {
 			return nil
 		}
-		reg, err := informer.AddEventHandler(s.moveOnEvent(res))
-		if err == nil {
-			s.handlers = append(s.handlers, reg)
-		}
-		return err
+		return s.addHandler(informer, s.moveOnEvent(res))
 	}
 	if err := add(framework.PersistentVolume, s.factory.Core().V1().PersistentVolumes().Informer()); err != nil {
 		return err
