@@ -51,9 +51,8 @@ func (w *createWalker) walkReflect(tr schema.TypeRef, lhs value.Value, rv reflec
 		if !scalarKindValid(*arhs.Scalar, k) {
 			return errNotCreateFast
 		}
-		if lhs == nil {
-			w.fields.insert(w.path)
-		} else if !value.EqualsUsing(w.alloc, scalarValue(rv, k), lhs) {
+		// Added or modified: a create records both alike.
+		if lhs == nil || !value.EqualsUsing(w.alloc, scalarValue(rv, k), lhs) {
 			w.fields.insert(w.path)
 		}
 		inLeaf = true

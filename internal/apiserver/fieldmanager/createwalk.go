@@ -79,11 +79,10 @@ func (w *createWalker) handle(tr schema.TypeRef, a schema.Atom, lhs, rhs value.V
 	return false, errNotCreateFast
 }
 
-// leaf is compareWalker.doLeaf for a node whose rhs is set.
+// leaf is compareWalker.doLeaf for a node whose rhs is set: added or modified, which a
+// create records alike.
 func (w *createWalker) leaf(lhs, rhs value.Value) {
-	if lhs == nil {
-		w.fields.insert(w.path)
-	} else if !value.EqualsUsing(w.alloc, rhs, lhs) {
+	if lhs == nil || !value.EqualsUsing(w.alloc, rhs, lhs) {
 		w.fields.insert(w.path)
 	}
 }
