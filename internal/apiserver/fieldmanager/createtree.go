@@ -34,8 +34,8 @@ type treeNode struct {
 	pe     fieldpath.PathElement
 	member bool // the path to this node was recorded (not only a path below it)
 	// kept says the node is written: a member not stripped, or above one (set by mark).
-	kept                    bool
-	first, last, next, self int32 // children (first, last), next sibling; -1: none
+	kept              bool
+	first, last, next int32 // children (first, last), next sibling; -1: none
 }
 
 var errTreeDuplicate = errors.New("a path element recorded twice under one parent")
