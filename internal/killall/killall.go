@@ -95,6 +95,17 @@ func Run(opts Options) (Report, error) {
 	signalAll(procs.mizzen, syscall.SIGKILL)
 	signalAll(procs.runtime, syscall.SIGKILL)
 	waitGone(append(procs.mizzen, procs.runtime...), 5*time.Second)
+	// A shim being started when its containerd was killed daemonizes after the scan
+	// above; look again until nothing of the runtime is left.
+	for pass := 0; pass < 3; pass++ {
+		late := processesOf(opts.Proc, opts.Dir).runtime
+		if len(late) == 0 {
+			break
+		}
+		report.Processes += len(late)
+		signalAll(late, syscall.SIGKILL)
+		waitGone(late, 5*time.Second)
+	}
 
 	// Every pod's processes, found through its cgroups, whichever QoS class it is in.
 	cgroups, err := podcgroups.FromMountinfo(filepath.Join(opts.Proc, "self", "mountinfo"))
