@@ -106,7 +106,7 @@ func (r admissionReader) List(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	out := make([]runtime.Object, 0, len(entries))
 	for _, e := range entries {
-		obj, err := h.present(e.Object)
+		obj, err := h.presentEntry(e)
 		if err != nil {
 			return nil, err
 		}

@@ -62,7 +62,7 @@ func (h aggregatorHost) APIServices() ([]*apiregistrationv1.APIService, error) {
 	}
 	var out []*apiregistrationv1.APIService
 	for _, e := range entries {
-		obj, err := rh.present(e.Object)
+		obj, err := rh.presentEntry(e)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func (h aggregatorHost) ServiceRevisions(namespace, name string) (int64, []int64
 	}
 	if eh := h.s.handlers[endpointSlicesGVR]; eh != nil {
 		entries, _, _ := h.s.cache.List(eh.segment, eh.listPrefix(namespace), func(e *storage.Entry) bool {
-			return e.Labels[discoveryv1.LabelServiceName] == name
+			return e.Labels.Get(discoveryv1.LabelServiceName) == name
 		})
 		for _, e := range entries {
 			slices = append(slices, e.RV)

@@ -84,6 +84,14 @@ func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResour
 				break
 			}
 			for _, ev := range evs {
+				var obj runtime.Object
+				if ev.Type != watch.Bookmark {
+					if obj, err = ev.Entry.Object(); err != nil {
+						s.log.Error("authorizer feed: reading an object from the cache", "key", ev.Entry.Key, "err", err)
+						f.advance(segment, ev.RV)
+						continue
+					}
+				}
 				switch {
 				case listing && ev.IsInitialEventsEnd():
 					for _, fl := range f.followers[gr] {
@@ -96,17 +104,17 @@ func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResour
 					}
 				case listing:
 					if ev.Type == watch.Added {
-						initial = append(initial, ev.Entry.Object)
+						initial = append(initial, obj)
 					}
 					f.advance(segment, ev.RV)
 					continue
 				case ev.Type == watch.Added || ev.Type == watch.Modified:
 					for _, fl := range f.followers[gr] {
-						fl.Apply(ev.Entry.Object, false)
+						fl.Apply(obj, false)
 					}
 				case ev.Type == watch.Deleted:
 					for _, fl := range f.followers[gr] {
-						fl.Apply(ev.Entry.Object, true)
+						fl.Apply(obj, true)
 					}
 				}
 				f.advance(segment, ev.RV)

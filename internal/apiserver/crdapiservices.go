@@ -36,7 +36,11 @@ func (s *Server) syncCRDAPIServices(ctx context.Context) {
 	}
 	have := map[string]bool{}
 	for _, e := range entries {
-		svc := e.Object.(*apiregistrationv1.APIService)
+		obj, err := e.Object()
+		if err != nil {
+			continue
+		}
+		svc := obj.(*apiregistrationv1.APIService)
 		if svc.Labels[automanagedLabel] != "true" || svc.Spec.Service != nil {
 			continue
 		}

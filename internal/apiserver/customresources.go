@@ -198,7 +198,12 @@ func (s *Server) reconcileCRDs(ctx context.Context) {
 	}
 	crds := make([]*apiextv1.CustomResourceDefinition, 0, len(entries))
 	for _, e := range entries {
-		crds = append(crds, e.Object.(*apiextv1.CustomResourceDefinition))
+		obj, err := e.Object()
+		if err != nil {
+			s.log.Error("reading a CustomResourceDefinition from the cache", "key", e.Key, "err", err)
+			continue
+		}
+		crds = append(crds, obj.(*apiextv1.CustomResourceDefinition))
 	}
 	sort.Slice(crds, func(i, j int) bool {
 		// Older CRDs keep their names when a newer one asks for the same.

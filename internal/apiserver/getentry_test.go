@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,13 +33,19 @@ func TestGetFromEntryIsTheSerializers(t *testing.T) {
 	for _, c := range []struct {
 		name, mediaType string
 		first           func(*storage.Entry)
+		decoded         bool // an entry that keeps its object decoded, as a custom resource's
 	}{
-		{"json", mediaJSON, nil},
-		{"json after a list", mediaJSON, func(e *storage.Entry) { _, _ = e.Encoded(0, s.encodeJSONItem) }},
-		{"json after a watch", mediaJSON, func(e *storage.Entry) { _, _ = e.Encoded(0, watchJSON) }},
-		{"protobuf", mediaProtobuf, nil},
+		{"json", mediaJSON, nil, false},
+		{"json after a list", mediaJSON, func(e *storage.Entry) { _, _ = e.Encoded(0, s.encodeJSONItem) }, false},
+		{"json after a watch", mediaJSON, func(e *storage.Entry) { _, _ = e.Encoded(0, watchJSON) }, false},
+		{"protobuf", mediaProtobuf, nil, false},
+		{"json, decoded", mediaJSON, nil, true},
+		{"json after a list, decoded", mediaJSON, func(e *storage.Entry) { _, _ = e.Encoded(0, s.encodeJSONItem) }, true},
 	} {
-		e := &storage.Entry{Key: "/registry/pods/default/p", Object: pod}
+		e := cachedEntry(t, s, pod)
+		if c.decoded {
+			e = storage.DecodedEntry("/registry/pods/default/p", pod, nil, nil)
+		}
 		if c.first != nil {
 			c.first(e)
 		}
@@ -54,7 +61,23 @@ func TestGetFromEntryIsTheSerializers(t *testing.T) {
 			}
 		}
 	}
-	if s.writeEntry(httptest.NewRecorder(), &storage.Entry{Object: pod}, "application/yaml") {
+	if s.writeEntry(httptest.NewRecorder(), cachedEntry(t, s, pod), "application/yaml") {
 		t.Error("YAML written from the entry")
 	}
+}
+
+// cachedEntry is the entry the server's watch cache keeps for a pod: its protobuf
+// encoding alone.
+func cachedEntry(t testing.TB, s *Server, pod *corev1.Pod) *storage.Entry {
+	t.Helper()
+	rv, err := strconv.ParseInt(pod.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &storage.ResourceConfig{Kind: corev1.SchemeGroupVersion.WithKind("Pod"), New: func() runtime.Object { return &corev1.Pod{} }, Protobuf: s.encodeProtobuf}
+	e, err := storage.NewEntry(cfg, "/registry/pods/"+pod.Namespace+"/"+pod.Name, pod.DeepCopy(), rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -53,6 +53,15 @@ func (h *resourceHandler) present(obj runtime.Object) (runtime.Object, error) {
 	return obj, nil
 }
 
+// presentEntry is a cache entry's object in the served version.
+func (h *resourceHandler) presentEntry(e *storage.Entry) (runtime.Object, error) {
+	obj, err := e.Object()
+	if err != nil {
+		return nil, err
+	}
+	return h.present(obj)
+}
+
 // toStorage turns a served object into the stored type.
 func (h *resourceHandler) toStorage(obj runtime.Object) (runtime.Object, error) {
 	if h.ToStorage != nil {

@@ -24,7 +24,6 @@ func TestProtobufListIsTheSerializers(t *testing.T) {
 	h := &resourceHandler{Resource: fuzzPodResource}
 	for _, n := range []int{0, 1, 3, 200} {
 		var entries []*storage.Entry
-		var objs []runtime.Object
 		list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "12345"}}
 		for i := 0; i < n; i++ {
 			pod := &corev1.Pod{
@@ -32,12 +31,8 @@ func TestProtobufListIsTheSerializers(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "default", ResourceVersion: fmt.Sprint(100 + i), Labels: map[string]string{"i": fmt.Sprint(i)}},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: string(bytes.Repeat([]byte("x"), i))}}},
 			}
-			entries = append(entries, &storage.Entry{Key: pod.Name, Object: pod})
-			objs = append(objs, pod)
+			entries = append(entries, cachedEntry(t, s, pod))
 			list.Items = append(list.Items, *pod)
-		}
-		if !protobufItems(objs) {
-			t.Fatal("pods have no protobuf form")
 		}
 		list.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 		want := httptest.NewRecorder()
@@ -52,13 +47,17 @@ func TestProtobufListIsTheSerializers(t *testing.T) {
 		}
 		for _, e := range entries {
 			cached, _ := e.Encoded(1, func(runtime.Object) ([]byte, error) { t.Fatal("not cached"); return nil, nil })
-			direct, _ := s.encodeProtobuf(e.Object)
+			obj, err := e.Object()
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct, _ := s.encodeProtobuf(obj)
 			if !bytes.Equal(cached, direct) {
 				t.Fatalf("cached encoding of %s is not the object's", e.Key)
 			}
 		}
 	}
-	if protobufItems([]runtime.Object{&corev1.Pod{}, &metav1.Status{}, &unstructured.Unstructured{}}) {
+	if storage.DecodedEntry("u", &unstructured.Unstructured{}, nil, nil).HasProtobuf() {
 		t.Error("a type without protobuf counted as protobuf")
 	}
 }
@@ -80,7 +79,7 @@ func TestJSONListIsTheSerializers(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "default", ResourceVersion: fmt.Sprint(100 + i)},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 			}
-			entries = append(entries, &storage.Entry{Key: pod.Name, Object: pod})
+			entries = append(entries, cachedEntry(t, s, pod))
 			item := *pod
 			item.TypeMeta = metav1.TypeMeta{}
 			list.Items = append(list.Items, item)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/apiserver/proxy"
+	"mizzen/internal/storage"
 )
 
 // The subresources package proxy serves: pods/proxy and services/proxy to a pod or a
@@ -156,13 +157,15 @@ func (s *Server) serviceEndpointSlices(ctx context.Context, namespace, service s
 	if err := s.cache.WaitFresh(ctx, rev, consistentReadTimeout); err != nil {
 		return nil, storageError(err, endpointSlicesGVR.GroupResource(), "")
 	}
-	entries, _, err := s.cache.List(eh.segment, eh.listPrefix(namespace), nil)
+	entries, _, err := s.cache.List(eh.segment, eh.listPrefix(namespace), func(e *storage.Entry) bool {
+		return e.Labels.Get(discoveryv1.LabelServiceName) == service
+	})
 	if err != nil {
 		return nil, err
 	}
 	var slices []*discoveryv1.EndpointSlice
 	for _, e := range entries {
-		obj, err := eh.present(e.Object)
+		obj, err := eh.presentEntry(e)
 		if err != nil {
 			return nil, err
 		}

@@ -137,12 +137,12 @@ func (s *Server) writeEntry(w http.ResponseWriter, e *storage.Entry, mediaType s
 	var err error
 	switch mediaType {
 	case mediaJSON:
-		data, err = e.Encoded(0, s.encodeJSONItem)
+		data, err = e.Encoded(storage.JSONSlot, s.encodeJSONItem)
 	case mediaProtobuf:
-		if _, ok := e.Object.(interface{ MarshalToSizedBuffer([]byte) (int, error) }); !ok {
+		if !e.HasProtobuf() {
 			return false
 		}
-		data, err = e.Encoded(1, s.encodeProtobuf)
+		data, err = e.Encoded(storage.ProtobufSlot, s.encodeProtobuf)
 	default:
 		return false
 	}
@@ -177,7 +177,7 @@ func (s *Server) encodeJSONItem(obj runtime.Object) ([]byte, error) {
 func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entries []*storage.Entry, rv int64) {
 	items := make([][]byte, len(entries))
 	for i, e := range entries {
-		data, err := e.Encoded(0, s.encodeJSONItem)
+		data, err := e.Encoded(storage.JSONSlot, s.encodeJSONItem)
 		if err != nil {
 			s.log.Error("encoding list item", "key", e.Key, "err", err)
 			s.writeStatus(w, apierrors.NewInternalError(err).Status())
@@ -212,9 +212,6 @@ func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entrie
 	_ = bw.Flush()
 }
 
-// protobufPrefix starts every protobuf-encoded object (runtime.Unknown follows).
-var protobufPrefix = []byte("k8s\x00")
-
 // encodeProtobuf is an object's protobuf encoding as a response or watch event
 // carries it: the prefix, then a runtime.Unknown holding the object's own message.
 func (s *Server) encodeProtobuf(obj runtime.Object) ([]byte, error) {
@@ -223,27 +220,6 @@ func (s *Server) encodeProtobuf(obj runtime.Object) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// unknownRaw returns the object's own message inside an encodeProtobuf encoding.
-func unknownRaw(data []byte) ([]byte, bool) {
-	rest, ok := bytes.CutPrefix(data, protobufPrefix)
-	for ok && len(rest) > 0 {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 || typ != protowire.BytesType {
-			return nil, false
-		}
-		rest = rest[n:]
-		field, m := protowire.ConsumeBytes(rest)
-		if m < 0 {
-			return nil, false
-		}
-		if num == 2 {
-			return field, true
-		}
-		rest = rest[m:]
-	}
-	return nil, false
 }
 
 // writeProtobufList writes a list served from the cache as protobuf around each
@@ -261,13 +237,13 @@ func (s *Server) writeProtobufList(w http.ResponseWriter, h *resourceHandler, en
 	items := make([][]byte, len(entries))
 	body := 1 + protowire.SizeBytes(len(lm))
 	for i, e := range entries {
-		data, err := e.Encoded(1, s.encodeProtobuf)
+		data, err := e.Encoded(storage.ProtobufSlot, s.encodeProtobuf)
 		if err != nil {
 			s.log.Error("encoding list item", "key", e.Key, "err", err)
 			s.writeStatus(w, apierrors.NewInternalError(err).Status())
 			return
 		}
-		raw, ok := unknownRaw(data)
+		raw, ok := storage.UnknownRaw(data)
 		if !ok {
 			s.writeStatus(w, apierrors.NewInternalError(fmt.Errorf("list item %s: malformed cached encoding", e.Key)).Status())
 			return
@@ -281,7 +257,7 @@ func (s *Server) writeProtobufList(w http.ResponseWriter, h *resourceHandler, en
 		s.writeStatus(w, apierrors.NewInternalError(err).Status())
 		return
 	}
-	head := append([]byte(nil), protobufPrefix...)
+	head := append([]byte(nil), storage.ProtobufPrefix...)
 	head = protowire.AppendBytes(protowire.AppendTag(head, 1, protowire.BytesType), tm)
 	head = protowire.AppendVarint(protowire.AppendTag(head, 2, protowire.BytesType), uint64(body))
 	head = protowire.AppendBytes(protowire.AppendTag(head, 1, protowire.BytesType), lm)
@@ -300,15 +276,4 @@ func (s *Server) writeProtobufList(w http.ResponseWriter, h *resourceHandler, en
 	}
 	_, _ = bw.Write(tail)
 	_ = bw.Flush()
-}
-
-// protobufItems reports whether every object has a protobuf form (custom resources
-// have none, and a protobuf list of them is refused by the serializer).
-func protobufItems(objs []runtime.Object) bool {
-	for _, o := range objs {
-		if _, ok := o.(interface{ MarshalToSizedBuffer([]byte) (int, error) }); !ok {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,7 +108,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, info *requestInfo, 
 	if format.as == "" && !h.converted() && s.writeEntry(w, e, format.mediaType) {
 		return
 	}
-	obj, err := h.present(e.Object)
+	obj, err := h.presentEntry(e)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -171,7 +172,7 @@ func (s *Server) getObject(ctx context.Context, h *resourceHandler, namespace, n
 		if e == nil {
 			return nil, apierrors.NewNotFound(gr, name)
 		}
-		obj = e.Object
+		return h.presentEntry(e)
 	}
 	return h.present(obj)
 }
@@ -306,7 +307,10 @@ func (o *listOptions) matcher(h *resourceHandler) func(*storage.Entry) bool {
 			if !o.labels.Matches(e.Labels) {
 				return false
 			}
-			obj, err := h.FromStorage(e.Object)
+			obj, err := e.Object()
+			if err == nil {
+				obj, err = h.FromStorage(obj)
+			}
 			return err == nil && o.fields.Matches(objectFields(h.Resource, obj))
 		}
 	}
@@ -363,13 +367,21 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		s.writeError(w, r, err)
 		return
 	}
-	if format.as == "" && format.mediaType == mediaJSON && entries != nil && !h.converted() {
-		s.writeJSONList(w, h, entries, rv)
-		return
-	}
-	if format.as == "" && format.mediaType == mediaProtobuf && entries != nil && !h.converted() && protobufItems(objs) {
-		s.writeProtobufList(w, h, entries, rv)
-		return
+	if entries != nil {
+		// Served from the cache: its entries' encodings go out as they are when the
+		// client asked for the resource's own list; anything else decodes them.
+		if format.as == "" && format.mediaType == mediaJSON && !h.converted() {
+			s.writeJSONList(w, h, entries, rv)
+			return
+		}
+		if format.as == "" && format.mediaType == mediaProtobuf && !h.converted() && !slices.ContainsFunc(entries, withoutProtobuf) {
+			s.writeProtobufList(w, h, entries, rv)
+			return
+		}
+		if objs, err = presentEntries(h, entries); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont, RemainingItemCount: remaining}
 	s.writeList(w, r, format, h, objs, listMeta)
@@ -413,12 +425,31 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, format output
 // listObjects returns the matching objects in the served version, the list's resource
 // version, and the continuation when more remain.
 func (s *Server) listObjects(ctx context.Context, h *resourceHandler, namespace string, opts *listOptions) ([]runtime.Object, int64, string, *int64, error) {
-	objs, _, rv, cont, remaining, err := s.listFromStorage(ctx, h, namespace, opts)
+	objs, entries, rv, cont, remaining, err := s.listFromStorage(ctx, h, namespace, opts)
+	if err == nil && entries != nil {
+		objs, err = presentEntries(h, entries)
+	}
 	return objs, rv, cont, remaining, err
 }
 
-// listFromStorage is listObjects that also returns the cache entries when the list was
-// served from the cache, so their cached encodings can be reused.
+// presentEntries is the cache entries' objects in the served version.
+func presentEntries(h *resourceHandler, entries []*storage.Entry) ([]runtime.Object, error) {
+	out := make([]runtime.Object, 0, len(entries))
+	for _, e := range entries {
+		obj, err := h.presentEntry(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+func withoutProtobuf(e *storage.Entry) bool { return !e.HasProtobuf() }
+
+// listFromStorage reads a list either from the cache, returning its entries (and no
+// objects: their cached encodings may serve the list without decoding any), or from
+// etcd, returning the objects in the served version.
 func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namespace string, opts *listOptions) ([]runtime.Object, []*storage.Entry, int64, string, *int64, error) {
 	gr := h.GroupVersionResource().GroupResource()
 	prefix := h.listPrefix(namespace)
@@ -440,15 +471,10 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 		if err != nil {
 			return nil, nil, 0, "", nil, err
 		}
-		out := make([]runtime.Object, 0, len(entries))
-		for _, e := range entries {
-			obj, err := h.present(e.Object)
-			if err != nil {
-				return nil, nil, 0, "", nil, err
-			}
-			out = append(out, obj)
+		if entries == nil {
+			entries = []*storage.Entry{} // served from the cache, and empty
 		}
-		return out, entries, rv, "", nil, nil
+		return nil, entries, rv, "", nil, nil
 	}
 	start, end := prefix, prefix[:len(prefix)-1]+"0" // '0' follows '/'
 	var rev int64
@@ -471,7 +497,7 @@ func (s *Server) listFromStorage(ctx context.Context, h *resourceHandler, namesp
 			return true
 		}
 		acc := accessor(obj)
-		return match(&storage.Entry{Object: obj, Labels: labels.Set(acc.GetLabels()), Fields: objectFields(h.storage, obj)})
+		return match(storage.DecodedEntry(acc.GetName(), obj, labels.Set(acc.GetLabels()), objectFields(h.storage, obj)))
 	}
 	objs, readRev, lastKey, remaining, err := s.store.ListPage(ctx, start, end, rev, opts.limit, h.storage.New, keep)
 	if err != nil {

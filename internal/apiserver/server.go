@@ -208,7 +208,8 @@ func New(cfg Config) (*Server, error) {
 		r := r
 		cacheConfigs = append(cacheConfigs, storage.ResourceConfig{
 			Segment: segmentFor(gr), Kind: r.GroupVersionKind(), New: r.New,
-			Fields: func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
+			Fields:   func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
+			Protobuf: s.encodeProtobuf,
 		})
 	}
 	groupVersions := map[string][]string{}

@@ -335,7 +335,11 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 	}
 	var budgets []*policyv1.PodDisruptionBudget
 	for _, e := range entries {
-		pdb := e.Object.(*policyv1.PodDisruptionBudget)
+		obj, err := e.Object()
+		if err != nil {
+			return err
+		}
+		pdb := obj.(*policyv1.PodDisruptionBudget)
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
 			continue

@@ -177,7 +177,7 @@ func (s *Server) cachedObject(ctx context.Context, gvr schema.GroupVersionResour
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
 	if e, _, err := s.cache.Get(h.segment, h.key(namespace, name)); err == nil && e != nil {
-		return h.present(e.Object)
+		return h.presentEntry(e)
 	}
 	return s.getObject(ctx, h, namespace, name, "")
 }

@@ -194,7 +194,7 @@ func (e *watchEncoder) send(ev *storage.Event) error {
 		}
 		raw, err = e.encode(obj)
 	case e.format.as == "Table":
-		obj, perr := e.h.present(ev.Entry.Object)
+		obj, perr := e.h.presentEntry(ev.Entry)
 		if perr != nil {
 			return perr
 		}
@@ -209,7 +209,7 @@ func (e *watchEncoder) send(ev *storage.Event) error {
 		setMetaKind(table, "Table", e.format.asVersion)
 		raw, err = e.encode(table)
 	case e.format.as != "":
-		obj, perr := e.h.present(ev.Entry.Object)
+		obj, perr := e.h.presentEntry(ev.Entry)
 		if perr != nil {
 			return perr
 		}
@@ -217,7 +217,7 @@ func (e *watchEncoder) send(ev *storage.Event) error {
 		setMetaKind(pom, "PartialObjectMetadata", e.format.asVersion)
 		raw, err = e.encode(pom)
 	case e.h.converted():
-		obj, perr := e.h.present(ev.Entry.Object)
+		obj, perr := e.h.presentEntry(ev.Entry)
 		if perr != nil {
 			return perr
 		}

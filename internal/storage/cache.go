@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/btree"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,28 +34,80 @@ type ResourceConfig struct {
 	New  func() runtime.Object
 	// Fields computes the field-selector fields of an object (metadata.* included).
 	Fields func(obj runtime.Object) fields.Set
+	// Protobuf, when set, is the protobuf encoding a response or watch event carries
+	// for an object (ProtobufPrefix, then a runtime.Unknown): an entry of a type that
+	// has one then keeps only that encoding, a third of the decoded object's memory,
+	// and decodes its object again when asked. Lists and gets in protobuf, and every
+	// watch in protobuf, send it as it is.
+	Protobuf func(runtime.Object) ([]byte, error)
 }
 
 // Entry is one cached object version. Entries are immutable: readers share them and
-// must copy Object before changing it.
+// must copy what Object returns before changing it.
 type Entry struct {
 	Key    string
-	Object runtime.Object
-	Labels labels.Set
-	Fields fields.Set
+	Labels Pairs
+	Fields Pairs
 	RV     int64
+	// object is the decoded object of an entry kept decoded (a type without a
+	// protobuf form, or a cache without ResourceConfig.Protobuf); nil when the entry
+	// keeps only its protobuf encoding (encoded[ProtobufSlot]).
+	object runtime.Object
+	cfg    *ResourceConfig
 	// encoded caches the object's serialized forms (see Encoded), so a change sent to
 	// a thousand watchers is encoded once per format.
 	encoded [2]atomic.Pointer[[]byte]
 }
 
-// Encoded returns the entry's object encoded in format slot i (0 or 1), calling encode
-// the first time only.
+// DecodedEntry is an entry holding obj as it is, outside any cache: an object read
+// from etcd, tested with the same selectors as cached entries.
+func DecodedEntry(key string, obj runtime.Object, l labels.Set, f fields.Set) *Entry {
+	return &Entry{Key: key, Labels: PairsOf(l), Fields: PairsOf(f), object: obj}
+}
+
+// JSONSlot and ProtobufSlot are the format slots of Encoded.
+const (
+	JSONSlot     = 0
+	ProtobufSlot = 1
+)
+
+// ProtobufPrefix starts every protobuf-encoded object (runtime.Unknown follows).
+var ProtobufPrefix = []byte("k8s\x00")
+
+// Object returns the entry's object. An entry that keeps only its encoding decodes it
+// afresh on every call; either way the caller must not change what it gets without
+// copying it first, as it may be shared.
+func (e *Entry) Object() (runtime.Object, error) {
+	if e.object != nil {
+		return e.object, nil
+	}
+	p := e.encoded[ProtobufSlot].Load()
+	if p == nil {
+		return nil, fmt.Errorf("cache entry %s holds neither its object nor its encoding", e.Key)
+	}
+	raw, ok := UnknownRaw(*p)
+	if !ok {
+		return nil, fmt.Errorf("cache entry %s: malformed protobuf encoding", e.Key)
+	}
+	obj := e.cfg.New()
+	if err := obj.(protoMessage).Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("decoding cache entry %s: %w", e.Key, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(e.cfg.Kind)
+	return obj, nil
+}
+
+// Encoded returns the entry's object encoded in format slot i (JSONSlot or
+// ProtobufSlot), calling encode the first time only.
 func (e *Entry) Encoded(i int, encode func(runtime.Object) ([]byte, error)) ([]byte, error) {
 	if p := e.encoded[i].Load(); p != nil {
 		return *p, nil
 	}
-	data, err := encode(e.Object)
+	obj, err := e.Object()
+	if err != nil {
+		return nil, err
+	}
+	data, err := encode(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +117,36 @@ func (e *Entry) Encoded(i int, encode func(runtime.Object) ([]byte, error)) ([]b
 	}
 	e.encoded[i].Store(&data)
 	return data, nil
+}
+
+// HasProtobuf reports whether the entry's object has a protobuf form.
+func (e *Entry) HasProtobuf() bool {
+	if e.object == nil {
+		return true
+	}
+	_, ok := e.object.(protoMessage)
+	return ok
+}
+
+// UnknownRaw returns the object's own message inside a ProtobufPrefix encoding.
+func UnknownRaw(data []byte) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(data, ProtobufPrefix)
+	for ok && len(rest) > 0 {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || typ != protowire.BytesType {
+			return nil, false
+		}
+		rest = rest[n:]
+		field, m := protowire.ConsumeBytes(rest)
+		if m < 0 {
+			return nil, false
+		}
+		if num == 2 {
+			return field, true
+		}
+		rest = rest[m:]
+	}
+	return nil, false
 }
 
 // Event is a change to one object. Prev is the entry it replaced (nil for ADDED).
@@ -78,7 +162,8 @@ type Event struct {
 const historySize = 4096
 
 type resourceCache struct {
-	cfg      ResourceConfig
+	// cfg is replaced, never changed: entries keep the one they were made with.
+	cfg      *ResourceConfig
 	items    *btree.BTreeG[*Entry]
 	history  []*Event // ring
 	histNext int
@@ -107,7 +192,7 @@ func NewCache(client *clientv3.Client, resources []ResourceConfig, log *slog.Log
 	c.rvChanged = sync.NewCond(c.mu.RLocker())
 	for _, rc := range resources {
 		c.resources[rc.Segment] = &resourceCache{
-			cfg:      rc,
+			cfg:      &rc,
 			items:    btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
 			history:  make([]*Event, historySize),
 			watchers: map[*Watcher]struct{}{},
@@ -139,25 +224,51 @@ func (c *Cache) newEntry(rc *resourceCache, key string, value []byte, rev int64)
 	if err := Decode(value, obj); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", key, err)
 	}
-	return c.entryFor(rc, key, obj, rev)
+	return NewEntry(rc.cfg, key, obj, rev)
 }
 
-func (c *Cache) entryFor(rc *resourceCache, key string, obj runtime.Object, rev int64) (*Entry, error) {
+// NewEntry is the entry a cache of cfg makes for obj as the version of key at rev. It
+// may change obj (its kind and resourceVersion are set), and keeps it or drops it.
+func NewEntry(cfg *ResourceConfig, key string, obj runtime.Object, rev int64) (*Entry, error) {
 	// A custom resource keeps the version it was stored in (an older storage version
 	// is converted when it is read); typed objects are stamped with their kind.
 	if _, ok := obj.(runtime.Unstructured); !ok || obj.GetObjectKind().GroupVersionKind().Kind == "" {
-		obj.GetObjectKind().SetGroupVersionKind(rc.cfg.Kind)
+		obj.GetObjectKind().SetGroupVersionKind(cfg.Kind)
 	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
-	acc.SetResourceVersion(fmt.Sprint(rev))
-	e := &Entry{Key: key, Object: obj, Labels: labels.Set(acc.GetLabels()), RV: rev}
-	if rc.cfg.Fields != nil {
-		e.Fields = rc.cfg.Fields(obj)
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	e := &Entry{Key: key, Labels: PairsOf(acc.GetLabels()), RV: rev, cfg: cfg}
+	if cfg.Fields != nil {
+		e.Fields = PairsOf(cfg.Fields(obj))
 	}
+	if _, ok := obj.(protoMessage); ok && cfg.Protobuf != nil {
+		data, err := cfg.Protobuf(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", key, err)
+		}
+		if cap(data) > len(data)+len(data)/8 {
+			data = bytes.Clone(data)
+		}
+		e.encoded[ProtobufSlot].Store(&data)
+		return e, nil
+	}
+	e.object = obj
 	return e, nil
+}
+
+// deletedEntry is prev's object reported at the deletion's revision, as upstream does.
+func (c *Cache) deletedEntry(rc *resourceCache, prev *Entry, rev int64) (*Entry, error) {
+	obj, err := prev.Object()
+	if err != nil {
+		return nil, err
+	}
+	if prev.object != nil {
+		obj = obj.DeepCopyObject()
+	}
+	return NewEntry(rc.cfg, prev.Key, obj, rev)
 }
 
 // Run loads every object and follows etcd until ctx ends. When etcd compacts past the
@@ -316,7 +427,7 @@ func (c *Cache) prefillHistory(ctx context.Context, rev int64) {
 			if prev == nil {
 				continue
 			}
-			e, err := c.entryFor(rc, key, prev.Object.DeepCopyObject(), ev.Kv.ModRevision)
+			e, err := c.deletedEntry(rc, prev, ev.Kv.ModRevision)
 			if err != nil {
 				continue
 			}
@@ -405,8 +516,7 @@ func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev 
 			return
 		}
 		rc.items.Delete(prev)
-		// The deleted object is reported at the deletion's revision, as upstream does.
-		e, err := c.entryFor(rc, key, prev.Object.DeepCopyObject(), rev)
+		e, err := c.deletedEntry(rc, prev, rev)
 		if err != nil {
 			return
 		}
@@ -632,11 +742,11 @@ func (c *Cache) AddResource(ctx context.Context, cfg ResourceConfig) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if rc := c.resources[cfg.Segment]; rc != nil {
-		rc.cfg = cfg
+		rc.cfg = &cfg
 		return nil
 	}
 	rc := &resourceCache{
-		cfg:      cfg,
+		cfg:      &cfg,
 		items:    btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
 		history:  make([]*Event, historySize),
 		watchers: map[*Watcher]struct{}{},

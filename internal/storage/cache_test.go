@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -111,4 +114,105 @@ func TestSelectorsMayReadTheCache(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list: %d entries, %v; want the wanted pod", len(list), err)
 	}
+}
+
+// TestEntriesKeepOnlyTheirEncoding: a cache given the protobuf encoding of responses
+// keeps each pod as that encoding alone, and gives back, on every read, a fresh pod
+// equal to the one stored (at the entry's resourceVersion), for additions, changes
+// and deletions (reported at the deletion's revision) alike.
+func TestEntriesKeepOnlyTheirEncoding(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(member.Close)
+	encodes := 0
+	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
+		Segment: "pods",
+		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
+		New:     func() runtime.Object { return &corev1.Pod{} },
+		Protobuf: func(obj runtime.Object) ([]byte, error) {
+			encodes++
+			raw, err := obj.(*corev1.Pod).Marshal()
+			if err != nil {
+				return nil, err
+			}
+			unknown := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: raw}
+			data, err := unknown.Marshal()
+			return append(append([]byte(nil), storage.ProtobufPrefix...), data...), err
+		},
+	}}, slog.Default())
+	go func() { _ = cache.Run(ctx) }()
+	<-cache.Ready()
+	w, err := cache.Watch("pods", storage.WatchOptions{KeyPrefix: storage.Prefix + "pods/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.StopWatch(w)
+
+	key := storage.Prefix + "pods/default/p"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"app": "a"}},
+		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+	}
+	put := func(p *corev1.Pod) int64 {
+		data, err := storage.Encode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := member.Client().Put(ctx, key, string(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	var want []*corev1.Pod
+	rv := put(pod)
+	want = append(want, withRV(pod, rv))
+	changed := pod.DeepCopy()
+	changed.Status.Phase = corev1.PodRunning
+	rv = put(changed)
+	want = append(want, withRV(changed, rv))
+	resp, err := member.Client().Delete(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, withRV(changed, resp.Header.Revision))
+
+	var got []*storage.Event
+	for len(got) < len(want) {
+		evs, err := w.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, evs...)
+	}
+	for i, ev := range got {
+		first, err := ev.Entry.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, _ := ev.Entry.Object()
+		if first == second {
+			t.Errorf("event %d: the entry gave the same object twice, not a fresh decoding", i)
+		}
+		if !equality.Semantic.DeepEqual(first, want[i]) {
+			t.Errorf("event %d (%s): got %+v\nwant %+v", i, ev.Type, first, want[i])
+		}
+		if ev.Entry.Labels.Get("app") != "a" {
+			t.Errorf("event %d: labels %v", i, ev.Entry.Labels)
+		}
+	}
+	if encodes != len(want) {
+		t.Errorf("%d encodings for %d versions: each version is encoded once, when it enters the cache", encodes, len(want))
+	}
+}
+
+func withRV(p *corev1.Pod, rv int64) *corev1.Pod {
+	out := p.DeepCopy()
+	out.ResourceVersion = strconv.FormatInt(rv, 10)
+	out.APIVersion, out.Kind = "v1", "Pod"
+	return out
 }

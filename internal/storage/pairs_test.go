@@ -1,0 +1,44 @@
+package storage
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// TestPairsMatchAsTheirMap: label and field selectors give the same answer on an
+// entry's pairs as on the map they were made from.
+func TestPairsMatchAsTheirMap(t *testing.T) {
+	sets := []map[string]string{nil, {}, {"app": "web"}, {"app": "web", "tier": "front", "a": "", "z/x": "1"}}
+	labelSelectors := []string{"", "app", "!app", "app=web", "app!=web", "tier in (front,back)", "a", "a=", "z/x=1,app=web", "missing", "!missing"}
+	for _, m := range sets {
+		p := PairsOf(m)
+		if got := p.Map(); len(got) != len(m) {
+			t.Errorf("%v: Map gave %v", m, got)
+		}
+		for _, s := range labelSelectors {
+			sel, err := labels.Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sel.Matches(p), sel.Matches(labels.Set(m)); got != want {
+				t.Errorf("labels %v, selector %q: pairs match %v, map %v", m, s, got, want)
+			}
+		}
+		for _, s := range []string{"", "app=web", "app!=web", "tier=front,app=web", "missing=", "missing!=x"} {
+			sel, err := fields.ParseSelector(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sel.Matches(p), sel.Matches(fields.Set(m)); got != want {
+				t.Errorf("fields %v, selector %q: pairs match %v, map %v", m, s, got, want)
+			}
+		}
+		for k, v := range m {
+			if got, ok := p.Lookup(k); !ok || got != v {
+				t.Errorf("%v: Lookup(%q) = %q, %v", m, k, got, ok)
+			}
+		}
+	}
+}
