@@ -17,6 +17,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var kubeconfig string
 	var qps float32
 	var burst int
+	var contentType string
 	serving := controllermanager.ServingOptions{}
 	opts := controllermanager.RunOptions{}
 	cmd := &cobra.Command{
@@ -28,7 +29,7 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.QPS, cfg.Burst = qps, burst
+			cfg.QPS, cfg.Burst, cfg.ContentType = qps, burst, contentType
 			// 0 on the command line means no tainting at all, as upstream; in the
 			// options 0 means the default and a negative rate none.
 			for _, rate := range []*float64{&opts.NodeEviction.Rate, &opts.NodeEviction.SecondaryRate} {
@@ -63,6 +64,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f.IntVar(&opts.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "Terminated pods kept before the oldest are deleted (0 or less: never)")
 	f.Float32Var(&qps, "kube-api-qps", 50, "Requests per second to the apiserver (client-side limit)")
 	f.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the apiserver above --kube-api-qps")
+	f.StringVar(&contentType, "kube-api-content-type", controllermanager.DefaultContentType, "Content type of requests sent to the apiserver")
 	f.IntVar(&serving.Port, "secure-port", 10257, "Port serving /healthz, /livez, /readyz and /metrics over HTTPS with a self-signed certificate and authentication and authorization delegated to the apiserver (0 disables)")
 	f.StringVar(&serving.BindAddress, "bind-address", "0.0.0.0", "Address --secure-port listens on")
 	f.BoolVar(&serving.Profiling, "profiling", false, "Serve /debug/pprof/ on --secure-port to callers the apiserver authorizes (off by default)")

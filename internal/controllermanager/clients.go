@@ -91,26 +91,36 @@ type accountToken struct {
 	mu        sync.Mutex
 	token     string
 	refreshAt time.Time
+	// header is the Authorization header's value for token, made once per token
+	// rather than once per request; requests share it and must not modify it.
+	header []string
 }
 
 func (s *accountToken) get(ctx context.Context) (string, error) {
+	token, _, err := s.authorization(ctx)
+	return token, err
+}
+
+// authorization returns the current token and its Authorization header value.
+func (s *accountToken) authorization(ctx context.Context) (string, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.token != "" && time.Now().Before(s.refreshAt) {
-		return s.token, nil
+		return s.token, s.header, nil
 	}
 	if err := s.ensureAccount(ctx); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo[int64](controllerTokenSeconds)}}
 	tr, err := s.client.CoreV1().ServiceAccounts(serviceAccountNamespace).CreateToken(ctx, s.name, req, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("requesting a token for the service account %s/%s: %w", serviceAccountNamespace, s.name, err)
+		return "", nil, fmt.Errorf("requesting a token for the service account %s/%s: %w", serviceAccountNamespace, s.name, err)
 	}
 	issued := time.Now()
 	lifetime := tr.Status.ExpirationTimestamp.Sub(issued)
 	s.token, s.refreshAt = tr.Status.Token, issued.Add(lifetime*4/5)
-	return s.token, nil
+	s.header = []string{"Bearer " + s.token}
+	return s.token, s.header, nil
 }
 
 // ensureAccount creates the controller's ServiceAccount unless it exists, as
@@ -146,14 +156,21 @@ type bearerTransport struct {
 	next http.RoundTripper
 }
 
+// RoundTrip sends a shallow copy of req with its own header map (a RoundTripper must
+// not modify the request it is given); the header values are shared, not copied, as
+// nothing below modifies them in place.
 func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	token, err := t.src.get(req.Context())
+	token, authorization, err := t.src.authorization(req.Context())
 	if err != nil {
 		return nil, err
 	}
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := t.next.RoundTrip(req)
+	withToken := *req
+	withToken.Header = make(http.Header, len(req.Header)+1)
+	for k, v := range req.Header {
+		withToken.Header[k] = v
+	}
+	withToken.Header["Authorization"] = authorization
+	resp, err := t.next.RoundTrip(&withToken)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		t.src.reset(token)
 	}

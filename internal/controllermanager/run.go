@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"mizzen/internal/componentserve"
+	"mizzen/internal/controller/util"
 	"mizzen/internal/controllermanager/metrics"
 	"mizzen/internal/leaderlost"
 )
@@ -29,6 +30,13 @@ const (
 	leaseNamespace = "kube-system"
 	leaseName      = "kube-controller-manager"
 )
+
+// DefaultContentType is what the controllers send and ask for unless the rest config
+// says otherwise: protobuf, as upstream's --kube-api-content-type. client-go's typed
+// clients already prefer it when none is set; this also covers the requests written
+// by hand (the event recorder's POSTs, evictions, bindings, ...). Clients that need
+// JSON (dynamic) or choose their own (metadata, discovery) still do.
+const DefaultContentType = "application/vnd.kubernetes.protobuf"
 
 // RunOptions are everything Run needs beyond the rest config.
 type RunOptions struct {
@@ -67,6 +75,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts RunOptions) error {
 	}
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
+	}
+	if cfg.ContentType == "" {
+		cfg.ContentType = DefaultContentType
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -118,7 +129,7 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 		cc := &ControllerContext{
 			Client:    client,
 			Config:    cfg,
-			Informers: informers.NewSharedInformerFactory(client, 0),
+			Informers: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(util.TrimManagedFields)),
 			Options:   opts.Options,
 		}
 		clients := &clientBuilder{root: cfg, rootClient: client, useSA: opts.UseServiceAccountCredentials}

@@ -90,18 +90,35 @@ func maxUnavailable(d *appsv1.Deployment) int32 {
 	return min(u, replicasOf(d.Spec.Replicas))
 }
 
-// templatesEqual compares two pod templates ignoring the pod-template-hash label.
+// templatesEqual compares two pod templates ignoring the pod-template-hash label
+// (and so an empty label map equals none), as upstream's EqualIgnoreHash, without
+// copying either template: it runs for every ReplicaSet of every sync.
 func templatesEqual(a, b *corev1.PodTemplateSpec) bool {
-	a, b = a.DeepCopy(), b.DeepCopy()
-	delete(a.Labels, util.DefaultHashLabelKey)
-	delete(b.Labels, util.DefaultHashLabelKey)
-	if len(a.Labels) == 0 {
-		a.Labels = nil
+	if !labelsEqualIgnoringHash(a.Labels, b.Labels) {
+		return false
 	}
-	if len(b.Labels) == 0 {
-		b.Labels = nil
+	am, bm := a.ObjectMeta, b.ObjectMeta // shallow: only Labels is replaced
+	am.Labels, bm.Labels = nil, nil
+	return apiequality.Semantic.DeepEqual(&am, &bm) && apiequality.Semantic.DeepEqual(&a.Spec, &b.Spec)
+}
+
+// labelsEqualIgnoringHash reports whether a and b hold the same labels besides the
+// pod-template-hash one.
+func labelsEqualIgnoringHash(a, b map[string]string) bool {
+	n := 0
+	for k, v := range a {
+		if k == util.DefaultHashLabelKey {
+			continue
+		}
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+		n++
 	}
-	return apiequality.Semantic.DeepEqual(a, b)
+	if _, ok := b[util.DefaultHashLabelKey]; ok {
+		n++
+	}
+	return n == len(b)
 }
 
 // findNewReplicaSet returns the oldest ReplicaSet whose template equals d's.

@@ -76,7 +76,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, disc di
 		absent:    newAbsentOwners(),
 		discovery: disc,
 		monitors: &monitors{
-			factory: metadatainformer.NewSharedInformerFactory(metadataClient, 0),
+			factory: metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, 0, metadatainformer.WithTransform(util.TrimManagedFields)),
 			typed:   typed,
 			byGVR:   map[schema.GroupVersionResource]*monitor{},
 			byKind:  map[schema.GroupKind]*monitor{},

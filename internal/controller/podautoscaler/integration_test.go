@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"mizzen/internal/controller/podautoscaler"
@@ -62,7 +63,11 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 
 	f := informers.NewSharedInformerFactory(client, 0)
-	c, err := podautoscaler.NewForConfig(ctx, cfg, client, f, podautoscaler.Options{})
+	// The controller-manager's clients ask for protobuf (its --kube-api-content-type);
+	// the scale and metrics clients are made from that config too.
+	hpaCfg := rest.CopyConfig(cfg)
+	hpaCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	c, err := podautoscaler.NewForConfig(ctx, hpaCfg, client, f, podautoscaler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
