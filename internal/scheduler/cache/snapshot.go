@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 
+	"mizzen/internal/scheduler/affinityindex"
 	"mizzen/internal/scheduler/framework"
 )
 
@@ -16,11 +17,14 @@ type Snapshot struct {
 	// index maps a node name to its position in list, for in-place updates.
 	index      map[string]int
 	generation int64
+	// affinity counts pods per topology domain for InterPodAffinity, kept up to date
+	// by UpdateSnapshot from the nodes it replaces.
+	affinity *affinityindex.Index
 }
 
 // NewEmptySnapshot returns a snapshot to be filled by Cache.UpdateSnapshot.
 func NewEmptySnapshot() *Snapshot {
-	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}}
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, affinity: affinityindex.New()}
 }
 
 // NewSnapshot builds a snapshot directly from node infos (for tests and simulations).
@@ -31,6 +35,7 @@ func NewSnapshot(nodeInfos ...*framework.NodeInfo) *Snapshot {
 		s.names = append(s.names, ni.Node().Name)
 	}
 	s.rebuildLists()
+	s.affinity = affinityindex.Build(s.list)
 	return s
 }
 
@@ -89,6 +94,10 @@ func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo { return s.h
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
 	return s.havePodsWithRequiredAntiAffin
 }
+
+// AffinityIndex returns the counts InterPodAffinity reads, consistent with the nodes
+// listed; read only, and only until the next UpdateSnapshot.
+func (s *Snapshot) AffinityIndex() *affinityindex.Index { return s.affinity }
 
 // Get returns one node.
 func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
