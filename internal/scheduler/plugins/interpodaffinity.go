@@ -428,17 +428,16 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 		return framework.AsStatus(errMissingState(InterPodAffinityName))
 	}
 	s := d.(*interPodAffinityState)
-	nodeLabels := ni.Labels()
 	// Upstream looks up every label of the node; only these keys can have counts.
 	for _, k := range s.existingKeys {
-		if v, ok := nodeLabels[k]; ok && s.existingAntiAffinity.get(topologyPair{Key: k, Value: v}) > 0 {
+		if v, ok := ni.Label(k); ok && s.existingAntiAffinity.get(topologyPair{Key: k, Value: v}) > 0 {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
 	if s.antiAffinity.total != 0 {
 		for i := range s.podInfo.RequiredAntiAffinityTerms {
 			t := &s.podInfo.RequiredAntiAffinityTerms[i]
-			if v, ok := nodeLabels[t.TopologyKey]; ok && s.antiAffinity.get(topologyPair{Key: t.TopologyKey, Value: v}) > 0 {
+			if v, ok := ni.Label(t.TopologyKey); ok && s.antiAffinity.get(topologyPair{Key: t.TopologyKey, Value: v}) > 0 {
 				return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 			}
 		}
@@ -446,7 +445,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 	if terms := s.podInfo.RequiredAffinityTerms; len(terms) > 0 {
 		satisfied := true
 		for i := range terms {
-			v, ok := nodeLabels[terms[i].TopologyKey]
+			v, ok := ni.Label(terms[i].TopologyKey)
 			if !ok || s.affinity.get(topologyPair{Key: terms[i].TopologyKey, Value: v}) <= 0 {
 				satisfied = false
 				break
@@ -456,7 +455,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 			// The first pod of a group that selects itself may go anywhere with the keys.
 			if s.affinity.total == 0 && matchesAll(terms, s.podInfo.Pod, s.nsLabels) {
 				for i := range terms {
-					if _, ok := nodeLabels[terms[i].TopologyKey]; !ok {
+					if _, ok := ni.Label(terms[i].TopologyKey); !ok {
 						return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 					}
 				}
@@ -650,15 +649,14 @@ func (pl *InterPodAffinity) Score(_ context.Context, state *framework.CycleState
 		return 0, nil
 	}
 	s := d.(*interPodAffinityScoreState)
-	nodeLabels := ni.Labels()
 	var score int64
 	for key, values := range s.scores {
-		if v, ok := nodeLabels[key]; ok {
+		if v, ok := ni.Label(key); ok {
 			score += values[v]
 		}
 	}
 	for _, w := range s.shared {
-		if v, ok := nodeLabels[w.key]; ok {
+		if v, ok := ni.Label(w.key); ok {
 			score += w.weight * w.counts.M[topologyPair{Key: w.key, Value: v}]
 		}
 	}
