@@ -243,3 +243,38 @@ func TestInterPodAffinityIndexMatchesWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestInterPodAffinityDryRunRemovesLastMatch: once the dry run removes the only pod
+// matching a self-selecting affinity group, the incoming pod is the group's first again
+// and may go to any zone, as upstream (its counts drop the emptied domain).
+func TestInterPodAffinityDryRunRemovesLastMatch(t *testing.T) {
+	group := func(name, node string) *v1.Pod {
+		p := mkPod(name, 0, 0, node, "app", "group")
+		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{affinityTerm("zone", "app", "group")}}}
+		return p
+	}
+	h := newHandle(zones(), []*v1.Pod{group("group-0", "a1")})
+	for name, handle := range map[string]framework.Handle{"index": h, "walk": walkHandle{h}} {
+		t.Run(name, func(t *testing.T) {
+			pl, _ := NewInterPodAffinity(nil, handle)
+			ipa := pl.(*InterPodAffinity)
+			ctx, pod := context.Background(), group("new", "")
+			state := framework.NewCycleState()
+			if _, st := ipa.PreFilter(ctx, state, pod); !st.IsSuccess() {
+				t.Fatal(st.AsError())
+			}
+			b1, a1 := nodeInfo(t, h, "b1"), nodeInfo(t, h, "a1")
+			if st := ipa.Filter(ctx, state, pod, b1); st.IsSuccess() {
+				t.Fatalf("b1 passes while group-0 runs in zone a")
+			}
+			dry := state.Clone()
+			if st := ipa.RemovePod(ctx, dry, pod, a1.Pods[0], a1); !st.IsSuccess() {
+				t.Fatal(st.AsError())
+			}
+			if st := ipa.Filter(ctx, dry, pod, b1); !st.IsSuccess() {
+				t.Errorf("without group-0, b1: %s, want success (first pod of the group)", statusString(st))
+			}
+		})
+	}
+}
