@@ -286,8 +286,10 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	membershipChanged, rebuild, affinityChanged := false, false, false
 	for name := range c.dirty {
 		ni, ok := c.nodes[name]
+		old, had := snap.nodeInfoMap[name]
 		if !ok || ni.Node() == nil {
-			if _, had := snap.nodeInfoMap[name]; had {
+			if had {
+				snap.affinity.Update(old, nil)
 				delete(snap.nodeInfoMap, name)
 				membershipChanged = true
 			}
@@ -295,7 +297,8 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		}
 		clone := ni.Clone()
 		clone.ImageStates = c.imageSummaries(ni.Node())
-		if _, had := snap.nodeInfoMap[name]; !had {
+		snap.affinity.Update(old, clone)
+		if !had {
 			membershipChanged = true
 		}
 		if membershipChanged || rebuild {
@@ -320,6 +323,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	} else if affinityChanged {
 		snap.rebuildAffinityLists()
 	}
+	snap.affinity.Finish(snap.list)
 	snap.generation = c.generation
 }
 

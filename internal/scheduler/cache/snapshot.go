@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 
+	"mizzen/internal/scheduler/affinityindex"
 	"mizzen/internal/scheduler/framework"
 )
 
@@ -13,14 +14,19 @@ type Snapshot struct {
 	list                          []*framework.NodeInfo
 	havePodsWithAffinity          []*framework.NodeInfo
 	havePodsWithRequiredAntiAffin []*framework.NodeInfo
+	// affinityListsStale: the two lists above must be rebuilt before they are read.
+	affinityListsStale bool
 	// index maps a node name to its position in list, for in-place updates.
 	index      map[string]int
 	generation int64
+	// affinity counts pods per topology domain for InterPodAffinity, kept up to date
+	// by UpdateSnapshot from the nodes it replaces.
+	affinity *affinityindex.Index
 }
 
 // NewEmptySnapshot returns a snapshot to be filled by Cache.UpdateSnapshot.
 func NewEmptySnapshot() *Snapshot {
-	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}}
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, affinity: affinityindex.New()}
 }
 
 // NewSnapshot builds a snapshot directly from node infos (for tests and simulations).
@@ -31,6 +37,7 @@ func NewSnapshot(nodeInfos ...*framework.NodeInfo) *Snapshot {
 		s.names = append(s.names, ni.Node().Name)
 	}
 	s.rebuildLists()
+	s.affinity = affinityindex.Build(s.list)
 	return s
 }
 
@@ -44,9 +51,18 @@ func (s *Snapshot) rebuildLists() {
 	s.rebuildAffinityLists()
 }
 
-// rebuildAffinityLists recomputes the lists of nodes hosting pods with (anti-)affinity
-// from list, keeping list's order.
-func (s *Snapshot) rebuildAffinityLists() {
+// rebuildAffinityLists marks the lists of nodes hosting pods with (anti-)affinity for
+// recomputing when next read: with InterPodAffinity reading the affinity index, most
+// cycles read neither, and recomputing them walked every node each time a pod with
+// (anti-)affinity was placed.
+func (s *Snapshot) rebuildAffinityLists() { s.affinityListsStale = true }
+
+// affinityLists recomputes the lists from list, keeping list's order, if stale.
+func (s *Snapshot) affinityLists() {
+	if !s.affinityListsStale {
+		return
+	}
+	s.affinityListsStale = false
 	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
 	s.havePodsWithRequiredAntiAffin = s.havePodsWithRequiredAntiAffin[:0]
 	for _, ni := range s.list {
@@ -83,12 +99,22 @@ func (s *Snapshot) NodeInfos() framework.NodeInfoLister { return s }
 func (s *Snapshot) List() []*framework.NodeInfo { return s.list }
 
 // HavePodsWithAffinityList returns nodes hosting pods with inter-pod affinity terms.
-func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo { return s.havePodsWithAffinity }
+// Like HavePodsWithRequiredAntiAffinityList it may recompute the list: call it from the
+// cycle's sequential phases (PreFilter, PreScore), not from parallel Filter or Score.
+func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo {
+	s.affinityLists()
+	return s.havePodsWithAffinity
+}
 
 // HavePodsWithRequiredAntiAffinityList returns nodes hosting pods with required anti-affinity.
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
+	s.affinityLists()
 	return s.havePodsWithRequiredAntiAffin
 }
+
+// AffinityIndex returns the counts InterPodAffinity reads, consistent with the nodes
+// listed; read only, and only until the next UpdateSnapshot.
+func (s *Snapshot) AffinityIndex() *affinityindex.Index { return s.affinity }
 
 // Get returns one node.
 func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {

@@ -21,8 +21,12 @@ type NodeInfo struct {
 	node *v1.Node
 	// name, labels, unschedulable and taints copy what the hot filters and scores read
 	// of the node, so they need not touch the Node object elsewhere in memory.
-	name             string
-	labels           map[string]string
+	name   string
+	labels map[string]string
+	// hostname is the node's kubernetes.io/hostname label (hasHostname: present), the
+	// topology key of most inter-pod (anti-)affinity, read by Label without the map.
+	hostname         string
+	hasHostname      bool
 	unschedulable    bool
 	taints           []v1.Taint
 	Pods             []*PodInfo
@@ -61,6 +65,7 @@ func (n *NodeInfo) Node() *v1.Node {
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.node = node
 	n.name, n.labels, n.unschedulable, n.taints = node.Name, node.Labels, node.Spec.Unschedulable, node.Spec.Taints
+	n.hostname, n.hasHostname = node.Labels[v1.LabelHostname]
 	n.Allocatable = NewResource(node.Status.Allocatable)
 }
 
@@ -68,6 +73,7 @@ func (n *NodeInfo) SetNode(node *v1.Node) {
 func (n *NodeInfo) RemoveNode() {
 	n.node = nil
 	n.name, n.labels, n.unschedulable, n.taints = "", nil, false, nil
+	n.hostname, n.hasHostname = "", false
 }
 
 // Name is the node's name ("" while the node is unknown).
@@ -75,6 +81,15 @@ func (n *NodeInfo) Name() string { return n.name }
 
 // Labels are the node's labels (shared with the Node object: do not modify).
 func (n *NodeInfo) Labels() map[string]string { return n.labels }
+
+// Label returns the value of one of the node's labels.
+func (n *NodeInfo) Label(key string) (string, bool) {
+	if key == v1.LabelHostname {
+		return n.hostname, n.hasHostname
+	}
+	v, ok := n.labels[key]
+	return v, ok
+}
 
 // Unschedulable is the node's spec.unschedulable.
 func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
@@ -158,6 +173,8 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		node:                         n.node,
 		name:                         n.name,
 		labels:                       n.labels,
+		hostname:                     n.hostname,
+		hasHostname:                  n.hasHostname,
 		unschedulable:                n.unschedulable,
 		taints:                       n.taints,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),

@@ -3,12 +3,14 @@ package plugins
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	"mizzen/internal/scheduler/affinityindex"
 	"mizzen/internal/scheduler/framework"
 )
 
@@ -72,16 +74,55 @@ func (*InterPodAffinity) EventsToRegister() []framework.ClusterEventWithHint {
 }
 
 // topologyPair is one topology domain, e.g. zone=us-east-1a.
-type topologyPair struct {
-	key, value string
+type topologyPair = affinityindex.Pair
+
+// domainCounts is a number of pods per topology domain: counts of the snapshot's
+// affinity index it shares, read only, plus its own, counted by a walk over the
+// snapshot's pods or changed by AddPod and RemovePod (preemption's dry run).
+type domainCounts struct {
+	shared []*affinityindex.Counts
+	own    map[topologyPair]int64
+	// total is the sum over all domains, shared and own.
+	total int64
 }
 
-type topologyCounts map[topologyPair]int64
+func (c *domainCounts) get(p topologyPair) int64 {
+	n := c.own[p]
+	for _, s := range c.shared {
+		n += s.M[p]
+	}
+	return n
+}
 
-func (m topologyCounts) clone() topologyCounts {
-	out := make(topologyCounts, len(m))
-	for k, v := range m {
-		out[k] = v
+func (c *domainCounts) add(p topologyPair, n int64) {
+	if c.own == nil {
+		c.own = map[topologyPair]int64{}
+	}
+	if v := c.own[p] + n; v == 0 {
+		delete(c.own, p)
+	} else {
+		c.own[p] = v
+	}
+	c.total += n
+}
+
+func (c *domainCounts) share(counts []*affinityindex.Counts) {
+	for _, s := range counts {
+		if s.Total != 0 {
+			c.shared = append(c.shared, s)
+			c.total += s.Total
+		}
+	}
+}
+
+// clone copies the own counts; the shared ones are never written.
+func (c *domainCounts) clone() domainCounts {
+	out := domainCounts{shared: c.shared, total: c.total}
+	if c.own != nil {
+		out.own = make(map[topologyPair]int64, len(c.own))
+		for k, v := range c.own {
+			out.own[k] = v
+		}
 	}
 	return out
 }
@@ -90,20 +131,29 @@ type interPodAffinityState struct {
 	podInfo  *framework.PodInfo
 	nsLabels labels.Set
 	// existingAntiAffinity counts, per domain, existing pods whose required anti-affinity
-	// matches the incoming pod.
-	existingAntiAffinity topologyCounts
+	// matches the incoming pod; existingKeys are the topology keys of its domains.
+	existingAntiAffinity domainCounts
+	existingKeys         []string
 	// affinity counts, per domain, existing pods matching all the pod's affinity terms.
-	affinity topologyCounts
+	affinity domainCounts
 	// antiAffinity counts, per domain, existing pods matching the pod's anti-affinity terms.
-	antiAffinity topologyCounts
+	antiAffinity domainCounts
 }
 
 func (s *interPodAffinityState) Clone() framework.StateData {
 	return &interPodAffinityState{
 		podInfo: s.podInfo, nsLabels: s.nsLabels,
 		existingAntiAffinity: s.existingAntiAffinity.clone(),
+		existingKeys:         s.existingKeys,
 		affinity:             s.affinity.clone(),
 		antiAffinity:         s.antiAffinity.clone(),
+	}
+}
+
+func (s *interPodAffinityState) addExistingKey(key string) {
+	if !slices.Contains(s.existingKeys, key) {
+		// A new slice: clones share the old one.
+		s.existingKeys = append(slices.Clip(s.existingKeys), key)
 	}
 }
 
@@ -118,6 +168,16 @@ func (pl *InterPodAffinity) namespaceLabels(ns string) labels.Set {
 		return labels.Set{}
 	}
 	return n.Labels
+}
+
+// affinityIndex returns the snapshot's counts, nil when the snapshot keeps none.
+func (pl *InterPodAffinity) affinityIndex() *affinityindex.Index {
+	if x, ok := pl.handle.SnapshotSharedLister().NodeInfos().(interface {
+		AffinityIndex() *affinityindex.Index
+	}); ok {
+		return x.AffinityIndex()
+	}
+	return nil
 }
 
 // termsNamespaceLabels resolves namespace labels for a pod lazily: only terms with a
@@ -153,27 +213,29 @@ func matchesAll(terms []framework.AffinityTerm, pod *v1.Pod, nsLabels labels.Set
 
 // countExisting adds (sign=+1) or removes (sign=-1) one existing pod's contribution.
 func (s *interPodAffinityState) countExisting(existing *framework.PodInfo, node *v1.Node, existingNsLabels labels.Set, sign int64) {
-	for _, e := range pairCounts(nil).countExisting(s.podInfo, s.nsLabels, existing, node, existingNsLabels) {
-		s.countsOf(e.kind)[e.pair] += sign * e.n
+	for _, e := range pairCounts(nil).countExisting(s.podInfo, s.nsLabels, existing, node, existingNsLabels, true, true) {
+		s.addCount(e.kind, e.pair, sign*e.n)
 	}
 }
 
-// Kinds of count, one per map of interPodAffinityState.
+func (s *interPodAffinityState) addCount(kind uint8, pair topologyPair, n int64) {
+	switch kind {
+	case existingAntiAffinityCount:
+		s.existingAntiAffinity.add(pair, n)
+		s.addExistingKey(pair.Key)
+	case affinityCount:
+		s.affinity.add(pair, n)
+	default:
+		s.antiAffinity.add(pair, n)
+	}
+}
+
+// Kinds of count, one per domainCounts of interPodAffinityState.
 const (
 	existingAntiAffinityCount = iota
 	affinityCount
 	antiAffinityCount
 )
-
-func (s *interPodAffinityState) countsOf(kind uint8) topologyCounts {
-	switch kind {
-	case existingAntiAffinityCount:
-		return s.existingAntiAffinity
-	case affinityCount:
-		return s.affinity
-	}
-	return s.antiAffinity
-}
 
 // pairCounts are one node's counts in PreFilter: (kind, domain, count) entries.
 type pairCounts []pairCount
@@ -194,21 +256,28 @@ func (c pairCounts) add(kind uint8, pair topologyPair) pairCounts {
 	return append(c, pairCount{kind: kind, pair: pair, n: 1})
 }
 
-// countExisting is interPodAffinityState.countExisting (sign +1) into c.
-func (c pairCounts) countExisting(incoming *framework.PodInfo, incomingNs labels.Set, existing *framework.PodInfo, node *v1.Node, existingNsLabels labels.Set) pairCounts {
-	for i := range existing.RequiredAntiAffinityTerms {
-		t := &existing.RequiredAntiAffinityTerms[i]
-		if t.Matches(incoming.Pod, incomingNs) {
-			if v, ok := node.Labels[t.TopologyKey]; ok {
-				c = c.add(existingAntiAffinityCount, topologyPair{t.TopologyKey, v})
+// countExisting is interPodAffinityState.countExisting (sign +1) into c: the existing
+// pod's anti-affinity against the incoming pod when existingSide, the incoming pod's
+// terms against the existing pod when ownSide.
+func (c pairCounts) countExisting(incoming *framework.PodInfo, incomingNs labels.Set, existing *framework.PodInfo, node *v1.Node, existingNsLabels labels.Set, existingSide, ownSide bool) pairCounts {
+	if existingSide {
+		for i := range existing.RequiredAntiAffinityTerms {
+			t := &existing.RequiredAntiAffinityTerms[i]
+			if t.Matches(incoming.Pod, incomingNs) {
+				if v, ok := node.Labels[t.TopologyKey]; ok {
+					c = c.add(existingAntiAffinityCount, topologyPair{Key: t.TopologyKey, Value: v})
+				}
 			}
 		}
+	}
+	if !ownSide {
+		return c
 	}
 	if matchesAll(incoming.RequiredAffinityTerms, existing.Pod, existingNsLabels) {
 		for i := range incoming.RequiredAffinityTerms {
 			t := &incoming.RequiredAffinityTerms[i]
 			if v, ok := node.Labels[t.TopologyKey]; ok {
-				c = c.add(affinityCount, topologyPair{t.TopologyKey, v})
+				c = c.add(affinityCount, topologyPair{Key: t.TopologyKey, Value: v})
 			}
 		}
 	}
@@ -216,7 +285,7 @@ func (c pairCounts) countExisting(incoming *framework.PodInfo, incomingNs labels
 		t := &incoming.RequiredAntiAffinityTerms[i]
 		if t.Matches(existing.Pod, existingNsLabels) {
 			if v, ok := node.Labels[t.TopologyKey]; ok {
-				c = c.add(antiAffinityCount, topologyPair{t.TopologyKey, v})
+				c = c.add(antiAffinityCount, topologyPair{Key: t.TopologyKey, Value: v})
 			}
 		}
 	}
@@ -232,36 +301,82 @@ func needsNsLabels(terms []framework.AffinityTerm) bool {
 	return false
 }
 
+// indexedOwnCounts takes the incoming pod's counts from the snapshot's index; it
+// reports false, leaving s unchanged, when some term group is not indexed.
+func (s *interPodAffinityState) indexedOwnCounts(x *affinityindex.Index, nsLabels func(string) labels.Set) bool {
+	var affinity, anti []*affinityindex.Counts
+	if terms := s.podInfo.RequiredAffinityTerms; len(terms) > 0 {
+		counts, ok := x.Matching(terms, nsLabels)
+		if !ok {
+			return false
+		}
+		affinity = counts
+	}
+	for i := range s.podInfo.RequiredAntiAffinityTerms {
+		counts, ok := x.Matching(s.podInfo.RequiredAntiAffinityTerms[i:i+1], nsLabels)
+		if !ok {
+			return false
+		}
+		anti = append(anti, counts...)
+	}
+	s.affinity.share(affinity)
+	s.antiAffinity.share(anti)
+	return true
+}
+
 // PreFilter counts, per topology domain, the existing pods relevant to the incoming pod.
+// The counts come from the snapshot's affinity index where it keeps them (the pod's
+// term groups are carried by pods already placed); otherwise they are counted by a
+// walk over every existing pod, as upstream does.
 func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
 	pi := framework.PodInfoFor(state, pod)
 	if pi.ParseError != nil {
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "invalid pod affinity terms: "+pi.ParseError.Error())
 	}
 	lister := pl.handle.SnapshotSharedLister().NodeInfos()
-	s := &interPodAffinityState{podInfo: pi, nsLabels: pl.namespaceLabels(pod.Namespace),
-		existingAntiAffinity: topologyCounts{}, affinity: topologyCounts{}, antiAffinity: topologyCounts{}}
+	s := &interPodAffinityState{podInfo: pi, nsLabels: pl.namespaceLabels(pod.Namespace)}
 	hasOwnTerms := len(pi.RequiredAffinityTerms)+len(pi.RequiredAntiAffinityTerms) > 0
-	nodes := lister.HavePodsWithRequiredAntiAffinityList()
-	if hasOwnTerms {
-		nodes = lister.List()
-	}
-	if len(nodes) == 0 {
-		state.Write(interPodAffinityPreFilterKey, s)
-		if !hasOwnTerms {
-			return nil, framework.NewStatus(framework.Skip)
-		}
-		return nil, nil
-	}
-	ownNeedNs := needsNsLabels(pi.RequiredAffinityTerms) || needsNsLabels(pi.RequiredAntiAffinityTerms)
 	cache := &nsCache{pl: pl, m: map[string]labels.Set{}}
+	walkExisting, walkOwn := true, hasOwnTerms
+	if x := pl.affinityIndex(); x != nil {
+		for _, c := range x.Carriers(pod, s.nsLabels, affinityindex.RequiredAntiAffinity) {
+			s.existingAntiAffinity.share([]*affinityindex.Counts{&c.Counts})
+			s.addExistingKey(c.Term.TopologyKey)
+		}
+		walkExisting = false
+		if hasOwnTerms && s.indexedOwnCounts(x, cache.get) {
+			walkOwn = false
+		}
+	}
+	var nodes []*framework.NodeInfo
+	switch {
+	case walkOwn:
+		nodes = lister.List()
+	case walkExisting:
+		nodes = lister.HavePodsWithRequiredAntiAffinityList()
+	}
+	if len(nodes) > 0 {
+		pl.walk(ctx, s, nodes, cache, walkExisting, walkOwn)
+	}
+	if !hasOwnTerms && s.existingAntiAffinity.total == 0 {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	state.Write(interPodAffinityPreFilterKey, s)
+	return nil, nil
+}
+
+// walk counts into s the pods of nodes: those with required anti-affinity against the
+// incoming pod when existingSide, those matching its terms when ownSide.
+func (pl *InterPodAffinity) walk(ctx context.Context, s *interPodAffinityState, nodes []*framework.NodeInfo, cache *nsCache, existingSide, ownSide bool) {
+	pi := s.podInfo
+	ownNeedNs := ownSide && (needsNsLabels(pi.RequiredAffinityTerms) || needsNsLabels(pi.RequiredAntiAffinityTerms))
 	// Each node's counts are a few (domain, count) entries, kept in a short slice: three
 	// maps per node with pods were most of this PreFilter's allocations.
 	partial := make([]pairCounts, len(nodes))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
 		pods := ni.PodsWithRequiredAntiAffinity
-		if hasOwnTerms {
+		if ownSide {
 			pods = ni.Pods
 		}
 		var local pairCounts
@@ -270,20 +385,15 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 			if ownNeedNs {
 				nsl = cache.get(existing.Pod.Namespace)
 			}
-			local = local.countExisting(pi, s.nsLabels, existing, ni.Node(), nsl)
+			local = local.countExisting(pi, s.nsLabels, existing, ni.Node(), nsl, existingSide, ownSide)
 		}
 		partial[i] = local
 	})
 	for _, p := range partial {
 		for _, e := range p {
-			s.countsOf(e.kind)[e.pair] += e.n
+			s.addCount(e.kind, e.pair, e.n)
 		}
 	}
-	if !hasOwnTerms && len(s.existingAntiAffinity) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
-	}
-	state.Write(interPodAffinityPreFilterKey, s)
-	return nil, nil
 }
 
 // PreFilterExtensions implements framework.PreFilterPlugin.
@@ -318,32 +428,34 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 		return framework.AsStatus(errMissingState(InterPodAffinityName))
 	}
 	s := d.(*interPodAffinityState)
-	node := ni.Node()
-	for k, v := range node.Labels {
-		if s.existingAntiAffinity[topologyPair{k, v}] > 0 {
+	// Upstream looks up every label of the node; only these keys can have counts.
+	for _, k := range s.existingKeys {
+		if v, ok := ni.Label(k); ok && s.existingAntiAffinity.get(topologyPair{Key: k, Value: v}) > 0 {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
-	for i := range s.podInfo.RequiredAntiAffinityTerms {
-		t := &s.podInfo.RequiredAntiAffinityTerms[i]
-		if v, ok := node.Labels[t.TopologyKey]; ok && s.antiAffinity[topologyPair{t.TopologyKey, v}] > 0 {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+	if s.antiAffinity.total != 0 {
+		for i := range s.podInfo.RequiredAntiAffinityTerms {
+			t := &s.podInfo.RequiredAntiAffinityTerms[i]
+			if v, ok := ni.Label(t.TopologyKey); ok && s.antiAffinity.get(topologyPair{Key: t.TopologyKey, Value: v}) > 0 {
+				return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+			}
 		}
 	}
 	if terms := s.podInfo.RequiredAffinityTerms; len(terms) > 0 {
 		satisfied := true
 		for i := range terms {
-			v, ok := node.Labels[terms[i].TopologyKey]
-			if !ok || s.affinity[topologyPair{terms[i].TopologyKey, v}] <= 0 {
+			v, ok := ni.Label(terms[i].TopologyKey)
+			if !ok || s.affinity.get(topologyPair{Key: terms[i].TopologyKey, Value: v}) <= 0 {
 				satisfied = false
 				break
 			}
 		}
 		if !satisfied {
 			// The first pod of a group that selects itself may go anywhere with the keys.
-			if len(s.affinity) == 0 && matchesAll(terms, s.podInfo.Pod, s.nsLabels) {
+			if s.affinity.total == 0 && matchesAll(terms, s.podInfo.Pod, s.nsLabels) {
 				for i := range terms {
-					if _, ok := node.Labels[terms[i].TopologyKey]; !ok {
+					if _, ok := ni.Label(terms[i].TopologyKey); !ok {
 						return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 					}
 				}
@@ -355,16 +467,50 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 	return nil
 }
 
+// weightedCounts are shared counts of the snapshot's affinity index, each pod in a
+// domain of key worth weight.
+type weightedCounts struct {
+	key    string
+	weight int64
+	counts *affinityindex.Counts
+}
+
 type interPodAffinityScoreState struct {
-	scores map[string]map[string]int64 // topology key -> value -> score
+	scores map[string]map[string]int64 // counted by a walk: topology key -> value -> score
+	shared []weightedCounts
 }
 
 func (s *interPodAffinityScoreState) Clone() framework.StateData { return s }
 
 const interPodAffinityPreScoreKey framework.StateKey = "PreScore" + InterPodAffinityName
 
+// indexedOwnScores appends the pod's preferred terms' counts from the index to s; it
+// reports false, leaving s unchanged, when some term is not indexed.
+func (s *interPodAffinityScoreState) indexedOwnScores(x *affinityindex.Index, pi *framework.PodInfo, nsLabels func(string) labels.Set) bool {
+	var out []weightedCounts
+	for _, group := range []struct {
+		terms []framework.WeightedAffinityTerm
+		sign  int64
+	}{{pi.PreferredAffinityTerms, 1}, {pi.PreferredAntiAffinityTerms, -1}} {
+		for i := range group.terms {
+			t := &group.terms[i]
+			counts, ok := x.Matching([]framework.AffinityTerm{t.AffinityTerm}, nsLabels)
+			if !ok {
+				return false
+			}
+			for _, c := range counts {
+				out = append(out, weightedCounts{key: t.TopologyKey, weight: group.sign * int64(t.Weight), counts: c})
+			}
+		}
+	}
+	s.shared = append(s.shared, out...)
+	return true
+}
+
 // PreScore sums preferred-term weights per topology domain from both sides: the incoming
 // pod's preferences for existing pods, and existing pods' terms about the incoming pod.
+// As in PreFilter, the counts come from the snapshot's affinity index where it keeps
+// them, else from a walk over the existing pods.
 func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
 	pi := framework.PodInfoFor(state, pod)
 	if pi.ParseError != nil {
@@ -372,15 +518,57 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	}
 	lister := pl.handle.SnapshotSharedLister().NodeInfos()
 	hasOwn := len(pi.PreferredAffinityTerms)+len(pi.PreferredAntiAffinityTerms) > 0
-	nodes := lister.HavePodsWithAffinityList()
-	if hasOwn {
-		nodes = lister.List()
-	}
-	if len(nodes) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
 	nsLabels := pl.namespaceLabels(pod.Namespace)
 	cache := &nsCache{pl: pl, m: map[string]labels.Set{}}
+	s := &interPodAffinityScoreState{scores: map[string]map[string]int64{}}
+	walkExisting, walkOwn := true, hasOwn
+	if x := pl.affinityIndex(); x != nil {
+		var kinds []uint8
+		if pl.hardWeight > 0 {
+			kinds = append(kinds, affinityindex.RequiredAffinity)
+		}
+		if !pl.ignorePreferred {
+			kinds = append(kinds, affinityindex.PreferredAffinity, affinityindex.PreferredAntiAffinity)
+		}
+		if len(kinds) > 0 {
+			for _, c := range x.Carriers(pod, nsLabels, kinds...) {
+				w := int64(c.Weight)
+				switch c.Kind {
+				case affinityindex.RequiredAffinity:
+					w = pl.hardWeight
+				case affinityindex.PreferredAntiAffinity:
+					w = -w
+				}
+				s.shared = append(s.shared, weightedCounts{key: c.Term.TopologyKey, weight: w, counts: &c.Counts})
+			}
+		}
+		walkExisting = false
+		if hasOwn && s.indexedOwnScores(x, pi, cache.get) {
+			walkOwn = false
+		}
+	}
+	var nodes []*framework.NodeInfo
+	switch {
+	case walkOwn:
+		nodes = lister.List()
+	case walkExisting:
+		nodes = lister.HavePodsWithAffinityList()
+	}
+	if len(nodes) > 0 {
+		pl.walkScores(ctx, s, pi, nsLabels, nodes, cache, walkExisting, walkOwn)
+	}
+	if len(s.scores) == 0 && len(s.shared) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(interPodAffinityPreScoreKey, s)
+	return nil
+}
+
+// walkScores adds into s the weights of the pods of nodes: the existing pods' terms
+// about the incoming pod when existingSide, the incoming pod's preferred terms when
+// ownSide.
+func (pl *InterPodAffinity) walkScores(ctx context.Context, s *interPodAffinityScoreState, pi *framework.PodInfo, nsLabels labels.Set, nodes []*framework.NodeInfo, cache *nsCache, existingSide, ownSide bool) {
+	pod := pi.Pod
 	partial := make([]map[topologyPair]int64, len(nodes))
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
@@ -393,29 +581,31 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 				if local == nil {
 					local = map[topologyPair]int64{}
 				}
-				local[topologyPair{key, v}] += w
+				local[topologyPair{Key: key, Value: v}] += w
 			}
 		}
 		pods := ni.PodsWithAffinity
-		if hasOwn {
+		if ownSide {
 			pods = ni.Pods
 		}
 		for _, existing := range pods {
-			var existingNs labels.Set
-			if hasOwn {
-				existingNs = cache.get(existing.Pod.Namespace)
-			}
-			for j := range pi.PreferredAffinityTerms {
-				t := &pi.PreferredAffinityTerms[j]
-				if t.Matches(existing.Pod, existingNs) {
-					add(t.TopologyKey, int64(t.Weight))
+			if ownSide {
+				existingNs := cache.get(existing.Pod.Namespace)
+				for j := range pi.PreferredAffinityTerms {
+					t := &pi.PreferredAffinityTerms[j]
+					if t.Matches(existing.Pod, existingNs) {
+						add(t.TopologyKey, int64(t.Weight))
+					}
+				}
+				for j := range pi.PreferredAntiAffinityTerms {
+					t := &pi.PreferredAntiAffinityTerms[j]
+					if t.Matches(existing.Pod, existingNs) {
+						add(t.TopologyKey, -int64(t.Weight))
+					}
 				}
 			}
-			for j := range pi.PreferredAntiAffinityTerms {
-				t := &pi.PreferredAntiAffinityTerms[j]
-				if t.Matches(existing.Pod, existingNs) {
-					add(t.TopologyKey, -int64(t.Weight))
-				}
+			if !existingSide {
+				continue
 			}
 			if pl.hardWeight > 0 {
 				for j := range existing.RequiredAffinityTerms {
@@ -442,20 +632,14 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 		}
 		partial[i] = local
 	})
-	s := &interPodAffinityScoreState{scores: map[string]map[string]int64{}}
 	for _, p := range partial {
 		for pair, w := range p {
-			if s.scores[pair.key] == nil {
-				s.scores[pair.key] = map[string]int64{}
+			if s.scores[pair.Key] == nil {
+				s.scores[pair.Key] = map[string]int64{}
 			}
-			s.scores[pair.key][pair.value] += w
+			s.scores[pair.Key][pair.Value] += w
 		}
 	}
-	if len(s.scores) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
-	state.Write(interPodAffinityPreScoreKey, s)
-	return nil
 }
 
 // Score sums the domain scores of the node's topology labels.
@@ -467,8 +651,13 @@ func (pl *InterPodAffinity) Score(_ context.Context, state *framework.CycleState
 	s := d.(*interPodAffinityScoreState)
 	var score int64
 	for key, values := range s.scores {
-		if v, ok := ni.Node().Labels[key]; ok {
+		if v, ok := ni.Label(key); ok {
 			score += values[v]
+		}
+	}
+	for _, w := range s.shared {
+		if v, ok := ni.Label(w.key); ok {
+			score += w.weight * w.counts.M[topologyPair{Key: w.key, Value: v}]
 		}
 	}
 	return score, nil
