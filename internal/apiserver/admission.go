@@ -104,15 +104,7 @@ func (r admissionReader) List(ctx context.Context, gvr schema.GroupVersionResour
 	if err != nil {
 		return nil, err
 	}
-	out := make([]runtime.Object, 0, len(entries))
-	for _, e := range entries {
-		obj, err := h.presentEntry(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
-	}
-	return out, nil
+	return presentEntries(h, entries)
 }
 
 // UpdateStatus changes an object's status inside one storage transaction, as the
