@@ -245,15 +245,15 @@ func NewEntry(cfg *ResourceConfig, key string, obj runtime.Object, rev int64) (*
 		e.Fields = PairsOf(cfg.Fields(obj))
 	}
 	if _, ok := obj.(protoMessage); ok && cfg.Protobuf != nil {
-		data, err := cfg.Protobuf(obj)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", key, err)
+		// An object the encoder refuses is kept decoded rather than lost from the
+		// cache; responses then report the encoder's error when they need it.
+		if data, err := cfg.Protobuf(obj); err == nil {
+			if cap(data) > len(data)+len(data)/8 {
+				data = bytes.Clone(data)
+			}
+			e.encoded[ProtobufSlot].Store(&data)
+			return e, nil
 		}
-		if cap(data) > len(data)+len(data)/8 {
-			data = bytes.Clone(data)
-		}
-		e.encoded[ProtobufSlot].Store(&data)
-		return e, nil
 	}
 	e.object = obj
 	return e, nil
