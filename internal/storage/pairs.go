@@ -46,12 +46,3 @@ func (p Pairs) Get(key string) string {
 	v, _ := p.Lookup(key)
 	return v
 }
-
-// Map returns the pairs as a new map.
-func (p Pairs) Map() map[string]string {
-	m := make(map[string]string, len(p)/2)
-	for i := 0; i+1 < len(p); i += 2 {
-		m[p[i]] = p[i+1]
-	}
-	return m
-}
