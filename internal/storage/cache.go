@@ -111,12 +111,17 @@ func (e *Entry) Encoded(i int, encode func(runtime.Object) ([]byte, error)) ([]b
 	if err != nil {
 		return nil, err
 	}
+	return e.keep(i, data), nil
+}
+
+// keep stores data as the entry's encoding in slot i and returns what it stored: kept
+// as long as the entry, so not with the slack of the buffer it was encoded in.
+func (e *Entry) keep(i int, data []byte) []byte {
 	if cap(data) > len(data)+len(data)/8 {
-		// Kept as long as the entry: not with the slack of the buffer it was encoded in.
 		data = bytes.Clone(data)
 	}
 	e.encoded[i].Store(&data)
-	return data, nil
+	return data
 }
 
 // HasProtobuf reports whether the entry's object has a protobuf form.
@@ -248,10 +253,7 @@ func NewEntry(cfg *ResourceConfig, key string, obj runtime.Object, rev int64) (*
 		// An object the encoder refuses is kept decoded rather than lost from the
 		// cache; responses then report the encoder's error when they need it.
 		if data, err := cfg.Protobuf(obj); err == nil {
-			if cap(data) > len(data)+len(data)/8 {
-				data = bytes.Clone(data)
-			}
-			e.encoded[ProtobufSlot].Store(&data)
+			e.keep(ProtobufSlot, data)
 			return e, nil
 		}
 	}
