@@ -146,11 +146,7 @@ func TestDashboard(t *testing.T) {
 	t.Run("terminal runs hostname", func(t *testing.T) {
 		b.t = t
 		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
-		b.click("#action-exec")
-		b.waitJS(`(document.getElementById('exec-state') || {}).textContent.startsWith('connected')`, "the terminal connected")
-		b.waitJS(`document.querySelector('.xterm-rows').textContent.includes('#')`, "a shell prompt")
-		b.typeInTerminal("hostname")
-		b.waitJS(`document.querySelector('.xterm-rows').textContent.split('`+pod+`').length > 1`, "the pod's name printed by hostname")
+		b.hostnameInTerminal(pod)
 		b.screenshot("terminal")
 	})
 
@@ -290,11 +286,7 @@ rules:
 		// The terminal: the page's own WebSocket to the apiserver's pods/exec, from the
 		// apiserver's origin, authenticated by the certificate.
 		pod := cb.evalString(`document.getElementById('object-name').textContent`)
-		cb.click("#action-exec")
-		cb.waitJS(`(document.getElementById('exec-state') || {}).textContent.startsWith('connected')`, "the terminal connected at /ui/")
-		cb.waitJS(`document.querySelector('.xterm-rows').textContent.includes('#')`, "a shell prompt")
-		cb.typeInTerminal("hostname")
-		cb.waitJS(`document.querySelector('.xterm-rows').textContent.split('`+pod+`').length > 1`, "the pod's name printed by hostname")
+		cb.hostnameInTerminal(pod)
 	})
 }
 
@@ -439,6 +431,27 @@ func (b *browser) click(selector string) {
 func (b *browser) go_(hash string) {
 	b.t.Helper()
 	b.navigate(b.base + "/" + hash)
+	b.appStarted()
+}
+
+// appStarted waits for the application's script to have run (it fills the navigation),
+// reloading, as a user would, a page whose script load Chromium abandoned: a host link
+// or address changing (another test's pod starting) fails a load in flight with
+// ERR_NETWORK_CHANGED, and a page without its script stays an empty frame.
+func (b *browser) appStarted() {
+	b.t.Helper()
+	for attempt := 0; ; attempt++ {
+		if b.pollJS(`document.querySelectorAll('#nav a').length > 0`, 15*time.Second) {
+			return
+		}
+		if attempt == 4 {
+			b.t.Fatalf("the dashboard's script never ran (page: %s)", b.page())
+		}
+		b.t.Logf("the dashboard's script has not run after 15s (page: %s); reloading", b.page())
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		_ = chromedp.Do(ctx, chromedp.Reload())
+		cancel()
+	}
 }
 
 // navigate loads url. A load the browser abandoned because the host's network changed
@@ -461,11 +474,45 @@ func (b *browser) navigate(url string) {
 
 func (b *browser) login(token string) {
 	b.t.Helper()
-	b.navigate(b.base + "/")
-	b.do(chromedp.WaitVisible(chromedp.ID("token"))) // the login page, since there is no session
-	b.do(chromedp.SetValue(chromedp.ID("token"), token))
-	b.click("#login-button")
-	b.do(chromedp.WaitVisible(chromedp.ID("logout")))
+	for attempt := 0; ; attempt++ {
+		b.navigate(b.base + "/")
+		b.do(chromedp.WaitVisible(chromedp.ID("token"))) // the login page, since there is no session
+		b.do(chromedp.SetValue(chromedp.ID("token"), token))
+		b.click("#login-button")
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("logout")))
+		cancel()
+		if err == nil {
+			b.appStarted()
+			return
+		}
+		// The form's post, like any load, may be abandoned on a host network change.
+		if page := b.page(); !strings.HasPrefix(page, "chrome-error:") || attempt == 4 {
+			b.t.Fatalf("logging in: %v (page: %s)", err, page)
+		}
+	}
+}
+
+// hostnameInTerminal opens the pod's terminal, runs hostname in its shell and waits
+// for the pod's name. A WebSocket Chromium closed on a host network change (see
+// appStarted) is opened again with the page's Reconnect button, as a user would.
+func (b *browser) hostnameInTerminal(pod string) {
+	b.t.Helper()
+	b.click("#action-exec")
+	for attempt := 0; ; attempt++ {
+		if b.pollJS(`(document.getElementById('exec-state') || {}).textContent.startsWith('connected') && document.querySelector('.xterm-rows').textContent.includes('#')`, 30*time.Second) {
+			b.typeInTerminal("hostname")
+			if b.pollJS(`document.querySelector('.xterm-rows').textContent.split('`+pod+`').length > 1`, 30*time.Second) {
+				return
+			}
+		}
+		if attempt == 4 {
+			b.screenshot("failed")
+			b.t.Fatalf("the terminal never printed the pod's name (page: %s)", b.page())
+		}
+		b.t.Logf("no hostname from the terminal yet (state %q); reconnecting", b.evalString(`(document.getElementById('exec-state') || {}).textContent || ''`))
+		b.click("#exec-connect")
+	}
 }
 
 // typeInTerminal types a line into the terminal as a keyboard would: the text as typed
@@ -490,17 +537,22 @@ func (b *browser) typeInTerminal(line string) {
 // waitJS waits until the expression is true on the page.
 func (b *browser) waitJS(expr, what string) {
 	b.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	if !b.pollJS(expr, 90*time.Second) {
+		b.screenshot("failed")
+		b.t.Fatalf("waiting for %s (page: %s)", what, b.page())
+	}
+}
+
+// pollJS says whether the expression became true on the page within d.
+func (b *browser) pollJS(expr string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(200 * time.Millisecond) {
 		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { try { return !!(`+expr+`); } catch (e) { return false; } })()`))
 		if err == nil && ok {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			b.screenshot("failed")
-			b.t.Fatalf("waiting for %s: %v (page: %s)", what, err, b.page())
+			return false
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
