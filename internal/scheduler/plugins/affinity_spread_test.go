@@ -83,6 +83,23 @@ func TestInterPodAffinityFilter(t *testing.T) {
 			pod:      mkPod("p", 0, 0, "", "app", "noisy"),
 			want:     map[string]string{"a1": "", "a2": "", "b1": existMiss, "nolabel": ""},
 		},
+		{
+			// Upstream checks the pod's affinity first: b1 fails it and an existing pod's
+			// anti-affinity, and is unresolvable, so preemption leaves it alone.
+			name: "a node failing affinity and anti-affinity fails affinity",
+			existing: []*v1.Pod{
+				mkPod("db", 0, 0, "a2", "app", "db"),
+				withAnti(mkPod("loner", 0, 0, "b1"), affinityTerm("zone", "app", "noisy")),
+			},
+			pod:  withAff(mkPod("p", 0, 0, "", "app", "noisy"), affinityTerm("zone", "app", "db")),
+			want: map[string]string{"a1": "", "a2": "", "b1": affMiss, "nolabel": affMiss},
+		},
+		{
+			name:     "the first pod of a self-selecting group still honours anti-affinity",
+			existing: []*v1.Pod{withAnti(mkPod("loner", 0, 0, "b1"), affinityTerm("zone", "app", "db"))},
+			pod:      withAff(mkPod("p", 0, 0, "", "app", "db"), affinityTerm("zone", "app", "db")),
+			want:     map[string]string{"a1": "", "a2": "", "b1": existMiss, "nolabel": affMiss},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

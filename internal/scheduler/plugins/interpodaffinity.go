@@ -428,10 +428,19 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 		return framework.AsStatus(errMissingState(InterPodAffinityName))
 	}
 	s := d.(*interPodAffinityState)
-	// Upstream looks up every label of the node; only these keys can have counts.
-	for _, k := range s.existingKeys {
-		if v, ok := ni.Label(k); ok && s.existingAntiAffinity.get(topologyPair{Key: k, Value: v}) > 0 {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+	// Upstream's order: a node failing the pod's affinity is UnschedulableAndUnresolvable
+	// (preemption cannot help there) even where anti-affinity fails too.
+	if terms := s.podInfo.RequiredAffinityTerms; len(terms) > 0 {
+		satisfied := true
+		for i := range terms {
+			v, ok := ni.Label(terms[i].TopologyKey)
+			if !ok || s.affinity.get(topologyPair{Key: terms[i].TopologyKey, Value: v}) <= 0 {
+				satisfied = false
+				break
+			}
+		}
+		if !satisfied && !firstOfItsGroup(s, ni) {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 		}
 	}
 	if s.antiAffinity.total != 0 {
@@ -442,29 +451,29 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 			}
 		}
 	}
-	if terms := s.podInfo.RequiredAffinityTerms; len(terms) > 0 {
-		satisfied := true
-		for i := range terms {
-			v, ok := ni.Label(terms[i].TopologyKey)
-			if !ok || s.affinity.get(topologyPair{Key: terms[i].TopologyKey, Value: v}) <= 0 {
-				satisfied = false
-				break
-			}
-		}
-		if !satisfied {
-			// The first pod of a group that selects itself may go anywhere with the keys.
-			if s.affinity.total == 0 && matchesAll(terms, s.podInfo.Pod, s.nsLabels) {
-				for i := range terms {
-					if _, ok := ni.Label(terms[i].TopologyKey); !ok {
-						return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
-					}
-				}
-				return nil
-			}
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
+	// Upstream looks up every label of the node; only these keys can have counts.
+	for _, k := range s.existingKeys {
+		if v, ok := ni.Label(k); ok && s.existingAntiAffinity.get(topologyPair{Key: k, Value: v}) > 0 {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
 	return nil
+}
+
+// firstOfItsGroup says whether the pod, whose required affinity no pod satisfies yet,
+// may go to the node anyway: no pod matches any of its terms and it matches all of them
+// itself (the first of a group that selects itself), and the node has every term's key.
+func firstOfItsGroup(s *interPodAffinityState, ni *framework.NodeInfo) bool {
+	terms := s.podInfo.RequiredAffinityTerms
+	if s.affinity.total != 0 || !matchesAll(terms, s.podInfo.Pod, s.nsLabels) {
+		return false
+	}
+	for i := range terms {
+		if _, ok := ni.Label(terms[i].TopologyKey); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // weightedCounts are shared counts of the snapshot's affinity index, each pod in a
