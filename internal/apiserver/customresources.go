@@ -92,7 +92,8 @@ func (c *customAPIs) terminating(h *resourceHandler) bool {
 
 // serveCustom serves a request for a custom resource.
 func (s *Server) serveCustom(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
-	if !acceptsJSON(r) {
+	// The scale subresource is autoscaling/v1's Scale, a built-in type with a protobuf form.
+	if info.Subresource != "scale" && !acceptsJSON(r) {
 		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", "only the following media types are accepted: application/json, application/yaml", 0, false))
 		return
 	}

@@ -1,9 +1,11 @@
 package customresources
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -11,16 +13,19 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -31,6 +36,52 @@ var (
 	crdGVR  = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 	certGVR = schema.GroupVersionResource{Group: "certs.example.com", Version: "v1", Resource: "certificates"}
 )
+
+// scaleInProtobuf reads and writes a custom resource's scale subresource in protobuf,
+// as client-go's scale client may: autoscaling/v1 Scale is a built-in type, so upstream
+// answers it in protobuf although the custom resource itself has no protobuf form.
+func scaleInProtobuf(t *testing.T, cfg *rest.Config, path string) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	do := func(method string, body []byte) *autoscalingv1.Scale {
+		t.Helper()
+		req, _ := http.NewRequest(method, cfg.Host+path, bytes.NewReader(body))
+		req.Header.Set("Accept", runtime.ContentTypeProtobuf)
+		if body != nil {
+			req.Header.Set("Content-Type", runtime.ContentTypeProtobuf)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != runtime.ContentTypeProtobuf {
+			t.Fatalf("%s %s in protobuf: %d %s: %q", method, path, resp.StatusCode, resp.Header.Get("Content-Type"), data)
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+		if err != nil {
+			t.Fatalf("decoding the Scale: %v", err)
+		}
+		return obj.(*autoscalingv1.Scale)
+	}
+	got := do(http.MethodGet, nil)
+	if got.Spec.Replicas != 3 || got.Status.Selector != "app=web" {
+		t.Errorf("the Scale in protobuf: %+v", got)
+	}
+	got.Spec.Replicas = 4
+	body, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, autoscalingv1.SchemeGroupVersion), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if put := do(http.MethodPut, body); put.Spec.Replicas != 4 {
+		t.Errorf("the Scale written in protobuf came back with %d replicas", put.Spec.Replicas)
+	}
+}
 
 // warnings collects the Warning headers a client is sent.
 type warnings struct{ got []string }
@@ -183,7 +234,7 @@ spec:
 }
 
 func TestCustomResourceWrites(t *testing.T) {
-	dyn, _, warn := setup(t)
+	dyn, cfg, warn := setup(t)
 	ctx := context.Background()
 	certs := dyn.Resource(certGVR).Namespace("default")
 
@@ -281,6 +332,7 @@ func TestCustomResourceWrites(t *testing.T) {
 	if sel, _, _ := unstructured.NestedString(scale.Object, "status", "selector"); sel != "app=web" {
 		t.Errorf("scale selector %q", sel)
 	}
+	scaleInProtobuf(t, cfg, "/apis/certs.example.com/v1/namespaces/default/certificates/web/scale")
 	// Server-side apply: a second manager conflicts on a field the first owns.
 	apply := func(manager, doc string, force bool) (*unstructured.Unstructured, error) {
 		return certs.Patch(ctx, "applied", types.ApplyPatchType, []byte(doc), metav1.PatchOptions{FieldManager: manager, Force: &force})
