@@ -312,6 +312,7 @@ func killPods(cgroups *podcgroups.Cgroups, uids []string) (killed, removed int, 
 			if attempt == 0 {
 				killed += len(pids)
 			}
+			thaw(dirs)
 			signalAll(pids, syscall.SIGKILL)
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -357,6 +358,25 @@ func pidsIn(dirs []string) []int {
 	}
 	slices.Sort(pids)
 	return pids
+}
+
+// thaw thaws every frozen cgroup in the directories and below them. runc freezes a
+// container's cgroup while it signals its processes and thaws it after: a runc killed in
+// between (its shim stopped first) leaves the processes frozen, and a frozen process
+// does not die of SIGKILL until thawed.
+func thaw(dirs []string) {
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(path string, e os.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return nil
+			}
+			state := filepath.Join(path, "freezer.state")
+			if data, err := os.ReadFile(state); err == nil && strings.TrimSpace(string(data)) != "THAWED" {
+				_ = os.WriteFile(state, []byte("THAWED"), 0)
+			}
+			return nil
+		})
+	}
 }
 
 // removeTree removes a cgroup directory and the cgroups below it, innermost first

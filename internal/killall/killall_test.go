@@ -11,9 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"mizzen/internal/datadir"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/podcgroups"
 )
 
 func TestClassify(t *testing.T) {
@@ -116,5 +118,55 @@ func TestDeleteLinkInTheCallersNetworkNamespace(t *testing.T) {
 	}()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKillPodsThawsFrozenCgroups freezes a pod's container cgroup with a process in it,
+// as a runc stopped between freezing and thawing leaves it, and expects killPods to
+// kill the process and remove the cgroups all the same.
+func TestKillPodsThawsFrozenCgroups(t *testing.T) {
+	const freezer = "/sys/fs/cgroup/freezer"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat(filepath.Join(freezer, "freezer.state")); err != nil {
+		if _, err := os.Stat(filepath.Join(freezer, "cgroup.procs")); err != nil {
+			t.Skip("no cgroup v1 freezer hierarchy")
+		}
+	}
+	root := filepath.Join(freezer, fmt.Sprintf("mizzen-killall-test-%d", os.Getpid()))
+	const uid = "0c3f6f5e-frozen"
+	container := filepath.Join(root, "kubepods", "burstable", "pod"+uid, "c1")
+	if err := os.MkdirAll(container, 0o755); err != nil {
+		t.Skipf("cannot make a freezer cgroup: %v", err)
+	}
+	t.Cleanup(func() { _ = removeTree(root) })
+	sleep := exec.Command("sleep", "600")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- sleep.Wait() }()
+	if err := os.WriteFile(filepath.Join(container, "cgroup.procs"), []byte(fmt.Sprint(sleep.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(container, "freezer.state"), []byte("FROZEN"), 0); err != nil {
+		t.Fatal(err)
+	}
+	killed, removed, err := killPods(podcgroups.New(root), []string{uid})
+	if err != nil {
+		t.Fatalf("killPods: %v", err)
+	}
+	if killed != 1 || removed != 1 {
+		t.Errorf("killed %d processes and removed %d pod cgroups, want 1 and 1", killed, removed)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frozen process is still alive")
+	}
+	if _, err := os.Stat(filepath.Dir(container)); !os.IsNotExist(err) {
+		t.Errorf("the pod's cgroup is still there: %v", err)
 	}
 }
