@@ -480,15 +480,44 @@ func (c *Cache) advance(rev int64) {
 	c.mu.Unlock()
 }
 
+// builtEntry is a put's entry, decoded and encoded for the resource cache rc.
+type builtEntry struct {
+	rc    *resourceCache
+	entry *Entry
+	err   error
+}
+
 // apply folds a batch of etcd events into the cache and hands them to watchers.
 func (c *Cache) apply(events []*clientv3.Event) {
+	// Decoding and encoding the objects is most of the work: it is done before the
+	// write lock is taken, so that reads of the cache wait only for the trees' updates.
+	built := make([]builtEntry, len(events))
+	c.mu.RLock()
+	for i, ev := range events {
+		if ev.Type == clientv3.EventTypePut {
+			built[i].rc = c.resources[segmentOf(string(ev.Kv.Key))]
+		}
+	}
+	c.mu.RUnlock()
+	for i, ev := range events {
+		if b := &built[i]; b.rc != nil {
+			b.entry, b.err = c.newEntry(b.rc, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ev := range events {
+	for i, ev := range events {
 		key := string(ev.Kv.Key)
 		rev := ev.Kv.ModRevision
 		if rc := c.resources[segmentOf(key)]; rc != nil {
-			c.applyOne(rc, ev, key, rev)
+			b := built[i]
+			if b.rc != rc { // the resource's cache was replaced meanwhile (a CRD changed)
+				b = builtEntry{rc: rc}
+				if ev.Type == clientv3.EventTypePut {
+					b.entry, b.err = c.newEntry(rc, key, ev.Kv.Value, rev)
+				}
+			}
+			c.applyOne(rc, ev, key, rev, b)
 		}
 		if rev > c.rv {
 			c.rv = rev
@@ -497,12 +526,13 @@ func (c *Cache) apply(events []*clientv3.Event) {
 	c.rvChanged.Broadcast()
 }
 
-func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev int64) {
+// applyOne folds one event into rc; a put's entry was built beforehand.
+func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev int64, put builtEntry) {
 	prev, _ := rc.items.Get(&Entry{Key: key})
 	var event *Event
 	switch ev.Type {
 	case clientv3.EventTypePut:
-		e, err := c.newEntry(rc, key, ev.Kv.Value, rev)
+		e, err := put.entry, put.err
 		if err != nil {
 			c.log.Error("watch cache: skipping undecodable object", "key", key, "err", err)
 			return
