@@ -118,7 +118,7 @@ func (n *NodeInfo) RemovePod(pod *v1.Pod) bool {
 	n.PodsWithAffinity = removeFrom(n.PodsWithAffinity, uid)
 	n.PodsWithRequiredAntiAffinity = removeFrom(n.PodsWithRequiredAntiAffinity, uid)
 	for i, pi := range n.Pods {
-		if PodUID(pi.Pod) == uid {
+		if pi.UID == uid {
 			last := len(n.Pods) - 1
 			n.Pods[i] = n.Pods[last]
 			n.Pods[last] = nil
@@ -132,7 +132,7 @@ func (n *NodeInfo) RemovePod(pod *v1.Pod) bool {
 
 func removeFrom(list []*PodInfo, uid types.UID) []*PodInfo {
 	for i, pi := range list {
-		if PodUID(pi.Pod) == uid {
+		if pi.UID == uid {
 			last := len(list) - 1
 			list[i] = list[last]
 			list[last] = nil
@@ -146,7 +146,7 @@ func (n *NodeInfo) update(pi *PodInfo, sign int64) {
 	n.Requested.AddResource(&pi.Requests, sign)
 	n.NonZeroRequested.AddResource(&pi.NonZeroRequests, sign)
 	pod := pi.Pod
-	for i := range pod.Spec.Containers {
+	for i := 0; pi.hostPorts && i < len(pod.Spec.Containers); i++ {
 		for _, p := range pod.Spec.Containers[i].Ports {
 			if sign > 0 {
 				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
@@ -155,7 +155,8 @@ func (n *NodeInfo) update(pi *PodInfo, sign int64) {
 			}
 		}
 	}
-	for _, vol := range pod.Spec.Volumes {
+	for i := 0; pi.pvcs && i < len(pod.Spec.Volumes); i++ {
+		vol := &pod.Spec.Volumes[i]
 		if vol.PersistentVolumeClaim != nil {
 			key := pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
 			n.PVCRefCounts[key] += int(sign)

@@ -416,7 +416,7 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 		var withNominated *NodeInfo
 		var stateCopy *CycleState
 		for _, pi := range nominated {
-			if PodPriority(pi.Pod) < prio || PodUID(pi.Pod) == PodUID(pod) {
+			if pi.Priority < prio || pi.UID == PodUID(pod) {
 				continue
 			}
 			if withNominated == nil {

@@ -149,6 +149,15 @@ type PodInfo struct {
 	NonZeroRequests Resource
 	// ParseError is set when an affinity term has an invalid selector.
 	ParseError error
+	// Priority is the pod's priority (PodPriority), kept here because preemption's
+	// dry runs read it for every pod of every node they try: from the PodInfo it costs
+	// no visit to the pod's spec.
+	Priority int32
+	// UID is PodUID(Pod), which every removal from a node compares pod by pod.
+	UID types.UID
+	// hostPorts and pvcs say whether the pod has a container host port and a
+	// persistent volume claim, which NodeInfo counts (they are immutable in a pod's spec).
+	hostPorts, pvcs bool
 }
 
 // NewPodInfo computes a PodInfo.
@@ -164,7 +173,15 @@ func (pi *PodInfo) Update(pod *v1.Pod) {
 		pi.Pod = pod
 		return
 	}
-	*pi = PodInfo{Pod: pod}
+	*pi = PodInfo{Pod: pod, Priority: PodPriority(pod), UID: PodUID(pod)}
+	for i := range pod.Spec.Containers {
+		for _, port := range pod.Spec.Containers[i].Ports {
+			pi.hostPorts = pi.hostPorts || port.HostPort > 0
+		}
+	}
+	for _, vol := range pod.Spec.Volumes {
+		pi.pvcs = pi.pvcs || vol.PersistentVolumeClaim != nil
+	}
 	pi.Requests = NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 	pi.NonZeroRequests = NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
 		NonMissingContainerRequests: v1.ResourceList{

@@ -127,7 +127,7 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 			if ni, err := lister.Get(nom); err == nil {
 				prio := framework.PodPriority(pod)
 				for _, p := range ni.Pods {
-					if p.Pod.DeletionTimestamp != nil && framework.PodPriority(p.Pod) < prio {
+					if p.Pod.DeletionTimestamp != nil && p.Priority < prio {
 						return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+msgTerminatingOnNom)
 					}
 				}
@@ -272,7 +272,7 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 	prio := framework.PodPriority(pod)
 	var potential []*framework.PodInfo
 	for _, p := range append([]*framework.PodInfo(nil), ni.Pods...) {
-		if framework.PodPriority(p.Pod) < prio {
+		if p.Priority < prio {
 			potential = append(potential, p)
 			ni.RemovePod(p.Pod)
 			if st := pl.handle.RunPreFilterExtensionRemovePod(ctx, state, pod, p, ni); !st.IsSuccess() {
@@ -287,7 +287,7 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 		return nil, st
 	}
 	// Most important first, so they are the first to be reprieved.
-	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
+	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i], potential[j]) })
 	violating, nonViolating := splitByPDB(potential, pdbs)
 	c := &candidate{node: ni.Node().Name}
 	reprieve := func(p *framework.PodInfo) (bool, *framework.Status) {
@@ -325,12 +325,11 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 	return c, nil
 }
 
-func moreImportant(a, b *v1.Pod) bool {
-	pa, pb := framework.PodPriority(a), framework.PodPriority(b)
-	if pa != pb {
-		return pa > pb
+func moreImportant(a, b *framework.PodInfo) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
 	}
-	return startTime(a).Before(startTime(b))
+	return startTime(a.Pod).Before(startTime(b.Pod))
 }
 
 func startTime(p *v1.Pod) *metav1.Time {
@@ -467,7 +466,7 @@ func (pl *DefaultPreemption) prepare(ctx context.Context, c *candidate, preempto
 	}
 	prio := framework.PodPriority(preemptor)
 	for _, p := range pl.handle.NominatedPodsForNode(c.node) {
-		if framework.PodPriority(p.Pod) >= prio || p.Pod.UID == preemptor.UID {
+		if p.Priority >= prio || p.Pod.UID == preemptor.UID {
 			continue
 		}
 		patch := []byte(`{"status":{"nominatedNodeName":null}}`)

@@ -108,8 +108,7 @@ func New(opts Options) *Queue {
 	q.pluginEvents[NoNodesAvailable] = []framework.ClusterEventWithHint{{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}}}
 	q.cond = sync.NewCond(&q.mu)
 	q.activeQ = newPodHeap(func(a, b *framework.QueuedPodInfo) bool {
-		pa, pb := framework.PodPriority(a.Pod), framework.PodPriority(b.Pod)
-		return pa > pb || (pa == pb && a.Timestamp.Before(b.Timestamp))
+		return a.Priority > b.Priority || (a.Priority == b.Priority && a.Timestamp.Before(b.Timestamp))
 	})
 	q.backoffQ = newPodHeap(func(a, b *framework.QueuedPodInfo) bool {
 		return q.backoffExpiry(a).Before(q.backoffExpiry(b))
@@ -549,7 +548,7 @@ func (n *nominator) add(pi *framework.PodInfo, nodeName string) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	uid := framework.PodUID(pi.Pod)
+	uid := pi.UID
 	n.podToNode[uid] = nodeName
 	n.byNode[nodeName] = append(n.byNode[nodeName], pi)
 	n.count.Store(int64(len(n.podToNode)))
@@ -567,7 +566,7 @@ func (n *nominator) delete(pod *v1.Pod) {
 	n.count.Store(int64(len(n.podToNode)))
 	list := n.byNode[node]
 	for i, pi := range list {
-		if framework.PodUID(pi.Pod) == uid {
+		if pi.UID == uid {
 			list = append(list[:i:i], list[i+1:]...)
 			break
 		}
