@@ -13,7 +13,7 @@ import (
 func TestNodeInfoCountsHostPortsAndClaims(t *testing.T) {
 	prio := int32(7)
 	withPort := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "1"}, Spec: v1.PodSpec{
-		Priority: &prio,
+		Priority:   &prio,
 		Containers: []v1.Container{{Name: "a", Ports: []v1.ContainerPort{{ContainerPort: 80}, {ContainerPort: 8080, HostPort: 8080, Protocol: v1.ProtocolTCP}}}},
 	}}
 	withClaim := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "2"}, Spec: v1.PodSpec{
