@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -93,17 +94,13 @@ func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	out := NewCycleState()
+	// Preemption clones a state for every node it tries: maps made at their size.
+	out := &CycleState{storage: make(map[StateKey]StateData, len(c.storage)),
+		SkipFilterPlugins: maps.Clone(c.SkipFilterPlugins), SkipScorePlugins: maps.Clone(c.SkipScorePlugins)}
 	for k, v := range c.storage {
 		out.storage[k] = v.Clone()
 	}
-	for k, v := range c.SkipFilterPlugins {
-		out.SkipFilterPlugins[k] = v
-	}
 	out.filters, out.filtersFor, out.filtersSkipped = c.filters, c.filtersFor, c.filtersSkipped
-	for k, v := range c.SkipScorePlugins {
-		out.SkipScorePlugins[k] = v
-	}
 	return out
 }
 
