@@ -182,11 +182,19 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		hollowProfiles = fmt.Sprintf("127.0.0.1:%d", benchutil.FreePort())
 		hollow.Args = append(hollow.Args, "--profiling-address", hollowProfiles)
 	}
-	logFile, err := os.CreateTemp("", "density-hollow-*.log")
+	// The hollow nodes keep their pods' volumes under TMPDIR and remove them when they
+	// stop; 1,000 nodes may not stop within the grace below, so the run gives them a
+	// directory of its own and removes it itself (after the stop: defers run last first).
+	hollowDir, err := os.MkdirTemp("", "density-hollow-")
 	if err != nil {
 		return r, err
 	}
-	defer os.Remove(logFile.Name())
+	defer os.RemoveAll(hollowDir)
+	hollow.Env = append(os.Environ(), "TMPDIR="+hollowDir)
+	logFile, err := os.Create(filepath.Join(hollowDir, "hollow-nodes.log"))
+	if err != nil {
+		return r, err
+	}
 	defer logFile.Close()
 	hollow.Stdout, hollow.Stderr = logFile, logFile
 	benchutil.DieWithParent(hollow)
