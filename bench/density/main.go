@@ -22,12 +22,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +63,9 @@ type options struct {
 	cmQPS, cmBurst          int
 	clusterCIDR             string
 	timeout                 time.Duration
+	progressEvery           time.Duration
+	profileDir              string
+	profileAfter            time.Duration
 }
 
 func main() {
@@ -71,7 +80,10 @@ func main() {
 	flag.IntVar(&o.cmQPS, "controller-manager-qps", 500, "the controller-manager's --kube-api-qps, both sides")
 	flag.IntVar(&o.cmBurst, "controller-manager-burst", 1000, "the controller-manager's --kube-api-burst, both sides")
 	flag.StringVar(&o.clusterCIDR, "cluster-cidr", "10.240.0.0/14", "pod CIDRs of the nodes (/24 each) come from here")
-	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long; a run given up still reports how far it got")
+	flag.DurationVar(&o.progressEvery, "progress", 30*time.Second, "print the pods' progress and each process's CPU this often from the first create (0: never)")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion")
+	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	flag.Parse()
@@ -126,6 +138,11 @@ type result struct {
 	running, gone         bool
 	rebound, over         []string
 	load                  string
+	// unfinished says where a run that did not finish stopped; the figures are then
+	// those of the pods that got that far, up to the moment it stopped.
+	unfinished string
+	counts     density.Counts
+	stopped    time.Duration // from the first create
 }
 
 func runOnce(start func() (controlPlane, error), o options) (r result, err error) {
@@ -144,7 +161,11 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	}
 	cfg := cp.AdminConfig()
 	client := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	// An interrupt (Ctrl-C, SIGTERM) ends the run as its timeout does: it reports how
+	// far it got and stops everything it started.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
 	kubeconfig, err := adminKubeconfig(cp)
@@ -153,11 +174,27 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	}
 	hollow := exec.Command(o.bin, "hollow-nodes", "--kubeconfig", kubeconfig, "--count", strconv.Itoa(o.nodes),
 		"--max-pods", strconv.Itoa(o.maxPods), "--preloaded-images", density.Image)
-	logFile, err := os.CreateTemp("", "density-hollow-*.log")
+	hollowProfiles := ""
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return r, err
+		}
+		hollowProfiles = fmt.Sprintf("127.0.0.1:%d", benchutil.FreePort())
+		hollow.Args = append(hollow.Args, "--profiling-address", hollowProfiles)
+	}
+	// The hollow nodes keep their pods' volumes under TMPDIR and remove them when they
+	// stop; 1,000 nodes may not stop within the grace below, so the run gives them a
+	// directory of its own and removes it itself (after the stop: defers run last first).
+	hollowDir, err := os.MkdirTemp("", "density-hollow-")
 	if err != nil {
 		return r, err
 	}
-	defer os.Remove(logFile.Name())
+	defer os.RemoveAll(hollowDir)
+	hollow.Env = append(os.Environ(), "TMPDIR="+hollowDir)
+	logFile, err := os.Create(filepath.Join(hollowDir, "hollow-nodes.log"))
+	if err != nil {
+		return r, err
+	}
 	defer logFile.Close()
 	hollow.Stdout, hollow.Stderr = logFile, logFile
 	benchutil.DieWithParent(hollow)
@@ -166,9 +203,14 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		return r, err
 	}
 	defer proc.Stop(hollow, 60*time.Second)
-	ready := 0
+	ready, lastPrint := 0, time.Now()
 	if err := density.Wait(ctx, 15*time.Minute, func() bool {
 		ready, _ = density.ReadyNodes(ctx, client)
+		if o.progressEvery > 0 && time.Since(lastPrint) >= o.progressEvery {
+			lastPrint = time.Now()
+			fmt.Printf("[%5.0fs after the hollow nodes' start] %d of %d nodes Ready and untainted; load %s; hollow-nodes %.0f CPU s, RSS %.0f MiB\n",
+				time.Since(t0).Seconds(), ready, o.nodes, loadAverage(), benchutil.CPU([]int{hollow.Process.Pid}), benchutil.RSS([]int{hollow.Process.Pid}))
+		}
 		return ready == o.nodes
 	}, func() string { return fmt.Sprintf("%d of %d nodes Ready and untainted", ready, o.nodes) }); err != nil {
 		return r, err
@@ -202,6 +244,24 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	r.load = loadAverage()
 
 	t1 := time.Now()
+	// A run that stops early (the timeout, an error) reports what it reached.
+	defer func() {
+		if err != nil {
+			r.unfinish(err, tracker, t1, cp, before, cpu0, allCPU0, cm0)
+		}
+	}()
+	procs := map[string][]int{"apiserver+etcd": cp.ServerPIDs(), "controller-manager": {cp.ControllerManagerPID()},
+		"scheduler": others(cp.PIDs(), cp.ServerPIDs(), cp.ControllerManagerPID()), "hollow-nodes": {hollow.Process.Pid},
+		"bench": {os.Getpid()}}
+	stopProgress := reportProgress(o.progressEvery, t1, tracker, r.pods, procs)
+	defer stopProgress()
+	var profiles profiler
+	defer profiles.wait()
+	if o.profileDir != "" {
+		profiles.ctx, profiles.dir, profiles.client, profiles.hollow = ctx, o.profileDir, client, hollowProfiles
+		stop := profiles.after(o.profileAfter, "creating")
+		defer stop()
+	}
 	if err := density.Deployments(ctx, client, ns, r.pods, o.deploymentSize, o.rate); err != nil {
 		return r, err
 	}
@@ -222,6 +282,10 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	t2 := time.Now()
 	if err := density.DeleteDeployments(ctx, client, ns); err != nil {
 		return r, err
+	}
+	if o.profileDir != "" {
+		stop := profiles.after(10*time.Second, "deleting")
+		defer stop()
 	}
 	if err := density.Wait(ctx, o.timeout, func() bool { return tracker.Counts().Live == 0 }, progress); err != nil {
 		return r, fmt.Errorf("pods deleted: %w", err)
@@ -290,10 +354,16 @@ func (r result) print() {
 	p := benchutil.Percentile
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 	fmt.Printf("nodes Ready and untainted %v after start\n", r.nodesReady.Round(time.Second))
-	if r.allRunning == 0 {
+	if r.unfinished != "" {
+		fmt.Printf("NOT FINISHED: %s\n", r.unfinished)
+		fmt.Printf("stopped %v after the first create: %d of %d pods seen created (%.1f/s), %d seen Running (%.1f/s), %d deleted; the figures below are those of the pods that got there\n",
+			r.stopped.Round(time.Second), r.counts.Seen, r.pods, float64(r.counts.Seen)/r.stopped.Seconds(),
+			r.counts.Running, float64(r.counts.Running)/r.stopped.Seconds(), r.counts.Deleted)
+	} else if r.allRunning == 0 {
 		return
+	} else {
+		fmt.Printf("Deployments created over %v; every pod Running %v after the first create\n", r.created.Round(time.Millisecond), r.allRunning.Round(time.Millisecond))
 	}
-	fmt.Printf("Deployments created over %v; every pod Running %v after the first create\n", r.created.Round(time.Millisecond), r.allRunning.Round(time.Millisecond))
 	fmt.Printf("pod startup, creationTimestamp to Running seen by the watch: p50 %s p90 %s p99 %s (SLO p99 <= 5 s)\n",
 		ms(p(r.startup, 0.5)), ms(p(r.startup, 0.9)), ms(p(r.startup, 0.99)))
 	fmt.Printf("pod startup, watch sees the pod to watch sees it Running: p50 %s p90 %s p99 %s; of which to bound p50 %s p99 %s\n",
@@ -302,11 +372,15 @@ func (r result) print() {
 	if r.deleted > 0 {
 		fmt.Printf("every pod deleted %v after the Deployments were\n", r.deleted.Round(time.Millisecond))
 	}
-	fmt.Printf("apiserver+etcd: %.1f CPU s from first create to last deletion (whole control plane %.1f, controller-manager %.1f); RSS %.0f MiB holding the pods, peak %.0f MiB\n",
+	fmt.Printf("apiserver+etcd: %.1f CPU s from first create to last deletion (or the stop) (whole control plane %.1f, controller-manager %.1f); RSS %.0f MiB holding the pods, peak %.0f MiB\n",
 		r.serverCPU, r.allCPU, r.cmCPU, r.rssHolding, r.rssPeak)
 	fmt.Printf("etcd database: %.1f MiB holding the pods, %.1f MiB at the end\n", float64(r.dbHolding)/(1<<20), float64(r.dbEnd)/(1<<20))
-	fmt.Printf("correctness: every pod Running %v, every pod deleted %v, bound twice %d %v, nodes over capacity %d %v\n",
-		r.running, r.gone, len(r.rebound), r.rebound, len(r.over), r.over)
+	if r.unfinished != "" {
+		fmt.Printf("correctness: not judged, the run did not finish; bound twice so far %d %v\n", len(r.rebound), r.rebound)
+	} else {
+		fmt.Printf("correctness: every pod Running %v, every pod deleted %v, bound twice %d %v, nodes over capacity %d %v\n",
+			r.running, r.gone, len(r.rebound), r.rebound, len(r.over), r.over)
+	}
 	fmt.Printf("API call latency p99 (SLO: mutating and single reads 1 s, namespace lists 5 s, cluster lists 30 s), worst first:\n")
 	for i, l := range r.slos {
 		if i == 12 {
@@ -319,7 +393,7 @@ func (r result) print() {
 		}
 		fmt.Printf("  %-48s p99 %7.3f s of %2.0f s  %6.0f calls  %s\n", l.Call, l.P99, l.Call.Threshold(), l.Count, verdict)
 	}
-	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion), most first:\n")
+	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion or the stop), most first:\n")
 	for i, c := range r.requests {
 		if i == 40 {
 			fmt.Printf("  ... %d more calls\n", len(r.requests)-i)
@@ -446,4 +520,167 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// unfinish fills what a run that stopped early (err) reached: the pods' counts and the
+// latencies of those that got that far, the CPU spent, and the API calls' latencies,
+// from a scrape made now (with a context of its own: the run's may be what ended).
+func (r *result) unfinish(err error, tracker *density.Tracker, t1 time.Time, cp controlPlane, before apimetrics.Metrics, cpu0, allCPU0, cm0 float64) {
+	r.unfinished = err.Error()
+	r.stopped = time.Since(t1)
+	r.counts = tracker.Counts()
+	pods := tracker.Pods()
+	r.rebound = density.Rebound(pods)
+	r.latencies(pods)
+	r.serverCPU = benchutil.CPU(cp.ServerPIDs()) - cpu0
+	r.allCPU = benchutil.CPU(cp.PIDs()) - allCPU0
+	r.cmCPU = benchutil.CPU([]int{cp.ControllerManagerPID()}) - cm0
+	r.rssHolding = benchutil.RSS(cp.ServerPIDs())
+	r.dbHolding = fileSize(cp.EtcdDB())
+	r.dbEnd = r.dbHolding
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if after, err := apimetrics.Scrape(ctx, kubernetes.NewForConfigOrDie(cp.AdminConfig())); err == nil {
+		r.slos = after.Latency.Since(before.Latency).SLOs()
+		r.requests = after.Requests.Since(before.Requests)
+	} else {
+		fmt.Fprintf(os.Stderr, "scraping the metrics after the stop: %v\n", err)
+	}
+}
+
+// others are pids without those of exclude and without pid.
+func others(pids, exclude []int, pid int) []int {
+	var out []int
+	for _, p := range pids {
+		if p != pid && !slices.Contains(exclude, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reportProgress prints, every interval from t0 until the returned function is called,
+// where the pods are and how much CPU each group of processes took in the interval
+// (as pidstat would), with the load average.
+func reportProgress(interval time.Duration, t0 time.Time, tracker *density.Tracker, total int, procs map[string][]int) func() {
+	if interval <= 0 {
+		return func() {}
+	}
+	names := make([]string, 0, len(procs))
+	for name := range procs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last, lastAt := map[string]float64{}, time.Now()
+		for _, name := range names {
+			last[name] = benchutil.CPU(procs[name])
+		}
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			c := tracker.Counts()
+			now := time.Now()
+			var cpu []string
+			for _, name := range names {
+				v := benchutil.CPU(procs[name])
+				cpu = append(cpu, fmt.Sprintf("%s %.2f", name, (v-last[name])/now.Sub(lastAt).Seconds()))
+				last[name] = v
+			}
+			lastAt = now
+			fmt.Printf("[%5.0fs] pods of %d: seen %d, Running %d, deleted %d, live %d; load %s; CPU cores used: %s; RSS MiB: apiserver+etcd %.0f, hollow-nodes %.0f\n",
+				now.Sub(t0).Seconds(), total, c.Seen, c.Running, c.Deleted, c.Live, loadAverage(), strings.Join(cpu, ", "),
+				benchutil.RSS(procs["apiserver+etcd"]), benchutil.RSS(procs["hollow-nodes"]))
+		}
+	}()
+	return func() {
+		select {
+		case <-done:
+		default:
+			close(done)
+		}
+		wg.Wait()
+	}
+}
+
+// profiler takes 30-second CPU profiles of the apiserver (its /debug/pprof, as the
+// admin) and of the hollow nodes (their --profiling-address) at the same time.
+type profiler struct {
+	ctx    context.Context
+	dir    string
+	client kubernetes.Interface
+	hollow string // host:port, empty for none
+	wg     sync.WaitGroup
+	busy   sync.Mutex // one set of profiles at a time: a process profiles once at a time
+}
+
+// after starts the profiles named label after d; the returned function cancels them if
+// they have not started.
+func (p *profiler) after(d time.Duration, label string) func() {
+	p.wg.Add(1)
+	t := time.AfterFunc(d, func() {
+		defer p.wg.Done()
+		p.busy.Lock()
+		defer p.busy.Unlock()
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			data, err := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").DoRaw(p.ctx)
+			p.write("apiserver-"+label+".pprof", data, err)
+		}()
+		go func() {
+			defer wg.Done()
+			if p.hollow == "" {
+				return
+			}
+			data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/profile?seconds=30")
+			p.write("hollow-nodes-"+label+".pprof", data, err)
+		}()
+		wg.Wait()
+	})
+	return func() {
+		if t.Stop() {
+			p.wg.Done()
+		}
+	}
+}
+
+func (p *profiler) write(name string, data []byte, err error) {
+	if err == nil {
+		err = os.WriteFile(filepath.Join(p.dir, name), data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+		return
+	}
+	fmt.Printf("(CPU profile written: %s)\n", filepath.Join(p.dir, name))
+}
+
+// wait waits for the profiles under way.
+func (p *profiler) wait() { p.wg.Wait() }
+
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }

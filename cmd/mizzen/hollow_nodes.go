@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +19,7 @@ func init() { register(newHollowNodesCommand) }
 func newHollowNodesCommand() *cobra.Command {
 	var (
 		kubeconfig, prefix string
+		profilingAddress   string
 		count              int
 		maxPods            int64
 		images             []string
@@ -27,6 +30,9 @@ func newHollowNodesCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if profilingAddress != "" {
+				serveProfiles(profilingAddress)
+			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return err
@@ -46,6 +52,17 @@ func newHollowNodesCommand() *cobra.Command {
 	f.StringVar(&prefix, "name-prefix", "hollow-node-", "node i is named <prefix><i>")
 	f.Int64Var(&maxPods, "max-pods", 110, "pods capacity of each node")
 	f.StringSliceVar(&images, "preloaded-images", nil, "images present on every node without a pull")
+	f.StringVar(&profilingAddress, "profiling-address", "", "serve /debug/pprof/ over plain HTTP on this address (e.g. 127.0.0.1:6061), for scale runs; off when empty")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
+}
+
+// serveProfiles serves Go's profiles of this process on addr, unauthenticated: the
+// hollow nodes are a test harness, and addr should be a loopback address.
+func serveProfiles(addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go func() { _ = http.ListenAndServe(addr, mux) }()
 }

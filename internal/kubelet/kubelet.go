@@ -309,6 +309,13 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
+	// Everything of this kubelet derives from a context of its own. Each pod worker's
+	// sync takes a child context and drops it, and a child is registered under its
+	// parent's lock: many kubelets in one process (hollow nodes) deriving straight from
+	// the caller's context would all take that one lock, once per pod sync (1,000
+	// nodes of 30 pods: 24,000 goroutines waiting on it).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	kl := &Kubelet{
 		opts:         opts,
 		log:          opts.Logger,
