@@ -208,8 +208,9 @@ func New(cfg Config) (*Server, error) {
 		r := r
 		cacheConfigs = append(cacheConfigs, storage.ResourceConfig{
 			Segment: segmentFor(gr), Kind: r.GroupVersionKind(), New: r.New,
-			Fields:   func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
-			Protobuf: s.encodeProtobuf,
+			Fields:       func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
+			Protobuf:     s.encodeProtobuf,
+			IndexedField: indexedField(gr),
 		})
 	}
 	groupVersions := map[string][]string{}

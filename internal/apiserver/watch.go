@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -24,6 +25,16 @@ import (
 // minWatchTimeout: a watch without timeoutSeconds ends after 30 to 60 minutes, as
 // upstream spreads them, so clients re-establish and load spreads across apiservers.
 const minWatchTimeout = 30 * time.Minute
+
+// indexedField is the field the watch cache indexes the watchers of gr by: pods by
+// spec.nodeName, which every kubelet's watch selects one value of (as upstream's watch
+// cache indexes them), so a pod's change wakes its node's kubelet, not all of them.
+func indexedField(gr schema.GroupResource) string {
+	if gr == podsGVR.GroupResource() {
+		return "spec.nodeName"
+	}
+	return ""
+}
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	format, err := negotiate(r, true)
@@ -37,6 +48,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return
 	}
 	wopts := storage.WatchOptions{KeyPrefix: h.listPrefix(info.Namespace), Match: opts.matcher(h), Bookmarks: opts.bookmarks}
+	if f := indexedField(h.GroupVersionResource().GroupResource()); f != "" && !h.converted() && opts.fields != nil {
+		wopts.IndexValue, wopts.Indexed = opts.fields.RequiresExactMatch(f)
+	}
 	if info.Name != "" {
 		wopts.KeyPrefix = h.key(info.Namespace, info.Name)
 	}

@@ -40,6 +40,11 @@ type ResourceConfig struct {
 	// and decodes its object again when asked. Lists and gets in protobuf, and every
 	// watch in protobuf, send it as it is.
 	Protobuf func(runtime.Object) ([]byte, error)
+	// IndexedField is a field (of Fields) that many watches each select one value of,
+	// as every kubelet watches the pods whose spec.nodeName is its node: a watcher
+	// asking for one value (WatchOptions.Indexed) is handed only the events of objects
+	// that have that value, or had it before the change, instead of every event.
+	IndexedField string
 }
 
 // Entry is one cached object version. Entries are immutable: readers share them and
@@ -176,6 +181,71 @@ type resourceCache struct {
 	// startRV: every event after it is in history.
 	startRV  int64
 	watchers map[*Watcher]struct{}
+	// unindexed are the watchers that see every event; byIndex the others, by the
+	// value of cfg.IndexedField they select. Both are subsets of watchers.
+	unindexed map[*Watcher]struct{}
+	byIndex   map[string]map[*Watcher]struct{}
+}
+
+// newResourceCache is an empty cache of one resource.
+func newResourceCache(cfg *ResourceConfig) *resourceCache {
+	return &resourceCache{
+		cfg:       cfg,
+		items:     btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
+		history:   make([]*Event, historySize),
+		watchers:  map[*Watcher]struct{}{},
+		unindexed: map[*Watcher]struct{}{},
+		byIndex:   map[string]map[*Watcher]struct{}{},
+	}
+}
+
+// add registers a watcher for the events to come.
+func (rc *resourceCache) add(w *Watcher) {
+	rc.watchers[w] = struct{}{}
+	if !w.opts.Indexed || rc.cfg.IndexedField == "" {
+		rc.unindexed[w] = struct{}{}
+		return
+	}
+	set := rc.byIndex[w.opts.IndexValue]
+	if set == nil {
+		set = map[*Watcher]struct{}{}
+		rc.byIndex[w.opts.IndexValue] = set
+	}
+	set[w] = struct{}{}
+}
+
+// remove forgets a watcher.
+func (rc *resourceCache) remove(w *Watcher) {
+	delete(rc.watchers, w)
+	delete(rc.unindexed, w)
+	if set := rc.byIndex[w.opts.IndexValue]; set != nil {
+		delete(set, w)
+		if len(set) == 0 {
+			delete(rc.byIndex, w.opts.IndexValue)
+		}
+	}
+}
+
+// dispatch hands a change to the watchers that may see it: those that see every
+// event, and those selecting the indexed field's value before or after the change.
+func (rc *resourceCache) dispatch(ev *Event) {
+	for w := range rc.unindexed {
+		w.offer(ev)
+	}
+	if len(rc.byIndex) == 0 {
+		return
+	}
+	value := ev.Entry.Fields.Get(rc.cfg.IndexedField)
+	for w := range rc.byIndex[value] {
+		w.offer(ev)
+	}
+	if ev.Prev != nil {
+		if before := ev.Prev.Fields.Get(rc.cfg.IndexedField); before != value {
+			for w := range rc.byIndex[before] {
+				w.offer(ev)
+			}
+		}
+	}
 }
 
 // Cache serves every registered resource from memory, kept current by one etcd watch.
@@ -196,12 +266,7 @@ func NewCache(client *clientv3.Client, resources []ResourceConfig, log *slog.Log
 	c := &Cache{client: client, resources: map[string]*resourceCache{}, ready: make(chan struct{}), log: log}
 	c.rvChanged = sync.NewCond(c.mu.RLocker())
 	for _, rc := range resources {
-		c.resources[rc.Segment] = &resourceCache{
-			cfg:      &rc,
-			items:    btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
-			history:  make([]*Event, historySize),
-			watchers: map[*Watcher]struct{}{},
-		}
+		c.resources[rc.Segment] = newResourceCache(&rc)
 	}
 	return c
 }
@@ -225,11 +290,16 @@ func segmentOf(key string) string {
 }
 
 func (c *Cache) newEntry(rc *resourceCache, key string, value []byte, rev int64) (*Entry, error) {
-	obj := rc.cfg.New()
+	return decodeEntry(rc.cfg, key, value, rev)
+}
+
+// decodeEntry is the entry of cfg's cache for the stored value of key at rev.
+func decodeEntry(cfg *ResourceConfig, key string, value []byte, rev int64) (*Entry, error) {
+	obj := cfg.New()
 	if err := Decode(value, obj); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", key, err)
 	}
-	return NewEntry(rc.cfg, key, obj, rev)
+	return NewEntry(cfg, key, obj, rev)
 }
 
 // NewEntry is the entry a cache of cfg makes for obj as the version of key at rev. It
@@ -480,9 +550,11 @@ func (c *Cache) advance(rev int64) {
 	c.mu.Unlock()
 }
 
-// builtEntry is a put's entry, decoded and encoded for the resource cache rc.
+// builtEntry is a put's entry, decoded and encoded for the resource cache rc with
+// its settings cfg.
 type builtEntry struct {
 	rc    *resourceCache
+	cfg   *ResourceConfig
 	entry *Entry
 	err   error
 }
@@ -495,13 +567,15 @@ func (c *Cache) apply(events []*clientv3.Event) {
 	c.mu.RLock()
 	for i, ev := range events {
 		if ev.Type == clientv3.EventTypePut {
-			built[i].rc = c.resources[segmentOf(string(ev.Kv.Key))]
+			if rc := c.resources[segmentOf(string(ev.Kv.Key))]; rc != nil {
+				built[i] = builtEntry{rc: rc, cfg: rc.cfg}
+			}
 		}
 	}
 	c.mu.RUnlock()
 	for i, ev := range events {
 		if b := &built[i]; b.rc != nil {
-			b.entry, b.err = c.newEntry(b.rc, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
+			b.entry, b.err = decodeEntry(b.cfg, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
 		}
 	}
 	c.mu.Lock()
@@ -511,8 +585,8 @@ func (c *Cache) apply(events []*clientv3.Event) {
 		rev := ev.Kv.ModRevision
 		if rc := c.resources[segmentOf(key)]; rc != nil {
 			b := built[i]
-			if b.rc != rc { // the resource's cache was replaced meanwhile (a CRD changed)
-				b = builtEntry{rc: rc}
+			if b.rc != rc || b.cfg != rc.cfg { // replaced meanwhile (a CRD changed)
+				b = builtEntry{rc: rc, cfg: rc.cfg}
 				if ev.Type == clientv3.EventTypePut {
 					b.entry, b.err = c.newEntry(rc, key, ev.Kv.Value, rev)
 				}
@@ -561,9 +635,7 @@ func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev 
 	}
 	rc.history[rc.histNext] = event
 	rc.histNext = (rc.histNext + 1) % len(rc.history)
-	for w := range rc.watchers {
-		w.offer(event)
-	}
+	rc.dispatch(event)
 }
 
 // WaitFresh blocks until the cache has applied revision rev, asking etcd for progress
@@ -677,6 +749,10 @@ type WatchOptions struct {
 	InitialEventsEnd bool
 	// Bookmarks: send periodic bookmarks.
 	Bookmarks bool
+	// Indexed: Match selects only objects whose ResourceConfig.IndexedField is
+	// IndexValue (it may select fewer), so the watcher need not be handed the others.
+	Indexed    bool
+	IndexValue string
 }
 
 // Watch starts a watch. It fails with ErrExpired when FromRV is older than the kept
@@ -723,7 +799,7 @@ func (c *Cache) Watch(segment string, opts WatchOptions) (*Watcher, error) {
 			}
 		}
 	}
-	rc.watchers[w] = struct{}{}
+	rc.add(w)
 	w.signal()
 	return w, nil
 }
@@ -777,13 +853,8 @@ func (c *Cache) AddResource(ctx context.Context, cfg ResourceConfig) error {
 		rc.cfg = &cfg
 		return nil
 	}
-	rc := &resourceCache{
-		cfg:      &cfg,
-		items:    btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
-		history:  make([]*Event, historySize),
-		watchers: map[*Watcher]struct{}{},
-		startRV:  c.rv,
-	}
+	rc := newResourceCache(&cfg)
+	rc.startRV = c.rv
 	if c.rv > 0 {
 		prefix := Prefix + cfg.Segment + "/"
 		start, end := prefix, clientv3.GetPrefixRangeEnd(prefix)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,4 +216,82 @@ func withRV(p *corev1.Pod, rv int64) *corev1.Pod {
 	out.ResourceVersion = strconv.FormatInt(rv, 10)
 	out.APIVersion, out.Kind = "v1", "Pod"
 	return out
+}
+
+// TestIndexedWatchersSeeWhatTheirSelectorSees: watchers indexed by a pod's node (as
+// every kubelet's watch is) see the same events as an unindexed watcher with the same
+// selector, when a pod is created unassigned, bound, and deleted, and another pod lands
+// on another node: the binding is ADDED for the node's watcher and DELETED for the
+// watcher of unassigned pods.
+func TestIndexedWatchersSeeWhatTheirSelectorSees(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(member.Close)
+	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
+		Segment: "pods", Kind: corev1.SchemeGroupVersion.WithKind("Pod"),
+		New: func() runtime.Object { return &corev1.Pod{} },
+		Fields: func(obj runtime.Object) fields.Set {
+			return fields.Set{"spec.nodeName": obj.(*corev1.Pod).Spec.NodeName}
+		},
+		IndexedField: "spec.nodeName",
+	}}, slog.Default())
+	go func() { _ = cache.Run(ctx) }()
+	<-cache.Ready()
+
+	on := func(node string) func(*storage.Entry) bool {
+		return func(e *storage.Entry) bool { return e.Fields.Get("spec.nodeName") == node }
+	}
+	watch := func(node string, indexed bool) *storage.Watcher {
+		w, err := cache.Watch("pods", storage.WatchOptions{KeyPrefix: storage.Prefix + "pods/", Match: on(node), Indexed: indexed, IndexValue: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cache.StopWatch(w) })
+		return w
+	}
+	watchers := map[string]*storage.Watcher{
+		"n1 indexed": watch("n1", true), "n1 unindexed": watch("n1", false),
+		"unassigned indexed": watch("", true), "unassigned unindexed": watch("", false),
+	}
+	put := func(name, node string) {
+		pod := `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"default"},"spec":{"nodeName":"` + node + `"}}`
+		if _, err := member.Client().Put(ctx, storage.Prefix+"pods/default/"+name, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "")
+	put("a", "n1")
+	put("b", "n2")
+	if _, err := member.Client().Delete(ctx, storage.Prefix+"pods/default/a"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"n1 indexed": {"ADDED a", "DELETED a"}, "n1 unindexed": {"ADDED a", "DELETED a"},
+		"unassigned indexed": {"ADDED a", "DELETED a"}, "unassigned unindexed": {"ADDED a", "DELETED a"},
+	}
+	for name, w := range watchers {
+		var got []string
+		for {
+			next, cancelNext := context.WithTimeout(ctx, time.Second)
+			evs, err := w.Next(next)
+			cancelNext()
+			if err != nil {
+				break
+			}
+			for _, ev := range evs {
+				obj, err := ev.Entry.Object()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(ev.Type)+" "+obj.(*corev1.Pod).Name)
+			}
+		}
+		if strings.Join(got, ", ") != strings.Join(want[name], ", ") {
+			t.Errorf("watcher %s saw %v, want %v", name, got, want[name])
+		}
+	}
 }

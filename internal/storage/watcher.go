@@ -102,7 +102,7 @@ func (w *Watcher) stop(err error) {
 		w.done, w.err = true, err
 	}
 	w.mu.Unlock()
-	delete(w.rc.watchers, w)
+	w.rc.remove(w)
 	w.signal()
 }
 
