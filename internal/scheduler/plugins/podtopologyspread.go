@@ -482,10 +482,9 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 		return framework.AsStatus(errMissingState(PodTopologySpreadName))
 	}
 	s := d.(*spreadFilterState)
-	nodeLabels := ni.Labels()
 	for i := range s.constraints {
 		c := &s.constraints[i]
-		value, ok := nodeLabels[c.topologyKey]
+		value, ok := ni.Label(c.topologyKey)
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}

@@ -219,6 +219,8 @@ func (e *Entry) pod(p *framework.PodInfo, ni *framework.NodeInfo, sign int64) {
 // Update replaces old with new (either may be nil: a node added or removed). Only the
 // pods that differ are counted again, unless the node's labels changed.
 func (x *Index) Update(old, new *framework.NodeInfo) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if old != nil && HardTainted(old.Taints()) {
 		x.tainted--
 	}
@@ -282,6 +284,8 @@ func (x *Index) Update(old, new *framework.NodeInfo) {
 
 // Finish ends a snapshot refresh: entries not read for idleRefreshes refreshes go.
 func (x *Index) Finish() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.refresh++
 	for k, e := range x.entries {
 		if x.refresh-e.lastUse > idleRefreshes {
