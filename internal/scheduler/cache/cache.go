@@ -290,6 +290,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		if !ok || ni.Node() == nil {
 			if had {
 				snap.affinity.Update(old, nil)
+				snap.spread.Update(old, nil)
 				delete(snap.nodeInfoMap, name)
 				membershipChanged = true
 			}
@@ -298,6 +299,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		clone := ni.Clone()
 		clone.ImageStates = c.imageSummaries(ni.Node())
 		snap.affinity.Update(old, clone)
+		snap.spread.Update(old, clone)
 		if !had {
 			membershipChanged = true
 		}
@@ -324,6 +326,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		snap.rebuildAffinityLists()
 	}
 	snap.affinity.Finish(snap.list)
+	snap.spread.Finish()
 	snap.generation = c.generation
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"mizzen/internal/scheduler/affinityindex"
 	"mizzen/internal/scheduler/framework"
+	"mizzen/internal/scheduler/spreadindex"
 )
 
 // Snapshot is an immutable-for-one-cycle view of the cluster that plugins read.
@@ -22,11 +23,13 @@ type Snapshot struct {
 	// affinity counts pods per topology domain for InterPodAffinity, kept up to date
 	// by UpdateSnapshot from the nodes it replaces.
 	affinity *affinityindex.Index
+	// spread counts pods per topology domain for PodTopologySpread, kept the same way.
+	spread *spreadindex.Index
 }
 
 // NewEmptySnapshot returns a snapshot to be filled by Cache.UpdateSnapshot.
 func NewEmptySnapshot() *Snapshot {
-	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, affinity: affinityindex.New()}
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, affinity: affinityindex.New(), spread: spreadindex.New()}
 }
 
 // NewSnapshot builds a snapshot directly from node infos (for tests and simulations).
@@ -38,6 +41,9 @@ func NewSnapshot(nodeInfos ...*framework.NodeInfo) *Snapshot {
 	}
 	s.rebuildLists()
 	s.affinity = affinityindex.Build(s.list)
+	for _, ni := range s.list {
+		s.spread.Update(nil, ni)
+	}
 	return s
 }
 
@@ -115,6 +121,10 @@ func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo 
 // AffinityIndex returns the counts InterPodAffinity reads, consistent with the nodes
 // listed; read only, and only until the next UpdateSnapshot.
 func (s *Snapshot) AffinityIndex() *affinityindex.Index { return s.affinity }
+
+// SpreadIndex returns the counts PodTopologySpread reads, consistent with the nodes
+// listed; its Lookup may add an entry, so call it from sequential phases only.
+func (s *Snapshot) SpreadIndex() *spreadindex.Index { return s.spread }
 
 // Get returns one node.
 func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {

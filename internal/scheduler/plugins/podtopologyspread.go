@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"mizzen/internal/scheduler/framework"
+	"mizzen/internal/scheduler/spreadindex"
 )
 
 // Reasons shown by PodTopologySpread, as upstream.
@@ -275,6 +278,10 @@ type spreadFilterState struct {
 	constraints []spreadConstraint
 	// counts[i] maps a domain value of constraint i to its matching pods.
 	counts []map[string]int64
+	// shared[i]: counts[i] is the snapshot's spread index's, copied before a change.
+	shared []bool
+	// mins[i] is minMatch(i), kept as counts change: Filter reads it for every node.
+	mins []int64
 	// selfMatch[i] is 1 when the incoming pod matches constraint i's selector.
 	selfMatch   []int64
 	required    nodeaffinity.RequiredNodeAffinity
@@ -283,7 +290,7 @@ type spreadFilterState struct {
 
 func (s *spreadFilterState) Clone() framework.StateData {
 	out := &spreadFilterState{constraints: s.constraints, selfMatch: s.selfMatch, required: s.required, tolerations: s.tolerations,
-		counts: make([]map[string]int64, len(s.counts))}
+		counts: make([]map[string]int64, len(s.counts)), shared: make([]bool, len(s.counts)), mins: slices.Clone(s.mins)}
 	for i, m := range s.counts {
 		c := make(map[string]int64, len(m))
 		for k, v := range m {
@@ -295,7 +302,7 @@ func (s *spreadFilterState) Clone() framework.StateData {
 }
 
 // minMatch is the smallest count over eligible domains, or 0 when there are fewer
-// domains than minDomains.
+// domains than minDomains. It walks every domain: Filter reads mins instead.
 func (s *spreadFilterState) minMatch(i int) int64 {
 	m := s.counts[i]
 	if int32(len(m)) < s.constraints[i].minDomains {
@@ -323,14 +330,53 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		return nil, framework.NewStatus(framework.Skip)
 	}
 	s := &spreadFilterState{constraints: cs, counts: make([]map[string]int64, len(cs)), selfMatch: make([]int64, len(cs)),
+		shared: make([]bool, len(cs)), mins: make([]int64, len(cs)),
 		required: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations}
 	for i := range cs {
-		s.counts[i] = map[string]int64{}
 		if cs[i].selector.Matches(labels.Set(pod.Labels)) {
 			s.selfMatch[i] = 1
 		}
 	}
 	nodes := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	count := func(i int, ni *framework.NodeInfo) int64 {
+		return countMatching(ni.Pods, cs[i].selector, pod.Namespace)
+	}
+	walk := make([]bool, len(cs))
+	for i := range walk {
+		walk[i] = true
+	}
+	if x := pl.spreadIndex(); x != nil {
+		// The snapshot's counts per domain are the walk's when every node with the
+		// keys counts; otherwise the walk below reads the counts per node.
+		keys := constraintKeys(cs)
+		entries := make([]*spreadindex.Entry, len(cs))
+		for i := range cs {
+			entries[i] = x.Lookup(pod.Namespace, cs[i].selector, cs[i].topologyKey, keys, nodes)
+			if everyNodeCounts(&cs[i], pod, x) {
+				s.counts[i], s.shared[i], walk[i] = entries[i].Domains(), true, false
+			}
+		}
+		count = func(i int, ni *framework.NodeInfo) int64 { return entries[i].OnNode(ni.Name()) }
+	}
+	if slices.Contains(walk, true) {
+		pl.walkFilterCounts(ctx, s, walk, nodes, count)
+	}
+	for i := range cs {
+		s.mins[i] = s.minMatch(i)
+	}
+	state.Write(spreadPreFilterKey, s)
+	return nil, nil
+}
+
+// walkFilterCounts counts, for the constraints i with walk[i], the matching pods per
+// domain over every node that counts, count giving a node's matching pods.
+func (pl *PodTopologySpread) walkFilterCounts(ctx context.Context, s *spreadFilterState, walk []bool, nodes []*framework.NodeInfo, count func(int, *framework.NodeInfo) int64) {
+	cs := s.constraints
+	for i := range cs {
+		if walk[i] {
+			s.counts[i] = map[string]int64{}
+		}
+	}
 	// One flat slice (node n's counts at n*len(cs)), -1 for a node or constraint that
 	// does not count: a slice per node was thousands of allocations per pod.
 	// The domain values are read in the parallel part too, so the sequential merge
@@ -347,11 +393,11 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 			return
 		}
 		for i := range cs {
-			if !nodeCounted(&cs[i], s.required, s.tolerations, ni.Node()) {
+			if !walk[i] || !nodeCounted(&cs[i], s.required, s.tolerations, ni.Node()) {
 				counts[i] = -1
 				continue
 			}
-			counts[i] = countMatching(ni.Pods, cs[i].selector, pod.Namespace)
+			counts[i] = count(i, ni)
 			domains[n*len(cs)+i] = ni.Labels()[cs[i].topologyKey]
 		}
 	})
@@ -360,8 +406,36 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 			s.counts[j%len(cs)][domains[j]] += count
 		}
 	}
-	state.Write(spreadPreFilterKey, s)
-	return nil, nil
+}
+
+// spreadIndex returns the snapshot's counts, nil when the snapshot keeps none.
+func (pl *PodTopologySpread) spreadIndex() *spreadindex.Index {
+	if x, ok := pl.handle.SnapshotSharedLister().NodeInfos().(interface {
+		SpreadIndex() *spreadindex.Index
+	}); ok {
+		return x.SpreadIndex()
+	}
+	return nil
+}
+
+// constraintKeys is the key set of constraints: a node lacking any key takes no part.
+func constraintKeys(cs []spreadConstraint) []string {
+	keys := make([]string, len(cs))
+	for i := range cs {
+		keys[i] = cs[i].topologyKey
+	}
+	return spreadindex.KeySet(keys)
+}
+
+// everyNodeCounts reports whether nodeCounted holds for every node: the pod's node
+// affinity is not honoured or has no required part, and taints are not honoured or no
+// node has a NoSchedule or NoExecute taint.
+func everyNodeCounts(c *spreadConstraint, pod *v1.Pod, x *spreadindex.Index) bool {
+	if c.honorNodeAffinity && (len(pod.Spec.NodeSelector) > 0 || pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil &&
+		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil) {
+		return false
+	}
+	return !c.honorNodeTaints || x.TaintedNodes() == 0
 }
 
 // PreFilterExtensions implements framework.PreFilterPlugin.
@@ -382,7 +456,11 @@ func (pl *PodTopologySpread) update(state *framework.CycleState, pod *v1.Pod, ch
 		if !nodeCounted(c, s.required, s.tolerations, node) || !c.selector.Matches(labels.Set(changed.Pod.Labels)) {
 			continue
 		}
+		if s.shared[i] {
+			s.counts[i], s.shared[i] = maps.Clone(s.counts[i]), false
+		}
 		s.counts[i][node.Labels[c.topologyKey]] += delta
+		s.mins[i] = s.minMatch(i)
 	}
 	return nil
 }
@@ -404,14 +482,13 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 		return framework.AsStatus(errMissingState(PodTopologySpreadName))
 	}
 	s := d.(*spreadFilterState)
-	nodeLabels := ni.Labels()
 	for i := range s.constraints {
 		c := &s.constraints[i]
-		value, ok := nodeLabels[c.topologyKey]
+		value, ok := ni.Label(c.topologyKey)
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}
-		skew := s.counts[i][value] + s.selfMatch[i] - s.minMatch(i)
+		skew := s.counts[i][value] + s.selfMatch[i] - s.mins[i]
 		if skew > int64(c.maxSkew) {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
 		}
@@ -461,29 +538,51 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	all := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	perNode := make([][]int64, len(all))
-	pl.handle.Parallelizer().Until(ctx, len(all), func(n int) {
-		node := all[n].Node()
-		if !hasAllKeys(node.Labels, cs) {
-			return
-		}
-		counts := make([]int64, len(cs))
+	count := func(i int, ni *framework.NodeInfo) int64 {
+		return countMatching(ni.Pods, cs[i].selector, pod.Namespace)
+	}
+	walk := make([]bool, len(cs))
+	for i := range walk {
+		walk[i] = true
+	}
+	if x := pl.spreadIndex(); x != nil {
+		// Score reads the counts of the feasible nodes' domains only, which the
+		// snapshot's counts hold (read only, for this cycle) when every node counts.
+		keys := constraintKeys(cs)
+		entries := make([]*spreadindex.Entry, len(cs))
 		for i := range cs {
-			if !domains[i][node.Labels[cs[i].topologyKey]] || !nodeCounted(&cs[i], required, pod.Spec.Tolerations, node) {
-				counts[i] = -1
+			entries[i] = x.Lookup(pod.Namespace, cs[i].selector, cs[i].topologyKey, keys, all)
+			if everyNodeCounts(&cs[i], pod, x) {
+				s.counts[i], walk[i] = entries[i].Domains(), false
+			}
+		}
+		count = func(i int, ni *framework.NodeInfo) int64 { return entries[i].OnNode(ni.Name()) }
+	}
+	if slices.Contains(walk, true) {
+		perNode := make([][]int64, len(all))
+		pl.handle.Parallelizer().Until(ctx, len(all), func(n int) {
+			node := all[n].Node()
+			if !hasAllKeys(node.Labels, cs) {
+				return
+			}
+			counts := make([]int64, len(cs))
+			for i := range cs {
+				if !walk[i] || !domains[i][node.Labels[cs[i].topologyKey]] || !nodeCounted(&cs[i], required, pod.Spec.Tolerations, node) {
+					counts[i] = -1
+					continue
+				}
+				counts[i] = count(i, all[n])
+			}
+			perNode[n] = counts
+		})
+		for n, counts := range perNode {
+			if counts == nil {
 				continue
 			}
-			counts[i] = countMatching(all[n].Pods, cs[i].selector, pod.Namespace)
-		}
-		perNode[n] = counts
-	})
-	for n, counts := range perNode {
-		if counts == nil {
-			continue
-		}
-		for i := range cs {
-			if counts[i] >= 0 {
-				s.counts[i][all[n].Node().Labels[cs[i].topologyKey]] += counts[i]
+			for i := range cs {
+				if counts[i] >= 0 {
+					s.counts[i][all[n].Node().Labels[cs[i].topologyKey]] += counts[i]
+				}
 			}
 		}
 	}
