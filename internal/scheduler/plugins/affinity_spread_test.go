@@ -336,4 +336,28 @@ func TestPodTopologySpreadSystemDefaults(t *testing.T) {
 	if unselected["a1"] != unselected["b1"] {
 		t.Errorf("pod without a service was spread: %v", unselected)
 	}
+
+	// A node without a zone label: upstream requires every key on a node only for a
+	// pod's own constraints, so under the system defaults it is still scored, by its
+	// hostname alone (and, empty, scores best), rather than ignored.
+	nodes = append(nodes, mkNode("c1", 4000, 4096))
+	h = newHandle(nodes, []*v1.Pod{mkPod("w0", 0, 0, "a1", "app", "w"), mkPod("w1", 0, 0, "a2", "app", "w")})
+	h.factory = informers.NewSharedInformerFactory(client, 0)
+	pl, err = NewPodTopologySpread(nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.factory.Start(ctx.Done())
+	h.factory.WaitForCacheSync(ctx.Done())
+	got = runScore(t, pl.(*PodTopologySpread), h, mkPod("w2", 0, 0, "", "app", "w"))
+	if got["c1"] != framework.MaxNodeScore || got["b1"] <= got["a1"] || got["b1"] >= got["c1"] {
+		t.Errorf("service pod scores with a zoneless node %v: want c1 best, then b1, then a1 and a2", got)
+	}
+	// A pod's own constraints still require every key: the zoneless node is not scored.
+	own := mkPod("own", 0, 0, "", "app", "w")
+	own.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone,
+		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "w"}}}}
+	if got := runScore(t, pl.(*PodTopologySpread), h, own); got["c1"] != 0 || got["b1"] != framework.MaxNodeScore {
+		t.Errorf("pod with its own zone constraint: scores %v, want b1 best and c1 ignored", got)
+	}
 }

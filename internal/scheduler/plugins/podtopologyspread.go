@@ -47,12 +47,14 @@ var systemDefaultConstraints = []v1.TopologySpreadConstraint{
 // constraints (DoNotSchedule) filter, soft ones (ScheduleAnyway) score. Pods without
 // constraints get the default ones, selecting the pods of their services and workloads.
 type PodTopologySpread struct {
-	handle      framework.Handle
-	defaults    []v1.TopologySpreadConstraint
-	services    corelisters.ServiceLister
-	rcs         corelisters.ReplicationControllerLister
-	replicaSets appslisters.ReplicaSetLister
-	statefulSet appslisters.StatefulSetLister
+	handle   framework.Handle
+	defaults []v1.TopologySpreadConstraint
+	// systemDefaulted: defaults are the system's (DefaultingType System).
+	systemDefaulted bool
+	services        corelisters.ServiceLister
+	rcs             corelisters.ReplicationControllerLister
+	replicaSets     appslisters.ReplicaSetLister
+	statefulSet     appslisters.StatefulSetLister
 }
 
 var (
@@ -75,7 +77,7 @@ func NewPodTopologySpread(raw json.RawMessage, h framework.Handle) (framework.Pl
 		if len(args.DefaultConstraints) > 0 {
 			return nil, fmt.Errorf("PodTopologySpreadArgs: defaultConstraints: Invalid value: when .defaultingType is \"System\", .defaultConstraints must be empty")
 		}
-		pl.defaults = systemDefaultConstraints
+		pl.defaults, pl.systemDefaulted = systemDefaultConstraints, true
 	case ListDefaulting:
 		for i, c := range args.DefaultConstraints {
 			if c.LabelSelector != nil {
@@ -521,6 +523,11 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	for i := range cs {
 		s.counts[i] = map[string]int64{}
 	}
+	// As upstream, a node must have every topology key only for the pod's own
+	// constraints: under the system defaults a node without a zone label is scored by
+	// its hostname (its zone counts as the domain "", which Score leaves out).
+	requireAll := len(pod.Spec.TopologySpreadConstraints) > 0 || !pl.systemDefaulted
+	lacking := false
 	// Domains are those of the feasible nodes; counts cover all nodes in them.
 	domains := make([]map[string]bool, len(cs))
 	for i := range cs {
@@ -529,8 +536,11 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	for _, ni := range filtered {
 		node := ni.Node()
 		if !hasAllKeys(node.Labels, cs) {
-			s.ignored[node.Name] = true
-			continue
+			lacking = true
+			if requireAll {
+				s.ignored[node.Name] = true
+				continue
+			}
 		}
 		for i := range cs {
 			domains[i][node.Labels[cs[i].topologyKey]] = true
@@ -545,7 +555,9 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	for i := range walk {
 		walk[i] = true
 	}
-	if x := pl.spreadIndex(); x != nil {
+	// The index leaves out nodes lacking a key, which count here when not all keys are
+	// required and a feasible node lacks one.
+	if x := pl.spreadIndex(); x != nil && (requireAll || !lacking) {
 		// Score reads the counts of the feasible nodes' domains only, which the
 		// snapshot's counts hold (read only, for this cycle) when every node counts.
 		keys := constraintKeys(cs)
@@ -562,7 +574,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		perNode := make([][]int64, len(all))
 		pl.handle.Parallelizer().Until(ctx, len(all), func(n int) {
 			node := all[n].Node()
-			if !hasAllKeys(node.Labels, cs) {
+			if requireAll && !hasAllKeys(node.Labels, cs) {
 				return
 			}
 			counts := make([]int64, len(cs))
@@ -612,8 +624,11 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 	var score float64
 	for i := range s.constraints {
 		c := &s.constraints[i]
-		cnt := s.counts[i][node.Labels[c.topologyKey]]
-		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
+		value, ok := node.Labels[c.topologyKey]
+		if !ok { // only under the system defaults (see PreScore)
+			continue
+		}
+		score += float64(s.counts[i][value])*s.weights[i] + float64(c.maxSkew-1)
 	}
 	return int64(math.Round(score)), nil
 }
