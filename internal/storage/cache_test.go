@@ -21,13 +21,9 @@ import (
 
 // newPodCache starts an etcd member (closed when the test ends) and a cache of pods
 // on it, not yet running.
-func newPodCache(ctx context.Context, t *testing.T) (*etcd.Member, *storage.Cache) {
+func newPodCache(t *testing.T) (*etcd.Member, *storage.Cache) {
 	t.Helper()
-	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(member.Close)
+	_, member := startMember(t)
 	return member, storage.NewCache(member.Client(), []storage.ResourceConfig{{
 		Segment: "pods",
 		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
@@ -42,7 +38,7 @@ func newPodCache(ctx context.Context, t *testing.T) (*etcd.Member, *storage.Cach
 func TestWatchAfterStopIsRefused(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, cache := newPodCache(ctx, t)
+	_, cache := newPodCache(t)
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { _ = cache.Run(runCtx); close(ran) }()
@@ -86,7 +82,7 @@ func TestWatchAfterStopIsRefused(t *testing.T) {
 func TestSelectorsMayReadTheCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	member, cache := newPodCache(ctx, t)
+	member, cache := newPodCache(t)
 	go func() { _ = cache.Run(ctx) }()
 	<-cache.Ready()
 
@@ -124,11 +120,7 @@ func TestSelectorsMayReadTheCache(t *testing.T) {
 func TestEntriesKeepOnlyTheirEncoding(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(member.Close)
+	_, member := startMember(t)
 	encodes := 0
 	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
 		Segment: "pods",
@@ -226,11 +218,7 @@ func withRV(p *corev1.Pod, rv int64) *corev1.Pod {
 func TestIndexedWatchersSeeWhatTheirSelectorSees(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	member, err := etcd.Start(ctx, etcd.MemberConfig{DataDir: t.TempDir()}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(member.Close)
+	_, member := startMember(t)
 	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
 		Segment: "pods", Kind: corev1.SchemeGroupVersion.WithKind("Pod"),
 		New: func() runtime.Object { return &corev1.Pod{} },

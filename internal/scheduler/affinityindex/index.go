@@ -170,35 +170,12 @@ func (x *Index) Update(old, new *framework.NodeInfo) {
 		}
 		return
 	}
-	// Pod infos are shared between a node's versions, so a pointer names a pod version.
-	if len(old.Pods)*len(new.Pods) <= 1024 {
-		for _, p := range old.Pods {
-			if !slices.Contains(new.Pods, p) {
-				x.pod(p, old.Labels(), -1)
-			}
-		}
-		for _, p := range new.Pods {
-			if !slices.Contains(old.Pods, p) {
-				x.pod(p, new.Labels(), 1)
-			}
-		}
-		return
+	added, removed := framework.ChangedPods(old.Pods, new.Pods)
+	for _, p := range removed {
+		x.pod(p, old.Labels(), -1)
 	}
-	in := make(map[*framework.PodInfo]bool, len(old.Pods))
-	for _, p := range old.Pods {
-		in[p] = true
-	}
-	for _, p := range new.Pods {
-		if in[p] {
-			delete(in, p)
-		} else {
-			x.pod(p, new.Labels(), 1)
-		}
-	}
-	for _, p := range old.Pods {
-		if in[p] {
-			x.pod(p, old.Labels(), -1)
-		}
+	for _, p := range added {
+		x.pod(p, new.Labels(), 1)
 	}
 }
 

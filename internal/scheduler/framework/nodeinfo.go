@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -200,4 +202,41 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		c.PVCRefCounts[k] = v
 	}
 	return c
+}
+
+// ChangedPods lists the pods of a node's new version that its old version lacks, and
+// the other way round. Pod infos are shared between a node's versions, so a pointer
+// names a pod version: a pod that changed is removed in its old version and added in
+// its new one.
+func ChangedPods(old, new []*PodInfo) (added, removed []*PodInfo) {
+	if len(old)*len(new) <= 1024 {
+		for _, p := range old {
+			if !slices.Contains(new, p) {
+				removed = append(removed, p)
+			}
+		}
+		for _, p := range new {
+			if !slices.Contains(old, p) {
+				added = append(added, p)
+			}
+		}
+		return added, removed
+	}
+	in := make(map[*PodInfo]bool, len(old))
+	for _, p := range old {
+		in[p] = true
+	}
+	for _, p := range new {
+		if in[p] {
+			delete(in, p)
+		} else {
+			added = append(added, p)
+		}
+	}
+	for _, p := range old {
+		if in[p] {
+			removed = append(removed, p)
+		}
+	}
+	return added, removed
 }

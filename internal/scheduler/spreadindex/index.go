@@ -241,37 +241,7 @@ func (x *Index) Update(old, new *framework.NodeInfo) {
 		}
 		return
 	}
-	// Pod infos are shared between a node's versions, so a pointer names a pod version.
-	var added, removed []*framework.PodInfo
-	if len(old.Pods)*len(new.Pods) <= 1024 {
-		for _, p := range old.Pods {
-			if !slices.Contains(new.Pods, p) {
-				removed = append(removed, p)
-			}
-		}
-		for _, p := range new.Pods {
-			if !slices.Contains(old.Pods, p) {
-				added = append(added, p)
-			}
-		}
-	} else {
-		in := make(map[*framework.PodInfo]bool, len(old.Pods))
-		for _, p := range old.Pods {
-			in[p] = true
-		}
-		for _, p := range new.Pods {
-			if in[p] {
-				delete(in, p)
-			} else {
-				added = append(added, p)
-			}
-		}
-		for _, p := range old.Pods {
-			if in[p] {
-				removed = append(removed, p)
-			}
-		}
-	}
+	added, removed := framework.ChangedPods(old.Pods, new.Pods)
 	for _, e := range x.entries {
 		for _, p := range removed {
 			e.pod(p, old, -1)
