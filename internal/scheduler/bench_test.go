@@ -27,29 +27,7 @@ func BenchmarkSchedule5000Nodes(b *testing.B) {
 		for p := 0; p < pods; p++ {
 			objs = append(objs, pod(fmt.Sprintf("pod-%05d", p), 100, 128, withPodLabels("app", fmt.Sprintf("app-%d", p%20))))
 		}
-		start := time.Now()
-		//lint:ignore SA1019 the field-managed tracker costs ~25ms per write, which would dominate.
-		env := startSchedulerWith(b, fake.NewSimpleClientset(objs...), nil)
-		b.Logf("started after %v", time.Since(start))
-		bound := 0
-		err := pollUntil(func() (bool, error) {
-			list, err := env.sched.podLister.List(labels.Everything())
-			if err != nil {
-				return false, nil
-			}
-			bound = 0
-			for _, p := range list {
-				if p.Spec.NodeName != "" {
-					bound++
-				}
-			}
-			return bound == pods, nil
-		})
-		elapsed := time.Since(start)
-		if err != nil {
-			b.Fatalf("%d of %d pods bound: %v", bound, pods, err)
-		}
-		b.ReportMetric(float64(pods)/elapsed.Seconds(), "pods/s")
+		scheduleAll(b, objs, pods, "")
 	}
 }
 
@@ -73,28 +51,34 @@ func BenchmarkScheduleTopologySpreading(b *testing.B) {
 					WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}}}}
 			}))
 		}
-		start := time.Now()
-		//lint:ignore SA1019 the field-managed tracker costs ~25ms per write, which would dominate.
-		env := startSchedulerWith(b, fake.NewSimpleClientset(objs...), nil)
-		b.Logf("started after %v", time.Since(start))
-		bound := 0
-		err := pollUntil(func() (bool, error) {
-			list, err := env.sched.podLister.List(labels.Everything())
-			if err != nil {
-				return false, nil
-			}
-			bound = 0
-			for _, p := range list {
-				if p.Spec.NodeName != "" && strings.HasPrefix(p.Name, "spread-") {
-					bound++
-				}
-			}
-			return bound == pods, nil
-		})
-		elapsed := time.Since(start)
-		if err != nil {
-			b.Fatalf("%d of %d pods bound: %v", bound, pods, err)
-		}
-		b.ReportMetric(float64(pods)/elapsed.Seconds(), "pods/s")
+		scheduleAll(b, objs, pods, "spread-")
 	}
+}
+
+// scheduleAll starts a scheduler on a fake clientset holding objs and reports the
+// pods/s at which the pods named with prefix, pods of them, were bound.
+func scheduleAll(b *testing.B, objs []runtime.Object, pods int, prefix string) {
+	start := time.Now()
+	//lint:ignore SA1019 the field-managed tracker costs ~25ms per write, which would dominate.
+	env := startSchedulerWith(b, fake.NewSimpleClientset(objs...), nil)
+	b.Logf("started after %v", time.Since(start))
+	bound := 0
+	err := pollUntil(func() (bool, error) {
+		list, err := env.sched.podLister.List(labels.Everything())
+		if err != nil {
+			return false, nil
+		}
+		bound = 0
+		for _, p := range list {
+			if p.Spec.NodeName != "" && strings.HasPrefix(p.Name, prefix) {
+				bound++
+			}
+		}
+		return bound == pods, nil
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatalf("%d of %d pods bound: %v", bound, pods, err)
+	}
+	b.ReportMetric(float64(pods)/elapsed.Seconds(), "pods/s")
 }
