@@ -340,25 +340,14 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		}
 	}
 	nodes := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	count := func(i int, ni *framework.NodeInfo) int64 {
-		return countMatching(ni.Pods, cs[i].selector, pod.Namespace)
-	}
+	kept, count := pl.indexedCounts(pod, cs, nodes, true)
 	walk := make([]bool, len(cs))
-	for i := range walk {
-		walk[i] = true
-	}
-	if x := pl.spreadIndex(); x != nil {
-		// The snapshot's counts per domain are the walk's when every node with the
-		// keys counts; otherwise the walk below reads the counts per node.
-		keys := constraintKeys(cs)
-		entries := make([]*spreadindex.Entry, len(cs))
-		for i := range cs {
-			entries[i] = x.Lookup(pod.Namespace, cs[i].selector, cs[i].topologyKey, keys, nodes)
-			if everyNodeCounts(&cs[i], pod, x) {
-				s.counts[i], s.shared[i], walk[i] = entries[i].Domains(), true, false
-			}
+	for i := range cs {
+		if kept[i] != nil {
+			s.counts[i], s.shared[i] = kept[i], true
+		} else {
+			walk[i] = true
 		}
-		count = func(i int, ni *framework.NodeInfo) int64 { return entries[i].OnNode(ni.Name()) }
 	}
 	if slices.Contains(walk, true) {
 		pl.walkFilterCounts(ctx, s, walk, nodes, count)
@@ -408,6 +397,30 @@ func (pl *PodTopologySpread) walkFilterCounts(ctx context.Context, s *spreadFilt
 			s.counts[j%len(cs)][domains[j]] += count
 		}
 	}
+}
+
+// indexedCounts reads the snapshot's spread index for the pod's constraints over
+// nodes, when useIndex and the snapshot keeps one. kept[i] are constraint i's counts per
+// domain when every node with the keys counts for it, nil where a walk over the nodes
+// must decide which count; count gives a node's matching pods for constraint i, from
+// the index or, without it, by matching the node's pods.
+func (pl *PodTopologySpread) indexedCounts(pod *v1.Pod, cs []spreadConstraint, nodes []*framework.NodeInfo, useIndex bool) (kept []map[string]int64, count func(int, *framework.NodeInfo) int64) {
+	kept = make([]map[string]int64, len(cs))
+	x := pl.spreadIndex()
+	if x == nil || !useIndex {
+		return kept, func(i int, ni *framework.NodeInfo) int64 {
+			return countMatching(ni.Pods, cs[i].selector, pod.Namespace)
+		}
+	}
+	keys := constraintKeys(cs)
+	entries := make([]*spreadindex.Entry, len(cs))
+	for i := range cs {
+		entries[i] = x.Lookup(pod.Namespace, cs[i].selector, cs[i].topologyKey, keys, nodes)
+		if everyNodeCounts(&cs[i], pod, x) {
+			kept[i] = entries[i].Domains()
+		}
+	}
+	return kept, func(i int, ni *framework.NodeInfo) int64 { return entries[i].OnNode(ni.Name()) }
 }
 
 // spreadIndex returns the snapshot's counts, nil when the snapshot keeps none.
@@ -548,27 +561,17 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	all := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	count := func(i int, ni *framework.NodeInfo) int64 {
-		return countMatching(ni.Pods, cs[i].selector, pod.Namespace)
-	}
-	walk := make([]bool, len(cs))
-	for i := range walk {
-		walk[i] = true
-	}
 	// The index leaves out nodes lacking a key, which count here when not all keys are
-	// required and a feasible node lacks one.
-	if x := pl.spreadIndex(); x != nil && (requireAll || !lacking) {
-		// Score reads the counts of the feasible nodes' domains only, which the
-		// snapshot's counts hold (read only, for this cycle) when every node counts.
-		keys := constraintKeys(cs)
-		entries := make([]*spreadindex.Entry, len(cs))
-		for i := range cs {
-			entries[i] = x.Lookup(pod.Namespace, cs[i].selector, cs[i].topologyKey, keys, all)
-			if everyNodeCounts(&cs[i], pod, x) {
-				s.counts[i], walk[i] = entries[i].Domains(), false
-			}
+	// required and a feasible node lacks one. Score reads the counts of the feasible
+	// nodes' domains only, which the kept counts hold (read only, for this cycle).
+	kept, count := pl.indexedCounts(pod, cs, all, requireAll || !lacking)
+	walk := make([]bool, len(cs))
+	for i := range cs {
+		if kept[i] != nil {
+			s.counts[i] = kept[i]
+		} else {
+			walk[i] = true
 		}
-		count = func(i int, ni *framework.NodeInfo) int64 { return entries[i].OnNode(ni.Name()) }
 	}
 	if slices.Contains(walk, true) {
 		perNode := make([][]int64, len(all))
