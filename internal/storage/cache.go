@@ -289,10 +289,6 @@ func segmentOf(key string) string {
 	return rest
 }
 
-func (c *Cache) newEntry(rc *resourceCache, key string, value []byte, rev int64) (*Entry, error) {
-	return decodeEntry(rc.cfg, key, value, rev)
-}
-
 // decodeEntry is the entry of cfg's cache for the stored value of key at rev.
 func decodeEntry(cfg *ResourceConfig, key string, value []byte, rev int64) (*Entry, error) {
 	obj := cfg.New()
@@ -395,7 +391,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 			if rc == nil {
 				continue
 			}
-			e, err := c.newEntry(rc, key, kv.Value, kv.ModRevision)
+			e, err := decodeEntry(rc.cfg, key, kv.Value, kv.ModRevision)
 			if err != nil {
 				c.log.Error("watch cache: skipping undecodable object", "key", key, "err", err)
 				continue
@@ -482,11 +478,11 @@ func (c *Cache) prefillHistory(ctx context.Context, rev int64) {
 		}
 		var prev *Entry
 		if ev.PrevKv != nil {
-			prev, _ = c.newEntry(rc, key, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+			prev, _ = decodeEntry(rc.cfg, key, ev.PrevKv.Value, ev.PrevKv.ModRevision)
 		}
 		var event *Event
 		if ev.Type == clientv3.EventTypePut {
-			e, err := c.newEntry(rc, key, ev.Kv.Value, ev.Kv.ModRevision)
+			e, err := decodeEntry(rc.cfg, key, ev.Kv.Value, ev.Kv.ModRevision)
 			if err != nil {
 				continue
 			}
@@ -550,10 +546,9 @@ func (c *Cache) advance(rev int64) {
 	c.mu.Unlock()
 }
 
-// builtEntry is a put's entry, decoded and encoded for the resource cache rc with
-// its settings cfg.
+// builtEntry is a put's entry, decoded and encoded with the settings cfg of its
+// resource's cache (nil: not built).
 type builtEntry struct {
-	rc    *resourceCache
 	cfg   *ResourceConfig
 	entry *Entry
 	err   error
@@ -568,13 +563,13 @@ func (c *Cache) apply(events []*clientv3.Event) {
 	for i, ev := range events {
 		if ev.Type == clientv3.EventTypePut {
 			if rc := c.resources[segmentOf(string(ev.Kv.Key))]; rc != nil {
-				built[i] = builtEntry{rc: rc, cfg: rc.cfg}
+				built[i].cfg = rc.cfg
 			}
 		}
 	}
 	c.mu.RUnlock()
 	for i, ev := range events {
-		if b := &built[i]; b.rc != nil {
+		if b := &built[i]; b.cfg != nil {
 			b.entry, b.err = decodeEntry(b.cfg, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
 		}
 	}
@@ -584,12 +579,11 @@ func (c *Cache) apply(events []*clientv3.Event) {
 		key := string(ev.Kv.Key)
 		rev := ev.Kv.ModRevision
 		if rc := c.resources[segmentOf(key)]; rc != nil {
+			// A cache replaced meanwhile (a CRD changed) has settings of its own.
 			b := built[i]
-			if b.rc != rc || b.cfg != rc.cfg { // replaced meanwhile (a CRD changed)
-				b = builtEntry{rc: rc, cfg: rc.cfg}
-				if ev.Type == clientv3.EventTypePut {
-					b.entry, b.err = c.newEntry(rc, key, ev.Kv.Value, rev)
-				}
+			if ev.Type == clientv3.EventTypePut && b.cfg != rc.cfg {
+				b = builtEntry{cfg: rc.cfg}
+				b.entry, b.err = decodeEntry(rc.cfg, key, ev.Kv.Value, rev)
 			}
 			c.applyOne(rc, ev, key, rev, b)
 		}
@@ -864,7 +858,7 @@ func (c *Cache) AddResource(ctx context.Context, cfg ResourceConfig) error {
 				return err
 			}
 			for _, kv := range resp.Kvs {
-				e, err := c.newEntry(rc, string(kv.Key), kv.Value, kv.ModRevision)
+				e, err := decodeEntry(rc.cfg, string(kv.Key), kv.Value, kv.ModRevision)
 				if err != nil {
 					c.log.Error("watch cache: skipping undecodable object", "key", string(kv.Key), "err", err)
 					continue
