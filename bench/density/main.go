@@ -477,12 +477,8 @@ func adminKubeconfig(cp controlPlane) (string, error) {
 // sampleRSS keeps the largest resident memory of pids seen, every second, until the
 // returned function is called.
 func sampleRSS(pids []int, peak *float64) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
 	var mu sync.Mutex
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return inBackground(func(done <-chan struct{}) {
 		for {
 			rss := benchutil.RSS(pids)
 			mu.Lock()
@@ -494,6 +490,18 @@ func sampleRSS(pids []int, peak *float64) func() {
 			case <-time.After(time.Second):
 			}
 		}
+	})
+}
+
+// inBackground runs loop in a goroutine until the returned function, which may be
+// called more than once, closes loop's done channel and waits for it to return.
+func inBackground(loop func(done <-chan struct{})) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		loop(done)
 	}()
 	return func() {
 		select {
@@ -571,11 +579,7 @@ func reportProgress(interval time.Duration, t0 time.Time, tracker *density.Track
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return inBackground(func(done <-chan struct{}) {
 		last, lastAt := map[string]float64{}, time.Now()
 		for _, name := range names {
 			last[name] = benchutil.CPU(procs[name])
@@ -601,15 +605,7 @@ func reportProgress(interval time.Duration, t0 time.Time, tracker *density.Track
 				now.Sub(t0).Seconds(), total, c.Seen, c.Running, c.Deleted, c.Live, loadAverage(), strings.Join(cpu, ", "),
 				benchutil.RSS(procs["apiserver+etcd"]), benchutil.RSS(procs["hollow-nodes"]))
 		}
-	}()
-	return func() {
-		select {
-		case <-done:
-		default:
-			close(done)
-		}
-		wg.Wait()
-	}
+	})
 }
 
 // profiler takes 30-second CPU profiles of the apiserver (its /debug/pprof, as the
