@@ -304,6 +304,7 @@ func killPods(cgroups *podcgroups.Cgroups, uids []string) (killed, removed int, 
 		if len(dirs) == 0 {
 			continue
 		}
+		thaw(dirs)
 		for attempt := 0; attempt < 50; attempt++ {
 			pids := pidsIn(dirs)
 			if len(pids) == 0 {
@@ -312,7 +313,6 @@ func killPods(cgroups *podcgroups.Cgroups, uids []string) (killed, removed int, 
 			if attempt == 0 {
 				killed += len(pids)
 			}
-			thaw(dirs)
 			signalAll(pids, syscall.SIGKILL)
 			time.Sleep(100 * time.Millisecond)
 		}
