@@ -65,7 +65,7 @@ type Queue struct {
 	mu            sync.Mutex
 	cond          *sync.Cond
 	activeQ       *podHeap
-	backoffQ      *podHeap
+	backoffQ      *backoff
 	unschedulable map[string]*framework.QueuedPodInfo
 	inFlight      map[string]*v1.Pod
 	// schedulingCycle counts Pops; moveRequestCycle is the cycle of the last move event,
@@ -110,9 +110,7 @@ func New(opts Options) *Queue {
 	q.activeQ = newPodHeap(func(a, b *framework.QueuedPodInfo) bool {
 		return a.Priority > b.Priority || (a.Priority == b.Priority && a.Timestamp.Before(b.Timestamp))
 	})
-	q.backoffQ = newPodHeap(func(a, b *framework.QueuedPodInfo) bool {
-		return q.backoffExpiry(a).Before(q.backoffExpiry(b))
-	})
+	q.backoffQ = newBackoff(q.backoffExpiry)
 	return q
 }
 
@@ -218,7 +216,7 @@ func (q *Queue) Update(oldPod, newPod *v1.Pod) {
 				q.addActiveOrGated(p)
 				return
 			}
-			q.backoffQ.AddOrUpdate(p)
+			q.addBackoff(p)
 			return
 		}
 		q.addActiveOrGated(p)
@@ -256,7 +254,7 @@ func (q *Queue) Pop(ctx context.Context) (*framework.QueuedPodInfo, error) {
 	defer stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.activeQ.Len() == 0 {
+	for !q.poppableLocked() {
 		if q.closed {
 			return nil, ErrClosed
 		}
@@ -266,6 +264,11 @@ func (q *Queue) Pop(ctx context.Context) (*framework.QueuedPodInfo, error) {
 		q.cond.Wait()
 	}
 	p := q.activeQ.PopHead()
+	if p == nil {
+		// Nothing active: rather than idle, retry the rejected pod whose back-off
+		// ends first, as upstream's SchedulerPopFromBackoffQ does.
+		p = q.backoffQ.popEarly()
+	}
 	p.Attempts++
 	q.schedulingCycle++
 	if p.InitialAttemptTimestamp == nil {
@@ -274,6 +277,12 @@ func (q *Queue) Pop(ctx context.Context) (*framework.QueuedPodInfo, error) {
 	}
 	q.inFlight[p.Key()] = p.Pod
 	return p, nil
+}
+
+// poppableLocked says whether Pop has a pod to return: an active one, or a rejected
+// one in back-off.
+func (q *Queue) poppableLocked() bool {
+	return q.activeQ.Len() > 0 || q.backoffQ.canPopEarly()
 }
 
 // SchedulingCycle returns the number of pods popped so far.
@@ -312,7 +321,7 @@ func (q *Queue) AddUnschedulableIfNotPresent(p *framework.QueuedPodInfo, podCycl
 	}
 	p.Timestamp = q.clock.Now()
 	if len(p.UnschedulablePlugins) == 0 || q.moveRequestCycle >= podCycle {
-		q.backoffQ.AddOrUpdate(p)
+		q.addBackoff(p)
 		return
 	}
 	q.unschedulable[key] = p
@@ -325,7 +334,15 @@ func (q *Queue) Requeue(p *framework.QueuedPodInfo) {
 	defer q.mu.Unlock()
 	delete(q.inFlight, p.Key())
 	p.Timestamp = q.clock.Now()
+	q.addBackoff(p)
+}
+
+// addBackoff puts p in back-off and wakes Pop, which may take it early.
+func (q *Queue) addBackoff(p *framework.QueuedPodInfo) {
 	q.backoffQ.AddOrUpdate(p)
+	if q.backoffQ.canPopEarly() {
+		q.cond.Broadcast()
+	}
 }
 
 func (q *Queue) backoffDuration(p *framework.QueuedPodInfo) time.Duration {
@@ -354,12 +371,7 @@ func (q *Queue) isBackingOff(p *framework.QueuedPodInfo) bool {
 func (q *Queue) FlushBackoffCompleted() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for {
-		p := q.backoffQ.Peek()
-		if p == nil || q.isBackingOff(p) {
-			return
-		}
-		q.backoffQ.PopHead()
+	for _, p := range q.backoffQ.popCompleted(q.isBackingOff) {
 		q.addActiveOrGated(p)
 	}
 }
@@ -404,7 +416,7 @@ func (q *Queue) moveLocked(pods []*framework.QueuedPodInfo, event framework.Clus
 		}
 		delete(q.unschedulable, p.Key())
 		if q.isBackingOff(p) {
-			q.backoffQ.AddOrUpdate(p)
+			q.addBackoff(p)
 		} else {
 			q.activeQ.AddOrUpdate(p)
 			moved = true
@@ -625,7 +637,7 @@ func (q *Queue) Dump() map[string][]string {
 		return keys
 	}
 	out[Active] = drain(q.activeQ)
-	out[Backoff] = drain(q.backoffQ)
+	out[Backoff] = append(drain(q.backoffQ.rejected), drain(q.backoffQ.errored)...)
 	for key, p := range q.unschedulable {
 		if p.Gated {
 			out[Gated] = append(out[Gated], key)

@@ -24,7 +24,8 @@ import (
 //	add name=N [prio=P] [gated]      a new pending pod
 //	update name=N [label=V] [ungate] [status-only]
 //	delete name=N
-//	pop                              pops the head (prints it and its attempt number)
+//	pop                              pops the head (prints it and its attempt number): the
+//	                                 active heap's, else the rejected pod in back-off expiring first
 //	fail name=N plugins=A,B          the popped pod's attempt was rejected by plugins
 //	error name=N                     the popped pod's attempt failed with an error
 //	event resource=R action=A[,A]    a cluster event (MoveAllToActiveOrBackoffQueue)
@@ -84,8 +85,11 @@ func TestQueueScenarios(t *testing.T) {
 			case "activate":
 				q.Activate(pods[name])
 			case "pop":
-				if q.Pending()[Active] == 0 {
-					out.WriteString("nothing active\n")
+				q.mu.Lock()
+				poppable := q.poppableLocked()
+				q.mu.Unlock()
+				if !poppable {
+					out.WriteString("nothing to pop\n")
 					break
 				}
 				p, err := q.Pop(context.Background())
