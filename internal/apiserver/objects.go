@@ -163,8 +163,11 @@ func generateName(prefix string) string {
 	return prefix + rand.String(5)
 }
 
-// prepareUpdateMeta carries the system fields of the stored object into an update.
-func prepareUpdateMeta(acc, old metav1.Object, obj, oldObj runtime.Object) {
+// prepareUpdateMeta carries the system fields of the stored object into an update. A
+// changed spec bumps the generation; specMayChange is false for writes that keep the
+// stored spec (the status subresources), whose generation upstream never bumps and
+// whose spec need not be compared.
+func prepareUpdateMeta(acc, old metav1.Object, obj, oldObj runtime.Object, specMayChange bool) {
 	if acc.GetUID() == "" {
 		acc.SetUID(old.GetUID())
 	}
@@ -173,7 +176,7 @@ func prepareUpdateMeta(acc, old metav1.Object, obj, oldObj runtime.Object) {
 	acc.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	acc.SetSelfLink("")
 	acc.SetGeneration(old.GetGeneration())
-	if hasSpec(obj) && fieldChanged(obj, oldObj, "Spec") {
+	if specMayChange && hasSpec(obj) && fieldChanged(obj, oldObj, "Spec") {
 		acc.SetGeneration(old.GetGeneration() + 1)
 	}
 }

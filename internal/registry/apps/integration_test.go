@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -260,6 +261,40 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		}
 		if tbl := table(t, c, "daemonsets", "agent"); len(tbl.Rows) != 1 || tbl.Rows[0].Cells[6] != "<none>" {
 			t.Errorf("table = %+v", tbl.Rows)
+		}
+	})
+
+	t.Run("status writes keep the generation", func(t *testing.T) {
+		d, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "generations"},
+			Spec:       appsv1.DeploymentSpec{Selector: selector(), Template: podTemplate()},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A status patch that also carries a spec change: only the status is written.
+		patch := []byte(`{"spec":{"replicas":7},"status":{"observedGeneration":1,"replicas":3}}`)
+		d, err = c.AppsV1().Deployments("default").Patch(ctx, d.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Generation != 1 || *d.Spec.Replicas != 1 || d.Status.Replicas != 3 {
+			t.Errorf("after a status patch: generation %d, spec.replicas %d, status.replicas %d; want 1, 1, 3", d.Generation, *d.Spec.Replicas, d.Status.Replicas)
+		}
+		d.Status.Replicas = 2
+		if d, err = c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if d.Generation != 1 || d.Status.Replicas != 2 {
+			t.Errorf("after a status update: generation %d, status.replicas %d; want 1, 2", d.Generation, d.Status.Replicas)
+		}
+		// A spec change through the object itself does bump it.
+		d, err = c.AppsV1().Deployments("default").Patch(ctx, d.Name, types.StrategicMergePatchType, []byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Generation != 2 || *d.Spec.Replicas != 4 || d.Status.Replicas != 2 {
+			t.Errorf("after a spec patch: generation %d, spec.replicas %d, status.replicas %d; want 2, 4, 2", d.Generation, *d.Spec.Replicas, d.Status.Replicas)
 		}
 	})
 }
