@@ -173,7 +173,9 @@ const historySize = 4096
 
 type resourceCache struct {
 	// cfg is replaced, never changed: entries keep the one they were made with.
-	cfg      *ResourceConfig
+	cfg *ResourceConfig
+	// wrap is how cfg.Protobuf wraps a message (nil: not known), replaced with cfg.
+	wrap     *unknownWrap
 	items    *btree.BTreeG[*Entry]
 	history  []*Event // ring
 	histNext int
@@ -191,6 +193,7 @@ type resourceCache struct {
 func newResourceCache(cfg *ResourceConfig) *resourceCache {
 	return &resourceCache{
 		cfg:       cfg,
+		wrap:      wrapOf(cfg),
 		items:     btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key }),
 		history:   make([]*Event, historySize),
 		watchers:  map[*Watcher]struct{}{},
@@ -259,11 +262,17 @@ type Cache struct {
 	// stopped is set, under mu, when Run has ended and open watches were stopped.
 	stopped bool
 	log     *slog.Logger
+	// written holds, by key, this server's puts whose events have not come back yet
+	// (see expectPut); writtenMu guards it.
+	writtenMu sync.Mutex
+	written   map[string]*written
+	// fromPuts counts the entries built from those puts' records, not decoded.
+	fromPuts atomic.Int64
 }
 
 // NewCache returns a cache for the given resources; Run fills and follows it.
 func NewCache(client *clientv3.Client, resources []ResourceConfig, log *slog.Logger) *Cache {
-	c := &Cache{client: client, resources: map[string]*resourceCache{}, ready: make(chan struct{}), log: log}
+	c := &Cache{client: client, resources: map[string]*resourceCache{}, ready: make(chan struct{}), log: log, written: map[string]*written{}}
 	c.rvChanged = sync.NewCond(c.mu.RLocker())
 	for _, rc := range resources {
 		c.resources[rc.Segment] = newResourceCache(&rc)
@@ -417,6 +426,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	c.rv = rev
 	c.rvChanged.Broadcast()
 	c.mu.Unlock()
+	c.forgetAllWritten()
 	c.prefillHistory(ctx, rev)
 	return rev, nil
 }
@@ -570,7 +580,14 @@ func (c *Cache) apply(events []*clientv3.Event) {
 	c.mu.RUnlock()
 	for i, ev := range events {
 		if b := &built[i]; b.cfg != nil {
-			b.entry, b.err = decodeEntry(b.cfg, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
+			key := string(ev.Kv.Key)
+			if w := c.takeWritten(key, ev.Kv.Value); w != nil && w.cfg == b.cfg {
+				if b.entry = w.entry(key, ev.Kv.ModRevision); b.entry != nil {
+					c.fromPuts.Add(1)
+					continue
+				}
+			}
+			b.entry, b.err = decodeEntry(b.cfg, key, ev.Kv.Value, ev.Kv.ModRevision)
 		}
 	}
 	c.mu.Lock()
@@ -844,7 +861,7 @@ func (c *Cache) AddResource(ctx context.Context, cfg ResourceConfig) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if rc := c.resources[cfg.Segment]; rc != nil {
-		rc.cfg = &cfg
+		rc.cfg, rc.wrap = &cfg, wrapOf(&cfg)
 		return nil
 	}
 	rc := newResourceCache(&cfg)

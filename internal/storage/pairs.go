@@ -9,21 +9,37 @@ import "sort"
 // fields.Fields, so selectors match it directly.
 type Pairs []string
 
-// PairsOf returns m's pairs (nil for an empty m).
+// PairsOf returns m's pairs (nil for an empty m). The pairs are sorted in place, in
+// their one slice, rather than through a slice of the keys: a write makes two of
+// these (labels and fields) for the cache.
 func PairsOf(m map[string]string) Pairs {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	p := make(Pairs, 0, 2*len(m))
-	for _, k := range keys {
-		p = append(p, k, m[k])
+	for k, v := range m {
+		p = append(p, k, v)
+	}
+	if len(m) <= 16 {
+		// Insertion sort of the pairs: a few comparisons each for the usual handful.
+		for i := 2; i < len(p); i += 2 {
+			for j := i; j > 0 && p[j] < p[j-2]; j -= 2 {
+				p[j], p[j+1], p[j-2], p[j-1] = p[j-2], p[j-1], p[j], p[j+1]
+			}
+		}
+	} else {
+		sort.Sort(byKey(p))
 	}
 	return p
+}
+
+// byKey sorts pairs by their keys.
+type byKey Pairs
+
+func (p byKey) Len() int           { return len(p) / 2 }
+func (p byKey) Less(i, j int) bool { return p[2*i] < p[2*j] }
+func (p byKey) Swap(i, j int) {
+	p[2*i], p[2*i+1], p[2*j], p[2*j+1] = p[2*j], p[2*j+1], p[2*i], p[2*i+1]
 }
 
 // Lookup returns key's value and whether key is there.

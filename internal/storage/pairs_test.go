@@ -1,6 +1,10 @@
 package storage
 
 import (
+	"math/rand"
+	"slices"
+	"sort"
+	"strconv"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,6 +43,36 @@ func TestPairsMatchAsTheirMap(t *testing.T) {
 			if got, ok := p.Lookup(k); !ok || got != v {
 				t.Errorf("%v: Lookup(%q) = %q, %v", m, k, got, ok)
 			}
+		}
+	}
+}
+
+// TestPairsOfSortsLikeItsKeys: for random maps of every size up to 40 (both ways of
+// sorting), the pairs are the map's keys in sorted order, each followed by its value.
+func TestPairsOfSortsLikeItsKeys(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for n := 0; n < 2000; n++ {
+		m := map[string]string{}
+		for size := r.Intn(41); len(m) < size; {
+			// Short keys from few letters: shared prefixes, and keys that are
+			// prefixes of others.
+			k := make([]byte, 1+r.Intn(4))
+			for i := range k {
+				k[i] = "ab/."[r.Intn(4)]
+			}
+			m[string(k)] = strconv.Itoa(r.Intn(100))
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var want Pairs
+		for _, k := range keys {
+			want = append(want, k, m[k])
+		}
+		if got := PairsOf(m); !slices.Equal(got, want) {
+			t.Fatalf("PairsOf(%v) = %v, want %v", m, got, want)
 		}
 	}
 }

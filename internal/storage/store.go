@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,9 @@ import (
 type Store struct {
 	client    *clientv3.Client
 	revisions revisionReads
+	// cache is the watch cache made by NewCache (the latest, if several), told of
+	// this store's puts so that it need not decode them again.
+	cache atomic.Pointer[Cache]
 }
 
 // NewStore returns a Store over an etcd client.
@@ -22,7 +26,9 @@ func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
 
 // NewCache returns a watch cache of the resources, fed from the store's etcd.
 func (s *Store) NewCache(resources []ResourceConfig, log *slog.Logger) *Cache {
-	return NewCache(s.client, resources, log)
+	c := NewCache(s.client, resources, log)
+	s.cache.Store(c)
+	return c
 }
 
 // setRV stamps obj with the revision it was stored at.
@@ -52,10 +58,15 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) erro
 	if err != nil {
 		return err
 	}
+	cache := s.cache.Load()
+	put := cache.expectPut(key, data, obj)
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, bytesString(data))).
 		Commit()
+	if err != nil || !resp.Succeeded {
+		cache.forgetPut(key, put)
+	}
 	if err != nil {
 		return err
 	}
@@ -134,10 +145,15 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() 
 			setRV(updated, kv.ModRevision)
 			return updated, false, nil
 		}
+		cache := s.cache.Load()
+		put := cache.expectPut(key, data, updated)
 		tx, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
 			Then(clientv3.OpPut(key, bytesString(data))).
 			Commit()
+		if err != nil || !tx.Succeeded {
+			cache.forgetPut(key, put)
+		}
 		if err != nil {
 			return nil, false, err
 		}
