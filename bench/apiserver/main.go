@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ func main() {
 	workers := flag.Int("workers", 50, "concurrent clients")
 	watchers := flag.Int("watchers", 1000, "watchers for the fan-out figure")
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
+	cold := flag.Bool("cold-binaries", true, "drop each server binary's pages from the page cache before starting it, so every server's file-backed RSS counts the pages it faulted in itself (see benchutil.DropCachedPages)")
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
@@ -66,18 +68,30 @@ func main() {
 	var order []string
 	for r := 0; r < *rounds; r++ {
 		var starts []func() (benchutil.Cluster, error)
+		// startCold drops the binaries' cached pages (with -cold-binaries) and starts a cluster.
+		startCold := func(start func() (benchutil.Cluster, error), binaries ...string) func() (benchutil.Cluster, error) {
+			return func() (benchutil.Cluster, error) {
+				if *cold {
+					if err := benchutil.DropCachedPages(binaries...); err != nil {
+						return nil, err
+					}
+				}
+				return start()
+			}
+		}
 		if *before != "" {
-			starts = append(starts, func() (benchutil.Cluster, error) {
+			starts = append(starts, startCold(func() (benchutil.Cluster, error) {
 				m, err := benchutil.StartMizzen(*before, benchutil.MizzenOnly...)
 				if err != nil {
 					return nil, err
 				}
 				return renamed{m, "mizzen-before"}, nil
-			})
+			}, *before))
 		}
-		starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) })
+		starts = append(starts, startCold(func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) }, *bin))
 		if *upstream != "" {
-			starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartUpstream(*upstream, *serviceCIDR) })
+			starts = append(starts, startCold(func() (benchutil.Cluster, error) { return benchutil.StartUpstream(*upstream, *serviceCIDR) },
+				filepath.Join(*upstream, "etcd"), filepath.Join(*upstream, "kube-apiserver")))
 		}
 		for _, start := range starts {
 			t0 := time.Now()
