@@ -7,7 +7,12 @@
 // mizzen/upstream ratios. It also measures the ceiling: the embedded etcd's own rate
 // for the same writes, a client loop against the store alone.
 //
-//	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/apiserver -upstream /tmp/upstream/bin
+// Build mizzen as `make build` does, without cgo: with cgo, kustomize's import of Go's
+// plugin package makes the binary dynamic with every symbol exported, 39 MB larger and
+// ~9 MiB more RSS (BENCHMARKS.md, mem19). Each server's binary starts with none of its
+// pages cached (-cold-binaries), so every side's file-backed RSS is what it faulted in.
+//
+//	make build && go run ./bench/apiserver -upstream /tmp/upstream/bin
 package main
 
 import (
