@@ -4,11 +4,11 @@
 // Go's runtime keeps the memory a burst freed until the heap next grows into it: the
 // background scavenger returns only what lies beyond about 1.1 times the next GC's
 // goal, which at the default GOGC is twice the live heap. An apiserver holding 10,000
-// pods (~55 MiB live) therefore stays at up to twice that of anonymous memory after a
-// few large lists, for as long as it stays idle. Here a server that has stopped
-// allocating and working, and holds more than its live heap, runs one GC and hands the
-// free spans back (debug.FreeOSMemory). It costs a GC cycle at a moment the process had
-// nothing else to do, and at most one per quarter of a live heap's worth of allocation.
+// pods (~100 MiB live) therefore stays at ~220 MiB of anonymous memory after a few
+// large lists, for as long as it stays idle. Here a server that has stopped
+// allocating, and holds much more than its live heap, runs one GC and hands the free
+// spans back (debug.FreeOSMemory). It costs a GC cycle at a moment the process had
+// nothing else to do, and at most one per half a live heap's worth of allocation.
 package idlemem
 
 import (
@@ -16,33 +16,26 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
-	"syscall"
 	"time"
 )
 
 // Interval is how often Run looks at the heap: a server is quiet when it allocated
-// less than quietBytes and ran less than quietCPU in one interval, so memory goes back
-// one to two intervals after a burst ends.
+// less than quietBytes in one interval, so memory goes back one to two intervals
+// after a burst ends.
 const Interval = 500 * time.Millisecond
 
 const (
 	// quietBytes allocated in one Interval still count as quiet: an idle apiserver
 	// renews leases, sends bookmarks and serves health checks.
 	quietBytes = 2 << 20
-	// quietCPU used in one Interval still counts as quiet. Allocating little is not
-	// enough: a server writing lists of cached encodings allocates little and works
-	// hard, and a GC then would compete with the next list for the CPU.
-	quietCPU = Interval / 10
 	// minExcess is the least memory held beyond the live heap worth a GC to return.
-	minExcess = 16 << 20
+	minExcess = 32 << 20
 )
 
 // reading is one look at the heap.
 type reading struct {
 	// allocs is the bytes allocated since the process started.
 	allocs uint64
-	// cpu is the CPU time (user and system) the process used since it started.
-	cpu time.Duration
 	// live is the heap the last GC marked live.
 	live uint64
 	// held is the heap memory a GC and a scavenge could give back beyond the live
@@ -56,30 +49,27 @@ type reading struct {
 type policy struct {
 	seen       bool
 	lastAllocs uint64
-	lastCPU    time.Duration
 }
 
 // excess is the memory a GC could give back beyond the live heap that makes one
-// worth running: a quarter of the live heap, and at least minExcess. A returned heap
-// holds about its live heap again, so the process has to allocate this much before
-// the next: at most one extra GC per quarter of a live heap allocated, only when the
-// process is otherwise idle (quietBytes, quietCPU), against the one per live heap
-// that GOGC=100 runs anyway.
-func excess(live uint64) uint64 { return max(minExcess, live/4) }
+// worth running: half the live heap, and at least minExcess. A returned heap holds
+// about its live heap again, so the process has to allocate this much before the
+// next: at most one extra GC per half a live heap allocated, only in the quiet
+// moments between bursts, against the one per live heap that GOGC=100 runs anyway.
+func excess(live uint64) uint64 { return max(minExcess, live/2) }
 
 // observe takes this interval's reading and says whether to return memory now: the
-// process allocated less than quietBytes and used less than quietCPU since the last
-// reading, and could give back more than excess beyond its live heap.
+// process allocated less than quietBytes since the last reading and could give back
+// more than excess beyond its live heap.
 func (p *policy) observe(r reading) bool {
 	first := !p.seen
-	quiet := r.allocs-p.lastAllocs < quietBytes && r.cpu-p.lastCPU < quietCPU
-	p.seen, p.lastAllocs, p.lastCPU = true, r.allocs, r.cpu
+	quiet := r.allocs-p.lastAllocs < quietBytes
+	p.seen, p.lastAllocs = true, r.allocs
 	return !first && quiet && r.held >= r.live+excess(r.live)
 }
 
-// didReturn records the reading after memory was returned, so that the return's own
-// GC does not count as work in the next interval.
-func (p *policy) didReturn(after reading) { p.lastAllocs, p.lastCPU = after.allocs, after.cpu }
+// didReturn records that memory was returned when allocs bytes had been allocated.
+func (p *policy) didReturn(allocs uint64) { p.lastAllocs = allocs }
 
 var sampleNames = []string{
 	"/gc/heap/allocs:bytes",
@@ -104,17 +94,7 @@ func read(samples []metrics.Sample) reading {
 		}
 		return samples[i].Value.Uint64()
 	}
-	return reading{allocs: v(0), live: v(1), held: v(2) + v(3), cpu: processCPU()}
-}
-
-// processCPU is the CPU time the process has used (user and system), 0 if unknown:
-// every interval then looks idle to the CPU test and the allocation test decides.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return reading{allocs: v(0), live: v(1), held: v(2) + v(3)}
 }
 
 // Run watches the process's heap every Interval and returns freed memory when the
@@ -135,7 +115,7 @@ func Run(ctx context.Context, log *slog.Logger) {
 			start := time.Now()
 			debug.FreeOSMemory()
 			after := read(samples)
-			p.didReturn(after)
+			p.didReturn(after.allocs)
 			log.Debug("returned the heap's free memory after a burst", "heldMiB", r.held>>20, "liveMiB", after.live>>20,
 				"heldAfterMiB", after.held>>20, "took", time.Since(start))
 		}
