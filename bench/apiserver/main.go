@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"flag"
 	"fmt"
 	"io"
@@ -68,6 +69,11 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	for _, b := range []string{*bin, *before} {
+		if b != "" && dynamicallyLinked(b) {
+			fmt.Fprintf(os.Stderr, "warning: %s is dynamically linked (built with cgo); `make build` builds mizzen without cgo, 39 MB smaller and ~9 MiB less RSS\n", b)
+		}
 	}
 	results := map[string][]figures{}
 	var order []string
@@ -532,4 +538,16 @@ func rawLists(cfg *rest.Config, path, accept, encoding string, n int) ([]time.Du
 		}
 	}
 	return ds, nil
+}
+
+// dynamicallyLinked reports whether the ELF binary at path asks for a dynamic loader:
+// mizzen built with cgo is, and then exports every symbol (kustomize imports package
+// plugin), which is not the binary `make build` makes.
+func dynamicallyLinked(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".interp") != nil
 }
