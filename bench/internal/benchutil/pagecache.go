@@ -17,7 +17,7 @@ import (
 // written sits in the page cache in large folios, and the kernel (6.18 here) maps a
 // whole folio into a process that touches any page of it; the same binary read in by
 // exec's faults is mapped in much smaller pieces. The same mizzen binary, holding
-// 10,000 pods, had 99 MiB of file-backed RSS straight after `go build` and 71 MiB after
+// 10,000 pods, had 96.5 MiB of file-backed RSS straight after `go build` and 69.6 MiB after
 // its pages were dropped (BENCHMARKS.md, mem19). Dropping every compared binary's
 // pages before it starts puts them all in the same state.
 func DropCachedPages(paths ...string) error {
