@@ -9,8 +9,10 @@
 //
 // Build mizzen as `make build` does, without cgo: with cgo, kustomize's import of Go's
 // plugin package makes the binary dynamic with every symbol exported, 39 MB larger and
-// ~9 MiB more RSS (BENCHMARKS.md, mem19). Each server's binary starts with none of its
-// pages cached (-cold-binaries), so every side's file-backed RSS is what it faulted in.
+// ~9 MiB more RSS (BENCHMARKS.md, mem19). For the memory figures add -cold-binaries:
+// every server's binary then starts with none of its pages cached, so no side's
+// file-backed RSS depends on how its binary was last written; take rates from a run
+// without it (a cold kube-apiserver spends more CPU per create).
 //
 //	make build && go run ./bench/apiserver -upstream /tmp/upstream/bin
 package main
@@ -51,7 +53,7 @@ func main() {
 	workers := flag.Int("workers", 50, "concurrent clients")
 	watchers := flag.Int("watchers", 1000, "watchers for the fan-out figure")
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
-	cold := flag.Bool("cold-binaries", true, "drop each server binary's pages from the page cache before starting it, so every server's file-backed RSS counts the pages it faulted in itself (see benchutil.DropCachedPages)")
+	cold := flag.Bool("cold-binaries", false, "drop each server binary's pages from the page cache before starting it, so every server's file-backed RSS counts the pages it faulted in itself, whatever wrote the binary last (see benchutil.DropCachedPages); for the memory figures: a cold kube-apiserver spends more CPU per create, so take rates from a run without it")
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
