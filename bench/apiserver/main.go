@@ -7,17 +7,26 @@
 // mizzen/upstream ratios. It also measures the ceiling: the embedded etcd's own rate
 // for the same writes, a client loop against the store alone.
 //
-//	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/apiserver -upstream /tmp/upstream/bin
+// Build mizzen as `make build` does, without cgo: with cgo, kustomize's import of Go's
+// plugin package makes the binary dynamic with every symbol exported, 39 MB larger and
+// ~9 MiB more RSS (BENCHMARKS.md, mem19). For the memory figures add -cold-binaries:
+// every server's binary then starts with none of its pages cached, so no side's
+// file-backed RSS depends on how its binary was last written; take rates from a run
+// without it (a cold kube-apiserver spends more CPU per create).
+//
+//	make build && go run ./bench/apiserver -upstream /tmp/upstream/bin
 package main
 
 import (
 	"context"
+	"debug/elf"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +53,7 @@ func main() {
 	workers := flag.Int("workers", 50, "concurrent clients")
 	watchers := flag.Int("watchers", 1000, "watchers for the fan-out figure")
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
+	cold := flag.Bool("cold-binaries", false, "drop each server binary's pages from the page cache before starting it, so every server's file-backed RSS counts the pages it faulted in itself, whatever wrote the binary last (see benchutil.DropCachedPages); for the memory figures: a cold kube-apiserver spends more CPU per create, so take rates from a run without it")
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
@@ -62,22 +72,39 @@ func main() {
 		}
 		return
 	}
+	for _, b := range []string{*bin, *before} {
+		if b != "" && dynamicallyLinked(b) {
+			fmt.Fprintf(os.Stderr, "warning: %s is dynamically linked (built with cgo); `make build` builds mizzen without cgo, 39 MB smaller and ~9 MiB less RSS\n", b)
+		}
+	}
 	results := map[string][]figures{}
 	var order []string
 	for r := 0; r < *rounds; r++ {
 		var starts []func() (benchutil.Cluster, error)
+		// startCold drops the binaries' cached pages (with -cold-binaries) and starts a cluster.
+		startCold := func(start func() (benchutil.Cluster, error), binaries ...string) func() (benchutil.Cluster, error) {
+			return func() (benchutil.Cluster, error) {
+				if *cold {
+					if err := benchutil.DropCachedPages(binaries...); err != nil {
+						return nil, err
+					}
+				}
+				return start()
+			}
+		}
 		if *before != "" {
-			starts = append(starts, func() (benchutil.Cluster, error) {
+			starts = append(starts, startCold(func() (benchutil.Cluster, error) {
 				m, err := benchutil.StartMizzen(*before, benchutil.MizzenOnly...)
 				if err != nil {
 					return nil, err
 				}
 				return renamed{m, "mizzen-before"}, nil
-			})
+			}, *before))
 		}
-		starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) })
+		starts = append(starts, startCold(func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) }, *bin))
 		if *upstream != "" {
-			starts = append(starts, func() (benchutil.Cluster, error) { return benchutil.StartUpstream(*upstream, *serviceCIDR) })
+			starts = append(starts, startCold(func() (benchutil.Cluster, error) { return benchutil.StartUpstream(*upstream, *serviceCIDR) },
+				filepath.Join(*upstream, "etcd"), filepath.Join(*upstream, "kube-apiserver")))
 		}
 		for _, start := range starts {
 			t0 := time.Now()
@@ -513,4 +540,16 @@ func rawLists(cfg *rest.Config, path, accept, encoding string, n int) ([]time.Du
 		}
 	}
 	return ds, nil
+}
+
+// dynamicallyLinked reports whether the ELF binary at path asks for a dynamic loader:
+// mizzen built with cgo is, and then exports every symbol (kustomize imports package
+// plugin), which is not the binary `make build` makes.
+func dynamicallyLinked(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".interp") != nil
 }
