@@ -19,6 +19,7 @@ func init() { register(newHollowNodesCommand) }
 func newHollowNodesCommand() *cobra.Command {
 	var (
 		kubeconfig, prefix string
+		rootDir            string
 		profilingAddress   string
 		count              int
 		maxPods            int64
@@ -43,6 +44,7 @@ func newHollowNodesCommand() *cobra.Command {
 				Config:          cfg,
 				MaxPods:         maxPods,
 				PreloadedImages: images,
+				RootDir:         rootDir,
 			})
 		},
 	}
@@ -52,6 +54,7 @@ func newHollowNodesCommand() *cobra.Command {
 	f.StringVar(&prefix, "name-prefix", "hollow-node-", "node i is named <prefix><i>")
 	f.Int64Var(&maxPods, "max-pods", 110, "pods capacity of each node")
 	f.StringSliceVar(&images, "preloaded-images", nil, "images present on every node without a pull")
+	f.StringVar(&rootDir, "root-dir", "", "directory for the hollow kubelets' pod volumes, one subdirectory per node (default: a temporary directory, removed on a clean exit)")
 	f.StringVar(&profilingAddress, "profiling-address", "", "serve /debug/pprof/ over plain HTTP on this address (e.g. 127.0.0.1:6061), for scale runs; off when empty")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd

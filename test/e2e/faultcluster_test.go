@@ -88,8 +88,10 @@ func startFaultCluster(t *testing.T) *faultCluster {
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<5%,imagefs.available<5%"}
 	fc.args["proxy"] = []string{"proxy", "--kubeconfig", kubeconfig, "--hostname-override", faultNode,
 		"--cluster-cidr", faultClusterCIDR, "--nftables-table", fc.proxyTable(), "--healthz-bind-address", ""}
+	// The hollow nodes' volumes go under the cluster's directory, removed after every
+	// component has stopped: a kill -9 leaves them behind.
 	fc.args["hollow-nodes"] = []string{"hollow-nodes", "--kubeconfig", kubeconfig, "--count", "2", "--name-prefix", faultHollow,
-		"--preloaded-images", busyboxImage}
+		"--preloaded-images", busyboxImage, "--root-dir", filepath.Join(base, "hollow")}
 	for _, name := range []string{"scheduler", "controller-manager", "kubelet", "proxy", "hollow-nodes"} {
 		fc.start(name)
 	}

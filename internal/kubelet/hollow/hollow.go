@@ -40,6 +40,10 @@ type Options struct {
 	// Preloaded images are present on every node, as if baked into its disk.
 	PreloadedImages []string
 	Logger          *slog.Logger
+	// RootDir holds the kubelets' pod volumes, one directory per node. When empty, Run
+	// makes a temporary directory and removes it when it returns; a caller that may
+	// kill the process (and so skip that) passes a directory of its own.
+	RootDir string
 }
 
 // nodeIP is the i-th address of 172.16.0.0/12, the range hollow node IPs come from.
@@ -114,11 +118,19 @@ func Run(ctx context.Context, opts Options) error {
 	defer func() { stopServices(); serviceInformers.Shutdown() }() // also on an early error return
 	// Pod volumes (tokens, config maps, termination message files) are real files, as
 	// in upstream's kubemark, in a directory of this run's own.
-	rootDir, err := os.MkdirTemp("", "mizzen-hollow-")
-	if err != nil {
-		return fmt.Errorf("hollow: %w", err)
+	rootDir := opts.RootDir
+	if rootDir != "" {
+		if err := os.MkdirAll(rootDir, 0o755); err != nil {
+			return fmt.Errorf("hollow: %w", err)
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "mizzen-hollow-")
+		if err != nil {
+			return fmt.Errorf("hollow: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		rootDir = dir
 	}
-	defer os.RemoveAll(rootDir)
 	var wg sync.WaitGroup
 	errs := make(chan error, opts.Count)
 	for i := range opts.Count {
