@@ -692,7 +692,21 @@ async function showOverview(main, signal) {
         throw e;
       }
     };
-    load().then(rv => { if (opts.watch !== false) watch(path, rv, () => load().catch(() => {}), load, signal); }).catch(() => {});
+    // A first list lost to the network (the browser abandons requests in flight when
+    // the host's network changes) or to a server error is tried again, as the watch's
+    // relists are: otherwise the component would stay unknown until a reload. A refusal
+    // (4xx) stands, and is shown.
+    const firstLoad = async () => {
+      for (;;) {
+        try {
+          return await load();
+        } catch (e) {
+          if (signal.aborted || (e instanceof APIError && e.code < 500)) throw e;
+          await sleep(2000);
+        }
+      }
+    };
+    firstLoad().then(rv => { if (opts.watch !== false) watch(path, rv, () => load().catch(() => {}), load, signal); }).catch(() => {});
   };
   keep('nodes', '/api/v1/nodes');
   keep('leases', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases');
