@@ -58,15 +58,7 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) erro
 	if err != nil {
 		return err
 	}
-	cache := s.cache.Load()
-	put := cache.expectPut(key, data, obj)
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, bytesString(data))).
-		Commit()
-	if err != nil || !resp.Succeeded {
-		cache.forgetPut(key, put)
-	}
+	resp, err := s.putAt(ctx, key, 0, data, obj)
 	if err != nil {
 		return err
 	}
@@ -75,6 +67,23 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) erro
 	}
 	setRV(obj, resp.Header.Revision)
 	return nil
+}
+
+// putAt puts data, obj's storage encoding, at key if the key was last modified at rev
+// (0: it holds nothing). The watch cache is told of the put first, so that it builds
+// the entry from data rather than decode it again, and forgets it unless the put
+// succeeded.
+func (s *Store) putAt(ctx context.Context, key string, rev int64, data []byte, obj runtime.Object) (*clientv3.TxnResponse, error) {
+	cache := s.cache.Load()
+	put := cache.expectPut(key, data, obj)
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, bytesString(data))).
+		Commit()
+	if err != nil || !resp.Succeeded {
+		cache.forgetPut(key, put)
+	}
+	return resp, err
 }
 
 // Get reads the object at key into into (an empty object of the stored type).
@@ -145,15 +154,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() 
 			setRV(updated, kv.ModRevision)
 			return updated, false, nil
 		}
-		cache := s.cache.Load()
-		put := cache.expectPut(key, data, updated)
-		tx, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(key, bytesString(data))).
-			Commit()
-		if err != nil || !tx.Succeeded {
-			cache.forgetPut(key, put)
-		}
+		tx, err := s.putAt(ctx, key, kv.ModRevision, data, updated)
 		if err != nil {
 			return nil, false, err
 		}
