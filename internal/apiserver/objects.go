@@ -164,10 +164,11 @@ func generateName(prefix string) string {
 }
 
 // prepareUpdateMeta carries the system fields of the stored object into an update. A
-// changed spec bumps the generation; specMayChange is false for writes that keep the
-// stored spec (the status subresources), whose generation upstream never bumps and
-// whose spec need not be compared.
-func prepareUpdateMeta(acc, old metav1.Object, obj, oldObj runtime.Object, specMayChange bool) {
+// changed spec bumps the generation when specBumpsGeneration; it is false for writes
+// whose generation upstream never bumps, so their spec need not be compared: those
+// that keep the stored spec (the status subresources) and a binding, which sets
+// spec.nodeName.
+func prepareUpdateMeta(acc, old metav1.Object, obj, oldObj runtime.Object, specBumpsGeneration bool) {
 	if acc.GetUID() == "" {
 		acc.SetUID(old.GetUID())
 	}
@@ -176,7 +177,7 @@ func prepareUpdateMeta(acc, old metav1.Object, obj, oldObj runtime.Object, specM
 	acc.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	acc.SetSelfLink("")
 	acc.SetGeneration(old.GetGeneration())
-	if specMayChange && hasSpec(obj) && fieldChanged(obj, oldObj, "Spec") {
+	if specBumpsGeneration && hasSpec(obj) && fieldChanged(obj, oldObj, "Spec") {
 		acc.SetGeneration(old.GetGeneration() + 1)
 	}
 }

@@ -911,11 +911,7 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		pruneMutated(h, attrs.Object)
 		obj = attrs.Object
 		acc = accessor(obj)
-		prepareUpdateMeta(acc, curAcc, obj, current, mode != updateStatus && mode != updateApproval)
-		if mode == updateAll {
-			// A binding sets spec.nodeName without a new generation, as upstream's.
-			acc.SetGeneration(curAcc.GetGeneration())
-		}
+		prepareUpdateMeta(acc, curAcc, obj, current, mode != updateStatus && mode != updateApproval && mode != updateAll)
 		// A binding writes the fields a client may never change (spec.nodeName) and
 		// skips the resource's own update rules, as upstream's binding does.
 		if h.Strategy != nil && mode != updateAll {
