@@ -58,6 +58,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
 	getProfile := flag.String("get-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the gets (the clients included)")
+	statusProfile := flag.String("status-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the pod status writes, patches and updates (the clients included)")
 	listProfile := flag.String("list-cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the lists whose body is discarded (the clients included)")
 	tracePath := flag.String("trace", "", "instead: run mizzen's etcd and apiserver in this process and write an execution trace of the creates' first 2 seconds (`go tool trace -pprof=sync|syscall|sched FILE` says what they wait on)")
 	allocProfile := flag.String("allocprofile", "", "instead: run mizzen's etcd and apiserver in this process and write the allocations profile as the creates start (FILE.before) and end (FILE): `go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE` is the creates' (the clients' included)")
@@ -65,8 +66,8 @@ func main() {
 	// client-go logs each get its deadline cuts short; the figures are the output.
 	benchutil.QuietKlog()
 	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
-	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" || *listProfile != "" || *allocProfile != "" || *tracePath != "" {
-		if err := profileInProcess(*cpuProfile, *getProfile, *listProfile, *heapProfile, *allocProfile, *tracePath, o); err != nil {
+	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" || *listProfile != "" || *statusProfile != "" || *allocProfile != "" || *tracePath != "" {
+		if err := profileInProcess(*cpuProfile, *getProfile, *listProfile, *statusProfile, *heapProfile, *allocProfile, *tracePath, o); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
@@ -162,6 +163,9 @@ type options struct {
 	// profileLists, when set, is called to start (true) and stop (false) a profile of
 	// the lists whose body is discarded.
 	profileLists func(start bool)
+	// profileStatus, when set, is called to start (true) and stop (false) a profile
+	// of each kind of status write.
+	profileStatus func(start bool)
 	// holding, when set, is called where the RSS holding every pod is measured.
 	holding func()
 }
@@ -407,6 +411,9 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	f.set(fmt.Sprintf("RSS holding %d pods, anonymous MiB", nPods), benchutil.AnonRSS(c.ServerPIDs()))
 	if o.holding != nil {
 		o.holding()
+	}
+	if err := statusWrites(ctx, c, client, nPods, workers, &f, o.profileStatus); err != nil {
+		return f, err
 	}
 	if o.watchers <= 0 {
 		return f, nil

@@ -55,12 +55,13 @@ func (c *inProcess) Stop() {
 
 // profileInProcess runs the workload against an in-process server, with a CPU
 // profile of the creates written to cpuPath, one of the gets written to getPath, one
-// of the lists whose body is discarded written to listPath and a
+// of the lists whose body is discarded written to listPath, one of the pod status
+// writes written to statusPath, and a
 // heap profile, taken where the RSS holding every pod is measured, written to
 // heapPath, and the allocations profile as the creates start and end written to
 // allocPath+".before" and allocPath, and an execution trace of the creates' first
 // 2 seconds written to tracePath (any may be empty).
-func profileInProcess(cpuPath, getPath, listPath, heapPath, allocPath, tracePath string, o options) error {
+func profileInProcess(cpuPath, getPath, listPath, statusPath, heapPath, allocPath, tracePath string, o options) error {
 	c, err := startInProcess()
 	if err != nil {
 		return err
@@ -74,6 +75,9 @@ func profileInProcess(cpuPath, getPath, listPath, heapPath, allocPath, tracePath
 		return err2
 	}
 	if o.profileLists, err2 = cpuProfiler(listPath); err2 != nil {
+		return err2
+	}
+	if o.profileStatus, err2 = cpuProfiler(statusPath); err2 != nil {
 		return err2
 	}
 	if allocPath != "" {

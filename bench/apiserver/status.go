@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"mizzen/bench/internal/benchutil"
+)
+
+// statusWriteSeconds is how long each kind of status write runs.
+const statusWriteSeconds = 5
+
+// statusWrites measures the writes a cluster makes most once its pods exist: status
+// written by the kubelet (a strategic merge patch of pods/status, as its status
+// manager sends) and by controllers (a PUT of pods/status with the object they hold).
+// Each worker owns every workers-th pod, so no two writes race for one pod and no
+// conflict is retried; each write flips the pod's Ready condition. profile, when
+// set, is started before the first write and stopped after the last.
+func statusWrites(ctx context.Context, c benchutil.Cluster, client kubernetes.Interface, nPods, workers int, f *figures, profile func(bool)) error {
+	list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) < nPods {
+		return fmt.Errorf("status writes: listed %d pods, want %d", len(list.Items), nPods)
+	}
+	pods := list.Items[:nPods]
+	// One profile covers both kinds of write (and the list between them).
+	if profile != nil {
+		profile(true)
+		defer profile(false)
+	}
+	// write makes one status write of pod i (the n-th to it) and returns its error.
+	measure := func(label string, write func(i, n int) error) error {
+		var done, failed atomic.Int64
+		var firstErr atomic.Value
+		var wg sync.WaitGroup
+		cpu0 := benchutil.CPU(c.ServerPIDs())
+		deadline := time.Now().Add(statusWriteSeconds * time.Second)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for n := 0; time.Now().Before(deadline); n++ {
+					for i := w; i < nPods && time.Now().Before(deadline); i += workers {
+						if err := write(i, n); err != nil {
+							failed.Add(1)
+							firstErr.CompareAndSwap(nil, err.Error())
+							continue
+						}
+						done.Add(1)
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		if k := failed.Load(); k > 0 {
+			return fmt.Errorf("%d %s failed, the first: %v", k, label, firstErr.Load())
+		}
+		f.set(label+"/s", float64(done.Load())/statusWriteSeconds)
+		f.set("server CPU µs per "+label, (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(max(done.Load(), 1)))
+		return nil
+	}
+	readyStatus := func(n int) corev1.ConditionStatus {
+		if n%2 == 0 {
+			return corev1.ConditionTrue
+		}
+		return corev1.ConditionFalse
+	}
+	if err := measure("pod status patch", func(i, n int) error {
+		now := time.Now().UTC().Format(time.RFC3339)
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"conditions":[{"type":"Ready","status":%q,"lastProbeTime":null,"lastTransitionTime":%q}]}}`,
+			pods[i].UID, readyStatus(n), now)
+		_, err := client.CoreV1().Pods("default").Patch(ctx, pods[i].Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+		return err
+	}); err != nil {
+		return err
+	}
+	// The patches moved every pod's resourceVersion on: the PUTs start from fresh copies.
+	if list, err = client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	pods = list.Items[:nPods]
+	return measure("pod status update", func(i, n int) error {
+		pod := &pods[i]
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: readyStatus(n + 1), LastTransitionTime: metav1.Now()}}
+		updated, err := client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		*pod = *updated
+		return nil
+	})
+}
