@@ -335,10 +335,12 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 // version also for a request without credentials, everything else only for an
 // authenticated user; each only when authorized.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Requests are short-lived and reach deep frames (stack.go); watches, which live
+	// long, keep a small stack.
 	if r.Method != http.MethodGet {
-		// Writes are short-lived and reach deep frames (stack.go); watches, which
-		// live long, keep a small stack.
 		growStack(len(r.Method))
+	} else if !mayWatch(r) {
+		growStackForRead(len(r.Method))
 	}
 	defer func() {
 		// A bug in one request must not take the server down; the client gets a 500.
