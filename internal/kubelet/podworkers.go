@@ -39,6 +39,12 @@ type podWorker struct {
 	cancel      context.CancelFunc
 	live        bool
 	terminating bool
+
+	// deleted is set, by the worker's own goroutine, once the pod's final DELETE
+	// (grace 0, after its containers stopped) has been answered: a sync woken again
+	// before the watch removes the pod (by the status just written, say) has nothing
+	// to send. Upstream's status manager sends that DELETE once too.
+	deleted bool
 }
 
 func newPodWorkers(ctx context.Context, kl *Kubelet) *podWorkers {

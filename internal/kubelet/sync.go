@@ -317,6 +317,9 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if rt.anyRunning() {
 		return fmt.Errorf("containers of %s still running after stop", w.key)
 	}
+	if w.deleted {
+		return nil
+	}
 	if err := kl.writeStatus(ctx, pod, kl.generateStatus(pod, rt, w.state, true)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -327,6 +330,7 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod: %w", err)
 	}
+	w.deleted = true
 	return nil
 }
 

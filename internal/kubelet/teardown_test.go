@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -240,5 +241,50 @@ func TestPodDeletedBeforeItsSandboxStartedEndsFailed(t *testing.T) {
 	term := last.Status.ContainerStatuses[0].State.Terminated
 	if term == nil || term.Reason != "ContainerStatusUnknown" || term.ExitCode != 137 {
 		t.Errorf("container state = %+v, want terminated ContainerStatusUnknown with exit code 137", last.Status.ContainerStatuses[0].State)
+	}
+}
+
+// TestFinalDeleteIsSentOnce is a pod whose final DELETE the apiserver answered but
+// whose removal the kubelet has not yet seen on its watch, and which is changed again
+// meanwhile (as the status the teardown just wrote changes it): the sync that change
+// wakes sends no second DELETE. (Each pod of a density run got 2.6 DELETEs, where
+// upstream's kubelet and the garbage collector send one each.)
+func TestFinalDeleteIsSentOnce(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	deletes := 0
+	h.client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		deletes++
+		// Answered, but the pod stays: its removal has not reached the watch yet.
+		return true, nil, nil
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return deletes }
+	h.start()
+	ctx := context.Background()
+	pod := newPod("p", "app")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	now := metav1.NewTime(h.clock.Now())
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, ptr.To[int64](0)
+	p, err := h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the final DELETE sent", func() bool { return count() >= 1 })
+	// Changes to the pod wake its worker, and a few seconds on the clock run the
+	// resync; a second DELETE would follow each of them at once.
+	for i := range 3 {
+		p.Annotations = map[string]string{"changed": fmt.Sprint(i)}
+		if p, err = h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		steps := 0
+		h.eventually("a few more seconds", func() bool { steps++; return steps > 5 })
+	}
+	if n := count(); n != 1 {
+		t.Errorf("the kubelet sent %d DELETEs of the pod, want 1", n)
 	}
 }
