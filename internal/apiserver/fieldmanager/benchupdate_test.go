@@ -199,8 +199,7 @@ func BenchmarkTrackUpdate(b *testing.B) {
 func benchUpdate(b *testing.B, c updateCase, libraryValidation bool) {
 	m := newManagers(b)
 	if libraryValidation {
-		m.ValidateByLibrary()
-		m.KeepManagedFields()
+		m.LibraryOnly()
 	}
 	live := storedLive(m, c)
 	next := live.DeepCopyObject()

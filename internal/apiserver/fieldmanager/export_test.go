@@ -23,13 +23,9 @@ func (m *Managers) CreateValueWalk(gvk schema.GroupVersionKind, live, obj runtim
 	return m.createWalk(gvk, live, obj, manager, walkValueOnly)
 }
 
-// ValidateByLibrary makes m validate typed values only through the library (before
-// its type converter is built): the benchmarks' baseline.
-func (m *Managers) ValidateByLibrary() { m.libraryValidation = true }
-
-// KeepManagedFields makes m compare live objects with their managedFields, as the
-// library does (before its first update).
-func (m *Managers) KeepManagedFields() { m.keepManagedFields = true }
+// LibraryOnly leaves m's updates wholly to the library (set before m's first use):
+// the tests' and benchmarks' baseline.
+func (m *Managers) LibraryOnly() { m.libraryOnly = true }
 
 // FastToTyped says whether m's type converter validates obj (of a kind it has seen)
 // without the library.
@@ -71,4 +67,13 @@ func (m *Managers) ValidGoObject(obj runtime.Object) bool {
 	}
 	pt := t.(*parsedType)
 	return validGoObject(pt.schema, pt.typeRef, obj)
+}
+
+// ComparesWithoutCommonFields says whether m's Update of live to obj has the library
+// compare them without the fields they have equal.
+func (m *Managers) ComparesWithoutCommonFields(gvk schema.GroupVersionKind, live, obj runtime.Object) bool {
+	obj = obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	_, _, ok := m.withoutCommonFields(gvk, live, obj)
+	return ok
 }
