@@ -70,7 +70,7 @@ func (t *fieldTree) reset() {
 
 // insert records path p, as Set.Insert does: the empty path is not recorded.
 func (t *fieldTree) insert(p fieldpath.Path) {
-	if t == nil || len(p) == 0 { // nil: a walk that only validates
+	if len(p) == 0 {
 		return
 	}
 	n := int32(0)

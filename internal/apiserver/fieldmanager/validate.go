@@ -46,10 +46,10 @@ func (c *fastValidating) ObjectToTyped(obj runtime.Object, opts ...typed.Validat
 	return tv, err
 }
 
-// fastToTyped is ObjectToTyped through the create walk's validation; ok is false
-// where the library must answer: options other than allowing duplicates (which the
-// walk declines on anyway), unstructured objects, kinds not yet seen, and whatever
-// the walk declines.
+// fastToTyped is ObjectToTyped through goValidator; ok is false where the library
+// must answer: options other than allowing duplicates (goValidator does not look for
+// them), unstructured objects, kinds not yet seen, and whatever goValidator does not
+// find valid.
 func (c *fastValidating) fastToTyped(obj runtime.Object, opts []typed.ValidationOptions) (*typed.TypedValue, bool) {
 	if len(opts) != 1 || opts[0] != typed.AllowDuplicates {
 		return nil, false
