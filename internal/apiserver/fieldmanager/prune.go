@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -64,38 +65,27 @@ func (m *Managers) withoutCommonFields(gvk schema.GroupVersionKind, live, obj ru
 	defer allocators.Put(alloc)
 	validator := &goValidator{schema: pt.schema, alloc: alloc}
 
-	st := lv.Elem().Type()
-	var common []int
-	for i := range st.NumField() {
-		sf := st.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		switch {
-		case sf.Type == reflect.TypeFor[metav1.TypeMeta](), name == "metadata":
-			continue
-		case sf.Anonymous:
-			return nil, nil, false // an inline struct: its fields are the object's
-		case !sf.IsExported() || name == "" || name == "-":
-			continue
-		}
-		lf, of := lv.Elem().Field(i), ov.Elem().Field(i)
-		if lf.IsZero() || !reflect.DeepEqual(lf.Interface(), of.Interface()) {
-			continue
-		}
-		field, ok := root.Map.FindField(name)
-		if !ok || !validator.valid(field.Type, lf, value.TypeReflectEntryOf(sf.Type)) {
-			return nil, nil, false
-		}
-		common = append(common, i)
-	}
-	if len(common) == 0 {
-		return nil, nil, false
-	}
-	lc, oc := reflect.New(st), reflect.New(st)
+	lc, oc := reflect.New(lv.Elem().Type()), reflect.New(lv.Elem().Type())
 	lc.Elem().Set(lv.Elem())
 	oc.Elem().Set(ov.Elem())
+	common, differ, ok := commonFields(validator, root.Map, lv.Elem(), ov.Elem(), true)
+	if !ok {
+		return nil, nil, false
+	}
+	pruned := len(common) > 0
 	for _, i := range common {
 		lc.Elem().Field(i).SetZero()
 		oc.Elem().Field(i).SetZero()
+	}
+	// One level down, in the fields that changed (a status of which a heartbeat
+	// changes the conditions only), the same.
+	for _, i := range differ {
+		if pruneCommonSubfields(validator, root.Map, lc.Elem().Type().Field(i), lc.Elem().Field(i), oc.Elem().Field(i)) {
+			pruned = true
+		}
+	}
+	if !pruned {
+		return nil, nil, false
 	}
 	liveCopy, ok1 := lc.Interface().(runtime.Object)
 	objCopy, ok2 := oc.Interface().(runtime.Object)
@@ -103,6 +93,95 @@ func (m *Managers) withoutCommonFields(gvk schema.GroupVersionKind, live, obj ru
 		return nil, nil, false
 	}
 	return liveCopy, objCopy, true
+}
+
+// commonFields returns the indexes of the fields of struct values l and r (of one
+// type, described by schema map t) that are deeply equal, set, and valid (checked
+// once, on l), and of those set on both sides that differ; ok is false where the
+// struct has an inline field, or a common field is not plainly valid. At the root,
+// the type and object metadata are neither.
+func commonFields(validator *goValidator, t *smdschema.Map, l, r reflect.Value, root bool) (common, differ []int, ok bool) {
+	st := l.Type()
+	for i := range st.NumField() {
+		sf := st.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		switch {
+		case root && (sf.Type == reflect.TypeFor[metav1.TypeMeta]() || name == "metadata"):
+			continue
+		case sf.Anonymous:
+			return nil, nil, false // an inline struct: its fields are the object's
+		case !sf.IsExported() || name == "" || name == "-":
+			continue
+		}
+		lf, rf := l.Field(i), r.Field(i)
+		if lf.IsZero() || rf.IsZero() {
+			continue
+		}
+		if !reflect.DeepEqual(lf.Interface(), rf.Interface()) {
+			differ = append(differ, i)
+			continue
+		}
+		field, found := t.FindField(name)
+		if !found || !validator.valid(field.Type, lf, value.TypeReflectEntryOf(sf.Type)) {
+			return nil, nil, false
+		}
+		common = append(common, i)
+	}
+	return common, differ, true
+}
+
+// pruneCommonSubfields zeroes, in the copies l and r of a struct field sf of the
+// root (schema map root) that differs, the fields they have equal, and reports
+// whether it did. The struct stays on both sides as a map the comparison descends
+// into (neither side is left empty, nor zero, which an omitzero tag would omit, to
+// be found added or removed): each side keeps a field that is set and not omitted.
+// Atomic structs, and types that convert themselves, are compared whole and left
+// alone.
+func pruneCommonSubfields(validator *goValidator, root *smdschema.Map, sf reflect.StructField, l, r reflect.Value) bool {
+	if l.Kind() != reflect.Struct {
+		return false
+	}
+	e := value.TypeReflectEntryOf(sf.Type)
+	if e.CanConvertToUnstructured() {
+		return false
+	}
+	name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+	field, found := root.FindField(name)
+	if !found {
+		return false
+	}
+	atom, found := validator.schema.Resolve(field.Type)
+	if !found || atom.Map == nil || atom.Map.ElementRelationship == smdschema.Atomic {
+		return false
+	}
+	common, _, ok := commonFields(validator, atom.Map, l, r, false)
+	if !ok || len(common) == 0 {
+		return false
+	}
+	lc, rc := reflect.New(l.Type()).Elem(), reflect.New(l.Type()).Elem()
+	lc.Set(l)
+	rc.Set(r)
+	for _, i := range common {
+		lc.Field(i).SetZero()
+		rc.Field(i).SetZero()
+	}
+	if !keepsAField(e, lc) || !keepsAField(e, rc) {
+		return false
+	}
+	l.Set(lc)
+	r.Set(rc)
+	return true
+}
+
+// keepsAField reports whether struct v (of reflection entry e) has a field that is
+// set and that the library's reflection does not omit.
+func keepsAField(e *value.TypeReflectCacheEntry, v reflect.Value) bool {
+	for _, f := range e.OrderedFields() {
+		if fv := f.GetFrom(v); !fv.IsZero() && !f.CanOmit(fv) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameVersionManagers reports whether every managedFields entry of obj records gv.
