@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -95,6 +97,13 @@ type goValidator struct {
 }
 
 func (v *goValidator) valid(tr smdschema.TypeRef, rv reflect.Value, e *value.TypeReflectCacheEntry) bool {
+	if stringConverters[rv.Type()] {
+		// Null or a string, whichever: a string schema takes both, and the
+		// conversion (formatting a time, a quantity) need not be made.
+		if a, ok := v.schema.Resolve(tr); ok && a.Scalar != nil && (*a.Scalar == smdschema.String || *a.Scalar == smdschema.Untyped) {
+			return true
+		}
+	}
 	if e.CanConvertToUnstructured() {
 		u, err := e.ToUnstructured(rv)
 		if err != nil {
@@ -120,6 +129,17 @@ func (v *goValidator) valid(tr smdschema.TypeRef, rv reflect.Value, e *value.Typ
 		return v.validList(a.List, rv, k)
 	}
 	return false
+}
+
+// stringConverters are the types whose conversion to unstructured always gives null
+// or a string, never an error.
+var stringConverters = map[reflect.Type]bool{
+	reflect.TypeFor[metav1.Time]():        true,
+	reflect.TypeFor[*metav1.Time]():       true,
+	reflect.TypeFor[metav1.MicroTime]():   true,
+	reflect.TypeFor[*metav1.MicroTime]():  true,
+	reflect.TypeFor[resource.Quantity]():  true,
+	reflect.TypeFor[*resource.Quantity](): true,
 }
 
 // validValue validates a value the Go object converted itself to: a scalar or null
