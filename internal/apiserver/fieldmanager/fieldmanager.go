@@ -46,6 +46,11 @@ type Managers struct {
 	defaulters map[schema.GroupVersionKind]func(runtime.Object)
 	hasStatus  map[schema.GroupVersionKind]bool
 
+	// libraryOnly leaves updates wholly to the library: its validation, its
+	// comparison of whole objects with the live managedFields (the tests' and
+	// benchmarks' baseline).
+	libraryOnly bool
+
 	buildOnce     sync.Once
 	typeConverter managedfields.TypeConverter
 	buildErr      error
@@ -65,6 +70,9 @@ type Managers struct {
 type managerKey struct {
 	gvk         schema.GroupVersionKind
 	subresource string
+	// forUpdate: the manager records updates only, and compares objects without
+	// their inert managedFields (managedFieldsDropping).
+	forUpdate bool
 }
 
 // New prepares field management for the given resources; models returns the OpenAPI
@@ -99,10 +107,15 @@ func (m *Managers) TypeConverter() (managedfields.TypeConverter, error) {
 			m.buildErr = err
 			return
 		}
-		m.typeConverter, m.buildErr = managedfields.NewTypeConverter(models, false)
-		if m.buildErr != nil {
+		tc, err := managedfields.NewTypeConverter(models, false)
+		if err != nil {
+			m.buildErr = err
 			m.log.Error("building the type converter of server-side apply", "err", m.buildErr)
 			return
+		}
+		m.typeConverter = tc
+		if !m.libraryOnly {
+			m.typeConverter = &fastValidating{TypeConverter: tc}
 		}
 		m.log.Info("built the type converter of server-side apply", "models", len(models), "took", time.Since(start).Round(time.Millisecond))
 	})
@@ -112,6 +125,12 @@ func (m *Managers) TypeConverter() (managedfields.TypeConverter, error) {
 // manager returns the field manager of a kind written through subresource ("" for the
 // object itself).
 func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
+	return m.managerFor(managerKey{gvk: gvk, subresource: subresource})
+}
+
+// managerFor returns the field manager of key.
+func (m *Managers) managerFor(key managerKey) (*managedfields.FieldManager, error) {
+	gvk, subresource := key.gvk, key.subresource
 	var tc managedfields.TypeConverter
 	def := m.defaulters[gvk]
 	ck := m.customKind(gvk)
@@ -123,7 +142,6 @@ func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*ma
 			return nil, err
 		}
 	}
-	key := managerKey{gvk, subresource}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if fm, ok := m.managers[key]; ok {
@@ -138,6 +156,9 @@ func (m *Managers) manager(gvk schema.GroupVersionKind, subresource string) (*ma
 	var creater runtime.ObjectCreater = m.scheme
 	if ck != nil {
 		convertor, creater = customConvertor{m.convertor, ck}, unstructuredCreater{}
+	}
+	if key.forUpdate && !m.libraryOnly {
+		convertor = managedFieldsDropping{convertor}
 	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, convertor, defaulter{def}, creater, gvk, gv, subresource, resetFields)
 	if err != nil {
@@ -181,7 +202,7 @@ func (m *Managers) ignoredFields(gvk schema.GroupVersionKind, subresource string
 // object stands for a create. As upstream, field tracking never fails a write: if the
 // fields cannot be worked out, obj keeps live's managedFields.
 func (m *Managers) Update(gvk schema.GroupVersionKind, subresource string, live, obj runtime.Object, manager string) runtime.Object {
-	fm, err := m.manager(gvk, subresource)
+	fm, err := m.managerFor(managerKey{gvk: gvk, subresource: subresource, forUpdate: true})
 	if err != nil {
 		if acc, aerr := meta.Accessor(obj); aerr == nil {
 			if liveAcc, lerr := meta.Accessor(live); lerr == nil {
@@ -191,6 +212,18 @@ func (m *Managers) Update(gvk schema.GroupVersionKind, subresource string, live,
 		return obj
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if !m.libraryOnly {
+		if liveCopy, objCopy, ok := m.withoutCommonFields(gvk, live, obj); ok {
+			// The library changes nothing of the new object but its managedFields.
+			out := fm.UpdateNoErrors(liveCopy, objCopy, manager)
+			if outAcc, err := meta.Accessor(out); err == nil {
+				if acc, err := meta.Accessor(obj); err == nil {
+					acc.SetManagedFields(outAcc.GetManagedFields())
+					return obj
+				}
+			}
+		}
+	}
 	return fm.UpdateNoErrors(live, obj, manager)
 }
 
