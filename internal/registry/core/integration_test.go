@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -19,7 +20,7 @@ import (
 // what a client sees: defaulted objects, validation errors as Status causes,
 // field selectors, subresources and server-side tables.
 
-func startClient(t *testing.T) *kubernetes.Clientset {
+func startClient(t testing.TB) *kubernetes.Clientset {
 	t.Helper()
 	return kubernetes.NewForConfigOrDie(apiserver.Start(t))
 }
@@ -79,6 +80,32 @@ func TestIntegrationCoreV1(t *testing.T) {
 		pod.Spec.Containers[0].Ports[0].ContainerPort = 8080
 		_, err = c.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{})
 		wantInvalid(t, err, "spec", metav1.CauseTypeForbidden, "pod updates may not change fields other than")
+	})
+
+	t.Run("pod status write ignores the spec and checks only the status", func(t *testing.T) {
+		pod, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		image := pod.Spec.Containers[0].Image
+		pod.Spec.Containers[0].Image = "other:1"
+		pod.Spec.Containers[0].Ports[0].ContainerPort = 9999 // a change a spec update may not make
+		pod.Status.PodIP = "10.1.0.7"
+		got, err := c.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("status update: %v", err)
+		}
+		if got.Spec.Containers[0].Image != image || got.Spec.Containers[0].Ports[0].ContainerPort != 80 || got.Generation != pod.Generation {
+			t.Errorf("spec changed through the status: image %q port %d generation %d", got.Spec.Containers[0].Image, got.Spec.Containers[0].Ports[0].ContainerPort, got.Generation)
+		}
+		if got.Status.PodIP != "10.1.0.7" || len(got.Status.PodIPs) != 1 {
+			t.Errorf("status = %+v, want podIP 10.1.0.7", got.Status)
+		}
+		got.Status.PodIP, got.Status.PodIPs = "pod", nil
+		_, err = c.CoreV1().Pods("default").UpdateStatus(ctx, got, metav1.UpdateOptions{})
+		wantInvalid(t, err, "status.podIPs[0]", metav1.CauseTypeFieldValueInvalid, "must be a valid IP address")
+		_, err = c.CoreV1().Pods("default").Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{"status":{"qosClass":"Guaranteed"}}`), metav1.PatchOptions{}, "status")
+		wantInvalid(t, err, "status.qosClass", metav1.CauseTypeFieldValueInvalid, "field is immutable")
 	})
 
 	t.Run("pod field selectors", func(t *testing.T) {
