@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -106,6 +107,37 @@ func TestIntegrationCoreV1(t *testing.T) {
 		wantInvalid(t, err, "status.podIPs[0]", metav1.CauseTypeFieldValueInvalid, "must be a valid IP address")
 		_, err = c.CoreV1().Pods("default").Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{"status":{"qosClass":"Guaranteed"}}`), metav1.PatchOptions{}, "status")
 		wantInvalid(t, err, "status.qosClass", metav1.CauseTypeFieldValueInvalid, "field is immutable")
+	})
+
+	t.Run("pods get the global default priority class of the moment", func(t *testing.T) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prio"}}
+		if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		newPod := func(name string) *corev1.Pod {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+			got, err := c.CoreV1().Pods("prio").Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if pod := newPod("prio-1"); pod.Spec.PriorityClassName != "" || *pod.Spec.Priority != 0 {
+			t.Errorf("without a default: class %q priority %d", pod.Spec.PriorityClassName, *pod.Spec.Priority)
+		}
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "everyone"}, Value: 77, GlobalDefault: true}
+		if _, err := c.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if pod := newPod("prio-2"); pod.Spec.PriorityClassName != "everyone" || *pod.Spec.Priority != 77 {
+			t.Errorf("with a default: class %q priority %d, want everyone 77", pod.Spec.PriorityClassName, *pod.Spec.Priority)
+		}
+		if err := c.SchedulingV1().PriorityClasses().Delete(ctx, "everyone", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if pod := newPod("prio-3"); pod.Spec.PriorityClassName != "" || *pod.Spec.Priority != 0 {
+			t.Errorf("after the default went: class %q priority %d", pod.Spec.PriorityClassName, *pod.Spec.Priority)
+		}
 	})
 
 	t.Run("pod field selectors", func(t *testing.T) {
