@@ -264,6 +264,32 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("replicaset status write checks the status and ignores the spec", func(t *testing.T) {
+		rs, err := c.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "statusrs"},
+			Spec:       appsv1.ReplicaSetSpec{Selector: selector(), Template: podTemplate()},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Status.Replicas = -1
+		_, err = c.AppsV1().ReplicaSets("default").UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		want := []string{"status.replicas", "status.fullyLabeledReplicas", "status.readyReplicas", "status.availableReplicas"}
+		if got := causes(t, err); !reflect.DeepEqual(got, want) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+		rs.Status.Replicas = 2
+		nine := int32(9)
+		rs.Spec.Replicas = &nine
+		rs.Spec.Template.Spec.Containers[0].Image = "" // invalid, but not looked at
+		if rs, err = c.AppsV1().ReplicaSets("default").UpdateStatus(ctx, rs, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if *rs.Spec.Replicas != 1 || rs.Spec.Template.Spec.Containers[0].Image == "" || rs.Status.Replicas != 2 {
+			t.Errorf("after a status write: spec.replicas %d image %q status.replicas %d; want 1, the stored image, 2", *rs.Spec.Replicas, rs.Spec.Template.Spec.Containers[0].Image, rs.Status.Replicas)
+		}
+	})
+
 	t.Run("status writes keep the generation", func(t *testing.T) {
 		d, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "generations"},
