@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -107,6 +108,31 @@ func TestIntegrationCoreV1(t *testing.T) {
 		wantInvalid(t, err, "status.podIPs[0]", metav1.CauseTypeFieldValueInvalid, "must be a valid IP address")
 		_, err = c.CoreV1().Pods("default").Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{"status":{"qosClass":"Guaranteed"}}`), metav1.PatchOptions{}, "status")
 		wantInvalid(t, err, "status.qosClass", metav1.CauseTypeFieldValueInvalid, "field is immutable")
+	})
+
+	t.Run("back-to-back status writes: the latest version succeeds, a stale one conflicts", func(t *testing.T) {
+		pod, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := pod.DeepCopy()
+		for i := range 5 {
+			pod.Status.Message = fmt.Sprint("write ", i)
+			if pod, err = c.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+				t.Fatalf("write %d at the version just returned: %v", i, err)
+			}
+		}
+		stale.Status.Message = "stale"
+		if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+			t.Errorf("write at a stale resourceVersion: %v, want 409 Conflict", err)
+		}
+		got, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Message == "stale" {
+			t.Errorf("the stale write was stored")
+		}
 	})
 
 	t.Run("pods get the global default priority class of the moment", func(t *testing.T) {
