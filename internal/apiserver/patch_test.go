@@ -79,9 +79,11 @@ func TestStrategicPatchTyped(t *testing.T) {
 			if _, err := s.codecs.decodeInto(mediaJSON, patchedJSON, corev1.SchemeGroupVersion.WithKind("Pod"), want); err != nil {
 				t.Fatal(err)
 			}
-			if !equality.Semantic.DeepEqual(got, want) {
-				gj, _ := json.Marshal(got)
-				t.Errorf("patched\n got %s\nwant %s", gj, patchedJSON)
+			// Compared as a client sees them (encoded) and field by field.
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			if string(gj) != string(wj) || !equality.Semantic.DeepEqual(got, want) {
+				t.Errorf("patched\n got %s\nwant %s", gj, wj)
 			}
 		})
 	}
