@@ -133,12 +133,33 @@ func validatePodStatusUpdate(_ context.Context, pod, old *corev1.Pod) field.Erro
 			errs = append(errs, field.Invalid(fldPath.Child("nominatedNodeName"), n, msg))
 		}
 	}
+	errs = append(errs, validatePodConditions(pod.Status.Conditions, fldPath.Child("conditions"))...)
 	if pod.Status.ObservedGeneration < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("observedGeneration"), pod.Status.ObservedGeneration, "must be a non-negative integer"))
 	}
 	errs = append(errs, apivalidation.ValidateImmutableField(pod.Status.QOSClass, old.Status.QOSClass, fldPath.Child("qosClass"))...)
 	errs = append(errs, validatePodIPs(&pod.Status, &old.Status)...)
 	errs = append(errs, validateHostIPs(&pod.Status, &old.Status)...)
+	return errs
+}
+
+// validatePodConditions is upstream's: a condition's observedGeneration is not
+// negative, and a type other than the system's is a qualified name (the path's
+// "Type" is upstream's spelling).
+func validatePodConditions(conditions []corev1.PodCondition, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range conditions {
+		if c.ObservedGeneration < 0 {
+			errs = append(errs, field.Invalid(fldPath.Index(i).Child("observedGeneration"), c.ObservedGeneration, "must be a non-negative integer"))
+		}
+		switch c.Type {
+		case corev1.PodScheduled, corev1.PodReady, corev1.PodInitialized:
+			continue
+		}
+		for _, msg := range validation.IsQualifiedName(string(c.Type)) {
+			errs = append(errs, field.Invalid(fldPath.Index(i).Child("Type"), string(c.Type), msg))
+		}
+	}
 	return errs
 }
 

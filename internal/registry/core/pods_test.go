@@ -366,6 +366,9 @@ func TestPodIPsNormalizedAndValidated(t *testing.T) {
 			[]string{`status.observedGeneration: Invalid value: -1: must be a non-negative integer`}, "", 0},
 		{"a nominated node that is no name", corev1.PodStatus{NominatedNodeName: "Node_1"}, "", nil,
 			[]string{`status.nominatedNodeName: Invalid value: "Node_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`}, "", 0},
+		{"a condition type that is no qualified name", corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: "example.com/Ok", Status: corev1.ConditionTrue}, {Type: "not ok", Status: corev1.ConditionTrue, ObservedGeneration: -2}}}, "", nil,
+			[]string{`status.conditions[2].observedGeneration: Invalid value: -2: must be a non-negative integer`,
+				`status.conditions[2].Type: Invalid value: "not ok": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`}, "", 0},
 		{"another QoS class", corev1.PodStatus{QOSClass: corev1.PodQOSGuaranteed}, "", nil,
 			[]string{`status.qosClass: Invalid value: "Guaranteed": field is immutable`}, "", 0},
 	}
