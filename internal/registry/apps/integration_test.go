@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,6 +175,18 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		}, metav1.CreateOptions{})
 		if got := causes(t, err); !reflect.DeepEqual(got, []string{"spec.template.metadata.labels"}) {
 			t.Errorf("causes = %v (%v)", got, err)
+		}
+	})
+
+	t.Run("a scale patch with an unknown field is applied (a warning, not a failure)", func(t *testing.T) {
+		s := &autoscalingv1.Scale{}
+		err := c.AppsV1().RESTClient().Patch(types.StrategicMergePatchType).Namespace("default").Resource("deployments").Name("web").
+			SubResource("scale").Body([]byte(`{"spec":{"replicas":3,"bogus":1}}`)).Do(ctx).Into(s)
+		if err != nil {
+			t.Fatalf("scale patch: %v", err)
+		}
+		if s.Spec.Replicas != 3 {
+			t.Errorf("scale = %d, want 3", s.Spec.Replicas)
 		}
 	})
 
