@@ -107,6 +107,25 @@ func (r admissionReader) List(ctx context.Context, gvr schema.GroupVersionResour
 	return presentEntries(h, entries)
 }
 
+// ListVersion stamps the cached list by its length and its newest entry's revision:
+// a put after a list gives a newer revision than any listed, and deletions alone
+// shorten it, so no two different lists share a stamp.
+func (r admissionReader) ListVersion(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (string, error) {
+	h := r.s.handlers[gvr]
+	if h == nil {
+		return "", apierrors.NewNotFound(gvr.GroupResource(), "")
+	}
+	entries, _, err := r.s.cache.List(h.segment, h.listPrefix(namespace), nil)
+	if err != nil {
+		return "", err
+	}
+	var newest int64
+	for _, e := range entries {
+		newest = max(newest, e.RV)
+	}
+	return fmt.Sprintf("%d/%d", len(entries), newest), nil
+}
+
 // UpdateStatus changes an object's status inside one storage transaction, as the
 // apiserver itself (upstream's loopback client is system:apiserver in system:masters).
 func (r admissionReader) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, update func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {

@@ -622,11 +622,16 @@ func (s *Server) validateCreate(ctx context.Context, h *resourceHandler, obj run
 	return nil
 }
 
-func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, old runtime.Object, withStrategy bool) error {
+// validateUpdate runs the generic metadata checks and, withStrategy, the resource's
+// own: only its status checks when statusOnly (a status write whose spec is the stored
+// one, see registry.StatusStrategy).
+func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, old runtime.Object, withStrategy, statusOnly bool) error {
 	acc, oldAcc := accessor(obj), accessor(old)
 	errs := apivalidation.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
-	if h.Strategy != nil && withStrategy {
+	if ss, ok := h.Strategy.(registry.StatusStrategy); ok && withStrategy && statusOnly {
+		errs = append(errs, ss.ValidateStatusUpdate(ctx, obj, old)...)
+	} else if h.Strategy != nil && withStrategy {
 		errs = append(errs, h.Strategy.ValidateUpdate(ctx, obj, old)...)
 	}
 	if len(errs) > 0 {
@@ -911,13 +916,20 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 		pruneMutated(h, attrs.Object)
 		obj = attrs.Object
 		acc = accessor(obj)
+		statusOnly := false
+		if _, ok := h.Strategy.(registry.StatusStrategy); ok && mode == updateStatus && hasSpec(obj) {
+			// Upstream's status strategy puts the stored spec back after mutating
+			// admission; the spec is then the stored one and needs no validation.
+			copyField(obj, current, "Spec")
+			statusOnly = true
+		}
 		prepareUpdateMeta(acc, curAcc, obj, current, mode != updateStatus && mode != updateApproval && mode != updateAll)
 		// A binding writes the fields a client may never change (spec.nodeName) and
 		// skips the resource's own update rules, as upstream's binding does.
 		if h.Strategy != nil && mode != updateAll {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral && mode != updateResize); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral && mode != updateResize, statusOnly); err != nil {
 			return nil, err
 		}
 		if err := validateEphemeralUpdate(mode, obj, current); err != nil {

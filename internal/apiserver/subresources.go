@@ -166,7 +166,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *reques
 			break
 		}
 		obj, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateMain, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
-			scale, err := s.newScale(h, current, info.Verb, patchType, data)
+			scale, err := s.newScale(w, r, h, current, info.Verb, patchType, data)
 			if err != nil {
 				return nil, err
 			}
@@ -190,12 +190,13 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *reques
 }
 
 // newScale decodes the Scale a client sent (whole, or as a patch of the current one);
-// contentType is the body's media type or patch type.
-func (s *Server) newScale(h *resourceHandler, current runtime.Object, verb, contentType string, data []byte) (*autoscalingv1.Scale, error) {
+// contentType is the body's media type or patch type. A patch's unknown fields go by
+// the request's fieldValidation, as on the object.
+func (s *Server) newScale(w http.ResponseWriter, r *http.Request, h *resourceHandler, current runtime.Object, verb, contentType string, data []byte) (*autoscalingv1.Scale, error) {
 	scaleHandler := &resourceHandler{Resource: scaleResource}
 	cur := scaleOf(h, current)
 	if verb == "patch" {
-		patched, err := s.applyPatch(nil, &http.Request{}, scaleHandler, cur, contentType, data)
+		patched, err := s.applyPatch(w, r, scaleHandler, cur, contentType, data)
 		if err != nil {
 			return nil, err
 		}

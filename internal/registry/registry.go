@@ -104,6 +104,17 @@ type Strategy interface {
 	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
 }
 
+// StatusStrategy is a Strategy whose status subresource checks only what a status
+// write may change, as upstream's status strategies do (pods: ValidatePodStatusUpdate).
+// The server then keeps the stored spec over whatever mutating admission did to it, as
+// their PrepareForUpdate does, so the spec needs no checking again. Without it a
+// status write runs the whole ValidateUpdate.
+type StatusStrategy interface {
+	Strategy
+	// ValidateStatusUpdate checks a status write; old is the stored object.
+	ValidateStatusUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
 // BaseStrategy does nothing at every step; embed it and override what a resource needs.
 type BaseStrategy struct{}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,39 +109,56 @@ func (s *Store) Get(ctx context.Context, key string, into runtime.Object) error 
 // aborts the update with that error.
 type UpdateFunc func(current runtime.Object) (runtime.Object, error)
 
-// GuaranteedUpdate reads the object at key, applies update and writes the result if the
-// key has not changed in between, retrying from a fresh read when it has. newObj returns
-// an empty object of the stored type. When the result encodes the same as what is
-// stored, nothing is written and the current object is returned. The returned bool
-// says whether the object was deleted.
+// GuaranteedUpdate applies update to the object at key and writes the result if the
+// key has not changed in between, retrying from a fresh read when it has. newObj
+// returns an empty object of the stored type. When the result encodes the same as
+// what is stored, nothing is written and the current object is returned. The returned
+// bool says whether the object was deleted.
+//
+// The first attempt starts, as upstream's does, from the watch cache's copy when it
+// has one: the compare-and-put fails if the copy was stale, and every later attempt
+// starts from etcd. An update that fails on the cache's copy is retried on etcd's, so
+// that no error is judged on a stale object.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() runtime.Object, update UpdateFunc) (runtime.Object, bool, error) {
+	current, rev := s.cache.Load().latestCopy(key, newObj)
+	fromCache := current != nil
+	var stored *mvccpb.KeyValue // etcd's value at rev, when read from etcd
 	for {
-		resp, err := s.client.Get(ctx, key)
-		if err != nil {
-			return nil, false, err
+		if current == nil {
+			if stored == nil {
+				resp, err := s.client.Get(ctx, key)
+				if err != nil {
+					return nil, false, err
+				}
+				if len(resp.Kvs) == 0 {
+					return nil, false, keyErr(ErrNotFound, key, "")
+				}
+				stored = resp.Kvs[0]
+			}
+			current, rev = newObj(), stored.ModRevision
+			if err := Decode(stored.Value, current); err != nil {
+				return nil, false, fmt.Errorf("decoding %s: %w", key, err)
+			}
 		}
-		if len(resp.Kvs) == 0 {
-			return nil, false, keyErr(ErrNotFound, key, "")
-		}
-		kv := resp.Kvs[0]
-		current := newObj()
-		if err := Decode(kv.Value, current); err != nil {
-			return nil, false, fmt.Errorf("decoding %s: %w", key, err)
-		}
-		setRV(current, kv.ModRevision)
+		setRV(current, rev)
 		updated, err := update(current)
 		if err != nil {
+			if fromCache {
+				current, stored, fromCache = nil, nil, false
+				continue
+			}
 			return nil, false, err
 		}
 		if updated == nil {
 			tx, err := s.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+				If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 				Then(clientv3.OpDelete(key)).
 				Commit()
 			if err != nil {
 				return nil, false, err
 			}
 			if !tx.Succeeded {
+				current, stored, fromCache = nil, nil, false
 				continue
 			}
 			setRV(current, tx.Header.Revision)
@@ -150,19 +168,40 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj func() 
 		if err != nil {
 			return nil, false, err
 		}
-		if string(data) == string(kv.Value) {
-			setRV(updated, kv.ModRevision)
+		if stored != nil && string(data) == string(stored.Value) {
+			setRV(updated, rev)
 			return updated, false, nil
 		}
-		tx, err := s.putAt(ctx, key, kv.ModRevision, data, updated)
+		// Unless the value is what we would put (nothing to write), put it if the key
+		// is still at rev; otherwise read what is there, in the same transaction.
+		cache := s.cache.Load()
+		put := cache.expectPut(key, data, updated)
+		tx, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", rev), clientv3.Compare(clientv3.Value(key), "!=", bytesString(data))).
+			Then(clientv3.OpPut(key, bytesString(data))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil || !tx.Succeeded {
+			cache.forgetPut(key, put)
+		}
 		if err != nil {
 			return nil, false, err
 		}
-		if !tx.Succeeded {
-			continue
+		if tx.Succeeded {
+			setRV(updated, tx.Header.Revision)
+			return updated, false, nil
 		}
-		setRV(updated, tx.Header.Revision)
-		return updated, false, nil
+		kvs := tx.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return nil, false, keyErr(ErrNotFound, key, "")
+		}
+		if kvs[0].ModRevision == rev && string(kvs[0].Value) == string(data) {
+			// Unchanged: the stored object is the result (as of rev).
+			setRV(updated, rev)
+			return updated, false, nil
+		}
+		// Changed meanwhile: start again from what etcd just said.
+		current, stored, fromCache = nil, kvs[0], false
 	}
 }
 

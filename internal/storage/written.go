@@ -253,3 +253,30 @@ func hasBytesMap(t reflect.Type, seen map[reflect.Type]bool) bool {
 	}
 	return false
 }
+
+// latestCopy returns a private copy of the cached object at key and its revision, for
+// an update to start from without reading etcd, or nil when the cache has no copy it
+// can vouch for: the resource is not cached as protobuf, the key is not there, or
+// this server has a put at key whose event has not come back (the copy is then known
+// to be stale, and a writer repeating itself would always conflict). Any copy may
+// still be stale; the update's compare-and-put catches that.
+func (c *Cache) latestCopy(key string, newObj func() runtime.Object) (runtime.Object, int64) {
+	if c == nil {
+		return nil, 0
+	}
+	c.writtenMu.Lock()
+	_, pending := c.written[key]
+	c.writtenMu.Unlock()
+	if pending {
+		return nil, 0
+	}
+	e, _, err := c.Get(segmentOf(key), key)
+	if err != nil || e == nil || e.object != nil {
+		return nil, 0
+	}
+	obj, err := e.Object() // decoded afresh: the caller's own
+	if err != nil || reflect.TypeOf(obj) != reflect.TypeOf(newObj()) {
+		return nil, 0
+	}
+	return obj, e.RV
+}

@@ -159,6 +159,13 @@ type Reader interface {
 	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error)
 }
 
+// ListVersioner is a Reader that can tell, without decoding anything, which version of
+// a resource's objects List would return: equal stamps mean equal lists, so a plugin
+// may keep what it derived from the last list (Priority's global default class).
+type ListVersioner interface {
+	ListVersion(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (string, error)
+}
+
 // StatusWriter changes an object's status atomically: update gets the stored object
 // and returns it with the new status (or an error to write nothing); it is called
 // again on a conflicting write. It returns the stored result.

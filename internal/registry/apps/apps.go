@@ -195,3 +195,10 @@ func validateReplicatedTemplate(t *corev1.PodTemplateSpec, sel labels.Selector, 
 	allErrs = append(allErrs, core.ValidatePodTemplateSpec(t, fldPath)...)
 	return append(allErrs, validateAlwaysRestart(&t.Spec, kind, fldPath.Child("spec"))...)
 }
+
+var (
+	_ registry.StatusStrategy = deploymentStrategy{}
+	_ registry.StatusStrategy = replicaSetStrategy{}
+	_ registry.StatusStrategy = statefulSetStrategy{}
+	_ registry.StatusStrategy = daemonSetStrategy{}
+)

@@ -192,3 +192,9 @@ func daemonSetPrinter() *registry.Printer {
 		},
 	}
 }
+
+// ValidateStatusUpdate checks a write through the status subresource: the status
+// only, as upstream's status strategy (the spec is the stored one).
+func (daemonSetStrategy) ValidateStatusUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validateDaemonSetStatus(&obj.(*appsv1.DaemonSet).Status, &old.(*appsv1.DaemonSet).Status)
+}

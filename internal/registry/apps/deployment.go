@@ -164,3 +164,9 @@ func deploymentPrinter() *registry.Printer {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ValidateStatusUpdate checks a write through the status subresource: the status
+// only, as upstream's status strategy (the spec is the stored one).
+func (deploymentStrategy) ValidateStatusUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validateDeploymentStatus(&obj.(*appsv1.Deployment).Status, &old.(*appsv1.Deployment).Status)
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,6 +178,18 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("a scale patch with an unknown field is applied (a warning, not a failure)", func(t *testing.T) {
+		s := &autoscalingv1.Scale{}
+		err := c.AppsV1().RESTClient().Patch(types.StrategicMergePatchType).Namespace("default").Resource("deployments").Name("web").
+			SubResource("scale").Body([]byte(`{"spec":{"replicas":3,"bogus":1}}`)).Do(ctx).Into(s)
+		if err != nil {
+			t.Fatalf("scale patch: %v", err)
+		}
+		if s.Spec.Replicas != 3 {
+			t.Errorf("scale = %d, want 3", s.Spec.Replicas)
+		}
+	})
+
 	t.Run("deployment selector is immutable", func(t *testing.T) {
 		d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -261,6 +274,32 @@ func TestAppsAgainstAPIServer(t *testing.T) {
 		}
 		if tbl := table(t, c, "daemonsets", "agent"); len(tbl.Rows) != 1 || tbl.Rows[0].Cells[6] != "<none>" {
 			t.Errorf("table = %+v", tbl.Rows)
+		}
+	})
+
+	t.Run("replicaset status write checks the status and ignores the spec", func(t *testing.T) {
+		rs, err := c.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "statusrs"},
+			Spec:       appsv1.ReplicaSetSpec{Selector: selector(), Template: podTemplate()},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Status.Replicas = -1
+		_, err = c.AppsV1().ReplicaSets("default").UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		want := []string{"status.replicas", "status.fullyLabeledReplicas", "status.readyReplicas", "status.availableReplicas"}
+		if got := causes(t, err); !reflect.DeepEqual(got, want) {
+			t.Errorf("causes = %v (%v)", got, err)
+		}
+		rs.Status.Replicas = 2
+		nine := int32(9)
+		rs.Spec.Replicas = &nine
+		rs.Spec.Template.Spec.Containers[0].Image = "" // invalid, but not looked at
+		if rs, err = c.AppsV1().ReplicaSets("default").UpdateStatus(ctx, rs, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if *rs.Spec.Replicas != 1 || rs.Spec.Template.Spec.Containers[0].Image == "" || rs.Status.Replicas != 2 {
+			t.Errorf("after a status write: spec.replicas %d image %q status.replicas %d; want 1, the stored image, 2", *rs.Spec.Replicas, rs.Spec.Template.Spec.Containers[0].Image, rs.Status.Replicas)
 		}
 	})
 

@@ -103,3 +103,9 @@ func replicaSetPrinter() *registry.Printer {
 		},
 	}
 }
+
+// ValidateStatusUpdate checks a write through the status subresource: the status
+// only, as upstream's status strategy (the spec is the stored one).
+func (replicaSetStrategy) ValidateStatusUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validateReplicaSetStatus(&obj.(*appsv1.ReplicaSet).Status, &old.(*appsv1.ReplicaSet).Status)
+}

@@ -240,3 +240,9 @@ func statefulSetPrinter() *registry.Printer {
 		},
 	}
 }
+
+// ValidateStatusUpdate checks a write through the status subresource: the status
+// only, as upstream's status strategy (the spec is the stored one).
+func (statefulSetStrategy) ValidateStatusUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validateStatefulSetStatus(&obj.(*appsv1.StatefulSet).Status, &old.(*appsv1.StatefulSet).Status)
+}

@@ -37,3 +37,5 @@ func containerCells(containers []corev1.Container) (names, images string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+var _ registry.StatusStrategy = jobStrategy{}

@@ -268,3 +268,9 @@ func jobStatus(job *batchv1.Job) string {
 		return "Running"
 	}
 }
+
+// ValidateStatusUpdate checks a write through the status subresource: the status
+// only, as upstream's status strategy (the spec is the stored one).
+func (jobStrategy) ValidateStatusUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validateJobStatus(&obj.(*batchv1.Job).Status, &old.(*batchv1.Job).Status)
+}

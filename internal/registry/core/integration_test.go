@@ -2,13 +2,16 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -19,7 +22,7 @@ import (
 // what a client sees: defaulted objects, validation errors as Status causes,
 // field selectors, subresources and server-side tables.
 
-func startClient(t *testing.T) *kubernetes.Clientset {
+func startClient(t testing.TB) *kubernetes.Clientset {
 	t.Helper()
 	return kubernetes.NewForConfigOrDie(apiserver.Start(t))
 }
@@ -79,6 +82,88 @@ func TestIntegrationCoreV1(t *testing.T) {
 		pod.Spec.Containers[0].Ports[0].ContainerPort = 8080
 		_, err = c.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{})
 		wantInvalid(t, err, "spec", metav1.CauseTypeForbidden, "pod updates may not change fields other than")
+	})
+
+	t.Run("pod status write ignores the spec and checks only the status", func(t *testing.T) {
+		pod, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		image := pod.Spec.Containers[0].Image
+		pod.Spec.Containers[0].Image = "other:1"
+		pod.Spec.Containers[0].Ports[0].ContainerPort = 9999 // a change a spec update may not make
+		pod.Status.PodIP = "10.1.0.7"
+		got, err := c.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("status update: %v", err)
+		}
+		if got.Spec.Containers[0].Image != image || got.Spec.Containers[0].Ports[0].ContainerPort != 80 || got.Generation != pod.Generation {
+			t.Errorf("spec changed through the status: image %q port %d generation %d", got.Spec.Containers[0].Image, got.Spec.Containers[0].Ports[0].ContainerPort, got.Generation)
+		}
+		if got.Status.PodIP != "10.1.0.7" || len(got.Status.PodIPs) != 1 {
+			t.Errorf("status = %+v, want podIP 10.1.0.7", got.Status)
+		}
+		got.Status.PodIP, got.Status.PodIPs = "pod", nil
+		_, err = c.CoreV1().Pods("default").UpdateStatus(ctx, got, metav1.UpdateOptions{})
+		wantInvalid(t, err, "status.podIPs[0]", metav1.CauseTypeFieldValueInvalid, "must be a valid IP address")
+		_, err = c.CoreV1().Pods("default").Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{"status":{"qosClass":"Guaranteed"}}`), metav1.PatchOptions{}, "status")
+		wantInvalid(t, err, "status.qosClass", metav1.CauseTypeFieldValueInvalid, "field is immutable")
+	})
+
+	t.Run("back-to-back status writes: the latest version succeeds, a stale one conflicts", func(t *testing.T) {
+		pod, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := pod.DeepCopy()
+		for i := range 5 {
+			pod.Status.Message = fmt.Sprint("write ", i)
+			if pod, err = c.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+				t.Fatalf("write %d at the version just returned: %v", i, err)
+			}
+		}
+		stale.Status.Message = "stale"
+		if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+			t.Errorf("write at a stale resourceVersion: %v, want 409 Conflict", err)
+		}
+		got, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Message == "stale" {
+			t.Errorf("the stale write was stored")
+		}
+	})
+
+	t.Run("pods get the global default priority class of the moment", func(t *testing.T) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prio"}}
+		if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		newPod := func(name string) *corev1.Pod {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+			got, err := c.CoreV1().Pods("prio").Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if pod := newPod("prio-1"); pod.Spec.PriorityClassName != "" || *pod.Spec.Priority != 0 {
+			t.Errorf("without a default: class %q priority %d", pod.Spec.PriorityClassName, *pod.Spec.Priority)
+		}
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "everyone"}, Value: 77, GlobalDefault: true}
+		if _, err := c.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if pod := newPod("prio-2"); pod.Spec.PriorityClassName != "everyone" || *pod.Spec.Priority != 77 {
+			t.Errorf("with a default: class %q priority %d, want everyone 77", pod.Spec.PriorityClassName, *pod.Spec.Priority)
+		}
+		if err := c.SchedulingV1().PriorityClasses().Delete(ctx, "everyone", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if pod := newPod("prio-3"); pod.Spec.PriorityClassName != "" || *pod.Spec.Priority != 0 {
+			t.Errorf("after the default went: class %q priority %d", pod.Spec.PriorityClassName, *pod.Spec.Priority)
+		}
 	})
 
 	t.Run("pod field selectors", func(t *testing.T) {

@@ -9,12 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kubectl/pkg/util/qos"
+	netutils "k8s.io/utils/net"
 
 	"mizzen/internal/registry"
 )
@@ -30,17 +32,19 @@ func podsResource() *registry.Resource {
 		Categories:   []string{"all"},
 		New:          func() runtime.Object { return &corev1.Pod{} },
 		NewList:      func() runtime.Object { return &corev1.PodList{} },
-		Strategy: strategy[*corev1.Pod]{
-			defaults: func(pod *corev1.Pod) {
-				defaultPod(pod)
-				normalizePodIPs(&pod.Status)
+		Strategy: statusStrategy[*corev1.Pod]{
+			strategy: strategy[*corev1.Pod]{
+				defaults: func(pod *corev1.Pod) {
+					defaultPod(pod)
+					normalizePodIPs(&pod.Status)
+				},
+				prepareCreate:  preparePodForCreate,
+				prepareUpdate:  preparePodForUpdate,
+				validate:       validatePod,
+				validateCreate: validatePodCreate,
+				validateUpdate: validatePodUpdate,
 			},
-			prepareCreate: preparePodForCreate,
-			// Status updates skip Default, so the IP fields are made consistent here too.
-			prepareUpdate:  func(_ context.Context, pod, _ *corev1.Pod) { normalizePodIPs(&pod.Status) },
-			validate:       validatePod,
-			validateCreate: validatePodCreate,
-			validateUpdate: validatePodUpdate,
+			validateStatus: validatePodStatusUpdate,
 		},
 		Fields:    podFields,
 		Printer:   podPrinter(),
@@ -67,6 +71,16 @@ func preparePodForCreate(_ context.Context, pod *corev1.Pod) {
 	}
 }
 
+// preparePodForUpdate makes the IP fields consistent (status updates skip Default)
+// and, as upstream does for old kubelets that dropped it, keeps the QoS class computed
+// at creation when a status write leaves it out.
+func preparePodForUpdate(_ context.Context, pod, old *corev1.Pod) {
+	normalizePodIPs(&pod.Status)
+	if pod.Status.QOSClass == "" {
+		pod.Status.QOSClass = old.Status.QOSClass
+	}
+}
+
 // normalizePodIPs keeps podIP and podIPs (and hostIP and hostIPs) consistent, as
 // upstream's v1 conversion does: the single field wins when both are set and differ,
 // and each fills the other when only one is set.
@@ -88,7 +102,6 @@ func normalizePodIPs(status *corev1.PodStatus) {
 func validatePod(_ context.Context, pod *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
 	errs := validatePodSpec(&pod.Spec, true, specPath)
-	errs = append(errs, validatePodStatus(&pod.Status, field.NewPath("status"))...)
 	for i, c := range pod.Spec.Containers {
 		if c.Image != strings.TrimSpace(c.Image) {
 			errs = append(errs, field.Invalid(specPath.Child("containers").Index(i).Child("image"), c.Image, "must not have leading or trailing whitespace"))
@@ -109,51 +122,105 @@ func validatePodCreate(_ context.Context, pod *corev1.Pod) field.ErrorList {
 	return errs
 }
 
-// validatePodStatus checks the addresses and node names a kubelet or scheduler
-// reports.
-func validatePodStatus(status *corev1.PodStatus, fldPath *field.Path) field.ErrorList {
+// validatePodStatusUpdate checks a write through pods/status as upstream's
+// ValidatePodStatusUpdate does (the parts mizzen implements): the spec is the stored
+// one there, so only what a kubelet or scheduler reports is checked.
+func validatePodStatusUpdate(_ context.Context, pod, old *corev1.Pod) field.ErrorList {
+	fldPath := field.NewPath("status")
 	var errs field.ErrorList
-	if status.NominatedNodeName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(status.NominatedNodeName) {
-			errs = append(errs, field.Invalid(fldPath.Child("nominatedNodeName"), status.NominatedNodeName, msg))
+	if n := pod.Status.NominatedNodeName; n != old.Status.NominatedNodeName && n != "" {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(n, false) {
+			errs = append(errs, field.Invalid(fldPath.Child("nominatedNodeName"), n, msg))
 		}
 	}
-	podIPs := make([]string, len(status.PodIPs))
-	for i, ip := range status.PodIPs {
-		podIPs[i] = ip.IP
+	errs = append(errs, validatePodConditions(pod.Status.Conditions, fldPath.Child("conditions"))...)
+	if pod.Status.ObservedGeneration < 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("observedGeneration"), pod.Status.ObservedGeneration, "must be a non-negative integer"))
 	}
-	errs = append(errs, validateIPList(podIPs, fldPath.Child("podIPs"))...)
-	hostIPs := make([]string, len(status.HostIPs))
-	for i, ip := range status.HostIPs {
-		hostIPs[i] = ip.IP
-	}
-	errs = append(errs, validateIPList(hostIPs, fldPath.Child("hostIPs"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(pod.Status.QOSClass, old.Status.QOSClass, fldPath.Child("qosClass"))...)
+	errs = append(errs, validatePodIPs(&pod.Status, &old.Status)...)
+	errs = append(errs, validateHostIPs(&pod.Status, &old.Status)...)
 	return errs
 }
 
-// validateIPList requires valid, distinct IPs, at most one of each family.
-func validateIPList(ips []string, fldPath *field.Path) field.ErrorList {
+// validatePodConditions is upstream's: a condition's observedGeneration is not
+// negative, and a type other than the system's is a qualified name (the path's
+// "Type" is upstream's spelling).
+func validatePodConditions(conditions []corev1.PodCondition, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	seen := map[string]bool{}
-	v4, v6 := 0, 0
-	for i, ip := range ips {
-		p := fldPath.Index(i).Child("ip")
-		ipErrs := validation.IsValidIP(p, ip)
-		errs = append(errs, ipErrs...)
-		if seen[ip] {
-			errs = append(errs, field.Duplicate(p, ip))
+	for i, c := range conditions {
+		if c.ObservedGeneration < 0 {
+			errs = append(errs, field.Invalid(fldPath.Index(i).Child("observedGeneration"), c.ObservedGeneration, "must be a non-negative integer"))
 		}
-		seen[ip] = true
-		if len(ipErrs) == 0 {
-			if strings.Contains(ip, ":") {
-				v6++
-			} else {
-				v4++
-			}
+		switch c.Type {
+		case corev1.PodScheduled, corev1.PodReady, corev1.PodInitialized:
+			continue
+		}
+		for _, msg := range validation.IsQualifiedName(string(c.Type)) {
+			errs = append(errs, field.Invalid(fldPath.Index(i).Child("Type"), string(c.Type), msg))
 		}
 	}
-	if v4 > 1 || v6 > 1 {
-		errs = append(errs, field.Invalid(fldPath, ips, "may specify no more than one IP for each IP family"))
+	return errs
+}
+
+// validatePodIPs is upstream's: new addresses must be valid (ones already stored may
+// stay), at most one of each family, and podIP must be podIPs[0].
+func validatePodIPs(status, old *corev1.PodStatus) field.ErrorList {
+	fldPath := field.NewPath("status", "podIPs")
+	ips := make([]string, len(status.PodIPs))
+	for i, ip := range status.PodIPs {
+		ips[i] = ip.IP
+	}
+	oldIPs := make([]string, len(old.PodIPs))
+	for i, ip := range old.PodIPs {
+		oldIPs[i] = ip.IP
+	}
+	errs := validateIPList(fldPath, ips, oldIPs, status.PodIPs)
+	switch {
+	case (status.PodIP != "") != (len(status.PodIPs) > 0):
+		errs = append(errs, field.Invalid(fldPath, status.PodIPs, "podIP and podIPs must either both be set or both be unset"))
+	case len(status.PodIPs) > 0 && status.PodIP != status.PodIPs[0].IP:
+		errs = append(errs, field.Invalid(fldPath.Index(0).Child("ip"), status.PodIPs[0].IP, "must be equal to `podIP`"))
+	}
+	return errs
+}
+
+// validateHostIPs is validatePodIPs for the node's addresses.
+func validateHostIPs(status, old *corev1.PodStatus) field.ErrorList {
+	if len(status.HostIPs) == 0 {
+		return nil
+	}
+	fldPath := field.NewPath("status", "hostIPs")
+	var errs field.ErrorList
+	if status.HostIP != status.HostIPs[0].IP {
+		errs = append(errs, field.Invalid(fldPath.Index(0).Child("ip"), status.HostIPs[0].IP, "must be equal to `hostIP`"))
+	}
+	ips := make([]string, len(status.HostIPs))
+	for i, ip := range status.HostIPs {
+		ips[i] = ip.IP
+	}
+	oldIPs := make([]string, len(old.HostIPs))
+	for i, ip := range old.HostIPs {
+		oldIPs[i] = ip.IP
+	}
+	return append(errs, validateIPList(fldPath, ips, oldIPs, status.HostIPs)...)
+}
+
+// validateIPList requires each of ips to be a valid address or one of oldIPs, and
+// more than one to be a dual-stack pair; list is the field's value for the message.
+func validateIPList(fldPath *field.Path, ips, oldIPs []string, list any) field.ErrorList {
+	var errs field.ErrorList
+	for i, ip := range ips {
+		errs = append(errs, validation.IsValidIPForLegacyField(fldPath.Index(i), ip, true, oldIPs)...)
+	}
+	if len(ips) > 1 {
+		dualStack, err := netutils.IsDualStackIPStrings(ips)
+		if err != nil {
+			errs = append(errs, field.InternalError(fldPath, fmt.Errorf("failed to check for dual stack with error:%v", err)))
+		}
+		if !dualStack || len(ips) > 2 {
+			errs = append(errs, field.Invalid(fldPath, list, "may specify no more than one IP for each IP family"))
+		}
 	}
 	return errs
 }

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"mizzen/internal/registry"
 )
 
 func TestPodDefaults(t *testing.T) {
@@ -355,9 +357,20 @@ func TestPodIPsNormalizedAndValidated(t *testing.T) {
 		{"podIPs fill podIP", corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "fd00::5"}}}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "fd00::5"}}, nil, "", 0},
 		{"podIP wins a disagreement", corev1.PodStatus{PodIP: "10.1.0.6", PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}}}, "10.1.0.6", []corev1.PodIP{{IP: "10.1.0.6"}}, nil, "", 0},
 		{"two IPv4 addresses", corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "10.1.0.6"}}}, "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}, {IP: "10.1.0.6"}},
-			[]string{`status.podIPs: Invalid value: ["10.1.0.5","10.1.0.6"]: may specify no more than one IP for each IP family`}, "", 0},
+			[]string{`status.podIPs: Invalid value: [{"ip":"10.1.0.5"},{"ip":"10.1.0.6"}]: may specify no more than one IP for each IP family`}, "", 0},
 		{"not an IP", corev1.PodStatus{PodIP: "pod"}, "pod", []corev1.PodIP{{IP: "pod"}},
-			[]string{`status.podIPs[0].ip: Invalid value: "pod": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}, "", 0},
+			[]string{`status.podIPs[0]: Invalid value: "pod": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}, "", 0},
+		{"host IPs of one family", corev1.PodStatus{HostIPs: []corev1.HostIP{{IP: "192.168.1.2"}, {IP: "192.168.1.3"}}}, "", nil,
+			[]string{`status.hostIPs: Invalid value: [{"ip":"192.168.1.2"},{"ip":"192.168.1.3"}]: may specify no more than one IP for each IP family`}, "192.168.1.2", 2},
+		{"negative observedGeneration", corev1.PodStatus{ObservedGeneration: -1}, "", nil,
+			[]string{`status.observedGeneration: Invalid value: -1: must be a non-negative integer`}, "", 0},
+		{"a nominated node that is no name", corev1.PodStatus{NominatedNodeName: "Node_1"}, "", nil,
+			[]string{`status.nominatedNodeName: Invalid value: "Node_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`}, "", 0},
+		{"a condition type that is no qualified name", corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: "example.com/Ok", Status: corev1.ConditionTrue}, {Type: "not ok", Status: corev1.ConditionTrue, ObservedGeneration: -2}}}, "", nil,
+			[]string{`status.conditions[2].observedGeneration: Invalid value: -2: must be a non-negative integer`,
+				`status.conditions[2].Type: Invalid value: "not ok": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`}, "", 0},
+		{"another QoS class", corev1.PodStatus{QOSClass: corev1.PodQOSGuaranteed}, "", nil,
+			[]string{`status.qosClass: Invalid value: "Guaranteed": field is immutable`}, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -373,7 +386,7 @@ func TestPodIPsNormalizedAndValidated(t *testing.T) {
 			if pod.Status.HostIP != tc.wantHostIP || len(pod.Status.HostIPs) != tc.wantHostIPsCount {
 				t.Errorf("hostIP %q hostIPs %v", pod.Status.HostIP, pod.Status.HostIPs)
 			}
-			assertErrors(t, r.Strategy.ValidateUpdate(context.Background(), pod, old), tc.wantErrs)
+			assertErrors(t, r.Strategy.(registry.StatusStrategy).ValidateStatusUpdate(context.Background(), pod, old), tc.wantErrs)
 		})
 	}
 }

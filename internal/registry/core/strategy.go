@@ -80,6 +80,27 @@ func (s strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object
 	return errs
 }
 
+// statusStrategy is a strategy whose status writes are checked by validateStatus
+// alone (see registry.StatusStrategy).
+type statusStrategy[T runtime.Object] struct {
+	strategy[T]
+	validateStatus func(ctx context.Context, obj, old T) field.ErrorList
+}
+
+var _ registry.StatusStrategy = statusStrategy[runtime.Object]{}
+
+func (s statusStrategy[T]) ValidateStatusUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	t, ok := obj.(T)
+	if !ok {
+		return field.ErrorList{wrongType(obj)}
+	}
+	o, ok := old.(T)
+	if !ok {
+		return field.ErrorList{wrongType(old)}
+	}
+	return s.validateStatus(ctx, t, o)
+}
+
 func wrongType(obj runtime.Object) *field.Error {
 	return field.InternalError(nil, fmt.Errorf("unexpected object type %T", obj))
 }

@@ -6,6 +6,7 @@ package priority
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -23,6 +24,13 @@ var priorityClassesGVR = schedulingv1.SchemeGroupVersion.WithResource("priorityc
 type Plugin struct {
 	admission.Ops
 	reader admission.Reader
+
+	// The global default class found in the list of the stamp (see
+	// admission.ListVersioner), so a pod create need not decode every class.
+	mu       sync.Mutex
+	defStamp string
+	defClass *schedulingv1.PriorityClass
+	defKnown bool
 }
 
 // New returns the plugin reading PriorityClasses through r.
@@ -105,7 +113,22 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 }
 
 // defaultClass is the global default PriorityClass with the highest value, or nil.
+// Callers must not change it.
 func (p *Plugin) defaultClass(ctx context.Context) (*schedulingv1.PriorityClass, error) {
+	lv, versioned := p.reader.(admission.ListVersioner)
+	var stamp string
+	if versioned {
+		var err error
+		if stamp, err = lv.ListVersion(ctx, priorityClassesGVR, ""); err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		def, known := p.defClass, p.defKnown && p.defStamp == stamp
+		p.mu.Unlock()
+		if known {
+			return def, nil
+		}
+	}
 	objs, err := p.reader.List(ctx, priorityClassesGVR, "")
 	if err != nil {
 		return nil, err
@@ -116,6 +139,13 @@ func (p *Plugin) defaultClass(ctx context.Context) (*schedulingv1.PriorityClass,
 		if pc.GlobalDefault && (def == nil || def.Value < pc.Value) {
 			def = pc
 		}
+	}
+	if versioned {
+		// The list may be newer than the stamp; it is then still a valid answer for
+		// it, and the stamp of the older list never comes back.
+		p.mu.Lock()
+		p.defStamp, p.defClass, p.defKnown = stamp, def, true
+		p.mu.Unlock()
 	}
 	return def, nil
 }

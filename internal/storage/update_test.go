@@ -1,0 +1,138 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/registry"
+	"mizzen/internal/registry/catalog"
+	"mizzen/internal/storage"
+)
+
+// TestUpdateFromAStaleCacheCopy: an update that starts from the watch cache's copy
+// loses no write made meanwhile by another server (straight to etcd here, with the
+// cache stopped so that its copy stays behind): the compare-and-put fails, the update
+// runs again on etcd's object, and an error found on the stale copy is judged again
+// on etcd's. An update that changes nothing writes nothing.
+func TestUpdateFromAStaleCacheCopy(t *testing.T) {
+	ctx, member := startMember(t)
+	store := storage.NewStore(member.Client())
+	var pods *registry.Resource
+	for _, r := range catalog.All() {
+		if r.Resource == "pods" && r.GroupVersion.Group == "" {
+			pods = r
+		}
+	}
+	cache := store.NewCache([]storage.ResourceConfig{*cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))}, slog.Default())
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = cache.Run(runCtx); close(done) }()
+	<-cache.Ready()
+
+	key := storage.Prefix + "pods/default/p"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"v": "1"}}}
+	if err := store.Create(ctx, key, pod); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := store.CurrentRevision(ctx)
+	if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	<-done
+
+	// Another server's write, which the stopped cache never sees.
+	other := pod.DeepCopy()
+	other.Labels["other"] = "yes"
+	data, err := storage.EncodeForStore(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := member.Client().Put(ctx, key, string(data)); err != nil {
+		t.Fatal(err)
+	}
+	newPod := func() runtime.Object { return &corev1.Pod{} }
+
+	var seen []string
+	updated, _, err := store.GuaranteedUpdate(ctx, key, newPod, func(cur runtime.Object) (runtime.Object, error) {
+		p := cur.(*corev1.Pod)
+		seen = append(seen, p.Labels["other"])
+		if p.Labels["other"] != "yes" {
+			return nil, errors.New("judged on a stale object")
+		}
+		p.Labels["mine"] = "yes"
+		return p, nil
+	})
+	if err != nil {
+		t.Fatalf("update: %v (the update saw other=%q)", err, seen)
+	}
+	if len(seen) != 2 || seen[0] != "" || seen[1] != "yes" {
+		t.Errorf("the update saw other=%q, want the cache's stale copy, then etcd's", seen)
+	}
+	got := &corev1.Pod{}
+	if err := store.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["other"] != "yes" || got.Labels["mine"] != "yes" || got.ResourceVersion != updated.(*corev1.Pod).ResourceVersion {
+		t.Errorf("stored labels %v at %s (returned %s), want both writes", got.Labels, got.ResourceVersion, updated.(*corev1.Pod).ResourceVersion)
+	}
+
+	// A stale copy whose update conflicts with nothing but changes nothing either.
+	before, _ := store.CurrentRevision(ctx)
+	same, _, err := store.GuaranteedUpdate(ctx, key, newPod, func(cur runtime.Object) (runtime.Object, error) { return cur, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := store.CurrentRevision(ctx)
+	if after != before || same.(*corev1.Pod).ResourceVersion != got.ResourceVersion {
+		t.Errorf("a no-op update moved the revision %d -> %d (returned rv %s, stored %s)", before, after, same.(*corev1.Pod).ResourceVersion, got.ResourceVersion)
+	}
+}
+
+// TestNoOpUpdateFromTheCacheWritesNothing: an update that leaves the object as the
+// cache (up to date) has it writes nothing and returns the stored version.
+func TestNoOpUpdateFromTheCacheWritesNothing(t *testing.T) {
+	ctx, member := startMember(t)
+	store := storage.NewStore(member.Client())
+	var pods *registry.Resource
+	for _, r := range catalog.All() {
+		if r.Resource == "pods" && r.GroupVersion.Group == "" {
+			pods = r
+		}
+	}
+	cache := store.NewCache([]storage.ResourceConfig{*cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))}, slog.Default())
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = cache.Run(runCtx) }()
+	<-cache.Ready()
+	key := storage.Prefix + "pods/default/p"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
+	if err := store.Create(ctx, key, pod); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := store.CurrentRevision(ctx)
+	if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		calls := 0
+		got, _, err := store.GuaranteedUpdate(ctx, key, func() runtime.Object { return &corev1.Pod{} }, func(cur runtime.Object) (runtime.Object, error) {
+			calls++
+			return cur, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, _ := store.CurrentRevision(ctx)
+		if now != rev || got.(*corev1.Pod).ResourceVersion != pod.ResourceVersion || calls != 1 {
+			t.Errorf("no-op update: revision %d -> %d, returned rv %s (stored %s), update ran %d times", rev, now, got.(*corev1.Pod).ResourceVersion, pod.ResourceVersion, calls)
+		}
+	}
+}
