@@ -265,14 +265,14 @@ type Cache struct {
 	// written holds, by key, this server's puts whose events have not come back yet
 	// (see expectPut); writtenMu guards it.
 	writtenMu sync.Mutex
-	written   map[string]*written
+	written   map[string][]*written
 	// fromPuts counts the entries built from those puts' records, not decoded.
 	fromPuts atomic.Int64
 }
 
 // NewCache returns a cache for the given resources; Run fills and follows it.
 func NewCache(client *clientv3.Client, resources []ResourceConfig, log *slog.Logger) *Cache {
-	c := &Cache{client: client, resources: map[string]*resourceCache{}, ready: make(chan struct{}), log: log, written: map[string]*written{}}
+	c := &Cache{client: client, resources: map[string]*resourceCache{}, ready: make(chan struct{}), log: log, written: map[string][]*written{}}
 	c.rvChanged = sync.NewCond(c.mu.RLocker())
 	for _, rc := range resources {
 		c.resources[rc.Segment] = newResourceCache(&rc)

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -53,37 +54,50 @@ func (c *Cache) expectPut(key string, value []byte, obj runtime.Object) *written
 		w.fields = PairsOf(cfg.Fields(obj))
 	}
 	c.writtenMu.Lock()
-	c.written[key] = w
+	c.written[key] = append(c.written[key], w)
 	c.writtenMu.Unlock()
 	return w
 }
 
 // forgetPut drops w, a put that failed or whose outcome is unknown (its event, if
-// any, is then decoded as anyone else's). A later put at the same key has replaced
-// w already when the key holds something else.
+// any, is then decoded as anyone else's).
 func (c *Cache) forgetPut(key string, w *written) {
 	if w == nil {
 		return
 	}
 	c.writtenMu.Lock()
-	if c.written[key] == w {
-		delete(c.written, key)
+	defer c.writtenMu.Unlock()
+	pending := c.written[key]
+	if i := slices.Index(pending, w); i >= 0 {
+		c.setWritten(key, slices.Delete(pending, i, i+1))
 	}
-	c.writtenMu.Unlock()
 }
 
 // takeWritten returns the record of this server's put at key if value is what it
-// put, and forgets it. A put of other bytes leaves the record: it is an earlier
-// change still on its way, and this server's own put follows it.
+// put, and forgets it with every earlier one (their events, which come in order,
+// have passed). A put of other bytes leaves the records: it is an earlier change
+// still on its way, and this server's own puts follow it. Several may wait at once:
+// a create and the update a client sends as soon as it is answered.
 func (c *Cache) takeWritten(key string, value []byte) *written {
 	c.writtenMu.Lock()
 	defer c.writtenMu.Unlock()
-	w := c.written[key]
-	if w == nil || !bytes.Equal(w.value, value) {
-		return nil
+	pending := c.written[key]
+	for i, w := range pending {
+		if bytes.Equal(w.value, value) {
+			c.setWritten(key, slices.Delete(pending, 0, i+1))
+			return w
+		}
 	}
-	delete(c.written, key)
-	return w
+	return nil
+}
+
+// setWritten keeps pending as the puts waiting at key (writtenMu held).
+func (c *Cache) setWritten(key string, pending []*written) {
+	if len(pending) == 0 {
+		delete(c.written, key)
+	} else {
+		c.written[key] = pending
+	}
 }
 
 // forgetAllWritten drops every record: after a reload the cache no longer waits for
@@ -265,7 +279,7 @@ func (c *Cache) latestCopy(key string, newObj func() runtime.Object) (runtime.Ob
 		return nil, 0
 	}
 	c.writtenMu.Lock()
-	_, pending := c.written[key]
+	pending := len(c.written[key]) > 0
 	c.writtenMu.Unlock()
 	if pending {
 		return nil, 0
