@@ -24,17 +24,7 @@ import (
 func TestUpdateFromAStaleCacheCopy(t *testing.T) {
 	ctx, member := startMember(t)
 	store := storage.NewStore(member.Client())
-	var pods *registry.Resource
-	for _, r := range catalog.All() {
-		if r.Resource == "pods" && r.GroupVersion.Group == "" {
-			pods = r
-		}
-	}
-	cache := store.NewCache([]storage.ResourceConfig{*cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))}, slog.Default())
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = cache.Run(runCtx); close(done) }()
-	<-cache.Ready()
+	cache, stop, done := runPodCache(ctx, store)
 
 	key := storage.Prefix + "pods/default/p"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"v": "1"}}}
@@ -101,17 +91,8 @@ func TestUpdateFromAStaleCacheCopy(t *testing.T) {
 func TestNoOpUpdateFromTheCacheWritesNothing(t *testing.T) {
 	ctx, member := startMember(t)
 	store := storage.NewStore(member.Client())
-	var pods *registry.Resource
-	for _, r := range catalog.All() {
-		if r.Resource == "pods" && r.GroupVersion.Group == "" {
-			pods = r
-		}
-	}
-	cache := store.NewCache([]storage.ResourceConfig{*cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))}, slog.Default())
-	runCtx, stop := context.WithCancel(ctx)
+	cache, stop, _ := runPodCache(ctx, store)
 	defer stop()
-	go func() { _ = cache.Run(runCtx) }()
-	<-cache.Ready()
 	key := storage.Prefix + "pods/default/p"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
 	if err := store.Create(ctx, key, pod); err != nil {
@@ -135,4 +116,21 @@ func TestNoOpUpdateFromTheCacheWritesNothing(t *testing.T) {
 			t.Errorf("no-op update: revision %d -> %d, returned rv %s (stored %s), update ran %d times", rev, now, got.(*corev1.Pod).ResourceVersion, pod.ResourceVersion, calls)
 		}
 	}
+}
+
+// runPodCache runs a watch cache of pods, kept as protobuf, on store until stop is
+// called; done is closed when it has stopped.
+func runPodCache(ctx context.Context, store *storage.Store) (cache *storage.Cache, stop context.CancelFunc, done chan struct{}) {
+	var pods *registry.Resource
+	for _, r := range catalog.All() {
+		if r.Resource == "pods" && r.GroupVersion.Group == "" {
+			pods = r
+		}
+	}
+	cache = store.NewCache([]storage.ResourceConfig{*cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))}, slog.Default())
+	runCtx, stop := context.WithCancel(ctx)
+	done = make(chan struct{})
+	go func() { _ = cache.Run(runCtx); close(done) }()
+	<-cache.Ready()
+	return cache, stop, done
 }

@@ -62,13 +62,9 @@ func (s strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Err
 
 // ValidateUpdate validates the new object as on create, then the update rules.
 func (s strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	t, ok := obj.(T)
-	if !ok {
-		return field.ErrorList{wrongType(obj)}
-	}
-	o, ok := old.(T)
-	if !ok {
-		return field.ErrorList{wrongType(old)}
+	t, o, err := both[T](obj, old)
+	if err != nil {
+		return field.ErrorList{err}
 	}
 	var errs field.ErrorList
 	if s.validate != nil {
@@ -90,15 +86,26 @@ type statusStrategy[T runtime.Object] struct {
 var _ registry.StatusStrategy = statusStrategy[runtime.Object]{}
 
 func (s statusStrategy[T]) ValidateStatusUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	t, o, err := both[T](obj, old)
+	if err != nil {
+		return field.ErrorList{err}
+	}
+	return s.validateStatus(ctx, t, o)
+}
+
+// both returns an update's new and old objects as T, or the error of the first that
+// is not one.
+func both[T runtime.Object](obj, old runtime.Object) (T, T, *field.Error) {
+	var zero T
 	t, ok := obj.(T)
 	if !ok {
-		return field.ErrorList{wrongType(obj)}
+		return zero, zero, wrongType(obj)
 	}
 	o, ok := old.(T)
 	if !ok {
-		return field.ErrorList{wrongType(old)}
+		return zero, zero, wrongType(old)
 	}
-	return s.validateStatus(ctx, t, o)
+	return t, o, nil
 }
 
 func wrongType(obj runtime.Object) *field.Error {
