@@ -1,7 +1,8 @@
 // Command apiserver benchmarks a real `mizzen server` process (embedded etcd and the
 // apiserver, no other components) through client-go: time to /readyz, idle memory,
 // pod creates/s with concurrent clients, gets/s, list latency of many pods, memory
-// holding them, and watch fan-out. With -upstream DIR it runs the same workload
+// holding them, pod status writes/s (kubelet-like patches, controller-like updates),
+// and watch fan-out. With -upstream DIR it runs the same workload
 // against upstream's etcd and kube-apiserver (binaries in DIR) in the same run,
 // alternating (mizzen, upstream, mizzen, ...), and prints the medians and the
 // mizzen/upstream ratios. It also measures the ceiling: the embedded etcd's own rate
