@@ -167,15 +167,7 @@ func validatePodConditions(conditions []corev1.PodCondition, fldPath *field.Path
 // stay), at most one of each family, and podIP must be podIPs[0].
 func validatePodIPs(status, old *corev1.PodStatus) field.ErrorList {
 	fldPath := field.NewPath("status", "podIPs")
-	ips := make([]string, len(status.PodIPs))
-	for i, ip := range status.PodIPs {
-		ips[i] = ip.IP
-	}
-	oldIPs := make([]string, len(old.PodIPs))
-	for i, ip := range old.PodIPs {
-		oldIPs[i] = ip.IP
-	}
-	errs := validateIPList(fldPath, ips, oldIPs, status.PodIPs)
+	errs := validateIPList(fldPath, addresses(status.PodIPs), addresses(old.PodIPs), status.PodIPs)
 	switch {
 	case (status.PodIP != "") != (len(status.PodIPs) > 0):
 		errs = append(errs, field.Invalid(fldPath, status.PodIPs, "podIP and podIPs must either both be set or both be unset"))
@@ -195,15 +187,16 @@ func validateHostIPs(status, old *corev1.PodStatus) field.ErrorList {
 	if status.HostIP != status.HostIPs[0].IP {
 		errs = append(errs, field.Invalid(fldPath.Index(0).Child("ip"), status.HostIPs[0].IP, "must be equal to `hostIP`"))
 	}
-	ips := make([]string, len(status.HostIPs))
-	for i, ip := range status.HostIPs {
-		ips[i] = ip.IP
+	return append(errs, validateIPList(fldPath, addresses(status.HostIPs), addresses(old.HostIPs), status.HostIPs)...)
+}
+
+// addresses are the IP strings of a pod's or its node's address list.
+func addresses[T corev1.PodIP | corev1.HostIP](list []T) []string {
+	ips := make([]string, len(list))
+	for i, ip := range list {
+		ips[i] = corev1.PodIP(ip).IP
 	}
-	oldIPs := make([]string, len(old.HostIPs))
-	for i, ip := range old.HostIPs {
-		oldIPs[i] = ip.IP
-	}
-	return append(errs, validateIPList(fldPath, ips, oldIPs, status.HostIPs)...)
+	return ips
 }
 
 // validateIPList requires each of ips to be a valid address or one of oldIPs, and
