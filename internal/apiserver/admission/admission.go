@@ -161,7 +161,8 @@ type Reader interface {
 
 // ListVersioner is a Reader that can tell, without decoding anything, which version of
 // a resource's objects List would return: equal stamps mean equal lists, so a plugin
-// may keep what it derived from the last list (Priority's global default class).
+// may keep what it derived from the last list (Priority's global default class). A
+// stamp is never empty.
 type ListVersioner interface {
 	ListVersion(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (string, error)
 }

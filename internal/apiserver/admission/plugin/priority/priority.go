@@ -26,11 +26,11 @@ type Plugin struct {
 	reader admission.Reader
 
 	// The global default class found in the list of the stamp (see
-	// admission.ListVersioner), so a pod create need not decode every class.
+	// admission.ListVersioner; "" until a list was read), so a pod create need not
+	// decode every class.
 	mu       sync.Mutex
 	defStamp string
 	defClass *schedulingv1.PriorityClass
-	defKnown bool
 }
 
 // New returns the plugin reading PriorityClasses through r.
@@ -123,7 +123,7 @@ func (p *Plugin) defaultClass(ctx context.Context) (*schedulingv1.PriorityClass,
 			return nil, err
 		}
 		p.mu.Lock()
-		def, known := p.defClass, p.defKnown && p.defStamp == stamp
+		def, known := p.defClass, stamp != "" && p.defStamp == stamp
 		p.mu.Unlock()
 		if known {
 			return def, nil
@@ -144,7 +144,7 @@ func (p *Plugin) defaultClass(ctx context.Context) (*schedulingv1.PriorityClass,
 		// The list may be newer than the stamp; it is then still a valid answer for
 		// it, and the stamp of the older list never comes back.
 		p.mu.Lock()
-		p.defStamp, p.defClass, p.defKnown = stamp, def, true
+		p.defStamp, p.defClass = stamp, def
 		p.mu.Unlock()
 	}
 	return def, nil
