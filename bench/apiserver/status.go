@@ -38,7 +38,8 @@ func statusWrites(ctx context.Context, c benchutil.Cluster, client kubernetes.In
 		profile(true)
 		defer profile(false)
 	}
-	// write makes one status write of pod i (the n-th to it) and returns its error.
+	// measure runs write (one status write of pod i, the n-th to it) from every
+	// worker for statusWriteSeconds and records the rate and server CPU as label.
 	measure := func(label string, write func(i, n int) error) error {
 		var done, failed atomic.Int64
 		var firstErr atomic.Value
