@@ -1,5 +1,6 @@
 // Package idlemem returns a long-running server's freed heap memory to the operating
-// system when the server goes quiet after a burst of work.
+// system when the server goes quiet after a burst of work, and, the first time it is
+// quiet, the pages of its executable that start-up faulted in (exe.go).
 //
 // Go's runtime keeps the memory a burst freed until the heap next grows into it: the
 // background scavenger returns only what lies beyond about 1.1 times the next GC's
@@ -49,6 +50,8 @@ type reading struct {
 type policy struct {
 	seen       bool
 	lastAllocs uint64
+	// quiet is whether the last reading found the process quiet.
+	quiet bool
 }
 
 // excess is the memory a GC could give back beyond the live heap that makes one
@@ -63,9 +66,9 @@ func excess(live uint64) uint64 { return max(minExcess, live/2) }
 // more than excess beyond its live heap.
 func (p *policy) observe(r reading) bool {
 	first := !p.seen
-	quiet := r.allocs-p.lastAllocs < quietBytes
+	p.quiet = !first && r.allocs-p.lastAllocs < quietBytes
 	p.seen, p.lastAllocs = true, r.allocs
-	return !first && quiet && r.held >= r.live+excess(r.live)
+	return p.quiet && r.held >= r.live+excess(r.live)
 }
 
 // didReturn records that memory was returned when allocs bytes had been allocated.
@@ -99,10 +102,13 @@ func read(samples []metrics.Sample) reading {
 
 // Run watches the process's heap every Interval and returns freed memory when the
 // process goes quiet holding much more than it uses, until ctx ends; each return is
-// logged at debug level. The heap is the whole process's: run it once per process.
+// logged at debug level. The first time the process is quiet it releases the
+// executable's pages (ReleaseExecutable): start it once start-up is over. The heap
+// and the executable are the whole process's: run it once per process.
 func Run(ctx context.Context, log *slog.Logger) {
 	samples := newSamples()
 	var p policy
+	exeReleased := false
 	t := time.NewTicker(Interval)
 	defer t.Stop()
 	for {
@@ -111,7 +117,19 @@ func Run(ctx context.Context, log *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		if r := read(samples); p.observe(r) {
+		r := read(samples)
+		returnHeap := p.observe(r)
+		if p.quiet && !exeReleased {
+			exeReleased = true
+			start := time.Now()
+			released, err := ReleaseExecutable()
+			if err != nil {
+				log.Warn("could not release the executable's pages", "err", err)
+			} else {
+				log.Debug("released the executable's pages start-up faulted in", "mappedMiB", released>>20, "took", time.Since(start))
+			}
+		}
+		if returnHeap {
 			start := time.Now()
 			debug.FreeOSMemory()
 			after := read(samples)

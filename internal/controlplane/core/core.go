@@ -102,7 +102,8 @@ type Options struct {
 	// UI serves the web UI at the apiserver's /ui/ (the dashboard); nil serves none.
 	UI apiserver.UIHandler
 	// ReturnIdleMemory hands the heap's freed memory back to the OS when the process
-	// goes quiet after a burst (package idlemem). The heap is the process's, so only
+	// goes quiet after a burst, and the executable's pages start-up faulted in once
+	// it is first quiet (package idlemem). Both are the process's, so only
 	// a command that owns its process sets it, not tests running several control
 	// planes in one.
 	ReturnIdleMemory bool
@@ -136,9 +137,6 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
-	}
-	if opts.ReturnIdleMemory {
-		go idlemem.Run(ctx, log)
 	}
 	if opts.BindAddress == "" {
 		opts.BindAddress = "0.0.0.0"
@@ -413,6 +411,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}()
 	cp.AdminConfig = adminConfig
 	log.Info("apiserver ready", "url", localURL, "kubeconfig", kubeconfig)
+	if opts.ReturnIdleMemory {
+		// From here on: start-up is over, so its pages of the executable can go.
+		go idlemem.Run(ctx, log)
+	}
 	return cp, nil
 }
 
