@@ -112,6 +112,7 @@ func newAgentCommand() *cobra.Command {
 				po.MetricsAddress = pf.MetricsAddress
 				opts.Proxy, opts.ProxyConfig = &po, proxyCfg
 			}
+			returnIdleMemory(ctx, verbose)
 			return agent.Run(ctx, opts)
 		},
 	}

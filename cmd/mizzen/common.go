@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"os"
 
 	"mizzen/internal/apiserver/openapi"
+	"mizzen/internal/idlemem"
 	"mizzen/internal/registry"
 )
 
@@ -22,4 +24,12 @@ func newLogger(verbose bool) *slog.Logger {
 // resources are added to them while the server runs.
 func openAPIHandler(resources []*registry.Resource) (http.Handler, error) {
 	return openapi.NewDynamic(resources)
+}
+
+// returnIdleMemory gives back, while ctx lasts, the heap a burst freed and, at the
+// first quiet moment, the executable's pages start-up faulted in (package idlemem):
+// for a component that runs as its own long-lived process. The server's control
+// plane does it itself once the apiserver is ready (core.Options.ReturnIdleMemory).
+func returnIdleMemory(ctx context.Context, verbose bool) {
+	go idlemem.Run(ctx, newLogger(verbose))
 }

@@ -31,6 +31,7 @@ func newSchedulerCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			returnIdleMemory(ctx, false)
 			return scheduler.Run(ctx, opts)
 		},
 	}
