@@ -16,7 +16,7 @@ import (
 // file around the fault (read_ahead_kb, 8 MiB on this project's machines) into large
 // page-cache folios and maps whole folios into the process, so start-up alone, which
 // touches a little of almost every package, leaves most of the binary resident: an
-// idle `mizzen server` held ~66 MiB of its executable's pages of which it used ~14.
+// idle `mizzen server` held ~66 MiB of its executable's pages and uses 6–15 of them.
 // ReleaseExecutable gives those pages back once start-up is over, and marks the
 // mappings random so a later fault maps only what it touches.
 
