@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mizzen/internal/podrestart"
 )
 
 // Pod condition reasons, as upstream spells them.
@@ -250,6 +252,7 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false))
 	}
+	keepTerminated(pod, &old, &s)
 	if terminal {
 		markUnlocatedContainers(pod, &s)
 	}
@@ -265,6 +268,33 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 	}
 	s.Conditions = kl.podConditions(pod, st, s, sb != nil, initDone, pendingInit)
 	return s
+}
+
+// keepTerminated leaves terminated every container the API already shows terminated
+// that is not restarted, as upstream's kubelet does: the apiserver refuses a status
+// taking such a container out of the terminated state, and a container the runtime
+// no longer has would otherwise show as waiting again.
+func keepTerminated(pod *v1.Pod, old, s *v1.PodStatus) {
+	keep := func(statuses, oldStatuses []v1.ContainerStatus, specContainers []v1.Container) {
+		for i := range statuses {
+			if statuses[i].State.Terminated != nil {
+				continue
+			}
+			for _, o := range oldStatuses {
+				if o.Name != statuses[i].Name || o.State.Terminated == nil {
+					continue
+				}
+				if !podrestart.MayLeaveTerminated(&pod.Spec, specContainers, o.Name, o.State.Terminated.ExitCode) {
+					statuses[i].State = *o.State.DeepCopy()
+					statuses[i].Ready, statuses[i].Started = o.Ready, ptrBool(false)
+				}
+				break
+			}
+		}
+	}
+	keep(s.InitContainerStatuses, old.InitContainerStatuses, pod.Spec.InitContainers)
+	keep(s.ContainerStatuses, old.ContainerStatuses, pod.Spec.Containers)
+	keep(s.EphemeralContainerStatuses, old.EphemeralContainerStatuses, nil)
 }
 
 // Upstream's words for a container that has no terminated state when its pod ends.

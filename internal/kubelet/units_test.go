@@ -295,3 +295,28 @@ func TestParseTaints(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepTerminated: a container the API shows terminated stays so in the next status
+// unless the pod restarts it, so the kubelet never sends what the apiserver refuses.
+func TestKeepTerminated(t *testing.T) {
+	exited := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}
+	waiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	for _, tc := range []struct {
+		policy v1.RestartPolicy
+		kept   bool
+	}{{v1.RestartPolicyNever, true}, {v1.RestartPolicyOnFailure, false}, {v1.RestartPolicyAlways, false}} {
+		pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: tc.policy, Containers: []v1.Container{{Name: "app"}},
+			EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg"}}}}}
+		old := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", State: exited}},
+			EphemeralContainerStatuses: []v1.ContainerStatus{{Name: "dbg", State: exited}}}
+		s := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", State: waiting}},
+			EphemeralContainerStatuses: []v1.ContainerStatus{{Name: "dbg", State: waiting}}}
+		keepTerminated(pod, &old, &s)
+		if got := s.ContainerStatuses[0].State.Terminated != nil; got != tc.kept {
+			t.Errorf("restartPolicy %s: container kept terminated = %v, want %v", tc.policy, got, tc.kept)
+		}
+		if s.EphemeralContainerStatuses[0].State.Terminated == nil {
+			t.Errorf("restartPolicy %s: the ephemeral container left the terminated state", tc.policy)
+		}
+	}
+}

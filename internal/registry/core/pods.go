@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubectl/pkg/util/qos"
 	netutils "k8s.io/utils/net"
 
+	"mizzen/internal/podrestart"
 	"mizzen/internal/registry"
 )
 
@@ -132,14 +133,45 @@ func validatePodStatusUpdate(_ context.Context, pod, old *corev1.Pod) field.Erro
 		for _, msg := range apivalidation.NameIsDNSSubdomain(n, false) {
 			errs = append(errs, field.Invalid(fldPath.Child("nominatedNodeName"), n, msg))
 		}
+		// Binding clears the nomination (ClearingNominatedNodeNameAfterBinding, on
+		// since 1.35): a bound pod may not get one again.
+		if old.Spec.NodeName != "" {
+			errs = append(errs, field.Forbidden(fldPath.Child("nominatedNodeName"), "may not be set on pods that are already bound to a node"))
+		}
 	}
 	errs = append(errs, validatePodConditions(pod.Status.Conditions, fldPath.Child("conditions"))...)
 	if pod.Status.ObservedGeneration < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("observedGeneration"), pod.Status.ObservedGeneration, "must be a non-negative integer"))
 	}
 	errs = append(errs, apivalidation.ValidateImmutableField(pod.Status.QOSClass, old.Status.QOSClass, fldPath.Child("qosClass"))...)
+	errs = append(errs, validateStateTransitions(pod.Status.ContainerStatuses, old.Status.ContainerStatuses, fldPath.Child("containerStatuses"), &old.Spec, old.Spec.Containers)...)
+	errs = append(errs, validateStateTransitions(pod.Status.InitContainerStatuses, old.Status.InitContainerStatuses, fldPath.Child("initContainerStatuses"), &old.Spec, old.Spec.InitContainers)...)
+	errs = append(errs, validateStateTransitions(pod.Status.EphemeralContainerStatuses, old.Status.EphemeralContainerStatuses, fldPath.Child("ephemeralContainerStatuses"), &old.Spec, nil)...)
 	errs = append(errs, validatePodIPs(&pod.Status, &old.Status)...)
 	errs = append(errs, validateHostIPs(&pod.Status, &old.Status)...)
+	return errs
+}
+
+// validateStateTransitions refuses a status that takes a terminated container out of
+// the terminated state when it would not be restarted, as upstream's
+// ValidateContainerStateTransition with container restart rules (on since 1.35);
+// specContainers is nil for ephemeral containers.
+func validateStateTransitions(statuses, oldStatuses []corev1.ContainerStatus, fldPath *field.Path, spec *corev1.PodSpec, specContainers []corev1.Container) field.ErrorList {
+	var errs field.ErrorList
+	for i, oldStatus := range oldStatuses {
+		if oldStatus.State.Terminated == nil {
+			continue
+		}
+		for _, status := range statuses {
+			if status.Name != oldStatus.Name || status.State.Terminated != nil {
+				continue
+			}
+			if !podrestart.MayLeaveTerminated(spec, specContainers, oldStatus.Name, oldStatus.State.Terminated.ExitCode) {
+				errs = append(errs, field.Forbidden(fldPath.Index(i).Child("state"), "may not be transitioned to non-terminated state"))
+			}
+			break
+		}
+	}
 	return errs
 }
 

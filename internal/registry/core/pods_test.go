@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -389,4 +390,100 @@ func TestPodIPsNormalizedAndValidated(t *testing.T) {
 			assertErrors(t, r.Strategy.(registry.StatusStrategy).ValidateStatusUpdate(context.Background(), pod, old), tc.wantErrs)
 		})
 	}
+}
+
+// TestPodStatusStateTransitions walks the restart policies through upstream's rule:
+// a terminated container may leave the terminated state only if it would be restarted.
+func TestPodStatusStateTransitions(t *testing.T) {
+	terminated := func(name string, code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	running := func(name string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	}
+	always, never := corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyNever
+	forbidden := `status.containerStatuses[0].state: Forbidden: may not be transitioned to non-terminated state`
+	tests := []struct {
+		name   string
+		spec   func(*corev1.PodSpec)
+		code   int32
+		init   bool
+		wantOK bool
+	}{
+		{"pod Always", func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyAlways }, 0, false, true},
+		{"pod Never", func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever }, 1, false, false},
+		{"pod OnFailure, failed", func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyOnFailure }, 1, false, true},
+		{"pod OnFailure, succeeded", func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyOnFailure }, 0, false, false},
+		{"pod Never, container Always", func(s *corev1.PodSpec) {
+			s.RestartPolicy = corev1.RestartPolicyNever
+			s.Containers[0].RestartPolicy = &always
+		}, 0, false, true},
+		{"pod Always, container Never", func(s *corev1.PodSpec) { s.Containers[0].RestartPolicy = &never }, 0, false, false},
+		{"container Never with a rule restarting exit code 42", func(s *corev1.PodSpec) {
+			s.Containers[0].RestartPolicy = &never
+			s.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, 42, false, true},
+		{"the same rule, another exit code", func(s *corev1.PodSpec) {
+			s.Containers[0].RestartPolicy = &never
+			s.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, 1, false, false},
+		{"pod Never, another container restarts them all", func(s *corev1.PodSpec) {
+			s.RestartPolicy = corev1.RestartPolicyNever
+			s.Containers = append(s.Containers, corev1.Container{Name: "side", Image: "busybox", RestartPolicy: &never,
+				RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+					ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0}}}}})
+		}, 0, false, true},
+		{"pod Never, a sidecar init container", func(s *corev1.PodSpec) {
+			s.RestartPolicy = corev1.RestartPolicyNever
+			s.InitContainers = []corev1.Container{{Name: "app", Image: "busybox", RestartPolicy: &always}}
+		}, 0, true, true},
+		{"pod Never, a plain init container", func(s *corev1.PodSpec) {
+			s.RestartPolicy = corev1.RestartPolicyNever
+			s.InitContainers = []corev1.Container{{Name: "app", Image: "busybox"}}
+		}, 0, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := newPod("p")
+			tc.spec(&old.Spec)
+			if tc.init {
+				old.Status.InitContainerStatuses = []corev1.ContainerStatus{terminated("app", tc.code)}
+			} else {
+				old.Status.ContainerStatuses = []corev1.ContainerStatus{terminated("app", tc.code)}
+			}
+			pod := old.DeepCopy()
+			pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses = nil, nil
+			if tc.init {
+				pod.Status.InitContainerStatuses = []corev1.ContainerStatus{running("app")}
+			} else {
+				pod.Status.ContainerStatuses = []corev1.ContainerStatus{running("app")}
+			}
+			var want []string
+			if !tc.wantOK {
+				want = []string{forbidden}
+				if tc.init {
+					want = []string{strings.Replace(forbidden, "containerStatuses", "initContainerStatuses", 1)}
+				}
+			}
+			assertErrors(t, podsResource().Strategy.(registry.StatusStrategy).ValidateStatusUpdate(context.Background(), pod, old), want)
+		})
+	}
+	t.Run("an ephemeral container never restarts", func(t *testing.T) {
+		old := newPod("p")
+		old.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{terminated("dbg", 0)}
+		pod := old.DeepCopy()
+		pod.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{running("dbg")}
+		assertErrors(t, podsResource().Strategy.(registry.StatusStrategy).ValidateStatusUpdate(context.Background(), pod, old),
+			[]string{`status.ephemeralContainerStatuses[0].state: Forbidden: may not be transitioned to non-terminated state`})
+	})
+	t.Run("a nomination for a bound pod", func(t *testing.T) {
+		old := newPod("p")
+		old.Spec.NodeName = "n1"
+		pod := old.DeepCopy()
+		pod.Status.NominatedNodeName = "n2"
+		assertErrors(t, podsResource().Strategy.(registry.StatusStrategy).ValidateStatusUpdate(context.Background(), pod, old),
+			[]string{`status.nominatedNodeName: Forbidden: may not be set on pods that are already bound to a node`})
+	})
 }
