@@ -209,6 +209,9 @@ func (s *Server) newScale(w http.ResponseWriter, r *http.Request, h *resourceHan
 	return scale, nil
 }
 
+// podsBindingGR is how upstream names the resource in a refused binding's conflict.
+var podsBindingGR = schema.GroupResource{Resource: "pods/binding"}
+
 // bind assigns a pod to a node, as the scheduler does through pods/binding.
 func (s *Server) bind(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	binding := &corev1.Binding{}
@@ -237,12 +240,24 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		if binding.UID != "" && binding.UID != pod.UID {
 			return nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
 		}
+		if len(pod.Spec.SchedulingGates) != 0 {
+			return nil, apierrors.NewConflict(podsBindingGR, pod.Name, fmt.Errorf("pod %v has non-empty .spec.schedulingGates", pod.Name))
+		}
 		pod.Spec.NodeName = binding.Target.Name
+		// The nomination is stale once bound (upstream's ClearingNominatedNodeNameAfterBinding).
+		pod.Status.NominatedNodeName = ""
 		for k, v := range binding.Annotations {
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[k] = v
+		}
+		// The binding's labels overwrite the pod's (upstream's PodTopologyLabelsAdmission).
+		for k, v := range binding.Labels {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[k] = v
 		}
 		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
 		// Status is kept apart from spec on updates; binding sets both.

@@ -198,16 +198,42 @@ func TestAPIMachinery(t *testing.T) {
 	})
 
 	t.Run("binding", func(t *testing.T) {
-		if _, err := pods.Create(ctx, newPod("tobind"), metav1.CreateOptions{}); err != nil {
+		created, err := pods.Create(ctx, newPod("tobind"), metav1.CreateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "tobind"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+		// A nomination, as the scheduler's preemption leaves one.
+		created.Status.NominatedNodeName = "node-1"
+		if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "tobind", Labels: map[string]string{"topology.kubernetes.io/zone": "z1"}},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
 		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		p, _ := pods.Get(ctx, "tobind", metav1.GetOptions{})
 		if p.Spec.NodeName != "node-1" {
 			t.Fatalf("nodeName %q", p.Spec.NodeName)
+		}
+		if p.Status.NominatedNodeName != "" {
+			t.Errorf("nominatedNodeName %q after binding, want it cleared", p.Status.NominatedNodeName)
+		}
+		if p.Labels["topology.kubernetes.io/zone"] != "z1" {
+			t.Errorf("labels %v: the binding's label is not on the pod", p.Labels)
+		}
+		p.Status.NominatedNodeName = "node-2"
+		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+			t.Errorf("nominating a bound pod: %v, want Invalid", err)
+		}
+		gated := newPod("gated")
+		gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+		if _, err := pods.Create(ctx, gated, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err = pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, metav1.CreateOptions{})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "non-empty .spec.schedulingGates") {
+			t.Errorf("binding a gated pod: %v, want Conflict", err)
 		}
 		scheduled := false
 		for _, cond := range p.Status.Conditions {

@@ -21,6 +21,7 @@ import (
 	"mizzen/internal/apiserver/admission/plugin/nodetaint"
 	"mizzen/internal/apiserver/admission/plugin/podsecurity"
 	"mizzen/internal/apiserver/admission/plugin/podtolerations"
+	"mizzen/internal/apiserver/admission/plugin/podtopologylabels"
 	"mizzen/internal/apiserver/admission/plugin/policy"
 	"mizzen/internal/apiserver/admission/plugin/priority"
 	"mizzen/internal/apiserver/admission/plugin/resourcequota"
@@ -158,6 +159,9 @@ var factories = map[string]Factory{
 	},
 	ingressclass.PluginName: func(d admission.Deps) (admission.Handler, error) {
 		return ingressclass.New(d.Reader), nil
+	},
+	podtopologylabels.PluginName: func(d admission.Deps) (admission.Handler, error) {
+		return podtopologylabels.New(d.Reader), nil
 	},
 }
 
