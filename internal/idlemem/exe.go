@@ -58,35 +58,50 @@ func madvise(m exeMapping, advice int) error {
 	return nil
 }
 
-// executableMappings reads /proc/self/maps for the mappings of the executable's inode
-// that nothing may write: those hold no changes of this process, so dropping them
-// loses nothing. The inode and not the path identifies the file: a binary replaced
-// while it runs shows as "path (deleted)".
+// executableMappings reads /proc/self/smaps for the mappings of the executable's inode
+// that nothing may write and that hold only the file's pages. A read-only mapping may
+// still hold pages of this process's own: a dynamically linked (cgo) binary's RELRO
+// segment (GOT, .data.rel.ro) is written by the dynamic linker and only then made
+// read-only, so its pages are private copies ("Anonymous" in smaps), and dropping them
+// would bring back the file's unrelocated bytes (a call through the GOT then jumps to
+// 0). Such mappings are left alone. The inode and not the path identifies the file: a
+// binary replaced while it runs shows as "path (deleted)".
 func executableMappings() ([]exeMapping, error) {
 	var exe unix.Stat_t
 	if err := unix.Stat("/proc/self/exe", &exe); err != nil {
 		return nil, err
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return nil, err
 	}
-	return parseMaps(maps, exe.Ino, unix.Major(exe.Dev), unix.Minor(exe.Dev))
+	return parseSmaps(smaps, exe.Ino, unix.Major(exe.Dev), unix.Minor(exe.Dev))
 }
 
-// parseMaps picks, from /proc/PID/maps text, the mappings of inode ino on device
-// major:minor without write permission.
-func parseMaps(maps []byte, ino uint64, major, minor uint32) ([]exeMapping, error) {
+// parseSmaps picks, from /proc/PID/smaps text, the mappings of inode ino on device
+// major:minor without write permission and without anonymous pages.
+func parseSmaps(smaps []byte, ino uint64, major, minor uint32) ([]exeMapping, error) {
 	var out []exeMapping
-	s := bufio.NewScanner(bytes.NewReader(maps))
+	candidate := false // the mapping being read is the executable's, read-only
+	s := bufio.NewScanner(bytes.NewReader(smaps))
 	s.Buffer(nil, 1<<20)
 	for s.Scan() {
-		// address perms offset dev inode [path]
-		f := strings.Fields(s.Text())
-		if len(f) < 5 {
+		line := s.Text()
+		f := strings.Fields(line)
+		if len(f) == 0 {
 			continue
 		}
-		if f[4] != strconv.FormatUint(ino, 10) || strings.ContainsRune(f[1], 'w') {
+		if key, ok := strings.CutSuffix(f[0], ":"); ok {
+			// A field of the mapping above: "Anonymous:   12 kB".
+			if candidate && key == "Anonymous" && (len(f) < 2 || f[1] != "0") {
+				out = out[:len(out)-1]
+				candidate = false
+			}
+			continue
+		}
+		// A mapping's header: address perms offset dev inode [path].
+		candidate = false
+		if len(f) < 5 || f[4] != strconv.FormatUint(ino, 10) || strings.ContainsRune(f[1], 'w') {
 			continue
 		}
 		maj, min, ok := strings.Cut(f[3], ":")
@@ -95,14 +110,15 @@ func parseMaps(maps []byte, ino uint64, major, minor uint32) ([]exeMapping, erro
 		}
 		start, end, ok := strings.Cut(f[0], "-")
 		if !ok {
-			return nil, fmt.Errorf("maps line %q: no address range", s.Text())
+			return nil, fmt.Errorf("smaps line %q: no address range", line)
 		}
 		a, errA := strconv.ParseUint(start, 16, 64)
 		b, errB := strconv.ParseUint(end, 16, 64)
 		if errA != nil || errB != nil || b <= a {
-			return nil, fmt.Errorf("maps line %q: bad address range", s.Text())
+			return nil, fmt.Errorf("smaps line %q: bad address range", line)
 		}
 		out = append(out, exeMapping{start: uintptr(a), end: uintptr(b)})
+		candidate = true
 	}
 	return out, s.Err()
 }

@@ -160,7 +160,14 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.stop)
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			// A server that died under a test shows up only as refused connections:
+			// say how it ended and what it printed last.
+			t.Logf("mizzen server (%s) ended: %v; the end of its log:\n%s", dataDir, c.cmd.ProcessState, logTail(c.log.String(), 60))
+		}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		out, err := c.kubectlErr("get", "--raw", "/readyz")
@@ -174,6 +181,15 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 	}
 	t.Logf("mizzen server ready in %v", time.Since(start).Round(time.Millisecond))
 	return c
+}
+
+// logTail is the last n lines of log.
+func logTail(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (c *cluster) stop() { proc.Stop(c.cmd, 15*time.Second) }
