@@ -17,18 +17,18 @@ import (
 // page-cache folios and maps whole folios into the process, so start-up alone, which
 // touches a little of almost every package, leaves most of the binary resident: an
 // idle `mizzen server` held ~66 MiB of its executable's pages and uses 6–15 of them.
-// ReleaseExecutable gives those pages back once start-up is over, and marks the
-// mappings random so a later fault maps only what it touches.
+// ReleaseExecutable unmaps those pages once start-up is over; what the process runs
+// later is mapped again from the page cache as it faults.
 
 // exeMapping is one read-only mapping of the executable.
 type exeMapping struct {
 	start, end uintptr
 }
 
-// ReleaseExecutable drops the running executable's read-only mappings (code and
-// read-only data) from this process and, where no other process maps them, from the
-// page cache; the next access to any page faults it back in, without reading ahead.
-// It returns the bytes of address space it released, resident or not.
+// ReleaseExecutable unmaps the pages of the running executable's read-only mappings
+// (code and read-only data) from this process; they stay in the page cache, and the
+// next access to any of them maps it again. It returns the bytes of address space it
+// released, resident or not.
 func ReleaseExecutable() (uintptr, error) {
 	mappings, err := executableMappings()
 	if err != nil {
@@ -36,15 +36,15 @@ func ReleaseExecutable() (uintptr, error) {
 	}
 	var released uintptr
 	for _, m := range mappings {
-		// MADV_RANDOM first, so that a fault after the release reads one page and not
-		// the folio around it. MADV_PAGEOUT evicts the pages only this process maps
-		// (and only if it may write the file, as root may); MADV_DONTNEED then unmaps
-		// the rest, which stay in the page cache for the processes sharing them.
-		for _, advice := range []int{unix.MADV_RANDOM, unix.MADV_PAGEOUT, unix.MADV_DONTNEED} {
-			if err := madvise(m, advice); err != nil && !(advice == unix.MADV_PAGEOUT && err == unix.EINVAL) {
-				// EINVAL for MADV_PAGEOUT: a kernel before 5.4; unmapping still works.
-				return released, fmt.Errorf("madvise(%#x-%#x, %d): %w", m.start, m.end, advice, err)
-			}
+		// Unmapping only: the pages stay in the page cache for the next process that
+		// runs the binary (kubectl, an agent, a restarted server) and for this one's
+		// next fault. Evicting them as well (MADV_PAGEOUT, with MADV_RANDOM so that
+		// faults read single pages) left 10 MiB less resident but made the next
+		// process read ~40 MiB from disk, and this one read each page it touched
+		// later with a synchronous read; the kernel evicts them anyway when memory
+		// is short.
+		if err := madvise(m, unix.MADV_DONTNEED); err != nil {
+			return released, fmt.Errorf("madvise(%#x-%#x, MADV_DONTNEED): %w", m.start, m.end, err)
 		}
 		released += m.end - m.start
 	}
