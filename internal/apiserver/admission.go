@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -31,14 +32,48 @@ func (s *Server) admissionAttributes(ctx context.Context, op admission.Operation
 	return a
 }
 
+// admittedKey marks a request admitted as the object it creates (a Binding, an
+// Eviction).
+type admittedKey struct{}
+
+// withAdmitted marks ctx as a request already admitted as the object it creates: the
+// writes it then makes to the pod go through no admission, as upstream's binding and
+// eviction storage write the pod directly.
+func withAdmitted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, admittedKey{}, true)
+}
+
+func admitted(ctx context.Context) bool {
+	done, _ := ctx.Value(admittedKey{}).(bool)
+	return done
+}
+
+// admitCreated runs the whole chain for the object a subresource's POST creates (a
+// Binding, an Eviction), as upstream's create handler does before its storage runs.
+func (s *Server) admitCreated(r *http.Request, info *requestInfo, h *resourceHandler, obj runtime.Object, kind schema.GroupVersionKind) error {
+	ctx := r.Context()
+	a := s.admissionAttributes(ctx, admission.Create, h, info.Subresource, info.Namespace, info.Name, obj, nil, isDryRun(r), &metav1.CreateOptions{DryRun: dryRunList(isDryRun(r))})
+	a.Kind = kind
+	if err := s.mutate(ctx, a); err != nil {
+		return err
+	}
+	return s.validateAdmission(ctx, a)
+}
+
 // mutate runs the mutating half of the chain; the object may come back replaced.
 func (s *Server) mutate(ctx context.Context, a *admission.Attributes) error {
+	if admitted(ctx) {
+		return nil
+	}
 	return s.admission.Admit(ctx, a)
 }
 
 // validateAdmission runs the storage validators (RBAC's escalation check) and then
 // the validating half of the chain.
 func (s *Server) validateAdmission(ctx context.Context, a *admission.Attributes) error {
+	if admitted(ctx) {
+		return nil
+	}
 	for _, v := range s.cfg.StorageValidators {
 		if v.Handles(a.Operation) {
 			if err := v.Validate(ctx, a); err != nil {

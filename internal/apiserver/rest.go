@@ -795,7 +795,8 @@ type updateMode int
 const (
 	updateMain      updateMode = iota // everything but the status (of resources with one)
 	updateStatus                      // only the status
-	updateAll                         // both (pods/binding)
+	updateAll                         // both, the resource's own update rules skipped (pods/binding, the CRD finalizer's removal)
+	updateFinalize                    // as updateAll, through a namespace's finalize subresource
 	updateEphemeral                   // only a pod's spec.ephemeralContainers
 	updateApproval                    // only the status, through a CSR's approval subresource
 	updateResize                      // only a pod's container resources (pods/resize)
@@ -808,8 +809,8 @@ func (m updateMode) admissionSubresource() string {
 		return "status"
 	case updateApproval:
 		return "approval"
-	case updateAll:
-		return "binding"
+	case updateFinalize:
+		return "finalize"
 	case updateEphemeral:
 		return "ephemeralcontainers"
 	case updateResize:
@@ -817,6 +818,10 @@ func (m updateMode) admissionSubresource() string {
 	}
 	return ""
 }
+
+// bypassesUpdateRules reports whether a mode writes fields a client's update may not
+// change, skipping the resource's own update rules.
+func (m updateMode) bypassesUpdateRules() bool { return m == updateAll || m == updateFinalize }
 
 func dryRunList(dryRun bool) []string {
 	if dryRun {
@@ -923,13 +928,13 @@ func (s *Server) updateObject(ctx context.Context, h *resourceHandler, namespace
 			copyField(obj, current, "Spec")
 			statusOnly = true
 		}
-		prepareUpdateMeta(acc, curAcc, obj, current, mode != updateStatus && mode != updateApproval && mode != updateAll)
+		prepareUpdateMeta(acc, curAcc, obj, current, mode != updateStatus && mode != updateApproval && !mode.bypassesUpdateRules())
 		// A binding writes the fields a client may never change (spec.nodeName) and
 		// skips the resource's own update rules, as upstream's binding does.
-		if h.Strategy != nil && mode != updateAll {
+		if h.Strategy != nil && !mode.bypassesUpdateRules() {
 			h.Strategy.PrepareForUpdate(ctx, obj, current)
 		}
-		if err := s.validateUpdate(ctx, h, obj, current, mode != updateAll && mode != updateEphemeral && mode != updateResize, statusOnly); err != nil {
+		if err := s.validateUpdate(ctx, h, obj, current, !mode.bypassesUpdateRules() && mode != updateEphemeral && mode != updateResize, statusOnly); err != nil {
 			return nil, err
 		}
 		if err := validateEphemeralUpdate(mode, obj, current); err != nil {

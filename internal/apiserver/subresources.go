@@ -228,8 +228,15 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		s.writeError(w, r, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), info.Name, nil))
 		return
 	}
-	// As upstream's binding, a direct write that leaves managedFields as they are.
-	_, err = s.updateObject(r.Context(), h, info.Namespace, info.Name, updateAll, isDryRun(r), nil, func(current runtime.Object) (runtime.Object, error) {
+	// Admitted as the Binding (webhooks and policies see a CREATE of pods/binding, and
+	// PodTopologyLabels labels the Binding), then, as upstream's binding, a direct
+	// write that leaves managedFields as they are.
+	bindingKind := corev1.SchemeGroupVersion.WithKind("Binding")
+	if err := s.admitCreated(r, info, h, binding, bindingKind); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	_, err = s.updateObject(withAdmitted(r.Context()), h, info.Namespace, info.Name, updateAll, isDryRun(r), nil, func(current runtime.Object) (runtime.Object, error) {
 		pod := current.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(podsGVR.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -288,8 +295,17 @@ func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
 func (s *Server) evict(w http.ResponseWriter, r *http.Request, info *requestInfo, h *resourceHandler) {
 	ctx := r.Context()
 	eviction := &policyv1.Eviction{}
-	err := s.decodeSent(r, eviction, policyv1.SchemeGroupVersion.WithKind("Eviction"))
+	evictionKind := policyv1.SchemeGroupVersion.WithKind("Eviction")
+	err := s.decodeSent(r, eviction, evictionKind)
 	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Admitted as the Eviction (webhooks and policies see a CREATE of pods/eviction);
+	// the pod's condition and its deletion are then written without admission, as
+	// upstream's eviction storage writes them. The budget's status is admitted, as
+	// upstream's loopback write of it is.
+	if err := s.admitCreated(r, info, h, eviction, evictionKind); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -312,8 +328,9 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	// Marked before it is deleted, as upstream does, so that its controllers see a
 	// disruption rather than a failure of its own (a Job's pod failure policy).
+	podCtx := withAdmitted(ctx)
 	if len(opts.DryRun) == 0 {
-		_, err := s.updateObject(ctx, h, info.Namespace, info.Name, updateStatus, false, &fieldOwner{manager: selfManager, subresource: "status"}, func(current runtime.Object) (runtime.Object, error) {
+		_, err := s.updateObject(podCtx, h, info.Namespace, info.Name, updateStatus, false, &fieldOwner{manager: selfManager, subresource: "status"}, func(current runtime.Object) (runtime.Object, error) {
 			p := current.(*corev1.Pod)
 			setPodCondition(&p.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()})
@@ -324,7 +341,7 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return
 		}
 	}
-	if _, _, err := s.deleteObject(ctx, h, info.Namespace, info.Name, opts); err != nil {
+	if _, _, err := s.deleteObject(podCtx, h, info.Namespace, info.Name, opts); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -405,7 +422,7 @@ func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info 
 		s.writeError(w, r, err)
 		return
 	}
-	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateAll, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
+	obj, err := s.updateObject(r.Context(), h, "", info.Name, updateFinalize, isDryRun(r), owner, func(current runtime.Object) (runtime.Object, error) {
 		ns := current.(*corev1.Namespace)
 		if sent.ResourceVersion != "" {
 			ns.ResourceVersion = sent.ResourceVersion

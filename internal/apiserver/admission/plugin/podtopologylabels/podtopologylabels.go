@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"mizzen/internal/apiserver/admission"
 )
@@ -29,41 +30,51 @@ type Plugin struct {
 
 // New returns the plugin reading nodes through r.
 func New(r admission.Reader) *Plugin {
-	return &Plugin{Ops: admission.Ops{admission.Create, admission.Update}, reader: r}
+	return &Plugin{Ops: admission.Ops{admission.Create}, reader: r}
 }
 
 var _ admission.Mutator = (*Plugin)(nil)
 
-// Admit labels a pod created already assigned to a node, and a pod being bound (which
-// mizzen's pods/binding admits as the pod it assigns, upstream's as the Binding whose
-// labels go onto the pod): node labels overwrite the pod's own.
+// Admit labels a pod created already assigned to a node, and the Binding that assigns
+// one (pods/binding copies the Binding's labels onto the pod): node labels overwrite
+// the object's own, as upstream's.
 func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
-	if a.Resource.GroupResource() != (corev1.SchemeGroupVersion.WithResource("pods").GroupResource()) {
+	if a.Resource.GroupResource() != (corev1.SchemeGroupVersion.WithResource("pods").GroupResource()) || a.Operation != admission.Create {
 		return nil
 	}
-	switch {
-	case a.Subresource == "" && a.Operation == admission.Create, a.Subresource == "binding":
+	var nodeName string
+	var meta *metav1.ObjectMeta
+	switch obj := a.Object.(type) {
+	case *corev1.Pod:
+		if a.Subresource != "" {
+			return nil
+		}
+		nodeName, meta = obj.Spec.NodeName, &obj.ObjectMeta
+	case *corev1.Binding:
+		if a.Subresource != "binding" || obj.Target.Kind != "" && obj.Target.Kind != "Node" {
+			return nil
+		}
+		nodeName, meta = obj.Target.Name, &obj.ObjectMeta
 	default:
 		return nil
 	}
-	pod, ok := a.Object.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	if nodeName == "" {
 		return nil
 	}
-	obj, err := p.reader.Get(ctx, nodesGVR, "", pod.Spec.NodeName)
+	got, err := p.reader.Get(ctx, nodesGVR, "", nodeName)
 	if apierrors.IsNotFound(err) {
 		return nil // as upstream: a node not (yet) known adds nothing
 	}
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	node := obj.(*corev1.Node)
+	node := got.(*corev1.Node)
 	for _, key := range topologyLabels {
 		if v, ok := node.Labels[key]; ok {
-			if pod.Labels == nil {
-				pod.Labels = map[string]string{}
+			if meta.Labels == nil {
+				meta.Labels = map[string]string{}
 			}
-			pod.Labels[key] = v
+			meta.Labels[key] = v
 		}
 	}
 	return nil

@@ -25,28 +25,41 @@ func TestAdmit(t *testing.T) {
 		name        string
 		op          admission.Operation
 		subresource string
+		binding     bool // the object is the pod's Binding to nodeName, not the pod
 		nodeName    string
 		want        map[string]string
 	}{
-		{"a pod created on a node", admission.Create, "", "n1", both},
-		{"a pod bound to a node", admission.Update, "binding", "n1", both},
-		{"a pod created unscheduled", admission.Create, "", "", unchanged},
-		{"a plain update of a bound pod", admission.Update, "", "n1", unchanged},
-		{"a status write", admission.Update, "status", "n1", unchanged},
-		{"a node without topology labels", admission.Create, "", "n2", unchanged},
-		{"a node not known", admission.Update, "binding", "gone", unchanged},
+		{"a pod created on a node", admission.Create, "", false, "n1", both},
+		{"a pod's Binding to a node", admission.Create, "binding", true, "n1", both},
+		{"a pod created unscheduled", admission.Create, "", false, "", unchanged},
+		{"a plain update of a bound pod", admission.Update, "", false, "n1", unchanged},
+		{"a status write", admission.Update, "status", false, "n1", unchanged},
+		{"a node without topology labels", admission.Create, "", false, "n2", unchanged},
+		{"a Binding to a node not known", admission.Create, "binding", true, "gone", unchanged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", Labels: maps.Clone(unchanged)}, Spec: corev1.PodSpec{NodeName: tc.nodeName}}
-			a := &admission.Attributes{Operation: tc.op, Resource: pods, Subresource: tc.subresource, Namespace: "d", Name: "p", Object: pod}
-			if !p.Handles(tc.op) {
-				t.Fatalf("the plugin does not handle %s", tc.op)
+			meta := metav1.ObjectMeta{Name: "p", Namespace: "d", Labels: maps.Clone(unchanged)}
+			a := &admission.Attributes{Operation: tc.op, Resource: pods, Subresource: tc.subresource, Namespace: "d", Name: "p"}
+			if tc.binding {
+				a.Object = &corev1.Binding{ObjectMeta: meta, Target: corev1.ObjectReference{Kind: "Node", Name: tc.nodeName}}
+			} else {
+				a.Object = &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: tc.nodeName}}
 			}
-			if err := p.Admit(context.Background(), a); err != nil {
-				t.Fatal(err)
+			// The chain calls a plugin only for the operations it handles.
+			if p.Handles(tc.op) {
+				if err := p.Admit(context.Background(), a); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if !maps.Equal(pod.Labels, tc.want) {
-				t.Errorf("labels %v, want %v", pod.Labels, tc.want)
+			var got map[string]string
+			switch obj := a.Object.(type) {
+			case *corev1.Pod:
+				got = obj.Labels
+			case *corev1.Binding:
+				got = obj.Labels
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("labels %v, want %v", got, tc.want)
 			}
 		})
 	}
