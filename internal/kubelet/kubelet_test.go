@@ -219,6 +219,57 @@ func TestRestartPolicies(t *testing.T) {
 	}
 }
 
+// TestContainerRestartRules runs containers whose own restart policy and rules
+// override the pod's (ContainerRestartRules): a container that must not restart in
+// an Always pod ends the pod, a rule matching the exit code restarts a container of a
+// Never pod, and a RestartAllContainers rule restarts the container alone, saying so.
+func TestContainerRestartRules(t *testing.T) {
+	never := v1.ContainerRestartPolicyNever
+	rule := func(action v1.ContainerRestartRuleAction, code int32) []v1.ContainerRestartRule {
+		return []v1.ContainerRestartRule{{Action: action, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{code}}}}
+	}
+	t.Run("never container in an Always pod", func(t *testing.T) {
+		h := newHarness(t)
+		h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: 5 * time.Second, ExitCode: 3})
+		h.start()
+		pod := newPod("p", "app")
+		pod.Spec.Containers[0].RestartPolicy = &never
+		h.createPod(pod)
+		p := h.waitPod("p", "phase Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+		if cs := containerStatus(p, "app"); cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 || cs.RestartCount != 0 {
+			t.Errorf("container status %+v", cs)
+		}
+		if n := h.rt.Calls("StartContainer"); n != 1 {
+			t.Errorf("StartContainer called %d times", n)
+		}
+	})
+	for _, action := range []v1.ContainerRestartRuleAction{v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers} {
+		t.Run("rule "+string(action)+" in a Never pod", func(t *testing.T) {
+			h := newHarness(t)
+			h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: 5 * time.Second, ExitCode: 42})
+			h.start()
+			pod := newPod("p", "app")
+			pod.Spec.RestartPolicy = v1.RestartPolicyNever
+			pod.Spec.Containers[0].RestartPolicy = &never
+			pod.Spec.Containers[0].RestartPolicyRules = rule(action, 42)
+			h.createPod(pod)
+			p := h.waitPod("p", "restartCount 1", func(p *v1.Pod) bool {
+				cs := containerStatus(p, "app")
+				return cs != nil && cs.RestartCount >= 1
+			})
+			if p.Status.Phase != v1.PodRunning {
+				t.Errorf("phase %s, want Running", p.Status.Phase)
+			}
+			if action == v1.ContainerRestartRuleActionRestartAllContainers {
+				want := "Container app exited with code 42, for which its restart rules restart every container of the pod; this kubelet restarts only this container"
+				if msg := h.waitEvent("p", "RestartAllContainersUnsupported"); msg != want {
+					t.Errorf("event %q, want %q", msg, want)
+				}
+			}
+		})
+	}
+}
+
 func TestInitContainersRunInOrder(t *testing.T) {
 	h := newHarness(t)
 	h.rt.SetContainerBehavior("init-1", fake.Behavior{Exits: true, After: 10 * time.Second})

@@ -91,7 +91,7 @@ func (kl *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, rt *podRuntime,
 		cs.Ready = res.started && res.ready
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		cs.Started = ptrBool(false)
-		if hasWaiting && (shouldRestart(pod, cur) || isSidecar(pod, c)) {
+		if hasWaiting && (shouldRestart(pod, c, cur) || isSidecar(pod, c)) {
 			// Waiting to restart (back-off): the exit becomes the last state.
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.reason, Message: waiting.message}
 			cs.LastTerminationState.Terminated = kl.terminatedState(cur)
@@ -142,7 +142,7 @@ func initStatus(pod *v1.Pod, rt *podRuntime, st *podState) (done, failed bool, p
 			if cur.ExitCode == 0 {
 				continue
 			}
-			if !shouldRestart(pod, cur) {
+			if !shouldRestart(pod, c, cur) {
 				failed = true
 			}
 		}
@@ -151,7 +151,8 @@ func initStatus(pod *v1.Pod, rt *podRuntime, st *podState) (done, failed bool, p
 	return len(pending) == 0, failed, pending
 }
 
-// podPhase follows upstream's rules over the containers' API statuses.
+// podPhase follows upstream's rules over the containers' API statuses, with each
+// container's restart rules and policy (ContainerRestartRules).
 func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, terminal bool) v1.PodPhase {
 	if initFailed {
 		return v1.PodFailed
@@ -160,6 +161,7 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, 
 		return v1.PodPending
 	}
 	var waiting, running, stopped, succeeded int
+	restarting := false // a stopped container will be started again
 	for _, s := range statuses {
 		switch {
 		case s.State.Running != nil:
@@ -169,9 +171,13 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, 
 			if s.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if c := containerSpec(pod, s.Name); c != nil && podrestart.ContainerRestarts(c, pod.Spec.RestartPolicy, s.State.Terminated.ExitCode) {
+				restarting = true
+			}
 		case s.State.Waiting != nil:
 			if s.LastTerminationState.Terminated != nil {
-				stopped++
+				stopped++ // waiting to restart
+				restarting = true
 			} else {
 				waiting++
 			}
@@ -189,16 +195,16 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, initDone, initFailed, 
 			}
 			return v1.PodFailed
 		}
-		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
-			return v1.PodRunning // restarting
+		// By each container's restart rules and policy, else the pod's: with the pod's
+		// alone, Always keeps the pod Running, Never ends it, OnFailure ends it once
+		// every container succeeded.
+		if restarting {
+			return v1.PodRunning
 		}
 		if stopped == succeeded {
 			return v1.PodSucceeded
 		}
-		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning // OnFailure: restarting
+		return v1.PodFailed
 	}
 	return v1.PodPending
 }

@@ -19,6 +19,7 @@ import (
 
 	"mizzen/internal/kubelet/eviction"
 	"mizzen/internal/kubelet/volume"
+	"mizzen/internal/podrestart"
 )
 
 // Waiting reasons the kubelet reports, as upstream spells them.
@@ -386,31 +387,41 @@ func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	return nil
 }
 
-// shouldRestart applies the restart policy to an exited container.
-func shouldRestart(pod *v1.Pod, c *runtimeapi.ContainerStatus) bool {
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return c.ExitCode != 0
-	default:
-		return true
+// shouldRestart reports whether exited container c (of pod's spec; nil for one no
+// longer in it) is started again: its restart rules, its own restart policy, else the
+// pod's (podrestart, as the apiserver decides it).
+func shouldRestart(pod *v1.Pod, c *v1.Container, exited *runtimeapi.ContainerStatus) bool {
+	if c == nil {
+		return podrestart.ContainerRestarts(&v1.Container{}, pod.Spec.RestartPolicy, exited.ExitCode)
 	}
+	return podrestart.ContainerRestarts(c, pod.Spec.RestartPolicy, exited.ExitCode)
 }
 
-// needsNewSandbox reports whether a pod without a ready sandbox should get one: always
-// for a new pod or restartPolicy Always; not once a Never pod has run containers, nor once
-// an OnFailure pod's containers all succeeded.
+// restartsAfterSandboxLoss reports whether container c, whose latest instance cur (nil
+// if none) did not exit on its own but went with its sandbox, is started again: as a
+// failure for its restart policy.
+func restartsAfterSandboxLoss(pod *v1.Pod, c *v1.Container, cur *runtimeapi.ContainerStatus) bool {
+	if cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return shouldRestart(pod, c, cur)
+	}
+	return podrestart.ContainerRestarts(c, pod.Spec.RestartPolicy, sandboxLossExitCode)
+}
+
+// sandboxLossExitCode stands for the exit of a container that went with its sandbox:
+// a failure (SIGKILL's), as for restart rules and policies.
+const sandboxLossExitCode = 137
+
+// needsNewSandbox reports whether a pod without a ready sandbox should get one: for a
+// new pod, and once containers have run, when one of them is to be started again (with
+// the pod's restart policy alone: always for Always, never for Never, for OnFailure
+// unless every container succeeded).
 func needsNewSandbox(pod *v1.Pod, rt *podRuntime) bool {
-	if len(rt.sandboxes) == 0 || pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
+	if len(rt.sandboxes) == 0 || len(rt.containers) == 0 {
 		return true
 	}
-	if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-		return len(rt.containers) == 0
-	}
-	for _, c := range pod.Spec.Containers {
-		cur := rt.latest(c.Name)
-		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_EXITED || cur.ExitCode != 0 {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if restartsAfterSandboxLoss(pod, c, rt.latest(c.Name)) {
 			return true
 		}
 	}
@@ -504,7 +515,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED && cur.ExitCode == 0:
 			continue // done; next init container
 		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-			if shouldRestart(pod, cur) {
+			if shouldRestart(pod, c, cur) {
 				return p.restart(ctx, c, cur)
 			}
 			return nil // the pod has failed
@@ -550,7 +561,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 				w.state.setWaiting(c.Name, reasonRunError, err.Error())
 				errs = append(errs, err)
 			}
-		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(pod, cur):
+		case cur.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(pod, c, cur):
 			errs = append(errs, p.restart(ctx, c, cur))
 		}
 	}
@@ -594,7 +605,7 @@ func mainProgress(pod *v1.Pod, rt *podRuntime, sandboxID string) (started, done 
 		if cur != nil {
 			started = true
 		}
-		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, cur) {
+		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, &c, cur) {
 			done = false
 		}
 	}
@@ -661,6 +672,11 @@ func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi
 		return nil
 	}
 	p.kl.backoff.next(key, finished)
+	if podrestart.RestartsAll(c, prev.ExitCode) {
+		// Not silent: the pod's other containers keep running.
+		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "RestartAllContainersUnsupported",
+			"Container %s exited with code %d, for which its restart rules restart every container of the pod; this kubelet restarts only this container", c.Name, prev.ExitCode)
+	}
 	return p.start(ctx, c, prev)
 }
 

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,35 +191,57 @@ func TestResourcesAndQoS(t *testing.T) {
 func TestPodPhase(t *testing.T) {
 	running := v1.ContainerStatus{State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
 	waiting := v1.ContainerStatus{State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
-	ok := v1.ContainerStatus{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}}
-	bad := v1.ContainerStatus{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}
+	exited := func(code int32) v1.ContainerStatus {
+		return v1.ContainerStatus{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	ok, bad := exited(0), exited(1)
 	backoff := v1.ContainerStatus{State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}
+	// ContainerRestartRules: a container's own policy and rules over the pod's.
+	never, onFailure := v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyOnFailure
+	neverContainer := &v1.Container{RestartPolicy: &never}
+	restartOn42 := &v1.Container{RestartPolicy: &never, RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}
 	tests := []struct {
 		name       string
 		policy     v1.RestartPolicy
+		container  *v1.Container // the spec of every status's container; nil: no policy of its own
 		statuses   []v1.ContainerStatus
 		initDone   bool
 		initFailed bool
 		terminal   bool
 		want       v1.PodPhase
 	}{
-		{"initializing", v1.RestartPolicyAlways, []v1.ContainerStatus{waiting}, false, false, false, v1.PodPending},
-		{"init failed", v1.RestartPolicyNever, []v1.ContainerStatus{waiting}, false, true, false, v1.PodFailed},
-		{"creating", v1.RestartPolicyAlways, []v1.ContainerStatus{running, waiting}, true, false, false, v1.PodPending},
-		{"running", v1.RestartPolicyAlways, []v1.ContainerStatus{running, ok}, true, false, false, v1.PodRunning},
-		{"crash looping is running", v1.RestartPolicyAlways, []v1.ContainerStatus{backoff}, true, false, false, v1.PodRunning},
-		{"always restarting all stopped", v1.RestartPolicyAlways, []v1.ContainerStatus{bad}, true, false, false, v1.PodRunning},
-		{"never, one failed", v1.RestartPolicyNever, []v1.ContainerStatus{ok, bad}, true, false, false, v1.PodFailed},
-		{"never, all succeeded", v1.RestartPolicyNever, []v1.ContainerStatus{ok, ok}, true, false, false, v1.PodSucceeded},
-		{"on failure, failed restarting", v1.RestartPolicyOnFailure, []v1.ContainerStatus{bad}, true, false, false, v1.PodRunning},
-		{"on failure, succeeded", v1.RestartPolicyOnFailure, []v1.ContainerStatus{ok}, true, false, false, v1.PodSucceeded},
-		{"deleted always pod killed", v1.RestartPolicyAlways, []v1.ContainerStatus{bad}, true, false, true, v1.PodFailed},
+		{"initializing", v1.RestartPolicyAlways, nil, []v1.ContainerStatus{waiting}, false, false, false, v1.PodPending},
+		{"init failed", v1.RestartPolicyNever, nil, []v1.ContainerStatus{waiting}, false, true, false, v1.PodFailed},
+		{"creating", v1.RestartPolicyAlways, nil, []v1.ContainerStatus{running, waiting}, true, false, false, v1.PodPending},
+		{"running", v1.RestartPolicyAlways, nil, []v1.ContainerStatus{running, ok}, true, false, false, v1.PodRunning},
+		{"crash looping is running", v1.RestartPolicyAlways, nil, []v1.ContainerStatus{backoff}, true, false, false, v1.PodRunning},
+		{"always restarting all stopped", v1.RestartPolicyAlways, nil, []v1.ContainerStatus{bad}, true, false, false, v1.PodRunning},
+		{"never, one failed", v1.RestartPolicyNever, nil, []v1.ContainerStatus{ok, bad}, true, false, false, v1.PodFailed},
+		{"never, all succeeded", v1.RestartPolicyNever, nil, []v1.ContainerStatus{ok, ok}, true, false, false, v1.PodSucceeded},
+		{"on failure, failed restarting", v1.RestartPolicyOnFailure, nil, []v1.ContainerStatus{bad}, true, false, false, v1.PodRunning},
+		{"on failure, succeeded", v1.RestartPolicyOnFailure, nil, []v1.ContainerStatus{ok}, true, false, false, v1.PodSucceeded},
+		{"deleted always pod killed", v1.RestartPolicyAlways, nil, []v1.ContainerStatus{bad}, true, false, true, v1.PodFailed},
+		{"always pod, never container failed", v1.RestartPolicyAlways, neverContainer, []v1.ContainerStatus{bad}, true, false, false, v1.PodFailed},
+		{"always pod, never container succeeded", v1.RestartPolicyAlways, neverContainer, []v1.ContainerStatus{ok}, true, false, false, v1.PodSucceeded},
+		{"never pod, on-failure container failed", v1.RestartPolicyNever, &v1.Container{RestartPolicy: &onFailure}, []v1.ContainerStatus{bad}, true, false, false, v1.PodRunning},
+		{"a rule restarts on 42", v1.RestartPolicyNever, restartOn42, []v1.ContainerStatus{exited(42)}, true, false, false, v1.PodRunning},
+		{"no rule for 1", v1.RestartPolicyNever, restartOn42, []v1.ContainerStatus{bad}, true, false, false, v1.PodFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: tt.policy}}
-			if got := podPhase(pod, tt.statuses, tt.initDone, tt.initFailed, tt.terminal); got != tt.want {
+			c := v1.Container{}
+			if tt.container != nil {
+				c = *tt.container
+			}
+			c.Name = "c"
+			pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: tt.policy, Containers: []v1.Container{c}}}
+			statuses := slices.Clone(tt.statuses)
+			for i := range statuses {
+				statuses[i].Name = "c"
+			}
+			if got := podPhase(pod, statuses, tt.initDone, tt.initFailed, tt.terminal); got != tt.want {
 				t.Errorf("phase = %s, want %s", got, tt.want)
 			}
 		})

@@ -63,6 +63,20 @@ func ContainerRestarts(c *corev1.Container, podPolicy corev1.RestartPolicy, exit
 	return true
 }
 
+// RestartsAll reports whether the restart rule of c that matches exitCode, if any,
+// asks for every container of the pod to be restarted (RestartAllContainers).
+func RestartsAll(c *corev1.Container, exitCode int32) bool {
+	if c.RestartPolicy == nil {
+		return false
+	}
+	for _, rule := range c.RestartPolicyRules {
+		if rule.ExitCodes != nil && exitCodesMatch(rule.ExitCodes, exitCode) {
+			return rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers
+		}
+	}
+	return false
+}
+
 // exitCodesMatch reports whether a rule's exit-code requirement holds for code.
 func exitCodesMatch(req *corev1.ContainerRestartRuleOnExitCodes, code int32) bool {
 	in := slices.Contains(req.Values, code)
