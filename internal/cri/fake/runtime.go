@@ -87,6 +87,8 @@ type Runtime struct {
 	callLog       []Call
 }
 
+// A sandbox's and a container's meta, labels and annotations never change after
+// creation: the lists share them (see toAPI).
 type sandbox struct {
 	id          string
 	meta        *runtimeapi.PodSandboxMetadata
@@ -102,7 +104,8 @@ type container struct {
 	id          string
 	sandboxID   string
 	meta        *runtimeapi.ContainerMetadata
-	image       string // as requested
+	image       string                // as requested
+	imageSpec   *runtimeapi.ImageSpec // {Image: image}, shared by the lists
 	imageRef    string
 	imageID     string
 	labels      map[string]string
@@ -381,10 +384,19 @@ func (sb *sandbox) toStatus() *runtimeapi.PodSandboxStatus {
 	return st
 }
 
+// toAPI is the sandbox as ListPodSandbox reports it. Its metadata, labels and
+// annotations are the record's own, shared and not copied: the runtime never changes
+// them after RunPodSandbox, and the lists are what every kubelet's PLEG reads every
+// second, where copying every record's maps cost the hollow nodes a good part of their
+// CPU (BENCHMARKS.md, dens18). Callers must not modify them; the kubelet only reads
+// what it lists (internal/kubelet's relist, readPodRuntime, orphan and static pod
+// clean-up, its server's runtime lookups and metrics, eviction, log rotation), and a
+// remote caller gets its own copy through gRPC. Statuses, read far less often, are
+// still copies.
 func (sb *sandbox) toAPI() *runtimeapi.PodSandbox {
 	return &runtimeapi.PodSandbox{
-		Id: sb.id, Metadata: cloneSandboxMeta(sb.meta), State: sb.state, CreatedAt: sb.createdAt,
-		Labels: maps.Clone(sb.labels), Annotations: maps.Clone(sb.annotations), RuntimeHandler: sb.handler,
+		Id: sb.id, Metadata: sb.meta, State: sb.state, CreatedAt: sb.createdAt,
+		Labels: sb.labels, Annotations: sb.annotations, RuntimeHandler: sb.handler,
 	}
 }
 
@@ -487,6 +499,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		sandboxID:   sb.id,
 		meta:        &runtimeapi.ContainerMetadata{Name: cfg.Metadata.Name, Attempt: cfg.Metadata.Attempt},
 		image:       cfg.Image.Image,
+		imageSpec:   &runtimeapi.ImageSpec{Image: cfg.Image.Image},
 		imageRef:    img.digestRef(),
 		imageID:     img.id,
 		labels:      maps.Clone(cfg.Labels),
@@ -577,18 +590,21 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
+// toAPI is the container as ListContainers reports it, sharing the record's metadata,
+// image spec, labels and annotations, which never change after CreateContainer: as
+// sandbox.toAPI, callers must not modify them.
 func (c *container) toAPI() *runtimeapi.Container {
 	return &runtimeapi.Container{
 		Id:           c.id,
 		PodSandboxId: c.sandboxID,
-		Metadata:     &runtimeapi.ContainerMetadata{Name: c.meta.Name, Attempt: c.meta.Attempt},
-		Image:        &runtimeapi.ImageSpec{Image: c.image},
+		Metadata:     c.meta,
+		Image:        c.imageSpec,
 		ImageRef:     c.imageRef,
 		ImageId:      c.imageID,
 		State:        c.state,
 		CreatedAt:    c.createdAt,
-		Labels:       maps.Clone(c.labels),
-		Annotations:  maps.Clone(c.annotations),
+		Labels:       c.labels,
+		Annotations:  c.annotations,
 	}
 }
 
