@@ -62,11 +62,26 @@ func (s *podState) actualResources(cur *runtimeapi.ContainerStatus) (v1.Resource
 	if ok {
 		return r, true
 	}
-	var created v1.ResourceRequirements
 	raw, ok := cur.GetAnnotations()[annoResources]
-	if !ok || json.Unmarshal([]byte(raw), &created) != nil {
+	if !ok {
 		return v1.ResourceRequirements{}, false
 	}
+	// The annotation is decoded once per instance: every status the pod's syncs
+	// compute asks for it, and decoding JSON costs far more than a copy.
+	name := cur.GetMetadata().GetName()
+	s.mu.Lock()
+	d, ok := s.created[name]
+	s.mu.Unlock()
+	if ok && d.id == cur.Id && d.raw == raw {
+		return *d.resources.DeepCopy(), true
+	}
+	var created v1.ResourceRequirements
+	if json.Unmarshal([]byte(raw), &created) != nil {
+		return v1.ResourceRequirements{}, false
+	}
+	s.mu.Lock()
+	s.created[name] = decodedResources{id: cur.Id, raw: raw, resources: *created.DeepCopy()}
+	s.mu.Unlock()
 	return created, true
 }
 
