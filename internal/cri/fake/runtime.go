@@ -77,6 +77,10 @@ type Runtime struct {
 	nextIP        netip.Addr
 	sandboxes     map[string]*sandbox
 	containers    map[string]*container
+	// podSandboxes and podContainers index the records by their pod UID label, by
+	// ID: a kubelet lists one pod's sandboxes and containers on every sync of it.
+	podSandboxes  map[string]map[string]*sandbox
+	podContainers map[string]map[string]*container
 	images        map[string]*image // by normalized reference
 	byName        map[string]Behavior
 	byImage       map[string]Behavior
@@ -139,21 +143,23 @@ func New(opts Options) *Runtime {
 	}
 	prefix = prefix.Masked()
 	return &Runtime{
-		clock:       opts.Clock,
-		name:        opts.RuntimeName,
-		version:     opts.RuntimeVersion,
-		prefix:      prefix,
-		hostIP:      opts.HostIP,
-		nextIP:      prefix.Addr().Next(),
-		sandboxes:   map[string]*sandbox{},
-		containers:  map[string]*container{},
-		images:      map[string]*image{},
-		byName:      map[string]Behavior{},
-		byImage:     map[string]Behavior{},
-		pullErrors:  map[string]error{},
-		pullAuth:    map[string]*runtimeapi.AuthConfig{},
-		calls:       map[string]int{},
-		recordCalls: opts.RecordCalls,
+		clock:         opts.Clock,
+		name:          opts.RuntimeName,
+		version:       opts.RuntimeVersion,
+		prefix:        prefix,
+		hostIP:        opts.HostIP,
+		nextIP:        prefix.Addr().Next(),
+		sandboxes:     map[string]*sandbox{},
+		containers:    map[string]*container{},
+		podSandboxes:  map[string]map[string]*sandbox{},
+		podContainers: map[string]map[string]*container{},
+		images:        map[string]*image{},
+		byName:        map[string]Behavior{},
+		byImage:       map[string]Behavior{},
+		pullErrors:    map[string]error{},
+		pullAuth:      map[string]*runtimeapi.AuthConfig{},
+		calls:         map[string]int{},
+		recordCalls:   opts.RecordCalls,
 	}
 }
 
@@ -318,6 +324,7 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		sb.ip = r.allocateIPLocked()
 	}
 	r.sandboxes[sb.id] = sb
+	addIndexed(r.podSandboxes, sb.labels[labelPodUID], sb.id, sb)
 	r.logCall("RunPodSandbox", sb.id)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
 }
@@ -364,9 +371,13 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 	for id, c := range r.containers {
 		if c.sandboxID == req.PodSandboxId {
 			delete(r.containers, id)
+			removeIndexed(r.podContainers, c.labels[labelPodUID], id)
 		}
 	}
-	delete(r.sandboxes, req.PodSandboxId)
+	if sb, ok := r.sandboxes[req.PodSandboxId]; ok {
+		delete(r.sandboxes, req.PodSandboxId)
+		removeIndexed(r.podSandboxes, sb.labels[labelPodUID], sb.id)
+	}
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
@@ -430,7 +441,11 @@ func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.PodSandbox
-	for _, sb := range r.sandboxes {
+	candidates := r.sandboxes
+	if uid, ok := f.GetLabelSelector()[labelPodUID]; ok {
+		candidates = r.podSandboxes[uid]
+	}
+	for _, sb := range candidates {
 		if f.GetId() != "" && f.Id != sb.id {
 			continue
 		}
@@ -443,6 +458,26 @@ func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 		out = append(out, sb.toAPI())
 	}
 	return out
+}
+
+// labelPodUID is the label the kubelet puts its pod's UID in, which the records are
+// indexed by.
+const labelPodUID = "io.kubernetes.pod.uid"
+
+// addIndexed and removeIndexed keep a by-pod index: the records with the pod UID
+// label value uid (records without the label under ""), by ID.
+func addIndexed[T any](index map[string]map[string]T, uid, id string, v T) {
+	if index[uid] == nil {
+		index[uid] = map[string]T{}
+	}
+	index[uid][id] = v
+}
+
+func removeIndexed[T any](index map[string]map[string]T, uid, id string) {
+	delete(index[uid], id)
+	if len(index[uid]) == 0 {
+		delete(index, uid)
+	}
 }
 
 func labelsMatch(labels, selector map[string]string) bool {
@@ -512,6 +547,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		c.logPath = req.GetSandboxConfig().GetLogDirectory() + "/" + cfg.LogPath
 	}
 	r.containers[c.id] = c
+	addIndexed(r.podContainers, c.labels[labelPodUID], c.id, c)
 	r.logCall("CreateContainer", c.id)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
@@ -586,7 +622,10 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 			return nil, status.Errorf(codes.FailedPrecondition, "container %q is running, stop it first", c.id)
 		}
 	}
-	delete(r.containers, req.ContainerId)
+	if c, ok := r.containers[req.ContainerId]; ok {
+		delete(r.containers, req.ContainerId)
+		removeIndexed(r.podContainers, c.labels[labelPodUID], c.id)
+	}
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
@@ -649,7 +688,11 @@ func (r *Runtime) listContainers(f *runtimeapi.ContainerFilter) []*runtimeapi.Co
 	defer r.mu.Unlock()
 	now := r.now()
 	var out []*runtimeapi.Container
-	for _, c := range r.containers {
+	candidates := r.containers
+	if uid, ok := f.GetLabelSelector()[labelPodUID]; ok {
+		candidates = r.podContainers[uid]
+	}
+	for _, c := range candidates {
 		r.refreshLocked(c, now)
 		if f.GetId() != "" && f.Id != c.id {
 			continue
