@@ -2,8 +2,7 @@ package kubelet
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -59,9 +58,7 @@ func (kl *Kubelet) relist(ctx context.Context) (map[string]uint64, error) {
 		if uid == "" {
 			return
 		}
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%s/%d", id, state)
-		out[uid] += h.Sum64()
+		out[uid] += fingerprint(id, state)
 	}
 	for _, sb := range sbs {
 		add(sb.Labels[labelPodUID], sb.Id, int32(sb.State))
@@ -70,6 +67,21 @@ func (kl *Kubelet) relist(ctx context.Context) (map[string]uint64, error) {
 		add(c.Labels[labelPodUID], c.Id, int32(c.State))
 	}
 	return out, nil
+}
+
+// fingerprint is the 64-bit FNV-1a hash of "<id>/<state>", computed without
+// allocating: the relist takes one for every sandbox and container every second.
+func fingerprint(id string, state int32) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * prime
+	}
+	var buf [12]byte
+	for _, b := range strconv.AppendInt(append(buf[:0], '/'), int64(state), 10) {
+		h = (h ^ uint64(b)) * prime
+	}
+	return h
 }
 
 // pokeOrAdopt pokes the worker of a pod seen in the runtime, starting one if the pod is

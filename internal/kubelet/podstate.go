@@ -34,6 +34,15 @@ type podState struct {
 	// resize is the pod's resize refused or failing, for its conditions.
 	resized map[string]v1.ResourceRequirements
 	resize  resizeState
+	// created is each container's current instance's decoded resources annotation,
+	// by container name (see actualResources).
+	created map[string]decodedResources
+}
+
+// decodedResources is the resources annotation raw of instance id, decoded.
+type decodedResources struct {
+	id, raw   string
+	resources v1.ResourceRequirements
 }
 
 type waitingReason struct{ reason, message string }
@@ -52,6 +61,7 @@ func newPodState() *podState {
 		results:    map[string]*containerProbeResults{},
 		kills:      map[string]string{},
 		resized:    map[string]v1.ResourceRequirements{},
+		created:    map[string]decodedResources{},
 	}
 }
 

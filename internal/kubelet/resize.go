@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -62,11 +61,26 @@ func (s *podState) actualResources(cur *runtimeapi.ContainerStatus) (v1.Resource
 	if ok {
 		return r, true
 	}
-	var created v1.ResourceRequirements
 	raw, ok := cur.GetAnnotations()[annoResources]
-	if !ok || json.Unmarshal([]byte(raw), &created) != nil {
+	if !ok {
 		return v1.ResourceRequirements{}, false
 	}
+	// The annotation is decoded once per instance: every status the pod's syncs
+	// compute asks for it, and decoding JSON costs far more than a copy.
+	name := cur.GetMetadata().GetName()
+	s.mu.Lock()
+	d, ok := s.created[name]
+	s.mu.Unlock()
+	if ok && d.id == cur.Id && d.raw == raw {
+		return *d.resources.DeepCopy(), true
+	}
+	var created v1.ResourceRequirements
+	if json.Unmarshal([]byte(raw), &created) != nil {
+		return v1.ResourceRequirements{}, false
+	}
+	s.mu.Lock()
+	s.created[name] = decodedResources{id: cur.Id, raw: raw, resources: *created.DeepCopy()}
+	s.mu.Unlock()
 	return created, true
 }
 
@@ -92,8 +106,9 @@ func (s *podState) resizeStatus() resizeState {
 // changed asks for a restart.
 func resizeDiff(c *v1.Container, want, have v1.ResourceRequirements) (changed, restart bool) {
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		same := apiequality.Semantic.DeepEqual(want.Requests[name], have.Requests[name]) &&
-			apiequality.Semantic.DeepEqual(want.Limits[name], have.Limits[name])
+		// Cmp is how apimachinery's semantic equality compares quantities, without reflection.
+		wr, hr, wl, hl := want.Requests[name], have.Requests[name], want.Limits[name], have.Limits[name]
+		same := wr.Cmp(hr) == 0 && wl.Cmp(hl) == 0
 		_, inWant := want.Limits[name]
 		_, inHave := have.Limits[name]
 		_, rInWant := want.Requests[name]

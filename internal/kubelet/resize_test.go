@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func requests(cpu, mem string) v1.ResourceRequirements {
@@ -91,4 +92,38 @@ func TestInPlaceResizeRestartPolicy(t *testing.T) {
 		t.Errorf("UpdateContainerResources called %d times, want 0 (restart instead)", n)
 	}
 	_ = p
+}
+
+// actualResources decodes an instance's resources annotation once and hands out
+// copies; another instance, or another annotation, is decoded afresh.
+func TestActualResourcesDecodesOnce(t *testing.T) {
+	st := newPodState()
+	inst := func(id, raw string) *runtimeapi.ContainerStatus {
+		return &runtimeapi.ContainerStatus{Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Annotations: map[string]string{annoResources: raw}}
+	}
+	first := inst("c1", encodeResources(requests("100m", "20Mi")))
+	got, ok := st.actualResources(first)
+	if !ok || got.Requests.Cpu().String() != "100m" {
+		t.Fatalf("actualResources = %v, %v", got, ok)
+	}
+	got.Requests[v1.ResourceCPU] = resource.MustParse("7") // a caller's change stays its own
+	if again, _ := st.actualResources(first); again.Requests.Cpu().String() != "100m" {
+		t.Errorf("second read: cpu %s, want 100m", again.Requests.Cpu())
+	}
+	if n := testing.AllocsPerRun(10, func() { st.actualResources(first) }); n > 20 {
+		t.Errorf("a decoded instance costs %v allocations", n)
+	}
+	if r, _ := st.actualResources(inst("c2", encodeResources(requests("200m", "20Mi")))); r.Requests.Cpu().String() != "200m" {
+		t.Errorf("new instance: cpu %s, want 200m", r.Requests.Cpu())
+	}
+	if r, _ := st.actualResources(inst("c2", encodeResources(requests("300m", "20Mi")))); r.Requests.Cpu().String() != "300m" {
+		t.Errorf("new annotation: cpu %s, want 300m", r.Requests.Cpu())
+	}
+	if _, ok := st.actualResources(inst("c3", "not json")); ok {
+		t.Error("an undecodable annotation is known")
+	}
+	if _, ok := st.actualResources(&runtimeapi.ContainerStatus{Id: "c4"}); ok {
+		t.Error("an instance without the annotation is known")
+	}
 }

@@ -478,11 +478,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			return errors.New("new pod sandbox is not ready")
 		}
 	}
-	sbCfg, err := kl.sandboxConfig(pod, sb.Metadata.GetAttempt())
-	if err != nil {
-		return err
-	}
-	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, sandboxConfig: sbCfg, volumes: vols}
+	p := &podSync{kl: kl, w: w, pod: pod, rt: rt, sandbox: sb, volumes: vols}
 
 	mainStarted, mainDone := mainProgress(pod, rt, sb.Id)
 	var errs []error
@@ -645,11 +641,15 @@ func (kl *Kubelet) removeDeadInstances(ctx context.Context, pod *v1.Pod, rt *pod
 
 // podSync carries what one sync of one pod needs to start containers.
 type podSync struct {
-	kl            *Kubelet
-	w             *podWorker
-	pod           *v1.Pod
-	rt            *podRuntime
-	sandbox       *runtimeapi.PodSandboxStatus
+	kl      *Kubelet
+	w       *podWorker
+	pod     *v1.Pod
+	rt      *podRuntime
+	sandbox *runtimeapi.PodSandboxStatus
+	// sandboxConfig is the sandbox's CRI config, which image pulls and container
+	// creation pass to the runtime; start computes it the first time it is needed, so
+	// that a sync with nothing to start (most) neither builds it nor reads the host's
+	// resolv.conf for it.
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	volumes       map[string]volume.Mounted
 	// targetID is the container whose process namespace the ephemeral container being
@@ -688,6 +688,13 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 	if prev != nil {
 		attempt = prev.GetMetadata().GetAttempt() + 1
 		restarts = restartCount(prev) + 1
+	}
+	if p.sandboxConfig == nil {
+		cfg, err := p.kl.sandboxConfig(p.pod, p.sandbox.Metadata.GetAttempt())
+		if err != nil {
+			return err
+		}
+		p.sandboxConfig = cfg
 	}
 	ref := containerRef(p.pod, c.Name)
 	// As upstream, a container's image volumes are pulled before its own image, and it

@@ -16,7 +16,9 @@ import (
 // Client calls a Runtime in-process through the same interfaces the kubelet uses for a
 // remote runtime (k8s.io/cri-api/pkg/apis RuntimeService and ImageManagerService), with
 // the same error conventions as k8s.io/cri-client: gRPC status errors, and a
-// utilexec.CodeExitError for a non-zero ExecSync.
+// utilexec.CodeExitError for a non-zero ExecSync. Unlike a remote runtime's, what
+// ListPodSandbox and ListContainers return shares the runtime's own metadata, labels
+// and annotations: callers must treat them as read-only.
 type Client struct{ r *Runtime }
 
 var (

@@ -77,6 +77,10 @@ type Runtime struct {
 	nextIP        netip.Addr
 	sandboxes     map[string]*sandbox
 	containers    map[string]*container
+	// podSandboxes and podContainers index the records by their pod UID label, by
+	// ID: a kubelet lists one pod's sandboxes and containers on every sync of it.
+	podSandboxes  map[string]map[string]*sandbox
+	podContainers map[string]map[string]*container
 	images        map[string]*image // by normalized reference
 	byName        map[string]Behavior
 	byImage       map[string]Behavior
@@ -87,6 +91,8 @@ type Runtime struct {
 	callLog       []Call
 }
 
+// A sandbox's and a container's meta, labels and annotations never change after
+// creation: the lists share them (see toAPI).
 type sandbox struct {
 	id          string
 	meta        *runtimeapi.PodSandboxMetadata
@@ -102,7 +108,8 @@ type container struct {
 	id          string
 	sandboxID   string
 	meta        *runtimeapi.ContainerMetadata
-	image       string // as requested
+	image       string                // as requested
+	imageSpec   *runtimeapi.ImageSpec // {Image: image}, shared by the lists
 	imageRef    string
 	imageID     string
 	labels      map[string]string
@@ -136,21 +143,23 @@ func New(opts Options) *Runtime {
 	}
 	prefix = prefix.Masked()
 	return &Runtime{
-		clock:       opts.Clock,
-		name:        opts.RuntimeName,
-		version:     opts.RuntimeVersion,
-		prefix:      prefix,
-		hostIP:      opts.HostIP,
-		nextIP:      prefix.Addr().Next(),
-		sandboxes:   map[string]*sandbox{},
-		containers:  map[string]*container{},
-		images:      map[string]*image{},
-		byName:      map[string]Behavior{},
-		byImage:     map[string]Behavior{},
-		pullErrors:  map[string]error{},
-		pullAuth:    map[string]*runtimeapi.AuthConfig{},
-		calls:       map[string]int{},
-		recordCalls: opts.RecordCalls,
+		clock:         opts.Clock,
+		name:          opts.RuntimeName,
+		version:       opts.RuntimeVersion,
+		prefix:        prefix,
+		hostIP:        opts.HostIP,
+		nextIP:        prefix.Addr().Next(),
+		sandboxes:     map[string]*sandbox{},
+		containers:    map[string]*container{},
+		podSandboxes:  map[string]map[string]*sandbox{},
+		podContainers: map[string]map[string]*container{},
+		images:        map[string]*image{},
+		byName:        map[string]Behavior{},
+		byImage:       map[string]Behavior{},
+		pullErrors:    map[string]error{},
+		pullAuth:      map[string]*runtimeapi.AuthConfig{},
+		calls:         map[string]int{},
+		recordCalls:   opts.RecordCalls,
 	}
 }
 
@@ -315,6 +324,7 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		sb.ip = r.allocateIPLocked()
 	}
 	r.sandboxes[sb.id] = sb
+	addIndexed(r.podSandboxes, sb.labels[labelPodUID], sb.id, sb)
 	r.logCall("RunPodSandbox", sb.id)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
 }
@@ -361,9 +371,13 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 	for id, c := range r.containers {
 		if c.sandboxID == req.PodSandboxId {
 			delete(r.containers, id)
+			removeIndexed(r.podContainers, c.labels[labelPodUID], id)
 		}
 	}
-	delete(r.sandboxes, req.PodSandboxId)
+	if sb, ok := r.sandboxes[req.PodSandboxId]; ok {
+		delete(r.sandboxes, req.PodSandboxId)
+		removeIndexed(r.podSandboxes, sb.labels[labelPodUID], sb.id)
+	}
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
@@ -381,10 +395,19 @@ func (sb *sandbox) toStatus() *runtimeapi.PodSandboxStatus {
 	return st
 }
 
+// toAPI is the sandbox as ListPodSandbox reports it. Its metadata, labels and
+// annotations are the record's own, shared and not copied: the runtime never changes
+// them after RunPodSandbox, and the lists are what every kubelet's PLEG reads every
+// second, where copying every record's maps cost the hollow nodes a good part of their
+// CPU (BENCHMARKS.md, dens18). Callers must not modify them; the kubelet only reads
+// what it lists (internal/kubelet's relist, readPodRuntime, orphan and static pod
+// clean-up, its server's runtime lookups and metrics, eviction, log rotation), and a
+// remote caller gets its own copy through gRPC. Statuses, read far less often, are
+// still copies.
 func (sb *sandbox) toAPI() *runtimeapi.PodSandbox {
 	return &runtimeapi.PodSandbox{
-		Id: sb.id, Metadata: cloneSandboxMeta(sb.meta), State: sb.state, CreatedAt: sb.createdAt,
-		Labels: maps.Clone(sb.labels), Annotations: maps.Clone(sb.annotations), RuntimeHandler: sb.handler,
+		Id: sb.id, Metadata: sb.meta, State: sb.state, CreatedAt: sb.createdAt,
+		Labels: sb.labels, Annotations: sb.annotations, RuntimeHandler: sb.handler,
 	}
 }
 
@@ -418,7 +441,11 @@ func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.PodSandbox
-	for _, sb := range r.sandboxes {
+	candidates := r.sandboxes
+	if uid, ok := f.GetLabelSelector()[labelPodUID]; ok {
+		candidates = r.podSandboxes[uid]
+	}
+	for _, sb := range candidates {
 		if f.GetId() != "" && f.Id != sb.id {
 			continue
 		}
@@ -431,6 +458,26 @@ func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 		out = append(out, sb.toAPI())
 	}
 	return out
+}
+
+// labelPodUID is the label the kubelet puts its pod's UID in, which the records are
+// indexed by.
+const labelPodUID = "io.kubernetes.pod.uid"
+
+// addIndexed and removeIndexed keep a by-pod index: the records with the pod UID
+// label value uid (records without the label under ""), by ID.
+func addIndexed[T any](index map[string]map[string]T, uid, id string, v T) {
+	if index[uid] == nil {
+		index[uid] = map[string]T{}
+	}
+	index[uid][id] = v
+}
+
+func removeIndexed[T any](index map[string]map[string]T, uid, id string) {
+	delete(index[uid], id)
+	if len(index[uid]) == 0 {
+		delete(index, uid)
+	}
 }
 
 func labelsMatch(labels, selector map[string]string) bool {
@@ -487,6 +534,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		sandboxID:   sb.id,
 		meta:        &runtimeapi.ContainerMetadata{Name: cfg.Metadata.Name, Attempt: cfg.Metadata.Attempt},
 		image:       cfg.Image.Image,
+		imageSpec:   &runtimeapi.ImageSpec{Image: cfg.Image.Image},
 		imageRef:    img.digestRef(),
 		imageID:     img.id,
 		labels:      maps.Clone(cfg.Labels),
@@ -499,6 +547,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		c.logPath = req.GetSandboxConfig().GetLogDirectory() + "/" + cfg.LogPath
 	}
 	r.containers[c.id] = c
+	addIndexed(r.podContainers, c.labels[labelPodUID], c.id, c)
 	r.logCall("CreateContainer", c.id)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
@@ -573,22 +622,28 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 			return nil, status.Errorf(codes.FailedPrecondition, "container %q is running, stop it first", c.id)
 		}
 	}
-	delete(r.containers, req.ContainerId)
+	if c, ok := r.containers[req.ContainerId]; ok {
+		delete(r.containers, req.ContainerId)
+		removeIndexed(r.podContainers, c.labels[labelPodUID], c.id)
+	}
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
+// toAPI is the container as ListContainers reports it, sharing the record's metadata,
+// image spec, labels and annotations, which never change after CreateContainer: as
+// sandbox.toAPI, callers must not modify them.
 func (c *container) toAPI() *runtimeapi.Container {
 	return &runtimeapi.Container{
 		Id:           c.id,
 		PodSandboxId: c.sandboxID,
-		Metadata:     &runtimeapi.ContainerMetadata{Name: c.meta.Name, Attempt: c.meta.Attempt},
-		Image:        &runtimeapi.ImageSpec{Image: c.image},
+		Metadata:     c.meta,
+		Image:        c.imageSpec,
 		ImageRef:     c.imageRef,
 		ImageId:      c.imageID,
 		State:        c.state,
 		CreatedAt:    c.createdAt,
-		Labels:       maps.Clone(c.labels),
-		Annotations:  maps.Clone(c.annotations),
+		Labels:       c.labels,
+		Annotations:  c.annotations,
 	}
 }
 
@@ -633,7 +688,11 @@ func (r *Runtime) listContainers(f *runtimeapi.ContainerFilter) []*runtimeapi.Co
 	defer r.mu.Unlock()
 	now := r.now()
 	var out []*runtimeapi.Container
-	for _, c := range r.containers {
+	candidates := r.containers
+	if uid, ok := f.GetLabelSelector()[labelPodUID]; ok {
+		candidates = r.podContainers[uid]
+	}
+	for _, c := range candidates {
 		r.refreshLocked(c, now)
 		if f.GetId() != "" && f.Id != c.id {
 			continue

@@ -3,7 +3,9 @@ package fake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -357,5 +359,108 @@ func runWithRemote(t *testing.T, rs cri.RuntimeService, endpoint string) {
 	stats, err := rs.ListPodSandboxStats(ctx, nil)
 	if err != nil || len(stats) != 1 {
 		t.Fatalf("ListPodSandboxStats: %v %v", stats, err)
+	}
+}
+
+// TestListByPodUID checks that lists selecting a pod UID (served from the by-pod
+// index) return what filtering every record returns, through creations and removals,
+// records without the label included.
+func TestListByPodUID(t *testing.T) {
+	ctx := context.Background()
+	r := New(Options{Clock: testclock.NewFakeClock(epoch)})
+	c := r.Client()
+	var sandboxes []string
+	var containers []string
+	for i, uid := range []string{"a", "b", "a", "c"} {
+		sb, _ := startContainer(t, c, uid, fmt.Sprintf("c%d", i), "busybox") // a container without the pod label
+		cfg := containerConfig(fmt.Sprintf("d%d", i), "busybox")
+		cfg.Labels["io.kubernetes.pod.uid"] = uid
+		id, err := c.CreateContainer(ctx, sb, cfg, sandboxConfig(uid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sandboxes, containers = append(sandboxes, sb), append(containers, id)
+	}
+	unlabelled, err := c.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "x", Uid: "x"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlabelledC, err := c.CreateContainer(ctx, unlabelled, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "x"},
+		Image: &runtimeapi.ImageSpec{Image: "busybox"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		allSB, err := c.ListPodSandbox(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allC, err := c.ListContainers(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, uid := range []string{"a", "b", "c", "d", ""} {
+			sel := map[string]string{"io.kubernetes.pod.uid": uid}
+			var wantSB, wantC []string
+			for _, sb := range allSB {
+				if sb.Labels["io.kubernetes.pod.uid"] == uid {
+					wantSB = append(wantSB, sb.Id)
+				}
+			}
+			for _, ctr := range allC {
+				if ctr.Labels["io.kubernetes.pod.uid"] == uid {
+					wantC = append(wantC, ctr.Id)
+				}
+			}
+			gotSB, err := c.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotC, err := c.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := func(n int, id func(int) string) []string {
+				var out []string
+				for i := range n {
+					out = append(out, id(i))
+				}
+				slices.Sort(out)
+				return out
+			}
+			slices.Sort(wantSB)
+			slices.Sort(wantC)
+			if got := ids(len(gotSB), func(i int) string { return gotSB[i].Id }); !slices.Equal(got, wantSB) {
+				t.Errorf("%s: sandboxes of pod %q: %v, want %v", step, uid, got, wantSB)
+			}
+			if got := ids(len(gotC), func(i int) string { return gotC[i].Id }); !slices.Equal(got, wantC) {
+				t.Errorf("%s: containers of pod %q: %v, want %v", step, uid, got, wantC)
+			}
+		}
+	}
+	check("created")
+	if err := c.StopContainer(ctx, containers[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveContainer(ctx, containers[0]); err != nil {
+		t.Fatal(err)
+	}
+	check("a container removed")
+	if err := c.StopPodSandbox(ctx, sandboxes[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemovePodSandbox(ctx, sandboxes[2]); err != nil {
+		t.Fatal(err)
+	}
+	check("a sandbox removed with its container")
+	for _, id := range []string{unlabelledC} {
+		if err := c.RemoveContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("an unlabelled container removed")
+	if n := len(r.podSandboxes["a"]) + len(r.podContainers["a"]); n != 1 {
+		t.Errorf("pod a has %d indexed records, want 1 (its first sandbox)", n)
 	}
 }

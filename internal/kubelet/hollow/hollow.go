@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -59,6 +60,25 @@ func podCIDR(i int) string {
 	return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256)
 }
 
+// nodeConfig is one hollow kubelet's client configuration: base, as a real kubelet
+// talks, and with a transport (so a TCP connection) of its own. client-go caches
+// transports by their TLS options, so clients made from equal configs share one
+// transport and, over HTTP/2, one connection: 1,000 kubelets would queue their
+// requests on one connection's header lock, lease renewals behind pod status writes,
+// where separate kubelet processes each have their own. A config with a Proxy function
+// is not cacheable (client-go cannot compare functions), so setting one, the same
+// ProxyFromEnvironment client-go uses when it is unset, gives each client its own
+// transport and changes nothing else.
+func nodeConfig(base *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.UserAgent = "kubelet/mizzen (hollow)"
+	cfg.ContentType = runtime.ContentTypeProtobuf // as real kubelets
+	if cfg.Proxy == nil && cfg.Transport == nil {
+		cfg.Proxy = http.ProxyFromEnvironment
+	}
+	return cfg
+}
+
 // Run runs the hollow nodes until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Count <= 0 {
@@ -85,10 +105,7 @@ func Run(ctx context.Context, opts Options) error {
 			return errors.New("hollow: Config or NewClient is required")
 		}
 		newClient = func(string) (kubernetes.Interface, error) {
-			cfg := rest.CopyConfig(opts.Config)
-			cfg.UserAgent = "kubelet/mizzen (hollow)"
-			cfg.ContentType = runtime.ContentTypeProtobuf // as real kubelets
-			return kubernetes.NewForConfig(cfg)
+			return kubernetes.NewForConfig(nodeConfig(opts.Config))
 		}
 	}
 

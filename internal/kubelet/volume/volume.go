@@ -74,6 +74,8 @@ type Manager struct {
 	// podCerts are the keys and certificates of podCertificate projections.
 	podCerts *podCertCache
 	owned    ownedVolumes
+	// writer writes API-data volumes, remembering what each holds.
+	writer atomicWriter
 	// ready is what SetUp last returned for each pod, for volume stats.
 	readyMu sync.Mutex
 	ready   map[types.UID]map[string]Mounted
@@ -273,7 +275,7 @@ func (m *Manager) write(dir string, memory bool, p payload, gid int64) error {
 			p[path] = f
 		}
 	}
-	changed, err := writeAtomic(dir, p, gid)
+	changed, err := m.writer.write(dir, p, gid)
 	if err != nil || !changed {
 		return err
 	}
@@ -318,6 +320,7 @@ func (m *Manager) TearDownVolumes(ctx context.Context, uid types.UID) error {
 	m.tokens.forget(uid)
 	m.podCerts.forget(uid)
 	m.owned.forget(uid)
+	m.writer.forget(m.PodDir(uid))
 	m.readyMu.Lock()
 	delete(m.ready, uid)
 	m.readyMu.Unlock()
