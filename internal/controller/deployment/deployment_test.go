@@ -462,3 +462,26 @@ func TestAdoptsOrphanReplicaSet(t *testing.T) {
 		t.Errorf("orphan owner refs %+v", got.OwnerReferences)
 	}
 }
+
+// TestStaleOldStatusKeepsMinAvailable: an old ReplicaSet the controller has just scaled
+// down still reports the available pods it had (its controller has not deleted any
+// yet). Counting them would let the next sync scale it down again as if they all
+// stayed, leaving fewer than replicas-maxUnavailable available; at most its spec's
+// worth of them will.
+func TestStaleOldStatusKeepsMinAvailable(t *testing.T) {
+	d := newDeployment(4, "nginx:2", 2, 1)
+	d.Generation = 2
+	d.Annotations = map[string]string{RevisionAnnotation: "2"}
+	old := replicaSetFor(d, "nginx:1", 1, 3, time.Hour)
+	old.Status = appsv1.ReplicaSetStatus{Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4} // before its scale-down from 4
+	newRS := replicaSetFor(d, "nginx:2", 2, 3, time.Minute)
+	newRS.Status = appsv1.ReplicaSetStatus{Replicas: 3, ReadyReplicas: 1, AvailableReplicas: 1}
+	cl := newCluster(t, d, old, newRS)
+	cl.sync()
+	rss := cl.replicaSets()
+	// Available after the scale-down: the old set's remaining pods (at most its spec)
+	// and the new set's one.
+	if left := specReplicas(rss[0]) + rss[1].Status.AvailableReplicas; left < 3 {
+		t.Fatalf("old set scaled to %d with 1 new pod available: %d available, want at least replicas-maxUnavailable = 3 (%s)", specReplicas(rss[0]), left, describe(rss))
+	}
+}

@@ -291,9 +291,11 @@ func (s *syncer) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs []*
 		cleaned += down
 	}
 
-	// Then available replicas, keeping minAvailable.
+	// Then available replicas, keeping minAvailable. A set just scaled down may still
+	// report the available pods it had before (its controller has not deleted them
+	// yet); at most its spec's worth of them stay, so that is what counts.
 	var scaled int32
-	available := sumReplicas(allRSs, availableReplicas)
+	available := sumReplicas(allRSs, func(rs *appsv1.ReplicaSet) int32 { return min(availableReplicas(rs), specReplicas(rs)) })
 	if available > minAvailable {
 		total := available - minAvailable
 		for _, rs := range oldRSs {
