@@ -47,15 +47,7 @@ func BenchmarkHollowNodeMemory(b *testing.B) {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		pl, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		running := 0
-		if err == nil {
-			for _, p := range pl.Items {
-				if p.Status.Phase == v1.PodRunning {
-					running++
-				}
-			}
-		}
+		running := runningPods(ctx, client)
 		if running == nodes*podsPerNode {
 			break
 		}

@@ -97,16 +97,7 @@ func TestHollowNodesRunPods(t *testing.T) {
 				return false
 			}
 		}
-		pl, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, p := range pl.Items {
-			if p.Status.Phase != v1.PodRunning {
-				return false
-			}
-		}
-		return len(pl.Items) == nodes*podsPerNode
+		return runningPods(ctx, client) == nodes*podsPerNode
 	})
 	if n := serviceLists.Load(); n != 1 {
 		t.Errorf("%d nodes listed Services %d times, want once for all", nodes, n)
@@ -129,4 +120,19 @@ func poll(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// runningPods counts the default namespace's Running pods (0 if the list fails).
+func runningPods(ctx context.Context, client kubernetes.Interface) int {
+	pl, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0
+	}
+	running := 0
+	for _, p := range pl.Items {
+		if p.Status.Phase == v1.PodRunning {
+			running++
+		}
+	}
+	return running
 }

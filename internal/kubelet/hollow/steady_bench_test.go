@@ -105,18 +105,7 @@ func BenchmarkHollowNodeCPU(b *testing.B) {
 			}
 		}
 	}
-	wait("every pod Running", func() bool {
-		pl, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, p := range pl.Items {
-			if p.Status.Phase != v1.PodRunning {
-				return false
-			}
-		}
-		return len(pl.Items) == nodes*podsPerNode
-	})
+	wait("every pod Running", func() bool { return runningPods(ctx, client) == nodes*podsPerNode })
 	running := cpu()
 	if *steadyProfile != "" {
 		f, err := os.Create(*steadyProfile)
