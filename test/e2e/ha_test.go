@@ -77,7 +77,7 @@ func (s *haServer) waitReady() {
 		}
 		out, err := s.kubectlErr("get", "--raw", "/readyz")
 		if err != nil || strings.TrimSpace(out) != "ok" {
-			return fmt.Errorf("%s not ready: %v %s\nlog:\n%s", s.machine.Name, err, out, lastLines(s.log.String(), 20))
+			return fmt.Errorf("%s not ready: %v %s\nlog:\n%s", s.machine.Name, err, out, tail(s.log.String(), 20))
 		}
 		return nil
 	})
@@ -109,14 +109,6 @@ func (s *haServer) client() kubernetes.Interface {
 	}
 	cfg.Timeout = 10 * time.Second
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // haArgs are the flags of a server of the test's cluster: this test's bridge and
@@ -259,7 +251,7 @@ func TestSeveralServers(t *testing.T) {
 	for _, s := range servers {
 		s.waitReady()
 		if s.cmd.ProcessState != nil {
-			t.Fatalf("%s did not come back after the cold restart: %s", s.machine.Name, lastLines(s.log.String(), 30))
+			t.Fatalf("%s did not come back after the cold restart: %s", s.machine.Name, tail(s.log.String(), 30))
 		}
 	}
 	voters, learners, _ = etcdMembers(t, servers)
@@ -479,7 +471,7 @@ func killDuringWrites(t *testing.T, servers []*haServer, victim, via *haServer, 
 	}
 	victim.start()
 	if victim.cmd.ProcessState != nil {
-		t.Fatalf("%s did not restart: %s", victim.machine.Name, lastLines(victim.log.String(), 30))
+		t.Fatalf("%s did not restart: %s", victim.machine.Name, tail(victim.log.String(), 30))
 	}
 	if checkServices {
 		servicesList(t, via, servers, 60*time.Second)

@@ -165,7 +165,7 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 		if t.Failed() {
 			// A server that died under a test shows up only as refused connections:
 			// say how it ended and what it printed last.
-			t.Logf("mizzen server (%s) ended: %v; the end of its log:\n%s", dataDir, c.cmd.ProcessState, logTail(c.log.String(), 60))
+			t.Logf("mizzen server (%s) ended: %v; the end of its log:\n%s", dataDir, c.cmd.ProcessState, tail(c.log.String(), 60))
 		}
 	})
 	deadline := time.Now().Add(60 * time.Second)
@@ -183,13 +183,13 @@ func startServer(t *testing.T, dataDir string, port int, extra ...string) *clust
 	return c
 }
 
-// logTail is the last n lines of log.
-func logTail(log string, n int) string {
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+// tail is the last lines lines of s (a log), not counting its final newline.
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(l, "\n")
 }
 
 func (c *cluster) stop() { proc.Stop(c.cmd, 15*time.Second) }

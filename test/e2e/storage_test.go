@@ -408,14 +408,6 @@ func rowHas(table, name string, want ...string) bool {
 	return false
 }
 
-func tail(s string, lines int) string {
-	l := strings.Split(s, "\n")
-	if len(l) > lines {
-		l = l[len(l)-lines:]
-	}
-	return strings.Join(l, "\n")
-}
-
 // firstRowWith is the first line of table that contains s.
 func firstRowWith(table, s string) string {
 	for _, line := range strings.Split(table, "\n") {
