@@ -387,13 +387,10 @@ func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	return nil
 }
 
-// shouldRestart reports whether exited container c (of pod's spec; nil for one no
-// longer in it) is started again: its restart rules, its own restart policy, else the
-// pod's (podrestart, as the apiserver decides it).
+// shouldRestart reports whether exited container c of pod's spec is started again:
+// its restart rules, its own restart policy, else the pod's (podrestart, as the
+// apiserver decides it).
 func shouldRestart(pod *v1.Pod, c *v1.Container, exited *runtimeapi.ContainerStatus) bool {
-	if c == nil {
-		return podrestart.ContainerRestarts(&v1.Container{}, pod.Spec.RestartPolicy, exited.ExitCode)
-	}
 	return podrestart.ContainerRestarts(c, pod.Spec.RestartPolicy, exited.ExitCode)
 }
 

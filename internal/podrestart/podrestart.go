@@ -36,14 +36,9 @@ func MayLeaveTerminated(spec *corev1.PodSpec, specContainers []corev1.Container,
 // (Always when unset).
 func ContainerRestarts(c *corev1.Container, podPolicy corev1.RestartPolicy, exitCode int32) bool {
 	if c.RestartPolicy != nil {
-		for _, rule := range c.RestartPolicyRules {
-			if rule.ExitCodes == nil || !exitCodesMatch(rule.ExitCodes, exitCode) {
-				continue
-			}
-			if rule.Action == corev1.ContainerRestartRuleActionRestart || rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
-				return true
-			}
-			break
+		if rule := matchingRule(c, exitCode); rule != nil &&
+			(rule.Action == corev1.ContainerRestartRuleActionRestart || rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers) {
+			return true
 		}
 		switch *c.RestartPolicy {
 		case corev1.ContainerRestartPolicyAlways:
@@ -66,15 +61,22 @@ func ContainerRestarts(c *corev1.Container, podPolicy corev1.RestartPolicy, exit
 // RestartsAll reports whether the restart rule of c that matches exitCode, if any,
 // asks for every container of the pod to be restarted (RestartAllContainers).
 func RestartsAll(c *corev1.Container, exitCode int32) bool {
+	rule := matchingRule(c, exitCode)
+	return rule != nil && rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers
+}
+
+// matchingRule is c's first restart rule whose exit codes match exitCode, or nil; rules
+// count only on a container with a restart policy of its own.
+func matchingRule(c *corev1.Container, exitCode int32) *corev1.ContainerRestartRule {
 	if c.RestartPolicy == nil {
-		return false
+		return nil
 	}
-	for _, rule := range c.RestartPolicyRules {
-		if rule.ExitCodes != nil && exitCodesMatch(rule.ExitCodes, exitCode) {
-			return rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers
+	for i := range c.RestartPolicyRules {
+		if rule := &c.RestartPolicyRules[i]; rule.ExitCodes != nil && exitCodesMatch(rule.ExitCodes, exitCode) {
+			return rule
 		}
 	}
-	return false
+	return nil
 }
 
 // exitCodesMatch reports whether a rule's exit-code requirement holds for code.
