@@ -51,8 +51,8 @@ func admitted(ctx context.Context) bool {
 // admitCreated runs the whole chain for the object a subresource's POST creates (a
 // Binding, an Eviction), as upstream's create handler does before its storage runs.
 func (s *Server) admitCreated(r *http.Request, info *requestInfo, h *resourceHandler, obj runtime.Object, kind schema.GroupVersionKind) error {
-	ctx := r.Context()
-	a := s.admissionAttributes(ctx, admission.Create, h, info.Subresource, info.Namespace, info.Name, obj, nil, isDryRun(r), &metav1.CreateOptions{DryRun: dryRunList(isDryRun(r))})
+	ctx, dryRun := r.Context(), isDryRun(r)
+	a := s.admissionAttributes(ctx, admission.Create, h, info.Subresource, info.Namespace, info.Name, obj, nil, dryRun, &metav1.CreateOptions{DryRun: dryRunList(dryRun)})
 	a.Kind = kind
 	if err := s.mutate(ctx, a); err != nil {
 		return err
