@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -187,6 +188,10 @@ type workload struct {
 	initNamespace, measureNamespace string
 	initPod, measurePod             func() *v1.Pod
 	highPriorityClass               bool // create a PriorityClass "high" (value 10) first
+	// ownedBy, when set, names a ReplicaSet created first in each namespace that selects
+	// and owns every pod (as a Deployment's pods are), so that the scheduler's system
+	// default topology spreading applies to them, as in the density run.
+	ownedBy string
 }
 
 // Shapes follow upstream's scheduler_perf config (performance-config.yaml and its pod
@@ -199,6 +204,8 @@ func workloads() []workload {
 			initNamespace: "sched-0", measureNamespace: "sched-0", initPod: defaultPod, measurePod: spreadingPod},
 		{name: "PodAntiAffinity", nodes: 5000, initPods: 1000, measurePods: 1000,
 			initNamespace: "sched-0", measureNamespace: "sched-1", initPod: antiAffinityPod, measurePod: antiAffinityPod},
+		{name: "OwnedPods", nodes: 1000, initPods: 20000, measurePods: 2000,
+			initNamespace: "sched-0", measureNamespace: "sched-0", initPod: ownedPod, measurePod: ownedPod, ownedBy: "owner"},
 		{name: "Preemption", nodes: 500, initPods: 2000, measurePods: 500,
 			initNamespace: "sched-0", measureNamespace: "sched-0", initPod: lowPriorityPod, measurePod: highPriorityPod, highPriorityClass: true},
 	}
@@ -222,6 +229,14 @@ func podWithRequests(cpu string) *v1.Pod {
 }
 
 func defaultPod() *v1.Pod { return podWithRequests("100m") }
+
+// ownedPod is a Deployment's pod of bench/density: labelled, and owned (run sets the
+// owner reference) by the workload's ReplicaSet.
+func ownedPod() *v1.Pod {
+	p := podWithRequests("100m")
+	p.Labels = map[string]string{"app": "owned"}
+	return p
+}
 
 func spreadingPod() *v1.Pod {
 	p := podWithRequests("100m")
@@ -327,6 +342,13 @@ func run(w workload, opts runOptions) (result, error) {
 		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 			return res, err
 		}
+	}
+	if w.ownedBy != "" {
+		initPod, measurePod, err := ownedTemplates(ctx, client, w)
+		if err != nil {
+			return res, err
+		}
+		w.initPod, w.measurePod = initPod, measurePod
 	}
 	if w.highPriorityClass {
 		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 10}, metav1.CreateOptions{}); err != nil {
@@ -435,6 +457,38 @@ func run(w workload, opts runOptions) (result, error) {
 	res.doubleBound = int(tr.doubleBound.Load())
 	res.overCommits, err = overCommittedNodes(ctx, client)
 	return res, err
+}
+
+// ownedTemplates creates the ReplicaSet w.ownedBy in the workload's namespaces (no
+// controller acts on it: its replicas are 0) and returns w's templates with it as
+// each pod's controller.
+func ownedTemplates(ctx context.Context, client kubernetes.Interface, w workload) (initPod, measurePod func() *v1.Pod, err error) {
+	owners := map[string]metav1.OwnerReference{}
+	for _, ns := range []string{w.initNamespace, w.measureNamespace} {
+		if _, done := owners[ns]; done {
+			continue
+		}
+		labels := ownedPod().Labels
+		zero := int32(0)
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: w.ownedBy}, Spec: appsv1.ReplicaSetSpec{
+			Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: ownedPod().Spec},
+		}}
+		created, err := client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating the owning ReplicaSet: %w", err)
+		}
+		yes := true
+		owners[ns] = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: created.Name, UID: created.UID, Controller: &yes}
+	}
+	owned := func(template func() *v1.Pod, ns string) func() *v1.Pod {
+		return func() *v1.Pod {
+			p := template()
+			p.OwnerReferences = []metav1.OwnerReference{owners[ns]}
+			return p
+		}
+	}
+	return owned(w.initPod, w.initNamespace), owned(w.measurePod, w.measureNamespace), nil
 }
 
 // processCPU is this process's user and system CPU time so far.

@@ -340,7 +340,7 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		}
 	}
 	nodes := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	kept, count := pl.indexedCounts(pod, cs, nodes, true)
+	kept, count := pl.indexedCounts(pod, cs, nodes, false)
 	walk := make([]bool, len(cs))
 	for i := range cs {
 		if kept[i] != nil {
@@ -400,14 +400,15 @@ func (pl *PodTopologySpread) walkFilterCounts(ctx context.Context, s *spreadFilt
 }
 
 // indexedCounts reads the snapshot's spread index for the pod's constraints over
-// nodes, when useIndex and the snapshot keeps one. kept[i] are constraint i's counts per
-// domain when every node with the keys counts for it, nil where a walk over the nodes
-// must decide which count; count gives a node's matching pods for constraint i, from
-// the index or, without it, by matching the node's pods.
-func (pl *PodTopologySpread) indexedCounts(pod *v1.Pod, cs []spreadConstraint, nodes []*framework.NodeInfo, useIndex bool) (kept []map[string]int64, count func(int, *framework.NodeInfo) int64) {
+// nodes, when the snapshot keeps one. kept[i] are constraint i's counts per domain when
+// every node with the keys counts for it, nil where a walk over the nodes must decide
+// which count; count gives a node's matching pods for constraint i, from the index or,
+// without it, by matching the node's pods. The domains are those of the nodes carrying
+// every constraint's key or, with ownKeyOnly, constraint i's own key.
+func (pl *PodTopologySpread) indexedCounts(pod *v1.Pod, cs []spreadConstraint, nodes []*framework.NodeInfo, ownKeyOnly bool) (kept []map[string]int64, count func(int, *framework.NodeInfo) int64) {
 	kept = make([]map[string]int64, len(cs))
 	x := pl.spreadIndex()
-	if x == nil || !useIndex {
+	if x == nil {
 		return kept, func(i int, ni *framework.NodeInfo) int64 {
 			return countMatching(ni.Pods, cs[i].selector, pod.Namespace)
 		}
@@ -415,6 +416,9 @@ func (pl *PodTopologySpread) indexedCounts(pod *v1.Pod, cs []spreadConstraint, n
 	keys := constraintKeys(cs)
 	entries := make([]*spreadindex.Entry, len(cs))
 	for i := range cs {
+		if ownKeyOnly {
+			keys = []string{cs[i].topologyKey}
+		}
 		entries[i] = x.Lookup(pod.Namespace, cs[i].selector, cs[i].topologyKey, keys, nodes)
 		if everyNodeCounts(&cs[i], pod, x) {
 			kept[i] = entries[i].Domains()
@@ -540,34 +544,37 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	// constraints: under the system defaults a node without a zone label is scored by
 	// its hostname (its zone counts as the domain "", which Score leaves out).
 	requireAll := len(pod.Spec.TopologySpreadConstraints) > 0 || !pl.systemDefaulted
-	lacking := false
 	// Domains are those of the feasible nodes; counts cover all nodes in them.
 	domains := make([]map[string]bool, len(cs))
 	for i := range cs {
 		domains[i] = map[string]bool{}
 	}
+	// emptyValue[i]: a feasible node has constraint i's key with the value "", a domain
+	// that, when not all keys are required, also holds the nodes lacking the key.
+	emptyValue := make([]bool, len(cs))
 	for _, ni := range filtered {
 		node := ni.Node()
-		if !hasAllKeys(node.Labels, cs) {
-			lacking = true
-			if requireAll {
-				s.ignored[node.Name] = true
-				continue
-			}
+		if requireAll && !hasAllKeys(node.Labels, cs) {
+			s.ignored[node.Name] = true
+			continue
 		}
 		for i := range cs {
-			domains[i][node.Labels[cs[i].topologyKey]] = true
+			v, ok := node.Labels[cs[i].topologyKey]
+			domains[i][v] = true
+			emptyValue[i] = emptyValue[i] || ok && v == ""
 		}
 	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	all := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	// The index leaves out nodes lacking a key, which count here when not all keys are
-	// required and a feasible node lacks one. Score reads the counts of the feasible
-	// nodes' domains only, which the kept counts hold (read only, for this cycle).
-	kept, count := pl.indexedCounts(pod, cs, all, requireAll || !lacking)
+	// Score reads the counts of the feasible nodes' domains only, which the kept counts
+	// hold (read only, for this cycle). When not all keys are required, a node lacking
+	// constraint i's key counts in domain "" for it, which Score reads for no node
+	// lacking the key: the index's domains over the nodes with that one key serve, but
+	// for a domain "" some node has.
+	kept, count := pl.indexedCounts(pod, cs, all, !requireAll)
 	walk := make([]bool, len(cs))
 	for i := range cs {
-		if kept[i] != nil {
+		if kept[i] != nil && (requireAll || !emptyValue[i]) {
 			s.counts[i] = kept[i]
 		} else {
 			walk[i] = true

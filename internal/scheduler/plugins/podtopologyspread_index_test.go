@@ -8,9 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"mizzen/internal/scheduler/cache"
 	"mizzen/internal/scheduler/framework"
@@ -143,7 +147,24 @@ func spreadProbes() []*v1.Pod {
 		q.Namespace = "other"
 		out = append(out, q)
 	}
+	// Pods without constraints of their own, under the system defaults (hostname and
+	// zone, soft): one selected by the Service of spreadDefaultersClient, one owned by
+	// its ReplicaSet, as a Deployment's pods are.
+	yes := true
+	owned := mkPod("system-owned", 0, 0, "", "app", "db", "version", "v1")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "db", Controller: &yes}}
+	out = append(out, mkPod("system-service", 0, 0, "", "app", "web", "version", "v2"), owned)
 	return out
+}
+
+// spreadDefaultersClient holds the objects from which the system default constraints
+// take their selectors: a Service selecting app=web and a ReplicaSet selecting app=db.
+func spreadDefaultersClient() kubernetes.Interface {
+	return fake.NewClientset(
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"}}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
+			Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+	)
 }
 
 // TestPodTopologySpreadIndexMatchesWalk drives the scheduler cache through random pod
@@ -160,7 +181,10 @@ func TestPodTopologySpreadIndexMatchesWalk(t *testing.T) {
 			randNode := func(name string) *v1.Node {
 				var kv []string
 				if r.Intn(6) > 0 {
-					kv = append(kv, "zone", pick("a", "b", "c"))
+					kv = append(kv, "zone", pick("a", "b", "c", "")) // "": the key with an empty value
+				}
+				if r.Intn(2) > 0 { // the system defaults' zone key
+					kv = append(kv, v1.LabelTopologyZone, pick("a", "b", ""))
 				}
 				if r.Intn(3) > 0 {
 					kv = append(kv, "rack", pick("r1", "r2", "r3", "r4"))
@@ -226,12 +250,16 @@ func TestPodTopologySpreadIndexMatchesWalk(t *testing.T) {
 				return pods[names[r.Intn(len(names))]]
 			}
 			snap := cache.NewEmptySnapshot()
-			h := &testHandle{snapshot: snap}
+			h := &testHandle{snapshot: snap, factory: informers.NewSharedInformerFactory(spreadDefaultersClient(), 0)}
 			indexed, err := NewPodTopologySpread(nil, h)
 			if err != nil {
 				t.Fatal(err)
 			}
 			walked, _ := NewPodTopologySpread(nil, walkHandle{h})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h.factory.Start(ctx.Done())
+			h.factory.WaitForCacheSync(ctx.Done())
 			for step := range 40 {
 				var did []string
 				for range 1 + r.Intn(4) {
