@@ -231,7 +231,11 @@ func classify(args []string, dir datadir.Dir) string {
 			return ""
 		}
 		namesDir := slices.ContainsFunc(args, func(a string) bool { return a == "--data-dir" || strings.HasPrefix(a, "--data-dir=") })
-		if mentions || !namesDir && dir.Root() == datadir.Default {
+		// A component naming no directory is the default directory's, unless it is
+		// pointed at files elsewhere (a standalone scheduler with another cluster's
+		// kubeconfig, as the benchmarks start): that one belongs to whoever started it.
+		elsewhere := slices.ContainsFunc(args[2:], func(a string) bool { return isPath(a) && !underDir(a, dir.Root()) })
+		if mentions || !namesDir && !elsewhere && dir.Root() == datadir.Default {
 			return "mizzen"
 		}
 	case base == "containerd" || strings.HasPrefix(base, "containerd-shim"):
@@ -249,6 +253,14 @@ func underDir(arg, dir string) bool {
 		arg = v
 	}
 	return arg == dir || strings.HasPrefix(arg, dir+"/")
+}
+
+// isPath reports whether an argument is an absolute path, alone or as a flag's value.
+func isPath(arg string) bool {
+	if _, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
+		arg = v
+	}
+	return filepath.IsAbs(arg)
 }
 
 func signalAll(pids []int, sig syscall.Signal) {

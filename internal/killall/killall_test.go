@@ -32,6 +32,11 @@ func TestClassify(t *testing.T) {
 		// The default data directory is the one a server naming none uses.
 		{[]string{"/usr/bin/mizzen", "server"}, datadir.Dir(datadir.Default), "mizzen"},
 		{[]string{"/usr/bin/mizzen", "server"}, d, ""},
+		{[]string{"/usr/bin/mizzen", "scheduler", "--kubeconfig", "/var/lib/mizzen/scheduler.kubeconfig"}, datadir.Dir(datadir.Default), "mizzen"},
+		{[]string{"/usr/bin/mizzen", "dns", "--port=53"}, datadir.Dir(datadir.Default), "mizzen"},
+		// ... but not a standalone component pointed at another directory's files.
+		{[]string{"/tmp/mizzen", "scheduler", "--config", "/tmp/bench/bench-scheduler.yaml", "--secure-port", "0"}, datadir.Dir(datadir.Default), ""},
+		{[]string{"/tmp/mizzen", "controller-manager", "--kubeconfig=/tmp/bench/cm.kubeconfig"}, datadir.Dir(datadir.Default), ""},
 		// Commands that are no component, even naming the directory, are left alone.
 		{[]string{"/usr/bin/mizzen", "killall", "--data-dir", "/srv/d"}, d, ""},
 		{[]string{"/usr/bin/mizzen", "kubectl", "--kubeconfig", "/srv/d/admin.kubeconfig"}, d, ""},
