@@ -148,7 +148,7 @@ type Options struct {
 	Clock clock.WithTickerAndDelayedExecution
 	// Periods; zero means the upstream default.
 	RelistPeriod              time.Duration // runtime relist, 1s
-	ResyncPeriod              time.Duration // resync of every pod worker, 10s
+	ResyncPeriod              time.Duration // periodic sync of each pod, ±25% (see podWorkers), 1m as upstream's --sync-frequency
 	NodeStatusUpdateFrequency time.Duration // status computed, 10s
 	NodeStatusReportFrequency time.Duration // status posted even if unchanged, 1m
 	LeaseRenewInterval        time.Duration // 10s
@@ -189,6 +189,15 @@ const (
 	defaultGracePeriodSec = 30
 	// localPathSweepPeriod: how soon a deleted local-path volume's directory goes.
 	localPathSweepPeriod = 10 * time.Second
+	// orphanSweepPeriod: how often what is left of pods the kubelet no longer knows is
+	// removed (upstream does it in its 2 s housekeeping); not tied to the pods' resync.
+	orphanSweepPeriod = 10 * time.Second
+	// objectCacheTTL is how long an object read through volumeSources' cache (a
+	// PersistentVolume; a ConfigMap or Secret no registered pod watches) is reused. A
+	// change to one reaches a running pod's volume within a resync (1m ±25%) plus
+	// this: 85 s at most, against upstream's 90 s plus its node TTL (0 to 5 min by
+	// cluster size). Watched ConfigMaps and Secrets wake their pods at once.
+	objectCacheTTL = 10 * time.Second
 )
 
 func (o *Options) setDefaults() error {
@@ -230,7 +239,7 @@ func (o *Options) setDefaults() error {
 		o.Clock = clock.RealClock{}
 	}
 	setDuration(&o.RelistPeriod, time.Second)
-	setDuration(&o.ResyncPeriod, 10*time.Second)
+	setDuration(&o.ResyncPeriod, time.Minute)
 	setDuration(&o.NodeStatusUpdateFrequency, 10*time.Second)
 	setDuration(&o.NodeStatusReportFrequency, time.Minute)
 	setDuration(&o.LeaseRenewInterval, 10*time.Second)
@@ -349,8 +358,8 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	kl.runtimeName = v.RuntimeName
 	kl.imageVolumesUnsupported = imageVolumeSupport(v.RuntimeName, v.RuntimeVersion)
-	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, opts.ResyncPeriod),
-		configMaps: newConfigMapManager(kl.client), secrets: newSecretManager(kl.client)}
+	kl.volumeSources = volumeSources{kl: kl, objects: newObjectCache(opts.Clock, objectCacheTTL),
+		configMaps: newConfigMapManager(kl.client, kl.pokePods), secrets: newSecretManager(kl.client, kl.pokePods)}
 	defer kl.volumeSources.stopWatches()
 	volOpts := volume.Options{RootDir: opts.RootDir, Sources: kl.volumeSources,
 		Tmpfs: !opts.NoTmpfs, LocalPathDir: opts.LocalPathDir, Clock: opts.Clock, Logger: opts.Logger}
@@ -426,7 +435,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	go kl.runNodeStatus(ctx)
 	go kl.runPLEG(ctx)
-	go kl.runResync(ctx)
+	go kl.runOrphanSweep(ctx)
 	if kl.csi != nil {
 		go kl.csi.Run(ctx)
 	}
@@ -594,6 +603,15 @@ func (kl *Kubelet) handlePod(obj any, deleted bool) {
 	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
 }
 
+// pokePods wakes the workers of these pods: a ConfigMap or Secret they refer to
+// changed, so that its volumes are rewritten (and a container waiting for it starts)
+// now rather than on the pods' periodic resync. Upstream waits for that resync.
+func (kl *Kubelet) pokePods(uids []types.UID) {
+	for _, uid := range uids {
+		kl.workers.poke(uid)
+	}
+}
+
 // getPod returns the pod with this key and UID from the watch cache, or nil.
 func (kl *Kubelet) getPod(key string, uid string) *v1.Pod {
 	if pod := kl.staticPod(types.UID(uid)); pod != nil {
@@ -610,16 +628,16 @@ func (kl *Kubelet) getPod(key string, uid string) *v1.Pod {
 	return pod
 }
 
-// runResync pokes every pod worker periodically, so nothing depends on an event alone.
-func (kl *Kubelet) runResync(ctx context.Context) {
-	t := kl.clock.NewTicker(kl.opts.ResyncPeriod)
+// runOrphanSweep removes what is left of forgotten pods every orphanSweepPeriod. Each
+// pod's periodic sync is its worker's own timer (see podWorkers).
+func (kl *Kubelet) runOrphanSweep(ctx context.Context) {
+	t := kl.clock.NewTicker(orphanSweepPeriod)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			kl.workers.pokeAll()
 			kl.removeOrphans(ctx)
 		}
 	}

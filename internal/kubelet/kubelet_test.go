@@ -600,14 +600,16 @@ func TestActiveDeadlineFailsPod(t *testing.T) {
 func TestUnchangedStatusesAreNotReadAgain(t *testing.T) {
 	h := newHarness(t)
 	h.rt.SetContainerBehavior("app", fake.Behavior{Exits: true, After: time.Minute, ExitCode: 7})
-	h.start()
+	opts := h.options()
+	opts.ResyncPeriod = 10 * time.Second // several resyncs before the container exits
+	h.startWith(opts)
 	pod := newPod("web", "app")
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
 	h.createPod(pod)
 	h.waitPod("web", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 
 	lists, statuses := h.rt.Calls("ListContainers"), h.rt.Calls("ContainerStatus")
-	for range 30 { // three resync periods
+	for range 30 { // three resync periods at most
 		h.clock.Step(time.Second)
 		time.Sleep(5 * time.Millisecond)
 	}

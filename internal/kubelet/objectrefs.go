@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -14,8 +15,9 @@ import (
 
 // newConfigMapManager follows the ConfigMaps the node's pods read (volumes, projected
 // sources, env and envFrom), one watch each, as upstream's kubelet does by default
-// (configMapAndSecretChangeDetectionStrategy: Watch).
-func newConfigMapManager(client kubernetes.Interface) *watchedobjects.Manager {
+// (configMapAndSecretChangeDetectionStrategy: Watch). changed gets the pods that refer
+// to one that changed.
+func newConfigMapManager(client kubernetes.Interface, changed func([]types.UID)) *watchedobjects.Manager {
 	return watchedobjects.New(watchedobjects.Options{
 		Resource:     v1.Resource("configmaps"),
 		ExpectedType: &v1.ConfigMap{},
@@ -28,7 +30,8 @@ func newConfigMapManager(client kubernetes.Interface) *watchedobjects.Manager {
 				return client.CoreV1().ConfigMaps(ns).Watch(ctx, o)
 			},
 		},
-		Refs: podConfigMapNames,
+		Refs:    podConfigMapNames,
+		Changed: changed,
 		Immutable: func(obj runtime.Object) bool {
 			cm, ok := obj.(*v1.ConfigMap)
 			return ok && cm.Immutable != nil && *cm.Immutable
@@ -38,7 +41,7 @@ func newConfigMapManager(client kubernetes.Interface) *watchedobjects.Manager {
 
 // newSecretManager is newConfigMapManager's counterpart for Secrets (volumes,
 // projected sources, env, envFrom and image pull secrets).
-func newSecretManager(client kubernetes.Interface) *watchedobjects.Manager {
+func newSecretManager(client kubernetes.Interface, changed func([]types.UID)) *watchedobjects.Manager {
 	return watchedobjects.New(watchedobjects.Options{
 		Resource:     v1.Resource("secrets"),
 		ExpectedType: &v1.Secret{},
@@ -51,7 +54,8 @@ func newSecretManager(client kubernetes.Interface) *watchedobjects.Manager {
 				return client.CoreV1().Secrets(ns).Watch(ctx, o)
 			},
 		},
-		Refs: podSecretNames,
+		Refs:    podSecretNames,
+		Changed: changed,
 		Immutable: func(obj runtime.Object) bool {
 			s, ok := obj.(*v1.Secret)
 			return ok && s.Immutable != nil && *s.Immutable

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -10,8 +11,14 @@ import (
 )
 
 // podWorkers runs one goroutine per pod. A worker syncs its pod whenever poked (informer
-// event, runtime change, timer, periodic resync); pokes while it is busy collapse into
+// event, runtime change, probe result, its timer); pokes while it is busy collapse into
 // one more sync. A worker ends when its pod is gone from both the API and the runtime.
+//
+// Each worker has one timer, set after every sync to the earliest of the wakes that
+// sync (or an earlier one) asked for through pokeAfter (a back-off's end, a retry, the
+// active deadline, a token's refresh) and the pod's periodic resync, as upstream's pod
+// workers requeue a pod after each sync. Anything that must happen at a given time
+// asks for it: the periodic resync, a minute, is only the backstop.
 //
 // Workers are independent: one pod's sync never waits for another's, except for a slot
 // of the start gate. So that a pod deleted while it was starting does not hold a slot
@@ -39,6 +46,12 @@ type podWorker struct {
 	cancel      context.CancelFunc
 	live        bool
 	terminating bool
+
+	// Guarded by podWorkers.mu: wakeAt is the earliest wake asked for and not yet
+	// reached (zero if none); timer is the worker's one timer, due at timerAt.
+	wakeAt  time.Time
+	timer   clock.Timer
+	timerAt time.Time
 
 	// deleted is set, by the worker's own goroutine, once the pod's final DELETE
 	// (grace 0, after its containers stopped) has been answered: a sync woken again
@@ -97,14 +110,6 @@ func (p *podWorkers) evict(uid types.UID, e evictionRequest) {
 	}
 }
 
-func (p *podWorkers) pokeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, w := range p.workers {
-		w.wake()
-	}
-}
-
 // terminate records that the pod is deleted or being deleted, cancels the sync that is
 // running it, if one is, and wakes its worker to tear it down.
 func (p *podWorkers) terminate(uid types.UID) {
@@ -132,9 +137,64 @@ func (p *podWorkers) runsLive(w *podWorker) {
 	}
 }
 
-// pokeAfter wakes the worker after d on the kubelet's clock (back-off expiry, retries).
-func (p *podWorkers) pokeAfter(c clock.WithDelayedExecution, uid types.UID, d time.Duration) {
-	c.AfterFunc(d, func() { p.poke(uid) })
+// pokeAfter wakes the pod's worker after d on the kubelet's clock (back-off expiry,
+// retries, deadlines). Many calls cost one timer: the earliest wake wins, and it is
+// kept until a sync starts at or after it, so that a sync poked earlier by something
+// else does not lose it.
+func (p *podWorkers) pokeAfter(uid types.UID, d time.Duration) {
+	at := p.kl.clock.Now().Add(d)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[uid]
+	if !ok {
+		return
+	}
+	if w.wakeAt.IsZero() || at.Before(w.wakeAt) {
+		w.wakeAt = at
+	}
+	if w.cancel == nil && (w.timer == nil || at.Before(w.timerAt)) {
+		p.setTimer(w, at, at.Add(-d)) // not syncing: nothing else sets the timer before the next sync
+	}
+}
+
+// Periodic resync: each pod is synced again resyncPeriod ±25% after its last sync. The
+// jitter spreads the pods of a kubelet that started them all at once (a restart, 25,000
+// hollow pods listed together) over half a period instead of one burst per period, and
+// as each pod's sync moments drift independently from then on, the spread only widens.
+// The mean stays the period (upstream adds 0 to +50%: a mean of 1.25 periods and up to
+// 1.5), so a change seen only on the periodic sync (a trust bundle's content, a
+// PersistentVolume read through the object cache) is at most 1.25 periods late.
+const resyncJitter = 0.25
+
+// resyncDelay is the time to a pod's next periodic sync.
+func (p *podWorkers) resyncDelay() time.Duration {
+	period := p.kl.opts.ResyncPeriod
+	return time.Duration(float64(period) * (1 - resyncJitter + 2*resyncJitter*rand.Float64()))
+}
+
+// requeue sets the worker's timer after a sync: to its periodic resync, or to the wake
+// asked for if that is sooner.
+func (p *podWorkers) requeue(w *podWorker) {
+	now := p.kl.clock.Now()
+	at := now.Add(p.resyncDelay())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !w.wakeAt.IsZero() && w.wakeAt.Before(at) {
+		at = w.wakeAt
+	}
+	p.setTimer(w, at, now)
+}
+
+// setTimer makes the worker's timer fire at at; the caller holds p.mu. The timer's
+// function takes no lock: a fake clock runs it under its own lock, which Stop takes.
+// A new timer rather than Reset: the fake clock's AfterFunc timer blocks when reset
+// after it fired once.
+func (p *podWorkers) setTimer(w *podWorker, at, now time.Time) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.timerAt = at
+	w.timer = p.kl.clock.AfterFunc(at.Sub(now), w.wake)
 }
 
 // has reports whether a worker exists for the pod.
@@ -148,6 +208,13 @@ func (p *podWorkers) has(uid types.UID) bool {
 func (p *podWorkers) run(w *podWorker) {
 	defer p.wg.Done()
 	defer w.state.stopProbes()
+	defer func() {
+		p.mu.Lock()
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		p.mu.Unlock()
+	}()
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -155,8 +222,12 @@ func (p *podWorkers) run(w *podWorker) {
 		case <-w.poke:
 		}
 		ctx, cancel := context.WithCancel(p.ctx)
+		now := p.kl.clock.Now()
 		p.mu.Lock()
 		w.cancel, w.live = cancel, false
+		if !w.wakeAt.IsZero() && !now.Before(w.wakeAt) {
+			w.wakeAt = time.Time{} // this sync is the wake asked for
+		}
 		p.mu.Unlock()
 		done, err := p.kl.syncPod(ctx, w)
 		p.mu.Lock()
@@ -171,7 +242,7 @@ func (p *podWorkers) run(w *podWorker) {
 		}
 		if err != nil && p.ctx.Err() == nil {
 			p.kl.log.Error("syncing pod", "pod", w.key, "uid", w.uid, "err", err)
-			p.pokeAfter(p.kl.clock, w.uid, time.Second)
+			p.pokeAfter(w.uid, time.Second)
 		}
 		if done {
 			p.mu.Lock()
@@ -182,6 +253,7 @@ func (p *podWorkers) run(w *podWorker) {
 			}
 			p.mu.Unlock()
 		}
+		p.requeue(w)
 	}
 }
 

@@ -35,6 +35,10 @@ const (
 	reasonRunError          = "RunContainerError"
 )
 
+// configErrorRetry is how soon a container that could not be configured
+// (CreateContainerConfigError) is tried again: upstream's pod worker back-off period.
+const configErrorRetry = 10 * time.Second
+
 // syncPod brings one pod one step closer to its spec and writes its status. It reports
 // done when the pod is gone from the API and its runtime objects are removed.
 func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
@@ -108,11 +112,16 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		if left <= 0 {
 			return false, kl.failPod(ctx, w, pod, rt, gracePeriod(pod), "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 		}
-		kl.workers.pokeAfter(kl.clock, w.uid, left)
+		kl.workers.pokeAfter(w.uid, left)
 	}
 
 	var syncErr error
-	if vols, ok := kl.setUpVolumes(ctx, w, pod); ok || rt.anyRunning() {
+	vols, volsReady := kl.setUpVolumes(ctx, w, pod)
+	if at, ok := kl.volumes.NextRefresh(w.uid); ok {
+		// A token or certificate is rewritten when it is due, not up to a resync later.
+		kl.workers.pokeAfter(w.uid, at.Sub(kl.clock.Now()))
+	}
+	if volsReady || rt.anyRunning() {
 		// A running pod keeps running while a source is missing, as upstream's does.
 		syncErr = kl.reconcilePod(ctx, w, pod, rt, vols)
 	}
@@ -663,7 +672,7 @@ func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi
 	if wait, left := p.kl.backoff.inBackoffSince(key, finished); wait {
 		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
 			p.kl.backoff.delay(key), c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID))
-		p.kl.workers.pokeAfter(p.kl.clock, p.w.uid, left)
+		p.kl.workers.pokeAfter(p.w.uid, left)
 		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
 			c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID)
 		return nil
@@ -712,6 +721,10 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 	if err != nil {
 		p.w.state.setWaiting(c.Name, reasonConfigError, err.Error())
 		p.kl.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		// What is missing may come without an event that wakes the pod (an object
+		// read through the cache, not a watch): tried again after upstream's pod
+		// worker back-off.
+		p.kl.workers.pokeAfter(p.w.uid, configErrorRetry)
 		return nil
 	}
 	id, err := p.createAndStart(ctx, c, cfg)
@@ -812,7 +825,7 @@ func (kl *Kubelet) ensureImageFor(ctx context.Context, pod *v1.Pod, ip imagePull
 	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(ip.key)); wait {
 		st.setWaiting(ip.container, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", ip.image))
 		kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", ip.image)
-		kl.workers.pokeAfter(kl.clock, pod.UID, left)
+		kl.workers.pokeAfter(pod.UID, left)
 		return "", errors.New("image pull back-off")
 	}
 	kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "Pulling", "Pulling image %q", ip.image)
@@ -827,7 +840,7 @@ func (kl *Kubelet) ensureImageFor(ctx context.Context, pod *v1.Pod, ip imagePull
 		kl.backoff.next(key, now)
 		st.setPullFailed(ip.key, now)
 		st.setWaiting(ip.container, reasonErrImagePull, err.Error())
-		kl.workers.pokeAfter(kl.clock, pod.UID, kl.backoff.delay(key))
+		kl.workers.pokeAfter(pod.UID, kl.backoff.delay(key))
 		return "", err
 	}
 	kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", ip.image, kl.clock.Since(began).Round(time.Millisecond))

@@ -237,7 +237,7 @@ func (kl *Kubelet) setUpVolumes(ctx context.Context, w *podWorker, pod *v1.Pod) 
 	}
 	st.mountRetry = min(max(2*st.mountRetry, mountRetryInitial), mountRetryMax)
 	st.mountRetryAt = now.Add(st.mountRetry)
-	kl.workers.pokeAfter(kl.clock, pod.UID, st.mountRetry)
+	kl.workers.pokeAfter(pod.UID, st.mountRetry)
 	return vols, false
 }
 

@@ -29,7 +29,8 @@ var steadyProfile = flag.String("steady-cpuprofile", "", "BenchmarkHollowNodeCPU
 // pod with the projected volume the service account admission gives pods (a token,
 // kube-root-ca.crt and the namespace), and reports the process's CPU: until every pod
 // is Running (per pod), then over a window of steady state (per node and second),
-// where each node relists its runtime every second and syncs every pod every 10 s.
+// where each node relists its runtime every second and syncs every pod about once a
+// minute (a 30 s window sees about half of them).
 // The fake clientset has no network and no apiserver, so the figures are the kubelets'
 // own work, plus the fake's (which delivers every pod to every node: it ignores field
 // selectors). Run with -benchtime 1x.

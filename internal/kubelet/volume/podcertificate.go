@@ -61,6 +61,27 @@ func (c *podCertCache) forget(uid types.UID) {
 	}
 }
 
+// nextRefresh is the earliest moment one of the pod's issued certificates is due a
+// refresh (its beginRefreshAt), or now for one whose refresh request is pending (the
+// caller retries those); ok is false if there is none. Certificates not issued yet
+// fail their mount, which the mount retry takes care of.
+func (c *podCertCache) nextRefresh(uid types.UID) (at time.Time, ok bool) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, st := range c.m {
+		if k.pod != uid || st.keyPEM == nil {
+			continue
+		}
+		t := st.refreshAt
+		if st.pendingName != "" {
+			t = now
+		}
+		at, ok = earliest(at, ok, t), true
+	}
+	return at, ok
+}
+
 // podCertificatePayload is the files of a podCertificate projection. The first call
 // makes a private key and files a PodCertificateRequest for it; the volume is not
 // ready (an error, retried) until the signer has issued the certificate. From its

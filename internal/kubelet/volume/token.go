@@ -37,9 +37,39 @@ func newTokenCache(c clock.PassiveClock) *tokenCache {
 	return &tokenCache{clock: c, m: map[tokenKey]cachedToken{}}
 }
 
-func (t cachedToken) due(now time.Time) bool {
+// dueAt is when the token is to be replaced: at 80% of its lifetime, or at 24 hours.
+func (t cachedToken) dueAt() time.Time {
 	ttl := t.expires.Sub(t.issued)
-	return !now.Before(t.issued.Add(ttl*8/10)) || now.Sub(t.issued) > maxTokenAge
+	return minTime(t.issued.Add(ttl*8/10), t.issued.Add(maxTokenAge))
+}
+
+func (t cachedToken) due(now time.Time) bool { return !now.Before(t.dueAt()) }
+
+// nextRefresh is the earliest dueAt of the pod's tokens; ok is false if it has none.
+func (c *tokenCache) nextRefresh(uid types.UID) (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, t := range c.m {
+		if k.pod == uid {
+			at, ok = earliest(at, ok, t.dueAt()), true
+		}
+	}
+	return at, ok
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// earliest is t, or the earlier of at and t when have says at is set.
+func earliest(at time.Time, have bool, t time.Time) time.Time {
+	if !have {
+		return t
+	}
+	return minTime(at, t)
 }
 
 func (c *tokenCache) get(ctx context.Context, pod *v1.Pod, audience string, seconds int64, src Sources) (string, error) {

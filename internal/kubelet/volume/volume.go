@@ -192,6 +192,26 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Mounted, e
 	return out, errors.Join(errs...)
 }
 
+// refreshRetry is how soon a refresh that is due and did not happen (a TokenRequest
+// that failed, a certificate request not issued yet) is tried again.
+const refreshRetry = 10 * time.Second
+
+// NextRefresh is when the pod's volumes next change with nothing changing in the API:
+// a service account token due its refresh (80% of its lifetime or 24 hours), a pod
+// certificate its beginRefreshAt. The kubelet syncs the pod then, rather than
+// waiting for its periodic resync. A refresh already due (it failed) is retried
+// refreshRetry from now. ok is false when nothing is to be refreshed.
+func (m *Manager) NextRefresh(uid types.UID) (time.Time, bool) {
+	at, ok := m.tokens.nextRefresh(uid)
+	if c, cok := m.podCerts.nextRefresh(uid); cok {
+		at, ok = earliest(at, ok, c), true
+	}
+	if now := m.opts.Clock.Now(); ok && !at.After(now) {
+		at = now.Add(refreshRetry)
+	}
+	return at, ok
+}
+
 // Ready returns the pod's volumes that its last SetUp made ready, by volume name.
 func (m *Manager) Ready(uid types.UID) map[string]Mounted {
 	m.readyMu.Lock()

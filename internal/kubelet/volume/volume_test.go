@@ -329,6 +329,13 @@ func TestServiceAccountTokenRefresh(t *testing.T) {
 			t.Errorf("step %d: token file holds %q, want %q", i, got, s.want)
 		}
 	}
+	// The second token was issued 100 s ago: due in 700 s, when the kubelet syncs the pod.
+	if at, ok := m.NextRefresh(pod.UID); !ok || !at.Equal(clk.Now().Add(700*time.Second)) {
+		t.Errorf("NextRefresh = %v, %v; want %v", at, ok, clk.Now().Add(700*time.Second))
+	}
+	if _, ok := m.NextRefresh("another-pod"); ok {
+		t.Error("NextRefresh for a pod without tokens")
+	}
 }
 
 func TestHostPathTypes(t *testing.T) {

@@ -45,6 +45,10 @@ type Options struct {
 	// Immutable reports an object that can never change: its watch is stopped once
 	// it has been read, as upstream's manager does.
 	Immutable func(obj runtime.Object) bool
+	// Changed, if set, is called with the pods that refer to an object when the
+	// object is created, updated or deleted after its watch's first list (and on a
+	// later relist, which may hide such a change), outside the Manager's lock.
+	Changed func(pods []types.UID)
 	// SyncTimeout bounds how long Get waits for a new watch's first list (upstream:
 	// one second); 0 means one second.
 	SyncTimeout time.Duration
@@ -167,6 +171,9 @@ func (m *Manager) acquire(k key) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	it := &item{refs: 1, store: newSyncStore(), ctx: ctx, cancel: cancel}
+	if m.opts.Changed != nil {
+		it.store.changed = func() { m.changed(k) }
+	}
 	m.objects[k] = it
 	sel := fields.OneTermEqualSelector("metadata.name", k.name).String()
 	lw := &cache.ListWatch{
@@ -185,6 +192,24 @@ func (m *Manager) acquire(k key) {
 	go r.RunWithContext(ctx)
 }
 
+// changed tells Options.Changed about the pods that refer to k.
+func (m *Manager) changed(k key) {
+	var pods []types.UID
+	m.mu.Lock()
+	for uid, keys := range m.pods {
+		for _, pk := range keys {
+			if pk == k {
+				pods = append(pods, uid)
+				break
+			}
+		}
+	}
+	m.mu.Unlock()
+	if len(pods) > 0 {
+		m.opts.Changed(pods)
+	}
+}
+
 func (m *Manager) release(k key) {
 	it := m.objects[k]
 	if it == nil {
@@ -199,11 +224,24 @@ func (m *Manager) release(k key) {
 
 func (it *item) stop() { it.stopOnce.Do(it.cancel) }
 
-// syncStore is a store that says when its first list has arrived.
+// syncStore is a store that says when its first list has arrived, and calls changed
+// (if set) on every change after it.
 type syncStore struct {
 	cache.Store
-	once   sync.Once
-	synced chan struct{}
+	once    sync.Once
+	synced  chan struct{}
+	changed func()
+}
+
+func (s *syncStore) Add(obj any) error    { return s.notify(s.Store.Add(obj)) }
+func (s *syncStore) Update(obj any) error { return s.notify(s.Store.Update(obj)) }
+func (s *syncStore) Delete(obj any) error { return s.notify(s.Store.Delete(obj)) }
+
+func (s *syncStore) notify(err error) error {
+	if s.changed != nil {
+		s.changed()
+	}
+	return err
 }
 
 func newSyncStore() *syncStore {
@@ -212,8 +250,12 @@ func newSyncStore() *syncStore {
 
 func (s *syncStore) Replace(list []any, rv string) error {
 	err := s.Store.Replace(list, rv)
-	s.once.Do(func() { close(s.synced) })
-	return err
+	first := false
+	s.once.Do(func() { close(s.synced); first = true })
+	if first {
+		return err // the pods that registered it read it when they sync
+	}
+	return s.notify(err)
 }
 
 func (s *syncStore) waitSynced(ctx context.Context, timeout time.Duration) bool {

@@ -198,3 +198,46 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Changed names the pods that refer to an object when it changes after its first
+// list, and only those.
+func TestChangedNamesThePodsOfAnObject(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewSimpleClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	changed := make(chan []types.UID, 10)
+	m := configMapManager(client)
+	m.opts.Changed = func(pods []types.UID) { changed <- pods }
+	defer m.Stop()
+	m.RegisterPod(podUsing("p1", "a"))
+	m.RegisterPod(podUsing("p2", "a"))
+	// Another namespace's "a" (the fake ignores field selectors, not namespaces).
+	other := podUsing("p3", "a")
+	other.Namespace = "other"
+	m.RegisterPod(other)
+	if _, ok, err := m.Get(ctx, "ns", "a"); !ok || err != nil {
+		t.Fatalf("Get: ok %v, err %v", ok, err)
+	}
+	// The fake drops events between a list and its watch: wait for both watches.
+	waitFor(t, func() bool { return requests(t, client)["watch"] >= 2 })
+	select {
+	case pods := <-changed:
+		t.Fatalf("Changed(%v) for the first list", pods)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
+		Data: map[string]string{"k": "v"}}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case pods := <-changed:
+		got := map[types.UID]bool{}
+		for _, p := range pods {
+			got[p] = true
+		}
+		if len(pods) != 2 || !got["p1"] || !got["p2"] {
+			t.Errorf("Changed(%v), want p1 and p2", pods)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Changed call for the update")
+	}
+}

@@ -1,0 +1,178 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+// The periodic sync of each pod is a minute apart (upstream's --sync-frequency), ±25%:
+// what must happen sooner asks its worker for a wake of its own. These tests move the
+// fake clock to the moment something is due and then wait in real time, without
+// moving it further: a kubelet that did it only on the periodic sync fails them.
+
+// waitReal polls cond for a few seconds of real time, the fake clock standing still.
+func (h *harness) waitReal(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s at %v", what, h.clock.Now())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isRunning(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
+
+func TestPodResyncsAboutEveryMinute(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	// Only the pod's own syncs list its containers: no relist after the first, no
+	// local storage monitor.
+	opts.RelistPeriod = time.Hour
+	opts.EvictionMonitoringPeriod = -1
+	h.startWith(opts)
+	h.createPod(newPod("web", "app"))
+	h.waitPod("web", "Running", isRunning)
+
+	// A sync lists the pod's containers (twice); calls seen within a few seconds of
+	// each other are one sync.
+	var syncs []time.Time
+	last := h.rt.Calls("ListContainers")
+	for range 300 {
+		h.clock.Step(time.Second)
+		time.Sleep(5 * time.Millisecond)
+		if n := h.rt.Calls("ListContainers"); n != last {
+			last = n
+			if now := h.clock.Now(); len(syncs) == 0 || now.Sub(syncs[len(syncs)-1]) > 5*time.Second {
+				syncs = append(syncs, now)
+			}
+		}
+	}
+	if len(syncs) < 3 || len(syncs) > 7 {
+		t.Fatalf("%d periodic syncs in five minutes (at %v), want about five", len(syncs), syncs)
+	}
+	for i := 1; i < len(syncs); i++ {
+		if gap := syncs[i].Sub(syncs[i-1]); gap < 40*time.Second || gap > 80*time.Second {
+			t.Errorf("periodic syncs %v apart, want a minute ±25%%", gap)
+		}
+	}
+}
+
+func TestActiveDeadlineFailsPodAtItsDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](90)
+	h.createPod(pod)
+	p := h.waitPod("p", "Running", isRunning)
+	deadline := p.Status.StartTime.Add(90 * time.Second)
+
+	h.clock.SetTime(deadline.Add(-time.Second))
+	time.Sleep(200 * time.Millisecond)
+	if p, _ := h.getPod("p"); p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s a second before the deadline", p.Status.Phase)
+	}
+	h.clock.SetTime(deadline)
+	h.waitReal("the pod to fail at its deadline", func() bool {
+		p, _ := h.getPod("p")
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded"
+	})
+}
+
+func TestServiceAccountTokenRewrittenWhenDue(t *testing.T) {
+	h := newHarness(t)
+	issued := 0
+	var issuedAt time.Time // of the last token
+	h.client.PrependReactor("create", "serviceaccounts", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		req := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenRequest)
+		h.mu.Lock()
+		issued++
+		n := issued
+		issuedAt = h.clock.Now()
+		h.mu.Unlock()
+		exp := issuedAt.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)
+		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
+			Token: fmt.Sprintf("token-%d", n), ExpirationTimestamp: metav1.NewTime(exp)}}, nil
+	})
+	opts := h.options()
+	h.startWith(opts)
+	pod := newPod("p", "app")
+	pod.Spec.Volumes = []v1.Volume{{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{
+			Path: "token", ExpirationSeconds: ptr.To[int64](600)}}}}}}}
+	h.createPod(pod)
+	h.waitPod("p", "Running", isRunning)
+	file := filepath.Join(opts.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~projected", "token", "token")
+	read := func() string {
+		b, _ := os.ReadFile(file)
+		return string(b)
+	}
+	if got := read(); got != "token-1" {
+		t.Fatalf("token file %q, want token-1", got)
+	}
+	// Due at 80% of its 600 s.
+	h.mu.Lock()
+	first := issuedAt
+	h.mu.Unlock()
+	h.clock.SetTime(first.Add(470 * time.Second))
+	time.Sleep(200 * time.Millisecond)
+	if got := read(); got != "token-1" {
+		t.Fatalf("token file %q before the refresh is due, want token-1", got)
+	}
+	h.clock.SetTime(first.Add(480 * time.Second))
+	h.waitReal("the token rewritten at 80% of its lifetime", func() bool { return read() == "token-2" })
+}
+
+// A ConfigMap a pod reads, created or changed, wakes the pod at once: a container
+// waiting for it starts, its volume is rewritten.
+func TestConfigMapChangeWakesItsPods(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	h.startWith(opts)
+	ctx := context.Background()
+	pod := newPod("p", "app")
+	pod.Spec.Volumes = []v1.Volume{{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "settings"}, Optional: ptr.To(true)}}}}
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "MODE", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "settings"}, Key: "mode"}}}}
+	h.createPod(pod)
+	h.waitPod("p", "CreateContainerConfigError", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == reasonConfigError
+	})
+	time.Sleep(100 * time.Millisecond) // the sync that wrote it is over
+
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "blue"}}
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReal("the container started once its ConfigMap exists", func() bool {
+		p, _ := h.getPod("p")
+		return p.Status.Phase == v1.PodRunning
+	})
+
+	file := filepath.Join(opts.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~configmap", "config", "mode")
+	cm.Data["mode"] = "green"
+	if _, err := h.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReal("the update written to the volume", func() bool {
+		b, _ := os.ReadFile(file)
+		return string(b) == "green"
+	})
+}
