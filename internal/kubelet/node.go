@@ -176,8 +176,14 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context, force bool) (bool, erro
 			return false, nil
 		}
 	}
+	// The first try reads the node from the apiserver's cache (resourceVersion "0"), as
+	// upstream's kubelet does: a consistent read waits for etcd and the cache to agree,
+	// which under load is the slowest part of a heartbeat. A stale node fails the
+	// update with a conflict, and the retries read the latest.
+	opts := metav1.GetOptions{ResourceVersion: "0"}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := kl.client.CoreV1().Nodes().Get(ctx, kl.opts.NodeName, metav1.GetOptions{})
+		node, err := kl.client.CoreV1().Nodes().Get(ctx, kl.opts.NodeName, opts)
+		opts.ResourceVersion = ""
 		if err != nil {
 			return err
 		}

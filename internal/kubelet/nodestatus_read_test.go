@@ -1,0 +1,51 @@
+package kubelet
+
+import (
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// TestNodeStatusReadsTheCacheFirst checks the node status update's reads: the first
+// from the apiserver's cache (resourceVersion "0", as upstream's kubelet), and after a
+// conflict (the cached node was stale) the latest.
+func TestNodeStatusReadsTheCacheFirst(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var reads []string
+	conflicts, updates := 0, 0
+	h.client.PrependReactor("get", "nodes", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		reads = append(reads, action.(clienttesting.GetActionImpl).GetOptions.ResourceVersion)
+		mu.Unlock()
+		return false, nil, nil
+	})
+	h.client.PrependReactor("update", "nodes", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		updates++
+		if conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(v1.Resource("nodes"), testNode, nil)
+		}
+		return false, nil, nil
+	})
+	h.start()
+	h.eventually("a status update after a conflicting one", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return updates >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reads) < 2 || reads[0] != "0" || reads[1] != "" {
+		t.Fatalf("the status update read the node with resourceVersions %q; want \"0\", then \"\" after the conflict", reads)
+	}
+}
