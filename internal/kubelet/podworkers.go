@@ -142,7 +142,8 @@ func (p *podWorkers) runsLive(w *podWorker) {
 // kept until a sync starts at or after it, so that a sync poked earlier by something
 // else does not lose it.
 func (p *podWorkers) pokeAfter(uid types.UID, d time.Duration) {
-	at := p.kl.clock.Now().Add(d)
+	now := p.kl.clock.Now()
+	at := now.Add(d)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, ok := p.workers[uid]
@@ -153,7 +154,7 @@ func (p *podWorkers) pokeAfter(uid types.UID, d time.Duration) {
 		w.wakeAt = at
 	}
 	if w.cancel == nil && (w.timer == nil || at.Before(w.timerAt)) {
-		p.setTimer(w, at, at.Add(-d)) // not syncing: nothing else sets the timer before the next sync
+		p.setTimer(w, at, now) // not syncing: nothing else sets the timer before the next sync
 	}
 }
 

@@ -70,27 +70,6 @@ func TestPodResyncsAboutEveryMinute(t *testing.T) {
 	}
 }
 
-func TestActiveDeadlineFailsPodAtItsDeadline(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	pod := newPod("p", "app")
-	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](90)
-	h.createPod(pod)
-	p := h.waitPod("p", "Running", isRunning)
-	deadline := p.Status.StartTime.Add(90 * time.Second)
-
-	h.clock.SetTime(deadline.Add(-time.Second))
-	time.Sleep(200 * time.Millisecond)
-	if p, _ := h.getPod("p"); p.Status.Phase != v1.PodRunning {
-		t.Fatalf("phase %s a second before the deadline", p.Status.Phase)
-	}
-	h.clock.SetTime(deadline)
-	h.waitReal("the pod to fail at its deadline", func() bool {
-		p, _ := h.getPod("p")
-		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded"
-	})
-}
-
 func TestServiceAccountTokenRewrittenWhenDue(t *testing.T) {
 	h := newHarness(t)
 	issued := 0
