@@ -136,6 +136,35 @@ func (h *harness) eventually(what string, cond func() bool) {
 	}
 }
 
+// waitReal polls cond for a few seconds of real time, the fake clock standing still.
+func (h *harness) waitReal(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s at %v", what, h.clock.Now())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitPodReal polls the pod in real time, the fake clock standing still, until cond
+// holds, and returns it: a container set to exit after a while cannot exit meanwhile,
+// however slowly the kubelet reports the state before.
+func (h *harness) waitPodReal(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	h.t.Helper()
+	var last *v1.Pod
+	h.waitReal(what, func() bool {
+		p, err := h.getPod(name)
+		if err != nil {
+			return false
+		}
+		last = p
+		return cond(p)
+	})
+	return last
+}
+
 func (h *harness) getPod(name string) (*v1.Pod, error) {
 	return h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 }

@@ -21,18 +21,6 @@ import (
 // fake clock to the moment something is due and then wait in real time, without
 // moving it further: a kubelet that did it only on the periodic sync fails them.
 
-// waitReal polls cond for a few seconds of real time, the fake clock standing still.
-func (h *harness) waitReal(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s at %v", what, h.clock.Now())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func isRunning(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
 
 func TestPodResyncsAboutEveryMinute(t *testing.T) {

@@ -25,7 +25,7 @@ func TestSidecarRunsBesideMainContainers(t *testing.T) {
 	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}}
 	h.createPod(pod)
 
-	p := h.waitPod("p", "Running with its sidecar", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	p := h.waitPodReal("p", "Running with its sidecar", isRunning)
 	side, app := containerStatus(p, "proxy"), containerStatus(p, "app")
 	if side.State.Running == nil || side.Started == nil || !*side.Started || !side.Ready {
 		t.Errorf("sidecar status %+v", side)

@@ -166,7 +166,7 @@ func TestTerminationMessage(t *testing.T) {
 			pod.Spec.RestartPolicy = v1.RestartPolicyNever
 			pod.Spec.Containers[0].TerminationMessagePolicy = tc.policy
 			h.createPod(pod)
-			h.waitPod("ends", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+			h.waitPodReal("ends", "running", isRunning)
 			c := h.runningContainer(string(pod.UID), "app")
 			m := mountAt(c, "/dev/termination-log")
 			if m == nil {
@@ -206,7 +206,7 @@ func TestFinishedPodReleasesItsVolumesAndOrphansAreRemoved(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 	h.createPod(pod)
 	podDir := filepath.Join(opts.RootDir, "pods", string(pod.UID))
-	h.waitPod("batch", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	h.waitPodReal("batch", "running", isRunning)
 	if _, err := os.Stat(filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "scratch")); err != nil {
 		t.Fatalf("emptyDir of the running pod: %v", err)
 	}

@@ -163,14 +163,21 @@ func TestSchedulerAgainstAPIServer(t *testing.T) {
 		t.Errorf("parked pod not placed on the new node: %v", err)
 	}
 
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), `scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 2`) {
-		t.Errorf("metrics do not count 2 scheduled attempts:\n%s", grep(string(body), "scheduler_schedule_attempts_total"))
+	// The attempt is counted once the binding call returns, which can be after the
+	// pod shows its node: poll.
+	const scheduledTwice = `scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 2`
+	var body string
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return false, err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return strings.Contains(body, scheduledTwice), nil
+	}); err != nil {
+		t.Errorf("metrics do not count 2 scheduled attempts (%v):\n%s", err, grep(body, "scheduler_schedule_attempts_total"))
 	}
 }
 
