@@ -150,7 +150,7 @@ type Options struct {
 	RelistPeriod              time.Duration // runtime relist, 1s
 	ResyncPeriod              time.Duration // periodic sync of each pod, ±25% (see podWorkers), 1m as upstream's --sync-frequency
 	NodeStatusUpdateFrequency time.Duration // status computed, 10s
-	NodeStatusReportFrequency time.Duration // status posted even if unchanged, 1m
+	NodeStatusReportFrequency time.Duration // status posted even if unchanged: 5m, or NodeStatusUpdateFrequency when only that is set
 	LeaseRenewInterval        time.Duration // 10s
 	FileCheckFrequency        time.Duration // static pod manifests reread, 20s
 	Logger                    *slog.Logger
@@ -240,8 +240,14 @@ func (o *Options) setDefaults() error {
 	}
 	setDuration(&o.RelistPeriod, time.Second)
 	setDuration(&o.ResyncPeriod, time.Minute)
+	// As upstream's kubelet: the Lease is the heartbeat, so an unchanged status is
+	// posted every 5 minutes; a status update frequency set alone is also the report
+	// frequency, as before node leases.
+	if o.NodeStatusUpdateFrequency > 0 {
+		setDuration(&o.NodeStatusReportFrequency, o.NodeStatusUpdateFrequency)
+	}
 	setDuration(&o.NodeStatusUpdateFrequency, 10*time.Second)
-	setDuration(&o.NodeStatusReportFrequency, time.Minute)
+	setDuration(&o.NodeStatusReportFrequency, 5*time.Minute)
 	setDuration(&o.LeaseRenewInterval, 10*time.Second)
 	setDuration(&o.FileCheckFrequency, 20*time.Second)
 	if o.Logger == nil {

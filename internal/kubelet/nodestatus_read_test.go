@@ -3,6 +3,7 @@ package kubelet
 import (
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,5 +48,41 @@ func TestNodeStatusReadsTheCacheFirst(t *testing.T) {
 	defer mu.Unlock()
 	if len(reads) < 2 || reads[0] != "0" || reads[1] != "" {
 		t.Fatalf("the status update read the node with resourceVersions %q; want \"0\", then \"\" after the conflict", reads)
+	}
+}
+
+// An unchanged node status is posted every five minutes, as upstream's kubelet's
+// nodeStatusReportFrequency: the Lease, renewed every 10 s, is the heartbeat.
+func TestUnchangedNodeStatusPostedEveryFiveMinutes(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var posted []time.Time
+	h.client.PrependReactor("update", "nodes", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() == "status" {
+			mu.Lock()
+			posted = append(posted, h.clock.Now())
+			mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	h.start()
+	h.eventually("the first status post", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(posted) > 0
+	})
+	for range 11 * 60 {
+		h.clock.Step(time.Second)
+		time.Sleep(3 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posted) < 3 {
+		t.Fatalf("status posted at %v over eleven minutes; want every five minutes", posted)
+	}
+	for i := 1; i < len(posted); i++ {
+		if gap := posted[i].Sub(posted[i-1]); gap < 5*time.Minute || gap > 5*time.Minute+20*time.Second {
+			t.Errorf("status posts %v apart (%v); want five minutes (and a tick)", gap, posted)
+		}
 	}
 }
