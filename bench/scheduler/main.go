@@ -27,6 +27,7 @@
 //	go run ./bench/scheduler -workloads all -upstream /tmp/upstream/bin -rounds 3
 //	go run ./bench/scheduler -workloads all -cpuprofile /tmp/sched.pprof   # in-process
 //	go run ./bench/scheduler -workloads Preemption -queued -upstream /tmp/upstream/bin -rounds 2
+//	go run ./bench/scheduler -queued -busy 4 -upstream /tmp/upstream/bin -rounds 2   # a busy machine
 package main
 
 import (
@@ -71,6 +72,7 @@ func main() {
 	inProc := flag.Bool("in-process", false, "run mizzen's etcd, apiserver and scheduler in this process instead of `mizzen server` and `mizzen scheduler` processes (implied by the profile flags)")
 	queued := flag.Bool("queued", false, "create the measured pods while no scheduler runs, then start one: measure the scheduler's own rate, not the creates")
 	rounds := flag.Int("rounds", 1, "runs of each workload on each control plane, alternating")
+	busy := flag.Int("busy", 0, "processes that each keep a core busy during every measured phase: the same busy machine for both control planes")
 	serviceCIDR := flag.String("service-cluster-ip-range", "10.76.0.0/16", "upstream apiserver's service CIDR")
 	flag.Parse()
 
@@ -138,7 +140,7 @@ func main() {
 		var order []string
 		for r := 0; r < *rounds; r++ {
 			for _, start := range starts {
-				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose, queued: *queued})
+				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose, queued: *queued, busy: *busy})
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s: error: %v\n", w.name, err)
 					os.Exit(1)
@@ -275,6 +277,7 @@ type runOptions struct {
 	cpuProfile string
 	verbose    bool
 	queued     bool
+	busy       int
 }
 
 type result struct {
@@ -283,6 +286,7 @@ type result struct {
 	setup, measured, creates time.Duration
 	cpu                      time.Duration // process CPU time (user+system) in the measured phase
 	loadBefore, loadAfter    string
+	busy                     int // busy loops during the measured phase
 	podsPerSecond            float64
 	queued                   bool
 	firstBound               time.Duration // -queued: from the scheduler's start to the first measured pod bound
@@ -302,8 +306,8 @@ func (r result) String() string {
 			s += fmt.Sprintf("; %d pods preempted", r.preempted)
 		}
 		s += fmt.Sprintf("; CPU %.2f ms per measured pod", float64(r.cpu.Microseconds())/1000/float64(r.w.measurePods))
-		return s + fmt.Sprintf("; bound twice: %d; nodes over capacity: %d; load average %s before, %s after",
-			r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter)
+		return s + fmt.Sprintf("; bound twice: %d; nodes over capacity: %d; load average %s before, %s after%s",
+			r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter, r.busyNote())
 	}
 	s := fmt.Sprintf("%s, %s: %d nodes, %d initial pods (placed in %v), %d measured pods bound in %v: %.0f pods/s; latency p50 %v, p90 %v, p99 %v, max %v",
 		r.cluster, r.w.name, r.w.nodes, r.w.initPods, r.setup.Round(time.Millisecond), r.w.measurePods, r.measured.Round(time.Millisecond), r.podsPerSecond,
@@ -312,8 +316,15 @@ func (r result) String() string {
 		s += fmt.Sprintf("; %d pods preempted", r.preempted)
 	}
 	s += fmt.Sprintf("; CPU %.2f ms per measured pod", float64(r.cpu.Microseconds())/1000/float64(r.w.measurePods))
-	return s + fmt.Sprintf("; creates took %v; bound twice: %d; nodes over capacity: %d; load average %s before, %s after",
-		r.creates.Round(time.Millisecond), r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter)
+	return s + fmt.Sprintf("; creates took %v; bound twice: %d; nodes over capacity: %d; load average %s before, %s after%s",
+		r.creates.Round(time.Millisecond), r.doubleBound, r.overCommits, r.loadBefore, r.loadAfter, r.busyNote())
+}
+
+func (r result) busyNote() string {
+	if r.busy == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d busy loops)", r.busy)
 }
 
 func run(w workload, opts runOptions) (result, error) {
@@ -406,6 +417,12 @@ func run(w workload, opts runOptions) (result, error) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	stopBusy, err := benchutil.Busy(opts.busy)
+	if err != nil {
+		return res, fmt.Errorf("starting the busy loops: %w", err)
+	}
+	defer stopBusy()
+	res.busy = opts.busy
 	res.loadBefore = loadAverage()
 	cpuBefore := c.CPU()
 	measureStart := time.Now()
@@ -429,6 +446,7 @@ func run(w workload, opts runOptions) (result, error) {
 	}
 	res.loadAfter = loadAverage()
 	res.cpu = c.CPU() - cpuBefore
+	stopBusy()
 	if opts.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
