@@ -2,6 +2,7 @@
 // apiserver, no other components) through client-go: time to /readyz, idle memory,
 // pod creates/s with concurrent clients, gets/s, list latency of many pods, memory
 // holding them, pod status writes/s (kubelet-like patches, controller-like updates),
+// pod-bound service account tokens/s (the kubelet asks one for each pod it starts),
 // and watch fan-out. With -upstream DIR it runs the same workload
 // against upstream's etcd and kube-apiserver (binaries in DIR) in the same run,
 // alternating (mizzen, upstream, mizzen, ...), and prints the medians and the
@@ -414,6 +415,9 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 		o.holding()
 	}
 	if err := statusWrites(ctx, c, client, nPods, workers, &f, o.profileStatus); err != nil {
+		return f, err
+	}
+	if err := tokenRequests(ctx, c, client, nPods, workers, &f); err != nil {
 		return f, err
 	}
 	if o.watchers <= 0 {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,37 +39,8 @@ func statusWrites(ctx context.Context, c benchutil.Cluster, client kubernetes.In
 		profile(true)
 		defer profile(false)
 	}
-	// measure runs write (one status write of pod i, the n-th to it) from every
-	// worker for statusWriteSeconds and records the rate and server CPU as label.
 	measure := func(label string, write func(i, n int) error) error {
-		var done, failed atomic.Int64
-		var firstErr atomic.Value
-		var wg sync.WaitGroup
-		cpu0 := benchutil.CPU(c.ServerPIDs())
-		deadline := time.Now().Add(statusWriteSeconds * time.Second)
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for n := 0; time.Now().Before(deadline); n++ {
-					for i := w; i < nPods && time.Now().Before(deadline); i += workers {
-						if err := write(i, n); err != nil {
-							failed.Add(1)
-							firstErr.CompareAndSwap(nil, err.Error())
-							continue
-						}
-						done.Add(1)
-					}
-				}
-			}(w)
-		}
-		wg.Wait()
-		if k := failed.Load(); k > 0 {
-			return fmt.Errorf("%d %s failed, the first: %v", k, label, firstErr.Load())
-		}
-		f.set(label+"/s", float64(done.Load())/statusWriteSeconds)
-		f.set("server CPU µs per "+label, (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(max(done.Load(), 1)))
-		return nil
+		return measureCalls(c, nPods, workers, f, label, write)
 	}
 	readyStatus := func(n int) corev1.ConditionStatus {
 		if n%2 == 0 {
@@ -99,5 +71,63 @@ func statusWrites(ctx context.Context, c benchutil.Cluster, client kubernetes.In
 		}
 		*pod = *updated
 		return nil
+	})
+}
+
+// measureCalls runs call (the n-th call for pod i) from every worker for
+// statusWriteSeconds, each worker taking every workers-th pod, and records the rate
+// and the server's CPU per call as label.
+func measureCalls(c benchutil.Cluster, nPods, workers int, f *figures, label string, call func(i, n int) error) error {
+	var done, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	cpu0 := benchutil.CPU(c.ServerPIDs())
+	deadline := time.Now().Add(statusWriteSeconds * time.Second)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for n := 0; time.Now().Before(deadline); n++ {
+				for i := w; i < nPods && time.Now().Before(deadline); i += workers {
+					if err := call(i, n); err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+						continue
+					}
+					done.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if k := failed.Load(); k > 0 {
+		return fmt.Errorf("%d %s failed, the first: %v", k, label, firstErr.Load())
+	}
+	f.set(label+"/s", float64(done.Load())/statusWriteSeconds)
+	f.set("server CPU µs per "+label, (benchutil.CPU(c.ServerPIDs())-cpu0)*1e6/float64(max(done.Load(), 1)))
+	return nil
+}
+
+// tokenRequests measures the call each pod's start makes once: a service account token
+// bound to the pod (POST serviceaccounts/default/token with a boundObjectRef, as the
+// kubelet asks for a projected token volume), which the server signs after reading the
+// service account and the pod.
+func tokenRequests(ctx context.Context, c benchutil.Cluster, client kubernetes.Interface, nPods, workers int, f *figures) error {
+	list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) < nPods {
+		return fmt.Errorf("token requests: listed %d pods, want %d", len(list.Items), nPods)
+	}
+	pods := list.Items[:nPods]
+	expiration := int64(3607) // the kubelet's default for a projected token
+	return measureCalls(c, nPods, workers, f, "pod-bound token request", func(i, _ int) error {
+		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &expiration,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pods[i].Name, UID: pods[i].UID},
+		}}
+		_, err := client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", req, metav1.CreateOptions{})
+		return err
 	})
 }

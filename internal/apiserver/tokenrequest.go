@@ -89,7 +89,7 @@ func (s *Server) issueToken(ctx context.Context, namespace, saName string, req *
 		return nil, apierrors.NewInvalid(tokenRequestGVK.GroupKind(), saName, errs)
 	}
 
-	saObj, err := s.getObject(ctx, s.handlers[serviceAccountsGVR], namespace, saName, "")
+	saObj, err := s.readConsistent(ctx, s.handlers[serviceAccountsGVR], namespace, saName)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Server) bindToken(ctx context.Context, namespace string, sa *corev1.Ser
 	if ref.Kind == "Secret" {
 		gvr = secretsGVR
 	}
-	obj, err := s.getObject(ctx, s.handlers[gvr], namespace, ref.Name, "")
+	obj, err := s.readConsistent(ctx, s.handlers[gvr], namespace, ref.Name)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) bindToken(ctx context.Context, namespace string, sa *corev1.Ser
 		}
 		k8s.Pod = bound
 		if pod.Spec.NodeName != "" {
-			if node, err := s.getObject(ctx, s.handlers[nodesGVR], "", pod.Spec.NodeName, ""); err == nil {
+			if node, err := s.readConsistent(ctx, s.handlers[nodesGVR], "", pod.Spec.NodeName); err == nil {
 				k8s.Node = &satoken.Ref{Name: pod.Spec.NodeName, UID: string(accessor(node).GetUID())}
 			}
 		}
