@@ -26,14 +26,10 @@ const statusWriteSeconds = 5
 // conflict is retried; each write flips the pod's Ready condition. profile, when
 // set, is started before the first write and stopped after the last.
 func statusWrites(ctx context.Context, c benchutil.Cluster, client kubernetes.Interface, nPods, workers int, f *figures, profile func(bool)) error {
-	list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	pods, err := listBenchPods(ctx, client, nPods)
 	if err != nil {
-		return err
+		return fmt.Errorf("status writes: %w", err)
 	}
-	if len(list.Items) < nPods {
-		return fmt.Errorf("status writes: listed %d pods, want %d", len(list.Items), nPods)
-	}
-	pods := list.Items[:nPods]
 	// One profile covers both kinds of write (and the list between them).
 	if profile != nil {
 		profile(true)
@@ -58,10 +54,9 @@ func statusWrites(ctx context.Context, c benchutil.Cluster, client kubernetes.In
 		return err
 	}
 	// The patches moved every pod's resourceVersion on: the PUTs start from fresh copies.
-	if list, err = client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
-		return err
+	if pods, err = listBenchPods(ctx, client, nPods); err != nil {
+		return fmt.Errorf("status writes: %w", err)
 	}
-	pods = list.Items[:nPods]
 	return measure("pod status update", func(i, n int) error {
 		pod := &pods[i]
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: readyStatus(n + 1), LastTransitionTime: metav1.Now()}}
@@ -113,14 +108,10 @@ func measureCalls(c benchutil.Cluster, nPods, workers int, f *figures, label str
 // kubelet asks for a projected token volume), which the server signs after reading the
 // service account and the pod.
 func tokenRequests(ctx context.Context, c benchutil.Cluster, client kubernetes.Interface, nPods, workers int, f *figures) error {
-	list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	pods, err := listBenchPods(ctx, client, nPods)
 	if err != nil {
-		return err
+		return fmt.Errorf("token requests: %w", err)
 	}
-	if len(list.Items) < nPods {
-		return fmt.Errorf("token requests: listed %d pods, want %d", len(list.Items), nPods)
-	}
-	pods := list.Items[:nPods]
 	expiration := int64(3607) // the kubelet's default for a projected token
 	return measureCalls(c, nPods, workers, f, "pod-bound token request", func(i, _ int) error {
 		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
@@ -130,4 +121,16 @@ func tokenRequests(ctx context.Context, c benchutil.Cluster, client kubernetes.I
 		_, err := client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", req, metav1.CreateOptions{})
 		return err
 	})
+}
+
+// listBenchPods lists the benchmark's pods in "default" and returns the first nPods.
+func listBenchPods(ctx context.Context, client kubernetes.Interface, nPods int) ([]corev1.Pod, error) {
+	list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) < nPods {
+		return nil, fmt.Errorf("listed %d pods, want %d", len(list.Items), nPods)
+	}
+	return list.Items[:nPods], nil
 }

@@ -153,27 +153,24 @@ func (h *harness) waitReal(what string, cond func() bool) {
 // however slowly the kubelet reports the state before.
 func (h *harness) waitPodReal(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	h.t.Helper()
-	var last *v1.Pod
-	h.waitReal(what, func() bool {
-		p, err := h.getPod(name)
-		if err != nil {
-			return false
-		}
-		last = p
-		return cond(p)
-	})
-	return last
+	return h.pollPod(h.waitReal, name, what, cond)
 }
 
 func (h *harness) getPod(name string) (*v1.Pod, error) {
 	return h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 }
 
-// waitPod polls the pod until cond holds and returns it.
+// waitPod polls the pod until cond holds and returns it, moving the clock (eventually).
 func (h *harness) waitPod(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	h.t.Helper()
+	return h.pollPod(h.eventually, name, what, cond)
+}
+
+// pollPod reads the pod under wait until cond holds and returns the last read.
+func (h *harness) pollPod(wait func(what string, cond func() bool), name, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	h.t.Helper()
 	var last *v1.Pod
-	h.eventually(what, func() bool {
+	wait(what, func() bool {
 		p, err := h.getPod(name)
 		if err != nil {
 			return false
