@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -138,12 +139,28 @@ func (f *authzFeed) advance(segment string, rv int64) {
 func (f *authzFeed) isSynced() bool { return int(f.synced.Load()) == len(f.fed) }
 
 // WaitAuthorizerFresh waits until the authorizer has every object the watch cache
-// holds of the resources it follows, so that policy just written (the default roles
-// at start) already applies. Without such an authorizer it returns at once.
+// holds of the resources it follows, once the cache has caught up with etcd, so that
+// policy just written (the default roles at start) already applies. Without such an
+// authorizer it returns at once.
 func (s *Server) WaitAuthorizerFresh(ctx context.Context) error {
 	f := s.authzFeed
 	if f == nil {
 		return nil
+	}
+	// The cache first catches up with etcd: policy written a moment ago must be in it
+	// before the authorizer is compared with it.
+	rev, err := s.store.CurrentRevision(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the authorizer to see the stored policy: %w", err)
+	}
+	for {
+		err := s.cache.WaitFresh(ctx, rev, consistentReadTimeout)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, storage.ErrTooLargeRV) || ctx.Err() != nil {
+			return fmt.Errorf("waiting for the authorizer to see the stored policy: %w", err)
+		}
 	}
 	for {
 		fresh := f.isSynced()
