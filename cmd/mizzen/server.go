@@ -68,13 +68,14 @@ type serverFlags struct {
 	clusterReset            bool
 	clusterResetRestorePath string
 
-	serviceAccountKeyFile string
-	serviceAccountIssuer  string
-	enableAdmission       []string
-	disableAdmission      []string
-	authorizationMode     string
-	anonymousAuth         bool
-	profiling             bool
+	serviceAccountSigningKeyFile string
+	serviceAccountKeyFiles       []string
+	serviceAccountIssuer         string
+	enableAdmission              []string
+	disableAdmission             []string
+	authorizationMode            string
+	anonymousAuth                bool
+	profiling                    bool
 
 	etcdCAFile, etcdCertFile, etcdKeyFile string
 	clusterInit                           bool
@@ -93,7 +94,8 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (default: embedded etcd)")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR that service cluster IPs are allocated from")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
-	fl.StringVar(&f.serviceAccountKeyFile, "service-account-key-file", "", "RSA private key (PEM) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, created if missing)")
+	fl.StringVar(&f.serviceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA P-256/384/521: RS256 or ES256/384/512 tokens) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, a 2048-bit RSA key created if missing)")
+	fl.StringSliceVar(&f.serviceAccountKeyFiles, "service-account-key-file", nil, "PEM file of more keys that verify service account tokens (public or private keys, or certificates; repeatable), such as the previous signing key's while its tokens are in use; alone, without --service-account-signing-key-file, the one private key that signs them")
 	fl.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "", "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local)")
 	fl.StringSliceVar(&f.enableAdmission, "enable-admission-plugins", []string{"NodeRestriction"}, "admission plugins to run besides those on by default, by upstream's names (see docs/admission.md); the chain runs them in upstream's order (NodeRestriction by default, as kubeadm's clusters run it)")
 	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run, even though on by default")
@@ -114,7 +116,8 @@ func (f *serverFlags) options() core.Options {
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, AdvertiseAddress: f.advertise,
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
-		ServiceAccountKeyFile: f.serviceAccountKeyFile, ServiceAccountIssuer: f.serviceAccountIssuer,
+		ServiceAccountSigningKeyFile: f.serviceAccountSigningKeyFile, ServiceAccountKeyFiles: f.serviceAccountKeyFiles,
+		ServiceAccountIssuer:   f.serviceAccountIssuer,
 		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
 		DisableAnonymousAuth: !f.anonymousAuth,
 		Profiling:            f.profiling,

@@ -1,11 +1,13 @@
 // Package satoken issues and verifies service account tokens: JSON Web Tokens signed
-// with RS256 by the cluster's service account key, carrying upstream's claims (iss,
-// sub, aud, exp, iat, nbf, jti and the kubernetes.io private claim), and publishes the
-// verification key as a JWK set for OpenID discovery.
+// by the cluster's service account key (RS256, or ES256/384/512 for an ECDSA key),
+// carrying upstream's claims (iss, sub, aud, exp, iat, nbf, jti and the kubernetes.io
+// private claim), and publishes the verification keys as a JWK set for OpenID discovery.
 package satoken
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -57,47 +59,100 @@ func Subject(namespace, name string) string {
 	return "system:serviceaccount:" + namespace + ":" + name
 }
 
-// Signer signs and verifies tokens with one RSA key.
+// Signer signs tokens with one private key and verifies them with its public key
+// and any others the cluster still accepts (keys being rotated out), as upstream's
+// --service-account-signing-key-file and --service-account-key-file do.
 type Signer struct {
-	key    *rsa.PrivateKey
-	keyID  string
+	key    crypto.Signer
+	signAs verifier
+	keys   []verifier
 	issuer string
 }
 
-// NewSigner returns a signer for the issuer. The key ID is the unpadded base64url
-// SHA-256 of the public key's DER encoding, as upstream derives it.
-func NewSigner(key *rsa.PrivateKey, issuer string) (*Signer, error) {
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+// verifier is a public key that verifies tokens, with its JWS algorithm and key ID.
+type verifier struct {
+	pub   crypto.PublicKey
+	alg   string
+	keyID string
+}
+
+// NewSigner returns a signer for the issuer with an RSA or ECDSA (P-256, P-384,
+// P-521) key, which signs with RS256 or ES256/384/512 as upstream picks them; tokens
+// signed by any of also verify as well. A key ID is the unpadded base64url SHA-256 of
+// the public key's DER encoding, as upstream derives it.
+func NewSigner(key crypto.Signer, issuer string, also ...crypto.PublicKey) (*Signer, error) {
+	own, err := newVerifier(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(der)
-	return &Signer{key: key, keyID: base64.RawURLEncoding.EncodeToString(sum[:]), issuer: issuer}, nil
+	s := &Signer{key: key, signAs: own, keys: []verifier{own}, issuer: issuer}
+	for _, pub := range also {
+		v, err := newVerifier(pub)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(s.keys, func(k verifier) bool { return k.keyID == v.keyID }) {
+			s.keys = append(s.keys, v)
+		}
+	}
+	return s, nil
 }
+
+func newVerifier(pub crypto.PublicKey) (verifier, error) {
+	alg, err := algorithm(pub)
+	if err != nil {
+		return verifier{}, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return verifier{}, err
+	}
+	sum := sha256.Sum256(der)
+	return verifier{pub: pub, alg: alg, keyID: base64.RawURLEncoding.EncodeToString(sum[:])}, nil
+}
+
+// algorithm is the JWS algorithm upstream signs with for a key of this type and size.
+func algorithm(pub crypto.PublicKey) (string, error) {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		return "RS256", nil
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256():
+			return "ES256", nil
+		case elliptic.P384():
+			return "ES384", nil
+		case elliptic.P521():
+			return "ES512", nil
+		}
+		return "", fmt.Errorf("ECDSA key on curve %s: only P-256, P-384 and P-521 sign service account tokens", k.Curve.Params().Name)
+	}
+	return "", fmt.Errorf("a %T cannot sign service account tokens: RSA or ECDSA keys only", pub)
+}
+
+// hashes of the JWS algorithms.
+var hashes = map[string]crypto.Hash{"RS256": crypto.SHA256, "ES256": crypto.SHA256, "ES384": crypto.SHA384, "ES512": crypto.SHA512}
 
 // Issuer is the iss claim of the tokens this signer issues.
 func (s *Signer) Issuer() string { return s.issuer }
 
-// LoadOrCreateKey reads an RSA private key in PEM, or creates a 2048-bit one there.
-func LoadOrCreateKey(path string) (*rsa.PrivateKey, error) {
+// LoadOrCreateKey reads a private key in PEM (RSA in PKCS #1 or #8, ECDSA in SEC 1 or
+// PKCS #8), or creates a 2048-bit RSA one there, as upstream's installers do.
+func LoadOrCreateKey(path string) (crypto.Signer, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		block, _ := pem.Decode(b)
 		if block == nil {
 			return nil, fmt.Errorf("%s: no PEM data", path)
 		}
-		if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-			return k, nil
-		}
-		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		key, err := parsePrivateKey(block.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		rk, ok := k.(*rsa.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("%s: not an RSA key", path)
+		if _, err := algorithm(key.Public()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return rk, nil
+		return key, nil
 	}
 	if !os.IsNotExist(err) {
 		return nil, err
@@ -116,6 +171,72 @@ func LoadOrCreateKey(path string) (*rsa.PrivateKey, error) {
 	return key, nil
 }
 
+func parsePrivateKey(der []byte) (crypto.Signer, error) {
+	if k, err := x509.ParsePKCS1PrivateKey(der); err == nil {
+		return k, nil
+	}
+	if k, err := x509.ParseECPrivateKey(der); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, errors.New("not an RSA or ECDSA private key in PKCS #1, SEC 1 or PKCS #8")
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("a %T is not a signing key", k)
+	}
+	return signer, nil
+}
+
+// LoadPublicKeys reads every key of a PEM file, as upstream's --service-account-key-file
+// does: public keys (PKIX or PKCS #1), private keys (their public halves) and
+// certificates (their subjects' keys), RSA or ECDSA.
+func LoadPublicKeys(path string) ([]crypto.PublicKey, error) {
+	rest, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []crypto.PublicKey
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		var pub crypto.PublicKey
+		switch block.Type {
+		case "PUBLIC KEY":
+			pub, err = x509.ParsePKIXPublicKey(block.Bytes)
+		case "RSA PUBLIC KEY":
+			pub, err = x509.ParsePKCS1PublicKey(block.Bytes)
+		case "CERTIFICATE":
+			var cert *x509.Certificate
+			if cert, err = x509.ParseCertificate(block.Bytes); err == nil {
+				pub = cert.PublicKey
+			}
+		case "RSA PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY":
+			var key crypto.Signer
+			if key, err = parsePrivateKey(block.Bytes); err == nil {
+				pub = key.Public()
+			}
+		default:
+			continue
+		}
+		if err == nil {
+			_, err = algorithm(pub)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, block.Type, err)
+		}
+		keys = append(keys, pub)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no RSA or ECDSA key in PEM", path)
+	}
+	return keys, nil
+}
+
 type header struct {
 	Alg string `json:"alg"`
 	Kid string `json:"kid"`
@@ -124,7 +245,7 @@ type header struct {
 // Sign encodes and signs the claims, with this signer's issuer.
 func (s *Signer) Sign(c Claims) (string, error) {
 	c.Issuer = s.issuer
-	h, err := json.Marshal(header{Alg: "RS256", Kid: s.keyID})
+	h, err := json.Marshal(header{Alg: s.signAs.alg, Kid: s.signAs.keyID})
 	if err != nil {
 		return "", err
 	}
@@ -133,12 +254,62 @@ func (s *Signer) Sign(c Claims) (string, error) {
 		return "", err
 	}
 	signing := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, s.key, crypto.SHA256, sum[:])
-	if err != nil {
-		return "", err
+	hash := hashes[s.signAs.alg]
+	digest := hash.New()
+	digest.Write([]byte(signing))
+	sum := digest.Sum(nil)
+	var sig []byte
+	switch key := s.key.(type) {
+	case *ecdsa.PrivateKey:
+		// JWS wants r and s as two fixed-size big-endian integers (RFC 7518 §3.4),
+		// not the ASN.1 sequence crypto.Signer returns.
+		r, ss, err := ecdsa.Sign(rand.Reader, key, sum)
+		if err != nil {
+			return "", err
+		}
+		size := (key.Curve.Params().BitSize + 7) / 8
+		sig = make([]byte, 2*size)
+		r.FillBytes(sig[:size])
+		ss.FillBytes(sig[size:])
+	default:
+		if sig, err = s.key.Sign(rand.Reader, sum, hash); err != nil {
+			return "", err
+		}
 	}
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+// verify reports whether sig signs the message with one of the signer's keys for the
+// algorithm: the one the key ID names first, then the others, since upstream's
+// verifier does not require a key ID.
+func (s *Signer) verify(alg, kid, message string, sig []byte) bool {
+	hash, ok := hashes[alg]
+	if !ok {
+		return false
+	}
+	digest := hash.New()
+	digest.Write([]byte(message))
+	sum := digest.Sum(nil)
+	check := func(k verifier) bool {
+		if k.alg != alg {
+			return false
+		}
+		switch pub := k.pub.(type) {
+		case *rsa.PublicKey:
+			return rsa.VerifyPKCS1v15(pub, hash, sum, sig) == nil
+		case *ecdsa.PublicKey:
+			size := (pub.Curve.Params().BitSize + 7) / 8
+			if len(sig) != 2*size {
+				return false
+			}
+			return ecdsa.Verify(pub, sum, new(big.Int).SetBytes(sig[:size]), new(big.Int).SetBytes(sig[size:]))
+		}
+		return false
+	}
+	if i := slices.IndexFunc(s.keys, func(k verifier) bool { return k.keyID == kid }); i >= 0 && check(s.keys[i]) {
+		return true
+	}
+	return slices.ContainsFunc(s.keys, func(k verifier) bool { return k.keyID != kid && check(k) })
 }
 
 // Errors of Verify.
@@ -166,15 +337,14 @@ func (s *Signer) Verify(token string, audiences []string, now time.Time) (*Claim
 		return nil, ErrMalformed
 	}
 	var h header
-	if err := json.Unmarshal(hb, &h); err != nil || h.Alg != "RS256" {
+	if err := json.Unmarshal(hb, &h); err != nil {
 		return nil, ErrNotOurs
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil {
 		return nil, ErrMalformed
 	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(&s.key.PublicKey, crypto.SHA256, sum[:], sig); err != nil {
+	if !s.verify(h.Alg, h.Kid, parts[0]+"."+parts[1], sig) {
 		return nil, ErrNotOurs
 	}
 	pb, err := base64.RawURLEncoding.DecodeString(parts[1])
@@ -225,31 +395,50 @@ func (c *Claims) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(raw.Audience, &c.Audience)
 }
 
-// JWKS is the public key set, as /openid/v1/jwks serves it.
+// JWKS is the public key set, as /openid/v1/jwks serves it: every key that verifies.
 func (s *Signer) JWKS() ([]byte, error) {
 	type jwk struct {
 		Use string `json:"use"`
 		Kty string `json:"kty"`
 		Kid string `json:"kid"`
+		Crv string `json:"crv,omitempty"`
 		Alg string `json:"alg"`
-		N   string `json:"n"`
-		E   string `json:"e"`
+		N   string `json:"n,omitempty"`
+		E   string `json:"e,omitempty"`
+		X   string `json:"x,omitempty"`
+		Y   string `json:"y,omitempty"`
 	}
-	pub := s.key.PublicKey
-	return json.Marshal(struct {
+	b64 := base64.RawURLEncoding.EncodeToString
+	set := struct {
 		Keys []jwk `json:"keys"`
-	}{Keys: []jwk{{Use: "sig", Kty: "RSA", Kid: s.keyID, Alg: "RS256",
-		N: base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
-		E: base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes())}}})
+	}{Keys: []jwk{}}
+	for _, k := range s.keys {
+		key := jwk{Use: "sig", Kid: k.keyID, Alg: k.alg}
+		switch pub := k.pub.(type) {
+		case *rsa.PublicKey:
+			key.Kty, key.N, key.E = "RSA", b64(pub.N.Bytes()), b64(big.NewInt(int64(pub.E)).Bytes())
+		case *ecdsa.PublicKey:
+			size := (pub.Curve.Params().BitSize + 7) / 8
+			key.Kty, key.Crv = "EC", pub.Curve.Params().Name
+			key.X, key.Y = b64(pub.X.FillBytes(make([]byte, size))), b64(pub.Y.FillBytes(make([]byte, size)))
+		}
+		set.Keys = append(set.Keys, key)
+	}
+	return json.Marshal(set)
 }
 
 // OpenIDConfiguration is the discovery document of /.well-known/openid-configuration.
 func (s *Signer) OpenIDConfiguration(jwksURI string) ([]byte, error) {
+	var algs []string
+	for _, k := range s.keys {
+		algs = append(algs, k.alg)
+	}
+	slices.Sort(algs)
 	return json.Marshal(map[string]any{
 		"issuer":                                s.issuer,
 		"jwks_uri":                              jwksURI,
 		"response_types_supported":              []string{"id_token"},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{"RS256"},
+		"id_token_signing_alg_values_supported": slices.Compact(algs),
 	})
 }

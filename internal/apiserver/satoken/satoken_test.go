@@ -1,15 +1,27 @@
 package satoken
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"math/big"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 func testSigner(t *testing.T) *Signer {
@@ -83,7 +95,7 @@ func TestKeyIsReusedAndPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !k1.Equal(k2) {
+	if !k1.(*rsa.PrivateKey).Equal(k2) {
 		t.Fatal("a second load made a new key")
 	}
 	s, _ := NewSigner(k1, "https://issuer.test")
@@ -101,4 +113,203 @@ func TestKeyIsReusedAndPublished(t *testing.T) {
 	if len(set.Keys) != 1 || set.Keys[0].Kid != h.Kid || h.Alg != "RS256" || set.Keys[0].Kty != "RSA" || set.Keys[0].E != "AQAB" || set.Keys[0].Use != "sig" {
 		t.Errorf("token header %+v, key set %s", h, b)
 	}
+}
+
+// TestECDSAKeys signs with each curve upstream accepts, checks the signature with an
+// independent JWT library against the published key, and rotates from an RSA key: a
+// token of the old key still verifies while its public key is listed.
+func TestECDSAKeys(t *testing.T) {
+	old := testSigner(t)
+	now := time.Now()
+	claims := Claims{Subject: Subject("ns", "robot"), Audience: []string{"api"}, IssuedAt: now.Unix(), NotBefore: now.Unix(),
+		Expiry: now.Add(10 * time.Minute).Unix(), Kubernetes: &KubernetesClaims{Namespace: "ns", ServiceAccount: Ref{Name: "robot", UID: "u1"}}}
+	oldToken, err := old.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for curve, alg := range map[elliptic.Curve]string{elliptic.P256(): "ES256", elliptic.P384(): "ES384", elliptic.P521(): "ES512"} {
+		t.Run(alg, func(t *testing.T) {
+			key, err := ecdsa.GenerateKey(curve, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			der, _ := x509.MarshalECPrivateKey(key)
+			path := filepath.Join(t.TempDir(), "sa.key")
+			if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := LoadOrCreateKey(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewSigner(loaded, "https://issuer.test", old.key.Public())
+			if err != nil {
+				t.Fatal(err)
+			}
+			token, err := s.Sign(claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, tok := range map[string]string{"new": token, "rotated out": oldToken} {
+				if got, err := s.Verify(tok, []string{"api"}, now); err != nil || got.Subject != claims.Subject {
+					t.Errorf("%s key's token: %+v, %v", name, got, err)
+				}
+			}
+			if _, err := old.Verify(token, []string{"api"}, now); !errors.Is(err, ErrNotOurs) {
+				t.Errorf("the old signer alone verified the new key's token: %v", err)
+			}
+
+			b, _ := s.JWKS()
+			var set struct {
+				Keys []struct{ Kid, Alg, Kty, Crv, X, Y string }
+			}
+			if err := json.Unmarshal(b, &set); err != nil || len(set.Keys) != 2 {
+				t.Fatalf("key set %s: %v", b, err)
+			}
+			published := set.Keys[0]
+			if published.Alg != alg || published.Kty != "EC" || published.Crv != curve.Params().Name || set.Keys[1].Alg != "RS256" {
+				t.Errorf("key set %s", b)
+			}
+			x, _ := base64.RawURLEncoding.DecodeString(published.X)
+			y, _ := base64.RawURLEncoding.DecodeString(published.Y)
+			fromJWKS := &ecdsa.PublicKey{Curve: curve, X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+			parsed, err := jwt.Parse(token, func(tok *jwt.Token) (any, error) {
+				if tok.Header["kid"] != published.Kid {
+					return nil, fmt.Errorf("kid %v, published %s", tok.Header["kid"], published.Kid)
+				}
+				return fromJWKS, nil
+			}, jwt.WithValidMethods([]string{alg}), jwt.WithIssuer("https://issuer.test"), jwt.WithAudience("api"))
+			if err != nil || !parsed.Valid {
+				t.Errorf("golang-jwt did not accept the token with the published key: %v", err)
+			}
+
+			doc, _ := s.OpenIDConfiguration("https://x/openid/v1/jwks")
+			var discovery struct {
+				Algs []string `json:"id_token_signing_alg_values_supported"`
+			}
+			if err := json.Unmarshal(doc, &discovery); err != nil || !slices.Equal(discovery.Algs, []string{alg, "RS256"}) {
+				t.Errorf("discovery %s", doc)
+			}
+		})
+	}
+}
+
+func TestLoadPublicKeys(t *testing.T) {
+	dir := t.TempDir()
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ecDER, _ := x509.MarshalECPrivateKey(ecKey)
+	pkix, _ := x509.MarshalPKIXPublicKey(&ecKey.PublicKey)
+	template := &x509.Certificate{SerialNumber: big.NewInt(1), NotAfter: time.Now().Add(time.Hour)}
+	cert, err := x509.CreateCertificate(rand.Reader, template, template, &rsaKey.PublicKey, rsaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, blocks ...*pem.Block) string {
+		var b []byte
+		for _, block := range blocks {
+			b = append(b, pem.EncodeToMemory(block)...)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	all := write("all.pem",
+		&pem.Block{Type: "PUBLIC KEY", Bytes: pkix},
+		&pem.Block{Type: "RSA PUBLIC KEY", Bytes: x509.MarshalPKCS1PublicKey(&rsaKey.PublicKey)},
+		&pem.Block{Type: "EC PRIVATE KEY", Bytes: ecDER},
+		&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(rsaKey)},
+		&pem.Block{Type: "CERTIFICATE", Bytes: cert})
+	keys, err := LoadPublicKeys(all)
+	if err != nil || len(keys) != 5 {
+		t.Fatalf("LoadPublicKeys = %d keys, %v", len(keys), err)
+	}
+	for i, want := range []crypto.PublicKey{&ecKey.PublicKey, &rsaKey.PublicKey, &ecKey.PublicKey, &rsaKey.PublicKey, &rsaKey.PublicKey} {
+		if !want.(interface{ Equal(crypto.PublicKey) bool }).Equal(keys[i]) {
+			t.Errorf("key %d = %T, not the one written", i, keys[i])
+		}
+	}
+
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	edDER, _ := x509.MarshalPKCS8PrivateKey(edKey)
+	p224, _ := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	p224DER, _ := x509.MarshalECPrivateKey(p224)
+	for name, tc := range map[string]struct {
+		path string
+		want string
+	}{
+		"no key":  {write("empty.pem", &pem.Block{Type: "NOTHING", Bytes: []byte("x")}), "no RSA or ECDSA key"},
+		"ed25519": {write("ed.pem", &pem.Block{Type: "PRIVATE KEY", Bytes: edDER}), "RSA or ECDSA keys only"},
+		"P-224":   {write("p224.pem", &pem.Block{Type: "EC PRIVATE KEY", Bytes: p224DER}), "only P-256, P-384 and P-521"},
+	} {
+		if _, err := LoadPublicKeys(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadPublicKeys error %v, want %q", name, err, tc.want)
+		}
+		if name != "no key" {
+			if _, err := LoadOrCreateKey(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: LoadOrCreateKey error %v, want %q", name, err, tc.want)
+			}
+		}
+	}
+}
+
+// BenchmarkSignAndVerify compares the key types a cluster can choose: a token request
+// signs once, and a request bearing the token verifies it (the authenticator caches
+// the result for a while).
+func BenchmarkSignAndVerify(b *testing.B) {
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	claims := Claims{Subject: Subject("ns", "robot"), Audience: []string{"api"}, IssuedAt: now.Unix(), NotBefore: now.Unix(),
+		Expiry: now.Add(time.Hour).Unix(), Kubernetes: &KubernetesClaims{Namespace: "ns", ServiceAccount: Ref{Name: "robot", UID: "u1"}}}
+	for name, key := range map[string]crypto.Signer{"RS256": rsaKey, "ES256": ecKey} {
+		s, err := NewSigner(key, "https://issuer.test")
+		if err != nil {
+			b.Fatal(err)
+		}
+		token, _ := s.Sign(claims)
+		b.Run(name+"/sign", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.Sign(claims); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/verify", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.Verify(token, []string{"api"}, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzVerify feeds Verify arbitrary tokens: it must not panic, and nothing but the
+// signer's own tokens may pass (the seeds include one, with its parts rearranged).
+func FuzzVerify(f *testing.F) {
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s, err := NewSigner(ecKey, "https://issuer.test")
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, _ := s.Sign(Claims{Subject: "x", Audience: []string{"api"}})
+	parts := strings.Split(good, ".")
+	f.Add(good)
+	f.Add(parts[0] + "." + parts[1] + ".")
+	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + parts[1] + ".")
+	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"x"}`)) + "." + parts[1] + "." + parts[2])
+	f.Add("..")
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := s.Verify(token, []string{"api"}, time.Now())
+		if err == nil && token != good {
+			// Only a token whose signed parts are the good one's can pass; ECDSA signatures
+			// have no second encoding here (fixed-size r and s).
+			if p := strings.Split(token, "."); p[0]+"."+p[1] != parts[0]+"."+parts[1] {
+				t.Fatalf("Verify accepted %q: %+v", token, c)
+			}
+		}
+	})
 }

@@ -6,6 +6,7 @@ package core
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -64,10 +65,14 @@ type Options struct {
 	// OpenAPI serves /openapi/*, when set.
 	OpenAPI func(resources []*registry.Resource) (http.Handler, error)
 	Log     *slog.Logger
-	// ServiceAccountKeyFile is the RSA key that signs and verifies service account
-	// tokens (PEM); DataDir/tls/sa.key, created when missing, by default. Apiservers
-	// sharing one etcd must share this key.
-	ServiceAccountKeyFile string
+	// ServiceAccountSigningKeyFile is the private key (PEM, RSA or ECDSA) that signs
+	// and verifies service account tokens; DataDir/tls/sa.key, a 2048-bit RSA key
+	// created when missing, by default. Apiservers sharing one etcd must share it.
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountKeyFiles hold more keys that verify tokens (PEM public or private
+	// keys, or certificates), as upstream's --service-account-key-file: the keys of
+	// tokens still in use after the signing key changed.
+	ServiceAccountKeyFiles []string
 	// ServiceAccountIssuer is the iss claim of service account tokens and the default
 	// API audience; https://kubernetes.default.svc.cluster.local by default.
 	ServiceAccountIssuer string
@@ -165,8 +170,17 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if missing := plugins.Unimplemented(admissionPlugins); len(missing) > 0 {
 		log.Debug("admission plugins on by default that mizzen does not implement", "plugins", missing)
 	}
-	if opts.ServiceAccountKeyFile == "" {
-		opts.ServiceAccountKeyFile = dir.ServiceAccountKey()
+	if opts.ServiceAccountSigningKeyFile == "" {
+		switch len(opts.ServiceAccountKeyFiles) {
+		case 0:
+			opts.ServiceAccountSigningKeyFile = dir.ServiceAccountKey()
+		case 1:
+			// One key file alone is the signing key, as mizzen's --service-account-key-file
+			// was before --service-account-signing-key-file.
+			opts.ServiceAccountSigningKeyFile, opts.ServiceAccountKeyFiles = opts.ServiceAccountKeyFiles[0], nil
+		default:
+			return nil, errors.New("several service account key files need --service-account-signing-key-file to say which key signs")
+		}
 	}
 	if opts.ServiceAccountIssuer == "" {
 		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
@@ -179,12 +193,21 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	saSigner := make(chan signerResult, 1)
 	loadSigner := func() {
-		key, err := satoken.LoadOrCreateKey(opts.ServiceAccountKeyFile)
+		key, err := satoken.LoadOrCreateKey(opts.ServiceAccountSigningKeyFile)
 		if err != nil {
-			saSigner <- signerResult{err: fmt.Errorf("service account key: %w", err)}
+			saSigner <- signerResult{err: fmt.Errorf("service account signing key: %w", err)}
 			return
 		}
-		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer)
+		var verifying []crypto.PublicKey
+		for _, path := range opts.ServiceAccountKeyFiles {
+			keys, err := satoken.LoadPublicKeys(path)
+			if err != nil {
+				saSigner <- signerResult{err: fmt.Errorf("service account key: %w", err)}
+				return
+			}
+			verifying = append(verifying, keys...)
+		}
+		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer, verifying...)
 		saSigner <- signerResult{signer, err}
 	}
 	joining := opts.Join != nil && opts.EtcdServers == "" && !hasEtcdData(dir)
@@ -357,7 +380,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if member != nil {
 		embeddedClient = client
 	}
-	handler, err := joinHandler(srv, adminConfig, dir, opts.ServiceAccountKeyFile, embeddedClient, log)
+	handler, err := joinHandler(srv, adminConfig, dir, opts.ServiceAccountSigningKeyFile, embeddedClient, log)
 	if err != nil {
 		stopCache()
 		return nil, err

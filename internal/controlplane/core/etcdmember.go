@@ -330,8 +330,8 @@ func writeShared(dir datadir.Dir, caPEM []byte, files map[string][]byte, opts Op
 			return fmt.Errorf("the server sent a file outside the data directory: %q", rel)
 		}
 		path := filepath.Join(dir.Root(), rel)
-		if rel == serviceAccountKeyRel && opts.ServiceAccountKeyFile != "" {
-			path = opts.ServiceAccountKeyFile
+		if rel == serviceAccountKeyRel && opts.ServiceAccountSigningKeyFile != "" {
+			path = opts.ServiceAccountSigningKeyFile
 		}
 		if existing, err := os.ReadFile(path); err == nil && !bytes.Equal(existing, data) {
 			return fmt.Errorf("%s differs from the cluster's: this data directory belongs to another cluster (use an empty --data-dir to join)", path)
