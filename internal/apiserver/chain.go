@@ -34,12 +34,13 @@ func (s *Server) buildHandlerChain() http.Handler {
 
 // authenticator is every way a request can authenticate, tried in order: a client
 // certificate first (a bearer token beside it is ignored), then a bearer token, then
-// a WebSocket's token subprotocol (a browser's exec).
+// a WebSocket's token subprotocol (a browser's exec). A token accepted is remembered
+// for TokenSuccessTTL, as upstream does.
 func (s *Server) authenticator() authn.Authenticator {
-	tokens := authn.TokenUnion{
+	tokens := authn.NewCachedTokens(authn.TokenUnion{
 		bootstrapTokenAuthenticator{s},
 		s.saTokens,
-	}
+	}, authn.TokenSuccessTTL)
 	return authn.Union{
 		authn.ClientCert{},
 		authn.BearerToken(tokens),

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/testing/apiserver"
 )
@@ -199,8 +200,9 @@ func TestTokenRequest(t *testing.T) {
 	if _, err := c.CoreV1().Pods("default").Get(ctx, "worker", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("pod still there after deletion: %v", err)
 	}
-	// The watch cache may lag the delete by a moment.
-	deadline := time.Now().Add(10 * time.Second)
+	// Refused once the server's memory of the token's last success expires (as
+	// upstream's), and the watch cache has seen the delete.
+	deadline := time.Now().Add(authn.TokenSuccessTTL + 10*time.Second)
 	for {
 		_, err := tokenClient(cfg, bound).CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if apierrors.IsUnauthorized(err) {
@@ -224,7 +226,7 @@ func TestTokenRequest(t *testing.T) {
 	if _, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(authn.TokenSuccessTTL + 10*time.Second)
 	for {
 		_, err := tokenClient(cfg, plain).CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if apierrors.IsUnauthorized(err) {

@@ -291,3 +291,47 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Errorf("without a signer: ok=%v err=%v", ok, err)
 	}
 }
+
+// countingTokens accepts the token "good" and counts the calls.
+type countingTokens struct{ calls int }
+
+func (c *countingTokens) AuthenticateToken(_ context.Context, token string) (registry.User, bool, error) {
+	c.calls++
+	if token != "good" {
+		return registry.User{}, false, errors.New("refused")
+	}
+	return registry.User{Name: "robot", Groups: []string{"g"}}, true, nil
+}
+
+func TestCachedTokensRememberSuccessesForTheirTTL(t *testing.T) {
+	inner := &countingTokens{}
+	cache := NewCachedTokens(inner, 10*time.Second)
+	now := time.Unix(1_800_000_000, 0)
+	cache.now = func() time.Time { return now }
+	ctx := context.Background()
+	for range 3 {
+		if u, ok, err := cache.AuthenticateToken(ctx, "good"); !ok || err != nil || u.Name != "robot" {
+			t.Fatalf("good token: %+v %v %v", u, ok, err)
+		}
+	}
+	if inner.calls != 1 {
+		t.Errorf("the good token was checked %d times within the TTL, want once", inner.calls)
+	}
+	for range 2 {
+		if _, ok, err := cache.AuthenticateToken(ctx, "bad"); ok || err == nil {
+			t.Fatalf("bad token accepted: %v %v", ok, err)
+		}
+	}
+	if inner.calls != 3 {
+		t.Errorf("%d checks after two refusals, want 3: a refusal must not be cached", inner.calls)
+	}
+	now = now.Add(10 * time.Second)
+	if _, ok, _ := cache.AuthenticateToken(ctx, "good"); !ok || inner.calls != 4 {
+		t.Errorf("after the TTL: ok %v, %d checks, want the token checked again", ok, inner.calls)
+	}
+	now = now.Add(30 * time.Second)
+	_, _, _ = cache.AuthenticateToken(ctx, "good")
+	if len(cache.users) != 1 {
+		t.Errorf("%d cached users after the sweep, want 1", len(cache.users))
+	}
+}
