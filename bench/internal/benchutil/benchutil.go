@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"mizzen/internal/datadir"
 	"mizzen/internal/testing/freeport"
 	"mizzen/internal/testing/proc"
 )
@@ -132,6 +133,9 @@ func StartServer(bin string, args ...string) (*Server, error) {
 // StartServerIn runs `bin server` on dir and port (a restart, when dir holds a
 // cluster already), plus args, and waits until /readyz answers ok.
 func StartServerIn(bin, dir string, port int, args ...string) (*Server, error) {
+	if err := ecdsaServiceAccountKey(bin, dir); err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(bin, append([]string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port), "--controller-manager-secure-port", "0", "--scheduler-secure-port", "0", "--dashboard-port", "0",
 		"--ingress-http-port", strconv.Itoa(FreePort()), "--ingress-https-port", strconv.Itoa(FreePort())}, args...)...)
@@ -164,6 +168,26 @@ func StartServerIn(bin, dir string, port int, args ...string) (*Server, error) {
 			return s, nil
 		}
 	}
+}
+
+// ecdsaServiceAccountKey gives a new data directory an ECDSA P-256 service account
+// key, the kind the upstream control plane of these benchmarks signs with
+// (writeServiceAccountKey), so that both sides sign tokens with ES256. A binary that
+// signs with RSA only (before --service-account-signing-key-file) keeps its default.
+func ecdsaServiceAccountKey(bin, dir string) error {
+	tls := datadir.Dir(dir).TLS()
+	if _, err := os.Stat(datadir.Dir(dir).ServiceAccountKey()); err == nil {
+		return nil
+	}
+	help, _ := exec.Command(bin, "server", "--help").CombinedOutput()
+	if !strings.Contains(string(help), "--service-account-signing-key-file") {
+		return nil
+	}
+	if err := os.MkdirAll(tls, 0o700); err != nil {
+		return err
+	}
+	_, _, err := writeServiceAccountKey(tls)
+	return err
 }
 
 // Stop interrupts the server, waits for it, and removes its data directory.
