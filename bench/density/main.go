@@ -134,6 +134,9 @@ type result struct {
 	rssHolding, rssPeak   float64 // MiB, apiserver + etcd
 	dbHolding, dbEnd      int64
 	slos                  []apimetrics.SLOLine
+	// slosByPhase are the p99s while the pods are created and Running, and while they
+	// are deleted, for the calls over their SLO in either: where the run's misses are.
+	slosCreating, slosDeleting []apimetrics.SLOLine
 	requests              []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
 	running, gone         bool
 	rebound, over         []string
@@ -279,6 +282,10 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		return r, err
 	}
 
+	middle, err := apimetrics.Scrape(ctx, client)
+	if err != nil {
+		return r, err
+	}
 	t2 := time.Now()
 	if err := density.DeleteDeployments(ctx, client, ns); err != nil {
 		return r, err
@@ -305,6 +312,7 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		return r, err
 	}
 	r.slos = after.Latency.Since(before.Latency).SLOs()
+	r.slosCreating, r.slosDeleting = middle.Latency.Since(before.Latency).SLOs(), after.Latency.Since(middle.Latency).SLOs()
 	r.requests = after.Requests.Since(before.Requests)
 	pods := tracker.Pods()
 	r.rebound = density.Rebound(pods)
@@ -392,6 +400,20 @@ func (r result) print() {
 			verdict = "OVER SLO"
 		}
 		fmt.Printf("  %-48s p99 %7.3f s of %2.0f s  %6.0f calls  %s\n", l.Call, l.P99, l.Call.Threshold(), l.Count, verdict)
+	}
+	for _, phase := range []struct {
+		name  string
+		lines []apimetrics.SLOLine
+	}{{"creating (first create to every pod Running)", r.slosCreating}, {"deleting (the Deployments' deletion to the last pod gone)", r.slosDeleting}} {
+		var over []string
+		for _, l := range phase.lines {
+			if l.P99 > l.Call.Threshold() {
+				over = append(over, fmt.Sprintf("%s %.3f s (%.0f calls)", l.Call, l.P99, l.Count))
+			}
+		}
+		if len(phase.lines) > 0 {
+			fmt.Printf("  over SLO while %s: %d: %s\n", phase.name, len(over), strings.Join(over, "; "))
+		}
 	}
 	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion or the stop), most first:\n")
 	for i, c := range r.requests {
