@@ -792,3 +792,21 @@ func TestAdmissionRejectsTakenHostPorts(t *testing.T) {
 	h.createPod(withPort("c-udp", v1.ContainerPort{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolUDP}))
 	h.waitPod("c-udp", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 }
+
+// The Lease and node status loops wait 10 s plus up to 4%, as upstream's: kubelets
+// started in the same second (a rack powered on, a thousand hollow nodes) drift apart
+// instead of renewing in step for ever.
+func TestJitteredSpreadsWithinFourPercent(t *testing.T) {
+	const d = 10 * time.Second
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		j := jittered(d)
+		if j < d || j > d+d/25 {
+			t.Fatalf("jittered(%v) = %v, outside [10 s, 10.4 s]", d, j)
+		}
+		seen[j.Round(10*time.Millisecond)] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("1,000 waits took %d distinct values (to 10 ms): not spread", len(seen))
+	}
+}

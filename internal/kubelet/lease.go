@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"math/rand/v2"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,11 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// runLease renews the node's Lease in kube-node-lease every LeaseRenewInterval: the
-// cheap heartbeat the node lifecycle controller watches.
+// runLease renews the node's Lease in kube-node-lease every LeaseRenewInterval (plus
+// jitter, as upstream): the cheap heartbeat the node lifecycle controller watches.
 func (kl *Kubelet) runLease(ctx context.Context, nodeUID types.UID) {
-	t := kl.clock.NewTicker(kl.opts.LeaseRenewInterval)
-	defer t.Stop()
 	var last *coordinationv1.Lease
 	for {
 		lease, err := kl.renewLease(ctx, nodeUID, last)
@@ -28,7 +28,7 @@ func (kl *Kubelet) runLease(ctx context.Context, nodeUID types.UID) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
+		case <-kl.clock.After(jittered(kl.opts.LeaseRenewInterval)):
 		}
 	}
 }
@@ -70,4 +70,11 @@ func (kl *Kubelet) renewLease(ctx context.Context, nodeUID types.UID, last *coor
 		lease.OwnerReferences = []metav1.OwnerReference{nodeOwnerRef(kl.opts.NodeName, nodeUID)}
 	}
 	return leases.Update(ctx, lease, metav1.UpdateOptions{})
+}
+
+// jittered is d lengthened by up to 4%, as upstream's kubelet spaces its Lease and node
+// status loops (wait.JitterUntil, factor 0.04, measured from the end of each round):
+// kubelets started together drift apart instead of writing in step.
+func jittered(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/25+1))
 }

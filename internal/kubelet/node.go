@@ -65,13 +65,11 @@ func (kl *Kubelet) runNodeStatus(ctx context.Context) {
 	}
 
 	lastPosted := kl.clock.Now()
-	t := kl.clock.NewTicker(kl.opts.NodeStatusUpdateFrequency)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
+		case <-kl.clock.After(jittered(kl.opts.NodeStatusUpdateFrequency)):
 		}
 		force := kl.clock.Since(lastPosted) >= kl.opts.NodeStatusReportFrequency
 		posted, err := kl.updateNodeStatus(ctx, force)
