@@ -134,6 +134,11 @@ func (s *Server) getEntry(ctx context.Context, h *resourceHandler, namespace, na
 		}
 		minRV = parsed
 	}
+	return s.getEntryAt(ctx, h, namespace, name, minRV)
+}
+
+// getEntryAt reads an object from the watch cache once it has reached minRV.
+func (s *Server) getEntryAt(ctx context.Context, h *resourceHandler, namespace, name string, minRV int64) (*storage.Entry, error) {
 	if err := s.cache.WaitFresh(ctx, minRV, consistentReadTimeout); err != nil {
 		return nil, err
 	}
@@ -142,20 +147,34 @@ func (s *Server) getEntry(ctx context.Context, h *resourceHandler, namespace, na
 		return nil, err
 	}
 	if e == nil {
-		return nil, apierrors.NewNotFound(gr, name)
+		return nil, apierrors.NewNotFound(h.GroupVersionResource().GroupResource(), name)
 	}
 	return e, nil
 }
 
-// readConsistent reads an object as a GET without a resourceVersion does: from the
-// watch cache once it has caught up with etcd's current revision (concurrent readers
-// share that revision's read), or from etcd itself when the cache is too far behind.
-// A linearizable etcd read per object costs a round through etcd's raft loop, which
-// under load is the slowest part of a request that reads several objects.
-func (s *Server) readConsistent(ctx context.Context, h *resourceHandler, namespace, name string) (runtime.Object, error) {
-	e, err := s.getEntry(ctx, h, namespace, name, "")
+// consistentReads reads objects as a GET without a resourceVersion does, all at one
+// revision: etcd's current one when the first is read (concurrent requests share that
+// read). From the watch cache once it has reached the revision, or from etcd itself
+// when the cache is too far behind. A request that reads several objects (a token
+// request: its service account, the bound pod, the pod's node) so waits for etcd's
+// raft loop and for the cache once, not once per object: under load each wait is the
+// slowest part of such a request, and every object is still as recent as the request.
+type consistentReads struct {
+	s   *Server
+	rev int64
+}
+
+func (r *consistentReads) get(ctx context.Context, h *resourceHandler, namespace, name string) (runtime.Object, error) {
+	if r.rev == 0 {
+		cur, err := r.s.store.CurrentRevision(ctx)
+		if err != nil {
+			return nil, storageError(err, h.GroupVersionResource().GroupResource(), name)
+		}
+		r.rev = cur
+	}
+	e, err := r.s.getEntryAt(ctx, h, namespace, name, r.rev)
 	if errors.Is(err, storage.ErrTooLargeRV) {
-		return s.getObject(ctx, h, namespace, name, "")
+		return r.s.getObject(ctx, h, namespace, name, "")
 	}
 	if err != nil {
 		return nil, storageError(err, h.GroupVersionResource().GroupResource(), name)

@@ -89,14 +89,15 @@ func (s *Server) issueToken(ctx context.Context, namespace, saName string, req *
 		return nil, apierrors.NewInvalid(tokenRequestGVK.GroupKind(), saName, errs)
 	}
 
-	saObj, err := s.readConsistent(ctx, s.handlers[serviceAccountsGVR], namespace, saName)
+	reads := &consistentReads{s: s}
+	saObj, err := reads.get(ctx, s.handlers[serviceAccountsGVR], namespace, saName)
 	if err != nil {
 		return nil, err
 	}
 	sa := saObj.(*corev1.ServiceAccount)
 	k8s := &satoken.KubernetesClaims{Namespace: namespace, ServiceAccount: satoken.Ref{Name: sa.Name, UID: string(sa.UID)}}
 	if ref := spec.BoundObjectRef; ref != nil {
-		if err := s.bindToken(ctx, namespace, sa, ref, k8s); err != nil {
+		if err := s.bindToken(ctx, reads, namespace, sa, ref, k8s); err != nil {
 			return nil, err
 		}
 	}
@@ -132,7 +133,7 @@ func (s *Server) issueToken(ctx context.Context, namespace, saName string, req *
 
 // bindToken checks the object a token is bound to and records it in the claims: a Pod
 // running as this service account, or a Secret; the UID, when given, must match.
-func (s *Server) bindToken(ctx context.Context, namespace string, sa *corev1.ServiceAccount, ref *authenticationv1.BoundObjectReference, k8s *satoken.KubernetesClaims) error {
+func (s *Server) bindToken(ctx context.Context, reads *consistentReads, namespace string, sa *corev1.ServiceAccount, ref *authenticationv1.BoundObjectReference, k8s *satoken.KubernetesClaims) error {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || gv.Group != "" || (ref.Kind != "Pod" && ref.Kind != "Secret") {
 		return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gv.WithKind(ref.Kind)))
@@ -141,7 +142,7 @@ func (s *Server) bindToken(ctx context.Context, namespace string, sa *corev1.Ser
 	if ref.Kind == "Secret" {
 		gvr = secretsGVR
 	}
-	obj, err := s.readConsistent(ctx, s.handlers[gvr], namespace, ref.Name)
+	obj, err := reads.get(ctx, s.handlers[gvr], namespace, ref.Name)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func (s *Server) bindToken(ctx context.Context, namespace string, sa *corev1.Ser
 		}
 		k8s.Pod = bound
 		if pod.Spec.NodeName != "" {
-			if node, err := s.readConsistent(ctx, s.handlers[nodesGVR], "", pod.Spec.NodeName); err == nil {
+			if node, err := reads.get(ctx, s.handlers[nodesGVR], "", pod.Spec.NodeName); err == nil {
 				k8s.Node = &satoken.Ref{Name: pod.Spec.NodeName, UID: string(accessor(node).GetUID())}
 			}
 		}
