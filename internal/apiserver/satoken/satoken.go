@@ -78,7 +78,7 @@ type verifier struct {
 
 // NewSigner returns a signer for the issuer with an RSA or ECDSA (P-256, P-384,
 // P-521) key, which signs with RS256 or ES256/384/512 as upstream picks them; tokens
-// signed by any of also verify as well. A key ID is the unpadded base64url SHA-256 of
+// signed by any key of also verify as well. A key ID is the unpadded base64url SHA-256 of
 // the public key's DER encoding, as upstream derives it.
 func NewSigner(key crypto.Signer, issuer string, also ...crypto.PublicKey) (*Signer, error) {
 	own, err := newVerifier(key.Public())
