@@ -137,10 +137,10 @@ type result struct {
 	// slosByPhase are the p99s while the pods are created and Running, and while they
 	// are deleted, for the calls over their SLO in either: where the run's misses are.
 	slosCreating, slosDeleting []apimetrics.SLOLine
-	requests              []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
-	running, gone         bool
-	rebound, over         []string
-	load                  string
+	requests                   []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
+	running, gone              bool
+	rebound, over              []string
+	load                       string
 	// unfinished says where a run that did not finish stopped; the figures are then
 	// those of the pods that got that far, up to the moment it stopped.
 	unfinished string
