@@ -134,8 +134,8 @@ type result struct {
 	rssHolding, rssPeak   float64 // MiB, apiserver + etcd
 	dbHolding, dbEnd      int64
 	slos                  []apimetrics.SLOLine
-	// slosByPhase are the p99s while the pods are created and Running, and while they
-	// are deleted, for the calls over their SLO in either: where the run's misses are.
+	// slosCreating and slosDeleting are the p99s while the pods are created and Running,
+	// and while they are deleted: where a run's misses are.
 	slosCreating, slosDeleting []apimetrics.SLOLine
 	requests                   []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
 	running, gone              bool
