@@ -44,6 +44,8 @@
 #   NODES=2 NODES_BRIDGE=nbr NODES_SUBNET=10.1.2.0/24 NODES_NETNS=n- \
 #     FOCUS='at least two untainted nodes|\[sig-apps\] Daemon set.*\[Conformance\]' SKIP='\[Disruptive\]' PROCS=1 \
 #     nsenter --net=/var/run/netns/n-0 ./test/conformance/run.sh
+# SERVER_FLAGS='--flag value ...' adds flags (split at spaces) to the fresh cluster's
+# `mizzen server`, e.g. SERVER_FLAGS='--service-account-signing-key-file /path/ec.key'.
 # SEED=N passes --seed N to ginkgo, which fixes the order the specs run in (`ginkgo
 # --dry-run -v --seed N` lists it): a [Serial] spec can then be run after the one it
 # suffers from.
@@ -254,7 +256,7 @@ else
   } > "$OUT/registries.yaml"
   CONTAINERD_FLAG=()
   [ -n "${CONTAINERD:-}" ] && CONTAINERD_FLAG=(--containerd "$CONTAINERD")
-  "$MIZZEN" server --data-dir "$DATA" --private-registry "$OUT/registries.yaml" "${CONTAINERD_FLAG[@]}" "${SERVER_ARGS[@]}" > "$OUT/server.log" 2>&1 &
+  "$MIZZEN" server --data-dir "$DATA" --private-registry "$OUT/registries.yaml" "${CONTAINERD_FLAG[@]}" "${SERVER_ARGS[@]}" ${SERVER_FLAGS:-} > "$OUT/server.log" 2>&1 &
   SERVER=$!
   KUBECONFIG_FILE=$DATA/admin.kubeconfig
   K="$MIZZEN kubectl --kubeconfig $KUBECONFIG_FILE"
