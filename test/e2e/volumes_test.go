@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
@@ -277,9 +278,14 @@ done`
 	if strings.Contains(string(mounts), podDir) {
 		t.Errorf("mounts under %s left behind", podDir)
 	}
-	if _, err := kubernetes.NewForConfigOrDie(podCfg).CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
-		t.Errorf("token of the deleted pod: err = %v, want 401", err)
-	}
+	// Refused once the server's memory of the token's last success (10 s, as
+	// upstream's) has run out.
+	eventually(t, authn.TokenSuccessTTL+20*time.Second, func() error {
+		if _, err := kubernetes.NewForConfigOrDie(podCfg).CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("token of the deleted pod: err = %v, want 401", err)
+		}
+		return nil
+	})
 }
 
 // lastLogLine is the message of the last complete line of a CRI log file.
