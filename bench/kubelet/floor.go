@@ -140,12 +140,13 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 		if err := containerd.RemoveAllPods(ctx, opts); err != nil {
 			return err
 		}
-		cpu0 := cpu()
+		cpu0, byCmd0 := cpu(), cpuByCommand()
 		burst, err := startBatch(fmt.Sprintf("burst-%d", slots), n, slots)
 		if err != nil {
 			return err
 		}
 		cpuBurst := cpu() - cpu0
+		byCmd := cpuBreakdown(byCmd0, cpuByCommand(), cpuBurst, n)
 		if err := containerd.RemoveAllPods(ctx, opts); err != nil {
 			return err
 		}
@@ -163,6 +164,7 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 			network, slots, n, benchutil.Percentile(burst, 0.5).Round(time.Millisecond),
 			benchutil.Percentile(burst, 0.99).Round(time.Millisecond), float64(cpuBurst.Milliseconds())/float64(n),
 			benchutil.Percentile(steady, 0.5).Round(time.Millisecond), benchutil.Percentile(steady, 0.99).Round(time.Millisecond), loadavg())
+		fmt.Printf("  the burst's %s\n", byCmd)
 	}
 	return nil
 }

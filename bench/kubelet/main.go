@@ -51,7 +51,7 @@ func main() {
 	// docs/testing-with-containerd.md): say what it was.
 	fmt.Println("host before the run:", hostState(), "; load average", loadavg())
 	// Every process the benchmark starts is counted in one cpuacct cgroup.
-	cpu, err := benchutil.CPUAccount("mizzen-bench-kubelet")
+	cpu, err := benchutil.CPUAccount(cpuGroup)
 	if err == nil && *floor != "" {
 		err = measureFloor(*bin, *floor, false, cpu)
 		if err == nil && *hostNetwork {
@@ -244,12 +244,14 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 	procCPU := func() (server, kubeletCPU float64) {
 		return benchutil.ProcStats(n.srv.Cmd.Process.Pid).CPUSeconds, benchutil.ProcStats(kubelet.Process.Pid).CPUSeconds
 	}
-	cpu0 := cpu()
+	cpu0, byCmd0 := cpu(), cpuByCommand()
 	server0, kubelet0 := procCPU()
 	var cpuBurst time.Duration
 	var serverBurst, kubeletBurst float64
+	var byCmd string
 	burst, err := startPods(ctx, client, "burst", 20, 20, func() {
 		cpuBurst = cpu() - cpu0
+		byCmd = cpuBreakdown(byCmd0, cpuByCommand(), cpuBurst, 20)
 		server1, kubelet1 := procCPU()
 		serverBurst, kubeletBurst = server1-server0, kubelet1-kubelet0
 	})
@@ -264,6 +266,7 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 	fmt.Printf("burst of 20 created at once: p50 %v, p99 %v; %.0f ms CPU per pod (every process of the bench), of which mizzen server %.0f ms, kubelet %.0f ms (load average %s)\n",
 		r.burst50.Round(time.Millisecond), r.burst99.Round(time.Millisecond),
 		float64(cpuBurst.Milliseconds())/20, serverBurst*1000/20, kubeletBurst*1000/20, loadavg())
+	fmt.Printf("  the burst's %s\n", byCmd)
 	steady, err := startPods(ctx, client, "steady", 100, 10, func() {
 		time.Sleep(10 * time.Second) // a status and relist period with every pod running
 		p := benchutil.ProcStats(kubelet.Process.Pid)
