@@ -84,10 +84,12 @@ func startUpstreamKubelet(binDir string, n *node, print bool) (*exec.Cmd, func()
 			saved[k] = b
 		}
 	}
+	removeChains := kubeletChainsRemover()
 	cleanup := func() {
 		for k, v := range saved {
 			_ = os.WriteFile("/proc/sys/"+k, v, 0o644)
 		}
+		removeChains()
 		removeCgroupRoot(upstreamCgroupRoot)
 		removeLogLinks(n.srv.Dir)
 	}
@@ -120,6 +122,57 @@ func startUpstreamKubelet(binDir string, n *node, print bool) (*exec.Cmd, func()
 		return nil, cleanup, err
 	}
 	return cmd, cleanup, nil
+}
+
+// kubeletChains are the iptables chains upstream's kubelet makes at start (its canary,
+// the hint of its iptables mode, and KUBE-FIREWALL, which INPUT and OUTPUT jump to and
+// which drops packets to 127.0.0.0/8 from other sources), in each table and family.
+var kubeletChains = []string{"KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT"}
+
+// kubeletChainsRemover notes which of kubeletChains and which nftables tables exist
+// now, and returns the function that removes those upstream's kubelet added: the
+// chains (and the jumps to KUBE-FIREWALL), then the tables that were not there and are
+// left empty, so that the shared host's packet filter is as the benchmark found it.
+func kubeletChainsRemover() func() {
+	type chain struct{ cmd, table, name string }
+	existed := map[chain]bool{}
+	for _, cmd := range []string{"iptables", "ip6tables"} {
+		for _, table := range []string{"filter", "nat", "mangle"} {
+			for _, name := range kubeletChains {
+				c := chain{cmd, table, name}
+				existed[c] = exec.Command(cmd, "-t", table, "-S", name).Run() == nil
+			}
+		}
+	}
+	tablesBefore, _ := exec.Command("nft", "list", "tables").Output()
+	return func() {
+		for c, was := range existed {
+			if was {
+				continue
+			}
+			if c.table == "filter" && c.name == "KUBE-FIREWALL" {
+				for _, from := range []string{"INPUT", "OUTPUT"} {
+					for exec.Command(c.cmd, "-t", "filter", "-D", from, "-j", c.name).Run() == nil {
+					}
+				}
+			}
+			_ = exec.Command(c.cmd, "-t", c.table, "-F", c.name).Run()
+			_ = exec.Command(c.cmd, "-t", c.table, "-X", c.name).Run()
+		}
+		tables, _ := exec.Command("nft", "list", "tables").Output()
+		for _, line := range strings.Split(string(tables), "\n") {
+			if line == "" || strings.Contains(string(tablesBefore), line) {
+				continue
+			}
+			f := strings.Fields(line) // "table FAMILY NAME"
+			if len(f) != 3 {
+				continue
+			}
+			if out, err := exec.Command("nft", "list", "table", f[1], f[2]).Output(); err == nil && !strings.Contains(string(out), "chain ") {
+				_ = exec.Command("nft", "delete", "table", f[1], f[2]).Run()
+			}
+		}
+	}
 }
 
 func indent(s string) string {
