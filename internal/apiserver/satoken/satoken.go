@@ -267,7 +267,7 @@ func (s *Signer) Sign(c Claims) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		size := (key.Curve.Params().BitSize + 7) / 8
+		size := coordinateSize(key.Curve)
 		sig = make([]byte, 2*size)
 		r.FillBytes(sig[:size])
 		ss.FillBytes(sig[size:])
@@ -298,7 +298,7 @@ func (s *Signer) verify(alg, kid, message string, sig []byte) bool {
 		case *rsa.PublicKey:
 			return rsa.VerifyPKCS1v15(pub, hash, sum, sig) == nil
 		case *ecdsa.PublicKey:
-			size := (pub.Curve.Params().BitSize + 7) / 8
+			size := coordinateSize(pub.Curve)
 			if len(sig) != 2*size {
 				return false
 			}
@@ -418,7 +418,7 @@ func (s *Signer) JWKS() ([]byte, error) {
 		case *rsa.PublicKey:
 			key.Kty, key.N, key.E = "RSA", b64(pub.N.Bytes()), b64(big.NewInt(int64(pub.E)).Bytes())
 		case *ecdsa.PublicKey:
-			size := (pub.Curve.Params().BitSize + 7) / 8
+			size := coordinateSize(pub.Curve)
 			key.Kty, key.Crv = "EC", pub.Curve.Params().Name
 			key.X, key.Y = b64(pub.X.FillBytes(make([]byte, size))), b64(pub.Y.FillBytes(make([]byte, size)))
 		}
@@ -442,3 +442,7 @@ func (s *Signer) OpenIDConfiguration(jwksURI string) ([]byte, error) {
 		"id_token_signing_alg_values_supported": slices.Compact(algs),
 	})
 }
+
+// coordinateSize is the bytes of one coordinate (and of r or s) on the curve: the
+// fixed width JWS signatures and JWKs write them in (RFC 7518 §3.4, §6.2.1).
+func coordinateSize(curve elliptic.Curve) int { return (curve.Params().BitSize + 7) / 8 }
