@@ -70,7 +70,7 @@ type serverFlags struct {
 
 	serviceAccountSigningKeyFile string
 	serviceAccountKeyFiles       []string
-	serviceAccountIssuer         string
+	serviceAccountIssuers        []string
 	enableAdmission              []string
 	disableAdmission             []string
 	authorizationMode            string
@@ -96,7 +96,9 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fl.StringVar(&f.serviceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA P-256/384/521: RS256 or ES256/384/512 tokens) signing and verifying service account tokens; apiservers of one cluster must share it (default DATA_DIR/tls/sa.key, a 2048-bit RSA key created if missing)")
 	fl.StringSliceVar(&f.serviceAccountKeyFiles, "service-account-key-file", nil, "PEM file of more keys that verify service account tokens (public or private keys, or certificates; repeatable), such as the previous signing key's while its tokens are in use; alone, without --service-account-signing-key-file, the one private key that signs them")
-	fl.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "", "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local)")
+	// A StringArray as upstream's (pkg/kubeapiserver/options/authentication.go): each use
+	// is one issuer, commas included, since a URL may hold one.
+	fl.StringArrayVar(&f.serviceAccountIssuers, "service-account-issuer", nil, "issuer (iss claim) of service account tokens (default https://kubernetes.default.svc.cluster.local); repeatable: the first is the issuer of the tokens the server issues and of its OpenID discovery document, tokens of any are accepted, and all are the API audiences")
 	fl.StringSliceVar(&f.enableAdmission, "enable-admission-plugins", []string{"NodeRestriction"}, "admission plugins to run besides those on by default, by upstream's names (see docs/admission.md); the chain runs them in upstream's order (NodeRestriction by default, as kubeadm's clusters run it)")
 	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run, even though on by default")
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "how requests are authorized: Node,RBAC (kubelets get their own node's objects, everyone else what roles and bindings grant, with the default policy created at start), RBAC, or AlwaysAllow (every authenticated user may do anything)")
@@ -117,7 +119,7 @@ func (f *serverFlags) options() core.Options {
 		EtcdServers: f.etcdServers, ServiceCIDR: f.serviceCIDR, Log: newLogger(f.verbose),
 		OpenAPI: openAPIHandler, KubeletCertificateAuthority: f.kubeletCA,
 		ServiceAccountSigningKeyFile: f.serviceAccountSigningKeyFile, ServiceAccountKeyFiles: f.serviceAccountKeyFiles,
-		ServiceAccountIssuer:   f.serviceAccountIssuer,
+		ServiceAccountIssuers:  f.serviceAccountIssuers,
 		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
 		DisableAnonymousAuth: !f.anonymousAuth,
 		Profiling:            f.profiling,

@@ -77,7 +77,8 @@ type Config struct {
 	// API, bearer token authentication and OpenID discovery; nil disables them.
 	ServiceAccountIssuer *satoken.Signer
 	// APIAudiences are the audiences a token must name to be accepted here, and those a
-	// TokenRequest without audiences gets; the issuer when empty.
+	// TokenRequest without audiences gets; every issuer of ServiceAccountIssuer when
+	// empty.
 	APIAudiences []string
 	// KubeletClientTLS is how the server reaches kubelets for pods/log, exec, attach,
 	// portforward and nodes/proxy: its client certificate and the CAs it trusts. Those

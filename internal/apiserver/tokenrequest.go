@@ -37,12 +37,7 @@ const (
 )
 
 // audiences are the audiences a token must name to be accepted by this server.
-func (s *Server) audiences() []string {
-	if len(s.cfg.APIAudiences) > 0 {
-		return s.cfg.APIAudiences
-	}
-	return []string{s.cfg.ServiceAccountIssuer.Issuer()}
-}
+func (s *Server) audiences() []string { return s.saTokens.APIAudiences() }
 
 // createToken serves POST serviceaccounts/<name>/token: a TokenRequest in, the same
 // request with its status (token and expiry) out.

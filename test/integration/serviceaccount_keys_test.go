@@ -19,6 +19,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -67,7 +68,7 @@ func TestServiceAccountKeyRotationToECDSA(t *testing.T) {
 		t.Errorf("token header %s: not signed with the ECDSA key", header)
 	}
 	now := time.Now()
-	claims := satoken.Claims{Subject: satoken.Subject("default", "robot"), Audience: []string{core.DefaultServiceAccountIssuer},
+	claims := satoken.Claims{Issuer: core.DefaultServiceAccountIssuer, Subject: satoken.Subject("default", "robot"), Audience: []string{core.DefaultServiceAccountIssuer},
 		IssuedAt: now.Unix(), NotBefore: now.Unix(), Expiry: now.Add(time.Hour).Unix(),
 		Kubernetes: &satoken.KubernetesClaims{Namespace: "default", ServiceAccount: satoken.Ref{Name: "robot", UID: string(sa.UID)}}}
 	for name, tc := range map[string]struct {
@@ -96,11 +97,11 @@ func TestServiceAccountKeyRotationToECDSA(t *testing.T) {
 	}
 }
 
-// sign makes a token of the claims with a key of the test's, as another apiserver of
-// the cluster holding that key would.
+// sign makes a token of the claims (with their issuer) with a key of the test's, as
+// another apiserver of the cluster holding that key would.
 func sign(t *testing.T, key crypto.Signer, claims satoken.Claims) string {
 	t.Helper()
-	s, err := satoken.NewSigner(key, claims.Audience[0])
+	s, err := satoken.NewSigner(key, []string{claims.Issuer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +140,75 @@ func TestServiceAccountKeyFileAlone(t *testing.T) {
 	header, _ := base64.RawURLEncoding.DecodeString(strings.Split(tr.Status.Token, ".")[0])
 	if !strings.Contains(string(header), `"alg":"ES384"`) {
 		t.Errorf("token header %s: not signed with the one key file's P-384 key", header)
+	}
+}
+
+// TestServiceAccountIssuers runs a server with --service-account-issuer given twice,
+// as a cluster moving to a new issuer does: its tokens carry the first issuer and, by
+// default, every issuer as audience; its discovery document names the first; a token
+// of the same key with the second issuer authenticates, one with a third does not.
+func TestServiceAccountIssuers(t *testing.T) {
+	const first, second, third = "https://new.example", "https://old.example", "https://stranger.example"
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalECPrivateKey(key)
+	keyFile := filepath.Join(t.TempDir(), "sa.key")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := apiserver.StartWithOptions(t, func(o *core.Options) {
+		o.ServiceAccountSigningKeyFile = keyFile
+		o.ServiceAccountIssuers = []string{first, second}
+	})
+	cfg, c := srv.AdminConfig, kubernetes.NewForConfigOrDie(srv.AdminConfig)
+	ctx := context.Background()
+	sa, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantPodList(ctx, t, c, "default", "robot")
+
+	tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jwtClaims(t, tr.Status.Token); got["iss"] != first || asJSON(got["aud"]) != asJSON([]string{first, second}) {
+		t.Errorf("TokenRequest's token: iss %v, aud %v; want iss %s, aud both issuers", got["iss"], got["aud"], first)
+	}
+
+	now := time.Now()
+	// tokenOf is a token of the server's key as another apiserver would sign it.
+	tokenOf := func(issuer, audience string) string {
+		return sign(t, key, satoken.Claims{Issuer: issuer, Subject: satoken.Subject("default", "robot"), Audience: []string{audience},
+			IssuedAt: now.Unix(), NotBefore: now.Unix(), Expiry: now.Add(time.Hour).Unix(),
+			Kubernetes: &satoken.KubernetesClaims{Namespace: "default", ServiceAccount: satoken.Ref{Name: "robot", UID: string(sa.UID)}}})
+	}
+	for _, tc := range []struct {
+		name  string
+		token string
+		ok    bool
+	}{
+		{"the server's own", tr.Status.Token, true},
+		{"the second issuer's", tokenOf(second, second), true},
+		{"a third issuer's", tokenOf(third, third), false},
+		// The audience is one the server accepts; only the issuer is wrong.
+		{"a third issuer's for the first issuer's audience", tokenOf(third, first), false},
+	} {
+		_, err := tokenClient(cfg, tc.token).CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if tc.ok && err != nil || !tc.ok && !apierrors.IsUnauthorized(err) {
+			t.Errorf("%s: listing pods: %v", tc.name, err)
+		}
+		review, err := c.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tc.token}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := review.Status; st.Authenticated != tc.ok || tc.ok && st.User.Username != "system:serviceaccount:default:robot" {
+			t.Errorf("%s: TokenReview status %s", tc.name, asJSON(st))
+		}
+	}
+
+	body, err := c.CoreV1().RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	var discovery struct{ Issuer string }
+	if err != nil || json.Unmarshal(body, &discovery) != nil || discovery.Issuer != first {
+		t.Errorf("openid-configuration %s (%v): want issuer %s", body, err, first)
 	}
 }

@@ -229,7 +229,7 @@ func TestServiceAccountTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := satoken.NewSigner(key, "https://issuer.example")
+	signer, err := satoken.NewSigner(key, []string{"https://issuer.example"})
 	if err != nil {
 		t.Fatal(err)
 	}

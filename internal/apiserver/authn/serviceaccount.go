@@ -27,8 +27,8 @@ type ObjectGetter interface {
 }
 
 // ServiceAccountTokens authenticates ServiceAccount tokens (JWTs) of this server's
-// issuer: signed by Signer, for one of Audiences (the issuer when empty), whose service
-// account, and bound object if any, still exist with the UIDs the token names.
+// issuers: signed by Signer, for one of Audiences (the issuers when empty), whose
+// service account, and bound object if any, still exist with the UIDs the token names.
 type ServiceAccountTokens struct {
 	// Signer signs and verifies the tokens; nil refuses every token.
 	Signer    *satoken.Signer
@@ -36,12 +36,16 @@ type ServiceAccountTokens struct {
 	Objects   ObjectGetter
 }
 
-// APIAudiences are the audiences a token must name to be accepted here.
+// APIAudiences are the audiences a token must name to be accepted here: without
+// configured ones, every issuer the signer accepts, as upstream defaults
+// --api-audiences to all of --service-account-issuer, not only the first
+// (authenticator.Audiences(Issuers) in pkg/kubeapiserver/options/authentication.go,
+// though its flag help says "a single element list").
 func (t *ServiceAccountTokens) APIAudiences() []string {
 	if len(t.Audiences) > 0 || t.Signer == nil {
 		return t.Audiences
 	}
-	return []string{t.Signer.Issuer()}
+	return t.Signer.Issuers()
 }
 
 // AuthenticateToken implements TokenAuthenticator. A token that is not a JWT is not

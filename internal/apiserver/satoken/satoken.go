@@ -18,11 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
 // Ref names an object a token is bound to.
@@ -66,7 +69,10 @@ type Signer struct {
 	key    crypto.Signer
 	signAs verifier
 	keys   []verifier
-	issuer string
+	// issuers are upstream's repeated --service-account-issuer: the first is the iss
+	// of the tokens this signer issues, and a token of any of them is accepted, so
+	// that a cluster can move to a new issuer while tokens of the old one are in use.
+	issuers []string
 }
 
 // verifier is a public key that verifies tokens, with its JWS algorithm and key ID.
@@ -76,16 +82,23 @@ type verifier struct {
 	keyID string
 }
 
-// NewSigner returns a signer for the issuer with an RSA or ECDSA (P-256, P-384,
-// P-521) key, which signs with RS256 or ES256/384/512 as upstream picks them; tokens
-// signed by any key of also verify as well. A key ID is the unpadded base64url SHA-256 of
-// the public key's DER encoding, as upstream derives it.
-func NewSigner(key crypto.Signer, issuer string, also ...crypto.PublicKey) (*Signer, error) {
+// NewSigner returns a signer with an RSA or ECDSA (P-256, P-384, P-521) key, which
+// signs with RS256 or ES256/384/512 as upstream picks them; tokens signed by any key
+// of also verify as well. A key ID is the unpadded base64url SHA-256 of the public
+// key's DER encoding, as upstream derives it. Its tokens carry the first of issuers
+// (at least one, valid by ValidateIssuers); tokens of any of them verify.
+func NewSigner(key crypto.Signer, issuers []string, also ...crypto.PublicKey) (*Signer, error) {
+	if len(issuers) == 0 {
+		return nil, errors.New("a service account token signer needs an issuer")
+	}
+	if err := ValidateIssuers(issuers); err != nil {
+		return nil, err
+	}
 	own, err := newVerifier(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	s := &Signer{key: key, signAs: own, keys: []verifier{own}, issuer: issuer}
+	s := &Signer{key: key, signAs: own, keys: []verifier{own}, issuers: slices.Clone(issuers)}
 	for _, pub := range also {
 		v, err := newVerifier(pub)
 		if err != nil {
@@ -133,8 +146,41 @@ func algorithm(pub crypto.PublicKey) (string, error) {
 // hashes of the JWS algorithms.
 var hashes = map[string]crypto.Hash{"RS256": crypto.SHA256, "ES256": crypto.SHA256, "ES384": crypto.SHA384, "ES512": crypto.SHA512}
 
-// Issuer is the iss claim of the tokens this signer issues.
-func (s *Signer) Issuer() string { return s.issuer }
+// Issuer is the iss claim of the tokens this signer issues: the first issuer.
+func (s *Signer) Issuer() string { return s.issuers[0] }
+
+// Issuers are every issuer whose tokens verify, the signing one first. Upstream's
+// default API audiences (without --api-audiences) are all of them, and its token
+// authenticator accepts any (JWTTokenAuthenticator in pkg/serviceaccount/jwt.go).
+func (s *Signer) Issuers() []string { return slices.Clone(s.issuers) }
+
+// ValidateIssuers checks a list of --service-account-issuer values by upstream's rules,
+// in their order and words (BuiltInAuthenticationOptions.Validate in kube-apiserver's
+// pkg/kubeapiserver/options/authentication.go): a value containing ':' must parse as a
+// URL (url.Parse, nothing stricter), none may be empty, and none may repeat. Like
+// upstream it reports every bad value, as one aggregate error.
+func ValidateIssuers(issuers []string) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, issuer := range issuers {
+		if strings.Contains(issuer, ":") {
+			if _, err := url.Parse(issuer); err != nil {
+				errs = append(errs, fmt.Errorf("service-account-issuer %q contained a ':' but was not a valid URL: %v", issuer, err))
+				continue
+			}
+		}
+		if issuer == "" {
+			errs = append(errs, errors.New("service-account-issuer should not be an empty string"))
+			continue
+		}
+		if seen[issuer] {
+			errs = append(errs, fmt.Errorf("service-account-issuer %q is already specified", issuer))
+			continue
+		}
+		seen[issuer] = true
+	}
+	return utilerrors.NewAggregate(errs)
+}
 
 // LoadOrCreateKey reads a private key in PEM (RSA in PKCS #1 or #8, ECDSA in SEC 1 or
 // PKCS #8), or creates a 2048-bit RSA one there, as upstream's installers do.
@@ -242,9 +288,9 @@ type header struct {
 	Kid string `json:"kid"`
 }
 
-// Sign encodes and signs the claims, with this signer's issuer.
+// Sign encodes and signs the claims, with this signer's (first) issuer.
 func (s *Signer) Sign(c Claims) (string, error) {
-	c.Issuer = s.issuer
+	c.Issuer = s.issuers[0]
 	h, err := json.Marshal(header{Alg: s.signAs.alg, Kid: s.signAs.keyID})
 	if err != nil {
 		return "", err
@@ -314,7 +360,7 @@ func (s *Signer) verify(alg, kid, message string, sig []byte) bool {
 
 // Errors of Verify.
 var (
-	ErrNotOurs   = errors.New("not a service account token of this issuer")
+	ErrNotOurs   = errors.New("not a service account token of these issuers")
 	ErrExpired   = errors.New("token has expired")
 	ErrNotYet    = errors.New("token is not valid yet")
 	ErrAudience  = errors.New("token audiences do not match")
@@ -324,9 +370,10 @@ var (
 // LooksLikeJWT reports whether a bearer token has the three parts of a JWT.
 func LooksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
-// Verify checks the token's signature and issuer, that it is valid at now (with a
-// minute of clock skew, as upstream allows), and that it names one of the audiences.
-// A valid token for other audiences returns its claims with ErrAudience.
+// Verify checks the token's signature and issuer (any of the signer's), that it is
+// valid at now (with a minute of clock skew, as upstream allows), and that it names one
+// of the audiences. A valid token for other audiences returns its claims with
+// ErrAudience.
 func (s *Signer) Verify(token string, audiences []string, now time.Time) (*Claims, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -355,7 +402,7 @@ func (s *Signer) Verify(token string, audiences []string, now time.Time) (*Claim
 	if err := json.Unmarshal(pb, &c); err != nil {
 		return nil, ErrMalformed
 	}
-	if c.Issuer != s.issuer {
+	if !slices.Contains(s.issuers, c.Issuer) {
 		return nil, ErrNotOurs
 	}
 	const leeway = 60
@@ -428,6 +475,8 @@ func (s *Signer) JWKS() ([]byte, error) {
 }
 
 // OpenIDConfiguration is the discovery document of /.well-known/openid-configuration.
+// Its issuer is the first, the one tokens are issued with, as upstream publishes
+// ServiceAccountIssuerURL = Issuers[0] (pkg/controlplane/apiserver/config.go).
 func (s *Signer) OpenIDConfiguration(jwksURI string) ([]byte, error) {
 	var algs []string
 	for _, k := range s.keys {
@@ -435,7 +484,7 @@ func (s *Signer) OpenIDConfiguration(jwksURI string) ([]byte, error) {
 	}
 	slices.Sort(algs)
 	return json.Marshal(map[string]any{
-		"issuer":                                s.issuer,
+		"issuer":                                s.issuers[0],
 		"jwks_uri":                              jwksURI,
 		"response_types_supported":              []string{"id_token"},
 		"subject_types_supported":               []string{"public"},

@@ -30,7 +30,7 @@ func testSigner(t *testing.T) *Signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewSigner(key, "https://issuer.test")
+	s, err := NewSigner(key, []string{"https://issuer.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSignAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, _ := NewSigner(other, "https://issuer.test")
+	foreign, _ := NewSigner(other, []string{"https://issuer.test"})
 	now := time.Unix(1_800_000_000, 0)
 	claims := Claims{Subject: Subject("ns", "robot"), Audience: []string{"api"}, IssuedAt: now.Unix(), NotBefore: now.Unix(),
 		Expiry: now.Add(10 * time.Minute).Unix(), Kubernetes: &KubernetesClaims{Namespace: "ns", ServiceAccount: Ref{Name: "robot", UID: "u1"}}}
@@ -98,7 +98,7 @@ func TestKeyIsReusedAndPublished(t *testing.T) {
 	if !k1.(*rsa.PrivateKey).Equal(k2) {
 		t.Fatal("a second load made a new key")
 	}
-	s, _ := NewSigner(k1, "https://issuer.test")
+	s, _ := NewSigner(k1, []string{"https://issuer.test"})
 	token, _ := s.Sign(Claims{Audience: []string{"a"}})
 	hdr, _ := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[0])
 	var h struct{ Alg, Kid string }
@@ -142,7 +142,7 @@ func TestECDSAKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := NewSigner(loaded, "https://issuer.test", old.key.Public())
+			s, err := NewSigner(loaded, []string{"https://issuer.test"}, old.key.Public())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ func BenchmarkSignAndVerify(b *testing.B) {
 	claims := Claims{Subject: Subject("ns", "robot"), Audience: []string{"api"}, IssuedAt: now.Unix(), NotBefore: now.Unix(),
 		Expiry: now.Add(time.Hour).Unix(), Kubernetes: &KubernetesClaims{Namespace: "ns", ServiceAccount: Ref{Name: "robot", UID: "u1"}}}
 	for name, key := range map[string]crypto.Signer{"RS256": rsaKey, "ES256": ecKey} {
-		s, err := NewSigner(key, "https://issuer.test")
+		s, err := NewSigner(key, []string{"https://issuer.test"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func BenchmarkSignAndVerify(b *testing.B) {
 // signer's own tokens may pass (the seeds include one, with its parts rearranged).
 func FuzzVerify(f *testing.F) {
 	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	s, err := NewSigner(ecKey, "https://issuer.test")
+	s, err := NewSigner(ecKey, []string{"https://issuer.test"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -312,4 +312,90 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSeveralIssuers follows upstream's repeated --service-account-issuer: tokens are
+// issued (and discovery published) with the first issuer, and a token of the same key
+// naming any of the issuers verifies, while one naming another issuer does not.
+func TestSeveralIssuers(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSigner(key, []string{"https://new.test", "https://old.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Issuer() != "https://new.test" || !slices.Equal(s.Issuers(), []string{"https://new.test", "https://old.test"}) {
+		t.Errorf("Issuer() = %q, Issuers() = %q", s.Issuer(), s.Issuers())
+	}
+	now := time.Now()
+	claims := Claims{Subject: Subject("ns", "robot"), Audience: []string{"api"}, IssuedAt: now.Unix(), NotBefore: now.Unix(),
+		Expiry: now.Add(10 * time.Minute).Unix(), Kubernetes: &KubernetesClaims{Namespace: "ns", ServiceAccount: Ref{Name: "robot", UID: "u1"}}}
+	signWith := func(issuer string) string {
+		t.Helper()
+		other, err := NewSigner(key, []string{issuer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := other.Sign(claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	own, err := s.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, token, iss string
+		want             error
+	}{
+		{"its own, with the first issuer", own, "https://new.test", nil},
+		{"the second issuer's", signWith("https://old.test"), "https://old.test", nil},
+		{"an issuer not listed", signWith("https://stranger.test"), "", ErrNotOurs},
+	} {
+		got, err := s.Verify(tc.token, []string{"api"}, now)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: Verify error = %v, want %v", tc.name, err, tc.want)
+		}
+		if err == nil && got.Issuer != tc.iss {
+			t.Errorf("%s: iss = %q, want %q", tc.name, got.Issuer, tc.iss)
+		}
+	}
+	doc, err := s.OpenIDConfiguration("https://x/openid/v1/jwks")
+	var discovery struct{ Issuer string }
+	if err != nil || json.Unmarshal(doc, &discovery) != nil || discovery.Issuer != "https://new.test" {
+		t.Errorf("discovery %s (%v): want the first issuer", doc, err)
+	}
+}
+
+// TestValidateIssuers holds upstream's rules and messages for --service-account-issuer.
+func TestValidateIssuers(t *testing.T) {
+	for _, tc := range []struct {
+		issuers []string
+		want    string // the whole error; "" for none
+	}{
+		{nil, ""},
+		{[]string{"https://kubernetes.default.svc.cluster.local"}, ""},
+		{[]string{"https://a.example", "https://b.example", "kubernetes/serviceaccount"}, ""},
+		{[]string{"https://a.example/x,y"}, ""}, // a comma is part of the value
+		{[]string{""}, "service-account-issuer should not be an empty string"},
+		{[]string{"https://a.example", "https://a.example"}, `service-account-issuer "https://a.example" is already specified`},
+		{[]string{":8443"}, `service-account-issuer ":8443" contained a ':' but was not a valid URL: parse ":8443": missing protocol scheme`},
+		{[]string{"a b:c"}, `service-account-issuer "a b:c" contained a ':' but was not a valid URL: parse "a b:c": first path segment in URL cannot contain colon`},
+		{[]string{"x", "", "x"}, `[service-account-issuer should not be an empty string, service-account-issuer "x" is already specified]`},
+	} {
+		err := ValidateIssuers(tc.issuers)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("ValidateIssuers(%q) = %v, want %q", tc.issuers, err, tc.want)
+		}
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, issuers := range [][]string{nil, {"https://a.example", "https://a.example"}} {
+		if _, err := NewSigner(key, issuers); err == nil {
+			t.Errorf("NewSigner(%q) accepted the issuers", issuers)
+		}
+	}
 }

@@ -73,9 +73,12 @@ type Options struct {
 	// keys, or certificates), as upstream's --service-account-key-file: the keys of
 	// tokens still in use after the signing key changed.
 	ServiceAccountKeyFiles []string
-	// ServiceAccountIssuer is the iss claim of service account tokens and the default
-	// API audience; https://kubernetes.default.svc.cluster.local by default.
-	ServiceAccountIssuer string
+	// ServiceAccountIssuers are upstream's repeated --service-account-issuer: the first
+	// is the iss claim of the tokens the server issues and of its OpenID discovery
+	// document; tokens of any of them are accepted, and all of them are the API
+	// audiences. [DefaultServiceAccountIssuer] when empty; bad values (empty, repeated,
+	// or with a ':' but not a URL) fail Start.
+	ServiceAccountIssuers []string
 	// EnableAdmissionPlugins and DisableAdmissionPlugins turn admission plugins on and
 	// off beyond upstream's defaults, by upstream's names.
 	EnableAdmissionPlugins  []string
@@ -153,6 +156,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil || serviceCIDR.IP.To4() == nil {
 		return nil, fmt.Errorf("--service-cluster-ip-range %q: an IPv4 CIDR is required", opts.ServiceCIDR)
 	}
+	// Checked before anything starts: the signer is made while etcd starts.
+	if err := satoken.ValidateIssuers(opts.ServiceAccountIssuers); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -182,8 +189,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, errors.New("several service account key files need --service-account-signing-key-file to say which key signs")
 		}
 	}
-	if opts.ServiceAccountIssuer == "" {
-		opts.ServiceAccountIssuer = DefaultServiceAccountIssuer
+	if len(opts.ServiceAccountIssuers) == 0 {
+		opts.ServiceAccountIssuers = []string{DefaultServiceAccountIssuer}
 	}
 	// Making a new RSA key can take a second on a busy machine: it overlaps etcd's start,
 	// except on a server about to join a cluster, which receives the cluster's key.
@@ -207,7 +214,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			}
 			verifying = append(verifying, keys...)
 		}
-		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuer, verifying...)
+		signer, err := satoken.NewSigner(key, opts.ServiceAccountIssuers, verifying...)
 		saSigner <- signerResult{signer, err}
 	}
 	joining := opts.Join != nil && opts.EtcdServers == "" && !hasEtcdData(dir)
