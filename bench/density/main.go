@@ -128,12 +128,15 @@ type result struct {
 	allRunning, deleted   time.Duration // from the first Deployment; from the deletes
 	startup, startupWatch []time.Duration
 	toBind                []time.Duration
-	throughput, peakRate  float64 // pods bound per second: over the binding, in the best second
-	serverCPU, allCPU     float64 // CPU seconds from the first create to the last deletion
-	cmCPU                 float64
-	rssHolding, rssPeak   float64 // MiB, apiserver + etcd
-	dbHolding, dbEnd      int64
-	slos                  []apimetrics.SLOLine
+	// stages splits each Running pod's startup at the times its status records (whole
+	// seconds), with its whole startup: stageNames says where each stage starts and ends.
+	stages               []podStartup
+	throughput, peakRate float64 // pods bound per second: over the binding, in the best second
+	serverCPU, allCPU    float64 // CPU seconds from the first create to the last deletion
+	cmCPU                float64
+	rssHolding, rssPeak  float64 // MiB, apiserver + etcd
+	dbHolding, dbEnd     int64
+	slos                 []apimetrics.SLOLine
 	// slosCreating and slosDeleting are the p99s while the pods are created and Running,
 	// and while they are deleted: where a run's misses are.
 	slosCreating, slosDeleting []apimetrics.SLOLine
@@ -337,6 +340,7 @@ func (r *result) latencies(pods []density.Pod) {
 		r.startupWatch = append(r.startupWatch, p.Running.Sub(p.Seen))
 		r.toBind = append(r.toBind, p.Bound.Sub(p.Seen))
 		binds = append(binds, p.Bound)
+		r.stages = append(r.stages, podStartup{total: p.Running.Sub(p.Created), stages: podStages(p)})
 	}
 	if len(binds) < 2 {
 		return
@@ -351,6 +355,68 @@ func (r *result) latencies(pods []density.Pod) {
 	}
 	for _, n := range perSecond {
 		r.peakRate = max(r.peakRate, float64(n))
+	}
+}
+
+// stageNames are the stages of a pod's startup podStages measures.
+var stageNames = [...]string{
+	"created to scheduled (PodScheduled condition)",
+	"scheduled to its kubelet's first sync (status.startTime)",
+	"first sync to the last container started",
+	"container started to Running seen by the watch",
+}
+
+// podStartup is one pod's startup and its stages.
+type podStartup struct {
+	total  time.Duration
+	stages [len(stageNames)]time.Duration
+}
+
+// podStages splits p's startup at the times its status records. They are whole
+// seconds (the watch's Running is not), so each stage is within a second of its
+// real length; a time missing from the status (zero) makes its two stages zero.
+func podStages(p density.Pod) [len(stageNames)]time.Duration {
+	times := [...]time.Time{p.Created, p.Scheduled, p.KubeletStart, p.Started, p.Running}
+	var out [len(stageNames)]time.Duration
+	for i := range out {
+		if !times[i].IsZero() && !times[i+1].IsZero() {
+			out[i] = times[i+1].Sub(times[i])
+		}
+	}
+	return out
+}
+
+// printStages prints each startup stage's p50 and p99 over all pods, and its median
+// over the slowest 1% (the pods whose startup is at or above the p99): where the
+// tail's time goes.
+func (r result) printStages() {
+	if len(r.stages) == 0 {
+		return
+	}
+	p := benchutil.Percentile // sorts what it is given: each call gets a slice of its own
+	totals := make([]time.Duration, len(r.stages))
+	for i, s := range r.stages {
+		totals[i] = s.total
+	}
+	p99 := p(totals, 0.99)
+	var slow []podStartup
+	for _, s := range r.stages {
+		if s.total >= p99 {
+			slow = append(slow, s)
+		}
+	}
+	column := func(pods []podStartup, stage int) []time.Duration {
+		out := make([]time.Duration, len(pods))
+		for i, s := range pods {
+			out[i] = s.stages[stage]
+		}
+		return out
+	}
+	fmt.Printf("pod startup by stage (times the pod's status records, whole seconds), p50 / p99 of all pods, median of the slowest %d:\n", len(slow))
+	for i, name := range stageNames {
+		all := column(r.stages, i)
+		fmt.Printf("  %-58s %5.1f s / %5.1f s   slowest: %5.1f s\n", name,
+			p(all, 0.5).Seconds(), p(all, 0.99).Seconds(), p(column(slow, i), 0.5).Seconds())
 	}
 }
 
@@ -376,6 +442,7 @@ func (r result) print() {
 		ms(p(r.startup, 0.5)), ms(p(r.startup, 0.9)), ms(p(r.startup, 0.99)))
 	fmt.Printf("pod startup, watch sees the pod to watch sees it Running: p50 %s p90 %s p99 %s; of which to bound p50 %s p99 %s\n",
 		ms(p(r.startupWatch, 0.5)), ms(p(r.startupWatch, 0.9)), ms(p(r.startupWatch, 0.99)), ms(p(r.toBind, 0.5)), ms(p(r.toBind, 0.99)))
+	r.printStages()
 	fmt.Printf("scheduler throughput: %.1f pods/s over the binding, %.0f in the best second\n", r.throughput, r.peakRate)
 	if r.deleted > 0 {
 		fmt.Printf("every pod deleted %v after the Deployments were\n", r.deleted.Round(time.Millisecond))

@@ -121,10 +121,11 @@ type Pod struct {
 	// are the watcher's clock when it first saw the pod, its node, and it Running.
 	Created              time.Time
 	Seen, Bound, Running time.Time
-	// Scheduled is the PodScheduled condition's time, Started the last container's
-	// start (whole seconds, from the pod's status).
-	Scheduled, Started time.Time
-	Node               string
+	// Scheduled is the PodScheduled condition's time, KubeletStart the pod's
+	// status.startTime (when its kubelet first acted on it), Started the last
+	// container's start (whole seconds, from the pod's status).
+	Scheduled, KubeletStart, Started time.Time
+	Node                             string
 	// Rebound names a second node the pod was seen on; a pod is bound once.
 	Rebound string
 	Deleted time.Time
@@ -198,6 +199,9 @@ func (t *Tracker) observe(obj any, now time.Time) {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue && rec.Scheduled.IsZero() {
 			rec.Scheduled = cond.LastTransitionTime.Time
 		}
+	}
+	if p.Status.StartTime != nil && rec.KubeletStart.IsZero() {
+		rec.KubeletStart = p.Status.StartTime.Time
 	}
 	if p.Status.Phase == corev1.PodRunning && rec.Running.IsZero() && allRunning(p) {
 		rec.Running = now
