@@ -112,9 +112,7 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubelet/mizzen" // managedFields name the manager by the part before "/", as upstream's "kubelet"
 	if cfg.QPS == 0 {
-		// client-go's own default (5/s) would make status writes the bottleneck of
-		// pod startup; upstream's kubelet defaults to 50/s with a burst of 100.
-		cfg.QPS, cfg.Burst = 50, 100
+		cfg.QPS, cfg.Burst = kubelet.DefaultAPIQPS, kubelet.DefaultAPIBurst
 	}
 	if cfg.ContentType == "" {
 		// Upstream's kubelet talks protobuf (its contentType default): pod status writes

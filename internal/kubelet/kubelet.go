@@ -183,6 +183,15 @@ type MachineInfo struct {
 	OSImage          string
 }
 
+// DefaultAPIQPS and DefaultAPIBurst are the request rate a kubelet's API client is
+// allowed when its configuration sets none: upstream's kubelet defaults
+// (kubeAPIQPS 50, kubeAPIBurst 100). client-go's own (5/s, burst 10) would make
+// status writes the bottleneck of pod startup.
+const (
+	DefaultAPIQPS   = 50
+	DefaultAPIBurst = 100
+)
+
 const (
 	defaultMaxPods        = 110
 	leaseDurationSeconds  = 40

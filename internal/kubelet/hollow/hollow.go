@@ -73,6 +73,11 @@ func nodeConfig(base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.UserAgent = "kubelet/mizzen (hollow)"
 	cfg.ContentType = runtime.ContentTypeProtobuf // as real kubelets
+	if cfg.QPS == 0 {
+		// As a real kubelet's: at client-go's 5/s a node given pods faster than about
+		// one a second queued their token requests and status writes in its client.
+		cfg.QPS, cfg.Burst = kubelet.DefaultAPIQPS, kubelet.DefaultAPIBurst
+	}
 	if cfg.Proxy == nil && cfg.Transport == nil {
 		cfg.Proxy = http.ProxyFromEnvironment
 	}

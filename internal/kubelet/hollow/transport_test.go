@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"mizzen/internal/kubelet"
 )
 
 // TestNodeClientsOwnConnections checks that hollow kubelets' clients reach the
@@ -65,5 +67,22 @@ func TestNodeClientsOwnConnections(t *testing.T) {
 	}
 	if n := connections(func() *rest.Config { return nodeConfig(base) }); n != 3 {
 		t.Errorf("3 hollow node clients opened %d connections, want 3 (one each)", n)
+	}
+}
+
+// TestNodeClientsRateAsRealKubelets checks that a hollow kubelet's client may send
+// requests at a real kubelet's default rate, not client-go's 5/s: at that rate a node
+// given a few pods a second queued their token requests and status writes.
+func TestNodeClientsRateAsRealKubelets(t *testing.T) {
+	c, err := kubernetes.NewForConfig(nodeConfig(&rest.Config{Host: "https://127.0.0.1:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qps := c.CoreV1().RESTClient().GetRateLimiter().QPS(); qps != kubelet.DefaultAPIQPS {
+		t.Errorf("hollow kubelet client QPS %v, want %v as a real kubelet's", qps, kubelet.DefaultAPIQPS)
+	}
+	cfg := nodeConfig(&rest.Config{Host: "https://127.0.0.1:1", QPS: 7, Burst: 9})
+	if cfg.QPS != 7 || cfg.Burst != 9 {
+		t.Errorf("a configured rate was replaced: QPS %v burst %d, want 7 and 9", cfg.QPS, cfg.Burst)
 	}
 }
