@@ -12,11 +12,13 @@ import (
 // objects of pods this kubelet has no worker for get one, which cleans them up if the
 // pod is gone, or adopts them if it exists.
 func (kl *Kubelet) runPLEG(ctx context.Context) {
-	last := map[string]uint64{}
+	// Two maps, swapped after each relist and refilled: a relist every second on
+	// every hollow node made a new one each time.
+	last, next := map[string]uint64{}, map[string]uint64{}
 	t := kl.clock.NewTicker(kl.opts.RelistPeriod)
 	defer t.Stop()
 	for {
-		next, err := kl.relist(ctx)
+		err := kl.relist(ctx, next)
 		if err != nil {
 			if ctx.Err() == nil {
 				kl.log.Error("relisting runtime", "err", err)
@@ -32,7 +34,7 @@ func (kl *Kubelet) runPLEG(ctx context.Context) {
 					kl.workers.poke(types.UID(uid))
 				}
 			}
-			last = next
+			last, next = next, last
 		}
 		select {
 		case <-ctx.Done():
@@ -42,18 +44,19 @@ func (kl *Kubelet) runPLEG(ctx context.Context) {
 	}
 }
 
-// relist returns a fingerprint of each pod's runtime state, by pod UID.
-func (kl *Kubelet) relist(ctx context.Context) (map[string]uint64, error) {
+// relist fills out (emptied first) with a fingerprint of each pod's runtime state, by
+// pod UID.
+func (kl *Kubelet) relist(ctx context.Context, out map[string]uint64) error {
+	clear(out)
 	sbs, err := kl.runtime.ListPodSandbox(ctx, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cs, err := kl.runtime.ListContainers(ctx, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Fingerprints are combined by addition so that list order does not matter.
-	out := make(map[string]uint64, len(sbs))
 	add := func(uid, id string, state int32) {
 		if uid == "" {
 			return
@@ -66,7 +69,7 @@ func (kl *Kubelet) relist(ctx context.Context) (map[string]uint64, error) {
 	for _, c := range cs {
 		add(c.Labels[labelPodUID], c.Id, int32(c.State))
 	}
-	return out, nil
+	return nil
 }
 
 // fingerprint is the 64-bit FNV-1a hash of "<id>/<state>", computed without

@@ -17,8 +17,9 @@ import (
 // remote runtime (k8s.io/cri-api/pkg/apis RuntimeService and ImageManagerService), with
 // the same error conventions as k8s.io/cri-client: gRPC status errors, and a
 // utilexec.CodeExitError for a non-zero ExecSync. Unlike a remote runtime's, what
-// ListPodSandbox and ListContainers return shares the runtime's own metadata, labels
-// and annotations: callers must treat them as read-only.
+// ListPodSandbox and ListContainers return is the runtime's own (the same records on
+// every call while a sandbox's or container's state is unchanged, sharing its
+// metadata, labels and annotations): callers must treat them as read-only.
 type Client struct{ r *Runtime }
 
 var (

@@ -102,6 +102,9 @@ type sandbox struct {
 	createdAt   int64
 	ip          string
 	handler     string
+	// listed is what ListPodSandbox last returned for it, given out again while its
+	// state is the same (see Client: list results are read-only).
+	listed *runtimeapi.PodSandbox
 }
 
 type container struct {
@@ -124,6 +127,9 @@ type container struct {
 	exitCode    int32
 	reason      string
 	exitReason  string // reason to report when exitAt falls due
+	// listed is what ListContainers last returned for it, given out again while its
+	// state is the same.
+	listed *runtimeapi.Container
 }
 
 // New returns an empty runtime.
@@ -404,11 +410,18 @@ func (sb *sandbox) toStatus() *runtimeapi.PodSandboxStatus {
 // clean-up, its server's runtime lookups and metrics, eviction, log rotation), and a
 // remote caller gets its own copy through gRPC. Statuses, read far less often, are
 // still copies.
+// toAPI is the sandbox as ListPodSandbox returns it. Only its state changes after
+// creation, so the record made for a list is kept and given out while the state is
+// the same: each hollow node's relist lists every sandbox every second, and a new
+// record each time was a large share of what the hollow nodes allocated.
 func (sb *sandbox) toAPI() *runtimeapi.PodSandbox {
-	return &runtimeapi.PodSandbox{
-		Id: sb.id, Metadata: sb.meta, State: sb.state, CreatedAt: sb.createdAt,
-		Labels: sb.labels, Annotations: sb.annotations, RuntimeHandler: sb.handler,
+	if sb.listed == nil || sb.listed.State != sb.state {
+		sb.listed = &runtimeapi.PodSandbox{
+			Id: sb.id, Metadata: sb.meta, State: sb.state, CreatedAt: sb.createdAt,
+			Labels: sb.labels, Annotations: sb.annotations, RuntimeHandler: sb.handler,
+		}
 	}
+	return sb.listed
 }
 
 func cloneSandboxMeta(m *runtimeapi.PodSandboxMetadata) *runtimeapi.PodSandboxMetadata {
@@ -440,11 +453,11 @@ func (r *Runtime) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, 
 func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*runtimeapi.PodSandbox
 	candidates := r.sandboxes
 	if uid, ok := f.GetLabelSelector()[labelPodUID]; ok {
 		candidates = r.podSandboxes[uid]
 	}
+	out := make([]*runtimeapi.PodSandbox, 0, len(candidates))
 	for _, sb := range candidates {
 		if f.GetId() != "" && f.Id != sb.id {
 			continue
@@ -632,19 +645,24 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 // toAPI is the container as ListContainers reports it, sharing the record's metadata,
 // image spec, labels and annotations, which never change after CreateContainer: as
 // sandbox.toAPI, callers must not modify them.
+// toAPI is the container as ListContainers returns it, kept while its state is the
+// same as the sandbox's (see sandbox.toAPI).
 func (c *container) toAPI() *runtimeapi.Container {
-	return &runtimeapi.Container{
-		Id:           c.id,
-		PodSandboxId: c.sandboxID,
-		Metadata:     c.meta,
-		Image:        c.imageSpec,
-		ImageRef:     c.imageRef,
-		ImageId:      c.imageID,
-		State:        c.state,
-		CreatedAt:    c.createdAt,
-		Labels:       c.labels,
-		Annotations:  c.annotations,
+	if c.listed == nil || c.listed.State != c.state {
+		c.listed = &runtimeapi.Container{
+			Id:           c.id,
+			PodSandboxId: c.sandboxID,
+			Metadata:     c.meta,
+			Image:        c.imageSpec,
+			ImageRef:     c.imageRef,
+			ImageId:      c.imageID,
+			State:        c.state,
+			CreatedAt:    c.createdAt,
+			Labels:       c.labels,
+			Annotations:  c.annotations,
+		}
 	}
+	return c.listed
 }
 
 func (c *container) toStatus() *runtimeapi.ContainerStatus {
@@ -687,11 +705,11 @@ func (r *Runtime) listContainers(f *runtimeapi.ContainerFilter) []*runtimeapi.Co
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	var out []*runtimeapi.Container
 	candidates := r.containers
 	if uid, ok := f.GetLabelSelector()[labelPodUID]; ok {
 		candidates = r.podContainers[uid]
 	}
+	out := make([]*runtimeapi.Container, 0, len(candidates))
 	for _, c := range candidates {
 		r.refreshLocked(c, now)
 		if f.GetId() != "" && f.Id != c.id {
