@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -154,12 +155,19 @@ func writeAtomic(dir string, p payload, gid int64) (bool, string, error) {
 			return false, "", err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fresh, err := makeDir(dir)
+	if err != nil {
 		return false, "", err
 	}
-	oldTS, err := os.Readlink(filepath.Join(dir, dataDirName))
-	if err != nil && !os.IsNotExist(err) {
-		return false, "", err
+	// A directory made just now holds nothing: no "..data" to read, no temporary
+	// link or stale names to remove. Skipping those calls matters where pods come and
+	// go by the thousand (the hollow nodes write one token volume per pod).
+	var oldTS string
+	if !fresh {
+		oldTS, err = os.Readlink(filepath.Join(dir, dataDirName))
+		if err != nil && !os.IsNotExist(err) {
+			return false, "", err
+		}
 	}
 	if oldTS != "" {
 		same, err := sameContent(filepath.Join(dir, oldTS), p)
@@ -180,8 +188,10 @@ func writeAtomic(dir string, p payload, gid int64) (bool, string, error) {
 	}
 	for path, f := range p {
 		full := filepath.Join(tsDir, path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return false, "", err
+		if strings.Contains(path, "/") {
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return false, "", err
+			}
 		}
 		if err := os.WriteFile(full, f.data, f.mode); err != nil {
 			return false, "", err
@@ -201,7 +211,9 @@ func writeAtomic(dir string, p payload, gid int64) (bool, string, error) {
 	}
 
 	tmpLink := filepath.Join(dir, "..data_tmp")
-	_ = os.Remove(tmpLink)
+	if !fresh {
+		_ = os.Remove(tmpLink)
+	}
 	if err := os.Symlink(filepath.Base(tsDir), tmpLink); err != nil {
 		return false, "", err
 	}
@@ -215,12 +227,17 @@ func writeAtomic(dir string, p payload, gid int64) (bool, string, error) {
 	}
 	for name := range visible {
 		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); err == nil {
-			continue
+		if !fresh {
+			if _, err := os.Lstat(link); err == nil {
+				continue
+			}
 		}
 		if err := os.Symlink(filepath.Join(dataDirName, name), link); err != nil {
 			return false, "", err
 		}
+	}
+	if fresh {
+		return true, filepath.Base(tsDir), nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -241,6 +258,22 @@ func writeAtomic(dir string, p payload, gid int64) (bool, string, error) {
 		}
 	}
 	return true, filepath.Base(tsDir), nil
+}
+
+// makeDir makes dir (and its parents) unless it exists, and reports whether it made
+// dir itself: one mkdir where the directory is new, where MkdirAll first stats it.
+func makeDir(dir string) (bool, error) {
+	err := os.Mkdir(dir, 0o755)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		return false, nil // a file of that name fails the next call, under dir
+	case errors.Is(err, fs.ErrNotExist):
+		return true, os.MkdirAll(dir, 0o755)
+	default:
+		return false, err
+	}
 }
 
 // sameContent reports whether dir holds exactly the payload's files, bytes and modes.
