@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,7 +65,14 @@ func main() {
 	}
 	results := map[string][]result{}
 	for round := 0; err == nil && round < *rounds; round++ {
-		for _, side := range sides {
+		// Each round after the first starts with the side the previous one ended with
+		// (A B, B A, A B, ...): whichever goes first runs on the machine the floor or
+		// the previous round left, so a fixed order favours one side.
+		order := slices.Clone(sides)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, side := range order {
 			fmt.Printf("\n== round %d, %s kubelet (load average %s)\n", round+1, side, loadavg())
 			var r result
 			if r, err = run(*bin, side, *upstream, round == 0, cpu); err != nil {
