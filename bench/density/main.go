@@ -362,7 +362,7 @@ func (r *result) latencies(pods []density.Pod) {
 var stageNames = [...]string{
 	"created to scheduled (PodScheduled condition)",
 	"scheduled to its kubelet's first sync (status.startTime)",
-	"first sync to the last container started",
+	"first sync to the last container started (token, volumes, sandbox, containers)",
 	"container started to Running seen by the watch",
 }
 
@@ -415,7 +415,7 @@ func (r result) printStages() {
 	fmt.Printf("pod startup by stage (times the pod's status records, whole seconds), p50 / p99 of all pods, median of the slowest %d:\n", len(slow))
 	for i, name := range stageNames {
 		all := column(r.stages, i)
-		fmt.Printf("  %-58s %5.1f s / %5.1f s   slowest: %5.1f s\n", name,
+		fmt.Printf("  %-80s %5.1f s / %5.1f s   slowest: %5.1f s\n", name,
 			p(all, 0.5).Seconds(), p(all, 0.99).Seconds(), p(column(slow, i), 0.5).Seconds())
 	}
 }

@@ -148,3 +148,37 @@ func TestConfigMapChangeWakesItsPods(t *testing.T) {
 		return string(b) == "green"
 	})
 }
+
+// TestStartTimeIsTheFirstSync checks that a pod's status.startTime is when its kubelet
+// first synced it, before its volumes were set up, as upstream's: a token request that
+// took half a minute does not move it.
+func TestStartTimeIsTheFirstSync(t *testing.T) {
+	h := newHarness(t)
+	var requested time.Time
+	h.client.PrependReactor("create", "serviceaccounts", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		h.mu.Lock()
+		requested = h.clock.Now()
+		h.mu.Unlock()
+		h.clock.Step(30 * time.Second) // a slow apiserver
+		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
+			Token: "token", ExpirationTimestamp: metav1.NewTime(h.clock.Now().Add(time.Hour))}}, nil
+	})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Volumes = []v1.Volume{{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{
+			Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}}}}}}
+	h.createPod(pod)
+	p := h.waitPodReal("p", "Running", isRunning)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if requested.IsZero() {
+		t.Fatal("no token was requested")
+	}
+	if p.Status.StartTime == nil || p.Status.StartTime.After(requested) {
+		t.Errorf("startTime %v, want at or before the token request at %v (the sync's start)", p.Status.StartTime, requested)
+	}
+}

@@ -115,6 +115,12 @@ func (kl *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, error) {
 		kl.workers.pokeAfter(w.uid, left)
 	}
 
+	// The pod's start is this first sync of it, before its volumes (a token request, a
+	// wait for a missing ConfigMap), as upstream's status manager stamps status.startTime
+	// when SyncPod first sets the pod's status.
+	if w.state.startTime.IsZero() {
+		w.state.startTime = kl.clock.Now()
+	}
 	var syncErr error
 	vols, volsReady := kl.setUpVolumes(ctx, w, pod)
 	if at, ok := kl.volumes.NextRefresh(w.uid); ok {
@@ -437,9 +443,6 @@ func needsNewSandbox(pod *v1.Pod, rt *podRuntime) bool {
 // reconcilePod does what the pod needs next: a sandbox, the next init container, the
 // containers that are missing or due a restart, the kill a failed probe asked for.
 func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime, vols map[string]volume.Mounted) error {
-	if w.state.startTime.IsZero() {
-		w.state.startTime = kl.clock.Now()
-	}
 	sb := rt.readySandbox()
 	if sb == nil {
 		if !needsNewSandbox(pod, rt) {
