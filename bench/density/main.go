@@ -340,7 +340,18 @@ func (r *result) latencies(pods []density.Pod) {
 		r.startupWatch = append(r.startupWatch, p.Running.Sub(p.Seen))
 		r.toBind = append(r.toBind, p.Bound.Sub(p.Seen))
 		binds = append(binds, p.Bound)
-		r.stages = append(r.stages, podStartup{total: p.Running.Sub(p.Created), stages: podStages(p)})
+		r.stages = append(r.stages, podStartup{created: p.Created, total: p.Running.Sub(p.Created), stages: podStages(p)})
+	}
+	if len(r.stages) > 0 {
+		first := r.stages[0].created
+		for _, s := range r.stages {
+			if s.created.Before(first) {
+				first = s.created
+			}
+		}
+		for i := range r.stages {
+			r.stages[i].sinceFirst = r.stages[i].created.Sub(first)
+		}
 	}
 	if len(binds) < 2 {
 		return
@@ -368,8 +379,10 @@ var stageNames = [...]string{
 
 // podStartup is one pod's startup and its stages.
 type podStartup struct {
-	total  time.Duration
-	stages [len(stageNames)]time.Duration
+	created    time.Time
+	sinceFirst time.Duration // from the run's first pod's creationTimestamp
+	total      time.Duration
+	stages     [len(stageNames)]time.Duration
 }
 
 // podStages splits p's startup at the times its status records. They are whole
@@ -418,6 +431,14 @@ func (r result) printStages() {
 		fmt.Printf("  %-80s %5.1f s / %5.1f s   slowest: %5.1f s\n", name,
 			p(all, 0.5).Seconds(), p(all, 0.99).Seconds(), p(column(slow, i), 0.5).Seconds())
 	}
+	// When in the run the slowest were created: a tail made at the start (each node's
+	// first pod) or under the load of the whole run.
+	created := make([]time.Duration, len(slow))
+	for i, s := range slow {
+		created[i] = s.sinceFirst
+	}
+	fmt.Printf("  the slowest were created %.0f s (p10), %.0f s (p50), %.0f s (p90) after the first pod\n",
+		p(created, 0.1).Seconds(), p(created, 0.5).Seconds(), p(created, 0.9).Seconds())
 }
 
 func (r result) print() {
