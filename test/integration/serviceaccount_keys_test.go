@@ -53,16 +53,7 @@ func TestServiceAccountKeyRotationToECDSA(t *testing.T) {
 	})
 	cfg, c := srv.AdminConfig, kubernetes.NewForConfigOrDie(srv.AdminConfig)
 	ctx := context.Background()
-	sa, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	grantPodList(ctx, t, c, "default", "robot")
-
-	tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa, tr := robotWithToken(ctx, t, c)
 	header, _ := base64.RawURLEncoding.DecodeString(strings.Split(tr.Status.Token, ".")[0])
 	if !strings.Contains(string(header), `"alg":"ES256"`) {
 		t.Errorf("token header %s: not signed with the ECDSA key", header)
@@ -161,16 +152,7 @@ func TestServiceAccountIssuers(t *testing.T) {
 	})
 	cfg, c := srv.AdminConfig, kubernetes.NewForConfigOrDie(srv.AdminConfig)
 	ctx := context.Background()
-	sa, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	grantPodList(ctx, t, c, "default", "robot")
-
-	tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa, tr := robotWithToken(ctx, t, c)
 	if got := jwtClaims(t, tr.Status.Token); got["iss"] != first || asJSON(got["aud"]) != asJSON([]string{first, second}) {
 		t.Errorf("TokenRequest's token: iss %v, aud %v; want iss %s, aud both issuers", got["iss"], got["aud"], first)
 	}
@@ -211,4 +193,20 @@ func TestServiceAccountIssuers(t *testing.T) {
 	if err != nil || json.Unmarshal(body, &discovery) != nil || discovery.Issuer != first {
 		t.Errorf("openid-configuration %s (%v): want issuer %s", body, err, first)
 	}
+}
+
+// robotWithToken makes the service account default/robot, lets it list pods, and
+// returns it with a token the server issued for it.
+func robotWithToken(ctx context.Context, t *testing.T, c kubernetes.Interface) (*corev1.ServiceAccount, *authenticationv1.TokenRequest) {
+	t.Helper()
+	sa, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantPodList(ctx, t, c, "default", "robot")
+	tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa, tr
 }
