@@ -645,8 +645,8 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 // toAPI is the container as ListContainers reports it, sharing the record's metadata,
 // image spec, labels and annotations, which never change after CreateContainer: as
 // sandbox.toAPI, callers must not modify them.
-// toAPI is the container as ListContainers returns it, kept while its state is the
-// same as the sandbox's (see sandbox.toAPI).
+// toAPI is the container as ListContainers returns it, kept while its state is
+// unchanged, as a sandbox's record is (see sandbox.toAPI).
 func (c *container) toAPI() *runtimeapi.Container {
 	if c.listed == nil || c.listed.State != c.state {
 		c.listed = &runtimeapi.Container{
