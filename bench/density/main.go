@@ -437,8 +437,9 @@ func (r result) printStages() {
 	for i, s := range slow {
 		created[i] = s.sinceFirst
 	}
-	fmt.Printf("  the slowest were created %.0f s (p10), %.0f s (p50), %.0f s (p90) after the first pod\n",
-		p(created, 0.1).Seconds(), p(created, 0.5).Seconds(), p(created, 0.9).Seconds())
+	firstPod := r.stages[0].created.Add(-r.stages[0].sinceFirst)
+	fmt.Printf("  the slowest were created %.0f s (p10), %.0f s (p50), %.0f s (p90) after the first pod (created %s)\n",
+		p(created, 0.1).Seconds(), p(created, 0.5).Seconds(), p(created, 0.9).Seconds(), firstPod.UTC().Format(time.TimeOnly))
 }
 
 func (r result) print() {
