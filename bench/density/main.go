@@ -82,7 +82,7 @@ func main() {
 	flag.StringVar(&o.clusterCIDR, "cluster-cidr", "10.240.0.0/14", "pod CIDRs of the nodes (/24 each) come from here")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long; a run given up still reports how far it got")
 	flag.DurationVar(&o.progressEvery, "progress", 30*time.Second, "print the pods' progress and each process's CPU this often from the first create (0: never)")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and their goroutines the first time 600 pods are seen but not Running")
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
@@ -267,6 +267,8 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		profiles.ctx, profiles.dir, profiles.client, profiles.hollow = ctx, o.profileDir, client, hollowProfiles
 		stop := profiles.after(o.profileAfter, "creating")
 		defer stop()
+		stopLag := profiles.onLag(tracker, lagForGoroutines)
+		defer stopLag()
 	}
 	if err := density.Deployments(ctx, client, ns, r.pods, o.deploymentSize, o.rate); err != nil {
 		return r, err
@@ -770,11 +772,56 @@ func (p *profiler) write(name string, data []byte, err error) {
 		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
 		return
 	}
-	fmt.Printf("(CPU profile written: %s)\n", filepath.Join(p.dir, name))
+	fmt.Printf("(profile written: %s)\n", filepath.Join(p.dir, name))
 }
 
 // wait waits for the profiles under way.
 func (p *profiler) wait() { p.wg.Wait() }
+
+// lagForGoroutines is how many pods seen but not yet Running make onLag dump the
+// goroutines: at 100 pods/s a run that keeps up has a few hundred in flight, and each run's
+// startup tail so far was one stall of several seconds (BENCHMARKS.md, session 26).
+const lagForGoroutines = 600
+
+// onLag dumps the goroutines of the apiserver and of the hollow nodes (debug=2: every
+// goroutine's stack and how long it has waited) the first time the pods seen but not
+// Running reach lag, to show what a stall waits on. A dump stops the process while it
+// is written (tens of MB for the hollow nodes' 40,000 goroutines), so a run that took
+// one is a diagnosis, not a measurement. The returned function stops it.
+func (p *profiler) onLag(tracker *density.Tracker, lag int) func() {
+	return inBackground(func(done <-chan struct{}) {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if c := tracker.Counts(); c.Seen-c.Running < lag {
+				continue
+			}
+			at := time.Now().UTC().Format("150405")
+			fmt.Printf("(%d pods seen but not Running at %s UTC: dumping goroutines)\n", lag, at)
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				data, err := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/goroutine").Param("debug", "2").DoRaw(p.ctx)
+				p.write("apiserver-goroutines-"+at+".txt", data, err)
+			}()
+			go func() {
+				defer wg.Done()
+				if p.hollow != "" {
+					data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/goroutine?debug=2")
+					p.write("hollow-nodes-goroutines-"+at+".txt", data, err)
+				}
+			}()
+			wg.Wait()
+			return
+		}
+	})
+}
 
 func httpGet(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
