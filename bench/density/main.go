@@ -131,8 +131,9 @@ type result struct {
 	// stages splits each Running pod's startup at the times its status records (whole
 	// seconds), with its whole startup: stageNames says where each stage starts and ends.
 	stages               []podStartup
-	throughput, peakRate float64 // pods bound per second: over the binding, in the best second
-	serverCPU, allCPU    float64 // CPU seconds from the first create to the last deletion
+	firstCreated         time.Time // the earliest creationTimestamp of those pods
+	throughput, peakRate float64   // pods bound per second: over the binding, in the best second
+	serverCPU, allCPU    float64   // CPU seconds from the first create to the last deletion
 	cmCPU                float64
 	rssHolding, rssPeak  float64 // MiB, apiserver + etcd
 	dbHolding, dbEnd     int64
@@ -343,16 +344,8 @@ func (r *result) latencies(pods []density.Pod) {
 		r.toBind = append(r.toBind, p.Bound.Sub(p.Seen))
 		binds = append(binds, p.Bound)
 		r.stages = append(r.stages, podStartup{created: p.Created, total: p.Running.Sub(p.Created), stages: podStages(p)})
-	}
-	if len(r.stages) > 0 {
-		first := r.stages[0].created
-		for _, s := range r.stages {
-			if s.created.Before(first) {
-				first = s.created
-			}
-		}
-		for i := range r.stages {
-			r.stages[i].sinceFirst = r.stages[i].created.Sub(first)
+		if r.firstCreated.IsZero() || p.Created.Before(r.firstCreated) {
+			r.firstCreated = p.Created
 		}
 	}
 	if len(binds) < 2 {
@@ -381,10 +374,9 @@ var stageNames = [...]string{
 
 // podStartup is one pod's startup and its stages.
 type podStartup struct {
-	created    time.Time
-	sinceFirst time.Duration // from the run's first pod's creationTimestamp
-	total      time.Duration
-	stages     [len(stageNames)]time.Duration
+	created time.Time
+	total   time.Duration
+	stages  [len(stageNames)]time.Duration
 }
 
 // podStages splits p's startup at the times its status records. They are whole
@@ -437,11 +429,10 @@ func (r result) printStages() {
 	// first pod) or under the load of the whole run.
 	created := make([]time.Duration, len(slow))
 	for i, s := range slow {
-		created[i] = s.sinceFirst
+		created[i] = s.created.Sub(r.firstCreated)
 	}
-	firstPod := r.stages[0].created.Add(-r.stages[0].sinceFirst)
 	fmt.Printf("  the slowest were created %.0f s (p10), %.0f s (p50), %.0f s (p90) after the first pod (created %s)\n",
-		p(created, 0.1).Seconds(), p(created, 0.5).Seconds(), p(created, 0.9).Seconds(), firstPod.UTC().Format(time.TimeOnly))
+		p(created, 0.1).Seconds(), p(created, 0.5).Seconds(), p(created, 0.9).Seconds(), r.firstCreated.UTC().Format(time.TimeOnly))
 }
 
 func (r result) print() {
@@ -740,28 +731,34 @@ func (p *profiler) after(d time.Duration, label string) func() {
 		defer p.wg.Done()
 		p.busy.Lock()
 		defer p.busy.Unlock()
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			data, err := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").DoRaw(p.ctx)
-			p.write("apiserver-"+label+".pprof", data, err)
-		}()
-		go func() {
-			defer wg.Done()
-			if p.hollow == "" {
-				return
-			}
-			data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/profile?seconds=30")
-			p.write("hollow-nodes-"+label+".pprof", data, err)
-		}()
-		wg.Wait()
+		p.fetch("profile", "seconds", "30", label+".pprof")
 	})
 	return func() {
 		if t.Stop() {
 			p.wg.Done()
 		}
 	}
+}
+
+// fetch gets the profile (/debug/pprof/<profile>?<param>=<value>) of the apiserver,
+// as the admin, and of the hollow nodes at the same time, and writes each to
+// "apiserver-"+suffix and "hollow-nodes-"+suffix.
+func (p *profiler) fetch(profile, param, value, suffix string) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		data, err := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+profile).Param(param, value).DoRaw(p.ctx)
+		p.write("apiserver-"+suffix, data, err)
+	}()
+	go func() {
+		defer wg.Done()
+		if p.hollow != "" {
+			data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/"+profile+"?"+param+"="+value)
+			p.write("hollow-nodes-"+suffix, data, err)
+		}
+	}()
+	wg.Wait()
 }
 
 func (p *profiler) write(name string, data []byte, err error) {
@@ -803,21 +800,7 @@ func (p *profiler) onLag(tracker *density.Tracker, lag int) func() {
 			}
 			at := time.Now().UTC().Format("150405")
 			fmt.Printf("(%d pods seen but not Running at %s UTC: dumping goroutines)\n", lag, at)
-			var wg sync.WaitGroup
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				data, err := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/goroutine").Param("debug", "2").DoRaw(p.ctx)
-				p.write("apiserver-goroutines-"+at+".txt", data, err)
-			}()
-			go func() {
-				defer wg.Done()
-				if p.hollow != "" {
-					data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/goroutine?debug=2")
-					p.write("hollow-nodes-goroutines-"+at+".txt", data, err)
-				}
-			}()
-			wg.Wait()
+			p.fetch("goroutine", "debug", "2", "goroutines-"+at+".txt")
 			return
 		}
 	})
