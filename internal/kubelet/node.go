@@ -64,21 +64,22 @@ func (kl *Kubelet) runNodeStatus(ctx context.Context) {
 		go kl.watchPodCIDR(ctx)
 	}
 
-	lastPosted := kl.clock.Now()
+	// Registration posted a full status: the first periodic report is shifted at random.
+	reports := newStatusReportSchedule(kl.opts.NodeStatusReportFrequency, kl.clock.Now())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kl.clock.After(jittered(kl.opts.NodeStatusUpdateFrequency)):
 		}
-		force := kl.clock.Since(lastPosted) >= kl.opts.NodeStatusReportFrequency
+		force := reports.due(kl.clock.Now())
 		posted, err := kl.updateNodeStatus(ctx, force)
 		if err != nil {
 			kl.log.Error("updating node status", "err", err)
 			continue
 		}
 		if posted {
-			lastPosted = kl.clock.Now()
+			reports.posted(kl.clock.Now(), force)
 		}
 	}
 }
