@@ -83,7 +83,7 @@ func main() {
 	flag.StringVar(&o.clusterCIDR, "cluster-cidr", "10.240.0.0/14", "pod CIDRs of the nodes (/24 each) come from here")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long; a run given up still reports how far it got")
 	flag.DurationVar(&o.progressEvery, "progress", 30*time.Second, "print the pods' progress and each process's CPU this often from the first create (0: never)")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and their goroutines the first time 600 pods are seen but not Running")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and 10 s execution traces of both each time 400 pods are seen but not Running (up to 4)")
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	flag.IntVar(&o.hollowGOGC, "hollow-gogc", 400, "GOGC of the hollow-nodes process (0: Go's default). The hollow nodes stand for machines of their own; at Go's default their GC over a ~1 GB live heap takes ~0.2 of the two cores the control plane measured here needs")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
@@ -273,7 +273,7 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		profiles.ctx, profiles.dir, profiles.client, profiles.hollow = ctx, o.profileDir, client, hollowProfiles
 		stop := profiles.after(o.profileAfter, "creating")
 		defer stop()
-		stopLag := profiles.onLag(tracker, lagForGoroutines)
+		stopLag := profiles.onLag(tracker, lagForTrace)
 		defer stopLag()
 	}
 	if err := density.Deployments(ctx, client, ns, r.pods, o.deploymentSize, o.rate); err != nil {
@@ -780,33 +780,45 @@ func (p *profiler) write(name string, data []byte, err error) {
 // wait waits for the profiles under way.
 func (p *profiler) wait() { p.wg.Wait() }
 
-// lagForGoroutines is how many pods seen but not yet Running make onLag dump the
-// goroutines: at 100 pods/s a run that keeps up has a few hundred in flight, and each run's
-// startup tail so far was one stall of several seconds (BENCHMARKS.md, session 26).
-const lagForGoroutines = 600
+// lagForTrace is how many pods seen but not yet Running make onLag trace the processes:
+// at 100 pods/s a run that keeps up has one or two hundred in flight, and each run's
+// startup tail so far was one stall of several seconds (BENCHMARKS.md, sessions 26–27).
+const lagForTrace = 400
 
-// onLag dumps the goroutines of the apiserver and of the hollow nodes (debug=2: every
-// goroutine's stack and how long it has waited) the first time the pods seen but not
-// Running reach lag, to show what a stall waits on. A dump stops the process while it
-// is written (tens of MB for the hollow nodes' 40,000 goroutines), so a run that took
-// one is a diagnosis, not a measurement. The returned function stops it.
+// maxLagTraces bounds the traces onLag takes in a run.
+const maxLagTraces = 4
+
+// onLag takes a 10-second execution trace of the apiserver (with its etcd) and of the
+// hollow nodes each time the pods seen but not Running reach lag, up to maxLagTraces
+// times, once they have fallen below half of lag in between: what the goroutines waited
+// on (the CPU, the network, a GC), at what moment, during a stall. Tracing costs the
+// processes some CPU while it runs. The returned function stops it.
 func (p *profiler) onLag(tracker *density.Tracker, lag int) func() {
 	return inBackground(func(done <-chan struct{}) {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for {
+		armed, taken := true, 0
+		for taken < maxLagTraces {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
 			}
-			if c := tracker.Counts(); c.Seen-c.Running < lag {
+			c := tracker.Counts()
+			inFlight := c.Seen - c.Running
+			if !armed {
+				armed = inFlight < lag/2
+				continue
+			}
+			if inFlight < lag {
 				continue
 			}
 			at := time.Now().UTC().Format("150405")
-			fmt.Printf("(%d pods seen but not Running at %s UTC: dumping goroutines)\n", lag, at)
-			p.fetch("goroutine", "debug", "2", "goroutines-"+at+".txt")
-			return
+			fmt.Printf("(%d pods seen but not Running at %s UTC: tracing for 10 s)\n", inFlight, at)
+			p.busy.Lock()
+			p.fetch("trace", "seconds", "10", "trace-"+at+".out")
+			p.busy.Unlock()
+			armed, taken = false, taken+1
 		}
 	})
 }
