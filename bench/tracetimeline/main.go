@@ -57,6 +57,21 @@ type goroutine struct {
 	reason string
 }
 
+// account adds g's time in its state, from when it entered it until until.
+func (t *timeline) account(g *goroutine, until trace.Time) {
+	t.add(g.since, until, func(in *interval, d time.Duration) {
+		switch g.state {
+		case trace.GoRunning:
+			in.running += d
+		case trace.GoRunnable:
+			in.runnable += d
+		case trace.GoWaiting:
+			in.waiting += d
+			in.waitReasons[g.reason] += d
+		}
+	})
+}
+
 func main() {
 	step := flag.Duration("step", 250*time.Millisecond, "length of one line of the timeline")
 	flag.Parse()
@@ -85,9 +100,14 @@ func read(path string, step time.Duration) (*timeline, error) {
 	t := &timeline{step: step}
 	goroutines := map[trace.GoID]*goroutine{}
 	rangeStarts := map[string]trace.Time{}
+	var last trace.Time
 	for first := true; ; first = false {
 		ev, err := r.ReadEvent()
 		if err == io.EOF {
+			// The goroutines' states at the end last until the trace's last event.
+			for _, g := range goroutines {
+				t.account(g, last)
+			}
 			return t, nil
 		}
 		if err != nil {
@@ -96,6 +116,7 @@ func read(path string, step time.Duration) (*timeline, error) {
 		if first {
 			t.start = ev.Time()
 		}
+		last = ev.Time()
 		switch ev.Kind() {
 		case trace.EventStateTransition:
 			st := ev.StateTransition()
@@ -104,17 +125,7 @@ func read(path string, step time.Duration) (*timeline, error) {
 			}
 			id := st.Resource.Goroutine()
 			if g := goroutines[id]; g != nil {
-				t.add(g.since, ev.Time(), func(in *interval, d time.Duration) {
-					switch g.state {
-					case trace.GoRunning:
-						in.running += d
-					case trace.GoRunnable:
-						in.runnable += d
-					case trace.GoWaiting:
-						in.waiting += d
-						in.waitReasons[g.reason] += d
-					}
-				})
+				t.account(g, ev.Time())
 			}
 			_, to := st.Goroutine()
 			reason := st.Reason
