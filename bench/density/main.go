@@ -67,6 +67,7 @@ type options struct {
 	profileDir              string
 	profileAfter            time.Duration
 	hollowGOGC              int
+	recorderWindow          time.Duration
 }
 
 func main() {
@@ -83,15 +84,23 @@ func main() {
 	flag.StringVar(&o.clusterCIDR, "cluster-cidr", "10.240.0.0/14", "pod CIDRs of the nodes (/24 each) come from here")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long; a run given up still reports how far it got")
 	flag.DurationVar(&o.progressEvery, "progress", 30*time.Second, "print the pods' progress and each process's CPU this often from the first create (0: never)")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and 10 s execution traces of both each time 400 pods are seen but not Running (up to 4)")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and 10 s execution traces of both (after the -flight-recorder window) each time 400 pods are seen but not Running (up to 4)")
+	flag.DurationVar(&o.recorderWindow, "flight-recorder", 20*time.Second, "with -profile-dir, mizzen's server and the hollow nodes keep this long of their execution trace (--flight-recorder-window) and the bench writes it out before each trace it takes on a lag, to show the stall's onset (0: off)")
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	flag.IntVar(&o.hollowGOGC, "hollow-gogc", 400, "GOGC of the hollow-nodes process (0: Go's default). The hollow nodes stand for machines of their own; at Go's default their GC over a ~1 GB live heap takes ~0.2 of the two cores the control plane measured here needs")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	flag.Parse()
 
+	if o.profileDir == "" {
+		o.recorderWindow = 0
+	}
+	serverArgs := []string{"--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy"}
+	if o.recorderWindow > 0 {
+		serverArgs = append(serverArgs, "--flight-recorder-window", o.recorderWindow.String())
+	}
 	starts := []func() (controlPlane, error){func() (controlPlane, error) {
-		return benchutil.StartMizzen(o.bin, "--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy")
+		return benchutil.StartMizzen(o.bin, serverArgs...)
 	}}
 	if *upstream != "" {
 		starts = append(starts, func() (controlPlane, error) { return benchutil.StartUpstream(*upstream, "10.96.0.0/12") })
@@ -190,6 +199,9 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		}
 		hollowProfiles = fmt.Sprintf("127.0.0.1:%d", benchutil.FreePort())
 		hollow.Args = append(hollow.Args, "--profiling-address", hollowProfiles)
+		if o.recorderWindow > 0 {
+			hollow.Args = append(hollow.Args, "--flight-recorder-window", o.recorderWindow.String())
+		}
 	}
 	// The hollow nodes keep their pods' volumes under TMPDIR and remove them when they
 	// stop; 1,000 nodes may not stop within the grace below, so the run gives them a
@@ -271,6 +283,7 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	defer profiles.wait()
 	if o.profileDir != "" {
 		profiles.ctx, profiles.dir, profiles.client, profiles.hollow = ctx, o.profileDir, client, hollowProfiles
+		profiles.recorder = o.recorderWindow > 0
 		stop := profiles.after(o.profileAfter, "creating")
 		defer stop()
 		stopLag := profiles.onLag(tracker, lagForTrace)
@@ -724,8 +737,11 @@ type profiler struct {
 	dir    string
 	client kubernetes.Interface
 	hollow string // host:port, empty for none
-	wg     sync.WaitGroup
-	busy   sync.Mutex // one set of profiles at a time: a process profiles once at a time
+	// recorder says the processes keep a flight recorder's window, which onLag
+	// writes out before its trace (upstream's apiserver answers 404).
+	recorder bool
+	wg       sync.WaitGroup
+	busy     sync.Mutex // one set of profiles at a time: a process profiles once at a time
 }
 
 // after starts the profiles named label after d; the returned function cancels them if
@@ -745,21 +761,29 @@ func (p *profiler) after(d time.Duration, label string) func() {
 	}
 }
 
-// fetch gets the profile (/debug/pprof/<profile>?<param>=<value>) of the apiserver,
-// as the admin, and of the hollow nodes at the same time, and writes each to
-// "apiserver-"+suffix and "hollow-nodes-"+suffix.
+// fetch gets the profile (/debug/pprof/<profile>, with ?<param>=<value> unless param
+// is empty) of the apiserver, as the admin, and of the hollow nodes at the same time,
+// and writes each to "apiserver-"+suffix and "hollow-nodes-"+suffix.
 func (p *profiler) fetch(profile, param, value, suffix string) {
+	query := ""
+	if param != "" {
+		query = "?" + param + "=" + value
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		data, err := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+profile).Param(param, value).DoRaw(p.ctx)
+		req := p.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/" + profile)
+		if param != "" {
+			req = req.Param(param, value)
+		}
+		data, err := req.DoRaw(p.ctx)
 		p.write("apiserver-"+suffix, data, err)
 	}()
 	go func() {
 		defer wg.Done()
 		if p.hollow != "" {
-			data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/"+profile+"?"+param+"="+value)
+			data, err := httpGet(p.ctx, "http://"+p.hollow+"/debug/pprof/"+profile+query)
 			p.write("hollow-nodes-"+suffix, data, err)
 		}
 	}()
@@ -791,8 +815,9 @@ const maxLagTraces = 4
 // onLag takes a 10-second execution trace of the apiserver (with its etcd) and of the
 // hollow nodes each time the pods seen but not Running reach lag, up to maxLagTraces
 // times, once they have fallen below half of lag in between: what the goroutines waited
-// on (the CPU, the network, a GC), at what moment, during a stall. Tracing costs the
-// processes some CPU while it runs. The returned function stops it.
+// on (the CPU, the network, a GC), at what moment, during a stall; with a flight
+// recorder, first the window before that moment, where the stall began. Tracing costs
+// the processes some CPU while it runs. The returned function stops it.
 func (p *profiler) onLag(tracker *density.Tracker, lag int) func() {
 	return inBackground(func(done <-chan struct{}) {
 		tick := time.NewTicker(time.Second)
@@ -816,6 +841,9 @@ func (p *profiler) onLag(tracker *density.Tracker, lag int) func() {
 			at := time.Now().UTC().Format("150405")
 			fmt.Printf("(%d pods seen but not Running at %s UTC: tracing for 10 s)\n", inFlight, at)
 			p.busy.Lock()
+			if p.recorder {
+				p.fetch("flightrecorder", "", "", "flight-"+at+".out")
+			}
 			p.fetch("trace", "seconds", "10", "trace-"+at+".out")
 			p.busy.Unlock()
 			armed, taken = false, taken+1

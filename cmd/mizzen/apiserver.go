@@ -18,7 +18,14 @@ func newAPIServerCommand() *cobra.Command {
 			if f.etcdServers == "" {
 				return fmt.Errorf("--etcd-servers is required: `mizzen apiserver` runs without embedded etcd (use `mizzen server` for that)")
 			}
-			return runControlPlane(f.options())
+			opts := f.options()
+			handler, stop, err := startFlightRecorder(f.flightRecorderWindow)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			opts.FlightRecorder = handler
+			return runControlPlane(opts)
 		},
 	}
 	f.add(cmd, false)

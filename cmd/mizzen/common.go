@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"mizzen/internal/apiserver/openapi"
+	"mizzen/internal/flightrecorder"
 	"mizzen/internal/idlemem"
 	"mizzen/internal/registry"
 )
@@ -33,3 +35,20 @@ func openAPIHandler(resources []*registry.Resource) (http.Handler, error) {
 func returnIdleMemory(ctx context.Context, verbose bool) {
 	go idlemem.Run(ctx, newLogger(verbose))
 }
+
+// startFlightRecorder starts the flight recorder a --flight-recorder-window of window
+// asks for and returns what serves it and what stops it; with window 0, neither.
+func startFlightRecorder(window time.Duration) (http.Handler, func(), error) {
+	if window <= 0 {
+		return nil, func() {}, nil
+	}
+	r, err := flightrecorder.Start(window)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, r.Stop, nil
+}
+
+// flightRecorderUsage is the --flight-recorder-window flag's help.
+const flightRecorderUsage = "keep the last this long (e.g. 20s) of the process's Go execution trace in memory and serve it at " +
+	flightrecorder.Path + " beside the profiles, to find what led to a stall; costs a few percent of the CPU and the window's memory (tens of MB); off when 0"

@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/flightrecorder"
 	"mizzen/internal/kubelet/hollow"
 )
 
@@ -21,6 +23,7 @@ func newHollowNodesCommand() *cobra.Command {
 		kubeconfig, prefix string
 		rootDir            string
 		profilingAddress   string
+		recorderWindow     time.Duration
 		count              int
 		maxPods            int64
 		images             []string
@@ -32,7 +35,12 @@ func newHollowNodesCommand() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if profilingAddress != "" {
-				serveProfiles(profilingAddress)
+				recorder, stopRecorder, err := startFlightRecorder(recorderWindow)
+				if err != nil {
+					return err
+				}
+				defer stopRecorder()
+				serveProfiles(profilingAddress, recorder)
 			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
@@ -56,17 +64,22 @@ func newHollowNodesCommand() *cobra.Command {
 	f.StringSliceVar(&images, "preloaded-images", nil, "images present on every node without a pull")
 	f.StringVar(&rootDir, "root-dir", "", "directory for the hollow kubelets' pod volumes, one subdirectory per node (default: a temporary directory, removed on a clean exit)")
 	f.StringVar(&profilingAddress, "profiling-address", "", "serve /debug/pprof/ over plain HTTP on this address (e.g. 127.0.0.1:6061), for scale runs; off when empty")
+	f.DurationVar(&recorderWindow, "flight-recorder-window", 0, flightRecorderUsage+"; needs --profiling-address")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
 
 // serveProfiles serves Go's profiles of this process on addr, unauthenticated: the
-// hollow nodes are a test harness, and addr should be a loopback address.
-func serveProfiles(addr string) {
+// hollow nodes are a test harness, and addr should be a loopback address. recorder,
+// when set, serves the flight recorder's window.
+func serveProfiles(addr string, recorder http.Handler) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if recorder != nil {
+		mux.Handle(flightrecorder.Path, recorder)
+	}
 	go func() { _ = http.ListenAndServe(addr, mux) }()
 }

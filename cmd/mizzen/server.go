@@ -76,6 +76,7 @@ type serverFlags struct {
 	authorizationMode            string
 	anonymousAuth                bool
 	profiling                    bool
+	flightRecorderWindow         time.Duration
 
 	etcdCAFile, etcdCertFile, etcdKeyFile string
 	clusterInit                           bool
@@ -103,6 +104,7 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringSliceVar(&f.disableAdmission, "disable-admission-plugins", nil, "admission plugins not to run, even though on by default")
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "how requests are authorized: Node,RBAC (kubelets get their own node's objects, everyone else what roles and bindings grant, with the default policy created at start), RBAC, or AlwaysAllow (every authenticated user may do anything)")
 	fl.BoolVar(&f.profiling, "profiling", true, "serve /debug/pprof/ to clients the authorizer allows (as upstream's kube-apiserver, on by default; the default RBAC roles grant it to no one but system:masters)")
+	fl.DurationVar(&f.flightRecorderWindow, "flight-recorder-window", 0, flightRecorderUsage+"; needs --profiling")
 	fl.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "a request without credentials is system:anonymous, which the authorizer judges (off with AlwaysAllow, as upstream); when false only health and version answer such requests")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	fl.StringVar(&f.etcdCAFile, "etcd-cafile", "", "CA bundle the external etcd members' certificates are verified against")
@@ -189,6 +191,11 @@ func newServerCommand() *cobra.Command {
 			}
 			opts := f.options()
 			opts.Join = join
+			var stopRecorder func()
+			if opts.FlightRecorder, stopRecorder, err = startFlightRecorder(f.flightRecorderWindow); err != nil {
+				return err
+			}
+			defer stopRecorder()
 			return controlplane.RunBundle(ctx, controlplane.BundleOptions{
 				Options: opts, Disable: f.disable, ClusterCIDR: f.clusterCIDR, PodBridge: f.podBridge,
 				PodNetwork: f.podNetwork, VXLANID: f.vxlanID, VXLANPort: f.vxlanPort,

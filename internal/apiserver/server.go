@@ -42,6 +42,7 @@ import (
 	"mizzen/internal/apiserver/proxy"
 	"mizzen/internal/apiserver/requestmetrics"
 	"mizzen/internal/apiserver/satoken"
+	"mizzen/internal/flightrecorder"
 	"mizzen/internal/registry"
 	"mizzen/internal/storage"
 )
@@ -65,6 +66,8 @@ type Config struct {
 	// Profiling serves Go's profiles under /debug/pprof/, a non-resource path the
 	// authorizer judges like any other (kube-apiserver's --profiling).
 	Profiling bool
+	// FlightRecorder answers flightrecorder.Path when Profiling is on (nil: not found).
+	FlightRecorder http.Handler
 	// AdmissionPlugins names the admission plugins to run (plugins.Enabled resolves
 	// the flags into them); the chain runs them in upstream's order.
 	AdmissionPlugins []string
@@ -457,6 +460,9 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		}
 	case path == "/metrics":
 		s.metrics.Handler().ServeHTTP(w, r)
+		return
+	case s.cfg.Profiling && path == flightrecorder.Path && s.cfg.FlightRecorder != nil:
+		s.cfg.FlightRecorder.ServeHTTP(w, r)
 		return
 	case s.cfg.Profiling && strings.HasPrefix(path, "/debug/pprof"):
 		serveProfile(w, r)

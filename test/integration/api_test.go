@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"mizzen/internal/controlplane/core"
+	"mizzen/internal/flightrecorder"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -695,5 +696,28 @@ func TestProfiling(t *testing.T) {
 	}
 	if code, _, _ := rawRequest(t, apiserver.Start(t), "GET", "/debug/pprof/heap", "", nil); code != 404 {
 		t.Errorf("GET /debug/pprof/heap without profiling: %d, want 404", code)
+	}
+}
+
+// TestFlightRecorder: with --flight-recorder-window, the admin gets the recorded window
+// as a Go execution trace beside the profiles; an anonymous caller is refused as for
+// the profiles; without a recorder the path is not found.
+func TestFlightRecorder(t *testing.T) {
+	recorder, err := flightrecorder.Start(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recorder.Stop()
+	cfg := apiserver.StartWithOptions(t, func(o *core.Options) { o.Profiling, o.FlightRecorder = true, recorder }).AdminConfig
+	code, data, _ := rawRequest(t, cfg, "GET", flightrecorder.Path, "", nil)
+	if code != 200 || !bytes.HasPrefix(data, []byte("go 1.")) {
+		t.Fatalf("GET %s: %d %.40q", flightrecorder.Path, code, data)
+	}
+	if code, _, _ := rawRequest(t, rest.AnonymousClientConfig(cfg), "GET", flightrecorder.Path, "", nil); code != 403 {
+		t.Errorf("anonymous GET %s: %d, want 403", flightrecorder.Path, code)
+	}
+	withoutRecorder := apiserver.StartWithOptions(t, func(o *core.Options) { o.Profiling = true }).AdminConfig
+	if code, _, _ := rawRequest(t, withoutRecorder, "GET", flightrecorder.Path, "", nil); code != 404 {
+		t.Errorf("GET %s without a recorder: %d, want 404", flightrecorder.Path, code)
 	}
 }

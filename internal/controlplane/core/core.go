@@ -95,6 +95,10 @@ type Options struct {
 	DisableAnonymousAuth bool
 	// Profiling serves /debug/pprof/ to authorized clients (--profiling).
 	Profiling bool
+	// FlightRecorder, when set, serves the last seconds of the process's execution
+	// trace at flightrecorder.Path to the clients Profiling serves
+	// (--flight-recorder-window).
+	FlightRecorder http.Handler
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the mutual TLS of an external etcd
 	// cluster: the CA its members' certificates come from, and this apiserver's client
 	// certificate.
@@ -314,6 +318,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		AnonymousAuth:        !opts.DisableAnonymousAuth && authorizer != nil,
 		UI:                   opts.UI,
 		Profiling:            opts.Profiling,
+		FlightRecorder:       opts.FlightRecorder,
 	})
 	if err != nil {
 		return nil, err
