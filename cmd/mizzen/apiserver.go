@@ -19,7 +19,7 @@ func newAPIServerCommand() *cobra.Command {
 				return fmt.Errorf("--etcd-servers is required: `mizzen apiserver` runs without embedded etcd (use `mizzen server` for that)")
 			}
 			opts := f.options()
-			handler, stop, err := startFlightRecorder(f.flightRecorderWindow)
+			handler, stop, err := f.startFlightRecorder()
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -34,6 +35,9 @@ func newHollowNodesCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if recorderWindow > 0 && profilingAddress == "" {
+				return fmt.Errorf("--flight-recorder-window needs --profiling-address: the window is served with the profiles")
+			}
 			if profilingAddress != "" {
 				recorder, stopRecorder, err := startFlightRecorder(recorderWindow)
 				if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -131,6 +132,15 @@ func (f *serverFlags) options() core.Options {
 	}
 }
 
+// startFlightRecorder starts the recorder --flight-recorder-window asks for, served
+// with the profiles, which --profiling must therefore serve.
+func (f *serverFlags) startFlightRecorder() (http.Handler, func(), error) {
+	if f.flightRecorderWindow > 0 && !f.profiling {
+		return nil, nil, fmt.Errorf("--flight-recorder-window needs --profiling: the window is served with the profiles")
+	}
+	return startFlightRecorder(f.flightRecorderWindow)
+}
+
 // join is --server and --token: the cluster of servers to join, if any.
 func (f *serverFlags) join() (*core.JoinOptions, error) {
 	if f.joinServer == "" && f.joinToken == "" {
@@ -192,7 +202,7 @@ func newServerCommand() *cobra.Command {
 			opts := f.options()
 			opts.Join = join
 			var stopRecorder func()
-			if opts.FlightRecorder, stopRecorder, err = startFlightRecorder(f.flightRecorderWindow); err != nil {
+			if opts.FlightRecorder, stopRecorder, err = f.startFlightRecorder(); err != nil {
 				return err
 			}
 			defer stopRecorder()

@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -30,5 +31,22 @@ func TestServiceAccountIssuerFlag(t *testing.T) {
 				t.Errorf("%q: ServiceAccountIssuers = %q, want %q", tc.args, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestFlightRecorderNeedsProfiling: a window asked for without --profiling is an error
+// at start, not a recorder that runs and that nobody can read; with it, the recorder
+// runs and is served.
+func TestFlightRecorderNeedsProfiling(t *testing.T) {
+	if _, _, err := (&serverFlags{flightRecorderWindow: time.Second}).startFlightRecorder(); err == nil {
+		t.Fatal("--flight-recorder-window without --profiling started")
+	}
+	handler, stop, err := (&serverFlags{flightRecorderWindow: time.Second, profiling: true}).startFlightRecorder()
+	if err != nil || handler == nil {
+		t.Fatalf("with --profiling: handler %v, error %v", handler, err)
+	}
+	stop()
+	if handler, _, err := (&serverFlags{profiling: true}).startFlightRecorder(); err != nil || handler != nil {
+		t.Fatalf("without a window: handler %v, error %v; want neither", handler, err)
 	}
 }
