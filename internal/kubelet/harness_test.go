@@ -1,9 +1,10 @@
 package kubelet
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ type harness struct {
 	clock  *testclock.FakeClock
 	rt     *fake.Runtime
 	client *k8sfake.Clientset
+
+	logs lockedBuffer // the kubelets' log, shown when the test fails
 
 	mu       sync.Mutex
 	watching chan struct{} // closed when the kubelet's pod watch is registered
@@ -60,8 +63,44 @@ func newHarness(t *testing.T) *harness {
 		h.mu.Unlock()
 		return true, w, err
 	})
+	t.Cleanup(h.showLogsOnFailure)
 	t.Cleanup(h.stop)
 	return h
+}
+
+// logLinesShown bounds the kubelet log a failed test prints: its end, where the
+// failure is.
+const logLinesShown = 150
+
+// showLogsOnFailure prints the end of the kubelets' log when the test has failed: a
+// failure seen once under load (make test) is otherwise a bare timeout.
+func (h *harness) showLogsOnFailure() {
+	if !h.t.Failed() {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(h.logs.String()), "\n")
+	if len(lines) > logLinesShown {
+		lines = lines[len(lines)-logLinesShown:]
+	}
+	h.t.Logf("the kubelet's log, last %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+}
+
+// lockedBuffer is a bytes.Buffer that the kubelet's goroutines write to at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (h *harness) options() Options {
@@ -78,7 +117,7 @@ func (h *harness) options() Options {
 		Machine: &MachineInfo{CPUCores: 4, MemoryBytes: 8 << 30, EphemeralStorage: 100 << 30,
 			KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"},
 		Clock:   h.clock,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RootDir: rootDir,
 		NoTmpfs: true,
 		// The fake runtime writes no log files, and the rotation's own ContainerStatus
