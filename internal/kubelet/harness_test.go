@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"mizzen/internal/cri/fake"
+	"mizzen/internal/testing/lockedbuf"
 )
 
 const testNode = "node-1"
@@ -33,7 +33,7 @@ type harness struct {
 	rt     *fake.Runtime
 	client *k8sfake.Clientset
 
-	logs lockedBuffer // the kubelets' log, shown when the test fails
+	logs lockedbuf.Buffer // the kubelets' log, shown when the test fails
 
 	mu       sync.Mutex
 	watching chan struct{} // closed when the kubelet's pod watch is registered
@@ -83,24 +83,6 @@ func (h *harness) showLogsOnFailure() {
 		lines = lines[len(lines)-logLinesShown:]
 	}
 	h.t.Logf("the kubelet's log, last %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
-}
-
-// lockedBuffer is a bytes.Buffer that the kubelet's goroutines write to at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (h *harness) options() Options {
