@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -37,6 +38,9 @@ type harness struct {
 
 	mu       sync.Mutex
 	watching chan struct{} // closed when the kubelet's pod watch is registered
+	// listed is the tracker watch opened when the kubelet listed its pods, handed to
+	// its watch that follows (see newHarness).
+	listed watch.Interface
 	cancel   context.CancelFunc
 	done     chan error
 }
@@ -50,18 +54,52 @@ func newHarness(t *testing.T) *harness {
 		rt:     fake.New(fake.Options{Clock: clk, RuntimeName: "containerd", RuntimeVersion: "1.6.20", RecordCalls: true}),
 		client: k8sfake.NewSimpleClientset(),
 	}
-	// Register the kubelet's pod watch before the test creates pods: the fake tracker
-	// drops events that happen between a list and its watch.
+	// The fake tracker's watch from a resource version replays the objects changed
+	// since but not the ones deleted, so a deletion between the kubelet's list and its
+	// watch was lost (a restarted kubelet that deleted a pod it listed never saw it go,
+	// and never removed its containers). As an
+	// apiserver's watch starts at the list's revision, the kubelet's list opens the
+	// tracker watch its watch then takes. Reactors run under the fake's lock, which
+	// every write takes too, so nothing happens between the two.
+	h.client.PrependReactor("list", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		la := action.(clienttesting.ListActionImpl)
+		if !strings.Contains(la.ListOptions.FieldSelector, "spec.nodeName") {
+			return false, nil, nil // not the kubelet's list
+		}
+		// Without list options the tracker sends only later changes, each a copy (with
+		// them it would also send its own stored objects, uncopied).
+		w, err := h.client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		h.mu.Lock()
+		if h.listed != nil {
+			h.listed.Stop()
+		}
+		h.listed = w
+		h.mu.Unlock()
+		return false, nil, nil // the tracker answers the list itself
+	})
+	// Register the kubelet's pod watch before the test creates pods.
 	h.client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		wa := action.(clienttesting.WatchActionImpl)
-		w, err := h.client.Tracker().Watch(action.GetResource(), action.GetNamespace(), wa.ListOptions)
+		h.mu.Lock()
+		w := h.listed
+		h.listed = nil
+		h.mu.Unlock()
+		if w == nil {
+			wa := action.(clienttesting.WatchActionImpl)
+			var err error
+			if w, err = h.client.Tracker().Watch(action.GetResource(), action.GetNamespace(), wa.ListOptions); err != nil {
+				return true, nil, err
+			}
+		}
 		h.mu.Lock()
 		if h.watching != nil {
 			close(h.watching)
 			h.watching = nil
 		}
 		h.mu.Unlock()
-		return true, w, err
+		return true, w, nil
 	})
 	t.Cleanup(h.showLogsOnFailure)
 	t.Cleanup(h.stop)
