@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"mizzen/internal/agent"
+	"mizzen/internal/apiserver/flowcontrol"
 	"mizzen/internal/cloud/local"
 	"mizzen/internal/controlplane"
 	"mizzen/internal/controlplane/core"
@@ -78,6 +79,9 @@ type serverFlags struct {
 	anonymousAuth                bool
 	profiling                    bool
 	flightRecorderWindow         time.Duration
+	priorityAndFairness          bool
+	maxRequestsInflight          int
+	maxMutatingRequestsInflight  int
 
 	etcdCAFile, etcdCertFile, etcdKeyFile string
 	clusterInit                           bool
@@ -106,6 +110,9 @@ func (f *serverFlags) add(cmd *cobra.Command, withDisable bool) {
 	fl.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "how requests are authorized: Node,RBAC (kubelets get their own node's objects, everyone else what roles and bindings grant, with the default policy created at start), RBAC, or AlwaysAllow (every authenticated user may do anything)")
 	fl.BoolVar(&f.profiling, "profiling", true, "serve /debug/pprof/ to clients the authorizer allows (as upstream's kube-apiserver, on by default; the default RBAC roles grant it to no one but system:masters)")
 	fl.DurationVar(&f.flightRecorderWindow, "flight-recorder-window", 0, flightRecorderUsage+"; needs --profiling")
+	fl.BoolVar(&f.priorityAndFairness, "enable-priority-and-fairness", true, "API Priority and Fairness: requests are classified by the FlowSchemas into priority levels that share the server's seats, queue when their level's seats are taken and are refused (429) when its queues are full (see docs/flowcontrol.md)")
+	fl.IntVar(&f.maxRequestsInflight, "max-requests-inflight", flowcontrol.DefaultMaxRequestsInflight, "with --max-mutating-requests-inflight, the seats the priority levels share")
+	fl.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", flowcontrol.DefaultMaxMutatingRequestsInflight, "with --max-requests-inflight, the seats the priority levels share")
 	fl.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "a request without credentials is system:anonymous, which the authorizer judges (off with AlwaysAllow, as upstream); when false only health and version answer such requests")
 	fl.StringVar(&f.kubeletCA, "kubelet-certificate-authority", "", "CA bundle that kubelets' serving certificates are verified against (default: not verified, as upstream; DATA_DIR/tls/ca.crt verifies agents whose serving certificates the cluster CA issued, such as the bundled one)")
 	fl.StringVar(&f.etcdCAFile, "etcd-cafile", "", "CA bundle the external etcd members' certificates are verified against")
@@ -124,9 +131,11 @@ func (f *serverFlags) options() core.Options {
 		ServiceAccountSigningKeyFile: f.serviceAccountSigningKeyFile, ServiceAccountKeyFiles: f.serviceAccountKeyFiles,
 		ServiceAccountIssuers:  f.serviceAccountIssuers,
 		EnableAdmissionPlugins: f.enableAdmission, DisableAdmissionPlugins: f.disableAdmission, AuthorizationMode: f.authorizationMode,
-		DisableAnonymousAuth: !f.anonymousAuth,
-		Profiling:            f.profiling,
-		EtcdCAFile:           f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
+		DisableAnonymousAuth:       !f.anonymousAuth,
+		Profiling:                  f.profiling,
+		DisablePriorityAndFairness: !f.priorityAndFairness,
+		MaxRequestsInflight:        f.maxRequestsInflight, MaxMutatingRequestsInflight: f.maxMutatingRequestsInflight,
+		EtcdCAFile: f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
 		ClusterInit: f.clusterInit, EtcdClientPort: f.etcdClientPort, EtcdPeerPort: f.etcdPeerPort,
 		ReturnIdleMemory: true,
 	}

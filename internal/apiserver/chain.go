@@ -16,13 +16,17 @@ import (
 
 // buildHandlerChain puts the request chain in front of the REST core, in upstream's
 // order (DefaultBuildHandlerChain): authentication, impersonation, what the path names
-// (requestInfo), authorization, then routing (serveAuthorized).
+// (requestInfo), priority and fairness (inside the metrics, which count its wait as
+// upstream's do), authorization, then routing (serveAuthorized).
 // In front of them all, a browser's state change from another site's page is refused
 // (ui.go: withBrowserOrigin). The chain after authentication is kept apart
 // (s.authenticated) for the UI's in-process requests as its user.
 func (s *Server) buildHandlerChain() http.Handler {
 	var h http.Handler = http.HandlerFunc(s.serveAuthorized)
 	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
+	if s.flowControl != nil {
+		h = s.flowControl.Handler(h, describeForFlowControl, s.rejectForLoad)
+	}
 	h = s.metrics.Instrument(h, describeRequest)
 	h = withRequestInfo(h)
 	h = authn.WithImpersonation(h, s.authorizeResource, s.writeError)

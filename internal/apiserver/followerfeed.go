@@ -16,28 +16,29 @@ import (
 	"mizzen/internal/storage"
 )
 
-// authzFeed keeps the Follower authorizers current from the watch cache: one watch per
-// resource they follow, in-process, so that a request's authorization never reads etcd.
-type authzFeed struct {
-	// followers are, per resource, the authorizers that follow it.
+// followerFeed keeps the Followers current from the watch cache (the authorizers that
+// follow stored objects, RBAC; the priority-and-fairness configuration): one watch per
+// resource they follow, in-process, so that a request's authorization or
+// classification never reads etcd.
+type followerFeed struct {
+	// followers are, per resource, those that follow it.
 	followers map[schema.GroupResource][]authz.Follower
 	// resources are those the feed follows.
 	resources []schema.GroupResource
-	// fed is, per resource segment, the newest revision the follower has been given.
+	// fed is, per resource segment, the newest revision the followers have been given.
 	fed map[string]*atomic.Int64
-	// synced counts resources whose initial list the follower has.
+	// synced counts resources whose initial list the followers have.
 	synced atomic.Int32
 }
 
-// newAuthzFeed returns the feed of the Follower authorizers within a (see
-// authz.Followers), nil when there are none. A resource the server does not store (a
-// server built with some resources only) is given an empty list at once.
-func newAuthzFeed(a Authorizer, stored map[schema.GroupResource]*registry.Resource) *authzFeed {
-	followers := authz.Followers(a)
+// newFollowerFeed returns the feed of the followers given, nil when there are none. A
+// resource the server does not store (a server built with some resources only) is
+// given an empty list at once.
+func newFollowerFeed(followers []authz.Follower, stored map[schema.GroupResource]*registry.Resource) *followerFeed {
 	if len(followers) == 0 {
 		return nil
 	}
-	feed := &authzFeed{followers: map[schema.GroupResource][]authz.Follower{}, fed: map[string]*atomic.Int64{}}
+	feed := &followerFeed{followers: map[schema.GroupResource][]authz.Follower{}, fed: map[string]*atomic.Int64{}}
 	for _, f := range followers {
 		for _, gr := range f.Resources() {
 			if stored[gr] == nil {
@@ -55,7 +56,7 @@ func newAuthzFeed(a Authorizer, stored map[schema.GroupResource]*registry.Resour
 }
 
 // run follows every resource until ctx ends.
-func (f *authzFeed) run(ctx context.Context, s *Server) {
+func (f *followerFeed) run(ctx context.Context, s *Server) {
 	for _, gr := range f.resources {
 		go f.follow(ctx, s, gr)
 	}
@@ -63,13 +64,13 @@ func (f *authzFeed) run(ctx context.Context, s *Server) {
 
 // follow feeds one resource: the initial list as one Replace, then each change. A
 // watch that ends (the cache reloaded after etcd compacted) starts again with a list.
-func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResource) {
+func (f *followerFeed) follow(ctx context.Context, s *Server, gr schema.GroupResource) {
 	segment := segmentFor(gr)
 	first := true
 	for ctx.Err() == nil {
 		w, err := s.cache.Watch(segment, storage.WatchOptions{InitialEvents: true, InitialEventsEnd: true})
 		if err != nil {
-			s.log.Warn("authorizer feed: watch failed", "resource", gr.String(), "err", err)
+			s.log.Warn("follower feed: watch failed", "resource", gr.String(), "err", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -88,7 +89,7 @@ func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResour
 				var obj runtime.Object
 				if ev.Type != watch.Bookmark {
 					if obj, err = ev.Entry.Object(); err != nil {
-						s.log.Error("authorizer feed: reading an object from the cache", "key", ev.Entry.Key, "err", err)
+						s.log.Error("follower feed: reading an object from the cache", "key", ev.Entry.Key, "err", err)
 						f.advance(segment, ev.RV)
 						continue
 					}
@@ -125,7 +126,7 @@ func (f *authzFeed) follow(ctx context.Context, s *Server, gr schema.GroupResour
 	}
 }
 
-func (f *authzFeed) advance(segment string, rv int64) {
+func (f *followerFeed) advance(segment string, rv int64) {
 	fed := f.fed[segment]
 	for {
 		cur := fed.Load()
@@ -136,14 +137,14 @@ func (f *authzFeed) advance(segment string, rv int64) {
 }
 
 // isSynced reports whether the follower has every resource's initial list.
-func (f *authzFeed) isSynced() bool { return int(f.synced.Load()) == len(f.fed) }
+func (f *followerFeed) isSynced() bool { return int(f.synced.Load()) == len(f.fed) }
 
 // WaitAuthorizerFresh waits until the authorizer has every object the watch cache
 // holds of the resources it follows, once the cache has caught up with etcd, so that
 // policy just written (the default roles at start) already applies. Without such an
 // authorizer it returns at once.
 func (s *Server) WaitAuthorizerFresh(ctx context.Context) error {
-	f := s.authzFeed
+	f := s.followerFeed
 	if f == nil {
 		return nil
 	}

@@ -36,8 +36,10 @@ import (
 	"mizzen/internal/apiserver/aggregator"
 	"mizzen/internal/apiserver/authn"
 	"mizzen/internal/apiserver/authn/bootstraptoken"
+	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/apiserver/compression"
 	"mizzen/internal/apiserver/fieldmanager"
+	"mizzen/internal/apiserver/flowcontrol"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
 	"mizzen/internal/apiserver/requestmetrics"
@@ -104,6 +106,13 @@ type Config struct {
 	// UI serves the web UI at /ui/ once a request for it is authenticated and
 	// authorized (ui.go); nil serves none there.
 	UI UIHandler
+	// DisablePriorityAndFairness turns API Priority and Fairness off
+	// (--enable-priority-and-fairness=false): requests are then never queued or
+	// rejected for load.
+	DisablePriorityAndFairness bool
+	// MaxRequestsInflight and MaxMutatingRequestsInflight sum to the seats the
+	// priority levels share (upstream's flags of those names; 0 and 0: 400 and 200).
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 }
 
 // Server serves the Kubernetes API.
@@ -128,9 +137,11 @@ type Server struct {
 	customOpenAPI func([]*registry.Resource)
 	// proxy relays pods/proxy, services/proxy and the kubelet subresources.
 	proxy *proxy.Proxy
-	// authzFeed keeps an authorizer that follows stored objects (RBAC) current; nil
-	// for other authorizers.
-	authzFeed *authzFeed
+	// followerFeed keeps what follows stored objects current: an authorizer (RBAC) and
+	// the priority-and-fairness configuration; nil when nothing does.
+	followerFeed *followerFeed
+	// flowControl is API Priority and Fairness (flowcontrol.go); nil when disabled.
+	flowControl *flowcontrol.Controller
 	// aggregator proxies APIServices that name a Service.
 	aggregator *aggregator.Aggregator
 	// admission is the chain of enabled admission plugins.
@@ -262,7 +273,17 @@ func New(cfg Config) (*Server, error) {
 		s.customOpenAPI = o.SetCustom
 	}
 	s.discovery.Store(s.buildDiscovery())
-	s.authzFeed = newAuthzFeed(cfg.Authorizer, primary)
+	followers := authz.Followers(cfg.Authorizer)
+	if !cfg.DisablePriorityAndFairness {
+		s.flowControl = flowcontrol.New(flowcontrol.Options{
+			ServerSeats:   cfg.MaxRequestsInflight + cfg.MaxMutatingRequestsInflight,
+			WriteDangling: s.writeFlowSchemaDangling,
+			Logger:        cfg.Log,
+		})
+		s.metrics.Register(s.flowControl.Collectors()...)
+		followers = append(followers, s.flowControl)
+	}
+	s.followerFeed = newFollowerFeed(followers, primary)
 	s.proxy = proxy.New(proxyObjects{s}, proxyResponder{s}, cfg.KubeletClientTLS, cfg.Log)
 	s.aggregator = aggregator.New(aggregatorHost{s}, cfg.FrontProxy, cfg.AggregatorInterval, cfg.Log)
 	chain, err := plugins.New(cfg.AdmissionPlugins, admission.Deps{Reader: admissionReader{s}, StatusWriter: admissionReader{s}, Services: admissionReader{s}, Apply: s.fields, Converter: admissionReader{s}, Authorizer: cfg.Authorizer, Log: cfg.Log})
@@ -307,14 +328,17 @@ func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
 // Run starts the watch cache, the authorizer's feed from it and the aggregation layer,
 // and blocks until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
-	if s.authzFeed != nil {
+	if s.followerFeed != nil {
 		go func() {
 			select {
 			case <-s.cache.Ready():
-				s.authzFeed.run(ctx, s)
+				s.followerFeed.run(ctx, s)
 			case <-ctx.Done():
 			}
 		}()
+	}
+	if s.flowControl != nil {
+		go s.flowControl.RunStatus(ctx)
 	}
 	go s.aggregator.Run(ctx)
 	go s.runCRDs(ctx)

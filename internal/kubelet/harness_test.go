@@ -41,8 +41,8 @@ type harness struct {
 	// listed is the tracker watch opened when the kubelet listed its pods, handed to
 	// its watch that follows (see newHarness).
 	listed watch.Interface
-	cancel   context.CancelFunc
-	done     chan error
+	cancel context.CancelFunc
+	done   chan error
 }
 
 func newHarness(t *testing.T) *harness {

@@ -1,17 +1,21 @@
 // Package requestmetrics is the apiserver's /metrics: the latency and count of every
 // resource request under upstream kube-apiserver's names and labels
-// (apiserver_request_duration_seconds, apiserver_request_total), which upstream's
-// scalability SLOs (API call latency per resource, verb and scope) are measured from,
-// plus the Go runtime and process collectors.
+// (apiserver_request_duration_seconds, apiserver_request_total), and the latency
+// upstream's scalability SLOs (API call latency per resource, verb and scope) are
+// measured from, apiserver_request_sli_duration_seconds: the same without the time
+// spent waiting for a priority level's seat or for admission webhooks. Plus the Go
+// runtime and process collectors, and what other parts of the server register.
 package requestmetrics
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +26,9 @@ import (
 // Buckets are upstream's for apiserver_request_duration_seconds (5 ms to 60 s), so
 // that the SLO thresholds (1 s, 5 s, 30 s) are bucket bounds on both servers.
 var Buckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
+
+// SLIBuckets are upstream's for apiserver_request_sli_duration_seconds.
+var SLIBuckets = []float64{0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
 
 // Request is what the metrics say of one request, as the apiserver parsed its path.
 type Request struct {
@@ -85,6 +92,7 @@ func (r Request) Scope() string {
 type Metrics struct {
 	registry *prometheus.Registry
 	duration *prometheus.HistogramVec
+	sli      *prometheus.HistogramVec
 	total    *prometheus.CounterVec
 }
 
@@ -96,24 +104,49 @@ func New() *Metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_request_duration_seconds",
 			Help:    "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
 			Buckets: Buckets}, labels),
+		sli: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_request_sli_duration_seconds",
+			Help:    "Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.",
+			Buckets: SLIBuckets}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_request_total",
 			Help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code."},
 			[]string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"}),
 	}
-	m.registry.MustRegister(m.duration, m.total,
+	m.registry.MustRegister(m.duration, m.sli, m.total,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// Observe records one finished request that answered code after d.
-func (m *Metrics) Observe(r Request, code int, d time.Duration) {
+// Register adds collectors to the registry served.
+func (m *Metrics) Register(cs ...prometheus.Collector) {
+	m.registry.MustRegister(cs...)
+}
+
+// Observe records one finished request that answered code after d, of which excluded
+// (waits for a seat, webhooks) does not count toward the SLI latency.
+func (m *Metrics) Observe(r Request, code int, d, excluded time.Duration) {
 	dryRun := ""
 	if r.DryRun {
 		dryRun = "All"
 	}
 	verb, scope := r.ReportedVerb(), r.Scope()
 	m.duration.WithLabelValues(verb, dryRun, r.Group, r.Version, r.Resource, r.Subresource, scope, "apiserver").Observe(d.Seconds())
+	if !r.DryRun {
+		m.sli.WithLabelValues(verb, r.Group, r.Version, r.Resource, r.Subresource, scope, "apiserver").Observe((d - excluded).Seconds())
+	}
 	m.total.WithLabelValues(verb, dryRun, r.Group, r.Version, r.Resource, r.Subresource, scope, "apiserver", strconv.Itoa(code)).Inc()
+}
+
+// excludedKey holds the request's *codeWriter, whose excluded is the nanoseconds that
+// do not count toward its SLI latency.
+type excludedKey struct{}
+
+// ExcludeFromSLI adds d to what the request's SLI latency leaves out (a wait for a
+// seat, a webhook's call). Safe from several goroutines (webhooks called in parallel);
+// a no-op for a request the metrics do not record.
+func ExcludeFromSLI(ctx context.Context, d time.Duration) {
+	if cw, ok := ctx.Value(excludedKey{}).(*codeWriter); ok {
+		cw.excluded.Add(int64(d))
+	}
 }
 
 // Handler serves the registry in Prometheus' text format.
@@ -132,12 +165,12 @@ func (m *Metrics) Instrument(next http.Handler, describe func(*http.Request) *Re
 		}
 		start := time.Now()
 		cw := &codeWriter{ResponseWriter: w}
-		next.ServeHTTP(cw, r)
+		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), excludedKey{}, cw)))
 		code := cw.code
 		if code == 0 {
 			code = http.StatusOK // nothing written: net/http answers 200
 		}
-		m.Observe(*req, code, time.Since(start))
+		m.Observe(*req, code, time.Since(start), time.Duration(cw.excluded.Load()))
 	})
 }
 
@@ -146,6 +179,8 @@ func (m *Metrics) Instrument(next http.Handler, describe func(*http.Request) *Re
 type codeWriter struct {
 	http.ResponseWriter
 	code int
+	// excluded is what ExcludeFromSLI added, in nanoseconds.
+	excluded atomic.Int64
 }
 
 func (w *codeWriter) WriteHeader(code int) {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLabels(t *testing.T) {
@@ -75,5 +76,30 @@ func TestInstrument(t *testing.T) {
 	}
 	if strings.Contains(text, `verb="PUT"`) {
 		t.Errorf("a request describe returned nil for was recorded:\n%s", text)
+	}
+}
+
+// The SLI histogram leaves out what the request spent waiting on others (a seat, a
+// webhook); the duration histogram keeps it.
+func TestSLILeavesOutWaits(t *testing.T) {
+	m := New()
+	h := m.Instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		ExcludeFromSLI(r.Context(), 250*time.Millisecond)
+	}), func(*http.Request) *Request {
+		return &Request{Verb: "update", Version: "v1", Resource: "pods", Subresource: "status", Namespace: "ns", Name: "p"}
+	})
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/x", nil))
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	// Over 0.2 s in all, under 0.1 s without the wait.
+	for _, want := range []string{
+		`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PUT",version="v1",le="0.2"} 0`,
+		`apiserver_request_sli_duration_seconds_bucket{component="apiserver",group="",resource="pods",scope="resource",subresource="status",verb="PUT",version="v1",le="0.1"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

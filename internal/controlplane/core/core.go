@@ -95,6 +95,10 @@ type Options struct {
 	DisableAnonymousAuth bool
 	// Profiling serves /debug/pprof/ to authorized clients (--profiling).
 	Profiling bool
+	// DisablePriorityAndFairness is --enable-priority-and-fairness=false; the two
+	// inflight limits share the priority levels' seats (0: upstream's 400 and 200).
+	DisablePriorityAndFairness                       bool
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// FlightRecorder, when set, serves the last seconds of the process's execution
 	// trace at flightrecorder.Path to the clients Profiling serves
 	// (--flight-recorder-window).
@@ -307,18 +311,21 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: storage.NewStore(client), Resources: resources, ClientCAs: ca.Pool(), ServiceCIDR: serviceCIDR,
 		Log: log, ExternalAddress: net.JoinHostPort(advertise.String(), strconv.Itoa(port)), OpenAPI: openAPI,
-		ServiceAccountIssuer: sa.signer,
-		AdmissionPlugins:     admissionPlugins,
-		StorageValidators:    storageValidators,
-		KubeletClientTLS:     kubeletClient,
-		Authorizer:           authorizer,
-		FrontProxy:           frontProxy,
-		ClientCAPEM:          ca.CertPEM,
-		BootstrapTokenAuth:   true,
-		AnonymousAuth:        !opts.DisableAnonymousAuth && authorizer != nil,
-		UI:                   opts.UI,
-		Profiling:            opts.Profiling,
-		FlightRecorder:       opts.FlightRecorder,
+		ServiceAccountIssuer:        sa.signer,
+		AdmissionPlugins:            admissionPlugins,
+		StorageValidators:           storageValidators,
+		KubeletClientTLS:            kubeletClient,
+		Authorizer:                  authorizer,
+		FrontProxy:                  frontProxy,
+		ClientCAPEM:                 ca.CertPEM,
+		BootstrapTokenAuth:          true,
+		AnonymousAuth:               !opts.DisableAnonymousAuth && authorizer != nil,
+		UI:                          opts.UI,
+		Profiling:                   opts.Profiling,
+		FlightRecorder:              opts.FlightRecorder,
+		DisablePriorityAndFairness:  opts.DisablePriorityAndFairness,
+		MaxRequestsInflight:         opts.MaxRequestsInflight,
+		MaxMutatingRequestsInflight: opts.MaxMutatingRequestsInflight,
 	})
 	if err != nil {
 		return nil, err

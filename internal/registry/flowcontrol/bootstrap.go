@@ -66,7 +66,9 @@ func mandatoryFlowSchemas() []*flowcontrolv1.FlowSchema {
 	}
 }
 
-func mandatoryPriorityLevel(name string) *flowcontrolv1.PriorityLevelConfiguration {
+// MandatoryPriorityLevel is the mandatory level of that name (exempt or catch-all),
+// nil for another name: what the apiserver uses while the object is missing.
+func MandatoryPriorityLevel(name string) *flowcontrolv1.PriorityLevelConfiguration {
 	for _, pl := range mandatoryPriorityLevels() {
 		if pl.Name == name {
 			return pl
@@ -75,7 +77,9 @@ func mandatoryPriorityLevel(name string) *flowcontrolv1.PriorityLevelConfigurati
 	return nil
 }
 
-func mandatoryFlowSchema(name string) *flowcontrolv1.FlowSchema {
+// MandatoryFlowSchema is the mandatory schema of that name (exempt or catch-all), nil
+// for another name.
+func MandatoryFlowSchema(name string) *flowcontrolv1.FlowSchema {
 	for _, fs := range mandatoryFlowSchemas() {
 		if fs.Name == name {
 			return fs

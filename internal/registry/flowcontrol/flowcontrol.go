@@ -155,7 +155,7 @@ func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	for i := range spec.Rules {
 		allErrs = append(allErrs, validateRule(&spec.Rules[i], specPath.Child("rules").Index(i))...)
 	}
-	if mandatory := mandatoryFlowSchema(fs.Name); mandatory != nil && !apiequality.Semantic.DeepEqual(fs.Spec, mandatory.Spec) {
+	if mandatory := MandatoryFlowSchema(fs.Name); mandatory != nil && !apiequality.Semantic.DeepEqual(fs.Spec, mandatory.Spec) {
 		allErrs = append(allErrs, field.Invalid(specPath, fs.Spec, fmt.Sprintf("spec of '%s' must equal the fixed value", fs.Name)))
 	}
 	return append(allErrs, validateConditionTypes(flowSchemaConditionTypes(fs.Status.Conditions), field.NewPath("status", "conditions"))...)
@@ -447,7 +447,7 @@ func validatePriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration) field.E
 		allErrs = append(allErrs, field.NotSupported(specPath.Child("type"), spec.Type,
 			[]string{string(flowcontrolv1.PriorityLevelEnablementExempt), string(flowcontrolv1.PriorityLevelEnablementLimited)}))
 	}
-	if mandatory := mandatoryPriorityLevel(pl.Name); mandatory != nil && !apiequality.Semantic.DeepEqual(pl.Spec, mandatory.Spec) {
+	if mandatory := MandatoryPriorityLevel(pl.Name); mandatory != nil && !apiequality.Semantic.DeepEqual(pl.Spec, mandatory.Spec) {
 		allErrs = append(allErrs, field.Invalid(specPath, pl.Spec, fmt.Sprintf("spec of '%s' must equal the fixed value", pl.Name)))
 	}
 	types := make([]string, len(pl.Status.Conditions))

@@ -108,7 +108,7 @@ func TestFlowSchemaValidate(t *testing.T) {
 			fs.Spec.Rules[0].ResourceRules = []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
 		}, []fieldErr{{field.ErrorTypeRequired, "spec.rules[0].resourceRules[0].namespaces"}}, ""},
 		{"mandatory spec changed", func(fs *flowcontrolv1.FlowSchema) {
-			*fs = *mandatoryFlowSchema("catch-all")
+			*fs = *MandatoryFlowSchema("catch-all")
 			fs.Spec.MatchingPrecedence = 9000
 		}, []fieldErr{{field.ErrorTypeInvalid, "spec"}}, "spec of 'catch-all' must equal the fixed value"},
 		{"duplicate condition", func(fs *flowcontrolv1.FlowSchema) {
@@ -194,7 +194,7 @@ func TestPriorityLevelValidate(t *testing.T) {
 			queue(pl, flowcontrolv1.QueuingConfiguration{Queues: 1 << 20, HandSize: 4 << 10, QueueLengthLimit: 10})
 		}, []fieldErr{{field.ErrorTypeInvalid, "spec.limited.limitResponse.queuing.handSize"}}, "required entropy bits"},
 		{"mandatory spec changed", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
-			*pl = *mandatoryPriorityLevel("catch-all")
+			*pl = *MandatoryPriorityLevel("catch-all")
 			pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](50)
 		}, []fieldErr{{field.ErrorTypeInvalid, "spec"}}, "must equal the fixed value"},
 	}
@@ -235,7 +235,7 @@ func TestFlowControlPrint(t *testing.T) {
 	}
 
 	assertColumns(t, plr, "Name", "Type", "NominalConcurrencyShares", "Queues", "HandSize", "QueueLengthLimit", "Age")
-	pl := mandatoryPriorityLevel("exempt")
+	pl := MandatoryPriorityLevel("exempt")
 	pl.CreationTimestamp = threeDaysAgo
 	if got, want := plr.Printer.Row(pl), []interface{}{"exempt", "Exempt", "<none>", "<none>", "<none>", "<none>", "3d"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("row = %#v, want %#v", got, want)

@@ -29,6 +29,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/apiserver/admission/cel"
 	"mizzen/internal/apiserver/authz"
+	"mizzen/internal/apiserver/requestmetrics"
 )
 
 // Upstream's plugin names.
@@ -194,7 +195,9 @@ func (p *Plugin) mutateOnce(ctx context.Context, h *hook, a *admission.Attribute
 	if err != nil {
 		return false, true, err
 	}
+	called := time.Now()
 	resp, err := p.clients.call(ctx, h.clientConfig, h.timeout(), review)
+	requestmetrics.ExcludeFromSLI(ctx, time.Since(called)) // the webhook's time, not the server's
 	if err != nil {
 		return false, true, p.failure(h, a, err)
 	}
@@ -250,6 +253,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	}
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
+	var called time.Time // the first call's start
 	for i, h := range hooks {
 		va, err := p.matches(ctx, h, a)
 		if err != nil {
@@ -263,6 +267,9 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		if err != nil {
 			errs[i] = err
 			continue
+		}
+		if called.IsZero() {
+			called = time.Now()
 		}
 		wg.Add(1)
 		go func(i int, h *hook) {
@@ -281,6 +288,11 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		}(i, h)
 	}
 	wg.Wait()
+	if !called.IsZero() {
+		// The webhooks' time (called in parallel: from the first call to the last
+		// answer), not the server's.
+		requestmetrics.ExcludeFromSLI(ctx, time.Since(called))
+	}
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -1,0 +1,65 @@
+package flowcontrol
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are upstream's apiserver_flowcontrol_* series that say where requests went
+// and what waited or was turned away.
+type metrics struct {
+	dispatched   *prometheus.CounterVec
+	rejected     *prometheus.CounterVec
+	executing    *prometheus.GaugeVec
+	inQueue      *prometheus.GaugeVec
+	waitDuration *prometheus.HistogramVec
+	nominalLimit *prometheus.GaugeVec
+}
+
+// schemaMetrics are one schema's series, resolved once per configuration rather than
+// per request.
+type schemaMetrics struct {
+	dispatched       prometheus.Counter
+	executing        prometheus.Gauge
+	inQueue          prometheus.Gauge
+	waitedExecuted   prometheus.Observer
+	waitedRejected   prometheus.Observer
+	rejectedByReason func(reason string) prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	labels := []string{"flow_schema", "priority_level"}
+	return &metrics{
+		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_dispatched_requests_total",
+			Help: "Number of requests executed by API Priority and Fairness subsystem"}, labels),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_rejected_requests_total",
+			Help: "Number of requests rejected by API Priority and Fairness subsystem"}, append(labels, "reason")),
+		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_executing_requests",
+			Help: "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem"}, labels),
+		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_requests",
+			Help: "Number of requests currently pending in queues of the API Priority and Fairness subsystem"}, labels),
+		waitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
+			Help:    "Length of time a request spent waiting in its queue",
+			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}}, append(labels, "execute")),
+		nominalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_nominal_limit_seats",
+			Help: "Nominal number of execution seats configured for each priority level"}, []string{"priority_level"}),
+	}
+}
+
+func (m *metrics) forSchema(schema, level string) schemaMetrics {
+	return schemaMetrics{
+		dispatched:     m.dispatched.WithLabelValues(schema, level),
+		executing:      m.executing.WithLabelValues(schema, level),
+		inQueue:        m.inQueue.WithLabelValues(schema, level),
+		waitedExecuted: m.waitDuration.WithLabelValues(schema, level, "true"),
+		waitedRejected: m.waitDuration.WithLabelValues(schema, level, "false"),
+		rejectedByReason: func(reason string) prometheus.Counter {
+			return m.rejected.WithLabelValues(schema, level, reason)
+		},
+	}
+}
+
+// Collectors are the series to serve on the apiserver's /metrics.
+func (c *Controller) Collectors() []prometheus.Collector {
+	m := c.metrics
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.nominalLimit}
+}

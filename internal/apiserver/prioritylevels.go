@@ -1,0 +1,65 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/apiserver/flowcontrol"
+	"mizzen/internal/registry"
+)
+
+// longRunningSubresources are served for as long as the client stays (streams,
+// proxies, logs): as upstream, they take no seat of a priority level.
+var longRunningSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "proxy": true, "log": true}
+
+// describeForFlowControl is what API Priority and Fairness classifies a request by:
+// its user, and the resource or path it names.
+func describeForFlowControl(r *http.Request) *flowcontrol.Request {
+	user, ok := registry.UserFrom(r.Context())
+	if !ok {
+		return nil
+	}
+	req := &flowcontrol.Request{User: user}
+	if info := requestInfoFrom(r.Context()); info != nil && info.Resource != "" {
+		req.ResourceRequest = true
+		req.Verb, req.APIGroup, req.Namespace = info.Verb, info.Group, info.Namespace
+		req.Resource, req.Subresource = info.Resource, info.Subresource
+		req.LongRunning = info.Verb == "watch" || longRunningSubresources[info.Subresource]
+		return req
+	}
+	req.Verb, req.Path = strings.ToLower(r.Method), r.URL.Path
+	return req
+}
+
+// rejectForLoad answers a request its priority level turned away, as upstream: 429
+// with Retry-After.
+func (s *Server) rejectForLoad(w http.ResponseWriter, r *http.Request, retryAfterSeconds int) {
+	s.writeError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
+}
+
+// writeFlowSchemaDangling sets a FlowSchema's Dangling condition through the status
+// subresource, unless the stored object has it already.
+func (s *Server) writeFlowSchemaDangling(ctx context.Context, name string, cond flowcontrolv1.FlowSchemaCondition) error {
+	h := s.handlerForKind(flowcontrolv1.SchemeGroupVersion.Group, flowcontrolv1.SchemeGroupVersion.Version, "FlowSchema")
+	if h == nil {
+		return nil
+	}
+	_, err := s.updateObject(ctx, h, "", name, updateStatus, false, &fieldOwner{manager: flowControlFieldManager, subresource: "status"},
+		func(current runtime.Object) (runtime.Object, error) {
+			flowcontrol.SetDangling(current.(*flowcontrolv1.FlowSchema), cond)
+			return current, nil
+		})
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile
+	}
+	return err
+}
+
+// flowControlFieldManager is the manager upstream's apiserver writes FlowSchema
+// conditions as.
+const flowControlFieldManager = "api-priority-and-fairness-config-consumer-v1"

@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"mizzen/internal/apiserver/flowcontrol"
+	"mizzen/internal/controlplane/core"
+	"mizzen/internal/testing/apiserver"
+)
+
+// Every response names, by UID, the FlowSchema and priority level its request got:
+// the admin's are exempt, another user's fall to global-default, and a schema made
+// for a user takes that user's requests once its level exists; until then it says it
+// dangles.
+func TestPriorityAndFairnessClassification(t *testing.T) {
+	srv := apiserver.StartWithOptions(t, nil)
+	admin := srv.AdminConfig
+	client := kubernetes.NewForConfigOrDie(admin)
+	ctx := context.Background()
+	uidOf := func(kind, name string) string {
+		t.Helper()
+		var uid string
+		eventually(t, kind+" "+name, func() error {
+			var err error
+			if kind == "flowschema" {
+				fs, e := client.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+				if e == nil {
+					uid = string(fs.UID)
+				}
+				err = e
+			} else {
+				pl, e := client.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, name, metav1.GetOptions{})
+				if e == nil {
+					uid = string(pl.UID)
+				}
+				err = e
+			}
+			return err
+		})
+		return uid
+	}
+	headersOf := func(cfg *rest.Config) (string, string) {
+		t.Helper()
+		_, _, h := rawRequest(t, cfg, "GET", "/api/v1/namespaces/default/configmaps", "", nil)
+		return h.Get(flowcontrol.HeaderFlowSchemaUID), h.Get(flowcontrol.HeaderPriorityLevelUID)
+	}
+	eventually(t, "the admin's request exempt", func() error {
+		fs, pl := headersOf(admin)
+		if fs != uidOf("flowschema", "exempt") || pl != uidOf("level", "exempt") {
+			return fmt.Errorf("headers %q %q", fs, pl)
+		}
+		return nil
+	})
+	robotCfg, _ := userClient(t, srv, "robot")
+	if fs, pl := headersOf(robotCfg); fs != uidOf("flowschema", "global-default") || pl != uidOf("level", "global-default") {
+		t.Errorf("robot's request: headers %q %q, want global-default's", fs, pl)
+	}
+
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "robots"}, Spec: flowcontrolv1.FlowSchemaSpec{
+		PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "robots"},
+		MatchingPrecedence:         500,
+		DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+		Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+			Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "robot"}}},
+			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}}},
+		}},
+	}}
+	if _, err := client.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDangling := func(status flowcontrolv1.ConditionStatus, reason string) {
+		t.Helper()
+		eventually(t, "robots' Dangling condition "+string(status), func() error {
+			got, err := client.FlowcontrolV1().FlowSchemas().Get(ctx, "robots", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == flowcontrolv1.FlowSchemaConditionDangling && c.Status == status && c.Reason == reason &&
+					strings.Contains(c.Message, `PriorityLevelConfiguration object named "robots"`) {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %+v", got.Status.Conditions)
+		})
+	}
+	waitDangling(flowcontrolv1.ConditionTrue, "NotFound")
+	if got, _ := headersOf(robotCfg); got != uidOf("flowschema", "global-default") {
+		t.Errorf("a dangling schema took robot's request (%q)", got)
+	}
+
+	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "robots"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+		Type: flowcontrolv1.PriorityLevelEnablementLimited,
+		Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr[int32](10),
+			LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}},
+	}}
+	if _, err := client.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDangling(flowcontrolv1.ConditionFalse, "Found")
+	eventually(t, "robot's request in its own schema", func() error {
+		if fs, pl := headersOf(robotCfg); fs != uidOf("flowschema", "robots") || pl != uidOf("level", "robots") {
+			return fmt.Errorf("headers %q %q", fs, pl)
+		}
+		return nil
+	})
+}
+
+// With one seat per level, a burst from one user into a level that does not queue is
+// partly refused with 429, a Status and Retry-After, and counted on /metrics; the
+// admin's requests, exempt, never are.
+func TestPriorityAndFairnessRejectsBeyondTheSeats(t *testing.T) {
+	srv := apiserver.StartWithOptions(t, func(o *core.Options) {
+		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 1, 0
+	})
+	admin := srv.AdminConfig
+	client := kubernetes.NewForConfigOrDie(admin)
+	ctx := context.Background()
+	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "burst"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+		Type: flowcontrolv1.PriorityLevelEnablementLimited,
+		Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr[int32](1),
+			LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}},
+	}}
+	if _, err := client.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "burst"}, Spec: flowcontrolv1.FlowSchemaSpec{
+		PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "burst"},
+		MatchingPrecedence:         500,
+		Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+			Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "burster"}}},
+			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}, ClusterScope: true}},
+		}},
+	}}
+	if _, err := client.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	burstCfg, _ := userClient(t, srv, "burster")
+	burstCfg.QPS, burstCfg.Burst = -1, 0
+	transport, err := rest.TransportFor(burstCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient := &http.Client{Transport: transport}
+	adminTransport, err := rest.TransportFor(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminClient := &http.Client{Transport: adminTransport}
+
+	type answer struct {
+		code       int
+		retryAfter string
+		body       string
+	}
+	burst := func(c *http.Client, n int) []answer {
+		var wg sync.WaitGroup
+		answers := make([]answer, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := c.Get(burstCfg.Host + "/api/v1/namespaces/default/configmaps")
+				if err != nil {
+					return
+				}
+				defer resp.Body.Close()
+				var sb strings.Builder
+				buf := make([]byte, 4096)
+				for {
+					k, err := resp.Body.Read(buf)
+					sb.Write(buf[:k])
+					if err != nil {
+						break
+					}
+				}
+				answers[i] = answer{resp.StatusCode, resp.Header.Get("Retry-After"), sb.String()}
+			}()
+		}
+		wg.Wait()
+		return answers
+	}
+	var refused *answer
+	eventually(t, "a burster's request refused", func() error {
+		for _, a := range burst(httpClient, 100) {
+			switch a.code {
+			case http.StatusTooManyRequests:
+				refused = &a
+			case http.StatusForbidden, http.StatusOK:
+			default:
+				return fmt.Errorf("unexpected answer %d %s", a.code, a.body)
+			}
+		}
+		if refused == nil {
+			return fmt.Errorf("100 requests at once on one seat, none refused")
+		}
+		return nil
+	})
+	if refused.retryAfter != "1" || !strings.Contains(refused.body, `"reason":"TooManyRequests"`) ||
+		!strings.Contains(refused.body, "Too many requests, please try again later.") {
+		t.Errorf("refusal: Retry-After %q, body %s", refused.retryAfter, refused.body)
+	}
+	for _, a := range burst(adminClient, 100) {
+		if a.code != http.StatusOK {
+			t.Errorf("an exempt request answered %d: %s", a.code, a.body)
+		}
+	}
+	_, metrics, _ := rawRequest(t, admin, "GET", "/metrics", "", nil)
+	if !strings.Contains(string(metrics), `apiserver_flowcontrol_rejected_requests_total{flow_schema="burst",priority_level="burst",reason="concurrency-limit"}`) {
+		t.Error("/metrics does not count the refusals")
+	}
+	if !strings.Contains(string(metrics), `apiserver_request_sli_duration_seconds_bucket{component="apiserver"`) {
+		t.Error("/metrics has no apiserver_request_sli_duration_seconds")
+	}
+}
