@@ -4,8 +4,9 @@
 // 100, 30 per node, asked for at a fixed rate (100 pods/s), then every Deployment
 // deleted. It reports what upstream's scalability SLOs define: pod startup latency
 // p50/p99 (creation to Running as a watch observes it), the p99 latency of API calls
-// per resource, verb and scope from the apiserver's own apiserver_request_duration_seconds
-// histograms, scheduler throughput, apiserver+etcd CPU and memory, etcd's database
+// per resource, verb and scope from the apiserver's own histograms (upstream's SLI,
+// apiserver_request_sli_duration_seconds, which leaves out waits for a priority
+// level's seat; apiserver_request_duration_seconds beside it), scheduler throughput, apiserver+etcd CPU and memory, etcd's database
 // size, and whether every pod reached Running, was bound once, and was deleted.
 //
 // With -upstream DIR the same run is made against upstream's etcd, kube-apiserver,
@@ -42,6 +43,7 @@ import (
 
 	"mizzen/bench/internal/apimetrics"
 	"mizzen/bench/internal/benchutil"
+	"mizzen/internal/datadir"
 	"mizzen/internal/testing/density"
 	"mizzen/internal/testing/proc"
 )
@@ -67,6 +69,7 @@ type options struct {
 	profileDir              string
 	profileAfter            time.Duration
 	hollowGOGC              int
+	nodeIdentity            bool
 	recorderWindow          time.Duration
 }
 
@@ -87,6 +90,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and 10 s execution traces of both (after the -flight-recorder window) each time 400 pods are seen but not Running (up to 4)")
 	flag.DurationVar(&o.recorderWindow, "flight-recorder", 0, "with -profile-dir, mizzen's server and the hollow nodes keep this long (e.g. 20s) of their execution trace (--flight-recorder-window) and the bench writes it out before each trace it takes on a lag, to show the stall's onset; off when 0, as tracing a process of 40,000 goroutines slows it (BENCHMARKS.md, session 28)")
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
+	flag.BoolVar(&o.nodeIdentity, "node-identity", true, "each hollow kubelet authenticates as its node (a client certificate of system:node:<name> from the cluster CA), as real kubelets do, so that the Node authorizer, NodeRestriction and priority and fairness see node traffic as such; false: all use the admin's credentials (exempt from priority and fairness), as runs before session 29 did")
 	flag.IntVar(&o.hollowGOGC, "hollow-gogc", 400, "GOGC of the hollow-nodes process (0: Go's default). The hollow nodes stand for machines of their own; at Go's default their GC over a ~1 GB live heap takes ~0.2 of the two cores the control plane measured here needs")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
@@ -152,10 +156,13 @@ type result struct {
 	// slosCreating and slosDeleting are the p99s while the pods are created and Running,
 	// and while they are deleted: where a run's misses are.
 	slosCreating, slosDeleting []apimetrics.SLOLine
-	requests                   []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
-	running, gone              bool
-	rebound, over              []string
-	load                       string
+	// totalCreating and totalDeleting are the same with the waits for a priority
+	// level's seat counted (apiserver_request_duration_seconds).
+	totalCreating, totalDeleting []apimetrics.SLOLine
+	requests                     []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
+	running, gone                bool
+	rebound, over                []string
+	load                         string
 	// unfinished says where a run that did not finish stopped; the figures are then
 	// those of the pods that got that far, up to the moment it stopped.
 	unfinished string
@@ -192,6 +199,13 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	}
 	hollow := exec.Command(o.bin, "hollow-nodes", "--kubeconfig", kubeconfig, "--count", strconv.Itoa(o.nodes),
 		"--max-pods", strconv.Itoa(o.maxPods), "--preloaded-images", density.Image)
+	if o.nodeIdentity {
+		dir, err := nodeCADir(cp)
+		if err != nil {
+			return r, err
+		}
+		hollow.Args = append(hollow.Args, "--node-ca-dir", dir)
+	}
 	hollowProfiles := ""
 	if o.profileDir != "" {
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
@@ -337,6 +351,7 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	}
 	r.slos = after.Latency.Since(before.Latency).SLOs()
 	r.slosCreating, r.slosDeleting = middle.Latency.Since(before.Latency).SLOs(), after.Latency.Since(middle.Latency).SLOs()
+	r.totalCreating, r.totalDeleting = middle.Total.Since(before.Total).SLOs(), after.Total.Since(middle.Total).SLOs()
 	r.requests = after.Requests.Since(before.Requests)
 	pods := tracker.Pods()
 	r.rebound = density.Rebound(pods)
@@ -504,7 +519,8 @@ func (r result) print() {
 	for _, phase := range []struct {
 		name  string
 		lines []apimetrics.SLOLine
-	}{{"creating (first create to every pod Running)", r.slosCreating}, {"deleting (the Deployments' deletion to the last pod gone)", r.slosDeleting}} {
+	}{{"creating (first create to every pod Running)", r.slosCreating}, {"deleting (the Deployments' deletion to the last pod gone)", r.slosDeleting},
+		{"creating, waits for a seat counted", r.totalCreating}, {"deleting, waits for a seat counted", r.totalDeleting}} {
 		var over []string
 		for _, l := range phase.lines {
 			if l.P99 > l.Call.Threshold() {
@@ -594,6 +610,18 @@ func adminKubeconfig(cp controlPlane) (string, error) {
 		return c.Kubeconfig, nil
 	}
 	return "", fmt.Errorf("no kubeconfig for %s", cp.Name())
+}
+
+// nodeCADir is where the control plane keeps the CA its apiserver trusts for client
+// certificates, which the hollow nodes issue their own from.
+func nodeCADir(cp controlPlane) (string, error) {
+	switch c := cp.(type) {
+	case *benchutil.Mizzen:
+		return datadir.Dir(c.Dir).TLS(), nil
+	case *benchutil.Upstream:
+		return filepath.Join(c.Dir, "pki"), nil
+	}
+	return "", fmt.Errorf("no CA for %s", cp.Name())
 }
 
 // sampleRSS keeps the largest resident memory of pids seen, every second, until the

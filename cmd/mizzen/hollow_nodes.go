@@ -6,14 +6,17 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/datadir"
 	"mizzen/internal/flightrecorder"
 	"mizzen/internal/kubelet/hollow"
+	"mizzen/internal/pki"
 )
 
 func init() { register(newHollowNodesCommand) }
@@ -23,6 +26,7 @@ func newHollowNodesCommand() *cobra.Command {
 	var (
 		kubeconfig, prefix string
 		rootDir            string
+		nodeCADir          string
 		profilingAddress   string
 		recorderWindow     time.Duration
 		count              int
@@ -50,14 +54,20 @@ func newHollowNodesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return hollow.Run(ctx, hollow.Options{
+			opts := hollow.Options{
 				Count:           count,
 				NamePrefix:      prefix,
 				Config:          cfg,
 				MaxPods:         maxPods,
 				PreloadedImages: images,
 				RootDir:         rootDir,
-			})
+			}
+			if nodeCADir != "" {
+				if opts.NodeCredentials, err = nodeCredentials(nodeCADir); err != nil {
+					return err
+				}
+			}
+			return hollow.Run(ctx, opts)
 		},
 	}
 	f := cmd.Flags()
@@ -69,8 +79,30 @@ func newHollowNodesCommand() *cobra.Command {
 	f.StringVar(&rootDir, "root-dir", "", "directory for the hollow kubelets' pod volumes, one subdirectory per node (default: a temporary directory, removed on a clean exit)")
 	f.StringVar(&profilingAddress, "profiling-address", "", "serve /debug/pprof/ over plain HTTP on this address (e.g. 127.0.0.1:6061), for scale runs; off when empty")
 	f.DurationVar(&recorderWindow, "flight-recorder-window", 0, flightRecorderUsage+"; needs --profiling-address")
+	f.StringVar(&nodeCADir, "node-ca-dir", "", "directory of the cluster CA's ca.crt and ca.key (DATA_DIR/tls): each hollow kubelet then authenticates as its node (system:node:<name> in system:nodes, a client certificate of its own) as a real kubelet does, rather than with --kubeconfig's credentials")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
+}
+
+// nodeCredentials issues each hollow node a client certificate from the CA in dir,
+// which must exist (nothing is created there).
+func nodeCredentials(dir string) (func(string) ([]byte, []byte, error), error) {
+	for _, f := range []string{datadir.CAName + ".crt", datadir.CAName + ".key"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return nil, fmt.Errorf("--node-ca-dir: %w", err)
+		}
+	}
+	ca, err := pki.LoadOrCreateCA(dir, datadir.CAName, "")
+	if err != nil {
+		return nil, fmt.Errorf("--node-ca-dir: %w", err)
+	}
+	return func(node string) ([]byte, []byte, error) {
+		issued, err := ca.IssueClient("system:node:"+node, []string{"system:nodes"})
+		if err != nil {
+			return nil, nil, err
+		}
+		return issued.CertPEM, issued.KeyPEM, nil
+	}, nil
 }
 
 // serveProfiles serves Go's profiles of this process on addr, unauthenticated: the

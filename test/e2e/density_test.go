@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mizzen/internal/datadir"
 	"mizzen/internal/testing/density"
 	"mizzen/internal/testing/lockedbuf"
 	"mizzen/internal/testing/proc"
@@ -46,11 +47,15 @@ func TestDensity(t *testing.T) {
 			t.Logf("mizzen server (exit: %v) log ends:\n%s", c.cmd.ProcessState, tail(c.log.String(), 40))
 		}
 	})
-	c = startServer(t, t.TempDir(), freePort(t), "--disable", "agent,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard",
+	dataDir := t.TempDir()
+	c = startServer(t, dataDir, freePort(t), "--disable", "agent,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard",
 		"--cluster-cidr", densityClusterCIDR)
 	hollowLog := &lockedbuf.Buffer{}
 	hollow := exec.Command(mizzenBin, "hollow-nodes", "--kubeconfig", c.kubeconfig, "--count", strconv.Itoa(densityNodes),
-		"--name-prefix", "density-node-", "--max-pods", strconv.Itoa(densityMaxPods), "--preloaded-images", density.Image)
+		"--name-prefix", "density-node-", "--max-pods", strconv.Itoa(densityMaxPods), "--preloaded-images", density.Image,
+		// Each kubelet as its node, as bench/density runs them: the Node authorizer,
+		// NodeRestriction and priority and fairness see node traffic.
+		"--node-ca-dir", datadir.Dir(dataDir).TLS())
 	hollow.Stdout, hollow.Stderr = hollowLog, hollowLog
 	if err := hollow.Start(); err != nil {
 		t.Fatal(err)

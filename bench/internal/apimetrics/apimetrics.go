@@ -17,7 +17,13 @@ import (
 
 // Metrics is what one scrape of an apiserver's /metrics gives.
 type Metrics struct {
-	Latency  Histograms
+	// Latency is what upstream's API call latency SLO is measured from:
+	// apiserver_request_sli_duration_seconds (the time without waits for a priority
+	// level's seat and for admission webhooks) where the server serves it, else
+	// apiserver_request_duration_seconds.
+	Latency Histograms
+	// Total is apiserver_request_duration_seconds: the whole time, waits included.
+	Total    Histograms
 	Requests RequestCounts
 }
 
@@ -27,12 +33,19 @@ func Scrape(ctx context.Context, c kubernetes.Interface) (Metrics, error) {
 	if err != nil {
 		return Metrics{}, fmt.Errorf("GET /metrics: %w", err)
 	}
-	h, err := ParseHistograms(string(body))
+	total, err := ParseHistograms(string(body))
 	if err != nil {
 		return Metrics{}, err
 	}
+	sli, err := parseHistograms(string(body), sliMetric)
+	if err != nil {
+		return Metrics{}, err
+	}
+	if len(sli) == 0 {
+		sli = total
+	}
 	n, err := ParseRequestCounts(string(body))
-	return Metrics{h, n}, err
+	return Metrics{sli, total, n}, err
 }
 
 // Histograms are the apiserver_request_duration_seconds series of one /metrics
@@ -85,8 +98,16 @@ func (c Call) Measured() bool {
 // Prometheus' text format, summing over the labels the SLO does not split by (group,
 // version, component, dry run).
 func ParseHistograms(text string) (Histograms, error) {
+	return parseHistograms(text, "apiserver_request_duration_seconds")
+}
+
+// sliMetric is the histogram upstream's SLO measurements read (clusterloader2's API
+// responsiveness), which leaves out the waits the server imposes on purpose.
+const sliMetric = "apiserver_request_sli_duration_seconds"
+
+func parseHistograms(text, metric string) (Histograms, error) {
 	h := Histograms{}
-	err := eachSample(text, "apiserver_request_duration_seconds_bucket{", func(labels map[string]string, value float64) error {
+	err := eachSample(text, metric+"_bucket{", func(labels map[string]string, value float64) error {
 		le, err := strconv.ParseFloat(labels["le"], 64) // "+Inf" parses
 		if err != nil {
 			return fmt.Errorf("bad le %q", labels["le"])

@@ -35,6 +35,12 @@ type Options struct {
 	Config *rest.Config
 	// NewClient overrides Config (tests pass a fake clientset).
 	NewClient func(nodeName string) (kubernetes.Interface, error)
+	// NodeCredentials, when set, gives each kubelet a client certificate of its own
+	// (PEM certificate and key of system:node:<name> in system:nodes), as real kubelets
+	// have, in place of Config's credentials: the Node authorizer, NodeRestriction and
+	// priority and fairness then see each node as the apiserver would. The shared
+	// events and Service clients keep Config's.
+	NodeCredentials func(nodeName string) (certPEM, keyPEM []byte, err error)
 	// Machine is what every node reports; 4 cores, 16 GiB, 100 GiB disk when nil.
 	Machine *kubelet.MachineInfo
 	MaxPods int64
@@ -84,6 +90,14 @@ func nodeConfig(base *rest.Config) *rest.Config {
 	return cfg
 }
 
+// asNode makes cfg authenticate with the client certificate given, and nothing else.
+func asNode(cfg *rest.Config, certPEM, keyPEM []byte) {
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = certPEM, keyPEM, "", ""
+	cfg.BearerToken, cfg.BearerTokenFile, cfg.Username, cfg.Password = "", "", "", ""
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	cfg.ExecProvider, cfg.AuthProvider = nil, nil
+}
+
 // Run runs the hollow nodes until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Count <= 0 {
@@ -105,12 +119,25 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Logger = slog.Default()
 	}
 	newClient := opts.NewClient
+	nodeClient := newClient
 	if newClient == nil {
 		if opts.Config == nil {
 			return errors.New("hollow: Config or NewClient is required")
 		}
 		newClient = func(string) (kubernetes.Interface, error) {
 			return kubernetes.NewForConfig(nodeConfig(opts.Config))
+		}
+		nodeClient = newClient
+		if opts.NodeCredentials != nil {
+			nodeClient = func(name string) (kubernetes.Interface, error) {
+				cert, key, err := opts.NodeCredentials(name)
+				if err != nil {
+					return nil, fmt.Errorf("credentials: %w", err)
+				}
+				cfg := nodeConfig(opts.Config)
+				asNode(cfg, cert, key)
+				return kubernetes.NewForConfig(cfg)
+			}
 		}
 	}
 
@@ -157,7 +184,7 @@ func Run(ctx context.Context, opts Options) error {
 	errs := make(chan error, opts.Count)
 	for i := range opts.Count {
 		name := fmt.Sprintf("%s%d", opts.NamePrefix, i)
-		client, err := newClient(name)
+		client, err := nodeClient(name)
 		if err != nil {
 			return fmt.Errorf("hollow: client for %s: %w", name, err)
 		}
