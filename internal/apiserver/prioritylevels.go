@@ -17,23 +17,23 @@ import (
 // proxies, logs): as upstream, they take no seat of a priority level.
 var longRunningSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "proxy": true, "log": true}
 
-// describeForFlowControl is what API Priority and Fairness classifies a request by:
-// its user, and the resource or path it names.
-func describeForFlowControl(r *http.Request) *flowcontrol.Request {
+// describeForFlowControl fills in what API Priority and Fairness classifies a request
+// by: its user, and the resource or path it names.
+func describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
 	user, ok := registry.UserFrom(r.Context())
 	if !ok {
-		return nil
+		return false
 	}
-	req := &flowcontrol.Request{User: user}
+	req.User = user
 	if info := requestInfoFrom(r.Context()); info != nil && info.Resource != "" {
 		req.ResourceRequest = true
 		req.Verb, req.APIGroup, req.Namespace = info.Verb, info.Group, info.Namespace
 		req.Resource, req.Subresource = info.Resource, info.Subresource
 		req.LongRunning = info.Verb == "watch" || longRunningSubresources[info.Subresource]
-		return req
+		return true
 	}
 	req.Verb, req.Path = strings.ToLower(r.Method), r.URL.Path
-	return req
+	return true
 }
 
 // rejectForLoad answers a request its priority level turned away, as upstream: 429

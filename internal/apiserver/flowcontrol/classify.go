@@ -82,8 +82,15 @@ func subjectMatches(s *flowcontrolv1.Subject, u *registry.User) bool {
 		if s.ServiceAccount == nil {
 			return false
 		}
-		rest, ok := strings.CutPrefix(u.Name, "system:serviceaccount:"+s.ServiceAccount.Namespace+":")
+		// "system:serviceaccount:<namespace>:<name>", read without building it.
+		rest, ok := strings.CutPrefix(u.Name, "system:serviceaccount:")
 		if !ok {
+			return false
+		}
+		if rest, ok = strings.CutPrefix(rest, s.ServiceAccount.Namespace); !ok {
+			return false
+		}
+		if rest, ok = strings.CutPrefix(rest, ":"); !ok {
 			return false
 		}
 		return s.ServiceAccount.Name == flowcontrolv1.NameAll || rest == s.ServiceAccount.Name
@@ -92,12 +99,8 @@ func subjectMatches(s *flowcontrolv1.Subject, u *registry.User) bool {
 }
 
 func resourceRuleMatches(rule *flowcontrolv1.ResourcePolicyRule, r *Request) bool {
-	resource := r.Resource
-	if r.Subresource != "" {
-		resource += "/" + r.Subresource
-	}
 	if !contains(rule.Verbs, r.Verb, flowcontrolv1.VerbAll) ||
-		!contains(rule.Resources, resource, flowcontrolv1.ResourceAll) ||
+		!containsResource(rule.Resources, r.Resource, r.Subresource) ||
 		!contains(rule.APIGroups, r.APIGroup, flowcontrolv1.APIGroupAll) {
 		return false
 	}
@@ -133,6 +136,27 @@ func contains(list []string, x, wildcard string) bool {
 	}
 	for _, y := range list {
 		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// containsResource: the list is "*" alone, or holds "resource" or, with a
+// subresource, "resource/subresource" (compared without joining them: a kubelet's
+// every status write is checked against several schemas).
+func containsResource(list []string, resource, sub string) bool {
+	if len(list) == 1 && list[0] == flowcontrolv1.ResourceAll {
+		return true
+	}
+	for _, y := range list {
+		if sub == "" {
+			if y == resource {
+				return true
+			}
+			continue
+		}
+		if len(y) == len(resource)+1+len(sub) && y[:len(resource)] == resource && y[len(resource)] == '/' && y[len(resource)+1:] == sub {
 			return true
 		}
 	}

@@ -6,23 +6,32 @@ import (
 	"mizzen/internal/apiserver/requestmetrics"
 )
 
+// The headers' canonical keys, so that a response's header map is written directly:
+// Header.Set canonicalizes the key and allocates the value's slice on every request.
+var (
+	flowSchemaKey    = http.CanonicalHeaderKey(HeaderFlowSchemaUID)
+	priorityLevelKey = http.CanonicalHeaderKey(HeaderPriorityLevelUID)
+)
+
 // Handler admits each request under its priority level before next serves it.
-// describe says what a request is (nil: served without classification); reject
+// describe says what a request is (false: served without classification); reject
 // answers a request turned away (429, with the Retry-After seconds given).
-func (c *Controller) Handler(next http.Handler, describe func(*http.Request) *Request, reject func(w http.ResponseWriter, r *http.Request, retryAfterSeconds int)) http.Handler {
+func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Request) bool, reject func(w http.ResponseWriter, r *http.Request, retryAfterSeconds int)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := describe(r)
-		if req == nil {
+		var req Request
+		if !describe(r, &req) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s, flow := c.classify(req)
+		s, flow := c.classify(&req)
 		if s == nil {
 			next.ServeHTTP(w, r) // no configuration yet (the server starting)
 			return
 		}
-		w.Header().Set(HeaderFlowSchemaUID, string(s.uid))
-		w.Header().Set(HeaderPriorityLevelUID, string(s.levelUID))
+		// The schema's values, shared by its responses' headers: nothing appends to them.
+		h := w.Header()
+		h[flowSchemaKey] = s.uidHeader
+		h[priorityLevelKey] = s.levelUIDHeader
 		if req.LongRunning {
 			next.ServeHTTP(w, r)
 			return

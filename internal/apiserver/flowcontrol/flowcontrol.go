@@ -104,6 +104,8 @@ type compiledSchema struct {
 	level    *level
 	levelUID types.UID
 	metrics  schemaMetrics
+	// uidHeader and levelUIDHeader are the response headers' values.
+	uidHeader, levelUIDHeader []string
 }
 
 // New returns a controller that admits every request until it has been given both
@@ -205,9 +207,11 @@ func (c *Controller) rebuildLocked() {
 			st = &level{name: name}
 			c.states[name] = st
 		}
-		limit := 0
+		// At least one: a level of zero shares would borrow its seats in upstream's,
+		// and here it cannot borrow.
+		limit := 1
 		if shareSum > 0 {
-			limit = int(math.Ceil(float64(c.opts.ServerSeats) * float64(nominalShares(pl)) / shareSum))
+			limit = max(1, int(math.Ceil(float64(c.opts.ServerSeats)*float64(nominalShares(pl))/shareSum)))
 		}
 		exempt := pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt
 		reject, queues, handSize, queueLength := true, 1, 1, 0
@@ -245,7 +249,8 @@ func (c *Controller) rebuildLocked() {
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, uid: fs.UID, method: method, rules: fs.Spec.Rules,
 			level: c.states[pl.Name], levelUID: pl.UID,
-			metrics: c.metrics.forSchema(fs.Name, pl.Name),
+			metrics:   c.metrics.forSchema(fs.Name, pl.Name),
+			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})
 	}
 	precedence := func(s *compiledSchema) int32 { return schemas[s.name].Spec.MatchingPrecedence }

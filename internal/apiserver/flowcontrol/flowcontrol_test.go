@@ -166,9 +166,10 @@ func newBlockingServer(t *testing.T, c *Controller, users map[string]registry.Us
 		b.mu.Unlock()
 		<-b.release
 	})
-	describe := func(r *http.Request) *Request {
+	describe := func(r *http.Request, req *Request) bool {
 		u := users[r.Header.Get("User")]
-		return resourceRequest(u.Name, u.Groups, "get", "", "pods", "", r.Header.Get("Namespace"))
+		*req = *resourceRequest(u.Name, u.Groups, "get", "", "pods", "", r.Header.Get("Namespace"))
+		return true
 	}
 	reject := func(w http.ResponseWriter, _ *http.Request, retryAfter int) {
 		w.Header().Set("Retry-After", fmt.Sprint(retryAfter))
