@@ -159,10 +159,12 @@ type result struct {
 	// totalCreating and totalDeleting are the same with the waits for a priority
 	// level's seat counted (apiserver_request_duration_seconds).
 	totalCreating, totalDeleting []apimetrics.SLOLine
-	requests                     []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
-	running, gone                bool
-	rebound, over                []string
-	load                         string
+	// rejected are the requests priority and fairness turned away, "level/reason n".
+	rejected      []string
+	requests      []apimetrics.CallCount // apiserver_request_total between the scrapes, most first
+	running, gone bool
+	rebound, over []string
+	load          string
 	// unfinished says where a run that did not finish stopped; the figures are then
 	// those of the pods that got that far, up to the moment it stopped.
 	unfinished string
@@ -352,6 +354,12 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	r.slos = after.Latency.Since(before.Latency).SLOs()
 	r.slosCreating, r.slosDeleting = middle.Latency.Since(before.Latency).SLOs(), after.Latency.Since(middle.Latency).SLOs()
 	r.totalCreating, r.totalDeleting = middle.Total.Since(before.Total).SLOs(), after.Total.Since(middle.Total).SLOs()
+	for k, v := range after.Rejected {
+		if d := v - before.Rejected[k]; d > 0 {
+			r.rejected = append(r.rejected, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	sort.Strings(r.rejected)
 	r.requests = after.Requests.Since(before.Requests)
 	pods := tracker.Pods()
 	r.rebound = density.Rebound(pods)
@@ -531,6 +539,7 @@ func (r result) print() {
 			fmt.Printf("  over SLO while %s: %d: %s\n", phase.name, len(over), strings.Join(over, "; "))
 		}
 	}
+	fmt.Printf("turned away by priority and fairness (429, retried by the clients): %d kinds: %s\n", len(r.rejected), strings.Join(r.rejected, "; "))
 	fmt.Printf("requests by call (apiserver_request_total, first create to last deletion or the stop), most first:\n")
 	for i, c := range r.requests {
 		if i == 40 {

@@ -108,6 +108,14 @@ func TestPriorityAndFairnessClassification(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDangling(flowcontrolv1.ConditionFalse, "Found")
+	// What upstream's e2e test waits for besides: the level's seats on /metrics.
+	eventually(t, "robots' seats on /metrics", func() error {
+		_, metrics, _ := rawRequest(t, admin, "GET", "/metrics", "", nil)
+		if !strings.Contains(string(metrics), `apiserver_flowcontrol_nominal_limit_seats{priority_level="robots"}`) {
+			return fmt.Errorf("no apiserver_flowcontrol_nominal_limit_seats for robots")
+		}
+		return nil
+	})
 	eventually(t, "robot's request in its own schema", func() error {
 		if fs, pl := headersOf(robotCfg); fs != uidOf("flowschema", "robots") || pl != uidOf("level", "robots") {
 			return fmt.Errorf("headers %q %q", fs, pl)

@@ -25,6 +25,9 @@ type Metrics struct {
 	// Total is apiserver_request_duration_seconds: the whole time, waits included.
 	Total    Histograms
 	Requests RequestCounts
+	// Rejected counts the requests priority and fairness turned away (429), by
+	// "priority level/reason" (apiserver_flowcontrol_rejected_requests_total).
+	Rejected map[string]float64
 }
 
 // Scrape reads the apiserver's request latency histograms and request counts.
@@ -45,7 +48,15 @@ func Scrape(ctx context.Context, c kubernetes.Interface) (Metrics, error) {
 		sli = total
 	}
 	n, err := ParseRequestCounts(string(body))
-	return Metrics{sli, total, n}, err
+	if err != nil {
+		return Metrics{}, err
+	}
+	rejected := map[string]float64{}
+	err = eachSample(string(body), "apiserver_flowcontrol_rejected_requests_total{", func(labels map[string]string, value float64) error {
+		rejected[labels["priority_level"]+"/"+labels["reason"]] += value
+		return nil
+	})
+	return Metrics{sli, total, n, rejected}, err
 }
 
 // Histograms are the apiserver_request_duration_seconds series of one /metrics
