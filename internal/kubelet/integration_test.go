@@ -16,6 +16,7 @@ import (
 	"mizzen/internal/cri/fake"
 	"mizzen/internal/kubelet"
 	"mizzen/internal/testing/apiserver"
+	"mizzen/internal/testing/poll"
 )
 
 // TestAgainstRealAPIServer runs a kubelet on the fake runtime against a real apiserver on
@@ -115,13 +116,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, what, 60*time.Second, 100*time.Millisecond, cond)
 }
 
 // testLogOutput is where the kubelet logs in this test: stderr with -v, else nowhere.

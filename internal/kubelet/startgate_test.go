@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"mizzen/internal/testing/poll"
 )
 
 // TestStartGateOrder holds the only slot, queues sandbox and container starts, and
@@ -75,11 +77,5 @@ func TestStartGateCancel(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, what, 10*time.Second, time.Millisecond, cond)
 }

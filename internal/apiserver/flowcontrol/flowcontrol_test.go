@@ -16,6 +16,7 @@ import (
 
 	"mizzen/internal/registry"
 	registryflowcontrol "mizzen/internal/registry/flowcontrol"
+	"mizzen/internal/testing/poll"
 )
 
 // upstreamDefaults is a controller fed the configuration every cluster starts with.
@@ -375,11 +376,5 @@ func TestHandsAreDistinct(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, what, 10*time.Second, 2*time.Millisecond, cond)
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"mizzen/internal/kubelet"
+	"mizzen/internal/testing/poll"
 )
 
 func TestConfig(t *testing.T) {
@@ -309,13 +310,7 @@ func writeDockerArchive(path string, img Image) error {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, what, 90*time.Second, 100*time.Millisecond, cond)
 }
 
 // TestOCIArchiveLayerAndConfig checks what a container sees of an image: the layer's

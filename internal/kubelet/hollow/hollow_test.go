@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	testpoll "mizzen/internal/testing/poll"
 )
 
 func TestAddresses(t *testing.T) {
@@ -113,13 +115,7 @@ func TestHollowNodesRunPods(t *testing.T) {
 
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testpoll.Until(t, what, 60*time.Second, 50*time.Millisecond, cond)
 }
 
 // runningPods counts the default namespace's Running pods (0 if the list fails).

@@ -22,6 +22,7 @@ import (
 	"mizzen/internal/kubelet/podcgroups"
 	nodeserver "mizzen/internal/kubelet/server"
 	"mizzen/internal/testing/lockedbuf"
+	"mizzen/internal/testing/poll"
 )
 
 // contiguousLines returns how many lines "line 1", "line 2", ... out starts with, and
@@ -221,11 +222,5 @@ func TestChattyContainerOnContainerd(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, 30*time.Second, 20*time.Millisecond, cond)
 }

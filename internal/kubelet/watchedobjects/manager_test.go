@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"mizzen/internal/testing/poll"
 )
 
 func configMapManager(client *fake.Clientset) *Manager {
@@ -190,13 +192,7 @@ func TestImmutableObjectStopsItsWatch(t *testing.T) {
 // waitFor polls cond until it holds; the bound is a hang guard, not a timing claim.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, "the condition", time.Minute, 10*time.Millisecond, cond)
 }
 
 // Changed names the pods that refer to an object when it changes after its first
