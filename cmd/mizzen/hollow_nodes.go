@@ -6,7 +6,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -87,12 +86,7 @@ func newHollowNodesCommand() *cobra.Command {
 // nodeCredentials issues each hollow node a client certificate from the CA in dir,
 // which must exist (nothing is created there).
 func nodeCredentials(dir string) (func(string) ([]byte, []byte, error), error) {
-	for _, f := range []string{datadir.CAName + ".crt", datadir.CAName + ".key"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return nil, fmt.Errorf("--node-ca-dir: %w", err)
-		}
-	}
-	ca, err := pki.LoadOrCreateCA(dir, datadir.CAName, "")
+	ca, err := pki.LoadCA(dir, datadir.CAName)
 	if err != nil {
 		return nil, fmt.Errorf("--node-ca-dir: %w", err)
 	}

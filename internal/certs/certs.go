@@ -257,7 +257,7 @@ func loadCAs(d datadir.Dir, all []Cert) ([]*pki.CA, error) {
 		if _, err := os.Stat(strings.TrimSuffix(path, ".crt") + ".key"); err != nil {
 			continue // a CA bundle without its key signs nothing here
 		}
-		ca, err := pki.LoadOrCreateCA(filepath.Dir(path), strings.TrimSuffix(filepath.Base(path), ".crt"), "")
+		ca, err := pki.LoadCA(filepath.Dir(path), strings.TrimSuffix(filepath.Base(path), ".crt"))
 		if err != nil {
 			return nil, err
 		}

@@ -58,26 +58,35 @@ func encodeCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
+// LoadCA reads name.crt and name.key from dir; a missing file is an error
+// (fs.ErrNotExist).
+func LoadCA(dir, name string) (*CA, error) {
+	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	certPEM, err := os.ReadFile(certPath)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("loading CA %s: %w", certPath, err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: pair.PrivateKey.(crypto.Signer), CertPEM: certPEM}, nil
+}
+
 // LoadOrCreateCA reads name.crt and name.key from dir, creating them (10 years) when
-// absent.
+// the certificate is absent.
 func LoadOrCreateCA(dir, name, commonName string) (*CA, error) {
 	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if certPEM, err := os.ReadFile(certPath); err == nil {
-		keyPEM, err := os.ReadFile(keyPath)
-		if err != nil {
-			return nil, err
-		}
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("loading CA %s: %w", certPath, err)
-		}
-		cert, err := x509.ParseCertificate(pair.Certificate[0])
-		if err != nil {
-			return nil, err
-		}
-		return &CA{Cert: cert, Key: pair.PrivateKey.(crypto.Signer), CertPEM: certPEM}, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	if _, err := os.Stat(certPath); !errors.Is(err, os.ErrNotExist) {
+		return LoadCA(dir, name) // there (or unreadable): never replaced
 	}
 	key, err := newKey()
 	if err != nil {
