@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	registryflowcontrol "mizzen/internal/registry/flowcontrol"
 )
@@ -97,14 +96,13 @@ type config struct {
 }
 
 type compiledSchema struct {
-	name     string
-	uid      types.UID
-	method   flowcontrolv1.FlowDistinguisherMethodType
-	rules    []flowcontrolv1.PolicyRulesWithSubjects
-	level    *level
-	levelUID types.UID
-	metrics  schemaMetrics
-	// uidHeader and levelUIDHeader are the response headers' values.
+	name    string
+	method  flowcontrolv1.FlowDistinguisherMethodType
+	rules   []flowcontrolv1.PolicyRulesWithSubjects
+	level   *level
+	metrics schemaMetrics
+	// uidHeader and levelUIDHeader are the response headers' values: the schema's and
+	// its level's UIDs.
 	uidHeader, levelUIDHeader []string
 }
 
@@ -247,8 +245,7 @@ func (c *Controller) rebuildLocked() {
 			method = fs.Spec.DistinguisherMethod.Type
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
-			name: fs.Name, uid: fs.UID, method: method, rules: fs.Spec.Rules,
-			level: c.states[pl.Name], levelUID: pl.UID,
+			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
 			metrics:   c.metrics.forSchema(fs.Name, pl.Name),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})
@@ -334,7 +331,7 @@ func (c *Controller) writeDangling(ctx context.Context) bool {
 	c.mu.Lock()
 	for name, fs := range c.schemas {
 		cond := danglingCondition(fs, c.levels[fs.Spec.PriorityLevelConfiguration.Name] != nil)
-		if cur := currentDangling(fs); cur == nil || cur.Status != cond.Status || cur.Reason != cond.Reason || cur.Message != cond.Message {
+		if cur := currentDangling(fs); cur == nil || !sameDangling(cur, &cond) {
 			writes = append(writes, want{name, cond})
 		}
 	}
@@ -364,6 +361,11 @@ func danglingCondition(fs *flowcontrolv1.FlowSchema, levelExists bool) flowcontr
 	return cond
 }
 
+// sameDangling: the two conditions say the same, whenever they were set.
+func sameDangling(a, b *flowcontrolv1.FlowSchemaCondition) bool {
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
+}
+
 func currentDangling(fs *flowcontrolv1.FlowSchema) *flowcontrolv1.FlowSchemaCondition {
 	for i := range fs.Status.Conditions {
 		if fs.Status.Conditions[i].Type == flowcontrolv1.FlowSchemaConditionDangling {
@@ -377,7 +379,7 @@ func currentDangling(fs *flowcontrolv1.FlowSchema) *flowcontrolv1.FlowSchemaCond
 // it reports false when the schema holds that condition already (nothing to write).
 func SetDangling(fs *flowcontrolv1.FlowSchema, cond flowcontrolv1.FlowSchemaCondition) bool {
 	if cur := currentDangling(fs); cur != nil {
-		if cur.Status == cond.Status && cur.Reason == cond.Reason && cur.Message == cond.Message {
+		if sameDangling(cur, &cond) {
 			return false
 		}
 		if cur.Status == cond.Status {

@@ -374,6 +374,13 @@ func TestHandsAreDistinct(t *testing.T) {
 	}
 }
 
+// counts reports the level's requests executing and waiting, and its seats.
+func (l *level) counts() (executing, waiting, limit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.executing, l.waiting, l.limit
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll.Until(t, what, 10*time.Second, 2*time.Millisecond, cond)

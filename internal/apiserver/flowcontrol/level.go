@@ -201,13 +201,6 @@ func (q *queue) remove(w *waiter) {
 	}
 }
 
-// counts reports the requests executing and waiting, for the metrics.
-func (l *level) counts() (executing, waiting, limit int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.executing, l.waiting, l.limit
-}
-
 // flowHash is a flow's identity: the schema's name and the distinguisher.
 // It is 64-bit FNV-1a, computed without allocating: every queued request takes one.
 func flowHash(schema, distinguisher string) uint64 {
