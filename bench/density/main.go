@@ -1,6 +1,7 @@
 // Command density is upstream's density test against mizzen: one `mizzen server`
 // (etcd and the apiserver) with `mizzen scheduler` and `mizzen controller-manager`
-// processes, and `mizzen hollow-nodes --count N` as the nodes; pods in Deployments of
+// processes, and `mizzen hollow-nodes` as the N nodes (in -hollow-processes processes,
+// each running its share with --first-index and --count); pods in Deployments of
 // 100, 30 per node, asked for at a fixed rate (100 pods/s), then every Deployment
 // deleted. It reports what upstream's scalability SLOs define: pod startup latency
 // p50/p99 (creation to Running as a watch observes it), the p99 latency of API calls
@@ -69,6 +70,7 @@ type options struct {
 	profileDir              string
 	profileAfter            time.Duration
 	hollowGOGC              int
+	hollowProcesses         int
 	nodeIdentity            bool
 	recorderWindow          time.Duration
 }
@@ -92,6 +94,7 @@ func main() {
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	flag.BoolVar(&o.nodeIdentity, "node-identity", true, "each hollow kubelet authenticates as its node (a client certificate of system:node:<name> from the cluster CA), as real kubelets do, so that the Node authorizer, NodeRestriction and priority and fairness see node traffic as such; false: all use the admin's credentials (exempt from priority and fairness), as runs before session 29 did")
 	flag.IntVar(&o.hollowGOGC, "hollow-gogc", 400, "GOGC of the hollow-nodes process (0: Go's default). The hollow nodes stand for machines of their own; at Go's default their GC over a ~1 GB live heap takes ~0.2 of the two cores the control plane measured here needs")
+	flag.IntVar(&o.hollowProcesses, "hollow-processes", 1, "hollow-nodes processes the nodes are shared between. Upstream's kubemark gives each hollow node a process of its own, on machines other than the control plane's; here they share the control plane's two cores, where ten processes of 100 nodes cost more CPU than one of 1,000 (BENCHMARKS.md, session 30)")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	flag.Parse()
@@ -199,26 +202,6 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 	if err != nil {
 		return r, err
 	}
-	hollow := exec.Command(o.bin, "hollow-nodes", "--kubeconfig", kubeconfig, "--count", strconv.Itoa(o.nodes),
-		"--max-pods", strconv.Itoa(o.maxPods), "--preloaded-images", density.Image)
-	if o.nodeIdentity {
-		dir, err := nodeCADir(cp)
-		if err != nil {
-			return r, err
-		}
-		hollow.Args = append(hollow.Args, "--node-ca-dir", dir)
-	}
-	hollowProfiles := ""
-	if o.profileDir != "" {
-		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
-			return r, err
-		}
-		hollowProfiles = fmt.Sprintf("127.0.0.1:%d", benchutil.FreePort())
-		hollow.Args = append(hollow.Args, "--profiling-address", hollowProfiles)
-		if o.recorderWindow > 0 {
-			hollow.Args = append(hollow.Args, "--flight-recorder-window", o.recorderWindow.String())
-		}
-	}
 	// The hollow nodes keep their pods' volumes under TMPDIR and remove them when they
 	// stop; 1,000 nodes may not stop within the grace below, so the run gives them a
 	// directory of its own and removes it itself (after the stop: defers run last first).
@@ -227,29 +210,40 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		return r, err
 	}
 	defer os.RemoveAll(hollowDir)
-	hollow.Env = append(os.Environ(), "TMPDIR="+hollowDir)
-	if o.hollowGOGC > 0 {
-		hollow.Env = append(hollow.Env, "GOGC="+strconv.Itoa(o.hollowGOGC))
+	var caDir string
+	if o.nodeIdentity {
+		if caDir, err = nodeCADir(cp); err != nil {
+			return r, err
+		}
 	}
-	logFile, err := os.Create(filepath.Join(hollowDir, "hollow-nodes.log"))
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return r, err
+		}
+	}
+	t0 := time.Now()
+	hollows, hollowProfiles, err := startHollowNodes(o, kubeconfig, caDir, hollowDir)
+	defer func() { // all at once: 1,000 nodes may take a while to stop
+		var wg sync.WaitGroup
+		for _, h := range hollows {
+			wg.Go(func() { proc.Stop(h, 60*time.Second) })
+		}
+		wg.Wait()
+	}()
 	if err != nil {
 		return r, err
 	}
-	defer logFile.Close()
-	hollow.Stdout, hollow.Stderr = logFile, logFile
-	benchutil.DieWithParent(hollow)
-	t0 := time.Now()
-	if err := hollow.Start(); err != nil {
-		return r, err
+	hollowPIDs := make([]int, len(hollows))
+	for i, h := range hollows {
+		hollowPIDs[i] = h.Process.Pid
 	}
-	defer proc.Stop(hollow, 60*time.Second)
 	ready, lastPrint := 0, time.Now()
 	if err := density.Wait(ctx, 15*time.Minute, func() bool {
 		ready, _ = density.ReadyNodes(ctx, client)
 		if o.progressEvery > 0 && time.Since(lastPrint) >= o.progressEvery {
 			lastPrint = time.Now()
 			fmt.Printf("[%5.0fs after the hollow nodes' start] %d of %d nodes Ready and untainted; load %s; hollow-nodes %.0f CPU s, RSS %.0f MiB\n",
-				time.Since(t0).Seconds(), ready, o.nodes, loadAverage(), benchutil.CPU([]int{hollow.Process.Pid}), benchutil.RSS([]int{hollow.Process.Pid}))
+				time.Since(t0).Seconds(), ready, o.nodes, loadAverage(), benchutil.CPU(hollowPIDs), benchutil.RSS(hollowPIDs))
 		}
 		return ready == o.nodes
 	}, func() string { return fmt.Sprintf("%d of %d nodes Ready and untainted", ready, o.nodes) }); err != nil {
@@ -291,7 +285,7 @@ func runOnce(start func() (controlPlane, error), o options) (r result, err error
 		}
 	}()
 	procs := map[string][]int{"apiserver+etcd": cp.ServerPIDs(), "controller-manager": {cp.ControllerManagerPID()},
-		"scheduler": others(cp.PIDs(), cp.ServerPIDs(), cp.ControllerManagerPID()), "hollow-nodes": {hollow.Process.Pid},
+		"scheduler": others(cp.PIDs(), cp.ServerPIDs(), cp.ControllerManagerPID()), "hollow-nodes": hollowPIDs,
 		"bench": {os.Getpid()}}
 	stopProgress := reportProgress(o.progressEvery, t1, tracker, r.pods, procs)
 	defer stopProgress()
@@ -608,6 +602,50 @@ func summary(order []string, results map[string][]result) {
 		}
 		fmt.Println()
 	}
+}
+
+// startHollowNodes starts o.nodes hollow nodes in o.hollowProcesses processes of
+// (nearly) equal shares, each with its log in dir, and returns them and the first
+// process's profiling address (empty without o.profileDir): the profiles and traces
+// are that process's, a sample of the hollow nodes. On an error it returns the
+// processes already started, for the caller to stop.
+func startHollowNodes(o options, kubeconfig, caDir, dir string) ([]*exec.Cmd, string, error) {
+	var started []*exec.Cmd
+	profiles := ""
+	processes := max(1, min(o.hollowProcesses, o.nodes))
+	for p := range processes {
+		first, next := o.nodes*p/processes, o.nodes*(p+1)/processes
+		cmd := exec.Command(o.bin, "hollow-nodes", "--kubeconfig", kubeconfig,
+			"--first-index", strconv.Itoa(first), "--count", strconv.Itoa(next-first),
+			"--max-pods", strconv.Itoa(o.maxPods), "--preloaded-images", density.Image)
+		if caDir != "" {
+			cmd.Args = append(cmd.Args, "--node-ca-dir", caDir)
+		}
+		if o.profileDir != "" && p == 0 {
+			profiles = fmt.Sprintf("127.0.0.1:%d", benchutil.FreePort())
+			cmd.Args = append(cmd.Args, "--profiling-address", profiles)
+			if o.recorderWindow > 0 {
+				cmd.Args = append(cmd.Args, "--flight-recorder-window", o.recorderWindow.String())
+			}
+		}
+		cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+		if o.hollowGOGC > 0 {
+			cmd.Env = append(cmd.Env, "GOGC="+strconv.Itoa(o.hollowGOGC))
+		}
+		logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("hollow-nodes-%d.log", p)))
+		if err != nil {
+			return started, "", err
+		}
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		benchutil.DieWithParent(cmd)
+		err = cmd.Start()
+		logFile.Close() // the child has its own descriptor
+		if err != nil {
+			return started, "", err
+		}
+		started = append(started, cmd)
+	}
+	return started, profiles, nil
 }
 
 // adminKubeconfig is the cluster's admin kubeconfig file, for the hollow nodes.

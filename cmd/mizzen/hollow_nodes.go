@@ -28,7 +28,7 @@ func newHollowNodesCommand() *cobra.Command {
 		nodeCADir          string
 		profilingAddress   string
 		recorderWindow     time.Duration
-		count              int
+		count, firstIndex  int
 		maxPods            int64
 		images             []string
 	)
@@ -55,6 +55,7 @@ func newHollowNodesCommand() *cobra.Command {
 			}
 			opts := hollow.Options{
 				Count:           count,
+				FirstIndex:      firstIndex,
 				NamePrefix:      prefix,
 				Config:          cfg,
 				MaxPods:         maxPods,
@@ -72,6 +73,7 @@ func newHollowNodesCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig the hollow kubelets use")
 	f.IntVar(&count, "count", 1, "number of hollow nodes")
+	f.IntVar(&firstIndex, "first-index", 0, "index of the first node: this process runs nodes first-index to first-index+count-1 (their names, addresses and pod ranges come from the index), so that several processes can share a cluster's hollow nodes, as kubemark gives each hollow node a process of its own")
 	f.StringVar(&prefix, "name-prefix", "hollow-node-", "node i is named <prefix><i>")
 	f.Int64Var(&maxPods, "max-pods", 110, "pods capacity of each node")
 	f.StringSliceVar(&images, "preloaded-images", nil, "images present on every node without a pull")

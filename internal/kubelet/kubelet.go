@@ -433,7 +433,11 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	go kl.podInformer.RunWithContext(ctx)
+	informerDone := make(chan struct{})
+	go func() { defer close(informerDone); kl.podInformer.RunWithContext(ctx) }()
+	// Run returns once the informer has stopped, so that no handler of a stopped
+	// kubelet runs after it (beside the next kubelet on the same runtime, say).
+	defer func() { cancel(); <-informerDone }()
 	listing := kl.clock.Now()
 	kl.log.Info("listing the node's pods")
 	if !cache.WaitForCacheSync(ctx.Done(), kl.podInformer.HasSynced) {

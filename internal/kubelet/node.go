@@ -178,10 +178,16 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context, force bool) (bool, erro
 	// The first try reads the node from the apiserver's cache (resourceVersion "0"), as
 	// upstream's kubelet does: a consistent read waits for etcd and the cache to agree,
 	// which under load is the slowest part of a heartbeat. A stale node fails the
-	// update with a conflict, and the retries read the latest.
+	// update with a conflict, and the retries read the latest. A cache behind the
+	// node's creation (registration's status post, under load) does not have it yet:
+	// a failed cached read is retried at once as a consistent one, as upstream's
+	// kubelet retries any failed try.
 	opts := metav1.GetOptions{ResourceVersion: "0"}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := kl.client.CoreV1().Nodes().Get(ctx, kl.opts.NodeName, opts)
+		if err != nil && opts.ResourceVersion != "" && ctx.Err() == nil {
+			node, err = kl.client.CoreV1().Nodes().Get(ctx, kl.opts.NodeName, metav1.GetOptions{})
+		}
 		opts.ResourceVersion = ""
 		if err != nil {
 			return err

@@ -1,12 +1,14 @@
 package kubelet
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -48,6 +50,43 @@ func TestNodeStatusReadsTheCacheFirst(t *testing.T) {
 	defer mu.Unlock()
 	if len(reads) < 2 || reads[0] != "0" || reads[1] != "" {
 		t.Fatalf("the status update read the node with resourceVersions %q; want \"0\", then \"\" after the conflict", reads)
+	}
+}
+
+// TestRegistrationReadsPastACacheBehind: under load the apiserver's cache may not have
+// the node the kubelet just created when registration posts its status; the cached
+// read's NotFound is followed at once by a consistent read, not by the registration
+// failing and the node being created again ten seconds later (with its Lease).
+func TestRegistrationReadsPastACacheBehind(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var reads []string
+	creates := 0
+	h.client.PrependReactor("create", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		creates++
+		mu.Unlock()
+		return false, nil, nil
+	})
+	h.client.PrependReactor("get", "nodes", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		rv := action.(clienttesting.GetActionImpl).GetOptions.ResourceVersion
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, rv)
+		if rv == "0" {
+			return true, nil, apierrors.NewNotFound(v1.Resource("nodes"), testNode)
+		}
+		return false, nil, nil
+	})
+	h.start()
+	h.eventually("the node's Lease", func() bool {
+		_, err := h.client.CoordinationV1().Leases(nodeLeaseNS).Get(context.Background(), testNode, metav1.GetOptions{})
+		return err == nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if creates != 1 || len(reads) < 2 || reads[0] != "0" || reads[1] != "" {
+		t.Fatalf("registration created the node %d times and read it with resourceVersions %q; want once, and \"0\" then \"\"", creates, reads)
 	}
 }
 

@@ -28,6 +28,10 @@ import (
 // Options configure a set of hollow nodes.
 type Options struct {
 	Count int
+	// FirstIndex is the index of the first node: the nodes are FirstIndex to
+	// FirstIndex+Count-1, so that several processes can run a cluster's hollow nodes
+	// between them (each node's name, address and pod range come from its index).
+	FirstIndex int
 	// NamePrefix names node i NamePrefix+i; default "hollow-node-".
 	NamePrefix string
 	// Config is the API client configuration; each kubelet gets its own clientset from
@@ -103,8 +107,11 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Count <= 0 {
 		return errors.New("hollow: Count must be positive")
 	}
-	if opts.Count > 16384 {
-		return errors.New("hollow: at most 16384 nodes (pod ranges come from 10.64.0.0/10)")
+	if opts.FirstIndex < 0 {
+		return errors.New("hollow: FirstIndex must not be negative")
+	}
+	if opts.FirstIndex+opts.Count > 16384 {
+		return errors.New("hollow: node indexes end at 16383 (pod ranges come from 10.64.0.0/10)")
 	}
 	if opts.NamePrefix == "" {
 		opts.NamePrefix = "hollow-node-"
@@ -182,7 +189,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, opts.Count)
-	for i := range opts.Count {
+	for i := opts.FirstIndex; i < opts.FirstIndex+opts.Count; i++ {
 		name := fmt.Sprintf("%s%d", opts.NamePrefix, i)
 		client, err := nodeClient(name)
 		if err != nil {

@@ -132,3 +132,46 @@ func runningPods(ctx context.Context, client kubernetes.Interface) int {
 	}
 	return running
 }
+
+// TestFirstIndex runs nodes from an index on, as the second of several hollow-nodes
+// processes would: their names and addresses are those of their indexes.
+func TestFirstIndex(t *testing.T) {
+	client := k8sfake.NewSimpleClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			Count: 2, FirstIndex: 256,
+			NewClient: func(string) (kubernetes.Interface, error) { return client, nil },
+			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	want := map[string]string{"hollow-node-256": "172.16.1.1", "hollow-node-257": "172.16.1.2"}
+	poll(t, "nodes 256 and 257 registered with their addresses", func() bool {
+		nl, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil || len(nl.Items) != len(want) {
+			return false
+		}
+		for _, n := range nl.Items {
+			if len(n.Status.Addresses) == 0 || want[n.Name] != n.Status.Addresses[0].Address {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestFirstIndexOutOfRange(t *testing.T) {
+	for _, opts := range []Options{{Count: 1, FirstIndex: -1}, {Count: 2, FirstIndex: 16383}} {
+		opts.NewClient = func(string) (kubernetes.Interface, error) { return k8sfake.NewSimpleClientset(), nil }
+		if err := Run(context.Background(), opts); err == nil {
+			t.Errorf("Run with FirstIndex %d, Count %d: no error", opts.FirstIndex, opts.Count)
+		}
+	}
+}
