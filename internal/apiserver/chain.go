@@ -16,8 +16,8 @@ import (
 
 // buildHandlerChain puts the request chain in front of the REST core, in upstream's
 // order (DefaultBuildHandlerChain): authentication, impersonation, what the path names
-// (requestInfo), priority and fairness (inside the metrics, which count its wait as
-// upstream's do), authorization, then routing (serveAuthorized).
+// (requestInfo), priority and fairness or, with it off, the max-inflight limits (inside
+// the metrics, which count their waits and refusals as upstream's do), authorization, then routing (serveAuthorized).
 // In front of them all, a browser's state change from another site's page is refused
 // (ui.go: withBrowserOrigin). The chain after authentication is kept apart
 // (s.authenticated) for the UI's in-process requests as its user.
@@ -26,6 +26,8 @@ func (s *Server) buildHandlerChain() http.Handler {
 	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
 	if s.flowControl != nil {
 		h = s.flowControl.Handler(h, describeForFlowControl, s.rejectForLoad)
+	} else if s.inflight != nil {
+		h = s.inflight.Handler(h, describeForMaxInflight, s.rejectForLoad)
 	}
 	h = s.metrics.Instrument(h, describeRequest)
 	h = withRequestInfo(h)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"mizzen/internal/apiserver/flowcontrol"
+	"mizzen/internal/apiserver/maxinflight"
 	"mizzen/internal/registry"
 )
 
@@ -36,8 +38,25 @@ func describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
 	return true
 }
 
-// rejectForLoad answers a request its priority level turned away, as upstream: 429
-// with Retry-After.
+// describeForMaxInflight says which of the max-inflight limits' pools a request
+// takes a slot of, as upstream's: get, list and watch read (a non-resource path's GET
+// too), anything else mutates; long-running requests take none; system:masters may
+// go beyond the limits.
+func describeForMaxInflight(r *http.Request, req *maxinflight.Request) bool {
+	verb := strings.ToLower(r.Method)
+	if info := requestInfoFrom(r.Context()); info != nil && info.Resource != "" {
+		verb = info.Verb
+		req.LongRunning = verb == "watch" || longRunningSubresources[info.Subresource]
+	}
+	req.Mutating = verb != "get" && verb != "list" && verb != "watch"
+	if user, ok := registry.UserFrom(r.Context()); ok {
+		req.Privileged = slices.Contains(user.Groups, "system:masters")
+	}
+	return true
+}
+
+// rejectForLoad answers a request its priority level or the max-inflight limits
+// turned away, as upstream: 429 with Retry-After.
 func (s *Server) rejectForLoad(w http.ResponseWriter, r *http.Request, retryAfterSeconds int) {
 	s.writeError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
 }

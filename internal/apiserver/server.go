@@ -40,6 +40,7 @@ import (
 	"mizzen/internal/apiserver/compression"
 	"mizzen/internal/apiserver/fieldmanager"
 	"mizzen/internal/apiserver/flowcontrol"
+	"mizzen/internal/apiserver/maxinflight"
 	"mizzen/internal/apiserver/openapi"
 	"mizzen/internal/apiserver/proxy"
 	"mizzen/internal/apiserver/requestmetrics"
@@ -142,6 +143,9 @@ type Server struct {
 	followerFeed *followerFeed
 	// flowControl is API Priority and Fairness (flowcontrol.go); nil when disabled.
 	flowControl *flowcontrol.Controller
+	// inflight limits the requests served at once when flowControl is off
+	// (--max-requests-inflight, --max-mutating-requests-inflight); nil for no limit.
+	inflight *maxinflight.Limiter
 	// aggregator proxies APIServices that name a Service.
 	aggregator *aggregator.Aggregator
 	// admission is the chain of enabled admission plugins.
@@ -282,6 +286,8 @@ func New(cfg Config) (*Server, error) {
 		})
 		s.metrics.Register(s.flowControl.Collectors()...)
 		followers = append(followers, s.flowControl)
+	} else if s.inflight = maxinflight.New(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight); s.inflight != nil {
+		s.metrics.Register(s.inflight.Collectors()...)
 	}
 	s.followerFeed = newFollowerFeed(followers, primary)
 	s.proxy = proxy.New(proxyObjects{s}, proxyResponder{s}, cfg.KubeletClientTLS, cfg.Log)

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -166,41 +167,10 @@ func TestPriorityAndFairnessRejectsBeyondTheSeats(t *testing.T) {
 	}
 	adminClient := &http.Client{Transport: adminTransport}
 
-	type answer struct {
-		code       int
-		retryAfter string
-		body       string
-	}
-	burst := func(c *http.Client, n int) []answer {
-		var wg sync.WaitGroup
-		answers := make([]answer, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resp, err := c.Get(burstCfg.Host + "/api/v1/namespaces/default/configmaps")
-				if err != nil {
-					return
-				}
-				defer resp.Body.Close()
-				var sb strings.Builder
-				buf := make([]byte, 4096)
-				for {
-					k, err := resp.Body.Read(buf)
-					sb.Write(buf[:k])
-					if err != nil {
-						break
-					}
-				}
-				answers[i] = answer{resp.StatusCode, resp.Header.Get("Retry-After"), sb.String()}
-			}()
-		}
-		wg.Wait()
-		return answers
-	}
+	configMaps := burstCfg.Host + "/api/v1/namespaces/default/configmaps"
 	var refused *answer
 	eventually(t, "a burster's request refused", func() error {
-		for _, a := range burst(httpClient, 100) {
+		for _, a := range burst(httpClient, configMaps, 100) {
 			switch a.code {
 			case http.StatusTooManyRequests:
 				refused = &a
@@ -218,7 +188,7 @@ func TestPriorityAndFairnessRejectsBeyondTheSeats(t *testing.T) {
 		!strings.Contains(refused.body, "Too many requests, please try again later.") {
 		t.Errorf("refusal: Retry-After %q, body %s", refused.retryAfter, refused.body)
 	}
-	for _, a := range burst(adminClient, 100) {
+	for _, a := range burst(adminClient, configMaps, 100) {
 		if a.code != http.StatusOK {
 			t.Errorf("an exempt request answered %d: %s", a.code, a.body)
 		}
@@ -229,5 +199,90 @@ func TestPriorityAndFairnessRejectsBeyondTheSeats(t *testing.T) {
 	}
 	if !strings.Contains(string(metrics), `apiserver_request_sli_duration_seconds_bucket{component="apiserver"`) {
 		t.Error("/metrics has no apiserver_request_sli_duration_seconds")
+	}
+}
+
+// answer is what a client saw of one request.
+type answer struct {
+	code       int
+	retryAfter string
+	body       string
+}
+
+// burst sends n GETs of url at once and returns their answers (zero for a request
+// that failed in the client).
+func burst(c *http.Client, url string, n int) []answer {
+	var wg sync.WaitGroup
+	answers := make([]answer, n)
+	for i := range n {
+		wg.Go(func() {
+			resp, err := c.Get(url)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answers[i] = answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(body)}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// TestMaxInflightWithoutPriorityAndFairness: with priority and fairness off, the
+// server serves at most --max-requests-inflight reads at once, as upstream's: a burst
+// beyond it gets 429s with Retry-After, counted on /metrics; system:masters is served
+// beyond the limit.
+func TestMaxInflightWithoutPriorityAndFairness(t *testing.T) {
+	srv := apiserver.StartWithOptions(t, func(o *core.Options) {
+		o.DisablePriorityAndFairness = true
+		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 1, 1
+	})
+	cfg, _ := userClient(t, srv, "burster")
+	cfg.QPS, cfg.Burst = -1, 0
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTransport, err := rest.TransportFor(srv.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configMaps := cfg.Host + "/api/v1/namespaces/default/configmaps"
+	var refused *answer
+	eventually(t, "a request beyond the limit refused", func() error {
+		for _, a := range burst(&http.Client{Transport: transport}, configMaps, 100) {
+			switch a.code {
+			case http.StatusTooManyRequests:
+				refused = &a
+			case http.StatusForbidden: // served: the burster may not list ConfigMaps
+			default:
+				return fmt.Errorf("unexpected answer %d %s", a.code, a.body)
+			}
+		}
+		if refused == nil {
+			return fmt.Errorf("100 reads at once with one slot, none refused")
+		}
+		return nil
+	})
+	if refused.retryAfter != "1" || !strings.Contains(refused.body, `"reason":"TooManyRequests"`) {
+		t.Errorf("refusal: Retry-After %q, body %s", refused.retryAfter, refused.body)
+	}
+	for _, a := range burst(&http.Client{Transport: adminTransport}, configMaps, 100) {
+		if a.code != http.StatusOK {
+			t.Errorf("system:masters answered %d: %s", a.code, a.body)
+		}
+	}
+	_, metrics, _ := rawRequest(t, srv.AdminConfig, "GET", "/metrics", "", nil)
+	for _, want := range []string{
+		`apiserver_current_inflight_requests{request_kind="readOnly"}`,
+		`apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"}`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	if strings.Contains(string(metrics), "apiserver_flowcontrol_") {
+		t.Error("/metrics has priority and fairness's metrics with it off")
 	}
 }
