@@ -226,4 +226,30 @@ func TestKubectlWorkflow(t *testing.T) {
 		}
 		return nil
 	})
+
+	// cordon and uncordon: the node lifecycle controller puts the unschedulable taint on a
+	// cordoned node and takes it off again, as upstream's (a Node object without a
+	// kubelet is enough).
+	c.kubectlStdin("apiVersion: v1\nkind: Node\nmetadata:\n  name: spare\n", "apply", "-f", "-")
+	taintKeys := func() string {
+		out, _ := c.kubectlErr("get", "node", "spare", "-o", "jsonpath={.spec.taints[*].key}")
+		return out
+	}
+	if out := c.kubectl("cordon", "spare"); !strings.Contains(out, "node/spare cordoned") {
+		t.Errorf("cordon: %s", out)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if keys := taintKeys(); !strings.Contains(keys, "node.kubernetes.io/unschedulable") {
+			return fmt.Errorf("cordoned node's taints: %q", keys)
+		}
+		return nil
+	})
+	c.kubectl("uncordon", "spare")
+	eventually(t, 30*time.Second, func() error {
+		if keys := taintKeys(); strings.Contains(keys, "node.kubernetes.io/unschedulable") {
+			return fmt.Errorf("uncordoned node's taints: %q", keys)
+		}
+		return nil
+	})
+	c.kubectl("delete", "node", "spare")
 }

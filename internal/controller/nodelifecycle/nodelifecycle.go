@@ -2,7 +2,9 @@
 // and its Ready condition). A node silent for longer than the grace period has all its
 // conditions set Unknown and gets the node.kubernetes.io/unreachable taints (a node
 // reporting Ready=False gets node.kubernetes.io/not-ready); the taints go once it is
-// Ready again. Pods on an unreachable node are marked not Ready. TaintEviction, a
+// Ready again. A node under memory, disk or PID pressure, without its network, or
+// cordoned (spec.unschedulable) gets the NoSchedule taint that says so while it lasts,
+// as upstream's TaintNodesByCondition. Pods on an unreachable node are marked not Ready. TaintEviction, a
 // controller of its own as upstream's taint-eviction-controller, deletes pods from
 // nodes with NoExecute taints once their tolerations run out.
 //
@@ -175,7 +177,12 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	ready := readyStatus(node)
 	c.noteReadiness(node, ready)
 	noExecute, retry := c.mayTaintNoExecute(ctx, node, ready, now)
-	if taints, changed := wantTaints(node, ready, now, noExecute); ready != "" && changed {
+	taints, readinessChanged := node.Spec.Taints, false
+	if ready != "" {
+		taints, readinessChanged = wantTaints(node, ready, now, noExecute)
+	}
+	taints, conditionsChanged := wantConditionTaints(node, taints, now)
+	if readinessChanged || conditionsChanged {
 		updated := node.DeepCopy()
 		updated.Spec.Taints = taints
 		if node, err = c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {

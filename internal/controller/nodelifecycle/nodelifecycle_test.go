@@ -211,6 +211,70 @@ func TestTaintsFollowReadiness(t *testing.T) {
 	}
 }
 
+// TestTaintsFollowConditions: the pressure and network conditions and a cordon put
+// their NoSchedule taints on the node, and take them off when they end, as upstream's
+// TaintNodesByCondition.
+func TestTaintsFollowConditions(t *testing.T) {
+	with := func(n *corev1.Node, change func(*corev1.Node)) *corev1.Node {
+		change(n)
+		return n
+	}
+	condition := func(c corev1.NodeConditionType, s corev1.ConditionStatus) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: c, Status: s})
+		}
+	}
+	noSchedule := func(key string) corev1.Taint { return corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule} }
+	custom := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	tests := []struct {
+		story string
+		node  *corev1.Node
+		want  []string // nil: no write
+	}{
+		{"disk pressure", with(readyNode("n1", corev1.ConditionTrue), condition(corev1.NodeDiskPressure, corev1.ConditionTrue)),
+			[]string{"node.kubernetes.io/disk-pressure:NoSchedule"}},
+		{"memory pressure (the condition turned True)", with(readyNode("n1", corev1.ConditionTrue), func(n *corev1.Node) {
+			n.Status.Conditions[1].Status = corev1.ConditionTrue
+		}), []string{"node.kubernetes.io/memory-pressure:NoSchedule"}},
+		{"PID pressure and no network, beside a taint of the user's", with(readyNode("n1", corev1.ConditionTrue, custom), func(n *corev1.Node) {
+			condition(corev1.NodePIDPressure, corev1.ConditionTrue)(n)
+			condition(corev1.NodeNetworkUnavailable, corev1.ConditionTrue)(n)
+		}), []string{"dedicated:NoSchedule", "node.kubernetes.io/network-unavailable:NoSchedule", "node.kubernetes.io/pid-pressure:NoSchedule"}},
+		{"a cordoned node", with(readyNode("n1", corev1.ConditionTrue), func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+			[]string{"node.kubernetes.io/unschedulable:NoSchedule"}},
+		{"pressure over and the cordon lifted: the taints go, the user's stays",
+			readyNode("n1", corev1.ConditionTrue, noSchedule(corev1.TaintNodeMemoryPressure), noSchedule(corev1.TaintNodeUnschedulable), custom),
+			[]string{"dedicated:NoSchedule"}},
+		{"a taint already in place is left alone", with(readyNode("n1", corev1.ConditionTrue, noSchedule(corev1.TaintNodeDiskPressure)),
+			condition(corev1.NodeDiskPressure, corev1.ConditionTrue)), nil},
+		{"a not-ready node under disk pressure gets both", with(readyNode("n1", corev1.ConditionFalse), condition(corev1.NodeDiskPressure, corev1.ConditionTrue)),
+			[]string{"node.kubernetes.io/disk-pressure:NoSchedule", "node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/not-ready:NoSchedule"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.story, func(t *testing.T) {
+			f := newFixture(t, tt.node, lease("n1", t0))
+			if err := f.c.sync(context.Background(), "n1"); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == nil {
+				if len(f.client.Actions()) != 0 {
+					t.Fatalf("writes %v", f.client.Actions())
+				}
+				return
+			}
+			node := f.node(t, "n1")
+			if got := taintKeys(node); !slices.Equal(got, tt.want) {
+				t.Errorf("taints %v, want %v", got, tt.want)
+			}
+			for _, taint := range node.Spec.Taints {
+				if isConditionTaint(taint) && (taint.TimeAdded == nil || !taint.TimeAdded.Time.Equal(t0)) {
+					t.Errorf("taint %s added at %v, want the controller's time %v", taint.Key, taint.TimeAdded, t0)
+				}
+			}
+		})
+	}
+}
+
 func TestPodsAreEvictedWhenTolerationRunsOut(t *testing.T) {
 	tainted := metav1.NewTime(t0.Add(-100 * time.Second))
 	node := readyNode("n1", corev1.ConditionFalse,

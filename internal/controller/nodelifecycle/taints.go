@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,6 +108,73 @@ func wantTaints(node *corev1.Node, ready corev1.ConditionStatus, now time.Time, 
 			out = append(out, t)
 			changed = true
 		}
+	}
+	return out, changed
+}
+
+// conditionTaintKeys are the NoSchedule taints a node's conditions call for, as
+// upstream's TaintNodesByCondition: the scheduler keeps new pods off a node under
+// pressure (or without its network) unless they tolerate it, where otherwise the
+// kubelet would take them and refuse them. The Ready condition's pair is wantTaints'.
+var conditionTaintKeys = map[corev1.NodeConditionType]string{
+	corev1.NodeMemoryPressure:     corev1.TaintNodeMemoryPressure,
+	corev1.NodeDiskPressure:       corev1.TaintNodeDiskPressure,
+	corev1.NodePIDPressure:        corev1.TaintNodePIDPressure,
+	corev1.NodeNetworkUnavailable: corev1.TaintNodeNetworkUnavailable,
+}
+
+// isConditionTaint reports whether t is one of the NoSchedule taints
+// wantConditionTaints manages.
+func isConditionTaint(t corev1.Taint) bool {
+	if t.Effect != corev1.TaintEffectNoSchedule {
+		return false
+	}
+	if t.Key == corev1.TaintNodeUnschedulable {
+		return true
+	}
+	for _, key := range conditionTaintKeys {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// wantConditionTaints returns taints with the NoSchedule taints of the node's
+// pressure and network conditions (True) and of spec.unschedulable (a cordoned node)
+// set to match them, and whether anything changed. A taint added carries the time it
+// was added, as upstream's controller sets it.
+func wantConditionTaints(node *corev1.Node, taints []corev1.Taint, now time.Time) ([]corev1.Taint, bool) {
+	want := map[string]bool{}
+	for _, c := range node.Status.Conditions {
+		if key, ok := conditionTaintKeys[c.Type]; ok && c.Status == corev1.ConditionTrue {
+			want[key] = true
+		}
+	}
+	if node.Spec.Unschedulable {
+		want[corev1.TaintNodeUnschedulable] = true
+	}
+	var out []corev1.Taint
+	changed := false
+	for _, t := range taints {
+		if isConditionTaint(t) {
+			if !want[t.Key] {
+				changed = true
+				continue
+			}
+			delete(want, t.Key) // present already
+		}
+		out = append(out, t)
+	}
+	keys := make([]string, 0, len(want))
+	for key := range want {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // a stable order: the same conditions, the same node
+	for _, key := range keys {
+		added := metav1Time(now)
+		out = append(out, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added})
+		changed = true
 	}
 	return out, changed
 }
