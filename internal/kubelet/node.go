@@ -60,9 +60,7 @@ func (kl *Kubelet) runNodeStatus(ctx context.Context) {
 	kl.recorder.Eventf(&v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)},
 		v1.EventTypeNormal, "Starting", "Starting kubelet.")
 	go kl.runLease(ctx, node.UID)
-	if kl.opts.PodCIDRChanged != nil {
-		go kl.watchPodCIDR(ctx)
-	}
+	go kl.watchOwnNode(ctx)
 
 	// Registration posted a full status: the first periodic report is shifted at random.
 	reports := newStatusReportSchedule(kl.opts.NodeStatusReportFrequency, kl.clock.Now())
@@ -380,20 +378,35 @@ func (kl *Kubelet) nodeImages(ctx context.Context) []v1.ContainerImage {
 	return out
 }
 
-// watchPodCIDR watches the kubelet's own Node and reports spec.podCIDR changes.
-func (kl *Kubelet) watchPodCIDR(ctx context.Context) {
+// watchOwnNode watches the kubelet's own Node, as upstream's kubelet's node informer:
+// it records NodeNotSchedulable and NodeSchedulable when the node is cordoned and
+// uncordoned (a cordoned node says so once when the kubelet starts, as upstream's, which
+// starts from schedulable), and reports spec.podCIDR changes to PodCIDRChanged.
+func (kl *Kubelet) watchOwnNode(ctx context.Context) {
 	inf := coreinformers.NewFilteredNodeInformer(kl.client, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", kl.opts.NodeName).String()
 	})
-	last := ""
+	ref := &v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)}
+	// Handlers of one informer run one at a time: these need no lock.
+	podCIDR, unschedulable := "", false
 	report := func(obj any) {
 		n, ok := obj.(*v1.Node)
-		if !ok || n.Name != kl.opts.NodeName || n.Spec.PodCIDR == "" || n.Spec.PodCIDR == last {
+		if !ok || n.Name != kl.opts.NodeName {
 			return
 		}
-		last = n.Spec.PodCIDR // handlers of one informer run sequentially
-		kl.log.Info("pod CIDR assigned", "podCIDR", last)
-		kl.opts.PodCIDRChanged(last)
+		if n.Spec.Unschedulable != unschedulable {
+			unschedulable = n.Spec.Unschedulable
+			event := "NodeSchedulable"
+			if unschedulable {
+				event = "NodeNotSchedulable"
+			}
+			kl.recorder.Eventf(ref, v1.EventTypeNormal, event, "Node %s status is now: %s", kl.opts.NodeName, event)
+		}
+		if kl.opts.PodCIDRChanged != nil && n.Spec.PodCIDR != "" && n.Spec.PodCIDR != podCIDR {
+			podCIDR = n.Spec.PodCIDR
+			kl.log.Info("pod CIDR assigned", "podCIDR", podCIDR)
+			kl.opts.PodCIDRChanged(podCIDR)
+		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    report,

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -128,5 +129,46 @@ func TestUnchangedNodeStatusPostedEveryFiveMinutes(t *testing.T) {
 		if gap := posted[i].Sub(posted[i-1]); gap < 5*time.Minute || gap > 5*time.Minute+20*time.Second {
 			t.Errorf("status posts %v apart (%v); want five minutes (and a tick)", gap, posted)
 		}
+	}
+}
+
+// TestCordonEvents: the kubelet records NodeNotSchedulable when its node is cordoned
+// and NodeSchedulable when it is uncordoned, as upstream's kubelet (kubectl describe
+// node shows them).
+func TestCordonEvents(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	ctx := context.Background()
+	reasons := func() []string {
+		evs, _ := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		var out []string
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Node" && (e.Reason == "NodeNotSchedulable" || e.Reason == "NodeSchedulable") {
+				out = append(out, e.Reason+": "+e.Message)
+			}
+		}
+		return out
+	}
+	cordon := func(unschedulable bool) {
+		node, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Spec.Unschedulable = unschedulable
+		if _, err := h.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eventually("the node registered", func() bool {
+		_, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		return err == nil
+	})
+	cordon(true)
+	h.eventually("NodeNotSchedulable", func() bool { return len(reasons()) == 1 })
+	cordon(false)
+	h.eventually("NodeSchedulable", func() bool { return len(reasons()) == 2 })
+	want := []string{"NodeNotSchedulable: Node node-1 status is now: NodeNotSchedulable", "NodeSchedulable: Node node-1 status is now: NodeSchedulable"}
+	if got := reasons(); !slices.Equal(got, want) && !slices.Equal(got, []string{want[1], want[0]}) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }
