@@ -193,22 +193,30 @@ func TestTaintsFollowReadiness(t *testing.T) {
 		{"a healthy node without taints is left alone", readyNode("n1", corev1.ConditionTrue), nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.story, func(t *testing.T) {
-			f := newFixture(t, tt.node, lease("n1", t0))
-			if err := f.c.sync(context.Background(), "n1"); err != nil {
-				t.Fatal(err)
-			}
-			if tt.want == nil {
-				if len(f.client.Actions()) != 0 {
-					t.Fatalf("writes %v", f.client.Actions())
-				}
-				return
-			}
-			if got := taintKeys(f.node(t, "n1")); !slices.Equal(got, tt.want) {
-				t.Errorf("taints %v, want %v", got, tt.want)
-			}
-		})
+		t.Run(tt.story, func(t *testing.T) { syncTaints(t, tt.node, tt.want) })
 	}
+}
+
+// syncTaints syncs node n1 (with a fresh Lease) and checks its taints' keys and
+// effects against want, or, when want is nil, that nothing was written. It returns
+// the node as stored.
+func syncTaints(t *testing.T, node *corev1.Node, want []string) *corev1.Node {
+	t.Helper()
+	f := newFixture(t, node, lease("n1", t0))
+	if err := f.c.sync(context.Background(), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if want == nil {
+		if len(f.client.Actions()) != 0 {
+			t.Fatalf("writes %v", f.client.Actions())
+		}
+		return node
+	}
+	stored := f.node(t, "n1")
+	if got := taintKeys(stored); !slices.Equal(got, want) {
+		t.Errorf("taints %v, want %v", got, want)
+	}
+	return stored
 }
 
 // TestTaintsFollowConditions: the pressure and network conditions and a cordon put
@@ -252,19 +260,9 @@ func TestTaintsFollowConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.story, func(t *testing.T) {
-			f := newFixture(t, tt.node, lease("n1", t0))
-			if err := f.c.sync(context.Background(), "n1"); err != nil {
-				t.Fatal(err)
-			}
+			node := syncTaints(t, tt.node, tt.want)
 			if tt.want == nil {
-				if len(f.client.Actions()) != 0 {
-					t.Fatalf("writes %v", f.client.Actions())
-				}
 				return
-			}
-			node := f.node(t, "n1")
-			if got := taintKeys(node); !slices.Equal(got, tt.want) {
-				t.Errorf("taints %v, want %v", got, tt.want)
 			}
 			for _, taint := range node.Spec.Taints {
 				if isConditionTaint(taint) && (taint.TimeAdded == nil || !taint.TimeAdded.Time.Equal(t0)) {

@@ -56,21 +56,7 @@ func TestHollowNodesRunPods(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{
-			Count:     nodes,
-			NewClient: func(string) (kubernetes.Interface, error) { return client, nil },
-			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	ctx := runNodes(t, client, Options{Count: nodes})
 	poll(t, "every kubelet watching pods", func() bool { return hub.count() >= nodes })
 	for n := range nodes {
 		for i := range podsPerNode {
@@ -113,6 +99,24 @@ func TestHollowNodesRunPods(t *testing.T) {
 		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(nodes)/(1<<20))
 }
 
+// runNodes runs the hollow nodes opts asks for on client, logging nowhere, until the
+// test ends; it returns a context that lasts as long.
+func runNodes(t *testing.T, client kubernetes.Interface, opts Options) context.Context {
+	t.Helper()
+	opts.NewClient = func(string) (kubernetes.Interface, error) { return client, nil }
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return ctx
+}
+
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testpoll.Until(t, what, 60*time.Second, 50*time.Millisecond, cond)
@@ -137,21 +141,7 @@ func runningPods(ctx context.Context, client kubernetes.Interface) int {
 // processes would: their names and addresses are those of their indexes.
 func TestFirstIndex(t *testing.T) {
 	client := k8sfake.NewSimpleClientset()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{
-			Count: 2, FirstIndex: 256,
-			NewClient: func(string) (kubernetes.Interface, error) { return client, nil },
-			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	ctx := runNodes(t, client, Options{Count: 2, FirstIndex: 256})
 	want := map[string]string{"hollow-node-256": "172.16.1.1", "hollow-node-257": "172.16.1.2"}
 	poll(t, "nodes 256 and 257 registered with their addresses", func() bool {
 		nl, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
