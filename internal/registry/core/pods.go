@@ -56,10 +56,6 @@ func podsResource() *registry.Resource {
 // preparePodForCreate resets the status a client sent: a new pod is Pending with its
 // QoS class computed from the requests and limits, as upstream does.
 func preparePodForCreate(_ context.Context, pod *corev1.Pod) {
-	// Upstream accepts a negative grace period (with a warning) and treats it as 1.
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
-	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	pod.Status.QOSClass = qos.ComputePodQOS(pod)
 	if len(pod.Spec.SchedulingGates) > 0 {

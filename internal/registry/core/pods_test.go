@@ -116,11 +116,7 @@ func TestPodPrepareForCreate(t *testing.T) {
 			for i, r := range tc.resources {
 				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: string(rune('a' + i)), Image: "x", Resources: r})
 			}
-			pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(-5))
 			podsResource().Strategy.PrepareForCreate(context.Background(), pod)
-			if g := *pod.Spec.TerminationGracePeriodSeconds; g != 1 {
-				t.Errorf("terminationGracePeriodSeconds = %d, want a negative one treated as 1", g)
-			}
 			if pod.Status.Phase != corev1.PodPending || pod.Status.PodIP != "" {
 				t.Errorf("status = %+v, want a fresh Pending status", pod.Status)
 			}
@@ -205,6 +201,27 @@ func TestPodValidateUpdate(t *testing.T) {
 			assertErrors(t, podsResource().Strategy.ValidateUpdate(context.Background(), pod, old), tc.want)
 		})
 	}
+}
+
+// TestNegativeGracePeriodIsOne: a negative terminationGracePeriodSeconds is defaulted
+// to 1, in a create and in an update alike, as upstream's defaulting: an update sending
+// -1 for a pod created with -1 (stored as 1) changes nothing and is allowed (upstream's
+// e2e "pod with negative grace period").
+func TestNegativeGracePeriodIsOne(t *testing.T) {
+	strategy := podsResource().Strategy
+	old := newPod("p")
+	old.Spec.TerminationGracePeriodSeconds = ptrTo(int64(-1))
+	strategy.Default(old)
+	if g := *old.Spec.TerminationGracePeriodSeconds; g != 1 {
+		t.Fatalf("created with -1: terminationGracePeriodSeconds = %d, want 1", g)
+	}
+	pod := old.DeepCopy()
+	pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(-1))
+	strategy.Default(pod)
+	if g := *pod.Spec.TerminationGracePeriodSeconds; g != 1 {
+		t.Errorf("updated with -1: terminationGracePeriodSeconds = %d, want 1", g)
+	}
+	assertErrors(t, strategy.ValidateUpdate(context.Background(), pod, old), nil)
 }
 
 func TestPodFields(t *testing.T) {

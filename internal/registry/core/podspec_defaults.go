@@ -58,6 +58,11 @@ func DefaultPodSpec(spec *corev1.PodSpec) {
 // defaultPod applies the defaults upstream gives Pod objects only, then the PodSpec ones.
 func defaultPod(pod *corev1.Pod) {
 	spec := &pod.Spec
+	// Upstream accepts a negative grace period (with a warning) and defaults it to 1,
+	// in a create or an update alike.
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	}
 	DefaultPodSpec(spec)
 	for i := range spec.InitContainers {
 		defaultRequestsFromLimits(&spec.InitContainers[i].Resources)
