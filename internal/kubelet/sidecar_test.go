@@ -85,7 +85,9 @@ func TestEphemeralContainerStarts(t *testing.T) {
 	}
 }
 
-// The kubelet reports which generation of the pod its status reflects.
+// The kubelet reports which generation of the pod its status reflects, in its
+// conditions too, PodScheduled included (upstream's e2e "pod observedGeneration field
+// set in pod conditions").
 func TestStatusObservedGeneration(t *testing.T) {
 	h := newHarness(t)
 	h.start()
@@ -96,7 +98,9 @@ func TestStatusObservedGeneration(t *testing.T) {
 	if p.Status.ObservedGeneration != 3 {
 		t.Errorf("status.observedGeneration = %d, want 3", p.Status.ObservedGeneration)
 	}
-	if c := condition(p, v1.PodReady); c == nil || c.ObservedGeneration != 3 {
-		t.Errorf("Ready condition %+v, want observedGeneration 3", c)
+	for _, t2 := range []v1.PodConditionType{v1.PodReady, v1.PodScheduled} {
+		if c := condition(p, t2); c == nil || c.ObservedGeneration != 3 {
+			t.Errorf("%s condition %+v, want observedGeneration 3", t2, c)
+		}
 	}
 }

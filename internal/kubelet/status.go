@@ -432,12 +432,15 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sand
 			continue
 		}
 		if o.Type == v1.PodScheduled {
+			// The kubelet reports PodScheduled too, as upstream's: its observedGeneration
+			// follows the pod's updates like the conditions above.
 			hasScheduled = true
+			o.ObservedGeneration = pod.Generation
 		}
 		out = append(out, o)
 	}
 	if !hasScheduled {
-		out = append(out, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now})
+		out = append(out, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now, ObservedGeneration: pod.Generation})
 	}
 	return out
 }
