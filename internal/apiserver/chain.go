@@ -17,7 +17,8 @@ import (
 // buildHandlerChain puts the request chain in front of the REST core, in upstream's
 // order (DefaultBuildHandlerChain): authentication, impersonation, what the path names
 // (requestInfo), priority and fairness or, with it off, the max-inflight limits (inside
-// the metrics, which count their waits and refusals as upstream's do), authorization, then routing (serveAuthorized).
+// the metrics, which count their waits and refusals as upstream's do), authorization,
+// then routing (serveAuthorized).
 // In front of them all, a browser's state change from another site's page is refused
 // (ui.go: withBrowserOrigin). The chain after authentication is kept apart
 // (s.authenticated) for the UI's in-process requests as its user.

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/apiserver/flowcontrol"
 	"mizzen/internal/apiserver/maxinflight"
 	"mizzen/internal/registry"
@@ -18,6 +19,12 @@ import (
 // longRunningSubresources are served for as long as the client stays (streams,
 // proxies, logs): as upstream, they take no seat of a priority level.
 var longRunningSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "proxy": true, "log": true}
+
+// longRunning reports whether a resource request is served for as long as the client
+// stays: a watch or a long-running subresource.
+func (info *requestInfo) longRunning() bool {
+	return info.Verb == "watch" || longRunningSubresources[info.Subresource]
+}
 
 // describeForFlowControl fills in what API Priority and Fairness classifies a request
 // by: its user, and the resource or path it names.
@@ -31,7 +38,7 @@ func describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
 		req.ResourceRequest = true
 		req.Verb, req.APIGroup, req.Namespace = info.Verb, info.Group, info.Namespace
 		req.Resource, req.Subresource = info.Resource, info.Subresource
-		req.LongRunning = info.Verb == "watch" || longRunningSubresources[info.Subresource]
+		req.LongRunning = info.longRunning()
 		return true
 	}
 	req.Verb, req.Path = strings.ToLower(r.Method), r.URL.Path
@@ -46,11 +53,11 @@ func describeForMaxInflight(r *http.Request, req *maxinflight.Request) bool {
 	verb := strings.ToLower(r.Method)
 	if info := requestInfoFrom(r.Context()); info != nil && info.Resource != "" {
 		verb = info.Verb
-		req.LongRunning = verb == "watch" || longRunningSubresources[info.Subresource]
+		req.LongRunning = info.longRunning()
 	}
 	req.Mutating = verb != "get" && verb != "list" && verb != "watch"
 	if user, ok := registry.UserFrom(r.Context()); ok {
-		req.Privileged = slices.Contains(user.Groups, "system:masters")
+		req.Privileged = slices.Contains(user.Groups, authz.Masters)
 	}
 	return true
 }

@@ -57,8 +57,7 @@ func (kl *Kubelet) runNodeStatus(ctx context.Context) {
 		}
 	}
 	kl.log.Info("node registered")
-	kl.recorder.Eventf(&v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)},
-		v1.EventTypeNormal, "Starting", "Starting kubelet.")
+	kl.recorder.Eventf(kl.nodeRef(), v1.EventTypeNormal, "Starting", "Starting kubelet.")
 	go kl.runLease(ctx, node.UID)
 	go kl.watchOwnNode(ctx)
 
@@ -342,7 +341,7 @@ func (kl *Kubelet) recordPressureEvents(old, cur *v1.NodeStatus) {
 		}
 		return v1.ConditionFalse
 	}
-	ref := &v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)}
+	ref := kl.nodeRef()
 	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
 		was, is := status(old, t), status(cur, t)
 		if was == is {
@@ -378,6 +377,12 @@ func (kl *Kubelet) nodeImages(ctx context.Context) []v1.ContainerImage {
 	return out
 }
 
+// nodeRef is what the kubelet's node events are about, as upstream's kubelet refers to
+// its node (the name as the UID).
+func (kl *Kubelet) nodeRef() *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)}
+}
+
 // watchOwnNode watches the kubelet's own Node, as upstream's kubelet's node informer:
 // it records NodeNotSchedulable and NodeSchedulable when the node is cordoned and
 // uncordoned (a cordoned node says so once when the kubelet starts, as upstream's, which
@@ -386,7 +391,7 @@ func (kl *Kubelet) watchOwnNode(ctx context.Context) {
 	inf := coreinformers.NewFilteredNodeInformer(kl.client, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", kl.opts.NodeName).String()
 	})
-	ref := &v1.ObjectReference{Kind: "Node", Name: kl.opts.NodeName, UID: types.UID(kl.opts.NodeName)}
+	ref := kl.nodeRef()
 	// Handlers of one informer run one at a time: these need no lock.
 	podCIDR, unschedulable := "", false
 	report := func(obj any) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,45 +155,12 @@ func TestPriorityAndFairnessRejectsBeyondTheSeats(t *testing.T) {
 	if _, err := client.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	burstCfg, _ := userClient(t, srv, "burster")
-	burstCfg.QPS, burstCfg.Burst = -1, 0
-	transport, err := rest.TransportFor(burstCfg)
-	if err != nil {
-		t.Fatal(err)
+	burster, adminClient, configMaps := burstClients(t, srv)
+	refused := refusedInBurst(t, burster, configMaps, http.StatusForbidden, http.StatusOK)
+	if !strings.Contains(refused.body, "Too many requests, please try again later.") {
+		t.Errorf("refusal: body %s", refused.body)
 	}
-	httpClient := &http.Client{Transport: transport}
-	adminTransport, err := rest.TransportFor(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminClient := &http.Client{Transport: adminTransport}
-
-	configMaps := burstCfg.Host + "/api/v1/namespaces/default/configmaps"
-	var refused *answer
-	eventually(t, "a burster's request refused", func() error {
-		for _, a := range burst(httpClient, configMaps, 100) {
-			switch a.code {
-			case http.StatusTooManyRequests:
-				refused = &a
-			case http.StatusForbidden, http.StatusOK:
-			default:
-				return fmt.Errorf("unexpected answer %d %s", a.code, a.body)
-			}
-		}
-		if refused == nil {
-			return fmt.Errorf("100 requests at once on one seat, none refused")
-		}
-		return nil
-	})
-	if refused.retryAfter != "1" || !strings.Contains(refused.body, `"reason":"TooManyRequests"`) ||
-		!strings.Contains(refused.body, "Too many requests, please try again later.") {
-		t.Errorf("refusal: Retry-After %q, body %s", refused.retryAfter, refused.body)
-	}
-	for _, a := range burst(adminClient, configMaps, 100) {
-		if a.code != http.StatusOK {
-			t.Errorf("an exempt request answered %d: %s", a.code, a.body)
-		}
-	}
+	allServed(t, adminClient, configMaps, "an exempt request")
 	_, metrics, _ := rawRequest(t, admin, "GET", "/metrics", "", nil)
 	if !strings.Contains(string(metrics), `apiserver_flowcontrol_rejected_requests_total{flow_schema="burst",priority_level="burst",reason="concurrency-limit"}`) {
 		t.Error("/metrics does not count the refusals")
@@ -207,6 +175,62 @@ type answer struct {
 	code       int
 	retryAfter string
 	body       string
+}
+
+// burstClients are HTTP clients of the user "burster", without client-side rate
+// limits, and of the admin (system:masters), and the URL of the default namespace's
+// ConfigMaps they send bursts of GETs to.
+func burstClients(t *testing.T, srv *apiserver.Server) (burster, admin *http.Client, configMaps string) {
+	t.Helper()
+	cfg, _ := userClient(t, srv, "burster")
+	cfg.QPS, cfg.Burst = -1, 0
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTransport, err := rest.TransportFor(srv.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Transport: transport}, &http.Client{Transport: adminTransport}, cfg.Host + "/api/v1/namespaces/default/configmaps"
+}
+
+// refusedInBurst sends bursts of 100 GETs of url until one is refused, and returns
+// that refusal after checking it is a 429 Status with Retry-After 1. Any answer but
+// 429 and served (the codes a request let through gets) fails the test.
+func refusedInBurst(t *testing.T, c *http.Client, url string, served ...int) answer {
+	t.Helper()
+	var refused *answer
+	eventually(t, "a request of a burst refused", func() error {
+		for _, a := range burst(c, url, 100) {
+			switch {
+			case a.code == http.StatusTooManyRequests:
+				refused = &a
+			case slices.Contains(served, a.code):
+			default:
+				return fmt.Errorf("unexpected answer %d %s", a.code, a.body)
+			}
+		}
+		if refused == nil {
+			return fmt.Errorf("100 requests at once, none refused")
+		}
+		return nil
+	})
+	if refused.retryAfter != "1" || !strings.Contains(refused.body, `"reason":"TooManyRequests"`) {
+		t.Errorf("refusal: Retry-After %q, body %s", refused.retryAfter, refused.body)
+	}
+	return *refused
+}
+
+// allServed sends a burst of 100 GETs of url and fails the test for each not
+// answered 200; who names the client in the failure.
+func allServed(t *testing.T, c *http.Client, url, who string) {
+	t.Helper()
+	for _, a := range burst(c, url, 100) {
+		if a.code != http.StatusOK {
+			t.Errorf("%s answered %d: %s", who, a.code, a.body)
+		}
+	}
 }
 
 // burst sends n GETs of url at once and returns their answers (zero for a request
@@ -238,41 +262,9 @@ func TestMaxInflightWithoutPriorityAndFairness(t *testing.T) {
 		o.DisablePriorityAndFairness = true
 		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 1, 1
 	})
-	cfg, _ := userClient(t, srv, "burster")
-	cfg.QPS, cfg.Burst = -1, 0
-	transport, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminTransport, err := rest.TransportFor(srv.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	configMaps := cfg.Host + "/api/v1/namespaces/default/configmaps"
-	var refused *answer
-	eventually(t, "a request beyond the limit refused", func() error {
-		for _, a := range burst(&http.Client{Transport: transport}, configMaps, 100) {
-			switch a.code {
-			case http.StatusTooManyRequests:
-				refused = &a
-			case http.StatusForbidden: // served: the burster may not list ConfigMaps
-			default:
-				return fmt.Errorf("unexpected answer %d %s", a.code, a.body)
-			}
-		}
-		if refused == nil {
-			return fmt.Errorf("100 reads at once with one slot, none refused")
-		}
-		return nil
-	})
-	if refused.retryAfter != "1" || !strings.Contains(refused.body, `"reason":"TooManyRequests"`) {
-		t.Errorf("refusal: Retry-After %q, body %s", refused.retryAfter, refused.body)
-	}
-	for _, a := range burst(&http.Client{Transport: adminTransport}, configMaps, 100) {
-		if a.code != http.StatusOK {
-			t.Errorf("system:masters answered %d: %s", a.code, a.body)
-		}
-	}
+	burster, adminClient, configMaps := burstClients(t, srv)
+	refusedInBurst(t, burster, configMaps, http.StatusForbidden) // served: the burster may not list ConfigMaps
+	allServed(t, adminClient, configMaps, "system:masters")
 	_, metrics, _ := rawRequest(t, srv.AdminConfig, "GET", "/metrics", "", nil)
 	for _, want := range []string{
 		`apiserver_current_inflight_requests{request_kind="readOnly"}`,

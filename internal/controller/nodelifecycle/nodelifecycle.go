@@ -4,9 +4,9 @@
 // reporting Ready=False gets node.kubernetes.io/not-ready); the taints go once it is
 // Ready again. A node under memory, disk or PID pressure, without its network, or
 // cordoned (spec.unschedulable) gets the NoSchedule taint that says so while it lasts,
-// as upstream's TaintNodesByCondition. Pods on an unreachable node are marked not Ready. TaintEviction, a
-// controller of its own as upstream's taint-eviction-controller, deletes pods from
-// nodes with NoExecute taints once their tolerations run out.
+// as upstream's TaintNodesByCondition. Pods on an unreachable node are marked not
+// Ready. TaintEviction, a controller of its own as upstream's taint-eviction-controller,
+// deletes pods from nodes with NoExecute taints once their tolerations run out.
 //
 // NoExecute taints are paced zone by zone (EvictionOptions): a partially disrupted
 // zone slows down or stops, and when no node in the cluster is Ready at all the
