@@ -396,11 +396,15 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sand
 	if completed {
 		reason, notReadyMsg = reasonPodCompleted, ""
 	}
+	podReady := cond(v1.PodReady, ready, reason, notReadyMsg)
+	if gates := unmetReadinessGates(pod); ready && gates != "" {
+		podReady = cond(v1.PodReady, false, reasonReadinessGatesNotReady, gates)
+	}
 	owned := []v1.PodCondition{
 		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
 		initCond,
 		cond(v1.ContainersReady, ready, reason, notReadyMsg),
-		cond(v1.PodReady, ready, reason, notReadyMsg),
+		podReady,
 	}
 	// The resize conditions exist only while a resize is refused or failing.
 	switch rs := st.resizeStatus(); {
@@ -443,6 +447,28 @@ func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sand
 		out = append(out, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now, ObservedGeneration: pod.Generation})
 	}
 	return out
+}
+
+// reasonReadinessGatesNotReady is upstream's reason for a pod whose containers are
+// ready but one of whose readiness gates is not.
+const reasonReadinessGatesNotReady = "ReadinessGatesNotReady"
+
+// unmetReadinessGates says which of the pod's readiness gates hold it back from Ready,
+// in upstream's words, or "" when all their conditions are True. The conditions are
+// written by others (a load balancer controller, say) through pods/status; the kubelet
+// only reads them.
+func unmetReadinessGates(pod *v1.Pod) string {
+	var unmet []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := slices.IndexFunc(pod.Status.Conditions, func(c v1.PodCondition) bool { return c.Type == g.ConditionType })
+		switch {
+		case i < 0:
+			unmet = append(unmet, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case pod.Status.Conditions[i].Status != v1.ConditionTrue:
+			unmet = append(unmet, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, pod.Status.Conditions[i].Status))
+		}
+	}
+	return strings.Join(unmet, ", ")
 }
 
 // writeStatus posts the status through pods/status if it differs from the pod's, as
