@@ -89,6 +89,9 @@ func (kl *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSa
 			SecurityContext: sandboxSecurityContext(pod),
 		},
 	}
+	if cfg.Linux.SecurityContext.Seccomp, err = seccompProfile(kl.seccompDir(), pod.Spec.SecurityContext, nil); err != nil {
+		return nil, err
+	}
 	if sc := pod.Spec.SecurityContext; sc != nil && len(sc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = map[string]string{}
 		for _, s := range sc.Sysctls {
@@ -256,6 +259,9 @@ func containerHash(c *v1.Container) string {
 
 // containerConfig is the CRI description of one container instance.
 func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, attempt uint32, restarts int32, imageRef string, sb *runtimeapi.PodSandboxStatus, vols map[string]volume.Mounted) (*runtimeapi.ContainerConfig, error) {
+	if err := kl.checkRunAsNonRoot(ctx, pod, c, imageRef); err != nil {
+		return nil, err
+	}
 	env, err := kl.makeEnv(ctx, pod, c, sandboxIPs(sb))
 	if err != nil {
 		return nil, err
@@ -318,6 +324,9 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 			Resources:       kl.linuxResources(pod, c),
 			SecurityContext: containerSecurityContext(pod, c),
 		},
+	}
+	if cfg.Linux.SecurityContext.Seccomp, err = seccompProfile(kl.seccompDir(), pod.Spec.SecurityContext, c.SecurityContext); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -274,6 +274,60 @@ spec:
       limits: {memory: 50Mi}
 `
 
+// nonRootPods ask to run as non-root: one from the busybox image, which names no user
+// (root), the other as user 1000.
+const nonRootPods = `apiVersion: v1
+kind: Pod
+metadata:
+  name: nonroot-refused
+spec:
+  containers:
+  - name: app
+    image: mizzen.local/busybox:v1
+    command: ["sleep", "3600"]
+    securityContext: {runAsNonRoot: true}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: nonroot-uid
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true, runAsUser: 1000}
+  containers:
+  - name: app
+    image: mizzen.local/busybox:v1
+    command: ["id", "-u"]
+`
+
+// seccompPods print their seccomp mode: one under the runtime's default profile (the
+// pod's), one whose container asks for none.
+const seccompPods = `apiVersion: v1
+kind: Pod
+metadata:
+  name: seccomp-default
+spec:
+  restartPolicy: Never
+  securityContext: {seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: app
+    image: mizzen.local/busybox:v1
+    command: ["grep", "Seccomp:", "/proc/self/status"]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: seccomp-unconfined
+spec:
+  restartPolicy: Never
+  securityContext: {seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: app
+    image: mizzen.local/busybox:v1
+    command: ["grep", "Seccomp:", "/proc/self/status"]
+    securityContext: {seccompProfile: {type: Unconfined}}
+`
+
 // terminationPod logs its preStop hook and the SIGTERM it gets, then exits at once.
 const terminationPod = `apiVersion: v1
 kind: Pod
@@ -433,6 +487,48 @@ func TestPodsOnContainerd(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("runAsNonRoot refuses a root image and runs an explicit user", func(t *testing.T) {
+		c.kubectlStdin(nonRootPods, "apply", "-f", "-")
+		c.waitPod("default", "nonroot-refused", 2*time.Minute, func(pod *v1.Pod) error {
+			cs, err := firstContainer(pod)
+			if err != nil {
+				return err
+			}
+			if w := cs.State.Waiting; w == nil || w.Reason != "CreateContainerConfigError" ||
+				!strings.HasPrefix(w.Message, "container has runAsNonRoot and image will run as root") {
+				return fmt.Errorf("state %+v, want CreateContainerConfigError: image will run as root", cs.State)
+			}
+			return nil
+		})
+		c.waitPod("default", "nonroot-uid", 2*time.Minute, func(pod *v1.Pod) error {
+			if pod.Status.Phase != v1.PodSucceeded {
+				return fmt.Errorf("phase %s", pod.Status.Phase)
+			}
+			return nil
+		})
+		if out := strings.TrimSpace(c.kubectl("logs", "nonroot-uid")); out != "1000" {
+			t.Errorf("id -u printed %q, want 1000", out)
+		}
+		c.kubectl("delete", "pod", "nonroot-refused", "nonroot-uid", "--wait=false")
+	})
+
+	t.Run("seccomp profiles: the runtime's default filters, unconfined does not", func(t *testing.T) {
+		c.kubectlStdin(seccompPods, "apply", "-f", "-")
+		// /proc/self/status's Seccomp: 2 is a filter in force, 0 none.
+		for pod, want := range map[string]string{"seccomp-default": "Seccomp:\t2", "seccomp-unconfined": "Seccomp:\t0"} {
+			c.waitPod("default", pod, 2*time.Minute, func(p *v1.Pod) error {
+				if p.Status.Phase != v1.PodSucceeded {
+					return fmt.Errorf("phase %s", p.Status.Phase)
+				}
+				return nil
+			})
+			if out := strings.TrimSpace(c.kubectl("logs", pod)); out != want {
+				t.Errorf("%s: %q, want %q", pod, out, want)
+			}
+		}
+		c.kubectl("delete", "pod", "seccomp-default", "seccomp-unconfined", "--wait=false")
 	})
 
 	t.Run("deleting a pod runs preStop, then delivers SIGTERM", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -16,6 +17,8 @@ type image struct {
 	id   string // "sha256:<hex>"
 	ref  string // normalized reference, e.g. docker.io/library/nginx:latest
 	size uint64
+	// user is the image config's User ("" for root, "1234", "1234:5678", "name").
+	user string
 }
 
 // digestRef is the repo digest a runtime reports as a container's image ref.
@@ -65,12 +68,31 @@ func newImage(ref string) *image {
 }
 
 func (i *image) toAPI() *runtimeapi.Image {
-	return &runtimeapi.Image{
+	img := &runtimeapi.Image{
 		Id:          i.id,
 		RepoTags:    []string{i.ref},
 		RepoDigests: []string{i.digestRef()},
 		Size:        i.size,
 		Spec:        &runtimeapi.ImageSpec{Image: i.ref},
+	}
+	// As containerd reports it: a numeric user is the uid, anything else the username.
+	if name, _, _ := strings.Cut(i.user, ":"); name != "" {
+		if uid, err := strconv.ParseInt(name, 10, 64); err == nil {
+			img.Uid = &runtimeapi.Int64Value{Value: uid}
+		} else {
+			img.Username = name
+		}
+	}
+	return img
+}
+
+// SetImageUser gives a present image the User of its config, as containerd reports
+// it in ImageStatus; images have none (root) unless set.
+func (r *Runtime) SetImageUser(ref, user string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if img, ok := r.lookupImageLocked(ref); ok {
+		img.user = user
 	}
 }
 

@@ -43,6 +43,7 @@ type Image struct {
 	Entrypoint []string
 	Cmd        []string
 	Env        []string // KEY=value
+	User       string   // the user processes run as, "uid[:gid]" or a name; "" is root
 }
 
 type descriptor struct {
@@ -189,6 +190,9 @@ func imageConfig(img Image) map[string]any {
 	}
 	if len(img.Env) > 0 {
 		c["Env"] = img.Env
+	}
+	if img.User != "" {
+		c["User"] = img.User
 	}
 	return c
 }

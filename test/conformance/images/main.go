@@ -21,7 +21,7 @@
 //
 // images.txt holds lines "<image-id> <registry> <name> <version>" (the table of
 // test/utils/image/manifest.go); ids other than Agnhost, AgnhostPrev, BusyBox, Pause,
-// Nginx, NginxNew, GlibcDnsTesting, Nonewprivs, APIServer and Etcd are not built, and specs needing them
+// Nginx, NginxNew, GlibcDnsTesting, Nonewprivs, NonRoot, APIServer and Etcd are not built, and specs needing them
 // fail for that reason.
 package main
 
@@ -174,6 +174,9 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhos
 			}
 			// As upstream's Dockerfile: COPY nnp /usr/local/bin/nnp; chmod +s.
 			img.Files, img.Cmd = append([]containerd.File{{Path: "/usr/local/bin/nnp", Mode: 0o4755, Data: nnp}}, bb...), []string{"nnp"}
+		case "NonRoot":
+			// As upstream's image: busybox whose default user is 1234 (USER 1234).
+			img.Files, img.Cmd, img.User = busyboxImage, []string{"sh"}, "1234"
 		case "APIServer":
 			// As upstream's image: ADD sample-apiserver /sample-apiserver, over a small base.
 			if programs["sample-apiserver"] == nil {
