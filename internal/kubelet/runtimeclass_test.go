@@ -48,3 +48,35 @@ func TestRuntimeClassHandlerReachesTheRuntime(t *testing.T) {
 		t.Errorf("ready sandboxes and their handlers: %v, want only gvisor with runsc", handlers)
 	}
 }
+
+// A pod asking for a user namespace of its own (hostUsers: false) gets no sandbox and a
+// FailedCreatePodSandBox event saying why, rather than running as the host's users; a
+// pod saying hostUsers: true runs.
+func TestHostUsersFalseIsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	own := newPod("userns", "app")
+	own.Spec.HostUsers = ptr.To(false)
+	h.createPod(own)
+	if msg := h.waitEvent("userns", "FailedCreatePodSandBox"); msg != "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces" {
+		t.Errorf("event %q", msg)
+	}
+	host := newPod("host", "app")
+	host.Spec.HostUsers = ptr.To(true)
+	h.createPod(host)
+	h.waitPod("host", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if p, err := h.getPod("userns"); err != nil {
+		t.Fatal(err)
+	} else if p.Status.Phase != v1.PodPending {
+		t.Errorf("the pod with hostUsers false is %v, want Pending", p.Status.Phase)
+	}
+	sandboxes, err := h.rt.Client().ListPodSandbox(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sandboxes {
+		if sb.Metadata.Name == "userns" {
+			t.Errorf("a sandbox was made for the pod with hostUsers false: %v", sb.Id)
+		}
+	}
+}

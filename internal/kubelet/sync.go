@@ -460,6 +460,9 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			return err
 		}
 		handler, err := kl.runtimeHandler(ctx, pod)
+		if err == nil {
+			err = kl.checkHostUsers(ctx, pod, handler)
+		}
 		if err != nil {
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
