@@ -13,11 +13,15 @@ import (
 // scheduling decision). Pods are admitted in creation order: a pod is measured against
 // the non-terminal pods on the node created before it, so a newer pod never displaces an
 // older one. It returns the rejection reason ("OutOfpods", "OutOfcpu", "OutOfmemory",
-// "NodePorts" for a host port another pod holds) and message, or "" when the pod fits.
+// "NodePorts" for a host port another pod holds, "AppArmor" for a profile the host
+// cannot enforce) and message, or "" when the pod fits.
 // A pod that has started is never re-checked.
 func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 	if pod.Status.StartTime != nil || pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" {
 		return "", ""
+	}
+	if reason, msg := admitAppArmor(pod, kl.appArmor); reason != "" {
+		return reason, msg
 	}
 	alloc := kl.nodeAllocatable()
 	var usedPods int64

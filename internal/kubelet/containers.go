@@ -328,6 +328,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if cfg.Linux.SecurityContext.Seccomp, err = seccompProfile(kl.seccompDir(), pod.Spec.SecurityContext, c.SecurityContext); err != nil {
 		return nil, err
 	}
+	cfg.Linux.SecurityContext.Apparmor, cfg.Linux.SecurityContext.ApparmorProfile = appArmorForRuntime(appArmorProfile(pod, c))
 	return cfg, nil
 }
 

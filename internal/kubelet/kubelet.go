@@ -154,6 +154,9 @@ type Options struct {
 	LeaseRenewInterval        time.Duration // 10s
 	FileCheckFrequency        time.Duration // static pod manifests reread, 20s
 	Logger                    *slog.Logger
+	// AppArmor says whether the host enforces AppArmor profiles; read from the kernel
+	// when nil. Pods asking for a profile are refused where it does not.
+	AppArmor *bool
 }
 
 // NodePressure configures node-pressure eviction, as upstream's --eviction-* flags.
@@ -323,6 +326,8 @@ type Kubelet struct {
 	// then report no pressure).
 	pressure *eviction.Pressure
 	imageGC  *eviction.ImageGC // with pressure: removes unused images under disk pressure
+	// appArmor says whether the host enforces AppArmor (Options.AppArmor).
+	appArmor bool
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -351,6 +356,7 @@ func Run(ctx context.Context, opts Options) error {
 		starts:       newStartGate(opts.ParallelStarts),
 		statuses:     newStatusCache(),
 		statusWrites: newStatusWrites(),
+		appArmor:     opts.AppArmor != nil && *opts.AppArmor || opts.AppArmor == nil && hostEnforcesAppArmor(),
 	}
 	logRotation, err := logrotate.New(logrotate.Options{
 		Runtime: opts.Runtime, MaxSize: opts.ContainerLogMaxSize, MaxFiles: opts.ContainerLogMaxFiles,
