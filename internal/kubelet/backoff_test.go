@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -198,4 +199,39 @@ func TestRestartBackoffDoublesToCapAndResets(t *testing.T) {
 	if msg := backoffMessage(containerStatus(p, "app")); msg != "back-off 10s" {
 		t.Errorf("after the long run: %q, want back-off 10s", msg)
 	}
+}
+
+// A container stuck in ImagePullBackOff whose image is updated pulls the new image at
+// once, as upstream keys the pull back-off on the image: the new image's pull had
+// waited out the old one's back-off, up to 5 minutes.
+func TestImageUpdateEndsImagePullBackoff(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetPullError("registry.local/app:bad", errors.New("manifest unknown"))
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].Image = "registry.local/app:bad"
+	h.createPod(pod)
+	// Failed pulls back off 10, 20, 40 s: wait for the back-off after the fourth.
+	h.waitPod("p", "four failed pulls", func(*v1.Pod) bool { return h.rt.Calls("PullImage") >= 4 })
+	h.waitPod("p", "ImagePullBackOff", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == reasonImagePullBackOff
+	})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := h.getPod("p")
+		if err != nil {
+			return err
+		}
+		p.Spec.Containers[0].Image = "registry.local/app:1.0"
+		_, err = h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The clock stands still: the new image is pulled and runs without waiting.
+	h.waitPodReal("p", "the new image running", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.Image == "registry.local/app:1.0" && cs.State.Running != nil
+	})
 }

@@ -859,7 +859,9 @@ func (kl *Kubelet) ensureImageFor(ctx context.Context, pod *v1.Pod, ip imagePull
 			return "", errors.New(msg)
 		}
 	}
-	key := backoffKey(pod, ip.key) + "/image"
+	// Keyed on the image too, as upstream's: a pull stuck in back-off whose image is
+	// updated tries the new one at once.
+	key := backoffKey(pod, ip.key) + "/image/" + ip.image
 	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(ip.key)); wait {
 		st.setWaiting(ip.container, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", ip.image))
 		kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", ip.image)
