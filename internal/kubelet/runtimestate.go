@@ -71,6 +71,16 @@ func (r *podRuntime) latest(name string) *runtimeapi.ContainerStatus {
 	return nil
 }
 
+// latestExited is the newest exited container of this name, or nil.
+func (r *podRuntime) latestExited(name string) *runtimeapi.ContainerStatus {
+	for _, c := range r.containers {
+		if c.GetMetadata().GetName() == name && c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return c
+		}
+	}
+	return nil
+}
+
 // anyRunning reports whether any container is running or created.
 func (r *podRuntime) anyRunning() bool {
 	for _, c := range r.containers {

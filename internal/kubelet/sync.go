@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -549,6 +551,12 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 				errs = append(errs, err)
 				continue
 			}
+			// The new spec's back-off (usually none yet) counted from the last exit
+			// before, as upstream's: the replacement's own crashes then back off from
+			// the initial delay.
+			if prev := rt.latestExited(c.Name); prev != nil && p.backingOff(c, time.Unix(0, prev.FinishedAt)) {
+				continue
+			}
 			errs = append(errs, p.start(ctx, c, cur))
 		case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if stopped, err := p.resize(ctx, c, cur); err != nil || stopped {
@@ -669,27 +677,49 @@ type podSync struct {
 	targetID string
 }
 
+// backoffKey names a back-off of the pod; forget drops a pod's by its UID prefix.
 func backoffKey(pod *v1.Pod, name string) string { return string(pod.UID) + "/" + name }
+
+// restartBackoffKey names a container's restart back-off: its pod and name, and the
+// parts of its spec whose change starts the back-off afresh, its image and resources,
+// as upstream keys it. A crash-looping container whose image is updated (a fix rolled
+// out) starts at once and backs off from the initial delay, not from the cap.
+func restartBackoffKey(pod *v1.Pod, c *v1.Container) string {
+	h := fnv.New64a()
+	h.Write([]byte(c.Image))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Resources.String()))
+	return backoffKey(pod, c.Name) + "/" + strconv.FormatUint(h.Sum64(), 16)
+}
 
 // restart starts a new instance of an exited container, unless its back-off says wait.
 func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi.ContainerStatus) error {
-	key := backoffKey(p.pod, c.Name)
-	finished := time.Unix(0, prev.FinishedAt)
-	if wait, left := p.kl.backoff.inBackoffSince(key, finished); wait {
-		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-			p.kl.backoff.delay(key), c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID))
-		p.kl.workers.pokeAfter(p.w.uid, left)
-		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
-			c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID)
+	if p.backingOff(c, time.Unix(0, prev.FinishedAt)) {
 		return nil
 	}
-	p.kl.backoff.next(key, finished)
 	if podrestart.RestartsAll(c, prev.ExitCode) {
 		// Not silent: the pod's other containers keep running.
 		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "RestartAllContainersUnsupported",
 			"Container %s exited with code %d, for which its restart rules restart every container of the pod; this kubelet restarts only this container", c.Name, prev.ExitCode)
 	}
 	return p.start(ctx, c, prev)
+}
+
+// backingOff reports whether a start of c, whose last instance exited at finished, must
+// wait out its back-off, and then reports the CrashLoopBackOff and wakes the pod when
+// the wait ends; otherwise it counts this start, and the next one waits twice as long.
+func (p *podSync) backingOff(c *v1.Container, finished time.Time) bool {
+	key := restartBackoffKey(p.pod, c)
+	if wait, left := p.kl.backoff.inBackoffSince(key, finished); wait {
+		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+			p.kl.backoff.delay(key), c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID))
+		p.kl.workers.pokeAfter(p.w.uid, left)
+		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+			c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID)
+		return true
+	}
+	p.kl.backoff.next(key, finished)
+	return false
 }
 
 // start pulls the image and creates and starts a container; prev is the instance it
@@ -832,7 +862,9 @@ func (kl *Kubelet) ensureImageFor(ctx context.Context, pod *v1.Pod, ip imagePull
 			return "", errors.New(msg)
 		}
 	}
-	key := backoffKey(pod, ip.key) + "/image"
+	// Keyed on the image too, as upstream's: a pull stuck in back-off whose image is
+	// updated tries the new one at once.
+	key := backoffKey(pod, ip.key) + "/image/" + ip.image
 	if wait, left := kl.backoff.inBackoffSince(key, st.pullFailedAt(ip.key)); wait {
 		st.setWaiting(ip.container, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", ip.image))
 		kl.recorder.Eventf(ip.event, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", ip.image)
