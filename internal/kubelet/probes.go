@@ -195,9 +195,16 @@ func (kl *Kubelet) setProbeResult(w *podWorker, typ probeType, containerID strin
 		}
 	}
 	st.mu.Unlock()
-	if changed {
-		kl.workers.poke(w.uid)
+	if !changed {
+		return
 	}
+	if typ == readiness {
+		select {
+		case st.readinessChanged <- struct{}{}:
+		default:
+		}
+	}
+	kl.workers.poke(w.uid)
 }
 
 // runProbe runs one probe; nil means success, with a warning to report if not "".
