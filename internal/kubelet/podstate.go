@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,9 @@ type podState struct {
 	probes         map[probeKey]*probeWorker
 	results        map[string]*containerProbeResults // by container ID
 	kills          map[string]string                 // container ID -> reason
+	// readinessChanged is signalled when a readiness probe changed a container's
+	// readiness: a pod being stopped reports it before its containers have stopped.
+	readinessChanged chan struct{}
 	// eviction is why and how the pod is to be evicted; empty unless an eviction
 	// manager chose it (over a local storage limit, or for node pressure).
 	eviction evictionRequest
@@ -55,13 +59,14 @@ type containerProbeResults struct {
 
 func newPodState() *podState {
 	return &podState{
-		waiting:    map[string]waitingReason{},
-		pullFailed: map[string]time.Time{},
-		probes:     map[probeKey]*probeWorker{},
-		results:    map[string]*containerProbeResults{},
-		kills:      map[string]string{},
-		resized:    map[string]v1.ResourceRequirements{},
-		created:    map[string]decodedResources{},
+		waiting:          map[string]waitingReason{},
+		pullFailed:       map[string]time.Time{},
+		probes:           map[probeKey]*probeWorker{},
+		results:          map[string]*containerProbeResults{},
+		readinessChanged: make(chan struct{}, 1),
+		kills:            map[string]string{},
+		resized:          map[string]v1.ResourceRequirements{},
+		created:          map[string]decodedResources{},
 	}
 }
 
@@ -147,6 +152,30 @@ func (s *podState) probeResults(containerID string) (containerProbeResults, bool
 		return containerProbeResults{}, false
 	}
 	return *r, true
+}
+
+// stopProbesOf stops the pod's probe workers of the types given; the results stay.
+func (s *podState) stopProbesOf(types ...probeType) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range s.probes {
+		if slices.Contains(types, k.typ) {
+			p.stop()
+			delete(s.probes, k)
+		}
+	}
+}
+
+// stopContainerProbes stops the probe workers of one container instance.
+func (s *podState) stopContainerProbes(containerID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range s.probes {
+		if p.containerID == containerID {
+			p.stop()
+			delete(s.probes, k)
+		}
+	}
 }
 
 // stopProbes stops every probe worker of the pod.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +19,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	mizzenversion "mizzen/internal/version"
 )
 
 type probeType int
@@ -136,12 +139,15 @@ func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod
 	for {
 		// Liveness and readiness wait for the startup probe to pass.
 		if typ == startup || kl.startedOK(w, containerID) {
-			err := kl.runProbe(ctx, pod, c, probe, containerID, podIPs)
+			warning, err := kl.runProbe(ctx, pod, c, probe, containerID, podIPs)
 			if ctx.Err() != nil {
 				return
 			}
 			if err == nil {
 				successes, failures = successes+1, 0
+				if warning != "" {
+					kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", typ, warning)
+				}
 			} else {
 				successes, failures = 0, failures+1
 				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", typ, err)
@@ -189,13 +195,20 @@ func (kl *Kubelet) setProbeResult(w *podWorker, typ probeType, containerID strin
 		}
 	}
 	st.mu.Unlock()
-	if changed {
-		kl.workers.poke(w.uid)
+	if !changed {
+		return
 	}
+	if typ == readiness {
+		select {
+		case st.readinessChanged <- struct{}{}:
+		default:
+		}
+	}
+	kl.workers.poke(w.uid)
 }
 
-// runProbe runs one probe; nil means success.
-func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p *v1.Probe, containerID string, podIPs []string) error {
+// runProbe runs one probe; nil means success, with a warning to report if not "".
+func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p *v1.Probe, containerID string, podIPs []string) (warning string, err error) {
 	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -205,10 +218,11 @@ func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p
 	}
 	switch {
 	case p.Exec != nil:
+		// A command still running at the timeout fails, as upstream's ExecProbeTimeout.
 		_, _, err := kl.runtime.ExecSync(ctx, containerID, p.Exec.Command, timeout)
-		return err
+		return "", err
 	case p.HTTPGet != nil:
-		return httpGet(ctx, p.HTTPGet, c, host)
+		return httpProbe(ctx, p.HTTPGet, c, host)
 	case p.TCPSocket != nil:
 		h := p.TCPSocket.Host
 		if h == "" {
@@ -216,17 +230,17 @@ func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p
 		}
 		port, err := resolvePort(p.TCPSocket.Port, c)
 		if err != nil {
-			return err
+			return "", err
 		}
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(h, strconv.Itoa(port)))
 		if err != nil {
-			return err
+			return "", err
 		}
-		return conn.Close()
+		return "", conn.Close()
 	case p.GRPC != nil:
-		return grpcCheck(ctx, host, p.GRPC)
+		return "", grpcCheck(ctx, host, p.GRPC)
 	}
-	return errors.New("probe has no handler")
+	return "", errors.New("probe has no handler")
 }
 
 // resolvePort turns a numeric or named port into a number.
@@ -245,44 +259,67 @@ func resolvePort(port intstr.IntOrString, c *v1.Container) (int, error) {
 	return 0, fmt.Errorf("couldn't find port %q in container %s", port.StrVal, c.Name)
 }
 
-// httpGet succeeds on a 2xx or 3xx answer. A redirect counts as success without being
-// followed (upstream follows same-host redirects; only a failing target would differ).
-func httpGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) error {
-	port, err := resolvePort(g.Port, c)
+// maxProbeBody is how much of an HTTP probe's response body is read, as upstream's.
+const maxProbeBody = 10 << 10
+
+// maxProbeRedirects is how many same-host redirects an HTTP probe follows.
+const maxProbeRedirects = 10
+
+// httpProbe runs an HTTP probe with upstream's rules: a redirect to the same host is
+// followed (up to maxProbeRedirects), one to another host is not; a 2xx answer is
+// success, a 3xx one (a redirect not followed) success with a warning carrying the
+// response body, anything else a failure.
+func httpProbe(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) (warning string, err error) {
+	req, err := newHTTPGetRequest(ctx, g, c, podIP, "probe")
 	if err != nil {
-		return err
-	}
-	host := g.Host
-	if host == "" {
-		host = podIP
-	}
-	scheme := "http"
-	if g.Scheme == v1.URISchemeHTTPS {
-		scheme = "https"
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	if p, q, ok := cutQuery(g.Path); ok {
-		u.Path, u.RawQuery = p, q
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("User-Agent", "kube-probe/1.37")
-	req.Header.Set("Accept", "*/*")
-	for _, h := range g.HTTPHeaders {
-		if h.Name == "Host" {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
+		return "", err
 	}
 	client := &http.Client{
 		Transport: &http.Transport{
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // probes do not verify, as upstream
+			TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, // probes do not verify, as upstream
+			ForceAttemptHTTP2:  true,
+			DisableKeepAlives:  true,
+			DisableCompression: true, // no Accept-Encoding
+		},
+		CheckRedirect: func(next *http.Request, via []*http.Request) error {
+			if next.URL.Hostname() != via[0].URL.Hostname() {
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= maxProbeRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxProbeRedirects)
+			}
+			return nil
+		},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest:
+		// Never the body: it may hold what the user should not see in an event.
+		return "", fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	case resp.StatusCode >= http.StatusMultipleChoices:
+		return "Probe terminated redirects, Response body: " + string(body), nil
+	}
+	return "", nil
+}
+
+// hookHTTPGet runs a lifecycle hook's HTTP GET: it succeeds on a 2xx or 3xx answer, and
+// follows no redirect.
+func hookHTTPGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) error {
+	req, err := newHTTPGetRequest(ctx, g, c, podIP, "lifecycle")
+	if err != nil {
+		return err
+	}
+	client := &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
 			DisableKeepAlives: true,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -298,13 +335,49 @@ func httpGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP st
 	return nil
 }
 
-func cutQuery(path string) (string, string, bool) {
-	for i := range len(path) {
-		if path[i] == '?' {
-			return path[:i], path[i+1:], true
-		}
+// newHTTPGetRequest builds the request of an httpGet action as upstream's kubelet does:
+// the host is the pod's IP unless given; the path may carry a query; the user's headers
+// are sent as given, a Host header becoming the request's host; User-Agent is
+// kube-<purpose>/<major>.<minor> and Accept */* unless the user set them (an empty
+// Accept is not sent).
+func newHTTPGetRequest(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP, purpose string) (*http.Request, error) {
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return nil, err
 	}
-	return path, "", false
+	host := g.Host
+	if host == "" {
+		host = podIP
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path} // passed on as it is, as upstream does
+	}
+	u.Scheme, u.Host = scheme, net.JoinHostPort(host, strconv.Itoa(port))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	headers := http.Header{}
+	for _, h := range g.HTTPHeaders {
+		headers.Add(h.Name, h.Value)
+	}
+	if _, ok := headers["User-Agent"]; !ok {
+		v := mizzenversion.Get()
+		headers.Set("User-Agent", fmt.Sprintf("kube-%s/%s.%s", purpose, v.Major, v.Minor))
+	}
+	if _, ok := headers["Accept"]; !ok {
+		headers.Set("Accept", "*/*")
+	} else if headers.Get("Accept") == "" {
+		headers.Del("Accept")
+	}
+	req.Header = headers
+	req.Host = headers.Get("Host")
+	return req, nil
 }
 
 // grpcCheck calls the standard gRPC health service.
@@ -350,7 +423,7 @@ func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID, podIP 
 		if podIP == "" {
 			podIP = pod.Status.PodIP // host network: the sandbox has no IP of its own
 		}
-		if err := httpGet(ctx, h.HTTPGet, c, podIP); err != nil {
+		if err := hookHTTPGet(ctx, h.HTTPGet, c, podIP); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podName, err)
 		}
 	case h.Sleep != nil:

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -28,7 +29,21 @@ func TestProbeHandlers(t *testing.T) {
 				w.WriteHeader(http.StatusBadRequest)
 			}
 		case "/moved":
-			http.Redirect(w, r, "/elsewhere", http.StatusFound) // 3xx counts as success
+			http.Redirect(w, r, "/healthz?full=1", http.StatusFound)
+		case "/moved-down":
+			http.Redirect(w, r, "/down", http.StatusMovedPermanently)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		case "/away":
+			http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
+		case "/headers":
+			if r.Header.Get("User-Agent") != "kube-probe/1.37" || r.Header.Get("Accept") != "*/*" || r.Host != "example.test" {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+		case "/custom-headers":
+			if r.Header.Get("User-Agent") != "mine" || len(r.Header.Values("Accept")) != 0 {
+				w.WriteHeader(http.StatusBadRequest)
+			}
 		default:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -55,27 +70,45 @@ func TestProbeHandlers(t *testing.T) {
 	closed.Close()
 
 	c := &v1.Container{Name: "app", Ports: []v1.ContainerPort{{Name: "http", ContainerPort: int32(webPort)}}}
+	get := func(path string, headers ...v1.HTTPHeader) v1.ProbeHandler {
+		return v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(webPort)), HTTPHeaders: headers}}
+	}
 	tests := []struct {
 		name    string
 		handler v1.ProbeHandler
 		wantOK  bool
+		wantErr string // the failure's message, when checked
+		warning string
 	}{
 		{"http 200 with headers and query", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz?full=1", Port: intstr.FromString("http"),
-			HTTPHeaders: []v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, true},
-		{"http redirect is success", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/moved", Port: intstr.FromInt32(int32(webPort))}}, true},
-		{"http 503 fails", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/down", Port: intstr.FromInt32(int32(webPort))}}, false},
-		{"http unknown named port fails", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromString("nope")}}, false},
-		{"tcp open port", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(webPort))}}, true},
-		{"tcp closed port", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(closedPort))}}, false},
-		{"grpc serving", v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: grpcPort}}, true},
-		{"grpc service not serving", v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: grpcPort, Service: ptrString("db")}}, false},
+			HTTPHeaders: []v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, true, "", ""},
+		{"http default headers, Host header", get("/headers", v1.HTTPHeader{Name: "Host", Value: "example.test"}), true, "", ""},
+		{"http user's User-Agent, empty Accept not sent", get("/custom-headers",
+			v1.HTTPHeader{Name: "user-agent", Value: "mine"}, v1.HTTPHeader{Name: "Accept", Value: ""}), true, "", ""},
+		{"http same-host redirect followed", get("/moved", v1.HTTPHeader{Name: "X-Probe", Value: "yes"}), true, "", ""},
+		{"http same-host redirect to a failure fails", get("/moved-down"), false, "HTTP probe failed with statuscode: 503", ""},
+		{"http redirect loop fails", get("/loop"), false, "stopped after 10 redirects", ""},
+		{"http other-host redirect is success with a warning", get("/away"), true, "",
+			"Probe terminated redirects, Response body: <a href=\"http://0.0.0.0/\">Found</a>.\n\n"},
+		{"http 503 fails", get("/down"), false, "HTTP probe failed with statuscode: 503", ""},
+		{"http unknown named port fails", v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromString("nope")}}, false, "", ""},
+		{"tcp open port", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(webPort))}}, true, "", ""},
+		{"tcp closed port", v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(closedPort))}}, false, "", ""},
+		{"grpc serving", v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: grpcPort}}, true, "", ""},
+		{"grpc service not serving", v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: grpcPort, Service: ptrString("db")}}, false, "", ""},
 	}
 	kl := &Kubelet{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := kl.runProbe(context.Background(), &v1.Pod{}, c, &v1.Probe{ProbeHandler: tt.handler, TimeoutSeconds: 5}, "", []string{"127.0.0.1"})
+			warning, err := kl.runProbe(context.Background(), &v1.Pod{}, c, &v1.Probe{ProbeHandler: tt.handler, TimeoutSeconds: 5}, "", []string{"127.0.0.1"})
 			if (err == nil) != tt.wantOK {
 				t.Errorf("probe error = %v, want success %v", err, tt.wantOK)
+			}
+			if err != nil && tt.wantErr != "" && !strings.HasSuffix(err.Error(), tt.wantErr) {
+				t.Errorf("probe error = %q, want it to end with %q", err, tt.wantErr)
+			}
+			if warning != tt.warning {
+				t.Errorf("warning = %q, want %q", warning, tt.warning)
 			}
 		})
 	}
@@ -87,11 +120,11 @@ func TestProbeHandlers(t *testing.T) {
 	id, _ := rt.Client().CreateContainer(context.Background(), sb, containerConfigFor("app", "busybox"), nil)
 	_ = rt.Client().StartContainer(context.Background(), id)
 	exec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}}}
-	if err := kl.runProbe(context.Background(), &v1.Pod{}, c, exec, id, nil); err != nil {
+	if _, err := kl.runProbe(context.Background(), &v1.Pod{}, c, exec, id, nil); err != nil {
 		t.Errorf("exec exiting 0 failed: %v", err)
 	}
 	rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: 1})
-	if err := kl.runProbe(context.Background(), &v1.Pod{}, c, exec, id, nil); err == nil {
+	if _, err := kl.runProbe(context.Background(), &v1.Pod{}, c, exec, id, nil); err == nil {
 		t.Error("exec exiting 1 succeeded")
 	}
 }

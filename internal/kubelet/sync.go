@@ -298,9 +298,15 @@ func gracePeriod(pod *v1.Pod) int64 {
 // terminatePod carries out a graceful deletion: preStop hooks, StopContainer with the
 // grace period, sandbox stop, a final status, then the pod object's removal with grace
 // period 0 and a UID precondition.
+//
+// Liveness and startup probes stop as the termination begins, so that a container
+// failing them while it shuts down is not restarted; readiness probes run on until the
+// containers have stopped, and what they change is reported meanwhile (a container
+// that stops serving is seen not ready before it exits), as upstream's kubelet does.
 func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
-	w.state.stopProbes()
+	w.state.stopProbesOf(liveness, startup)
 	grace := gracePeriod(pod)
+	reported := false // a readiness change was written while the containers stopped
 	if rt.anyRunning() {
 		deadline := kl.clock.Now().Add(time.Duration(grace) * time.Second)
 		podIP := firstIP(rt.readySandbox())
@@ -322,9 +328,12 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 					kl.stopWithHook(ctx, w, pod, c.Id, podIP, spec, deadline)
 				}()
 			}
-			wg.Wait()
+			if kl.waitReportingReadiness(ctx, w, &wg) {
+				reported = true
+			}
 		}
 	}
+	w.state.stopProbes()
 	if err := kl.stopAll(ctx, rt, 0); err != nil {
 		return err
 	}
@@ -338,6 +347,9 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if w.deleted {
 		return nil
 	}
+	if cur := kl.statusWrites.current(kl.getPod(w.key, string(w.uid))); reported && cur != nil {
+		pod = cur // the status written meanwhile, at its resourceVersion
+	}
 	if err := kl.writeStatus(ctx, pod, kl.generateStatus(pod, rt, w.state, true)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -350,6 +362,36 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	}
 	w.deleted = true
 	return nil
+}
+
+// waitReportingReadiness waits for the containers' stops in wg, writing the pod's
+// status whenever a readiness probe changes a container's readiness meanwhile; it
+// reports whether it wrote one.
+func (kl *Kubelet) waitReportingReadiness(ctx context.Context, w *podWorker, wg *sync.WaitGroup) (wrote bool) {
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	for {
+		select {
+		case <-stopped:
+			return wrote
+		case <-w.state.readinessChanged:
+		}
+		pod := kl.statusWrites.current(kl.getPod(w.key, string(w.uid)))
+		if pod == nil {
+			continue
+		}
+		rt, err := kl.readPodRuntime(ctx, string(w.uid))
+		if err == nil {
+			err = kl.writeStatus(ctx, pod, kl.generateStatus(pod, rt, w.state, false))
+			wrote = true
+		}
+		if err != nil {
+			kl.log.Error("writing the status of a terminating pod", "pod", w.key, "err", err)
+		}
+	}
 }
 
 // stopWithHook runs a container's preStop hook, if any, then stops it with what is left
@@ -368,6 +410,9 @@ func (kl *Kubelet) stopWithHook(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if err := kl.runtime.StopContainer(ctx, id, left); err != nil {
 		kl.log.Error("stopping container", "pod", w.key, "container", id, "err", err)
 	}
+	// Its readiness probe, still running while the pod's other containers stop, would
+	// only fail against a stopped container.
+	w.state.stopContainerProbes(id)
 }
 
 // isSidecar reports whether a container is a restartable init container (restartPolicy

@@ -10,13 +10,15 @@ import (
 	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 )
 
 // Client calls a Runtime in-process through the same interfaces the kubelet uses for a
 // remote runtime (k8s.io/cri-api/pkg/apis RuntimeService and ImageManagerService), with
-// the same error conventions as k8s.io/cri-client: gRPC status errors, and a
-// utilexec.CodeExitError for a non-zero ExecSync. Unlike a remote runtime's, what
+// the same error conventions as k8s.io/cri-client: gRPC status errors, a
+// utilexec.CodeExitError for a non-zero ExecSync and one wrapping remote.ErrCommandTimedOut
+// for an ExecSync that timed out. Unlike a remote runtime's, what
 // ListPodSandbox and ListContainers return is the runtime's own (the same records on
 // every call while a sandbox's or container's state is unchanged, sharing its
 // metadata, labels and annotations): callers must treat them as read-only.
@@ -85,6 +87,9 @@ func (c Client) UpdateContainerResources(ctx context.Context, containerID string
 // ExecSync implements cri.ContainerManager.
 func (c Client) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
 	resp, err := c.r.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: int64(timeout.Seconds())})
+	if status.Code(err) == codes.DeadlineExceeded {
+		return nil, nil, fmt.Errorf("%w: %q timed out after %s", remote.ErrCommandTimedOut, strings.Join(cmd, " "), timeout)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -58,6 +58,10 @@ type Behavior struct {
 	// ExecExitCode and ExecStdout are the result of every ExecSync in the container.
 	ExecExitCode int32
 	ExecStdout   string
+	// ExecHangs makes every ExecSync in the container a command that does not end by
+	// itself: it is given up, with codes.DeadlineExceeded as a runtime answers, when the
+	// request's timeout has passed (in real time) or the caller's context ends.
+	ExecHangs bool
 	// WritableLayerBytes, when not zero, is the writable layer usage ContainerStats
 	// reports (32 KiB otherwise); it applies at once.
 	WritableLayerBytes uint64
@@ -783,20 +787,42 @@ func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenCo
 
 // ExecSync implements runtimeapi.RuntimeServiceServer: the result is the container's
 // configured exec result; the command itself is not interpreted.
-func (r *Runtime) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	b, err := r.execBehavior(req.ContainerId)
+	if err != nil {
+		return nil, err
+	}
+	if b.ExecHangs {
+		var limit <-chan time.Time
+		if req.Timeout > 0 {
+			t := time.NewTimer(time.Duration(req.Timeout) * time.Second)
+			defer t.Stop()
+			limit = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-limit:
+		}
+		return nil, status.Errorf(codes.DeadlineExceeded, "timeout %ds exceeded: context deadline exceeded", req.Timeout)
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: []byte(b.ExecStdout), ExitCode: b.ExecExitCode}, nil
+}
+
+// execBehavior counts an ExecSync and returns the behaviour of its container, which
+// must be running.
+func (r *Runtime) execBehavior(id string) (Behavior, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count("ExecSync")
-	c, ok := r.containers[req.ContainerId]
+	c, ok := r.containers[id]
 	if !ok {
-		return nil, notFound("container", req.ContainerId)
+		return Behavior{}, notFound("container", id)
 	}
 	r.refreshLocked(c, r.now())
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		return nil, status.Errorf(codes.FailedPrecondition, "container %q is not running", c.id)
+		return Behavior{}, status.Errorf(codes.FailedPrecondition, "container %q is not running", c.id)
 	}
-	b := r.behaviorLocked(c)
-	return &runtimeapi.ExecSyncResponse{Stdout: []byte(b.ExecStdout), ExitCode: b.ExecExitCode}, nil
+	return r.behaviorLocked(c), nil
 }
 
 // String describes the runtime's contents, for test failure messages.

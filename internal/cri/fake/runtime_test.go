@@ -236,6 +236,13 @@ func TestExecSyncResult(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.Code != 2 || string(out) != "no" {
 		t.Fatalf("failing exec: out %q err %v", out, err)
 	}
+	rt.SetContainerBehavior("app", Behavior{ExecHangs: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, _, err = c.ExecSync(ctx, id, []string{"sleep", "10"}, time.Second)
+	if !errors.Is(err, remote.ErrCommandTimedOut) || err.Error() != `command timed out: "sleep 10" timed out after 1s` {
+		t.Fatalf("hanging exec: err %v, want cri-client's timeout", err)
+	}
 }
 
 func TestStats(t *testing.T) {
