@@ -3,7 +3,8 @@
 // DATA_DIR/agent/images (no registry is reachable): agnhost built from upstream's
 // source (also as /agnhost-2, as its image has it), Debian's busybox-static as busybox,
 // mizzen's pause as pause, and agnhost's netexec on port 80 standing in for nginx. The
-// agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, and its nc
+// agnhost image's curl is a shim over busybox's wget, enough for `curl URL`, its bash a
+// shim over busybox's ash, enough for `bash -c '...'`, and its nc
 // is ./test/conformance/netcat (netcat-openbsd's flags, which busybox's nc lacks); its dig
 // and getent are ./test/conformance/dnsutils, which also makes up the glibc-dns-testing
 // image (as agnhost's files: a stand-in, with Go's resolver rather than glibc's). Debian's
@@ -42,6 +43,10 @@ import (
 // curlShim stands in for the curl upstream's agnhost image carries, for the plain
 // `curl URL` the suite's hooks run: busybox's wget fetches the URL to stdout.
 const curlShim = "#!/bin/sh\n# stand-in for curl: busybox wget; flags are ignored\nfor a in \"$@\"; do case \"$a\" in -*) ;; *) url=$a ;; esac; done\nexec wget -q -O - \"$url\"\n"
+
+// bashShim stands in for the bash upstream's agnhost image installs (Alpine's bash),
+// which specs run as `/bin/bash -c '...'`: busybox's ash runs the command instead.
+const bashShim = "#!/bin/sh\n# stand-in for bash: busybox ash\nexec /bin/sh \"$@\"\n"
 
 // standInOSRelease is the /etc/os-release of the images that upstream bases on
 // agnhost's Alpine Linux image (kitten, nautilus; the ImageVolume spec reads it): it
@@ -104,7 +109,8 @@ func run(list, agnhostPath, netcatPath, dnsutilsPath, shellPath, nnpPath, agnhos
 		return err
 	}
 	withAgnhost := append([]containerd.File{{Path: "/usr/bin/dig", Mode: 0o755, Data: dnsutils}, {Path: "/usr/bin/getent", Link: "/usr/bin/dig"}, {Path: "/agnhost", Mode: 0o755, Data: agnhost}, {Path: "/agnhost-2", Link: "/agnhost"},
-		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat}}, bbNoNC...)
+		{Path: "/usr/bin/curl", Mode: 0o755, Data: []byte(curlShim)}, {Path: "/usr/bin/nc", Mode: 0o755, Data: netcat},
+		{Path: "/bin/bash", Mode: 0o755, Data: []byte(bashShim)}}, bbNoNC...)
 	// The busybox image: busybox, with the harness's sh in front of ash.
 	busyboxImage := bb
 	if shellPath != "" {
