@@ -281,15 +281,7 @@ func httpProbe(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP 
 			DisableKeepAlives:  true,
 			DisableCompression: true, // no Accept-Encoding
 		},
-		CheckRedirect: func(next *http.Request, via []*http.Request) error {
-			if next.URL.Hostname() != via[0].URL.Hostname() {
-				return http.ErrUseLastResponse
-			}
-			if len(via) >= maxProbeRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxProbeRedirects)
-			}
-			return nil
-		},
+		CheckRedirect: sameHostRedirects,
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -310,29 +302,54 @@ func httpProbe(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP 
 	return "", nil
 }
 
-// hookHTTPGet runs a lifecycle hook's HTTP GET: it succeeds on a 2xx or 3xx answer, and
-// follows no redirect.
-func hookHTTPGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) error {
+// sameHostRedirects is the redirect rule of probes and hooks: a redirect to the same
+// host is followed, up to maxProbeRedirects; one to another host is not (the redirect
+// is the answer).
+func sameHostRedirects(next *http.Request, via []*http.Request) error {
+	if next.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= maxProbeRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxProbeRedirects)
+	}
+	return nil
+}
+
+// hookHTTPGet runs a lifecycle hook's HTTP GET as upstream's kubelet does: only a
+// request that gets no answer fails, whatever the status code; redirects are followed
+// as a probe's. An HTTPS hook answered in plain HTTP is tried again over HTTP, without
+// the user's Authorization header; fellBackAt is then the host:port it asked.
+func hookHTTPGet(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) (fellBackAt string, err error) {
 	req, err := newHTTPGetRequest(ctx, g, c, podIP, "lifecycle")
 	if err != nil {
-		return err
+		return "", err
 	}
 	client := &http.Client{
 		Transport: &http.Transport{
 			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
 			DisableKeepAlives: true,
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		CheckRedirect: sameHostRedirects,
 	}
-	resp, err := client.Do(req)
-	if err != nil {
+	get := func(req *http.Request) error {
+		resp, err := client.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxProbeBody))
+			resp.Body.Close()
+		}
 		return err
 	}
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	err = get(req)
+	if err == nil || req.URL.Scheme != "https" || !strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return "", err
 	}
-	return nil
+	plain := req.Clone(ctx)
+	plain.URL.Scheme = "http"
+	plain.Header.Del("Authorization")
+	if get(plain) != nil {
+		return "", err // the first error says what went wrong
+	}
+	return req.URL.Host, nil
 }
 
 // newHTTPGetRequest builds the request of an httpGet action as upstream's kubelet does:
@@ -423,8 +440,13 @@ func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID, podIP 
 		if podIP == "" {
 			podIP = pod.Status.PodIP // host network: the sandbox has no IP of its own
 		}
-		if err := hookHTTPGet(ctx, h.HTTPGet, c, podIP); err != nil {
+		fellBackAt, err := hookHTTPGet(ctx, h.HTTPGet, c, podIP)
+		if err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podName, err)
+		}
+		if fellBackAt != "" {
+			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "LifecycleHTTPFallback",
+				"request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", fellBackAt)
 		}
 	case h.Sleep != nil:
 		select {
