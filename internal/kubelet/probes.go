@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	utilexec "k8s.io/utils/exec"
 
 	mizzenversion "mizzen/internal/version"
 )
@@ -219,7 +220,13 @@ func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p
 	switch {
 	case p.Exec != nil:
 		// A command still running at the timeout fails, as upstream's ExecProbeTimeout.
-		_, _, err := kl.runtime.ExecSync(ctx, containerID, p.Exec.Command, timeout)
+		stdout, stderr, err := kl.runtime.ExecSync(ctx, containerID, p.Exec.Command, timeout)
+		if exit := utilexec.ExitError(nil); errors.As(err, &exit) {
+			// A command that ran and failed: what it printed is the failure, as
+			// upstream reports it ("Liveness probe failed: <output>").
+			out := append(stdout, stderr...)
+			return "", errors.New(string(out[:min(len(out), maxProbeBody)]))
+		}
 		return "", err
 	case p.HTTPGet != nil:
 		return httpProbe(ctx, p.HTTPGet, c, host)

@@ -210,3 +210,22 @@ func TestTerminatingPodReadinessAndLiveness(t *testing.T) {
 		t.Errorf("%d container starts, want 2 (no restart)", n)
 	}
 }
+
+// An exec probe whose command fails reports what the command printed, as upstream's
+// prober does ("Readiness probe failed: <output>"), not the runtime's error.
+func TestExecProbeFailureReportsOutput(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: 1, ExecStdout: "cat: /tmp/ready: No such file or directory\n"})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+		ProbeHandler:     v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/ready"}}},
+		TimeoutSeconds:   1,
+		PeriodSeconds:    10,
+		FailureThreshold: 1,
+	}
+	h.createPod(pod)
+	if msg, want := h.waitEvent("p", "Unhealthy"), "Readiness probe failed: cat: /tmp/ready: No such file or directory\n"; msg != want {
+		t.Errorf("Unhealthy event %q, want %q", msg, want)
+	}
+}
