@@ -209,10 +209,33 @@ func TestValidatePodSpec(t *testing.T) {
 		{"toleration seconds need NoExecute", func(s *corev1.PodSpec) {
 			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptrTo(int64(5))}}
 		}, []string{`spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when ` + "`tolerationSeconds`" + ` is set`}},
-		{"restart policy on an app container", func(s *corev1.PodSpec) {
-			always := corev1.ContainerRestartPolicyAlways
-			s.Containers[0].RestartPolicy = &always
-		}, []string{"spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"}},
+		{"an app container's own restart policy and rules", func(s *corev1.PodSpec) {
+			never := corev1.ContainerRestartPolicyNever
+			s.Containers[0].RestartPolicy = &never
+			s.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, nil},
+		{"an unknown restart policy on an app container", func(s *corev1.PodSpec) {
+			sometimes := corev1.ContainerRestartPolicy("Sometimes")
+			s.Containers[0].RestartPolicy = &sometimes
+		}, []string{`spec.containers[0].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"`}},
+		{"restart rules without a restart policy", func(s *corev1.PodSpec) {
+			s.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, []string{"spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"}},
+		{"a restart rule without exit codes, an init container's unknown action", func(s *corev1.PodSpec) {
+			never := corev1.ContainerRestartPolicyNever
+			s.Containers[0].RestartPolicy = &never
+			s.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart}}
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", RestartPolicy: &never,
+				ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				RestartPolicyRules: []corev1.ContainerRestartRule{{Action: "Explode",
+					ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: "Between", Values: []int32{1}}}}}}
+		}, []string{
+			`spec.initContainers[0].restartPolicyRules[0].action: Unsupported value: "Explode": supported values: "Restart", "RestartAllContainers"`,
+			`spec.initContainers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Between": supported values: "In", "NotIn"`,
+			"spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified",
+		}},
 		{"two volume sources", func(s *corev1.PodSpec) {
 			s.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/x", Type: ptrTo(corev1.HostPathUnset)}
 		}, []string{`spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type`}},

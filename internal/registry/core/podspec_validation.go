@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,9 +120,7 @@ func validateInitContainers(containers []corev1.Container, appNames, volumes set
 		errs = append(errs, validateContainerName(c.Name, taken, idxPath.Child("name"))...)
 		taken.Insert(c.Name)
 		errs = append(errs, validateContainer(c, volumes, idxPath)...)
-		if c.RestartPolicy != nil && *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			errs = append(errs, field.NotSupported(idxPath.Child("restartPolicy"), *c.RestartPolicy, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}))
-		}
+		errs = append(errs, validateContainerRestartRules(c, idxPath)...)
 		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 		if !sidecar {
 			// Only sidecars run alongside the app; a plain init container must finish.
@@ -157,9 +156,50 @@ func validateContainers(containers []corev1.Container, volumes sets.Set[string],
 		taken.Insert(c.Name)
 		errs = append(errs, validateContainer(c, volumes, idxPath)...)
 		errs = append(errs, validateProbes(c, idxPath)...)
-		if c.RestartPolicy != nil {
-			// Only init containers can be sidecars.
-			errs = append(errs, field.Forbidden(idxPath.Child("restartPolicy"), "may not be set for non-init containers"))
+		errs = append(errs, validateContainerRestartRules(c, idxPath)...)
+	}
+	return errs
+}
+
+// The restart policies and rule actions and operators a container may name, as
+// upstream's with ContainerRestartRules and RestartAllContainersOnContainerExits on (their
+// default since 1.35 and 1.36).
+var (
+	containerRestartPolicies    = []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure}
+	containerRestartRuleActions = []corev1.ContainerRestartRuleAction{corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleActionRestartAllContainers}
+	containerRestartOperators   = []corev1.ContainerRestartRuleOnExitCodesOperator{corev1.ContainerRestartRuleOnExitCodesOpIn, corev1.ContainerRestartRuleOnExitCodesOpNotIn}
+)
+
+// validateContainerRestartRules checks a container's own restart policy and its rules
+// (an init or app container's; an init container whose policy is Always is a sidecar):
+// rules need a policy, at most 20 of them, each with an action and its exit codes.
+func validateContainerRestartRules(c *corev1.Container, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.RestartPolicy == nil:
+		if len(c.RestartPolicyRules) > 0 {
+			errs = append(errs, field.Required(fldPath.Child("restartPolicy"), "must specify restartPolicy when restart rules are used"))
+		}
+	case !slices.Contains(containerRestartPolicies, *c.RestartPolicy):
+		errs = append(errs, field.NotSupported(fldPath.Child("restartPolicy"), *c.RestartPolicy, containerRestartPolicies))
+	}
+	if len(c.RestartPolicyRules) > 20 {
+		errs = append(errs, field.TooMany(fldPath.Child("restartPolicyRules"), len(c.RestartPolicyRules), 20))
+	}
+	for i, rule := range c.RestartPolicyRules {
+		rulePath := fldPath.Child("restartPolicyRules").Index(i)
+		if !slices.Contains(containerRestartRuleActions, rule.Action) {
+			errs = append(errs, field.NotSupported(rulePath.Child("action"), rule.Action, containerRestartRuleActions))
+		}
+		if rule.ExitCodes == nil {
+			errs = append(errs, field.Required(rulePath.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		if !slices.Contains(containerRestartOperators, rule.ExitCodes.Operator) {
+			errs = append(errs, field.NotSupported(rulePath.Child("exitCodes", "operator"), rule.ExitCodes.Operator, containerRestartOperators))
+		}
+		if len(rule.ExitCodes.Values) > 255 {
+			errs = append(errs, field.TooMany(rulePath.Child("exitCodes", "values"), len(rule.ExitCodes.Values), 255))
 		}
 	}
 	return errs
