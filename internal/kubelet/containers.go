@@ -27,20 +27,50 @@ func sandboxHostname(pod *v1.Pod, hostname string) string {
 	return hostname
 }
 
-// podHostname is the sandbox hostname: spec.hostname, else the pod name cut to 63
-// characters without a trailing '-' or '.'; the node's for host-network pods.
-func (kl *Kubelet) podHostname(pod *v1.Pod) string {
+// podHostname is the pod's hostname and its domain ("" for none), as upstream's kubelet
+// makes them: spec.hostnameOverride as given, with no domain; else spec.hostname or
+// the pod's name, cut to 63 characters without a trailing '-' or '.', in
+// <subdomain>.<namespace>.svc.<cluster domain> when the pod names a subdomain. A
+// host-network pod has the node's.
+func (kl *Kubelet) podHostname(pod *v1.Pod) (hostname, domain string) {
 	if pod.Spec.HostNetwork {
-		return kl.opts.Hostname
+		return kl.opts.Hostname, ""
 	}
+	if o := pod.Spec.HostnameOverride; o != nil {
+		return truncateHostname(*o), ""
+	}
+	hostname = pod.Name
 	if pod.Spec.Hostname != "" {
-		return pod.Spec.Hostname
+		hostname = pod.Spec.Hostname
 	}
-	name := pod.Name
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-.")
+	if pod.Spec.Subdomain != "" {
+		domain = pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + kl.opts.ClusterDomain
 	}
-	return name
+	return truncateHostname(hostname), domain
+}
+
+// truncateHostname cuts a hostname to the 63 characters a kernel hostname may have,
+// without a trailing '-' or '.'.
+func truncateHostname(h string) string {
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+// kernelHostname is the hostname the sandbox's UTS namespace gets: the pod's hostname,
+// or its fully qualified name when it asks for that (setHostnameAsFQDN) and has a
+// domain, which must then fit the kernel's 64 characters.
+func (kl *Kubelet) kernelHostname(pod *v1.Pod) (string, error) {
+	hostname, domain := kl.podHostname(pod)
+	if pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || domain == "" {
+		return hostname, nil
+	}
+	fqdn := hostname + "." + domain
+	if len(fqdn) > 64 {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)", fqdn, len(fqdn))
+	}
+	return fqdn, nil
 }
 
 // podLogDir is where the runtime writes the pod's container logs, named as upstream.
@@ -74,11 +104,15 @@ func (kl *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSa
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
+	hostname, err := kl.kernelHostname(pod)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Hostname:     sandboxHostname(pod, kl.podHostname(pod)),
+		Hostname:     sandboxHostname(pod, hostname),
 		LogDirectory: kl.podLogDir(pod),
 		DnsConfig:    dns,
 		PortMappings: portMappings(pod),

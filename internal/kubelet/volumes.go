@@ -267,7 +267,8 @@ func (kl *Kubelet) containerMounts(pod *v1.Pod, c *v1.Container, vols map[string
 	// As upstream, the hosts file is managed only where the pod has addresses (a
 	// sandbox without a network keeps the image's).
 	if volume.ManagesHosts(c) && (pod.Spec.HostNetwork || len(podIPs) > 0) {
-		hosts, err := kl.volumes.HostsFile(pod, kl.podHostname(pod), kl.opts.ClusterDomain, podIPs)
+		hostname, domain := kl.podHostname(pod)
+		hosts, err := kl.volumes.HostsFile(pod, hostname, domain, podIPs)
 		if err != nil {
 			return nil, err
 		}

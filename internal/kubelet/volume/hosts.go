@@ -14,9 +14,10 @@ import (
 
 // HostsFile writes the pod's managed /etc/hosts (RootDir/pods/<uid>/etc-hosts) and
 // returns its path: localhost entries, the pod's own names on its IPs, then the
-// spec's hostAliases, as upstream's kubelet writes it. Host-network pods get a copy of
-// the node's /etc/hosts plus their aliases.
-func (m *Manager) HostsFile(pod *v1.Pod, hostname, clusterDomain string, podIPs []string) (string, error) {
+// spec's hostAliases, as upstream's kubelet writes it: hostname in domain, if any
+// (see the kubelet's podHostname). Host-network pods get a copy of the node's
+// /etc/hosts plus their aliases.
+func (m *Manager) HostsFile(pod *v1.Pod, hostname, domain string, podIPs []string) (string, error) {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
 		host, err := os.ReadFile("/etc/hosts")
@@ -36,8 +37,8 @@ func (m *Manager) HostsFile(pod *v1.Pod, hostname, clusterDomain string, podIPs 
 		b.WriteString("fe00::1\tip6-allnodes\n")
 		b.WriteString("fe00::2\tip6-allrouters\n")
 		for _, ip := range podIPs {
-			if pod.Spec.Subdomain != "" {
-				fmt.Fprintf(&b, "%s\t%s.%s.%s.svc.%s\t%s\n", ip, hostname, pod.Spec.Subdomain, pod.Namespace, clusterDomain, hostname)
+			if domain != "" {
+				fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
 			} else {
 				fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
 			}

@@ -523,9 +523,8 @@ func TestContainerMounts(t *testing.T) {
 func TestHostsFile(t *testing.T) {
 	m, _, _ := newTestManager(t)
 	pod := testPod()
-	pod.Spec.Subdomain = "svc1"
 	pod.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.1.1", Hostnames: []string{"foo.local", "bar.local"}}}
-	path, err := m.HostsFile(pod, "web", "cluster.local", []string{"10.244.0.7"})
+	path, err := m.HostsFile(pod, "web", "svc1.ns.svc.cluster.local", []string{"10.244.0.7"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,6 +237,18 @@ func TestValidatePodSpec(t *testing.T) {
 			`spec.initContainers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Between": supported values: "In", "NotIn"`,
 			"spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified",
 		}},
+		{"hostnameOverride with setHostnameAsFQDN, hostNetwork, not a DNS subdomain", func(s *corev1.PodSpec) {
+			s.HostnameOverride, s.SetHostnameAsFQDN = ptrTo("Not_A.Host"), ptrTo(true)
+			s.HostNetwork = true
+			s.Containers[0].Ports = nil
+		}, []string{
+			"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+			"spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+			`spec.hostnameOverride: Invalid value: "Not_A.Host": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		}},
+		{"a hostnameOverride over 64 characters", func(s *corev1.PodSpec) {
+			s.HostnameOverride = ptrTo(strings.Repeat("a", 30) + "." + strings.Repeat("b", 34))
+		}, []string{"spec.hostnameOverride: Too long: may not be more than 64 bytes"}},
 		{"two volume sources", func(s *corev1.PodSpec) {
 			s.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/x", Type: ptrTo(corev1.HostPathUnset)}
 		}, []string{`spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type`}},

@@ -78,6 +78,23 @@ func validatePodSpec(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) fiel
 			errs = append(errs, field.Invalid(fldPath.Child("subdomain"), spec.Subdomain, msg))
 		}
 	}
+	if o := spec.HostnameOverride; o != nil {
+		// The pod's hostname, as given: not with a name the kubelet makes fully
+		// qualified, nor on the node's network, whose hostname it shares.
+		p := fldPath.Child("hostnameOverride")
+		if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+			errs = append(errs, field.Forbidden(p, "may not be specified when setHostnameAsFQDN is true"))
+		}
+		if spec.HostNetwork {
+			errs = append(errs, field.Forbidden(p, "may not be specified when hostNetwork is true"))
+		}
+		if len(*o) > 64 {
+			errs = append(errs, field.TooLong(p, "", 64))
+		}
+		for _, msg := range validation.IsDNS1123Subdomain(*o) {
+			errs = append(errs, field.Invalid(p, *o, msg))
+		}
+	}
 	if spec.ActiveDeadlineSeconds != nil {
 		v := *spec.ActiveDeadlineSeconds
 		if v < 1 || v > math.MaxInt32 {
