@@ -104,3 +104,39 @@ func TestStatusObservedGeneration(t *testing.T) {
 		}
 	}
 }
+
+// A sidecar whose liveness probe fails is killed and restarted as a main container
+// would be, while the main container keeps running; one whose startup probe fails is
+// restarted too (upstream's e2e 'Probing restartable init container').
+func TestSidecarProbesRestartIt(t *testing.T) {
+	for _, typ := range []string{"liveness", "startup"} {
+		t.Run(typ, func(t *testing.T) {
+			h := newHarness(t)
+			h.rt.SetContainerBehavior("proxy", fake.Behavior{ExecExitCode: 1, ExecStdout: "unhealthy"})
+			h.start()
+			pod := newPod("p", "app")
+			probe := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
+				TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 1}
+			side := v1.Container{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}
+			if typ == "liveness" {
+				side.LivenessProbe = probe
+			} else {
+				side.StartupProbe = probe
+			}
+			pod.Spec.InitContainers = []v1.Container{side}
+			h.createPod(pod)
+			p := h.waitPod("p", "the sidecar restarted", func(p *v1.Pod) bool {
+				cs := containerStatus(p, "proxy")
+				return cs != nil && cs.RestartCount >= 1
+			})
+			if msg := h.waitEvent("p", "Killing"); msg != "Container proxy failed "+typ+" probe, will be restarted" {
+				t.Errorf("Killing event %q", msg)
+			}
+			if typ == "liveness" {
+				if app := containerStatus(p, "app"); app == nil || app.RestartCount != 0 {
+					t.Errorf("the main container %+v, want it running on, never restarted", app)
+				}
+			}
+		})
+	}
+}

@@ -558,10 +558,21 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 					return err
 				}
 				continue
-			case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING && (mainStarted || w.state.started(cur.Id, c)):
-				continue
-			default:
+			case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+				// A failed liveness or startup probe restarts a sidecar as a main
+				// container's; meanwhile the main containers go on.
+				if msg := w.state.takeKill(cur.Id); msg != "" {
+					if err := p.kill(ctx, c, cur.Id, msg); err != nil || !mainStarted {
+						return err
+					}
+					continue
+				}
+				if mainStarted || w.state.started(cur.Id, c) {
+					continue
+				}
 				return nil // starting: wait for its startup probe
+			default:
+				return nil // created: started on a later sync
 			}
 		}
 		switch {
@@ -609,12 +620,7 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 				continue
 			}
 			if msg := w.state.takeKill(cur.Id); msg != "" {
-				kl.log.Info("killing container", "pod", w.key, "container", c.Name, "reason", msg)
-				kl.recorder.Eventf(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", "%s", msg)
-				if err := kl.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
-					errs = append(errs, err)
-				}
-				kl.workers.poke(w.uid) // restart, if the policy says so, on the next sync
+				errs = append(errs, p.kill(ctx, c, cur.Id, msg))
 			}
 		case cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			// Created but never started (an earlier start failed): try again.
@@ -748,6 +754,16 @@ func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi
 			"Container %s exited with code %d, for which its restart rules restart every container of the pod; this kubelet restarts only this container", c.Name, prev.ExitCode)
 	}
 	return p.start(ctx, c, prev)
+}
+
+// kill stops a running container a failed probe asked to kill, saying why; the next
+// sync restarts it if its policy says so.
+func (p *podSync) kill(ctx context.Context, c *v1.Container, id, why string) error {
+	p.kl.log.Info("killing container", "pod", p.w.key, "container", c.Name, "reason", why)
+	p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeNormal, "Killing", "%s", why)
+	err := p.kl.runtime.StopContainer(ctx, id, gracePeriod(p.pod))
+	p.kl.workers.poke(p.w.uid)
+	return err
 }
 
 // backingOff reports whether a start of c, whose last instance exited at finished, must
