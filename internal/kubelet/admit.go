@@ -14,11 +14,19 @@ import (
 // the non-terminal pods on the node created before it, so a newer pod never displaces an
 // older one. It returns the rejection reason ("OutOfpods", "OutOfcpu", "OutOfmemory",
 // "NodePorts" for a host port another pod holds, "AppArmor" for a profile the host
-// cannot enforce) and message, or "" when the pod fits.
+// cannot enforce, "PodOSNotSupported" for a pod of another OS) and message, or "" when the pod fits.
 // A pod that has started is never re-checked.
 func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 	if pod.Status.StartTime != nil || pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" {
 		return "", ""
+	}
+	// A pod for another OS: upstream's checks, on the pod's kubernetes.io/os label and
+	// its spec.os (every mizzen node is Linux).
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != "linux" {
+		return "PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+	}
+	if pod.Spec.OS != nil && pod.Spec.OS.Name != v1.Linux {
+		return "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"
 	}
 	if reason, msg := admitAppArmor(pod, kl.appArmor); reason != "" {
 		return reason, msg
