@@ -31,7 +31,7 @@ func newAgentCommand() *cobra.Command {
 	var noProxy, noNetworkPolicy, verbose bool
 	var kubeletPort int32
 	var containerLog agent.ContainerLogOptions
-	var clusterDNS []string
+	var clusterDNS, unsafeSysctls []string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node: the kubelet with its own containerd and the service proxy, joining the cluster with --server and --token (or --kubeconfig)",
@@ -64,6 +64,7 @@ func newAgentCommand() *cobra.Command {
 				}
 			}
 			kf.ContainerLog, kf.ClusterDNS, kf.NodeIP = containerLog, clusterDNS, nodeIP
+			kf.AllowedUnsafeSysctls = unsafeSysctls
 			kf.ContainerdPath, kf.PrivateRegistry = containerdPath, privateRegistry
 			switch cloudProvider {
 			case "":
@@ -139,6 +140,7 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&noProxy, "disable-proxy", false, "run no service proxy")
 	f.BoolVar(&noNetworkPolicy, "disable-network-policy", false, "enforce no NetworkPolicies on this node")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the proxy's debug messages")
+	f.StringSliceVar(&unsafeSysctls, "allowed-unsafe-sysctls", nil, unsafeSysctlsUsage)
 	f.StringSliceVar(&clusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst (mizzen server's is the 10th address of its service CIDR, 10.96.0.10 by default)")
 	f.StringVar(&cloudProvider, "cloud-provider", "", `"external": the node registers with the taint node.cloudprovider.kubernetes.io/uninitialized until a cloud-controller-manager initializes it (addresses, providerID, topology labels)`)
 	addContainerLogFlags(cmd, &containerLog)

@@ -49,6 +49,7 @@ func newKubeletCommand() *cobra.Command {
 	f.StringVar(&kf.NodeLabels, "node-labels", "", "labels to register the node with: key=value,...")
 	f.Int64Var(&kf.MaxPods, "max-pods", 110, "pods capacity of the node")
 	f.StringSliceVar(&kf.ClusterDNS, "cluster-dns", nil, "DNS server IPs for pods with dnsPolicy ClusterFirst")
+	f.StringSliceVar(&kf.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, unsafeSysctlsUsage)
 	f.StringVar(&kf.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
 	f.Int32Var(&kf.Port, "port", 10250, "port of the node server (logs, exec, attach, port-forward, stats), advertised in the node status")
 	f.StringVar(&kf.Address, "address", "0.0.0.0", "IP address the node server listens on")
@@ -67,6 +68,9 @@ func newKubeletCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
+
+// unsafeSysctlsUsage describes --allowed-unsafe-sysctls, upstream's kubelet flag.
+const unsafeSysctlsUsage = "sysctls beyond the safe ones that pods may set, names or prefixes ending in '*' (e.g. kernel.msg*,net.core.somaxconn); each must be namespaced"
 
 // addEvictionFlags binds upstream's --eviction-* flags to e.
 func addEvictionFlags(cmd *cobra.Command, e *agent.EvictionOptions) {

@@ -57,10 +57,12 @@ type KubeletOptions struct {
 	// offers none.
 	LocalPathDir string
 	ClusterDNS   []string
-	MaxPods      int64
-	Port         int32
-	ContainerLog ContainerLogOptions
-	Eviction     EvictionOptions
+	// AllowedUnsafeSysctls are the sysctls beyond the safe ones pods may set.
+	AllowedUnsafeSysctls []string
+	MaxPods              int64
+	Port                 int32
+	ContainerLog         ContainerLogOptions
+	Eviction             EvictionOptions
 }
 
 // EvictionOptions are upstream's node-pressure eviction settings (--eviction-*).
@@ -235,6 +237,7 @@ func RunKubelet(ctx context.Context, cfg *rest.Config, kf KubeletOptions) error 
 		ExternalCloudProvider: kf.CloudProvider == "external",
 		MaxPods:               kf.MaxPods,
 		ClusterDNS:            kf.ClusterDNS,
+		AllowedUnsafeSysctls:  kf.AllowedUnsafeSysctls,
 		ClusterDomain:         kf.ClusterDomain,
 		Port:                  kf.Port,
 		RootDir:               kf.RootDir,

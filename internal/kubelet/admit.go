@@ -14,7 +14,8 @@ import (
 // the non-terminal pods on the node created before it, so a newer pod never displaces an
 // older one. It returns the rejection reason ("OutOfpods", "OutOfcpu", "OutOfmemory",
 // "NodePorts" for a host port another pod holds, "AppArmor" for a profile the host
-// cannot enforce, "PodOSNotSupported" for a pod of another OS) and message, or "" when the pod fits.
+// cannot enforce, "PodOSNotSupported" for a pod of another OS, "SysctlForbidden" for
+// a sysctl the node does not allow) and message, or "" when the pod fits.
 // A pod that has started is never re-checked.
 func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 	if pod.Status.StartTime != nil || pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" {
@@ -27,6 +28,9 @@ func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 	}
 	if pod.Spec.OS != nil && pod.Spec.OS.Name != v1.Linux {
 		return "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"
+	}
+	if reason, msg := kl.sysctls.admit(pod); reason != "" {
+		return reason, msg
 	}
 	if reason, msg := admitAppArmor(pod, kl.appArmor); reason != "" {
 		return reason, msg

@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mizzen/internal/kubelet/volume"
@@ -129,7 +130,7 @@ func (kl *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSa
 	if sc := pod.Spec.SecurityContext; sc != nil && len(sc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = map[string]string{}
 		for _, s := range sc.Sysctls {
-			cfg.Linux.Sysctls[s.Name] = s.Value
+			cfg.Linux.Sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 		}
 	}
 	return cfg, nil

@@ -154,6 +154,9 @@ type Options struct {
 	LeaseRenewInterval        time.Duration // 10s
 	FileCheckFrequency        time.Duration // static pod manifests reread, 20s
 	Logger                    *slog.Logger
+	// AllowedUnsafeSysctls are the sysctls beyond the safe ones that pods may set, names
+	// or prefixes ending in '*' (upstream's --allowed-unsafe-sysctls).
+	AllowedUnsafeSysctls []string
 	// AppArmor says whether the host enforces AppArmor profiles; read from the kernel
 	// when nil. Pods asking for a profile are refused where it does not.
 	AppArmor *bool
@@ -328,6 +331,8 @@ type Kubelet struct {
 	imageGC  *eviction.ImageGC // with pressure: removes unused images under disk pressure
 	// appArmor says whether the host enforces AppArmor (Options.AppArmor).
 	appArmor bool
+	// sysctls are the sysctls pods may set (Options.AllowedUnsafeSysctls).
+	sysctls *sysctlAllowlist
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }
@@ -358,6 +363,11 @@ func Run(ctx context.Context, opts Options) error {
 		statusWrites: newStatusWrites(),
 		appArmor:     opts.AppArmor != nil && *opts.AppArmor || opts.AppArmor == nil && hostEnforcesAppArmor(),
 	}
+	sysctls, err := newSysctlAllowlist(opts.AllowedUnsafeSysctls)
+	if err != nil {
+		return fmt.Errorf("kubelet: --allowed-unsafe-sysctls: %w", err)
+	}
+	kl.sysctls = sysctls
 	logRotation, err := logrotate.New(logrotate.Options{
 		Runtime: opts.Runtime, MaxSize: opts.ContainerLogMaxSize, MaxFiles: opts.ContainerLogMaxFiles,
 		MaxWorkers: opts.ContainerLogMaxWorkers, MonitorInterval: opts.ContainerLogMonitorInterval,
