@@ -297,7 +297,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if err := kl.checkRunAsNonRoot(ctx, pod, c, imageRef); err != nil {
 		return nil, err
 	}
-	env, err := kl.makeEnv(ctx, pod, c, sandboxIPs(sb))
+	env, err := kl.makeEnv(ctx, pod, c, kl.podIPs(pod, sb))
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if termPolicy == "" {
 		termPolicy = v1.TerminationMessageReadFile
 	}
-	mounts, err := kl.containerMounts(pod, c, vols, vars, sandboxIPs(sb), termPath)
+	mounts, err := kl.containerMounts(pod, c, vols, vars, kl.podIPs(pod, sb), termPath)
 	if err != nil {
 		return nil, err
 	}
@@ -367,9 +367,19 @@ func (kl *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	return cfg, nil
 }
 
-// firstIP is the sandbox's primary pod IP, or "".
-func firstIP(sb *runtimeapi.PodSandboxStatus) string {
-	if ips := sandboxIPs(sb); len(ips) > 0 {
+// podIPs are the pod's IPs, primary first: its sandbox's; a host-network pod's sandbox
+// has none of its own, and the pod has the node's, as its status reports them (for its
+// environment, probes and hooks too).
+func (kl *Kubelet) podIPs(pod *v1.Pod, sb *runtimeapi.PodSandboxStatus) []string {
+	if ips := sandboxIPs(sb); len(ips) > 0 || !pod.Spec.HostNetwork || sb == nil {
+		return ips
+	}
+	return []string{kl.opts.NodeIP}
+}
+
+// firstPodIP is the pod's primary IP (podIPs), or "".
+func (kl *Kubelet) firstPodIP(pod *v1.Pod, sb *runtimeapi.PodSandboxStatus) string {
+	if ips := kl.podIPs(pod, sb); len(ips) > 0 {
 		return ips[0]
 	}
 	return ""

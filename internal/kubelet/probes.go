@@ -91,7 +91,7 @@ func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
 		cur := rt.latest(k.container)
 		ctx, cancel := context.WithCancel(w.ctx())
 		st.probes[k] = &probeWorker{containerID: id, cancel: cancel}
-		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), sandboxIPs(rt.readySandbox()))
+		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), kl.podIPs(pod, rt.readySandbox()))
 	}
 }
 
@@ -444,9 +444,6 @@ func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID, podIP 
 				h.Exec.Command, c.Name, podName, err, string(stdout)+string(stderr))
 		}
 	case h.HTTPGet != nil:
-		if podIP == "" {
-			podIP = pod.Status.PodIP // host network: the sandbox has no IP of its own
-		}
 		fellBackAt, err := hookHTTPGet(ctx, h.HTTPGet, c, podIP)
 		if err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podName, err)

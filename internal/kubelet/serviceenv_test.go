@@ -385,3 +385,33 @@ func TestContainerGetsServiceLinks(t *testing.T) {
 		}
 	}
 }
+
+// A host-network pod's sandbox has no IP of its own (containerd reports none): the
+// pod's IP is the node's, in its status and in the downward API's environment (upstream's
+// e2e 'should provide host IP and pod IP as an env var if pod uses host network').
+func TestHostNetworkPodIPInEnvironment(t *testing.T) {
+	h := newHarness(t)
+	rt := &recordingRuntime{RuntimeService: h.rt.Client(), configs: map[string]*runtimeapi.ContainerConfig{}}
+	opts := h.options()
+	opts.Runtime = rt
+	h.startWith(opts)
+	pod := newPod("hostnet", "app")
+	pod.Spec.HostNetwork = true
+	pod.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "HOST_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+	}
+	h.createPod(pod)
+	p := h.waitPod("hostnet", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	cfg := rt.config("app")
+	if cfg == nil {
+		t.Fatal("no container config recorded")
+	}
+	got := map[string]string{}
+	for _, kv := range cfg.Envs {
+		got[kv.Key] = string(kv.Value)
+	}
+	if got["POD_IP"] != opts.NodeIP || got["HOST_IP"] != opts.NodeIP || p.Status.PodIP != opts.NodeIP {
+		t.Errorf("POD_IP %q HOST_IP %q status.podIP %q, want the node's %q", got["POD_IP"], got["HOST_IP"], p.Status.PodIP, opts.NodeIP)
+	}
+}

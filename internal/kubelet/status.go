@@ -233,16 +233,11 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		s.StartTime = &t
 	}
 	sb := rt.readySandbox()
-	if sb != nil {
-		if ips := sandboxIPs(sb); len(ips) > 0 {
-			s.PodIP = ips[0]
-			s.PodIPs = nil
-			for _, ip := range ips {
-				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
-			}
-		} else if pod.Spec.HostNetwork {
-			s.PodIP = kl.opts.NodeIP
-			s.PodIPs = []v1.PodIP{{IP: kl.opts.NodeIP}}
+	if ips := kl.podIPs(pod, sb); len(ips) > 0 {
+		s.PodIP = ips[0]
+		s.PodIPs = nil
+		for _, ip := range ips {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
 	}
 

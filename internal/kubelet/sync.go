@@ -309,7 +309,7 @@ func (kl *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	reported := false // a readiness change was written while the containers stopped
 	if rt.anyRunning() {
 		deadline := kl.clock.Now().Add(time.Duration(grace) * time.Second)
-		podIP := firstIP(rt.readySandbox())
+		podIP := kl.firstPodIP(pod, rt.readySandbox())
 		// Regular containers first, then the sidecars they may rely on (upstream stops
 		// restartable init containers only after the main containers have stopped).
 		for _, sidecars := range []bool{false, true} {
@@ -831,7 +831,7 @@ func (p *podSync) start(ctx context.Context, c *v1.Container, prev *runtimeapi.C
 	p.kl.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	p.w.state.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		if msg := p.kl.runHook(ctx, p.pod, id, firstIP(p.sandbox), c, c.Lifecycle.PostStart, 0); msg != "" {
+		if msg := p.kl.runHook(ctx, p.pod, id, p.kl.firstPodIP(p.pod, p.sandbox), c, c.Lifecycle.PostStart, 0); msg != "" {
 			// As upstream: the event does not carry the message (it may hold secrets); the
 			// container is killed and restarted per the restart policy.
 			p.kl.log.Info("postStart hook failed, killing container", "pod", p.w.key, "container", c.Name, "err", msg)
