@@ -140,3 +140,27 @@ func TestSidecarProbesRestartIt(t *testing.T) {
 		})
 	}
 }
+
+// A sidecar's readiness counts toward the pod's: one whose readiness probe fails keeps
+// the pod not Ready, naming it (upstream's e2e 'Probing restartable init container with
+// readiness probe that fails should never be ready and never restart').
+func TestSidecarReadinessCountsForThePod(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("proxy", fake.Behavior{ExecExitCode: 1})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
+		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
+			TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 1}}}
+	h.createPod(pod)
+	p := h.waitPod("p", "running, the sidecar probed", func(p *v1.Pod) bool {
+		app := containerStatus(p, "app")
+		return app != nil && app.Ready && h.rt.Calls("ExecSync") > 0
+	})
+	if c := condition(p, v1.PodReady); c == nil || c.Status != v1.ConditionFalse || c.Message != "containers with unready status: [proxy]" {
+		t.Errorf("Ready condition %+v, want False naming the sidecar", c)
+	}
+	if c := condition(p, v1.ContainersReady); c == nil || c.Status != v1.ConditionFalse {
+		t.Errorf("ContainersReady %+v, want False", c)
+	}
+}

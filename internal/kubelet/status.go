@@ -367,7 +367,13 @@ func podHasInitialized(pod *v1.Pod, s *v1.PodStatus) bool {
 // the scheduler wrote it, DisruptionTarget, readiness gates) and transition times.
 func (kl *Kubelet) podConditions(pod *v1.Pod, st *podState, s v1.PodStatus, sandboxReady, initDone bool, pendingInit []string) []v1.PodCondition {
 	completed := s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed
+	// The sidecars' readiness counts as the main containers' does, as upstream's.
 	var unready []string
+	for _, cs := range s.InitContainerStatuses {
+		if c := containerSpec(pod, cs.Name); c != nil && isSidecar(pod, c) && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
 	for _, cs := range s.ContainerStatuses {
 		if !cs.Ready {
 			unready = append(unready, cs.Name)
