@@ -164,3 +164,25 @@ func TestSidecarReadinessCountsForThePod(t *testing.T) {
 		t.Errorf("ContainersReady %+v, want False", c)
 	}
 }
+
+// While a sidecar waits for its startup probe, the main container not created yet
+// reports started false, not unset (upstream's e2e reads *started; it panicked).
+func TestWaitingContainerReportsNotStarted(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("proxy", fake.Behavior{ExecExitCode: 1})
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
+		StartupProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
+			TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 100}}}
+	h.createPod(pod)
+	p := h.waitPod("p", "the sidecar running, the app waiting", func(p *v1.Pod) bool {
+		side, app := containerStatus(p, "proxy"), containerStatus(p, "app")
+		return side != nil && side.State.Running != nil && app != nil && app.State.Waiting != nil
+	})
+	for _, name := range []string{"proxy", "app"} {
+		if cs := containerStatus(p, name); cs.Started == nil || *cs.Started {
+			t.Errorf("%s: started %v, want false", name, cs.Started)
+		}
+	}
+}

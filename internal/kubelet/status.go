@@ -250,6 +250,15 @@ func (kl *Kubelet) generateStatus(pod *v1.Pod, rt *podRuntime, st *podState, ter
 		s.ContainerStatuses = append(s.ContainerStatuses,
 			kl.containerStatus(pod, &pod.Spec.Containers[i], rt, st, false))
 	}
+	// An init or app container not created yet has not started (false, not unset), as
+	// upstream's prober reports every one of them; clients dereference it.
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+		for i := range list {
+			if list[i].Started == nil {
+				list[i].Started = ptrBool(false)
+			}
+		}
+	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, kl.containerStatus(pod, c, rt, st, false))
