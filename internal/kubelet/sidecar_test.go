@@ -114,17 +114,13 @@ func TestSidecarProbesRestartIt(t *testing.T) {
 			h := newHarness(t)
 			h.rt.SetContainerBehavior("proxy", fake.Behavior{ExecExitCode: 1, ExecStdout: "unhealthy"})
 			h.start()
-			pod := newPod("p", "app")
-			probe := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
-				TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 1}
 			side := v1.Container{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}
 			if typ == "liveness" {
-				side.LivenessProbe = probe
+				side.LivenessProbe = execProbe(1)
 			} else {
-				side.StartupProbe = probe
+				side.StartupProbe = execProbe(1)
 			}
-			pod.Spec.InitContainers = []v1.Container{side}
-			h.createPod(pod)
+			h.createPod(podWithSidecar(side))
 			p := h.waitPod("p", "the sidecar restarted", func(p *v1.Pod) bool {
 				cs := containerStatus(p, "proxy")
 				return cs != nil && cs.RestartCount >= 1
@@ -148,11 +144,8 @@ func TestSidecarReadinessCountsForThePod(t *testing.T) {
 	h := newHarness(t)
 	h.rt.SetContainerBehavior("proxy", fake.Behavior{ExecExitCode: 1})
 	h.start()
-	pod := newPod("p", "app")
-	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
-		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
-			TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 1}}}
-	h.createPod(pod)
+	h.createPod(podWithSidecar(v1.Container{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
+		ReadinessProbe: execProbe(1)}))
 	p := h.waitPod("p", "running, the sidecar probed", func(p *v1.Pod) bool {
 		app := containerStatus(p, "app")
 		return app != nil && app.Ready && h.rt.Calls("ExecSync") > 0
@@ -171,11 +164,8 @@ func TestWaitingContainerReportsNotStarted(t *testing.T) {
 	h := newHarness(t)
 	h.rt.SetContainerBehavior("proxy", fake.Behavior{ExecExitCode: 1})
 	h.start()
-	pod := newPod("p", "app")
-	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
-		StartupProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
-			TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 100}}}
-	h.createPod(pod)
+	h.createPod(podWithSidecar(v1.Container{Name: "proxy", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
+		StartupProbe: execProbe(100)}))
 	p := h.waitPod("p", "the sidecar running, the app waiting", func(p *v1.Pod) bool {
 		side, app := containerStatus(p, "proxy"), containerStatus(p, "app")
 		return side != nil && side.State.Running != nil && app != nil && app.State.Waiting != nil
@@ -185,4 +175,18 @@ func TestWaitingContainerReportsNotStarted(t *testing.T) {
 			t.Errorf("%s: started %v, want false", name, cs.Started)
 		}
 	}
+}
+
+// execProbe runs "check" every 10 s; the fake runtime answers it as the container's
+// behaviour says.
+func execProbe(failureThreshold int32) *v1.Probe {
+	return &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
+		TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: failureThreshold}
+}
+
+// podWithSidecar is pod "p" with its container "app" and the given sidecar.
+func podWithSidecar(side v1.Container) *v1.Pod {
+	pod := newPod("p", "app")
+	pod.Spec.InitContainers = []v1.Container{side}
+	return pod
 }
