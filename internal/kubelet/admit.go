@@ -29,6 +29,11 @@ func (kl *Kubelet) admit(pod *v1.Pod) (string, string) {
 	if pod.Spec.OS != nil && pod.Spec.OS.Name != v1.Linux {
 		return "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"
 	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil &&
+		*sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict && !kl.strictSupplementalGroups.Load() {
+		// It would run with the image's groups too, which it asked not to.
+		return "SupplementalGroupsPolicyNotSupported", "SupplementalGroupsPolicy=Strict is not supported in this node"
+	}
 	if reason, msg := kl.sysctls.admit(pod); reason != "" {
 		return reason, msg
 	}

@@ -64,30 +64,3 @@ func TestAppArmorForRuntime(t *testing.T) {
 		t.Errorf("no profile: %v %q, want none (the runtime's default)", got, old)
 	}
 }
-
-// A pod for another OS, by its spec.os or its kubernetes.io/os label, is rejected at
-// admission with upstream's reasons; one for Linux runs.
-func TestAdmissionRejectsAnotherOS(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	windows := newPod("windows", "app")
-	windows.Spec.OS = &v1.PodOS{Name: v1.Windows}
-	labelled := newPod("labelled", "app")
-	labelled.Labels = map[string]string{v1.LabelOSStable: "windows"}
-	linux := newPod("linux", "app")
-	linux.Spec.OS = &v1.PodOS{Name: v1.Linux}
-	linux.Labels = map[string]string{v1.LabelOSStable: "linux"}
-	for _, p := range []*v1.Pod{windows, labelled, linux} {
-		h.createPod(p)
-	}
-	h.waitPod("linux", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-	for name, want := range map[string][2]string{
-		"windows":  {"PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"},
-		"labelled": {"PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
-	} {
-		p := h.waitPod(name, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
-		if p.Status.Reason != want[0] || p.Status.Message != want[1] {
-			t.Errorf("%s: reason %q message %q, want %q %q", name, p.Status.Reason, p.Status.Message, want[0], want[1])
-		}
-	}
-}

@@ -204,8 +204,18 @@ func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext
 		if psc.FSGroup != nil {
 			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
 		}
+		sc.SupplementalGroupsPolicy = supplementalGroupsPolicy(psc)
 	}
 	return sc
+}
+
+// supplementalGroupsPolicy is the pod's policy as the CRI names it: Merge (the image's
+// groups of the user too) unless the pod asks for Strict.
+func supplementalGroupsPolicy(psc *v1.PodSecurityContext) runtimeapi.SupplementalGroupsPolicy {
+	if psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
+		return runtimeapi.SupplementalGroupsPolicy_Strict
+	}
+	return runtimeapi.SupplementalGroupsPolicy_Merge
 }
 
 // dnsConfig builds the pod's resolv.conf per its dnsPolicy and dnsConfig.
@@ -416,6 +426,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
 		}
 		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		sc.SupplementalGroupsPolicy = supplementalGroupsPolicy(psc)
 	}
 	csc := c.SecurityContext
 	if csc == nil {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -333,6 +334,9 @@ type Kubelet struct {
 	appArmor bool
 	// sysctls are the sysctls pods may set (Options.AllowedUnsafeSysctls).
 	sysctls *sysctlAllowlist
+	// strictSupplementalGroups says whether the runtime can run containers with only
+	// the groups the pod names (supplementalGroupsPolicy Strict), as it last said.
+	strictSupplementalGroups atomic.Bool
 	// lastNodeStatus is the status last posted; owned by the node status goroutine.
 	lastNodeStatus *v1.NodeStatus
 }

@@ -241,6 +241,9 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node, old *v1.Nod
 	}
 	node.Status.NodeInfo = info
 	node.Status.Images = kl.nodeImages(ctx)
+	// What the runtime can do that pods may ask for: Strict supplemental groups
+	// (containerd 2.0 and later), as upstream's kubelet reports it.
+	node.Status.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptrBool(kl.strictSupplementalGroups.Load())}
 
 	now := metav1.NewTime(kl.clock.Now())
 	var oldConds []v1.NodeCondition
@@ -427,6 +430,7 @@ func (kl *Kubelet) runtimeReadiness(ctx context.Context) (bool, string) {
 	if err != nil {
 		return false, "container runtime status check may not have completed yet"
 	}
+	kl.strictSupplementalGroups.Store(st.GetFeatures().GetSupplementalGroupsPolicy())
 	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
 		found := false
 		for _, c := range st.GetStatus().GetConditions() {

@@ -52,4 +52,13 @@ func TestSeccompProfile(t *testing.T) {
 	if err != nil || cfg.Linux.SecurityContext.GetSeccomp().GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault {
 		t.Errorf("sandbox seccomp %v, %v; want RuntimeDefault", cfg.GetLinux().GetSecurityContext().GetSeccomp(), err)
 	}
+
+	// So does its supplemental groups policy, and each container's.
+	pod.Spec.SecurityContext.SupplementalGroupsPolicy = ptr.To(v1.SupplementalGroupsPolicyStrict)
+	cfg, _ = kl.sandboxConfig(pod, 0)
+	csc := containerSecurityContext(pod, &pod.Spec.Containers[0])
+	if cfg.Linux.SecurityContext.SupplementalGroupsPolicy != runtimeapi.SupplementalGroupsPolicy_Strict ||
+		csc.SupplementalGroupsPolicy != runtimeapi.SupplementalGroupsPolicy_Strict {
+		t.Errorf("supplemental groups policy: sandbox %v, container %v; want Strict", cfg.Linux.SecurityContext.SupplementalGroupsPolicy, csc.SupplementalGroupsPolicy)
+	}
 }
