@@ -45,6 +45,8 @@ type probeKey struct {
 type probeWorker struct {
 	containerID string
 	cancel      context.CancelFunc
+	// now asks the worker to probe at once rather than at its next period.
+	now chan struct{}
 }
 
 func (p *probeWorker) stop() { p.cancel() }
@@ -90,8 +92,9 @@ func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
 		c := containerSpec(pod, k.container)
 		cur := rt.latest(k.container)
 		ctx, cancel := context.WithCancel(w.ctx())
-		st.probes[k] = &probeWorker{containerID: id, cancel: cancel}
-		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), kl.podIPs(pod, rt.readySandbox()))
+		pw := &probeWorker{containerID: id, cancel: cancel, now: make(chan struct{}, 1)}
+		st.probes[k] = pw
+		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), kl.podIPs(pod, rt.readySandbox()), pw.now)
 	}
 }
 
@@ -121,8 +124,9 @@ func probeOf(c *v1.Container, typ probeType) *v1.Probe {
 }
 
 // runProbeWorker probes every periodSeconds after initialDelaySeconds, applying the
-// success and failure thresholds, and reports changes to the pod worker.
-func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, typ probeType, containerID string, started time.Time, podIPs []string) {
+// success and failure thresholds, and reports changes to the pod worker; a signal on
+// now probes at once.
+func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, typ probeType, containerID string, started time.Time, podIPs []string, now <-chan struct{}) {
 	probe := probeOf(c, typ)
 	period := time.Duration(max(probe.PeriodSeconds, 1)) * time.Second
 	successThreshold := max(probe.SuccessThreshold, 1)
@@ -172,6 +176,7 @@ func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
+		case <-now:
 		}
 	}
 }
@@ -193,6 +198,18 @@ func (kl *Kubelet) setProbeResult(w *podWorker, typ probeType, containerID strin
 			changed, r.ready = r.ready != ok, ok
 		case startup:
 			changed, r.started = r.started != ok, ok
+		}
+	}
+	if changed && typ == startup && ok {
+		// Started: its readiness probe runs now, not at its next period, so that it is
+		// ready as soon as it says so, as upstream's prober triggers it.
+		for k, p := range st.probes {
+			if k.typ == readiness && p.containerID == containerID {
+				select {
+				case p.now <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 	st.mu.Unlock()

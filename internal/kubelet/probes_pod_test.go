@@ -229,3 +229,23 @@ func TestExecProbeFailureReportsOutput(t *testing.T) {
 		t.Errorf("Unhealthy event %q, want %q", msg, want)
 	}
 }
+
+// Once a container's startup probe passes, its readiness probe runs at once rather than
+// at its next period, so the pod is Ready as soon as it can be (upstream's e2e 'should be
+// ready immediately after startupProbe succeeds').
+func TestReadinessProbedAsSoonAsStarted(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"started"}}},
+		InitialDelaySeconds: 5, TimeoutSeconds: 1, PeriodSeconds: 5, FailureThreshold: 10}
+	pod.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"ready"}}},
+		TimeoutSeconds: 1, PeriodSeconds: 30, FailureThreshold: 1}
+	h.createPod(pod)
+	h.waitPodReal("p", "running", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.State.Running != nil
+	})
+	h.clock.Step(6 * time.Second) // the startup probe's initial delay
+	h.waitPodReal("p", "Ready before the readiness probe's period", func(p *v1.Pod) bool { return conditionTrue(p, v1.PodReady) })
+}
