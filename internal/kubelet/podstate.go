@@ -22,7 +22,7 @@ type podState struct {
 	pullFailed     map[string]time.Time
 	probes         map[probeKey]*probeWorker
 	results        map[string]*containerProbeResults // by container ID
-	kills          map[string]string                 // container ID -> reason
+	kills          map[string]killRequest            // by container ID
 	// readinessChanged is signalled when a readiness probe changed a container's
 	// readiness: a pod being stopped reports it before its containers have stopped.
 	readinessChanged chan struct{}
@@ -64,7 +64,7 @@ func newPodState() *podState {
 		probes:           map[probeKey]*probeWorker{},
 		results:          map[string]*containerProbeResults{},
 		readinessChanged: make(chan struct{}, 1),
-		kills:            map[string]string{},
+		kills:            map[string]killRequest{},
 		resized:          map[string]v1.ResourceRequirements{},
 		created:          map[string]decodedResources{},
 	}
@@ -102,15 +102,24 @@ func (s *podState) pullFailedAt(name string) time.Time {
 	return s.pullFailed[name]
 }
 
-// requestKill asks the next sync to kill a container (a failed liveness or startup probe).
-func (s *podState) requestKill(containerID, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kills[containerID] = reason
+// killRequest is a kill a failed liveness or startup probe asked for: why, and the
+// grace period the container gets (the probe's terminationGracePeriodSeconds, else the
+// pod's).
+type killRequest struct {
+	reason string
+	grace  int64
 }
 
-// takeKill returns and clears a pending kill request for the container.
-func (s *podState) takeKill(containerID string) string {
+// requestKill asks the next sync to kill a container.
+func (s *podState) requestKill(containerID string, k killRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kills[containerID] = k
+}
+
+// takeKill returns and clears a pending kill request for the container; its reason is
+// "" when there is none.
+func (s *podState) takeKill(containerID string) killRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.kills[containerID]

@@ -166,7 +166,14 @@ func (kl *Kubelet) runProbeWorker(ctx context.Context, w *podWorker, pod *v1.Pod
 			case failures >= failureThreshold:
 				kl.setProbeResult(w, typ, containerID, false)
 				if typ != readiness {
-					w.state.requestKill(containerID, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(typ.String())))
+					grace := gracePeriod(pod)
+					if probe.TerminationGracePeriodSeconds != nil {
+						grace = *probe.TerminationGracePeriodSeconds
+					}
+					w.state.requestKill(containerID, killRequest{
+						reason: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(typ.String())),
+						grace:  grace,
+					})
 					kl.workers.poke(w.uid)
 					return
 				}

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"mizzen/internal/cri/fake"
@@ -248,4 +249,26 @@ func TestReadinessProbedAsSoonAsStarted(t *testing.T) {
 	})
 	h.clock.Step(6 * time.Second) // the startup probe's initial delay
 	h.waitPodReal("p", "Ready before the readiness probe's period", func(p *v1.Pod) bool { return conditionTrue(p, v1.PodReady) })
+}
+
+// A container killed for a failed liveness probe gets the probe's
+// terminationGracePeriodSeconds, not the pod's (upstream's e2e 'should override
+// timeoutGracePeriodSeconds when LivenessProbe field is set'): 5 s, not 500.
+func TestProbeKillUsesTheProbesGracePeriod(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetContainerBehavior("app", fake.Behavior{ExecExitCode: 1})
+	rt := &recordingRuntime{RuntimeService: h.rt.Client(), configs: map[string]*runtimeapi.ContainerConfig{}}
+	opts := h.options()
+	opts.Runtime = rt
+	h.startWith(opts)
+	pod := newPod("p", "app")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](500)
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
+		TimeoutSeconds: 1, PeriodSeconds: 10, FailureThreshold: 1, TerminationGracePeriodSeconds: ptr.To[int64](5)}
+	h.createPod(pod)
+	h.waitEvent("p", "Killing")
+	h.eventually("the container stopped", func() bool { return len(rt.stopTimeouts()) > 0 })
+	if got := rt.stopTimeouts()[0]; got != 5 {
+		t.Errorf("the probe's kill stopped the container with a %d s grace period, want 5", got)
+	}
 }

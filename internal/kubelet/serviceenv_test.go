@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,11 +315,26 @@ func TestMakeEnvWaitsForServices(t *testing.T) {
 	}
 }
 
-// recordingRuntime keeps the config of every container created through it.
+// recordingRuntime keeps the config of every container created through it, and the
+// timeout of every stop.
 type recordingRuntime struct {
 	cri.RuntimeService
-	mu      sync.Mutex
-	configs map[string]*runtimeapi.ContainerConfig // by container name
+	mu       sync.Mutex
+	configs  map[string]*runtimeapi.ContainerConfig // by container name
+	timeouts []int64                                // of StopContainer calls, in order
+}
+
+func (r *recordingRuntime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	r.mu.Lock()
+	r.timeouts = append(r.timeouts, timeout)
+	r.mu.Unlock()
+	return r.RuntimeService.StopContainer(ctx, id, timeout)
+}
+
+func (r *recordingRuntime) stopTimeouts() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.timeouts)
 }
 
 func (r *recordingRuntime) CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {

@@ -561,8 +561,8 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			case cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 				// A failed liveness or startup probe restarts a sidecar as a main
 				// container's; meanwhile the main containers go on.
-				if msg := w.state.takeKill(cur.Id); msg != "" {
-					if err := p.kill(ctx, c, cur.Id, msg); err != nil || !mainStarted {
+				if k := w.state.takeKill(cur.Id); k.reason != "" {
+					if err := p.kill(ctx, c, cur.Id, k); err != nil || !mainStarted {
 						return err
 					}
 					continue
@@ -619,8 +619,8 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 				errs = append(errs, err)
 				continue
 			}
-			if msg := w.state.takeKill(cur.Id); msg != "" {
-				errs = append(errs, p.kill(ctx, c, cur.Id, msg))
+			if k := w.state.takeKill(cur.Id); k.reason != "" {
+				errs = append(errs, p.kill(ctx, c, cur.Id, k))
 			}
 		case cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			// Created but never started (an earlier start failed): try again.
@@ -756,12 +756,12 @@ func (p *podSync) restart(ctx context.Context, c *v1.Container, prev *runtimeapi
 	return p.start(ctx, c, prev)
 }
 
-// kill stops a running container a failed probe asked to kill, saying why; the next
-// sync restarts it if its policy says so.
-func (p *podSync) kill(ctx context.Context, c *v1.Container, id, why string) error {
-	p.kl.log.Info("killing container", "pod", p.w.key, "container", c.Name, "reason", why)
-	p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeNormal, "Killing", "%s", why)
-	err := p.kl.runtime.StopContainer(ctx, id, gracePeriod(p.pod))
+// kill stops a running container a failed probe asked to kill, saying why, with the
+// grace period asked; the next sync restarts it if its policy says so.
+func (p *podSync) kill(ctx context.Context, c *v1.Container, id string, k killRequest) error {
+	p.kl.log.Info("killing container", "pod", p.w.key, "container", c.Name, "reason", k.reason)
+	p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeNormal, "Killing", "%s", k.reason)
+	err := p.kl.runtime.StopContainer(ctx, id, k.grace)
 	p.kl.workers.poke(p.w.uid)
 	return err
 }
