@@ -3,13 +3,16 @@ package kubelet
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,6 +82,24 @@ func newHarness(t *testing.T) *harness {
 		h.listed = w
 		h.mu.Unlock()
 		return false, nil, nil // the tracker answers the list itself
+	})
+	// The fake tracker leaves objects' resourceVersion empty; the kubelet tells the
+	// watch's pod from its own last status write by it (statusWrites), so every write
+	// of a pod gets a new one, as the apiserver gives. Without it a condition another
+	// writer added (a readiness gate's) could be lost under the kubelet's last write.
+	var podRV atomic.Int64
+	h.client.PrependReactor("*", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		var obj runtime.Object
+		switch a := action.(type) {
+		case clienttesting.CreateAction:
+			obj = a.GetObject()
+		case clienttesting.UpdateAction:
+			obj = a.GetObject()
+		}
+		if m, err := meta.Accessor(obj); obj != nil && err == nil {
+			m.SetResourceVersion(strconv.FormatInt(podRV.Add(1), 10))
+		}
+		return false, nil, nil
 	})
 	// Register the kubelet's pod watch before the test creates pods.
 	h.client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
