@@ -2,9 +2,7 @@ package kubelet
 
 import (
 	"bytes"
-	"errors"
 	"os"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,23 +43,15 @@ func appArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
 // on a host that cannot enforce one, or names an empty Localhost profile, as upstream's
 // kubelet admission does: it would otherwise run without the confinement it asked for.
 func admitAppArmor(pod *v1.Pod, hostEnforces bool) (reason, message string) {
-	containers := slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers)
-	for _, ec := range pod.Spec.EphemeralContainers {
-		containers = append(containers, v1.Container(ec.EphemeralContainerCommon))
-	}
-	var err error
-	for i := range containers {
-		p := appArmorProfile(pod, &containers[i])
+	for _, c := range podContainers(pod) {
+		p := appArmorProfile(pod, c)
 		switch {
-		case err != nil || p == nil || p.Type == v1.AppArmorProfileTypeUnconfined:
+		case p == nil || p.Type == v1.AppArmorProfileTypeUnconfined:
 		case !hostEnforces:
-			err = errors.New("AppArmor is not enabled on the host")
+			return "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"
 		case p.Type == v1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || strings.TrimSpace(*p.LocalhostProfile) == ""):
-			err = errors.New("invalid empty AppArmor profile name")
+			return "AppArmor", "Cannot enforce AppArmor: invalid empty AppArmor profile name"
 		}
-	}
-	if err != nil {
-		return "AppArmor", "Cannot enforce AppArmor: " + err.Error()
 	}
 	return "", ""
 }

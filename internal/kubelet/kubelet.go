@@ -764,6 +764,11 @@ func NewEventRecorder(b record.EventBroadcaster, node string) record.EventRecord
 	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: node})
 }
 
+// formatPod names a pod in messages as upstream's kubelet does: name_namespace(uid).
+func formatPod(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
 // containerRef is the object reference events about one of the pod's containers name.
 func containerRef(pod *v1.Pod, container string) *v1.ObjectReference {
 	ref := &v1.ObjectReference{

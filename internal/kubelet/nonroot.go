@@ -19,7 +19,7 @@ func (kl *Kubelet) checkRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Con
 	if nonRoot == nil || !*nonRoot {
 		return nil
 	}
-	where := fmt.Sprintf("(pod: %q, container: %s)", fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID), c.Name)
+	where := fmt.Sprintf("(pod: %q, container: %s)", formatPod(pod), c.Name)
 	if user != nil {
 		if *user == 0 {
 			return fmt.Errorf("container's runAsUser breaks non-root policy %s", where)

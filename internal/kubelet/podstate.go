@@ -167,35 +167,32 @@ func (s *podState) probeResults(containerID string) (containerProbeResults, bool
 func (s *podState) stopProbesOf(types ...probeType) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, p := range s.probes {
-		if slices.Contains(types, k.typ) {
-			p.stop()
-			delete(s.probes, k)
-		}
-	}
+	s.stopProbesWhereLocked(func(k probeKey, _ *probeWorker) bool { return slices.Contains(types, k.typ) })
 }
 
 // stopContainerProbes stops the probe workers of one container instance.
 func (s *podState) stopContainerProbes(containerID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopProbesWhereLocked(func(_ probeKey, p *probeWorker) bool { return p.containerID == containerID })
+}
+
+// stopProbes stops every probe worker of the pod and forgets their results.
+func (s *podState) stopProbes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopProbesWhereLocked(func(probeKey, *probeWorker) bool { return true })
+	clear(s.results)
+}
+
+// stopProbesWhereLocked stops and drops the probe workers match picks; s.mu is held.
+func (s *podState) stopProbesWhereLocked(match func(probeKey, *probeWorker) bool) {
 	for k, p := range s.probes {
-		if p.containerID == containerID {
+		if match(k, p) {
 			p.stop()
 			delete(s.probes, k)
 		}
 	}
-}
-
-// stopProbes stops every probe worker of the pod.
-func (s *podState) stopProbes() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, p := range s.probes {
-		p.stop()
-		delete(s.probes, k)
-	}
-	clear(s.results)
 }
 
 // started reports whether a running container instance is past its startup probe (at

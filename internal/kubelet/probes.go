@@ -459,7 +459,7 @@ func (kl *Kubelet) runHook(ctx context.Context, pod *v1.Pod, containerID, podIP 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	podName := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+	podName := formatPod(pod)
 	switch {
 	case h.Exec != nil:
 		stdout, stderr, err := kl.runtime.ExecSync(ctx, containerID, h.Exec.Command, timeout)

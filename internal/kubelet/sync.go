@@ -772,11 +772,11 @@ func (p *podSync) kill(ctx context.Context, c *v1.Container, id string, k killRe
 func (p *podSync) backingOff(c *v1.Container, finished time.Time) bool {
 	key := restartBackoffKey(p.pod, c)
 	if wait, left := p.kl.backoff.inBackoffSince(key, finished); wait {
-		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-			p.kl.backoff.delay(key), c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID))
+		p.w.state.setWaiting(c.Name, reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s",
+			p.kl.backoff.delay(key), c.Name, formatPod(p.pod)))
 		p.kl.workers.pokeAfter(p.w.uid, left)
-		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
-			c.Name, p.pod.Name, p.pod.Namespace, p.pod.UID)
+		p.kl.recorder.Eventf(containerRef(p.pod, c.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s",
+			c.Name, formatPod(p.pod))
 		return true
 	}
 	p.kl.backoff.next(key, finished)
