@@ -89,7 +89,7 @@ func main() {
 	flag.StringVar(&o.clusterCIDR, "cluster-cidr", "10.240.0.0/14", "pod CIDRs of the nodes (/24 each) come from here")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long; a run given up still reports how far it got")
 	flag.DurationVar(&o.progressEvery, "progress", 30*time.Second, "print the pods' progress and each process's CPU this often from the first create (0: never)")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes here: -profile-after the first create, and 10 s into the deletion; and 10 s execution traces of both (after the -flight-recorder window) each time 400 pods are seen but not Running (up to 4)")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write 30 s CPU profiles of the apiserver and the hollow nodes, each followed by their heap after a collection, here: -profile-after the first create, and 10 s into the deletion; and 10 s execution traces of both (after the -flight-recorder window) each time 400 pods are seen but not Running (up to 4)")
 	flag.DurationVar(&o.recorderWindow, "flight-recorder", 0, "with -profile-dir, mizzen's server and the hollow nodes keep this long (e.g. 20s) of their execution trace (--flight-recorder-window) and the bench writes it out before each trace it takes on a lag, to show the stall's onset; off when 0, as tracing a process of 40,000 goroutines slows it (BENCHMARKS.md, session 28)")
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	flag.BoolVar(&o.nodeIdentity, "node-identity", true, "each hollow kubelet authenticates as its node (a client certificate of system:node:<name> from the cluster CA), as real kubelets do, so that the Node authorizer, NodeRestriction and priority and fairness see node traffic as such; false: all use the admin's credentials (exempt from priority and fairness), as runs before session 29 did")
@@ -806,7 +806,8 @@ func reportProgress(interval time.Duration, t0 time.Time, tracker *density.Track
 }
 
 // profiler takes 30-second CPU profiles of the apiserver (its /debug/pprof, as the
-// admin) and of the hollow nodes (their --profiling-address) at the same time.
+// admin) and of the hollow nodes (their --profiling-address) at the same time, each
+// followed by a heap profile.
 type profiler struct {
 	ctx    context.Context
 	dir    string
@@ -828,6 +829,15 @@ func (p *profiler) after(d time.Duration, label string) func() {
 		p.busy.Lock()
 		defer p.busy.Unlock()
 		p.fetch("profile", "seconds", "30", label+".pprof")
+		// The live heap after a collection: what the processes hold per pod; then the
+		// runtime's exact counts beside the profile's sampled ones.
+		p.fetch("heap", "gc", "1", label+"-heap.pprof")
+		p.fetch("heap", "debug", "1", label+"-heap.txt")
+		for _, process := range []string{"apiserver", "hollow-nodes"} {
+			if data, err := os.ReadFile(filepath.Join(p.dir, process+"-"+label+"-heap.txt")); err == nil {
+				fmt.Printf("%s heap (%s): %s\n", process, label, heapSummary(data))
+			}
+		}
 	})
 	return func() {
 		if t.Stop() {
@@ -863,6 +873,27 @@ func (p *profiler) fetch(profile, param, value, suffix string) {
 		}
 	}()
 	wg.Wait()
+}
+
+// heapSummary is the runtime's own figures from a heap profile in text form
+// (?debug=1): live objects and bytes, stacks, and collections so far.
+func heapSummary(text []byte) string {
+	fields := map[string]string{}
+	for line := range strings.Lines(string(text)) {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "# "), " = "); ok {
+			fields[name] = value
+		}
+	}
+	mib := func(name string) string {
+		inUse, _, _ := strings.Cut(fields[name], " ") // "Stack = in use / from the OS"
+		n, err := strconv.ParseUint(inUse, 10, 64)
+		if err != nil {
+			return "?"
+		}
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%s objects, %s allocated, stacks %s, %s collections",
+		fields["HeapObjects"], mib("HeapAlloc"), mib("Stack"), fields["NumGC"])
 }
 
 func (p *profiler) write(name string, data []byte, err error) {

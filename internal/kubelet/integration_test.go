@@ -100,6 +100,16 @@ func TestAgainstRealAPIServer(t *testing.T) {
 	if got.Status.PodIP == "" || got.Status.HostIP != "10.0.0.9" || got.Status.QOSClass != v1.PodQOSBestEffort {
 		t.Errorf("status: podIP %q hostIP %q qos %q", got.Status.PodIP, got.Status.HostIP, got.Status.QOSClass)
 	}
+	// The kubelet caches pods without their managedFields and writes status from that
+	// cache: the creator's entry must survive its writes, beside the kubelet's own.
+	var creator, status bool
+	for _, f := range got.ManagedFields {
+		creator = creator || f.Subresource == "" && f.Operation == metav1.ManagedFieldsOperationUpdate
+		status = status || f.Subresource == "status"
+	}
+	if !creator || !status {
+		t.Errorf("managedFields after the kubelet's status writes: creator's entry %v, status entry %v; want both: %+v", creator, status, got.ManagedFields)
+	}
 
 	if err := client.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

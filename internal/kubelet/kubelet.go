@@ -440,6 +440,11 @@ func Run(ctx context.Context, opts Options) error {
 		cache.Indexers{}, func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.NodeName).String()
 		})
+	// The kubelet never reads a pod's managedFields, and a status written without them
+	// keeps the stored ones: not caching them saves a node about a tenth of each pod.
+	if err := kl.podInformer.SetTransform(dropManagedFields); err != nil {
+		return err
+	}
 	kl.workers = newPodWorkers(ctx, kl)
 	if _, err := kl.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    kl.onPod,
@@ -785,4 +790,13 @@ func containerRef(pod *v1.Pod, container string) *v1.ObjectReference {
 		}
 	}
 	return ref
+}
+
+// dropManagedFields is the pod informer's transform: the pod is cached without its
+// managedFields (tombstones pass unchanged).
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
 }

@@ -57,23 +57,25 @@ type containerProbeResults struct {
 	started bool // startup passed (true when the container has no startup probe)
 }
 
+// newPodState returns a pod's empty state. Its maps are made on their first write:
+// most pods never have a probe, a kill, a resize or a waiting reason, and a node
+// (or the hollow nodes' one process) holds a state per pod.
 func newPodState() *podState {
-	return &podState{
-		waiting:          map[string]waitingReason{},
-		pullFailed:       map[string]time.Time{},
-		probes:           map[probeKey]*probeWorker{},
-		results:          map[string]*containerProbeResults{},
-		readinessChanged: make(chan struct{}, 1),
-		kills:            map[string]killRequest{},
-		resized:          map[string]v1.ResourceRequirements{},
-		created:          map[string]decodedResources{},
+	return &podState{readinessChanged: make(chan struct{}, 1)}
+}
+
+// put sets m[k] = v, making the map first if it is nil.
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = make(map[K]V)
 	}
+	(*m)[k] = v
 }
 
 func (s *podState) setWaiting(name, reason, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting[name] = waitingReason{reason, msg}
+	put(&s.waiting, name, waitingReason{reason, msg})
 }
 
 func (s *podState) clearWaiting(name string) {
@@ -93,7 +95,7 @@ func (s *podState) getWaiting(name string) (waitingReason, bool) {
 func (s *podState) setPullFailed(name string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pullFailed[name] = at
+	put(&s.pullFailed, name, at)
 }
 
 func (s *podState) pullFailedAt(name string) time.Time {
@@ -114,7 +116,7 @@ type killRequest struct {
 func (s *podState) requestKill(containerID string, k killRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.kills[containerID] = k
+	put(&s.kills, containerID, k)
 }
 
 // takeKill returns and clears a pending kill request for the container; its reason is

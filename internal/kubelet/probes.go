@@ -66,7 +66,7 @@ func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
 		}
 		live[cur.Id] = true
 		if _, ok := st.results[cur.Id]; !ok {
-			st.results[cur.Id] = &containerProbeResults{ready: c.ReadinessProbe == nil, started: c.StartupProbe == nil}
+			put(&st.results, cur.Id, &containerProbeResults{ready: c.ReadinessProbe == nil, started: c.StartupProbe == nil})
 		}
 		for typ, probe := range map[probeType]*v1.Probe{liveness: c.LivenessProbe, readiness: c.ReadinessProbe, startup: c.StartupProbe} {
 			if probe != nil {
@@ -93,7 +93,7 @@ func (kl *Kubelet) syncProbes(w *podWorker, pod *v1.Pod, rt *podRuntime) {
 		cur := rt.latest(k.container)
 		ctx, cancel := context.WithCancel(w.ctx())
 		pw := &probeWorker{containerID: id, cancel: cancel, now: make(chan struct{}, 1)}
-		st.probes[k] = pw
+		put(&st.probes, k, pw)
 		go kl.runProbeWorker(ctx, w, pod.DeepCopy(), c.DeepCopy(), k.typ, id, time.Unix(0, cur.StartedAt), kl.podIPs(pod, rt.readySandbox()), pw.now)
 	}
 }

@@ -79,7 +79,7 @@ func (s *podState) actualResources(cur *runtimeapi.ContainerStatus) (v1.Resource
 		return v1.ResourceRequirements{}, false
 	}
 	s.mu.Lock()
-	s.created[name] = decodedResources{id: cur.Id, raw: raw, resources: *created.DeepCopy()}
+	put(&s.created, name, decodedResources{id: cur.Id, raw: raw, resources: *created.DeepCopy()})
 	s.mu.Unlock()
 	return created, true
 }
@@ -87,7 +87,7 @@ func (s *podState) actualResources(cur *runtimeapi.ContainerStatus) (v1.Resource
 func (s *podState) setResized(containerID string, r v1.ResourceRequirements) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resized[containerID] = r
+	put(&s.resized, containerID, r)
 }
 
 func (s *podState) setResize(r resizeState) {

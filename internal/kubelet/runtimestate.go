@@ -180,7 +180,7 @@ func (kl *Kubelet) readPodRuntime(ctx context.Context, uid string) (*podRuntime,
 			if err != nil {
 				continue
 			}
-			st = resp.Status
+			st = withoutUnreadMounts(resp.Status)
 		}
 		fresh.containers[c.Id] = st
 		r.containers = append(r.containers, st)
@@ -202,4 +202,22 @@ func (kl *Kubelet) readPodRuntime(ctx context.Context, uid string) (*podRuntime,
 		return a.Metadata.GetAttempt() > b.Metadata.GetAttempt()
 	})
 	return r, nil
+}
+
+// withoutUnreadMounts drops from a container's status, kept until its state changes,
+// the mounts the kubelet never reads again: all but its termination message file's
+// (each container has several, of a few strings each).
+func withoutUnreadMounts(st *runtimeapi.ContainerStatus) *runtimeapi.ContainerStatus {
+	path := st.GetAnnotations()[annoTermMsgPath]
+	var kept []*runtimeapi.Mount
+	for _, m := range st.GetMounts() {
+		if path != "" && m.ContainerPath == path {
+			kept = []*runtimeapi.Mount{m}
+			break
+		}
+	}
+	if st != nil {
+		st.Mounts = kept
+	}
+	return st
 }

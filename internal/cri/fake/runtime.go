@@ -391,14 +391,17 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
+// toStatus is the sandbox as PodSandboxStatus reports it. Its labels and annotations
+// are the record's own, shared as toAPI's are: the kubelet keeps each status until the
+// sandbox's state changes, and the hollow nodes hold one per pod.
 func (sb *sandbox) toStatus() *runtimeapi.PodSandboxStatus {
 	st := &runtimeapi.PodSandboxStatus{
 		Id:             sb.id,
 		Metadata:       cloneSandboxMeta(sb.meta),
 		State:          sb.state,
 		CreatedAt:      sb.createdAt,
-		Labels:         maps.Clone(sb.labels),
-		Annotations:    maps.Clone(sb.annotations),
+		Labels:         sb.labels,
+		Annotations:    sb.annotations,
 		RuntimeHandler: sb.handler,
 		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: sb.ip},
 	}
@@ -669,6 +672,10 @@ func (c *container) toAPI() *runtimeapi.Container {
 	return c.listed
 }
 
+// toStatus is the container as ContainerStatus reports it. Its labels, annotations and
+// mounts are the record's own, shared as toAPI's are (the runtime never changes them
+// after CreateContainer): the kubelet keeps each status until the container's state
+// changes, and the hollow nodes hold one per container.
 func (c *container) toStatus() *runtimeapi.ContainerStatus {
 	st := &runtimeapi.ContainerStatus{
 		Id:          c.id,
@@ -680,10 +687,10 @@ func (c *container) toStatus() *runtimeapi.ContainerStatus {
 		Image:       &runtimeapi.ImageSpec{Image: c.image},
 		ImageRef:    c.imageRef,
 		ImageId:     c.imageID,
-		Labels:      maps.Clone(c.labels),
-		Annotations: maps.Clone(c.annotations),
+		Labels:      c.labels,
+		Annotations: c.annotations,
 		LogPath:     c.logPath,
-		Mounts:      cloneMounts(c.mounts),
+		Mounts:      c.mounts,
 	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		st.ExitCode = c.exitCode
