@@ -235,6 +235,7 @@ func (kl *Kubelet) setProbeResult(w *podWorker, typ probeType, containerID strin
 // runProbe runs one probe; nil means success, with a warning to report if not "".
 func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p *v1.Probe, containerID string, podIPs []string) (warning string, err error) {
 	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	host := ""
@@ -253,7 +254,9 @@ func (kl *Kubelet) runProbe(ctx context.Context, pod *v1.Pod, c *v1.Container, p
 		}
 		return "", err
 	case p.HTTPGet != nil:
-		return httpProbe(ctx, p.HTTPGet, c, host)
+		// The HTTP client's own timeout, not the context's: its error says so as
+		// upstream's does ("(Client.Timeout exceeded while awaiting headers)").
+		return httpProbe(parent, timeout, p.HTTPGet, c, host)
 	case p.TCPSocket != nil:
 		h := p.TCPSocket.Host
 		if h == "" {
@@ -300,12 +303,13 @@ const maxProbeRedirects = 10
 // followed (up to maxProbeRedirects), one to another host is not; a 2xx answer is
 // success, a 3xx one (a redirect not followed) success with a warning carrying the
 // response body, anything else a failure.
-func httpProbe(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string) (warning string, err error) {
+func httpProbe(ctx context.Context, timeout time.Duration, g *v1.HTTPGetAction, c *v1.Container, podIP string) (warning string, err error) {
 	req, err := newHTTPGetRequest(ctx, g, c, podIP, "probe")
 	if err != nil {
 		return "", err
 	}
 	client := &http.Client{
+		Timeout: timeout,
 		Transport: &http.Transport{
 			TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, // probes do not verify, as upstream
 			ForceAttemptHTTP2:  true,

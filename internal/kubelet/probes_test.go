@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -39,6 +40,11 @@ func TestProbeHandlers(t *testing.T) {
 		case "/headers":
 			if r.Header.Get("User-Agent") != "kube-probe/1.37" || r.Header.Get("Accept") != "*/*" || r.Host != "example.test" {
 				w.WriteHeader(http.StatusBadRequest)
+			}
+		case "/slow":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(3 * time.Second):
 			}
 		case "/custom-headers":
 			if r.Header.Get("User-Agent") != "mine" || len(r.Header.Values("Accept")) != 0 {
@@ -112,6 +118,13 @@ func TestProbeHandlers(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("http timeout says so as upstream's", func(t *testing.T) {
+		_, err := kl.runProbe(context.Background(), &v1.Pod{}, c, &v1.Probe{ProbeHandler: get("/slow"), TimeoutSeconds: 1}, "", []string{"127.0.0.1"})
+		if want := "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"; err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("probe error = %v, want it to end with %q", err, want)
+		}
+	})
 
 	rt := fake.New(fake.Options{})
 	kl = &Kubelet{runtime: rt.Client()}
