@@ -4,15 +4,20 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
 
-// podWorkers runs one goroutine per pod. A worker syncs its pod whenever poked (informer
+// podWorkers keeps one worker per pod. A worker syncs its pod whenever poked (informer
 // event, runtime change, probe result, its timer); pokes while it is busy collapse into
 // one more sync. A worker ends when its pod is gone from both the API and the runtime.
+// A worker's goroutine runs only while it has syncs to do and ends when it is idle, the
+// next poke starting another: a node's pods are mostly idle between syncs a minute
+// apart, and an idle goroutine per pod holds a stack (~4 KiB) that every garbage
+// collection scans (the hollow nodes' one process has 30,000).
 //
 // Each worker has one timer, set after every sync to the earliest of the wakes that
 // sync (or an earlier one) asked for through pokeAfter (a back-off's end, a retry, the
@@ -30,7 +35,11 @@ type podWorkers struct {
 	kl      *Kubelet
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // the workers' running goroutines
+	// startMu orders the goroutines' starts before wait's wg.Wait: stopped is set
+	// under it, and a start checks it and adds to wg under it.
+	startMu sync.RWMutex
+	stopped bool
 }
 
 type podWorker struct {
@@ -39,6 +48,10 @@ type podWorker struct {
 	poke   chan struct{}
 	state  *podState
 	parent context.Context
+	owner  *podWorkers
+	// running says the worker's goroutine is running (or the worker has ended, or the
+	// kubelet is stopping, and none may start again); set by whoever starts it.
+	running atomic.Bool
 
 	// Guarded by podWorkers.mu: cancel ends the sync in progress, if any; live says
 	// that sync is running the pod (may be cancelled by its termination), not tearing
@@ -73,19 +86,31 @@ func (p *podWorkers) dispatch(uid types.UID, key string) {
 		if p.ctx.Err() != nil {
 			return
 		}
-		w = &podWorker{uid: uid, key: key, poke: make(chan struct{}, 1), state: newPodState(), parent: p.ctx}
+		w = &podWorker{uid: uid, key: key, poke: make(chan struct{}, 1), state: newPodState(), parent: p.ctx, owner: p}
 		p.workers[uid] = w
-		p.wg.Add(1)
-		go p.run(w)
 	}
 	w.wake()
 }
 
+// wake pokes the worker and starts its goroutine unless one is running. It takes no
+// lock of the workers: the worker's timer calls it, and a fake clock runs timers under
+// its own lock, which Stop (called under p.mu) takes.
 func (w *podWorker) wake() {
 	select {
 	case w.poke <- struct{}{}:
 	default:
 	}
+	p := w.owner
+	if !w.running.CompareAndSwap(false, true) {
+		return
+	}
+	p.startMu.RLock()
+	defer p.startMu.RUnlock()
+	if p.stopped {
+		return // the kubelet is stopping; running stays set
+	}
+	p.wg.Add(1)
+	go p.run(w)
 }
 
 // poke wakes an existing worker; it reports false if there is none.
@@ -191,9 +216,7 @@ func (p *podWorkers) requeue(w *podWorker) {
 // A new timer rather than Reset: the fake clock's AfterFunc timer blocks when reset
 // after it fired once.
 func (p *podWorkers) setTimer(w *podWorker, at, now time.Time) {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
+	p.stopTimerLocked(w)
 	w.timerAt = at
 	w.timer = p.kl.clock.AfterFunc(at.Sub(now), w.wake)
 }
@@ -206,21 +229,24 @@ func (p *podWorkers) has(uid types.UID) bool {
 	return ok
 }
 
+// run syncs the worker's pod while it has pokes, and returns when it has none left
+// (its next wake starts another goroutine), when its pod is done, or when ctx ends.
 func (p *podWorkers) run(w *podWorker) {
 	defer p.wg.Done()
-	defer w.state.stopProbes()
-	defer func() {
-		p.mu.Lock()
-		if w.timer != nil {
-			w.timer.Stop()
-		}
-		p.mu.Unlock()
-	}()
 	for {
+		if p.ctx.Err() != nil {
+			return // wait stops the workers' timers and probes
+		}
 		select {
-		case <-p.ctx.Done():
-			return
 		case <-w.poke:
+		default:
+			// Idle. A wake between the empty poke and clearing running started no
+			// goroutine: if it left a poke, this one goes on unless another started.
+			w.running.Store(false)
+			if len(w.poke) == 0 || !w.running.CompareAndSwap(false, true) {
+				return
+			}
+			continue
 		}
 		ctx, cancel := context.WithCancel(p.ctx)
 		now := p.kl.clock.Now()
@@ -248,8 +274,11 @@ func (p *podWorkers) run(w *podWorker) {
 		if done {
 			p.mu.Lock()
 			if len(w.poke) == 0 {
+				// The worker ends; running stays set, so that nothing starts it again.
 				delete(p.workers, w.uid)
+				p.stopTimerLocked(w)
 				p.mu.Unlock()
+				w.state.stopProbes()
 				return
 			}
 			p.mu.Unlock()
@@ -258,8 +287,31 @@ func (p *podWorkers) run(w *podWorker) {
 	}
 }
 
-// wait blocks until every worker has returned (after ctx ended).
-func (p *podWorkers) wait() { p.wg.Wait() }
+// stopTimerLocked stops the worker's timer, if it has one; the caller holds p.mu.
+func (p *podWorkers) stopTimerLocked(w *podWorker) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// wait blocks until every worker's goroutine has returned (after ctx ended), none
+// starting from then on, and stops the remaining workers' timers and probes.
+func (p *podWorkers) wait() {
+	p.startMu.Lock()
+	p.stopped = true
+	p.startMu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	remaining := make([]*podWorker, 0, len(p.workers))
+	for _, w := range p.workers {
+		p.stopTimerLocked(w)
+		remaining = append(remaining, w)
+	}
+	p.mu.Unlock()
+	for _, w := range remaining {
+		w.state.stopProbes()
+	}
+}
 
 // ctx is the context every goroutine of this pod derives from.
 func (w *podWorker) ctx() context.Context { return w.parent }
