@@ -33,15 +33,16 @@ func describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
 	if !ok {
 		return false
 	}
-	req.User = user
+	req.User, req.Path = user, r.URL.Path
 	if info := requestInfoFrom(r.Context()); info != nil && info.Resource != "" {
 		req.ResourceRequest = true
 		req.Verb, req.APIGroup, req.Namespace = info.Verb, info.Group, info.Namespace
 		req.Resource, req.Subresource = info.Resource, info.Subresource
+		req.APIVersion, req.Name = info.Version, info.Name
 		req.LongRunning = info.longRunning()
 		return true
 	}
-	req.Verb, req.Path = strings.ToLower(r.Method), r.URL.Path
+	req.Verb = strings.ToLower(r.Method)
 	return true
 }
 

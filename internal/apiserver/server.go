@@ -497,6 +497,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 	case s.cfg.Profiling && strings.HasPrefix(path, "/debug/pprof"):
 		serveProfile(w, r)
 		return
+	case s.flowControl != nil && strings.HasPrefix(path, flowcontrol.DebugPathPrefix) && s.flowControl.ServeDebug(w, r):
+		return
 	case s.serveOpenID(w, r):
 		return
 	}

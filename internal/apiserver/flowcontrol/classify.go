@@ -21,6 +21,9 @@ type Request struct {
 	Subresource     string
 	Namespace       string
 	Path            string
+	// APIVersion and Name are not classified by; the request dump shows them.
+	APIVersion string
+	Name       string
 	// LongRunning requests (watches, exec, logs, proxies) are classified but take no
 	// seat: they would hold it for as long as they last.
 	LongRunning bool

@@ -9,7 +9,8 @@
 // its queue full, or the level not queueing, or waits longer than its wait limit.
 // Every response carries upstream's X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers, and each FlowSchema's Dangling condition
-// says whether its priority level exists.
+// says whether its priority level exists. Upstream's /debug/api_priority_and_fairness/
+// dumps show what each level, queue and request holds (dump.go).
 //
 // Simpler than upstream's (docs/flowcontrol.md): levels do not lend or borrow seats
 // (lendablePercent, borrowingLimitPercent), every request takes one seat (upstream's
@@ -195,11 +196,19 @@ func (c *Controller) rebuildLocked() {
 			levels[name] = registryflowcontrol.MandatoryPriorityLevel(name)
 		}
 	}
+	// Levels deleted while holding requests keep their seats, quiescing, until they
+	// are done; their shares count meanwhile, as upstream's.
+	all := maps.Clone(levels)
+	for name, st := range c.states {
+		if levels[name] == nil && !st.drained() {
+			all[name] = st.lastConfig()
+		}
+	}
 	var shareSum float64
-	for _, pl := range levels {
+	for _, pl := range all {
 		shareSum += float64(nominalShares(pl))
 	}
-	for name, pl := range levels {
+	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
 			st = &level{name: name}
@@ -212,17 +221,17 @@ func (c *Controller) rebuildLocked() {
 			limit = max(1, int(math.Ceil(float64(c.opts.ServerSeats)*float64(nominalShares(pl))/shareSum)))
 		}
 		exempt := pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt
-		reject, queues, handSize, queueLength := true, 1, 1, 0
+		reject, queues, handSize, queueLength := true, 0, 1, 0
 		if l := pl.Spec.Limited; l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && l.LimitResponse.Queuing != nil {
 			q := l.LimitResponse.Queuing
 			reject, queues, handSize, queueLength = false, int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
 		}
-		st.configure(exempt, limit, reject, queues, handSize, queueLength)
+		st.configure(pl, exempt, limit, reject, queues, handSize, queueLength)
+		st.setQuiescing(levels[name] == nil)
 		c.metrics.nominalLimit.WithLabelValues(name).Set(float64(limit))
 	}
 	for name := range c.states {
-		if levels[name] == nil {
-			// Requests holding it finish on it; new ones no longer get it.
+		if all[name] == nil {
 			delete(c.states, name)
 			c.metrics.nominalLimit.DeleteLabelValues(name)
 		}
@@ -265,6 +274,14 @@ func (c *Controller) rebuildLocked() {
 	case c.danglingDirty <- struct{}{}:
 	default:
 	}
+}
+
+// reap drops the levels that were deleted while they held requests, now that one of
+// them holds none.
+func (c *Controller) reap() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rebuildLocked()
 }
 
 // nominalShares is a level's nominalConcurrencyShares (exempt levels' count too, as
