@@ -345,6 +345,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.flowControl != nil {
 		go s.flowControl.RunStatus(ctx)
+		go s.flowControl.RunBorrowing(ctx)
 	}
 	go s.aggregator.Run(ctx)
 	go s.runCRDs(ctx)

@@ -12,10 +12,9 @@
 // says whether its priority level exists. Upstream's /debug/api_priority_and_fairness/
 // dumps show what each level, queue and request holds (dump.go).
 //
-// Simpler than upstream's (docs/flowcontrol.md): levels do not lend or borrow seats
-// (lendablePercent, borrowingLimitPercent), every request takes one seat (upstream's
-// work estimator gives large lists and mutations more), and long-running requests
-// (watches, exec, logs, proxies) are classified but take no seat.
+// Simpler than upstream's (docs/flowcontrol.md): every request takes one seat
+// (upstream's work estimator gives large lists and mutations more), and long-running
+// requests (watches, exec, logs, proxies) are classified but take no seat.
 package flowcontrol
 
 import (
@@ -65,6 +64,11 @@ type Options struct {
 	ServerSeats int
 	// WaitLimit bounds a request's wait in its queue (DefaultWaitLimit if zero).
 	WaitLimit time.Duration
+	// BorrowingPeriod is how often RunBorrowing recomputes the levels' limits from
+	// their demand (DefaultBorrowingPeriod if zero).
+	BorrowingPeriod time.Duration
+	// Clock is what the levels' demand is timed by (time.Now if nil).
+	Clock func() time.Time
 	// WriteDangling writes a FlowSchema's Dangling condition unless it holds it already
 	// (nil: conditions are not written).
 	WriteDangling func(ctx context.Context, name string, cond flowcontrolv1.FlowSchemaCondition) error
@@ -112,6 +116,12 @@ type compiledSchema struct {
 func New(opts Options) *Controller {
 	if opts.WaitLimit == 0 {
 		opts.WaitLimit = DefaultWaitLimit
+	}
+	if opts.BorrowingPeriod == 0 {
+		opts.BorrowingPeriod = DefaultBorrowingPeriod
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	if opts.ServerSeats <= 0 {
 		opts.ServerSeats = DefaultMaxRequestsInflight + DefaultMaxMutatingRequestsInflight
@@ -211,31 +221,33 @@ func (c *Controller) rebuildLocked() {
 	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
-			st = &level{name: name}
+			st = &level{name: name, now: c.opts.Clock}
 			c.states[name] = st
 		}
-		// At least one: a level of zero shares would borrow its seats in upstream's,
-		// and here it cannot borrow.
-		limit := 1
+		// A level of zero shares has no seats of its own: it runs what it borrows
+		// (and, as upstream's, one request when it holds none).
+		nominal := 0
 		if shareSum > 0 {
-			limit = max(1, int(math.Ceil(float64(c.opts.ServerSeats)*float64(nominalShares(pl))/shareSum)))
+			nominal = int(math.Ceil(float64(c.opts.ServerSeats) * float64(nominalShares(pl)) / shareSum))
 		}
+		lower, upper := levelBounds(pl, nominal, c.opts.ServerSeats)
 		exempt := pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt
 		reject, queues, handSize, queueLength := true, 0, 1, 0
 		if l := pl.Spec.Limited; l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && l.LimitResponse.Queuing != nil {
 			q := l.LimitResponse.Queuing
 			reject, queues, handSize, queueLength = false, int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
 		}
-		st.configure(pl, exempt, limit, reject, queues, handSize, queueLength)
+		st.configure(pl, exempt, nominal, lower, upper, reject, queues, handSize, queueLength)
 		st.setQuiescing(levels[name] == nil)
-		c.metrics.nominalLimit.WithLabelValues(name).Set(float64(limit))
+		c.metrics.setBounds(name, nominal, lower, upper)
 	}
 	for name := range c.states {
 		if all[name] == nil {
 			delete(c.states, name)
-			c.metrics.nominalLimit.DeleteLabelValues(name)
+			c.metrics.forget(name)
 		}
 	}
+	c.adjustLimitsLocked()
 
 	schemas := maps.Clone(c.schemas)
 	for _, name := range []string{flowcontrolv1.FlowSchemaNameExempt, flowcontrolv1.FlowSchemaNameCatchAll} {

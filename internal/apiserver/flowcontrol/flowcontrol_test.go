@@ -81,13 +81,19 @@ func TestClassifiesAsUpstreamsDefaults(t *testing.T) {
 }
 
 // Seats are shared out by nominalConcurrencyShares, rounded up, as upstream does:
-// 600 seats, shares summing to 245.
+// 600 seats, shares summing to 245; lendablePercent sets each level's lower bound.
+// Before any demand was seen, upstream's adjustment shares the 602 nominal seats in
+// proportion to the lower bounds, and so does this.
 func TestNominalSeats(t *testing.T) {
 	c := upstreamDefaults(t, Options{})
-	for name, want := range map[string]int{"system": 74, "node-high": 98, "leader-election": 25,
-		"workload-high": 98, "workload-low": 245, "global-default": 49, "catch-all": 13} {
-		if _, _, limit := c.states[name].counts(); limit != want {
-			t.Errorf("%s: %d seats, want %d", name, limit, want)
+	for name, want := range map[string][3]int{
+		"system": {74, 50, 117}, "node-high": {98, 73, 170}, "leader-election": {25, 25, 58},
+		"workload-high": {98, 49, 114}, "workload-low": {245, 24, 56}, "global-default": {49, 24, 56}, "catch-all": {13, 13, 30},
+	} {
+		l := c.states[name]
+		_, _, limit := l.counts()
+		if got := [3]int{l.nominal, l.lower, limit}; got != want {
+			t.Errorf("%s: nominal, lower and current seats %v, want %v", name, got, want)
 		}
 	}
 }

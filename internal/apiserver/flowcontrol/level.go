@@ -22,8 +22,19 @@ type level struct {
 	quiescing bool
 	// exempt levels run everything at once.
 	exempt bool
-	// limit is the seats the level's requests may hold at once.
+	// limit is the seats the level's requests may hold at once now (upstream's
+	// currentCL): its nominal seats, less what it lends, plus what it borrows.
 	limit int
+	// nominal is its share of the server's seats; lower is what it never lends
+	// (nominal less lendablePercent of it), upper the most it may hold by borrowing
+	// (nominal plus borrowingLimitPercent of it).
+	nominal, lower, upper int
+	// demand integrates the seats the level could use (executing and waiting) over
+	// the period between adjustments; stats is what the last adjustment took of it.
+	demand demandIntegrator
+	stats  demandStats
+	// now is the clock the demand is integrated by.
+	now func() time.Time
 	// reject: the level does not queue; a request without a free seat is rejected.
 	reject bool
 	// queues are the level's queues: none when it rejects (but one to drain what
@@ -118,14 +129,21 @@ const (
 
 // configure sets the level's limits; queued and executing requests are dealt to the
 // new queues if their number changed, and as many start as the new limit allows.
-func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt bool, limit int, reject bool, queues, handSize, queueLengthLimit int) {
+// A new level starts with its nominal seats less half what it may lend, as
+// upstream's, until the adjustment that follows every configuration.
+func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt bool, nominal, lower, upper int, reject bool, queues, handSize, queueLengthLimit int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if reject || exempt {
 		queues = 0
 	}
+	if l.pl == nil {
+		l.limit = nominal - (nominal-lower)/2
+		l.demand.reset(l.now())
+	}
 	l.pl = pl
-	l.exempt, l.limit, l.reject = exempt, limit, reject
+	l.exempt, l.reject = exempt, reject
+	l.nominal, l.lower, l.upper = nominal, lower, upper
 	l.handSize, l.queueLengthLimit = max(handSize, 1), queueLengthLimit
 	if len(l.queues) != queues {
 		l.redealLocked(queues)
@@ -187,6 +205,23 @@ func (l *level) startLocked(r *request, list *execList) {
 	l.executing++
 	l.seatsInUse += r.seats
 	l.dispatched++
+	l.noteDemandLocked()
+}
+
+// noteDemandLocked feeds the integrator the level's seat demand after a change.
+func (l *level) noteDemandLocked() {
+	if x := float64(l.seatsInUse + l.seatsWaiting); x != l.demand.x {
+		l.demand.set(l.now(), x)
+	}
+}
+
+// setLimit gives the level its seats for the coming period; as many requests start
+// as a raised limit lets.
+func (l *level) setLimit(limit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit = limit
+	l.dispatchLocked()
 }
 
 // acquire takes the request's seats, queueing it while they are not free, for at most
@@ -219,6 +254,7 @@ func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration
 	q.waiting = append(q.waiting, r)
 	l.waiting++
 	l.seatsWaiting += r.seats
+	l.noteDemandLocked()
 	l.mu.Unlock()
 	queued()
 
@@ -240,6 +276,7 @@ func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration
 	r.q.remove(r)
 	l.waiting--
 	l.seatsWaiting -= r.seats
+	l.noteDemandLocked()
 	l.rejected++
 	if reason == rejectTimeout {
 		l.timedout++
@@ -257,6 +294,7 @@ func (l *level) release(r *request) bool {
 	r.list.remove(r)
 	l.executing--
 	l.seatsInUse -= r.seats
+	l.noteDemandLocked()
 	l.dispatchLocked()
 	if l.reject && l.waiting == 0 && len(l.queues) > 0 {
 		l.redealLocked(0) // what waited when the level stopped queueing is done

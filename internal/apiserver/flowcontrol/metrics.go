@@ -13,6 +13,9 @@ type metrics struct {
 	inQueue      *prometheus.GaugeVec
 	waitDuration *prometheus.HistogramVec
 	nominalLimit *prometheus.GaugeVec
+	lowerLimit   *prometheus.GaugeVec
+	upperLimit   *prometheus.GaugeVec
+	currentLimit *prometheus.GaugeVec
 }
 
 // schemaMetrics are one schema's series, resolved once per configuration rather than
@@ -42,6 +45,27 @@ func newMetrics() *metrics {
 			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}}, append(labels, "execute")),
 		nominalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_nominal_limit_seats",
 			Help: "Nominal number of execution seats configured for each priority level"}, []string{"priority_level"}),
+		lowerLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_lower_limit_seats",
+			Help: "Configured lower bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
+		upperLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_upper_limit_seats",
+			Help: "Configured upper bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
+		currentLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_limit_seats",
+			Help: "current derived number of execution seats available to each priority level"}, []string{"priority_level"}),
+	}
+}
+
+// setBounds shows a level's configured seats: nominal, and the least and most it may
+// run with lending and borrowing.
+func (m *metrics) setBounds(level string, nominal, lower, upper int) {
+	m.nominalLimit.WithLabelValues(level).Set(float64(nominal))
+	m.lowerLimit.WithLabelValues(level).Set(float64(lower))
+	m.upperLimit.WithLabelValues(level).Set(float64(upper))
+}
+
+// forget drops a level's series once the level is gone.
+func (m *metrics) forget(level string) {
+	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit} {
+		g.DeleteLabelValues(level)
 	}
 }
 
@@ -61,5 +85,6 @@ func (m *metrics) forSchema(schema, level string) schemaMetrics {
 // Collectors are the series to serve on the apiserver's /metrics.
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.nominalLimit}
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.nominalLimit,
+		m.lowerLimit, m.upperLimit, m.currentLimit}
 }
