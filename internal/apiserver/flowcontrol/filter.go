@@ -36,7 +36,9 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			next.ServeHTTP(w, r)
 			return
 		}
-		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow, seats: 1}
+		seats := s.level.seatsFor(req.Seats)
+		s.metrics.estimatedSeats.Observe(float64(seats))
+		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow, seats: seats}
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true

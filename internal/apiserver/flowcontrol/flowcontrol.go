@@ -2,18 +2,24 @@
 // upstream's kube-apiserver runs it. The FlowSchemas (lowest matchingPrecedence
 // first, then by name) sort each request into a priority level and a flow (the
 // schema and the user's name or the namespace). A limited level runs at most its
-// share of the server's seats at once (nominalConcurrencyShares of
-// --max-requests-inflight plus --max-mutating-requests-inflight, rounded up), queues
-// the rest fairly among its flows (each flow's hash deals it a hand of queues and it
-// joins the shortest; the queues are served in turn), and rejects with 429 what finds
-// its queue full, or the level not queueing, or waits longer than its wait limit.
+// current limit of seats at once: its share of the server's seats
+// (nominalConcurrencyShares of --max-requests-inflight plus
+// --max-mutating-requests-inflight, rounded up), less what it lends to busier levels
+// or plus what it borrows from idler ones, recomputed every 10 s from each level's
+// demand (borrowing.go). It queues the rest fairly among its flows (each flow's hash
+// deals it a hand of queues and it joins the shortest; the queues are served in
+// turn), and rejects with 429 what finds its queue full, or the level not queueing,
+// or waits longer than its wait limit.
 // Every response carries upstream's X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers, and each FlowSchema's Dangling condition
 // says whether its priority level exists. Upstream's /debug/api_priority_and_fairness/
 // dumps show what each level, queue and request holds (dump.go).
 //
-// Simpler than upstream's (docs/flowcontrol.md): every request takes one seat
-// (upstream's work estimator gives large lists and mutations more), and long-running
+// A list takes the seats upstream's work estimate gives it (listwork.go); other
+// requests take one.
+//
+// Simpler than upstream's (docs/flowcontrol.md): mutations take one seat (upstream's
+// estimator holds more after them for their watch notifications), and long-running
 // requests (watches, exec, logs, proxies) are classified but take no seat.
 package flowcontrol
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -179,6 +180,7 @@ func newBlockingServer(t *testing.T, c *Controller, users map[string]registry.Us
 	describe := func(r *http.Request, req *Request) bool {
 		u := users[r.Header.Get("User")]
 		*req = *resourceRequest(u.Name, u.Groups, "get", "", "pods", "", r.Header.Get("Namespace"))
+		req.Seats, _ = strconv.Atoi(r.Header.Get("Seats"))
 		return true
 	}
 	reject := func(w http.ResponseWriter, _ *http.Request, retryAfter int) {
@@ -201,9 +203,15 @@ func (b *blockingServer) startedBy(user string) int {
 
 // get sends a request as user and returns its answer's code.
 func (b *blockingServer) get(user, namespace string) int {
+	return b.getSeats(user, namespace, 0)
+}
+
+// getSeats is get of a request estimated at the given seats.
+func (b *blockingServer) getSeats(user, namespace string, seats int) int {
 	req, _ := http.NewRequest("GET", b.srv.URL, nil)
 	req.Header.Set("User", user)
 	req.Header.Set("Namespace", namespace)
+	req.Header.Set("Seats", strconv.Itoa(seats))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0

@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -35,6 +36,9 @@ type level struct {
 	stats  demandStats
 	// now is the clock the demand is integrated by.
 	now func() time.Time
+	// maxSeats is the most seats one request takes here (levelMaxSeats), read
+	// without the lock by each request.
+	maxSeats atomic.Int32
 	// reject: the level does not queue; a request without a free seat is rejected.
 	reject bool
 	// queues are the level's queues: none when it rejects (but one to drain what
@@ -144,6 +148,7 @@ func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt b
 	l.pl = pl
 	l.exempt, l.reject = exempt, reject
 	l.nominal, l.lower, l.upper = nominal, lower, upper
+	l.maxSeats.Store(int32(levelMaxSeats(nominal, handSize, !reject && !exempt && queues > 0)))
 	l.handSize, l.queueLengthLimit = max(handSize, 1), queueLengthLimit
 	if len(l.queues) != queues {
 		l.redealLocked(queues)
@@ -190,6 +195,12 @@ func (l *level) homeLocked(flow uint64) *execList {
 		return &l.queueless
 	}
 	return &l.shortestInHand(flow).executing
+}
+
+// seatsFor is what a request estimated at the given seats takes of the level: at
+// least one, at most the level's maximum.
+func (l *level) seatsFor(estimate int) int {
+	return max(1, min(estimate, int(l.maxSeats.Load())))
 }
 
 // fitsLocked: a request of the given seats may start now. As upstream's, a request
