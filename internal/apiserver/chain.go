@@ -26,7 +26,7 @@ func (s *Server) buildHandlerChain() http.Handler {
 	var h http.Handler = http.HandlerFunc(s.serveAuthorized)
 	h = authz.WithAuthorization(h, s.cfg.Authorizer, s.requestAttributes, s.writeError)
 	if s.flowControl != nil {
-		h = s.flowControl.Handler(h, describeForFlowControl, s.rejectForLoad)
+		h = s.flowControl.Handler(h, s.describeForFlowControl, s.rejectForLoad)
 	} else if s.inflight != nil {
 		h = s.inflight.Handler(h, describeForMaxInflight, s.rejectForLoad)
 	}

@@ -9,6 +9,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/apiserver/flowcontrol"
@@ -27,22 +28,40 @@ func (info *requestInfo) longRunning() bool {
 }
 
 // describeForFlowControl fills in what API Priority and Fairness classifies a request
-// by: its user, and the resource or path it names.
-func describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
+// by: its user, and the resource or path it names; and, for a list, the seats its
+// work is estimated at.
+func (s *Server) describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
 	user, ok := registry.UserFrom(r.Context())
 	if !ok {
 		return false
 	}
-	req.User = user
+	req.User, req.Path = user, r.URL.Path
 	if info := requestInfoFrom(r.Context()); info != nil && info.Resource != "" {
 		req.ResourceRequest = true
 		req.Verb, req.APIGroup, req.Namespace = info.Verb, info.Group, info.Namespace
 		req.Resource, req.Subresource = info.Resource, info.Subresource
+		req.APIVersion, req.Name = info.Version, info.Name
 		req.LongRunning = info.longRunning()
+		if info.Verb == "list" {
+			req.Seats = s.listSeats(info, r)
+		}
 		return true
 	}
-	req.Verb, req.Path = strings.ToLower(r.Method), r.URL.Path
+	req.Verb = strings.ToLower(r.Method)
 	return true
+}
+
+// listSeats estimates what a list costs, from its resource's object count and size
+// in the watch cache (one seat for a resource the cache does not hold).
+func (s *Server) listSeats(info *requestInfo, r *http.Request) int {
+	var count, size int64
+	counted := false
+	if h := s.handlerAnyVersion(schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}); h != nil {
+		var n int
+		n, size, counted = s.cache.Stats(h.segment)
+		count = int64(n)
+	}
+	return flowcontrol.ListSeats(count, size, counted, r.URL.Query())
 }
 
 // describeForMaxInflight says which of the max-inflight limits' pools a request

@@ -345,6 +345,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.flowControl != nil {
 		go s.flowControl.RunStatus(ctx)
+		go s.flowControl.RunBorrowing(ctx)
 	}
 	go s.aggregator.Run(ctx)
 	go s.runCRDs(ctx)
@@ -496,6 +497,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		return
 	case s.cfg.Profiling && strings.HasPrefix(path, "/debug/pprof"):
 		serveProfile(w, r)
+		return
+	case s.flowControl != nil && strings.HasPrefix(path, flowcontrol.DebugPathPrefix) && s.flowControl.ServeDebug(w, r):
 		return
 	case s.serveOpenID(w, r):
 		return

@@ -62,6 +62,9 @@ type Entry struct {
 	// encoded caches the object's serialized forms (see Encoded), so a change sent to
 	// a thousand watchers is encoded once per format.
 	encoded [2]atomic.Pointer[[]byte]
+	// size is the bytes of the object's etcd value, for the cache's Stats (0 for an
+	// entry outside the cache).
+	size int
 }
 
 // DecodedEntry is an entry holding obj as it is, outside any cache: an object read
@@ -175,8 +178,10 @@ type resourceCache struct {
 	// cfg is replaced, never changed: entries keep the one they were made with.
 	cfg *ResourceConfig
 	// wrap is how cfg.Protobuf wraps a message (nil: not known), replaced with cfg.
-	wrap     *unknownWrap
-	items    *btree.BTreeG[*Entry]
+	wrap  *unknownWrap
+	items *btree.BTreeG[*Entry]
+	// bytes is the sum of the items' sizes.
+	bytes    int64
 	history  []*Event // ring
 	histNext int
 	histLen  int
@@ -200,6 +205,15 @@ func newResourceCache(cfg *ResourceConfig) *resourceCache {
 		unindexed: map[*Watcher]struct{}{},
 		byIndex:   map[string]map[*Watcher]struct{}{},
 	}
+}
+
+// insert puts an entry in the tree, replacing the key's previous one, and keeps the
+// resource's byte count.
+func (rc *resourceCache) insert(e *Entry) {
+	if prev, ok := rc.items.ReplaceOrInsert(e); ok {
+		rc.bytes -= int64(prev.size)
+	}
+	rc.bytes += int64(e.size)
 }
 
 // add registers a watcher for the events to come.
@@ -405,6 +419,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 				c.log.Error("watch cache: skipping undecodable object", "key", key, "err", err)
 				continue
 			}
+			e.size = len(kv.Value)
 			loaded[rc.cfg.Segment] = append(loaded[rc.cfg.Segment], e)
 		}
 		if !resp.More {
@@ -415,8 +430,9 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	for seg, rc := range c.resources {
 		rc.items.Clear(false)
+		rc.bytes = 0
 		for _, e := range loaded[seg] {
-			rc.items.ReplaceOrInsert(e)
+			rc.insert(e)
 		}
 		rc.histLen, rc.histNext, rc.startRV = 0, 0, rev
 		for w := range rc.watchers {
@@ -622,7 +638,8 @@ func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev 
 			c.log.Error("watch cache: skipping undecodable object", "key", key, "err", err)
 			return
 		}
-		rc.items.ReplaceOrInsert(e)
+		e.size = len(ev.Kv.Value)
+		rc.insert(e)
 		typ := watch.Modified
 		if prev == nil {
 			typ = watch.Added
@@ -633,6 +650,7 @@ func (c *Cache) applyOne(rc *resourceCache, ev *clientv3.Event, key string, rev 
 			return
 		}
 		rc.items.Delete(prev)
+		rc.bytes -= int64(prev.size)
 		e, err := c.deletedEntry(rc, prev, rev)
 		if err != nil {
 			return
@@ -730,6 +748,23 @@ func (c *Cache) List(segment, keyPrefix string, match func(*Entry) bool) ([]*Ent
 		out = kept
 	}
 	return out, rv, nil
+}
+
+// Stats are a cached resource's object count and the average size of its objects as
+// stored in etcd, in bytes; ok is false for a resource not cached. API Priority and
+// Fairness estimates what a list costs from them, as upstream's does from its
+// storage's.
+func (c *Cache) Stats(segment string) (count int, averageBytes int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	rc := c.resources[segment]
+	if rc == nil {
+		return 0, 0, false
+	}
+	if count = rc.items.Len(); count > 0 {
+		averageBytes = rc.bytes / int64(count)
+	}
+	return count, averageBytes, true
 }
 
 // Get returns the cached entry at key, or nil.
@@ -880,7 +915,8 @@ func (c *Cache) AddResource(ctx context.Context, cfg ResourceConfig) error {
 					c.log.Error("watch cache: skipping undecodable object", "key", string(kv.Key), "err", err)
 					continue
 				}
-				rc.items.ReplaceOrInsert(e)
+				e.size = len(kv.Value)
+				rc.insert(e)
 			}
 			if !resp.More {
 				break

@@ -285,3 +285,58 @@ func TestIndexedWatchersSeeWhatTheirSelectorSees(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsCountAndSize: the cache's stats count a resource's objects and average
+// their sizes as stored in etcd, through the initial load, additions, replacements
+// and deletions.
+func TestStatsCountAndSize(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	member, cache := newPodCache(t)
+	pod := func(name, pad string) string {
+		return `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"default","labels":{"pad":"` + pad + `"}}}`
+	}
+	put := func(name, value string) int64 {
+		resp, err := member.Client().Put(ctx, storage.Prefix+"pods/default/"+name, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	sizes := map[string]int{}
+	want := func(rev int64) {
+		t.Helper()
+		if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, n := range sizes {
+			sum += n
+		}
+		count, avg, ok := cache.Stats("pods")
+		if !ok || count != len(sizes) || avg != int64(sum/max(len(sizes), 1)) {
+			t.Fatalf("stats: %d objects averaging %d bytes (ok %v), want %d averaging %d", count, avg, ok, len(sizes), sum/max(len(sizes), 1))
+		}
+	}
+	a := pod("a", "x")
+	sizes["a"] = len(a)
+	rev := put("a", a)
+	go func() { _ = cache.Run(ctx) }()
+	<-cache.Ready()
+	want(rev)
+	b := pod("b", strings.Repeat("y", 60))
+	sizes["b"] = len(b)
+	want(put("b", b))
+	a2 := pod("a", strings.Repeat("z", 63))
+	sizes["a"] = len(a2)
+	want(put("a", a2))
+	resp, err := member.Client().Delete(ctx, storage.Prefix+"pods/default/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(sizes, "b")
+	want(resp.Header.Revision)
+	if _, _, ok := cache.Stats("nothing"); ok {
+		t.Error("stats of a resource not cached: ok")
+	}
+}

@@ -21,6 +21,12 @@ type Request struct {
 	Subresource     string
 	Namespace       string
 	Path            string
+	// APIVersion and Name are not classified by; the request dump shows them.
+	APIVersion string
+	Name       string
+	// Seats is the work the request is estimated at (ListSeats for a list); 0 is one
+	// seat. Its level caps it.
+	Seats int
 	// LongRunning requests (watches, exec, logs, proxies) are classified but take no
 	// seat: they would hold it for as long as they last.
 	LongRunning bool

@@ -36,8 +36,11 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			next.ServeHTTP(w, r)
 			return
 		}
+		seats := s.level.seatsFor(req.Seats)
+		s.metrics.estimatedSeats.Observe(float64(seats))
+		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow, seats: seats}
 		queued := false
-		waited, reason := s.level.acquire(r.Context(), flow, c.opts.WaitLimit, func() {
+		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true
 			s.metrics.inQueue.Inc()
 		})
@@ -47,6 +50,9 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		if reason != "" {
 			s.metrics.waitedRejected.Observe(waited.Seconds())
 			s.metrics.rejectedByReason(reason).Inc()
+			if s.level.reapable() {
+				c.reap()
+			}
 			reject(w, r, 1)
 			return
 		}
@@ -55,7 +61,9 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		s.metrics.executing.Inc()
 		defer func() {
 			s.metrics.executing.Dec()
-			s.level.release()
+			if s.level.release(rq) {
+				c.reap()
+			}
 		}()
 		if waited > 0 {
 			// Upstream's latency SLI leaves out the time spent waiting for a seat.

@@ -2,19 +2,25 @@
 // upstream's kube-apiserver runs it. The FlowSchemas (lowest matchingPrecedence
 // first, then by name) sort each request into a priority level and a flow (the
 // schema and the user's name or the namespace). A limited level runs at most its
-// share of the server's seats at once (nominalConcurrencyShares of
-// --max-requests-inflight plus --max-mutating-requests-inflight, rounded up), queues
-// the rest fairly among its flows (each flow's hash deals it a hand of queues and it
-// joins the shortest; the queues are served in turn), and rejects with 429 what finds
-// its queue full, or the level not queueing, or waits longer than its wait limit.
+// current limit of seats at once: its share of the server's seats
+// (nominalConcurrencyShares of --max-requests-inflight plus
+// --max-mutating-requests-inflight, rounded up), less what it lends to busier levels
+// or plus what it borrows from idler ones, recomputed every 10 s from each level's
+// demand (borrowing.go). It queues the rest fairly among its flows (each flow's hash
+// deals it a hand of queues and it joins the shortest; the queues are served in
+// turn), and rejects with 429 what finds its queue full, or the level not queueing,
+// or waits longer than its wait limit.
 // Every response carries upstream's X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers, and each FlowSchema's Dangling condition
-// says whether its priority level exists.
+// says whether its priority level exists. Upstream's /debug/api_priority_and_fairness/
+// dumps show what each level, queue and request holds (dump.go).
 //
-// Simpler than upstream's (docs/flowcontrol.md): levels do not lend or borrow seats
-// (lendablePercent, borrowingLimitPercent), every request takes one seat (upstream's
-// work estimator gives large lists and mutations more), and long-running requests
-// (watches, exec, logs, proxies) are classified but take no seat.
+// A list takes the seats upstream's work estimate gives it (listwork.go); other
+// requests take one.
+//
+// Simpler than upstream's (docs/flowcontrol.md): mutations take one seat (upstream's
+// estimator holds more after them for their watch notifications), and long-running
+// requests (watches, exec, logs, proxies) are classified but take no seat.
 package flowcontrol
 
 import (
@@ -64,6 +70,11 @@ type Options struct {
 	ServerSeats int
 	// WaitLimit bounds a request's wait in its queue (DefaultWaitLimit if zero).
 	WaitLimit time.Duration
+	// BorrowingPeriod is how often RunBorrowing recomputes the levels' limits from
+	// their demand (DefaultBorrowingPeriod if zero).
+	BorrowingPeriod time.Duration
+	// Clock is what the levels' demand is timed by (time.Now if nil).
+	Clock func() time.Time
 	// WriteDangling writes a FlowSchema's Dangling condition unless it holds it already
 	// (nil: conditions are not written).
 	WriteDangling func(ctx context.Context, name string, cond flowcontrolv1.FlowSchemaCondition) error
@@ -111,6 +122,12 @@ type compiledSchema struct {
 func New(opts Options) *Controller {
 	if opts.WaitLimit == 0 {
 		opts.WaitLimit = DefaultWaitLimit
+	}
+	if opts.BorrowingPeriod == 0 {
+		opts.BorrowingPeriod = DefaultBorrowingPeriod
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	if opts.ServerSeats <= 0 {
 		opts.ServerSeats = DefaultMaxRequestsInflight + DefaultMaxMutatingRequestsInflight
@@ -195,38 +212,48 @@ func (c *Controller) rebuildLocked() {
 			levels[name] = registryflowcontrol.MandatoryPriorityLevel(name)
 		}
 	}
+	// Levels deleted while holding requests keep their seats, quiescing, until they
+	// are done; their shares count meanwhile, as upstream's.
+	all := maps.Clone(levels)
+	for name, st := range c.states {
+		if levels[name] == nil && !st.drained() {
+			all[name] = st.lastConfig()
+		}
+	}
 	var shareSum float64
-	for _, pl := range levels {
+	for _, pl := range all {
 		shareSum += float64(nominalShares(pl))
 	}
-	for name, pl := range levels {
+	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
-			st = &level{name: name}
+			st = &level{name: name, now: c.opts.Clock}
 			c.states[name] = st
 		}
-		// At least one: a level of zero shares would borrow its seats in upstream's,
-		// and here it cannot borrow.
-		limit := 1
+		// A level of zero shares has no seats of its own: it runs what it borrows
+		// (and, as upstream's, one request when it holds none).
+		nominal := 0
 		if shareSum > 0 {
-			limit = max(1, int(math.Ceil(float64(c.opts.ServerSeats)*float64(nominalShares(pl))/shareSum)))
+			nominal = int(math.Ceil(float64(c.opts.ServerSeats) * float64(nominalShares(pl)) / shareSum))
 		}
+		lower, upper := levelBounds(pl, nominal, c.opts.ServerSeats)
 		exempt := pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt
-		reject, queues, handSize, queueLength := true, 1, 1, 0
+		reject, queues, handSize, queueLength := true, 0, 1, 0
 		if l := pl.Spec.Limited; l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && l.LimitResponse.Queuing != nil {
 			q := l.LimitResponse.Queuing
 			reject, queues, handSize, queueLength = false, int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
 		}
-		st.configure(exempt, limit, reject, queues, handSize, queueLength)
-		c.metrics.nominalLimit.WithLabelValues(name).Set(float64(limit))
+		st.configure(pl, exempt, nominal, lower, upper, reject, queues, handSize, queueLength)
+		st.setQuiescing(levels[name] == nil)
+		c.metrics.setBounds(name, nominal, lower, upper)
 	}
 	for name := range c.states {
-		if levels[name] == nil {
-			// Requests holding it finish on it; new ones no longer get it.
+		if all[name] == nil {
 			delete(c.states, name)
-			c.metrics.nominalLimit.DeleteLabelValues(name)
+			c.metrics.forget(name)
 		}
 	}
+	c.adjustLimitsLocked()
 
 	schemas := maps.Clone(c.schemas)
 	for _, name := range []string{flowcontrolv1.FlowSchemaNameExempt, flowcontrolv1.FlowSchemaNameCatchAll} {
@@ -265,6 +292,14 @@ func (c *Controller) rebuildLocked() {
 	case c.danglingDirty <- struct{}{}:
 	default:
 	}
+}
+
+// reap drops the levels that were deleted while they held requests, now that one of
+// them holds none.
+func (c *Controller) reap() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rebuildLocked()
 }
 
 // nominalShares is a level's nominalConcurrencyShares (exempt levels' count too, as

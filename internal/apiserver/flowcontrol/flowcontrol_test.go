@@ -3,8 +3,12 @@ package flowcontrol
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,13 +82,19 @@ func TestClassifiesAsUpstreamsDefaults(t *testing.T) {
 }
 
 // Seats are shared out by nominalConcurrencyShares, rounded up, as upstream does:
-// 600 seats, shares summing to 245.
+// 600 seats, shares summing to 245; lendablePercent sets each level's lower bound.
+// Before any demand was seen, upstream's adjustment shares the 602 nominal seats in
+// proportion to the lower bounds, and so does this.
 func TestNominalSeats(t *testing.T) {
 	c := upstreamDefaults(t, Options{})
-	for name, want := range map[string]int{"system": 74, "node-high": 98, "leader-election": 25,
-		"workload-high": 98, "workload-low": 245, "global-default": 49, "catch-all": 13} {
-		if _, _, limit := c.states[name].counts(); limit != want {
-			t.Errorf("%s: %d seats, want %d", name, limit, want)
+	for name, want := range map[string][3]int{
+		"system": {74, 50, 117}, "node-high": {98, 73, 170}, "leader-election": {25, 25, 58},
+		"workload-high": {98, 49, 114}, "workload-low": {245, 24, 56}, "global-default": {49, 24, 56}, "catch-all": {13, 13, 30},
+	} {
+		l := c.states[name]
+		_, _, limit := l.counts()
+		if got := [3]int{l.nominal, l.lower, limit}; got != want {
+			t.Errorf("%s: nominal, lower and current seats %v, want %v", name, got, want)
 		}
 	}
 }
@@ -170,6 +180,7 @@ func newBlockingServer(t *testing.T, c *Controller, users map[string]registry.Us
 	describe := func(r *http.Request, req *Request) bool {
 		u := users[r.Header.Get("User")]
 		*req = *resourceRequest(u.Name, u.Groups, "get", "", "pods", "", r.Header.Get("Namespace"))
+		req.Seats, _ = strconv.Atoi(r.Header.Get("Seats"))
 		return true
 	}
 	reject := func(w http.ResponseWriter, _ *http.Request, retryAfter int) {
@@ -192,9 +203,15 @@ func (b *blockingServer) startedBy(user string) int {
 
 // get sends a request as user and returns its answer's code.
 func (b *blockingServer) get(user, namespace string) int {
+	return b.getSeats(user, namespace, 0)
+}
+
+// getSeats is get of a request estimated at the given seats.
+func (b *blockingServer) getSeats(user, namespace string, seats int) int {
 	req, _ := http.NewRequest("GET", b.srv.URL, nil)
 	req.Header.Set("User", user)
 	req.Header.Set("Namespace", namespace)
+	req.Header.Set("Seats", strconv.Itoa(seats))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
@@ -291,6 +308,10 @@ func TestWaitLimit(t *testing.T) {
 	if _, waiting, _ := c.states["one"].counts(); waiting != 0 {
 		t.Errorf("%d still waiting after the rejection", waiting)
 	}
+	// The dump counts it rejected and timed out, and the one running dispatched.
+	if got, want := rowsOf(dump(t, c, "dump_priority_levels", levelHeader...), "one"), [][]string{{"one", "0", "false", "false", "0", "1", "1", "1", "1", "0"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("the level's row %q, want %q", got, want)
+	}
 	b.releaseAll()
 	if code := <-first; code != http.StatusOK {
 		t.Errorf("first request: %d", code)
@@ -304,7 +325,8 @@ func TestFlowsAreServedInTurn(t *testing.T) {
 	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 64, 6, 100)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("ns", "one", flowcontrolv1.FlowDistinguisherMethodByNamespaceType, "system:authenticated")})
 	l := c.states["one"]
-	if _, reason := l.acquire(context.Background(), 0, time.Minute, func() {}); reason != "" {
+	held := &request{}
+	if _, reason := l.acquire(context.Background(), held, time.Minute, func() {}); reason != "" {
 		t.Fatal(reason) // holds the level's one seat until released below
 	}
 	heavy, light := flowHash("ns", "heavy"), flowHash("ns", "light")
@@ -314,12 +336,13 @@ func TestFlowsAreServedInTurn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, reason := l.acquire(context.Background(), flow, time.Minute, func() {}); reason != "" {
+			rq := &request{flow: flow}
+			if _, reason := l.acquire(context.Background(), rq, time.Minute, func() {}); reason != "" {
 				t.Errorf("rejected: %s", reason)
 				return
 			}
 			order <- name
-			l.release()
+			l.release(rq)
 		}()
 	}
 	for range 20 {
@@ -328,7 +351,7 @@ func TestFlowsAreServedInTurn(t *testing.T) {
 	waitFor(t, "heavy's requests queued", func() bool { _, w, _ := l.counts(); return w == 20 })
 	enqueue("light", light)
 	waitFor(t, "light's request queued", func() bool { _, w, _ := l.counts(); return w == 21 })
-	l.release() // the held seat: the queues are now served one request at a time
+	l.release(held) // the held seat: the queues are now served one request at a time
 	wg.Wait()
 	close(order)
 	position := 0
@@ -384,4 +407,141 @@ func (l *level) counts() (executing, waiting, limit int) {
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll.Until(t, what, 10*time.Second, 2*time.Millisecond, cond)
+}
+
+// dump fetches one of the debug dumps and returns its cells by line, after checking
+// that it is upstream's table: a header row of the given columns, every line of as
+// many comma-separated cells, each cell starting where the header's does.
+func dump(t *testing.T, c *Controller, path string, header ...string) [][]string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	if !c.ServeDebug(rec, httptest.NewRequest("GET", DebugPathPrefix+path, nil)) {
+		t.Fatalf("%s: not served", path)
+	}
+	lines := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n")
+	starts := func(line string) []int {
+		s := []int{0}
+		for i := 0; i+1 < len(line); i++ {
+			if line[i] == ',' {
+				j := i + 1
+				for j < len(line) && line[j] == ' ' {
+					j++
+				}
+				s = append(s, j)
+			}
+		}
+		return s
+	}
+	var rows [][]string
+	for i, line := range lines {
+		cells := strings.Split(line, ",")
+		for j := range cells {
+			cells[j] = strings.TrimSpace(cells[j])
+		}
+		if len(cells) != len(header) {
+			t.Fatalf("%s line %d: %d cells, want %d: %q", path, i, len(cells), len(header), line)
+		}
+		if !slices.Equal(starts(line), starts(lines[0])) {
+			t.Errorf("%s line %d is not aligned with the header:\n%s\n%s", path, i, lines[0], line)
+		}
+		if i == 0 {
+			if !slices.Equal(cells, header) {
+				t.Fatalf("%s header %q, want %q", path, cells, header)
+			}
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// rowsOf are the rows whose first cell is the level's name.
+func rowsOf(rows [][]string, level string) [][]string {
+	var out [][]string
+	for _, r := range rows {
+		if r[0] == level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var (
+	levelHeader = []string{"PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuiescing", "WaitingRequests",
+		"ExecutingRequests", "DispatchedRequests", "RejectedRequests", "TimedoutRequests", "CancelledRequests"}
+	queueHeader = []string{"PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests", "SeatsInUse",
+		"NextDispatchR", "InitialSeatsSum", "MaxSeatsSum", "TotalWorkSum"}
+	requestHeader = []string{"PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue",
+		"FlowDistingsher", "ArriveTime", "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime"}
+	requestDetailHeader = append(slices.Clone(requestHeader), "UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
+)
+
+// The debug dumps show, in upstream's columns, what a level holds: with 3 seats taken
+// and 2 requests waiting in its one queue, and a sixth turned away, the level's row,
+// its queue's row and a row per request say so; a level deleted meanwhile stays,
+// quiescing, until its requests are done.
+func TestDebugDumps(t *testing.T) {
+	c := New(Options{ServerSeats: 600})
+	small, big := limitedLevel("small", 1, 1, 1, 2), limitedLevel("big", 244, 16, 4, 50)
+	c.Replace(priorityLevels, []runtime.Object{small, big})
+	c.Replace(flowSchemas, []runtime.Object{schemaFor("batch", "small", flowcontrolv1.FlowDistinguisherMethodByUserType, "batch"),
+		schemaFor("big", "big", flowcontrolv1.FlowDistinguisherMethodByUserType, "system:authenticated")})
+	b := newBlockingServer(t, c, map[string]registry.User{"batch": {Name: "batch", Groups: []string{"batch"}}})
+	codes := make(chan int, 5)
+	for range 5 {
+		go func() { codes <- b.get("batch", "default") }()
+	}
+	waitFor(t, "3 running and 2 queued", func() bool {
+		executing, waiting, _ := c.states["small"].counts()
+		return executing == 3 && waiting == 2 && b.startedBy("batch") == 3
+	})
+	if code := b.get("batch", "default"); code != http.StatusTooManyRequests {
+		t.Fatalf("a sixth request: %d, want 429", code)
+	}
+
+	levels := dump(t, c, "dump_priority_levels", levelHeader...)
+	if got, want := rowsOf(levels, "small"), [][]string{{"small", "1", "false", "false", "2", "3", "3", "1", "0", "0"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("small's row %q, want %q", got, want)
+	}
+	if got, want := rowsOf(levels, "big"), [][]string{{"big", "0", "true", "false", "0", "0", "0", "0", "0", "0"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("big's row %q, want %q", got, want)
+	}
+	queues := dump(t, c, "dump_queues", queueHeader...)
+	if got, want := rowsOf(queues, "small"), [][]string{{"small", "0", "2", "3", "3", "0.00000000ss", "2", "2", "0.00600000ss"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("small's queues %q, want %q", got, want)
+	}
+	if n := len(rowsOf(queues, "big")); n != 16 {
+		t.Errorf("big has %d queue rows, want 16", n)
+	}
+	requests := rowsOf(dump(t, c, "dump_requests", requestHeader...), "small")
+	places := map[string]int{}
+	for _, r := range requests {
+		places[r[2]+"/"+r[3]]++
+		if r[1] != "batch" || r[4] != "batch" || r[6] != "1" || r[7] != "0" || r[8] != "0s" {
+			t.Errorf("request row %q", r)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, r[5]); err != nil {
+			t.Errorf("arrival %q: %v", r[5], err)
+		}
+	}
+	if want := map[string]int{"0/0": 1, "0/1": 1, "0/-1": 3}; !maps.Equal(places, want) {
+		t.Errorf("requests by queue/place %v, want %v", places, want)
+	}
+	for _, r := range rowsOf(dump(t, c, "dump_requests?includeRequestDetails=1", requestDetailHeader...), "small") {
+		if got, want := r[10:], []string{"batch", "get", "", "default", "", "", "pods", ""}; !slices.Equal(got, want) {
+			t.Errorf("details %q, want %q", got, want)
+		}
+	}
+
+	c.Apply(small, true)
+	if got := rowsOf(dump(t, c, "dump_priority_levels", levelHeader...), "small"); len(got) != 1 || got[0][3] != "true" {
+		t.Errorf("small deleted while busy: %q, want it quiescing", got)
+	}
+	b.releaseAll()
+	for range 5 {
+		<-codes
+	}
+	waitFor(t, "the quiescing level gone", func() bool {
+		return len(rowsOf(dump(t, c, "dump_priority_levels", levelHeader...), "small")) == 0
+	})
 }

@@ -12,7 +12,12 @@ type metrics struct {
 	executing    *prometheus.GaugeVec
 	inQueue      *prometheus.GaugeVec
 	waitDuration *prometheus.HistogramVec
-	nominalLimit *prometheus.GaugeVec
+	// estimatedSeats is labelled priority_level, flow_schema, in upstream's order.
+	estimatedSeats *prometheus.HistogramVec
+	nominalLimit   *prometheus.GaugeVec
+	lowerLimit     *prometheus.GaugeVec
+	upperLimit     *prometheus.GaugeVec
+	currentLimit   *prometheus.GaugeVec
 }
 
 // schemaMetrics are one schema's series, resolved once per configuration rather than
@@ -23,6 +28,7 @@ type schemaMetrics struct {
 	inQueue          prometheus.Gauge
 	waitedExecuted   prometheus.Observer
 	waitedRejected   prometheus.Observer
+	estimatedSeats   prometheus.Observer
 	rejectedByReason func(reason string) prometheus.Counter
 }
 
@@ -40,8 +46,32 @@ func newMetrics() *metrics {
 		waitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
 			Help:    "Length of time a request spent waiting in its queue",
 			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}}, append(labels, "execute")),
+		estimatedSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_work_estimated_seats",
+			Help:    "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}, []string{"priority_level", "flow_schema"}),
 		nominalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_nominal_limit_seats",
 			Help: "Nominal number of execution seats configured for each priority level"}, []string{"priority_level"}),
+		lowerLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_lower_limit_seats",
+			Help: "Configured lower bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
+		upperLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_upper_limit_seats",
+			Help: "Configured upper bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
+		currentLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_limit_seats",
+			Help: "current derived number of execution seats available to each priority level"}, []string{"priority_level"}),
+	}
+}
+
+// setBounds shows a level's configured seats: nominal, and the least and most it may
+// run with lending and borrowing.
+func (m *metrics) setBounds(level string, nominal, lower, upper int) {
+	m.nominalLimit.WithLabelValues(level).Set(float64(nominal))
+	m.lowerLimit.WithLabelValues(level).Set(float64(lower))
+	m.upperLimit.WithLabelValues(level).Set(float64(upper))
+}
+
+// forget drops a level's series once the level is gone.
+func (m *metrics) forget(level string) {
+	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit} {
+		g.DeleteLabelValues(level)
 	}
 }
 
@@ -52,6 +82,7 @@ func (m *metrics) forSchema(schema, level string) schemaMetrics {
 		inQueue:        m.inQueue.WithLabelValues(schema, level),
 		waitedExecuted: m.waitDuration.WithLabelValues(schema, level, "true"),
 		waitedRejected: m.waitDuration.WithLabelValues(schema, level, "false"),
+		estimatedSeats: m.estimatedSeats.WithLabelValues(level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
@@ -61,5 +92,6 @@ func (m *metrics) forSchema(schema, level string) schemaMetrics {
 // Collectors are the series to serve on the apiserver's /metrics.
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.nominalLimit}
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
+		m.lowerLimit, m.upperLimit, m.currentLimit}
 }
