@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -118,8 +119,8 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 	}
 }
 
-// gaugeValues reads a per-level gauge as "level value ..." in name order.
-func gaugeValues(t *testing.T, c *Controller, name string) string {
+// metricsNamed gathers the controller's metrics of one family: its series.
+func metricsNamed(t *testing.T, c *Controller, name string) []*dto.Metric {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c.Collectors()...)
@@ -127,14 +128,20 @@ func gaugeValues(t *testing.T, c *Controller, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for _, f := range families {
-		if f.GetName() != name {
-			continue
+		if f.GetName() == name {
+			return f.GetMetric()
 		}
-		for _, m := range f.GetMetric() {
-			out = append(out, fmt.Sprintf("%s %v", m.GetLabel()[0].GetValue(), m.GetGauge().GetValue()))
-		}
+	}
+	return nil
+}
+
+// gaugeValues reads a per-level gauge as "level value ..." in name order.
+func gaugeValues(t *testing.T, c *Controller, name string) string {
+	t.Helper()
+	var out []string
+	for _, m := range metricsNamed(t, c, name) {
+		out = append(out, fmt.Sprintf("%s %v", m.GetLabel()[0].GetValue(), m.GetGauge().GetValue()))
 	}
 	return strings.Join(out, " ")
 }

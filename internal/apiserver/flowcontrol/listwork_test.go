@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -107,19 +106,9 @@ func TestListTakesItsSeats(t *testing.T) {
 // histogramSum is the sum of a histogram's observations over its labels.
 func histogramSum(t *testing.T, c *Controller, name string) float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c.Collectors()...)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sum float64
-	for _, f := range families {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				sum += m.GetHistogram().GetSampleSum()
-			}
-		}
+	for _, m := range metricsNamed(t, c, name) {
+		sum += m.GetHistogram().GetSampleSum()
 	}
 	return sum
 }
