@@ -15,7 +15,8 @@ var (
 
 // Handler admits each request under its priority level before next serves it.
 // describe says what a request is (false: served without classification); reject
-// answers a request turned away (429, with the Retry-After seconds given).
+// answers a request turned away (429, with the Retry-After seconds given: its level's,
+// which grows while the level keeps refusing, as upstream's).
 func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Request) bool, reject func(w http.ResponseWriter, r *http.Request, retryAfterSeconds int)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Request
@@ -53,7 +54,7 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			if s.level.reapable() {
 				c.reap()
 			}
-			reject(w, r, 1)
+			reject(w, r, s.level.retry.refused(c.opts.Clock()))
 			return
 		}
 		s.metrics.waitedExecuted.Observe(waited.Seconds())

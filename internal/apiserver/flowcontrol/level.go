@@ -54,6 +54,8 @@ type level struct {
 	seatsInUse, seatsWaiting int
 	// next is where the round robin over the queues resumes.
 	next int
+	// retry is the Retry-After of the level's refusals.
+	retry retryAfter
 	// The totals the dumps report, since the level was made.
 	dispatched, rejected, timedout, cancelled int
 }
