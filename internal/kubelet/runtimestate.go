@@ -208,16 +208,13 @@ func (kl *Kubelet) readPodRuntime(ctx context.Context, uid string) (*podRuntime,
 // the mounts the kubelet never reads again: all but its termination message file's
 // (each container has several, of a few strings each).
 func withoutUnreadMounts(st *runtimeapi.ContainerStatus) *runtimeapi.ContainerStatus {
-	path := st.GetAnnotations()[annoTermMsgPath]
+	if st == nil {
+		return nil
+	}
 	var kept []*runtimeapi.Mount
-	for _, m := range st.GetMounts() {
-		if path != "" && m.ContainerPath == path {
-			kept = []*runtimeapi.Mount{m}
-			break
-		}
+	if m := terminationMessageMount(st); m != nil {
+		kept = []*runtimeapi.Mount{m}
 	}
-	if st != nil {
-		st.Mounts = kept
-	}
+	st.Mounts = kept
 	return st
 }

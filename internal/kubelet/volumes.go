@@ -291,19 +291,30 @@ const (
 	maxFallbackLogLines        = 80
 )
 
+// terminationMessageMount is the mount of the container's termination message file,
+// or nil.
+func terminationMessageMount(c *runtimeapi.ContainerStatus) *runtimeapi.Mount {
+	path := c.GetAnnotations()[annoTermMsgPath]
+	if path == "" {
+		return nil
+	}
+	for _, m := range c.GetMounts() {
+		if m.ContainerPath == path {
+			return m
+		}
+	}
+	return nil
+}
+
 // terminationMessage is what an exited container left in its termination message
 // file; with FallbackToLogsOnError and a failure and no message, the tail of its log.
 func terminationMessage(c *runtimeapi.ContainerStatus) string {
-	path := c.GetAnnotations()[annoTermMsgPath]
-	if path == "" {
+	if c.GetAnnotations()[annoTermMsgPath] == "" {
 		return ""
 	}
 	var msg string
-	for _, m := range c.Mounts {
-		if m.ContainerPath == path {
-			msg = readHead(m.HostPath, maxTerminationMessageBytes)
-			break
-		}
+	if m := terminationMessageMount(c); m != nil {
+		msg = readHead(m.HostPath, maxTerminationMessageBytes)
 	}
 	if msg == "" && c.ExitCode != 0 && c.GetAnnotations()[annoTermMsgPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) {
 		msg = logTail(c.LogPath)
