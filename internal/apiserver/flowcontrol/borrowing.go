@@ -162,28 +162,26 @@ func (c *Controller) adjustLimitsLocked() {
 	for _, cl := range exemptLimits {
 		leftOver -= cl
 	}
-	var allocs []float64
+	var limitOf func(i int) int
 	switch {
 	case leftOver <= lowerSum:
+		limitOf = func(i int) int { return levels[i].lower }
 	case leftOver <= minCurrentSum:
+		share := float64(leftOver-lowerSum) / float64(minCurrentSum-lowerSum)
+		limitOf = func(i int) int {
+			lv := levels[i]
+			return lv.lower + int(math.Round(float64(lv.minCurrent-lv.lower)*share))
+		}
 	default:
-		var err error
-		if allocs, _, err = allocate(float64(nominalSum), items); err != nil {
+		allocs, _, err := allocate(float64(nominalSum), items)
+		if err != nil {
 			c.opts.Logger.Error("recomputing the priority levels' seats; keeping them", "err", err)
 			return
 		}
+		limitOf = func(i int) int { return int(math.Round(allocs[i])) }
 	}
 	for i, lv := range levels {
-		limit := lv.lower
-		switch {
-		case leftOver <= lowerSum:
-		case leftOver <= minCurrentSum:
-			share := float64(leftOver-lowerSum) / float64(minCurrentSum-lowerSum)
-			limit = lv.lower + int(math.Round(float64(lv.minCurrent-lv.lower)*share))
-		default:
-			limit = int(math.Round(allocs[i]))
-		}
-		c.setLimit(lv.l, limit)
+		c.setLimit(lv.l, limitOf(i))
 	}
 	for l, limit := range exemptLimits {
 		c.setLimit(l, limit)
