@@ -136,9 +136,15 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, out io.Writer) 
 	w := &limitedWriter{w: out, left: opts.LimitBytes}
 	br := bufio.NewReader(f)
 	var pending []byte // a line whose end the runtime has not written yet
+	// quietSince is when the reader found the file it reads rotated and read nothing
+	// more from it; zero while it is not rotated or still grows.
+	var quietSince time.Time
 	for {
 		chunk, err := br.ReadBytes('\n')
 		pending = append(pending, chunk...)
+		if len(chunk) > 0 {
+			quietSince = time.Time{}
+		}
 		if err == nil {
 			line := bytes.TrimSuffix(pending, []byte{'\n'})
 			pending = pending[:0]
@@ -158,7 +164,20 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, out io.Writer) 
 		}
 		if rotated(f, path) {
 			// The kubelet renamed the file being read and the runtime writes a new one
-			// at path: finish the old file, then go on from the start of the new one.
+			// at path. The runtime may still write the old file's last lines after it
+			// created the new one (its old writer drains in its own goroutine), so the
+			// old file is read until it has been quiet for a while; then the rest of
+			// it is written and reading goes on from the start of the new one.
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			}
+			if time.Since(quietSince) < rotationQuiet {
+				if !sleep(ctx, poll) {
+					return nil
+				}
+				continue
+			}
+			quietSince = time.Time{}
 			if !writeRest(w, br, pending, opts) {
 				return nil
 			}
@@ -177,11 +196,23 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, out io.Writer) 
 			writeRest(w, br, pending, opts)
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, poll) {
 			return nil
-		case <-time.After(poll):
 		}
+	}
+}
+
+// rotationQuiet is how long a rotated log must stop growing before a follower leaves
+// it for the new file.
+const rotationQuiet = time.Second
+
+// sleep waits for d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

@@ -215,6 +215,29 @@ func TestReadLogsFollowAcrossRotation(t *testing.T) {
 	stop()
 }
 
+// TestReadLogsFollowWaitsForTheOldFilesLastLine follows a log whose runtime writes the
+// old file's last line after the new file has begun (containerd drains its old writer in
+// a goroutine of its own): the reader still sends that line, and before the new file's.
+func TestReadLogsFollowWaitsForTheOldFilesLastLine(t *testing.T) {
+	path := writeLog(t, "2026-01-02T03:04:01Z stdout F first\n")
+	out, stop := followLog(t, path)
+	waitUntil(t, "the first line", func() bool { return out.String() == "first\n" })
+	rotatedPath := path + ".20260102-030402"
+	if err := os.Rename(path, rotatedPath); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, path, "2026-01-02T03:04:03Z stdout F third\n")
+	// Twenty of the follower's polls: a reader that leaves the old file as soon as the
+	// new one exists has left it by now.
+	time.Sleep(100 * time.Millisecond)
+	appendLog(t, rotatedPath, "2026-01-02T03:04:02Z stdout F second\n")
+	waitUntil(t, "the line of the new file", func() bool { return strings.Count(out.String(), "\n") == 3 })
+	if got := out.String(); got != "first\nsecond\nthird\n" {
+		t.Errorf("followed %q, want the old file's late line before the new file's", got)
+	}
+	stop()
+}
+
 // followLog follows the log at path as `kubectl logs -f` does while its container
 // runs; stop marks the container stopped and waits for the reader to end.
 func followLog(t *testing.T, path string) (out *lockedbuf.Buffer, stop func()) {
