@@ -70,6 +70,7 @@ type options struct {
 	profileDir              string
 	profileAfter            time.Duration
 	hollowGOGC              int
+	hollowGOMAXPROCS        int
 	hollowProcesses         int
 	nodeIdentity            bool
 	recorderWindow          time.Duration
@@ -94,6 +95,7 @@ func main() {
 	flag.DurationVar(&o.profileAfter, "profile-after", time.Minute, "when the first CPU profiles start, after the first create")
 	flag.BoolVar(&o.nodeIdentity, "node-identity", true, "each hollow kubelet authenticates as its node (a client certificate of system:node:<name> from the cluster CA), as real kubelets do, so that the Node authorizer, NodeRestriction and priority and fairness see node traffic as such; false: all use the admin's credentials (exempt from priority and fairness), as runs before session 29 did")
 	flag.IntVar(&o.hollowGOGC, "hollow-gogc", 400, "GOGC of the hollow-nodes process (0: Go's default). The hollow nodes stand for machines of their own; at Go's default their GC over a ~1 GB live heap takes ~0.2 of the two cores the control plane measured here needs")
+	flag.IntVar(&o.hollowGOMAXPROCS, "hollow-gomaxprocs", 0, "GOMAXPROCS of the hollow-nodes processes (0: Go's default, the machine's cores). More than the cores gives their collections more workers and the processes a larger share of the cores against the control plane's")
 	flag.IntVar(&o.hollowProcesses, "hollow-processes", 1, "hollow-nodes processes the nodes are shared between. Upstream's kubemark gives each hollow node a process of its own, on machines other than the control plane's; here they share the control plane's two cores, where ten processes of 100 nodes cost more CPU than one of 1,000 (BENCHMARKS.md, session 30)")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
@@ -631,6 +633,9 @@ func startHollowNodes(o options, kubeconfig, caDir, dir string) ([]*exec.Cmd, st
 		cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 		if o.hollowGOGC > 0 {
 			cmd.Env = append(cmd.Env, "GOGC="+strconv.Itoa(o.hollowGOGC))
+		}
+		if o.hollowGOMAXPROCS > 0 {
+			cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(o.hollowGOMAXPROCS))
 		}
 		logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("hollow-nodes-%d.log", p)))
 		if err != nil {
