@@ -39,7 +39,8 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		}
 		seats := s.level.seatsFor(req.Seats)
 		s.metrics.estimatedSeats.Observe(float64(seats))
-		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow, seats: seats}
+		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow}
+		rq.setWork(seats, 0, 0)
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true

@@ -7,9 +7,10 @@
 // --max-mutating-requests-inflight, rounded up), less what it lends to busier levels
 // or plus what it borrows from idler ones, recomputed every 10 s from each level's
 // demand (borrowing.go). It queues the rest fairly among its flows (each flow's hash
-// deals it a hand of queues and it joins the shortest; the queues are served in
-// turn), and rejects with 429 what finds its queue full, or the level not queueing,
-// or waits longer than its wait limit.
+// deals it a hand of queues and it joins the one with the least work waiting; the
+// queues are served by virtual finish time, so that each busy queue gets an equal
+// share of seat-seconds: fairqueue.go), and rejects with 429 what finds its queue
+// full, or the level not queueing, or waits longer than its wait limit.
 // Every response carries upstream's X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers, and each FlowSchema's Dangling condition
 // says whether its priority level exists. Upstream's /debug/api_priority_and_fairness/
