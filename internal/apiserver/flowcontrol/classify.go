@@ -28,7 +28,8 @@ type Request struct {
 	// seat. Its level caps it.
 	Seats int
 	// LongRunning requests (watches, exec, logs, proxies) are classified but take no
-	// seat: they would hold it for as long as they last.
+	// seat, which they would hold for as long as they last; except a watch, which
+	// holds its seats until it has sent its initial events (watchinit.go).
 	LongRunning bool
 }
 

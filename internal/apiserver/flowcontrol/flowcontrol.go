@@ -17,11 +17,12 @@
 // dumps show what each level, queue and request holds (dump.go).
 //
 // A list takes the seats upstream's work estimate gives it (listwork.go); other
-// requests take one.
+// requests take one. A watch holds its seats only while it sends its initial events
+// (watchinit.go); the other long-running requests (exec, attach, port-forward, logs,
+// proxies) are classified but take no seat.
 //
 // Simpler than upstream's (docs/flowcontrol.md): mutations take one seat (upstream's
-// estimator holds more after them for their watch notifications), and long-running
-// requests (watches, exec, logs, proxies) are classified but take no seat.
+// estimator holds more after them for their watch notifications).
 package flowcontrol
 
 import (
