@@ -50,6 +50,9 @@ func (s *Server) describeForFlowControl(r *http.Request, req *flowcontrol.Reques
 				req.Name = selectedName(r) // as upstream's request info names it
 			}
 			req.Seats = s.watchSeats(info, req.Name != "", r)
+			if f := indexedField(schema.GroupResource{Group: info.Group, Resource: info.Resource}); f != "" {
+				req.IndexedWatch = selectedField(r, f) != ""
+			}
 		}
 		return true
 	}

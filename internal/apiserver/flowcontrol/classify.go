@@ -31,6 +31,10 @@ type Request struct {
 	// seat, which they would hold for as long as they last; except a watch, which
 	// holds its seats until it has sent its initial events (watchinit.go).
 	LongRunning bool
+	// IndexedWatch: a watch selecting one value of the field the watch cache indexes
+	// its resource's watchers by (pods' spec.nodeName). A change wakes only the
+	// watchers of its own value, so the mutations' estimate does not count it.
+	IndexedWatch bool
 }
 
 // schemaMatches reports whether any of the schema's rules matches the request, as

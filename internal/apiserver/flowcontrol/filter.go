@@ -38,10 +38,10 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			next.ServeHTTP(w, r) // exec, attach, port-forward, proxies, logs: no seat
 			return
 		}
-		seats := s.level.seatsFor(req.Seats)
-		s.metrics.estimatedSeats.Observe(float64(seats))
 		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow}
-		rq.setWork(seats, 0, 0)
+		final, latency := c.finalWork(s, &req)
+		rq.setWork(s.level.seatsFor(req.Seats), final, latency)
+		s.metrics.estimatedSeats.Observe(float64(rq.seats))
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true
@@ -86,6 +86,8 @@ func (c *Controller) finish(s *compiledSchema, rq *request) {
 // serveWatch serves a watch that holds its seat until it has sent its initial events
 // (watchinit.go), at the latest until its handler returns.
 func (c *Controller) serveWatch(w http.ResponseWriter, r *http.Request, next http.Handler, s *compiledSchema, rq *request) {
+	forget := c.watches.register(&rq.info)
+	defer forget()
 	init := &watchInit{release: func() { c.finish(s, rq) }}
 	defer init.signal()
 	next.ServeHTTP(w, r.WithContext(withWatchInit(r.Context(), init)))

@@ -409,6 +409,14 @@ func (l *level) counts() (executing, waiting, limit int) {
 	return l.executing, l.waiting, l.limit
 }
 
+// seatsHeld reports the seats the level's requests hold (executing, or keeping their
+// final seats).
+func (l *level) seatsHeld() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seatsInUse
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll.Until(t, what, 10*time.Second, 2*time.Millisecond, cond)

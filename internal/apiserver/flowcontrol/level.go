@@ -34,8 +34,10 @@ type level struct {
 	// the period between adjustments; stats is what the last adjustment took of it.
 	demand demandIntegrator
 	stats  demandStats
-	// now is the clock the demand is integrated by.
-	now func() time.Time
+	// now is the clock the demand and the virtual time go by; after calls a function
+	// after a while (time.AfterFunc).
+	now   func() time.Time
+	after func(time.Duration, func())
 	// maxSeats is the most seats one request takes here (levelMaxSeats), read
 	// without the lock by each request.
 	maxSeats atomic.Int32
@@ -398,7 +400,7 @@ func (l *level) release(r *request) bool {
 	}
 	l.executing--
 	if r.finalSeats > 0 && r.additionalLatency > 0 {
-		time.AfterFunc(r.additionalLatency, func() {
+		l.after(r.additionalLatency, func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			now := l.now()
