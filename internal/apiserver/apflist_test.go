@@ -19,7 +19,10 @@ import (
 // A list is admitted at the seats upstream's estimate gives it: five ConfigMaps of
 // 90 kB make a list of ConfigMaps, served from the watch cache, hold about 450 kB,
 // so 5 seats of global-default (which allows 8), as its flow's
-// apiserver_flowcontrol_work_estimated_seats shows; a get takes one.
+// apiserver_flowcontrol_work_estimated_seats shows; a get takes one. A watch that
+// starts with the objects is estimated as that list, one from a resourceVersion at
+// one seat; each holds its seats only until it has sent its initial events, so an
+// established watch is not among the requests the dump shows.
 func TestPriorityAndFairnessListSeats(t *testing.T) {
 	srv := apiserver.StartServer(t)
 	admin := kubernetes.NewForConfigOrDie(srv.AdminConfig)
@@ -31,7 +34,7 @@ func TestPriorityAndFairnessListSeats(t *testing.T) {
 		}
 	}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cm-reader"},
-		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}}}, metav1.CreateOptions{}); err != nil {
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cm-reader"},
@@ -87,5 +90,50 @@ func TestPriorityAndFairnessListSeats(t *testing.T) {
 	sum2, count2 := seats()
 	if sum2-sum1 != 5 || count2-count1 != 1 {
 		t.Errorf("the list: estimated at %v seats over %v requests, want 5 over 1", sum2-sum1, count2-count1)
+	}
+
+	// A watch from no version sends the 5 objects first: estimated as the list.
+	w, err := reader.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for range 5 {
+		<-w.ResultChan()
+	}
+	sum3, count3 := seats()
+	if sum3-sum2 != 5 || count3-count2 != 1 {
+		t.Errorf("a watch from no version: estimated at %v seats over %v requests, want 5 over 1", sum3-sum2, count3-count2)
+	}
+	readersWatches := func() int {
+		_, body := getDebug(t, srv.AdminConfig, "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1")
+		n := 0
+		for _, line := range strings.Split(body, "\n") {
+			cells := strings.Split(line, ",")
+			if len(cells) == 18 && strings.TrimSpace(cells[10]) == "reader" && strings.TrimSpace(cells[11]) == "watch" {
+				n++
+			}
+		}
+		return n
+	}
+	// Its initial events sent, the watch holds no seat.
+	for deadline := time.Now().Add(10 * time.Second); readersWatches() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("an established watch still holds its seats")
+		}
+	}
+	w2, err := reader.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	sum4, count4 := seats()
+	if sum4-sum3 != 1 || count4-count3 != 1 {
+		t.Errorf("a watch from a version: estimated at %v seats over %v requests, want 1 over 1", sum4-sum3, count4-count3)
+	}
+	for deadline := time.Now().Add(10 * time.Second); readersWatches() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a watch from a version, with nothing to send, still holds its seat")
+		}
 	}
 }

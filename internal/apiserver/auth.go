@@ -46,6 +46,16 @@ func (s *Server) requestAttributes(r *http.Request) Attributes {
 // RBAC's resourceNames apply); "" for any other selector or a name that could not be a
 // path segment.
 func selectedName(r *http.Request) string {
+	name := selectedField(r, "metadata.name")
+	if len(path.IsValidPathSegmentName(name)) > 0 {
+		return ""
+	}
+	return name
+}
+
+// selectedField is the one value a request's field selector requires of the field,
+// "" if it requires none.
+func selectedField(r *http.Request, field string) string {
 	raw := r.URL.Query().Get("fieldSelector")
 	if raw == "" {
 		return ""
@@ -54,9 +64,6 @@ func selectedName(r *http.Request) string {
 	if err != nil {
 		return ""
 	}
-	name, ok := sel.RequiresExactMatch("metadata.name")
-	if !ok || len(path.IsValidPathSegmentName(name)) > 0 {
-		return ""
-	}
-	return name
+	value, _ := sel.RequiresExactMatch(field)
+	return value
 }

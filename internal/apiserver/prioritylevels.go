@@ -28,8 +28,8 @@ func (info *requestInfo) longRunning() bool {
 }
 
 // describeForFlowControl fills in what API Priority and Fairness classifies a request
-// by: its user, and the resource or path it names; and, for a list, the seats its
-// work is estimated at.
+// by: its user, and the resource or path it names; and, for a list or a watch, the
+// seats its work is estimated at.
 func (s *Server) describeForFlowControl(r *http.Request, req *flowcontrol.Request) bool {
 	user, ok := registry.UserFrom(r.Context())
 	if !ok {
@@ -42,8 +42,17 @@ func (s *Server) describeForFlowControl(r *http.Request, req *flowcontrol.Reques
 		req.Resource, req.Subresource = info.Resource, info.Subresource
 		req.APIVersion, req.Name = info.Version, info.Name
 		req.LongRunning = info.longRunning()
-		if info.Verb == "list" {
+		switch info.Verb {
+		case "list":
 			req.Seats = s.listSeats(info, r)
+		case "watch":
+			if req.Name == "" {
+				req.Name = selectedName(r) // as upstream's request info names it
+			}
+			req.Seats = s.watchSeats(info, req.Name != "", r)
+			if f := indexedField(schema.GroupResource{Group: info.Group, Resource: info.Resource}); f != "" {
+				req.IndexedWatch = selectedField(r, f) != ""
+			}
 		}
 		return true
 	}
@@ -54,14 +63,25 @@ func (s *Server) describeForFlowControl(r *http.Request, req *flowcontrol.Reques
 // listSeats estimates what a list costs, from its resource's object count and size
 // in the watch cache (one seat for a resource the cache does not hold).
 func (s *Server) listSeats(info *requestInfo, r *http.Request) int {
-	var count, size int64
-	counted := false
+	count, size, counted := s.objectStats(info)
+	return flowcontrol.ListSeats(count, size, counted, r.URL.Query())
+}
+
+// watchSeats estimates what a watch costs while it sends its initial events.
+func (s *Server) watchSeats(info *requestInfo, named bool, r *http.Request) int {
+	count, size, counted := s.objectStats(info)
+	return flowcontrol.WatchSeats(count, size, counted, named, r.URL.Query())
+}
+
+// objectStats are the count and average size of a resource's objects in the watch
+// cache (counted false for a resource the cache does not hold).
+func (s *Server) objectStats(info *requestInfo) (count, size int64, counted bool) {
 	if h := s.handlerAnyVersion(schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}); h != nil {
 		var n int
 		n, size, counted = s.cache.Stats(h.segment)
 		count = int64(n)
 	}
-	return flowcontrol.ListSeats(count, size, counted, r.URL.Query())
+	return count, size, counted
 }
 
 // describeForMaxInflight says which of the max-inflight limits' pools a request

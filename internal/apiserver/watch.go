@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"mizzen/internal/apiserver/flowcontrol"
 	"mizzen/internal/storage"
 )
 
@@ -112,6 +113,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	defer s.cache.StopWatch(watcher)
 	enc.start()
+	// The events the watch starts with (the objects, or the changes since its version)
+	// are its initialization: once they are written, API Priority and Fairness frees
+	// the seat the watch held for them, as upstream's watch cache signals it.
+	if !enc.sendAll(watcher.Queued()) {
+		return
+	}
+	flowcontrol.WatchInitialized(r.Context())
 	for {
 		events, err := watcher.Next(ctx)
 		if err != nil {
@@ -120,13 +128,21 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info *requestInfo
 			}
 			return
 		}
-		for _, ev := range events {
-			if err := enc.send(ev); err != nil {
-				return
-			}
+		if !enc.sendAll(events) {
+			return
 		}
-		enc.flush()
 	}
+}
+
+// sendAll writes the events and flushes them; false if the client is gone.
+func (e *watchEncoder) sendAll(events []*storage.Event) bool {
+	for _, ev := range events {
+		if err := e.send(ev); err != nil {
+			return false
+		}
+	}
+	e.flush()
+	return true
 }
 
 // watchEncoder writes watch events in the negotiated format.

@@ -112,21 +112,9 @@ func (w *Watcher) stop(err error) {
 // first.
 func (w *Watcher) Next(ctx context.Context) ([]*Event, error) {
 	for {
-		w.mu.Lock()
-		queued, done, err := w.queue, w.done, w.err
-		w.queue = nil
-		w.mu.Unlock()
-		if len(queued) > 0 {
-			var seen []*Event
-			for _, ev := range queued {
-				if ev = w.translate(ev); ev != nil {
-					seen = append(seen, ev)
-				}
-			}
-			if len(seen) > 0 {
-				return seen, nil
-			}
-			continue
+		seen, done, err := w.take()
+		if len(seen) > 0 {
+			return seen, nil
 		}
 		if done {
 			if err == nil {
@@ -140,6 +128,30 @@ func (w *Watcher) Next(ctx context.Context) ([]*Event, error) {
 		case <-w.notify:
 		}
 	}
+}
+
+// Queued returns what the watcher sees of the events queued so far, without waiting
+// (possibly none). Called first, it returns the events the watch starts with: the
+// initial state, or the changes since the revision it started from.
+func (w *Watcher) Queued() []*Event {
+	seen, _, _ := w.take()
+	return seen
+}
+
+// take empties the queue and returns what the watcher sees of it, and whether the
+// watch has ended.
+func (w *Watcher) take() ([]*Event, bool, error) {
+	w.mu.Lock()
+	queued, done, err := w.queue, w.done, w.err
+	w.queue = nil
+	w.mu.Unlock()
+	var seen []*Event
+	for _, ev := range queued {
+		if ev = w.translate(ev); ev != nil {
+			seen = append(seen, ev)
+		}
+	}
+	return seen, done, err
 }
 
 // Stop ends the watch and releases it from the cache.

@@ -39,6 +39,7 @@ import (
 	versioninfo "k8s.io/apimachinery/pkg/version"
 
 	apiregistrationv1 "mizzen/internal/apis/apiregistration/v1"
+	"mizzen/internal/apiserver/flowcontrol"
 	"mizzen/internal/registry"
 )
 
@@ -475,6 +476,9 @@ func (a *Aggregator) Serve(w http.ResponseWriter, r *http.Request, gv *schema.Gr
 	loc := &url.URL{Scheme: "https", Host: host, Path: r.URL.Path}
 	h := proxy.NewUpgradeAwareHandler(loc, api.transport, false, false, aggregatorErrorResponder{a})
 	h.FlushInterval = -1
+	// A watch is initialized by the server it goes to, which says nothing back: as
+	// upstream's aggregator, free its priority-and-fairness seat as it is handed on.
+	flowcontrol.WatchInitialized(r.Context())
 	h.ServeHTTP(w, out)
 	return true
 }

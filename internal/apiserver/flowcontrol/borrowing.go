@@ -136,11 +136,13 @@ func (c *Controller) adjustLimitsLocked() {
 		l          *level
 		lower      int
 		minCurrent int
+		stats      demandStats
 	}
 	var (
 		levels                  []limited
 		items                   []allocItem
 		exemptLimits            = map[*level]int{}
+		exemptStats             = map[*level]demandStats{}
 		nominalSum, lowerSum    int
 		minCurrentSum, leftOver int
 	)
@@ -149,10 +151,11 @@ func (c *Controller) adjustLimitsLocked() {
 		nominalSum += nominal
 		if exempt {
 			exemptLimits[l] = max(lower, stats.highWatermark)
+			exemptStats[l] = stats
 			continue
 		}
 		minCurrent := max(lower, min(nominal, stats.highWatermark))
-		levels = append(levels, limited{l, lower, minCurrent})
+		levels = append(levels, limited{l, lower, minCurrent, stats})
 		items = append(items, allocItem{lower: float64(minCurrent), upper: float64(upper),
 			target: math.Max(float64(minCurrent), stats.smoothed)})
 		lowerSum += lower
@@ -163,6 +166,7 @@ func (c *Controller) adjustLimitsLocked() {
 		leftOver -= cl
 	}
 	var limitOf func(i int) int
+	fairFrac := 0.0
 	switch {
 	case leftOver <= lowerSum:
 		limitOf = func(i int) int { return levels[i].lower }
@@ -173,18 +177,22 @@ func (c *Controller) adjustLimitsLocked() {
 			return lv.lower + int(math.Round(float64(lv.minCurrent-lv.lower)*share))
 		}
 	default:
-		allocs, _, err := allocate(float64(nominalSum), items)
+		allocs, frac, err := allocate(float64(nominalSum), items)
 		if err != nil {
 			c.opts.Logger.Error("recomputing the priority levels' seats; keeping them", "err", err)
 			return
 		}
 		limitOf = func(i int) int { return int(math.Round(allocs[i])) }
+		fairFrac = frac
 	}
+	c.metrics.fairFrac.Set(fairFrac)
 	for i, lv := range levels {
 		c.setLimit(lv.l, limitOf(i))
+		c.metrics.noteDemand(lv.l.name, lv.stats, items[i].target)
 	}
 	for l, limit := range exemptLimits {
 		c.setLimit(l, limit)
+		c.metrics.noteDemand(l.name, exemptStats[l], math.NaN())
 	}
 }
 

@@ -100,10 +100,21 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 		"apiserver_flowcontrol_lower_limit_seats":   "busy 9 catch-all 1 exempt 0 idle 4",
 		"apiserver_flowcontrol_upper_limit_seats":   "busy 29 catch-all 21 exempt 20 idle 20",
 		"apiserver_flowcontrol_nominal_limit_seats": "busy 9 catch-all 1 exempt 0 idle 10",
+		// What the adjustment went by: busy's demand, 20 seats all the period; the
+		// targets (busy's smoothed demand, the others' lower bounds), all scaled by
+		// the fair fraction 0.75 within their bounds.
+		"apiserver_flowcontrol_demand_seats_high_watermark": "busy 20 catch-all 0 exempt 0 idle 0",
+		"apiserver_flowcontrol_demand_seats_average":        "busy 20 catch-all 0 exempt 0 idle 0",
+		"apiserver_flowcontrol_demand_seats_stdev":          "busy 0 catch-all 0 exempt 0 idle 0",
+		"apiserver_flowcontrol_demand_seats_smoothed":       "busy 20 catch-all 0 exempt 0 idle 0",
+		"apiserver_flowcontrol_target_seats":                "busy 20 catch-all 1 idle 4",
 	} {
 		if got := gaugeValues(t, c, metric); got != want {
 			t.Errorf("%s: %s, want %s", metric, got, want)
 		}
+	}
+	if m := metricsNamed(t, c, "apiserver_flowcontrol_seat_fair_frac"); len(m) != 1 || m[0].GetGauge().GetValue() != 0.75 {
+		t.Errorf("apiserver_flowcontrol_seat_fair_frac %v, want 0.75", m)
 	}
 
 	b.releaseAll()

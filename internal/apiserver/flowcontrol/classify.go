@@ -28,8 +28,13 @@ type Request struct {
 	// seat. Its level caps it.
 	Seats int
 	// LongRunning requests (watches, exec, logs, proxies) are classified but take no
-	// seat: they would hold it for as long as they last.
+	// seat, which they would hold for as long as they last; except a watch, which
+	// holds its seats until it has sent its initial events (watchinit.go).
 	LongRunning bool
+	// IndexedWatch: a watch selecting one value of the field the watch cache indexes
+	// its resource's watchers by (pods' spec.nodeName). A change wakes only the
+	// watchers of its own value, so the mutations' estimate does not count it.
+	IndexedWatch bool
 }
 
 // schemaMatches reports whether any of the schema's rules matches the request, as

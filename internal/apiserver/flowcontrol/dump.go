@@ -28,10 +28,6 @@ var (
 	requestDetailColumns = []string{"UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource"}
 )
 
-// estimatedServiceTime is what upstream's queues count a seat's work at while a
-// request waits (its TotalWorkSum column is seats times this, in seat-seconds).
-const estimatedServiceTime = 3 * time.Millisecond
-
 // ServeDebug answers the dumps under DebugPathPrefix; false if the path is none of
 // them (the caller answers 404). Authorization by path happened before.
 func (c *Controller) ServeDebug(w http.ResponseWriter, r *http.Request) bool {
@@ -111,21 +107,19 @@ func (c *Controller) dumpLevels() []byte {
 	return t.bytes()
 }
 
-// dumpQueues is a row per queue of every level. mizzen serves a level's queues in
-// turn rather than by upstream's virtual finish times, so NextDispatchR is zero.
+// dumpQueues is a row per queue of every level: its requests waiting and executing,
+// the seats these hold (and those held after a request's handler returned), the
+// virtual time its next request starts at, and the sums of its waiting requests'
+// initial seats, seats and work.
 func (c *Controller) dumpQueues() []byte {
 	t := newTable()
 	t.row(queueColumns)
 	for _, l := range c.levelsByName() {
 		l.mu.Lock()
 		for i, q := range l.queues {
-			seats := 0
-			for _, r := range q.waiting {
-				seats += r.seats
-			}
 			t.row([]string{l.name, strconv.Itoa(i), strconv.Itoa(len(q.waiting)), strconv.Itoa(q.executing.count),
-				strconv.Itoa(q.executing.seats), seatSeconds(0), strconv.Itoa(seats), strconv.Itoa(seats),
-				seatSeconds(time.Duration(seats) * estimatedServiceTime)})
+				strconv.Itoa(q.seatsInUse), q.nextDispatchR.String(), strconv.Itoa(q.waitingInitial),
+				strconv.Itoa(q.waitingSeats), q.waitingWork.String()})
 		}
 		l.mu.Unlock()
 	}
@@ -146,7 +140,7 @@ func (c *Controller) dumpRequests(details bool) []byte {
 		l.mu.Lock()
 		write := func(queue, place int, r *request) {
 			cells := []string{l.name, r.schema, strconv.Itoa(queue), strconv.Itoa(place), r.distinguisher,
-				r.arrive.UTC().Format(time.RFC3339Nano), strconv.Itoa(r.seats), "0", time.Duration(0).String(),
+				r.arrive.UTC().Format(time.RFC3339Nano), strconv.Itoa(r.initialSeats), strconv.Itoa(r.finalSeats), r.additionalLatency.String(),
 				r.start.UTC().Format(time.RFC3339Nano)}
 			if !details {
 				t.row(cells)
@@ -166,12 +160,4 @@ func (c *Controller) dumpRequests(details bool) []byte {
 		l.mu.Unlock()
 	}
 	return t.bytes()
-}
-
-// seatSeconds formats work as upstream's dumps do: seat-seconds to 8 decimals, "ss".
-func seatSeconds(d time.Duration) string {
-	const scale = 100_000_000 // units per seat-second
-	units := d.Nanoseconds() / (int64(time.Second) / scale)
-	frac := strconv.FormatInt(units%scale, 10)
-	return strconv.FormatInt(units/scale, 10) + "." + strings.Repeat("0", 8-len(frac)) + frac + "ss"
 }

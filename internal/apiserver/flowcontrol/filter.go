@@ -33,13 +33,15 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		h := w.Header()
 		h[flowSchemaKey] = s.uidHeader
 		h[priorityLevelKey] = s.levelUIDHeader
-		if req.LongRunning {
-			next.ServeHTTP(w, r)
+		watch := req.ResourceRequest && req.Verb == "watch"
+		if req.LongRunning && !watch {
+			next.ServeHTTP(w, r) // exec, attach, port-forward, proxies, logs: no seat
 			return
 		}
-		seats := s.level.seatsFor(req.Seats)
-		s.metrics.estimatedSeats.Observe(float64(seats))
-		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow, seats: seats}
+		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow}
+		final, latency := c.finalWork(s, &req)
+		rq.setWork(s.level.seatsFor(req.Seats), final, latency)
+		s.metrics.estimatedSeats.Observe(float64(rq.seats))
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true
@@ -60,16 +62,33 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		s.metrics.waitedExecuted.Observe(waited.Seconds())
 		s.metrics.dispatched.Inc()
 		s.metrics.executing.Inc()
-		defer func() {
-			s.metrics.executing.Dec()
-			if s.level.release(rq) {
-				c.reap()
-			}
-		}()
 		if waited > 0 {
 			// Upstream's latency SLI leaves out the time spent waiting for a seat.
 			requestmetrics.ExcludeFromSLI(r.Context(), waited)
 		}
+		if watch {
+			c.serveWatch(w, r, next, s, rq)
+			return
+		}
+		defer c.finish(s, rq)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// finish frees the seats of a request that is done.
+func (c *Controller) finish(s *compiledSchema, rq *request) {
+	s.metrics.executing.Dec()
+	if s.level.release(rq) {
+		c.reap()
+	}
+}
+
+// serveWatch serves a watch that holds its seat until it has sent its initial events
+// (watchinit.go), at the latest until its handler returns.
+func (c *Controller) serveWatch(w http.ResponseWriter, r *http.Request, next http.Handler, s *compiledSchema, rq *request) {
+	forget := c.watches.register(&rq.info)
+	defer forget()
+	init := &watchInit{release: func() { c.finish(s, rq) }}
+	defer init.signal()
+	next.ServeHTTP(w, r.WithContext(withWatchInit(r.Context(), init)))
 }

@@ -7,20 +7,23 @@
 // --max-mutating-requests-inflight, rounded up), less what it lends to busier levels
 // or plus what it borrows from idler ones, recomputed every 10 s from each level's
 // demand (borrowing.go). It queues the rest fairly among its flows (each flow's hash
-// deals it a hand of queues and it joins the shortest; the queues are served in
-// turn), and rejects with 429 what finds its queue full, or the level not queueing,
-// or waits longer than its wait limit.
+// deals it a hand of queues and it joins the one with the least work waiting; the
+// queues are served by virtual finish time, so that each busy queue gets an equal
+// share of seat-seconds: fairqueue.go), and rejects with 429 what finds its queue
+// full, or the level not queueing, or waits longer than its wait limit.
 // Every response carries upstream's X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers, and each FlowSchema's Dangling condition
 // says whether its priority level exists. Upstream's /debug/api_priority_and_fairness/
 // dumps show what each level, queue and request holds (dump.go).
 //
-// A list takes the seats upstream's work estimate gives it (listwork.go); other
-// requests take one.
+// A list or a watch takes the seats upstream's work estimate gives it (listwork.go);
+// a mutation takes one, and keeps final seats for a while after its handler returns,
+// for the watch events it sends, by the number of watches open on what it changes
+// (mutatingwork.go, watchcount.go); other requests take one. A watch holds its seats
+// only while it sends its initial events (watchinit.go); the other long-running
+// requests (exec, attach, port-forward, logs, proxies) are classified but take no seat.
 //
-// Simpler than upstream's (docs/flowcontrol.md): mutations take one seat (upstream's
-// estimator holds more after them for their watch notifications), and long-running
-// requests (watches, exec, logs, proxies) are classified but take no seat.
+// Unlike upstream's, the exempt level skips the mutating estimate, to stay cheap.
 package flowcontrol
 
 import (
@@ -73,8 +76,11 @@ type Options struct {
 	// BorrowingPeriod is how often RunBorrowing recomputes the levels' limits from
 	// their demand (DefaultBorrowingPeriod if zero).
 	BorrowingPeriod time.Duration
-	// Clock is what the levels' demand is timed by (time.Now if nil).
+	// Clock is what the levels' demand and virtual time are timed by (time.Now if nil).
 	Clock func() time.Time
+	// AfterFunc calls f after d, as time.AfterFunc (the default) does: a mutation's
+	// final seats are freed so.
+	AfterFunc func(d time.Duration, f func())
 	// WriteDangling writes a FlowSchema's Dangling condition unless it holds it already
 	// (nil: conditions are not written).
 	WriteDangling func(ctx context.Context, name string, cond flowcontrolv1.FlowSchemaCondition) error
@@ -95,6 +101,8 @@ type Controller struct {
 	synced map[schema.GroupResource]bool
 	// danglingDirty wakes the status writer.
 	danglingDirty chan struct{}
+	// watches counts the watches open, for the mutations' estimate.
+	watches watchCounts
 
 	cfg atomic.Pointer[config]
 }
@@ -107,10 +115,12 @@ type config struct {
 }
 
 type compiledSchema struct {
-	name    string
-	method  flowcontrolv1.FlowDistinguisherMethodType
-	rules   []flowcontrolv1.PolicyRulesWithSubjects
-	level   *level
+	name   string
+	method flowcontrolv1.FlowDistinguisherMethodType
+	rules  []flowcontrolv1.PolicyRulesWithSubjects
+	level  *level
+	// exempt: its level is exempt (it limits nothing, and skips the mutations' estimate).
+	exempt  bool
 	metrics schemaMetrics
 	// uidHeader and levelUIDHeader are the response headers' values: the schema's and
 	// its level's UIDs.
@@ -128,6 +138,9 @@ func New(opts Options) *Controller {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.AfterFunc == nil {
+		opts.AfterFunc = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
 	}
 	if opts.ServerSeats <= 0 {
 		opts.ServerSeats = DefaultMaxRequestsInflight + DefaultMaxMutatingRequestsInflight
@@ -227,7 +240,7 @@ func (c *Controller) rebuildLocked() {
 	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
-			st = &level{name: name, now: c.opts.Clock}
+			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc}
 			c.states[name] = st
 		}
 		// A level of zero shares has no seats of its own: it runs what it borrows
@@ -273,6 +286,7 @@ func (c *Controller) rebuildLocked() {
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
+			exempt:    pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt,
 			metrics:   c.metrics.forSchema(fs.Name, pl.Name),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})

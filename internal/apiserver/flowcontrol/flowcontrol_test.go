@@ -308,8 +308,9 @@ func TestWaitLimit(t *testing.T) {
 	if _, waiting, _ := c.states["one"].counts(); waiting != 0 {
 		t.Errorf("%d still waiting after the rejection", waiting)
 	}
-	// The dump counts it rejected and timed out, and the one running dispatched.
-	if got, want := rowsOf(dump(t, c, "dump_priority_levels", levelHeader...), "one"), [][]string{{"one", "0", "false", "false", "0", "1", "1", "1", "1", "0"}}; !slices.EqualFunc(got, want, slices.Equal) {
+	// The dump counts it, as upstream's does, rejected and cancelled (its
+	// TimedoutRequests stays 0), and the one running dispatched.
+	if got, want := rowsOf(dump(t, c, "dump_priority_levels", levelHeader...), "one"), [][]string{{"one", "0", "false", "false", "0", "1", "1", "1", "0", "1"}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("the level's row %q, want %q", got, want)
 	}
 	b.releaseAll()
@@ -319,9 +320,11 @@ func TestWaitLimit(t *testing.T) {
 }
 
 // Fairness: a flow with many requests waiting does not hold up another flow of the
-// same level, which finds a short queue in its hand and is served in turn.
+// same level that comes at the same (virtual) time: it finds a short queue in its hand
+// and is served within a round of the queues.
 func TestFlowsAreServedInTurn(t *testing.T) {
-	c := New(Options{ServerSeats: 1})
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 1, Clock: clock.now})
 	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 64, 6, 100)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("ns", "one", flowcontrolv1.FlowDistinguisherMethodByNamespaceType, "system:authenticated")})
 	l := c.states["one"]
@@ -342,6 +345,7 @@ func TestFlowsAreServedInTurn(t *testing.T) {
 				return
 			}
 			order <- name
+			clock.step(time.Millisecond) // each request runs a millisecond
 			l.release(rq)
 		}()
 	}
@@ -362,8 +366,9 @@ func TestFlowsAreServedInTurn(t *testing.T) {
 		}
 	}
 	// The heavy flow spread its requests over the 6 queues of its hand (each joins the
-	// shortest), so the queues served in turn run the light one within 7; first come,
-	// first served would have run it 21st.
+	// one with the least work waiting); all 7 queues started at the same virtual time,
+	// so the light one's request runs within 7; first come, first served would have run
+	// it 21st.
 	if position > 7 {
 		t.Errorf("the light flow's one request ran %d-th, after %d of the heavy flow's", position, position-1)
 	}
@@ -402,6 +407,14 @@ func (l *level) counts() (executing, waiting, limit int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.executing, l.waiting, l.limit
+}
+
+// seatsHeld reports the seats the level's requests hold (executing, or keeping their
+// final seats).
+func (l *level) seatsHeld() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seatsInUse
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -481,7 +494,10 @@ var (
 // its queue's row and a row per request say so; a level deleted meanwhile stays,
 // quiescing, until its requests are done.
 func TestDebugDumps(t *testing.T) {
-	c := New(Options{ServerSeats: 600})
+	// A clock that stands still: the queue's virtual time is then the work charged to
+	// the requests started from it, 3 ms a seat each.
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 600, Clock: clock.now})
 	small, big := limitedLevel("small", 1, 1, 1, 2), limitedLevel("big", 244, 16, 4, 50)
 	c.Replace(priorityLevels, []runtime.Object{small, big})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("batch", "small", flowcontrolv1.FlowDistinguisherMethodByUserType, "batch"),
@@ -507,7 +523,7 @@ func TestDebugDumps(t *testing.T) {
 		t.Errorf("big's row %q, want %q", got, want)
 	}
 	queues := dump(t, c, "dump_queues", queueHeader...)
-	if got, want := rowsOf(queues, "small"), [][]string{{"small", "0", "2", "3", "3", "0.00000000ss", "2", "2", "0.00600000ss"}}; !slices.EqualFunc(got, want, slices.Equal) {
+	if got, want := rowsOf(queues, "small"), [][]string{{"small", "0", "2", "3", "3", "0.00900000ss", "2", "2", "0.00600000ss"}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("small's queues %q, want %q", got, want)
 	}
 	if n := len(rowsOf(queues, "big")); n != 16 {

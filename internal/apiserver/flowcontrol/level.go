@@ -34,8 +34,10 @@ type level struct {
 	// the period between adjustments; stats is what the last adjustment took of it.
 	demand demandIntegrator
 	stats  demandStats
-	// now is the clock the demand is integrated by.
-	now func() time.Time
+	// now is the clock the demand and the virtual time go by; after calls a function
+	// after a while (time.AfterFunc).
+	now   func() time.Time
+	after func(time.Duration, func())
 	// maxSeats is the most seats one request takes here (levelMaxSeats), read
 	// without the lock by each request.
 	maxSeats atomic.Int32
@@ -50,19 +52,40 @@ type level struct {
 	queueless execList
 	executing int
 	waiting   int
-	// seatsInUse and seatsWaiting are the seats of the requests executing and waiting.
+	// seatsInUse and seatsWaiting are the seats of the requests executing (or holding
+	// their final seats after their handler returned) and waiting.
 	seatsInUse, seatsWaiting int
-	// next is where the round robin over the queues resumes.
-	next int
+	// Fair queuing (fairqueue.go): the virtual time R and when it was last advanced;
+	// the queues holding requests and the seats their requests hold or wait for,
+	// which R advances by; where the round robin among equals resumes; and the
+	// requests dealt a queue so far (it rotates the ties in a hand).
+	currentR     seatSeconds
+	lastSync     time.Time
+	activeQueues int
+	queuedSeats  int
+	robin        int
+	enqueues     int
 	// retry is the Retry-After of the level's refusals.
 	retry retryAfter
-	// The totals the dumps report, since the level was made.
+	// The totals the dumps report, since the level was made. As upstream's, a request
+	// that gave up waiting (its wait limit passed or its client left) counts as
+	// rejected and cancelled; timedout stays zero.
 	dispatched, rejected, timedout, cancelled int
 }
 
 type queue struct {
 	waiting   []*request
 	executing execList
+	// seatsInUse are the seats of its requests executing or holding their final seats.
+	seatsInUse int
+	// The sums over its waiting requests: initial seats, seats, and work.
+	waitingInitial, waitingSeats int
+	waitingWork                  seatSeconds
+	// nextDispatchR is the virtual time its next request starts at.
+	nextDispatchR seatSeconds
+	// gone: the level replaced its queues; requests still holding seats of this one
+	// give them back to the level only.
+	gone bool
 }
 
 // request is one request a level admits, from its arrival until it is done or turned
@@ -72,16 +95,34 @@ type request struct {
 	schema        string
 	distinguisher string
 	flow          uint64
-	seats         int
+	// seats are what it holds from its start until its final seats are freed: the
+	// larger of its initial seats (while its handler runs) and its final seats (which
+	// it keeps additionalLatency longer, for a mutation's watch notifications).
+	seats             int
+	initialSeats      int
+	finalSeats        int
+	additionalLatency time.Duration
+	// totalWork is what fair queuing charges it: initial seats times
+	// estimatedServiceTime plus final seats times additionalLatency.
+	totalWork     seatSeconds
+	arrivalR      seatSeconds
 	arrive, start time.Time
 
 	// ready is closed, under the level's lock, once the request waiting holds its seats.
 	ready      chan struct{}
 	dispatched bool
-	q          *queue
+	// q is the queue it waits or executes in (nil on a level without queues).
+	q *queue
 	// list is the executing list it is in; prev and next link it there.
 	list       *execList
 	prev, next *request
+}
+
+// setWork sets the request's seats and work from its estimate.
+func (r *request) setWork(initial, final int, latency time.Duration) {
+	r.initialSeats, r.finalSeats, r.additionalLatency = initial, final, latency
+	r.seats = max(initial, final)
+	r.totalWork = seatsTimes(float64(initial), estimatedServiceTime) + seatsTimes(float64(final), latency)
 }
 
 // execList is the requests executing from one queue (or from a level without
@@ -90,7 +131,6 @@ type request struct {
 type execList struct {
 	head  *request
 	count int
-	seats int
 }
 
 func (e *execList) add(r *request) {
@@ -100,7 +140,6 @@ func (e *execList) add(r *request) {
 	}
 	e.head = r
 	e.count++
-	e.seats += r.seats
 }
 
 func (e *execList) remove(r *request) {
@@ -114,7 +153,6 @@ func (e *execList) remove(r *request) {
 	}
 	r.list, r.prev, r.next = nil, nil, nil
 	e.count--
-	e.seats -= r.seats
 }
 
 // each calls f for every request of the list.
@@ -125,12 +163,12 @@ func (e *execList) each(f func(*request)) {
 }
 
 // Why a request was rejected, as upstream's apiserver_flowcontrol_rejected_requests_total
-// labels it.
+// labels it. A request that gave up waiting is "time-out" whether its wait limit
+// passed or its client left, as upstream's.
 const (
 	rejectQueueFull  = "queue-full"
 	rejectConcurrent = "concurrency-limit"
 	rejectTimeout    = "time-out"
-	rejectCancelled  = "cancelled"
 )
 
 // configure sets the level's limits; queued and executing requests are dealt to the
@@ -140,13 +178,16 @@ const (
 func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt bool, nominal, lower, upper int, reject bool, queues, handSize, queueLengthLimit int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
 	if reject || exempt {
 		queues = 0
 	}
 	if l.pl == nil {
 		l.limit = nominal - (nominal-lower)/2
-		l.demand.reset(l.now())
+		l.demand.reset(now)
+		l.lastSync = now
 	}
+	l.syncTimeLocked(now)
 	l.pl = pl
 	l.exempt, l.reject = exempt, reject
 	l.nominal, l.lower, l.upper = nominal, lower, upper
@@ -155,17 +196,19 @@ func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt b
 	if len(l.queues) != queues {
 		l.redealLocked(queues)
 	}
-	l.dispatchLocked()
+	l.dispatchLocked(now)
 }
 
 // redealLocked replaces the queues by n new ones and deals every request, waiting or
 // executing, to the queue its flow gets among them (executing ones to the level's
-// queueless list when there are no queues).
+// queueless list when there are no queues). Seats still held after a request's
+// handler returned stay the level's, no queue's.
 func (l *level) redealLocked(n int) {
 	var waiting, executing []*request
 	for _, q := range l.queues {
 		waiting = append(waiting, q.waiting...)
 		q.executing.each(func(r *request) { executing = append(executing, r) })
+		q.gone = true
 	}
 	l.queueless.each(func(r *request) { executing = append(executing, r) })
 	l.queues = make([]*queue, n)
@@ -173,10 +216,10 @@ func (l *level) redealLocked(n int) {
 		l.queues[i] = &queue{}
 	}
 	l.queueless = execList{}
-	l.next = 0
+	l.robin, l.activeQueues, l.queuedSeats = 0, 0, 0
 	for _, r := range executing {
 		r.list = nil
-		l.homeLocked(r.flow).add(r)
+		l.startOnLocked(r, l.homeLocked(r.flow))
 	}
 	if n == 0 && len(waiting) > 0 {
 		// The level no longer queues: those that waited are served as seats free
@@ -184,19 +227,31 @@ func (l *level) redealLocked(n int) {
 		l.queues = []*queue{{}}
 	}
 	for _, r := range waiting {
-		q := l.shortestInHand(r.flow)
-		r.q = q
-		q.waiting = append(q.waiting, r)
+		q := l.chooseQueueLocked(r.flow)
+		l.startVirtualLocked(q)
+		l.enqueueLocked(q, r)
+		boundNextDispatchLocked(q)
 	}
 }
 
-// homeLocked is the executing list a request of the flow joins on starting at once:
-// the queue shuffle sharding gives it, as upstream's, or the level's own list.
-func (l *level) homeLocked(flow uint64) *execList {
+// homeLocked is the queue a request of the flow starting at once executes from: the
+// one its hand of queues gives it, as upstream's, or none on a level without queues.
+func (l *level) homeLocked(flow uint64) *queue {
 	if l.reject || l.exempt || len(l.queues) == 0 {
-		return &l.queueless
+		return nil
 	}
-	return &l.shortestInHand(flow).executing
+	return l.chooseQueueLocked(flow)
+}
+
+// startOnLocked makes r execute from q (the level's own list if nil).
+func (l *level) startOnLocked(r *request, q *queue) {
+	if q == nil {
+		r.q = nil
+		l.queueless.add(r)
+		return
+	}
+	l.startVirtualLocked(q)
+	l.executeLocked(q, r)
 }
 
 // seatsFor is what a request estimated at the given seats takes of the level: at
@@ -206,25 +261,36 @@ func (l *level) seatsFor(estimate int) int {
 }
 
 // fitsLocked: a request of the given seats may start now. As upstream's, a request
-// asking for more than the whole limit runs when nothing else does.
+// asking for more than the whole limit runs when nothing else executes.
 func (l *level) fitsLocked(seats int) bool {
-	return l.exempt || l.seatsInUse == 0 || l.seatsInUse+seats <= l.limit
+	switch {
+	case l.exempt:
+		return true
+	case seats > l.limit:
+		return l.executing == 0
+	}
+	return l.seatsInUse+seats <= l.limit
 }
 
-// startLocked makes the request hold its seats, executing from list.
-func (l *level) startLocked(r *request, list *execList) {
-	r.start = time.Now()
-	list.add(r)
+// startLocked makes the request hold its seats, executing from q (nil: the level's
+// own list), and charges q its work in virtual time.
+func (l *level) startLocked(r *request, q *queue, now time.Time) {
+	r.start = now
+	l.startOnLocked(r, q)
+	if q != nil {
+		q.nextDispatchR += r.totalWork
+		boundNextDispatchLocked(q)
+	}
 	l.executing++
 	l.seatsInUse += r.seats
 	l.dispatched++
-	l.noteDemandLocked()
+	l.noteDemandLocked(now)
 }
 
 // noteDemandLocked feeds the integrator the level's seat demand after a change.
-func (l *level) noteDemandLocked() {
+func (l *level) noteDemandLocked(now time.Time) {
 	if x := float64(l.seatsInUse + l.seatsWaiting); x != l.demand.x {
-		l.demand.set(l.now(), x)
+		l.demand.set(now, x)
 	}
 }
 
@@ -233,8 +299,10 @@ func (l *level) noteDemandLocked() {
 func (l *level) setLimit(limit int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
+	l.syncTimeLocked(now)
 	l.limit = limit
-	l.dispatchLocked()
+	l.dispatchLocked(now)
 }
 
 // acquire takes the request's seats, queueing it while they are not free, for at most
@@ -242,101 +310,144 @@ func (l *level) setLimit(limit int) {
 // queue. It returns how long the request waited, and the reason when it was rejected
 // (then no seat is held).
 func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration, queued func()) (time.Duration, string) {
-	if r.seats < 1 {
-		r.seats = 1
-	}
 	l.mu.Lock()
-	r.arrive = time.Now()
-	if l.waiting == 0 && l.fitsLocked(r.seats) {
-		l.startLocked(r, l.homeLocked(r.flow))
-		l.mu.Unlock()
-		return 0, ""
-	}
-	if l.reject {
-		l.rejected++
-		l.mu.Unlock()
-		return 0, rejectConcurrent
-	}
-	q := l.shortestInHand(r.flow)
-	if len(q.waiting) >= l.queueLengthLimit {
-		l.rejected++
-		l.mu.Unlock()
-		return 0, rejectQueueFull
-	}
-	r.ready, r.q = make(chan struct{}), q
-	q.waiting = append(q.waiting, r)
-	l.waiting++
-	l.seatsWaiting += r.seats
-	l.noteDemandLocked()
+	started, reason := l.admitLocked(r)
 	l.mu.Unlock()
+	if started || reason != "" {
+		return 0, reason
+	}
 	queued()
 
 	limit := time.NewTimer(waitLimit)
 	defer limit.Stop()
-	reason := rejectTimeout
 	select {
 	case <-r.ready:
 		return r.start.Sub(r.arrive), ""
 	case <-limit.C:
 	case <-ctx.Done():
-		reason = rejectCancelled
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r.dispatched {
 		return r.start.Sub(r.arrive), "" // the seat came as the wait ended: use it
 	}
-	r.q.remove(r)
+	now := l.now()
+	l.syncTimeLocked(now)
+	q := r.q
+	l.unqueueLocked(q, r)
+	boundNextDispatchLocked(q)
 	l.waiting--
 	l.seatsWaiting -= r.seats
-	l.noteDemandLocked()
+	l.noteDemandLocked(now)
 	l.rejected++
-	if reason == rejectTimeout {
-		l.timedout++
-	} else {
-		l.cancelled++
-	}
-	return time.Since(r.arrive), reason
+	l.cancelled++
+	// The request gone may have been what blocked the others.
+	l.dispatchLocked(now)
+	return now.Sub(r.arrive), rejectTimeout
 }
 
-// release frees the request's seats and gives them to the requests waiting next. It
-// reports whether the level is quiescing and now holds nothing (it can go).
+// admitLocked starts the request if nothing waits and its seats are free, queues it
+// otherwise (started false, no reason), or says why it is turned away.
+func (l *level) admitLocked(r *request) (started bool, reason string) {
+	if r.initialSeats < 1 {
+		r.setWork(1, r.finalSeats, r.additionalLatency)
+	}
+	now := l.now()
+	l.syncTimeLocked(now)
+	r.arrive = now
+	if l.waiting == 0 && l.fitsLocked(r.seats) {
+		l.startLocked(r, l.homeLocked(r.flow), now)
+		return true, ""
+	}
+	if l.reject {
+		l.rejected++
+		return false, rejectConcurrent
+	}
+	q := l.chooseQueueLocked(r.flow)
+	// As upstream's, a full queue turns a request away only while the seats are all
+	// taken (not while a wide request waits for them to be).
+	if l.seatsInUse >= l.limit && len(q.waiting) >= l.queueLengthLimit {
+		l.rejected++
+		return false, rejectQueueFull
+	}
+	r.ready, r.arrivalR = make(chan struct{}), l.currentR
+	l.startVirtualLocked(q)
+	l.enqueueLocked(q, r)
+	boundNextDispatchLocked(q)
+	l.waiting++
+	l.seatsWaiting += r.seats
+	l.noteDemandLocked(now)
+	l.dispatchLocked(now)
+	return r.dispatched, ""
+}
+
+// release ends the request: its queue is charged what it really took instead of the
+// estimate, and its seats go to the requests waiting next, at once or, if it keeps
+// final seats, after its additional latency. It reports whether the level is
+// quiescing and now holds nothing (it can go).
 func (l *level) release(r *request) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r.list.remove(r)
+	now := l.now()
+	l.syncTimeLocked(now)
+	if q := r.q; q != nil {
+		l.finishLocked(q, r)
+		q.nextDispatchR += seatsTimes(float64(r.initialSeats), now.Sub(r.start))
+		q.nextDispatchR -= seatsTimes(float64(r.initialSeats), estimatedServiceTime)
+		boundNextDispatchLocked(q)
+	} else {
+		l.queueless.remove(r)
+	}
 	l.executing--
-	l.seatsInUse -= r.seats
-	l.noteDemandLocked()
-	l.dispatchLocked()
+	if r.finalSeats > 0 && r.additionalLatency > 0 {
+		l.after(r.additionalLatency, func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			now := l.now()
+			l.syncTimeLocked(now)
+			l.freeSeatsLocked(r, now)
+		})
+	} else {
+		l.freeSeatsLocked(r, now)
+	}
 	if l.reject && l.waiting == 0 && len(l.queues) > 0 {
 		l.redealLocked(0) // what waited when the level stopped queueing is done
 	}
 	return l.quiescing && l.idleLocked()
 }
 
-// dispatchLocked starts waiting requests while seats are free, taking the queues in
-// turn so that each flow's queue gets its share whatever the others hold.
-func (l *level) dispatchLocked() {
+// freeSeatsLocked gives back the seats of a request that is done, and starts what
+// they let start.
+func (l *level) freeSeatsLocked(r *request, now time.Time) {
+	if r.q != nil {
+		l.freeQueueSeatsLocked(r.q, r)
+	}
+	l.seatsInUse -= r.seats
+	l.noteDemandLocked(now)
+	l.dispatchLocked(now)
+}
+
+// dispatchLocked starts waiting requests while seats are free, the head of the queue
+// that finishes first in virtual time each (fairqueue.go), until one does not fit.
+func (l *level) dispatchLocked(now time.Time) {
 	for l.waiting > 0 {
-		var q *queue
-		for i := 0; i < len(l.queues); i++ {
-			if c := l.queues[(l.next+i)%len(l.queues)]; len(c.waiting) > 0 {
-				q = c
-				l.next = (l.next + i + 1) % len(l.queues)
-				break
-			}
-		}
+		q, idx := l.nextQueueLocked()
 		r := q.waiting[0]
 		if !l.fitsLocked(r.seats) {
-			l.next = (l.next + len(l.queues) - 1) % len(l.queues) // its turn again next time
 			return
 		}
-		q.waiting[0] = nil
-		q.waiting = q.waiting[1:]
+		l.robin = idx
+		l.unqueueLocked(q, r)
 		l.waiting--
 		l.seatsWaiting -= r.seats
-		l.startLocked(r, &q.executing)
+		if r.finalSeats > l.limit && l.limit > 0 {
+			// More final seats than the level has: as upstream's, hold them all
+			// for proportionally longer.
+			work := seatsTimes(float64(r.finalSeats), r.additionalLatency)
+			r.finalSeats, r.additionalLatency = l.limit, work.perSeat(float64(l.limit))
+			r.seats = max(r.initialSeats, r.finalSeats)
+		}
+		l.startLocked(r, q, now)
 		r.dispatched = true
 		close(r.ready)
 	}
@@ -370,19 +481,6 @@ func (l *level) setQuiescing(q bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.quiescing = q
-}
-
-// shortestInHand deals the flow its hand of queues (shuffle sharding: the flow's hash
-// picks handSize distinct queues) and returns the one with the fewest waiting, so that
-// a heavy flow fills only its own hand and other flows find a short queue in theirs.
-func (l *level) shortestInHand(flow uint64) *queue {
-	var best *queue
-	dealHand(flow, len(l.queues), l.handSize, func(i int) {
-		if q := l.queues[i]; best == nil || len(q.waiting) < len(best.waiting) {
-			best = q
-		}
-	})
-	return best
 }
 
 // dealHand calls card with hand distinct indices of a deck of deck cards, chosen by

@@ -40,6 +40,30 @@ func ListSeats(count, averageBytes int64, counted bool, query url.Values) int {
 	if !ok {
 		return maxListSeats
 	}
+	return listSeats(count, averageBytes, counted, opts, listServedFromCache(opts), namesOne(opts.FieldSelector))
+}
+
+// WatchSeats estimates the seats a watch holds while it sends its initial events,
+// before its level's cap. As upstream's (whose WatchList feature, on since 1.34, sends
+// watches to the list estimate): a watch that starts with the current state
+// (sendInitialEvents, or no or a zero resourceVersion) costs what a list served by
+// the watch cache would; one from a given version, one seat. named: the watch is of
+// one object.
+func WatchSeats(count, averageBytes int64, counted, named bool, query url.Values) int {
+	opts, ok := parseListOptions(query)
+	if !ok {
+		return maxListSeats
+	}
+	initial, _ := strconv.ParseBool(query.Get("sendInitialEvents"))
+	if !initial && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return 1
+	}
+	return listSeats(count, averageBytes, counted, opts, true, named || namesOne(opts.FieldSelector))
+}
+
+// listSeats is the estimate of a list or watch of the given options, served from the
+// watch cache or from storage, naming one object or not.
+func listSeats(count, averageBytes int64, counted bool, opts metav1.ListOptions, fromCache, named bool) int {
 	if !counted {
 		return 1
 	}
@@ -50,10 +74,9 @@ func ListSeats(count, averageBytes int64, counted bool, query url.Values) int {
 	if opts.Limit > 0 && opts.Limit < limited {
 		limited = opts.Limit
 	}
-	fromCache := listServedFromCache(opts)
 	var objects int64
 	switch {
-	case namesOne(opts.FieldSelector):
+	case named:
 		objects = 1
 	case fromCache:
 		objects = limited

@@ -1,6 +1,8 @@
 package flowcontrol
 
 import (
+	"math"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -18,6 +20,15 @@ type metrics struct {
 	lowerLimit     *prometheus.GaugeVec
 	upperLimit     *prometheus.GaugeVec
 	currentLimit   *prometheus.GaugeVec
+	// The borrowing adjustment's inputs and result, by level: its demand's high
+	// watermark, time-weighted average and deviation over the last period, their
+	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
+	demandHighWatermark *prometheus.GaugeVec
+	demandAverage       *prometheus.GaugeVec
+	demandStdDev        *prometheus.GaugeVec
+	demandSmoothed      *prometheus.GaugeVec
+	targetSeats         *prometheus.GaugeVec
+	fairFrac            prometheus.Gauge
 }
 
 // schemaMetrics are one schema's series, resolved once per configuration rather than
@@ -57,6 +68,30 @@ func newMetrics() *metrics {
 			Help: "Configured upper bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
 		currentLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_limit_seats",
 			Help: "current derived number of execution seats available to each priority level"}, []string{"priority_level"}),
+		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
+			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
+		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
+			Help: "Time-weighted average, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
+		demandStdDev: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_stdev",
+			Help: "Time-weighted standard deviation, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
+		demandSmoothed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_smoothed",
+			Help: "Smoothed seat demands"}, []string{"priority_level"}),
+		targetSeats: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_target_seats",
+			Help: "Seat allocation targets"}, []string{"priority_level"}),
+		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_seat_fair_frac",
+			Help: "Fair fraction of server's concurrency to allocate to each priority level that can use it"}),
+	}
+}
+
+// noteDemand shows what a borrowing adjustment took of a level's demand, and the
+// target it shared seats by (NaN: none, an exempt level, whose series is left out).
+func (m *metrics) noteDemand(level string, s demandStats, target float64) {
+	m.demandHighWatermark.WithLabelValues(level).Set(float64(s.highWatermark))
+	m.demandAverage.WithLabelValues(level).Set(s.avg)
+	m.demandStdDev.WithLabelValues(level).Set(s.stdDev)
+	m.demandSmoothed.WithLabelValues(level).Set(s.smoothed)
+	if !math.IsNaN(target) {
+		m.targetSeats.WithLabelValues(level).Set(target)
 	}
 }
 
@@ -70,7 +105,8 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 
 // forget drops a level's series once the level is gone.
 func (m *metrics) forget(level string) {
-	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit} {
+	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
+		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
 		g.DeleteLabelValues(level)
 	}
 }
@@ -93,5 +129,6 @@ func (m *metrics) forSchema(schema, level string) schemaMetrics {
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
 	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
-		m.lowerLimit, m.upperLimit, m.currentLimit}
+		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
+		m.targetSeats, m.fairFrac}
 }

@@ -1,0 +1,175 @@
+package flowcontrol
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// flowOnQueue is a flow of the schema that a level of the given queues and hand size
+// 1 deals the queue given.
+func flowOnQueue(t *testing.T, schema string, queues, want int) uint64 {
+	t.Helper()
+	for i := range 1000 {
+		flow := flowHash(schema, fmt.Sprint("flow-", i))
+		got := -1
+		dealHand(flow, queues, 1, func(q int) { got = q })
+		if got == want {
+			return flow
+		}
+	}
+	t.Fatalf("no flow on queue %d", want)
+	return 0
+}
+
+// simulation drives one level by hand, on a fake clock: requests are admitted without
+// blocking and each runs for a fixed time from its start.
+type simulation struct {
+	t         *testing.T
+	clock     *fakeClock
+	l         *level
+	pending   []*request // admitted, not yet dispatched
+	executing []*request
+	ends      map[*request]time.Time
+	order     []*request // in dispatch order
+	runFor    time.Duration
+}
+
+func newSimulation(t *testing.T, seats int, queues, handSize int32) *simulation {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	// The level has 1 share of 6 (the mandatory catch-all has 5): a sixth of the seats.
+	c := New(Options{ServerSeats: 6 * seats, Clock: clock.now})
+	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, queues, handSize, 1000)})
+	c.Replace(flowSchemas, []runtime.Object{schemaFor("s", "one", flowcontrolv1.FlowDistinguisherMethodByUserType, "system:authenticated")})
+	l := c.states["one"]
+	if _, _, limit := l.counts(); limit != seats {
+		t.Fatalf("the level has %d seats, want %d", limit, seats)
+	}
+	return &simulation{t: t, clock: clock, l: l, ends: map[*request]time.Time{}, runFor: 10 * time.Millisecond}
+}
+
+// admit brings a request of the flow and seats.
+func (s *simulation) admit(name string, flow uint64, seats int) *request {
+	r := &request{flow: flow, schema: name}
+	r.setWork(seats, 0, 0)
+	s.l.mu.Lock()
+	started, reason := s.l.admitLocked(r)
+	s.l.mu.Unlock()
+	if reason != "" {
+		s.t.Fatalf("%s rejected: %s", name, reason)
+	}
+	s.pending = append(s.pending, r)
+	if started {
+		s.collect()
+	}
+	return r
+}
+
+// collect notes the requests dispatched since the last look, in start order.
+func (s *simulation) collect() {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	for _, r := range slices.Clone(s.pending) {
+		if r.list != nil { // executing
+			s.pending = slices.DeleteFunc(s.pending, func(x *request) bool { return x == r })
+			s.executing = append(s.executing, r)
+			s.ends[r] = r.start.Add(s.runFor)
+			s.order = append(s.order, r)
+		}
+	}
+}
+
+// step ends the request that finishes first, at its end time.
+func (s *simulation) step() {
+	if len(s.executing) == 0 {
+		s.t.Fatal("nothing executes")
+	}
+	first := 0
+	for i, r := range s.executing {
+		if s.ends[r].Before(s.ends[s.executing[first]]) {
+			first = i
+		}
+	}
+	r := s.executing[first]
+	s.executing = slices.Delete(s.executing, first, first+1)
+	if d := s.ends[r].Sub(s.clock.now()); d > 0 {
+		s.clock.step(d)
+	}
+	s.l.release(r)
+	s.collect()
+}
+
+// Fair queuing shares a level's seat-seconds among its busy queues: with two flows
+// kept backlogged, one sending 1-seat requests and one sending 4-seat requests that
+// run as long, the narrow flow gets four dispatches for each of the wide one's (and
+// each queue about half of the seat-seconds). Served in turn, the two would get as
+// many dispatches each.
+func TestWideRequestsGetFewerDispatches(t *testing.T) {
+	s := newSimulation(t, 4, 2, 1)
+	narrow, wide := flowOnQueue(t, "s", 2, 0), flowOnQueue(t, "s", 2, 1)
+	for range 100 {
+		s.admit("narrow", narrow, 1)
+		s.admit("wide", wide, 4)
+	}
+	for len(s.order) < 100 {
+		s.step()
+	}
+	count := map[string]int{}
+	seatSecs := map[string]int{}
+	for _, r := range s.order[:100] {
+		count[r.schema]++
+		seatSecs[r.schema] += r.seats
+	}
+	if count["narrow"] < 3*count["wide"] || count["narrow"] > 5*count["wide"] {
+		t.Errorf("of 100 dispatches, %d narrow and %d wide, want about 4 narrow to 1 wide", count["narrow"], count["wide"])
+	}
+	if d := seatSecs["narrow"] - seatSecs["wide"]; d < -8 || d > 8 {
+		t.Errorf("seats × time: narrow %d, wide %d, want about equal", seatSecs["narrow"], seatSecs["wide"])
+	}
+
+	// The dump shows each queue's virtual time: both queues busy, about even.
+	rows := rowsOf(dump(t, &Controller{states: map[string]*level{"one": s.l}}, "dump_queues", queueHeader...), "one")
+	var rs []time.Duration
+	for _, row := range rows {
+		var sec, frac int64
+		if _, err := fmt.Sscanf(row[5], "%d.%dss", &sec, &frac); err != nil {
+			t.Fatalf("NextDispatchR %q: %v", row[5], err)
+		}
+		rs = append(rs, time.Duration(sec)*time.Second+time.Duration(frac*10))
+	}
+	if len(rs) != 2 || rs[0] == 0 || rs[1] == 0 || max(rs[0], rs[1])-min(rs[0], rs[1]) > 100*time.Millisecond {
+		t.Errorf("the queues' NextDispatchR %v, want both busy and within a wide request's work of each other", rows)
+	}
+}
+
+// A request that does not fit the free seats holds up those behind it in virtual
+// time, as upstream's: the narrow flow's next request does not slip past a wide one
+// whose turn it is, though a seat is free.
+func TestWideRequestIsNotPassed(t *testing.T) {
+	s := newSimulation(t, 4, 2, 1)
+	narrow, wide := flowOnQueue(t, "s", 2, 0), flowOnQueue(t, "s", 2, 1)
+	for range 4 {
+		s.admit("narrow", narrow, 1) // all start at once
+	}
+	w := s.admit("wide", wide, 4)
+	s.admit("narrow", narrow, 1)
+	if len(s.order) != 4 {
+		t.Fatalf("%d dispatched, want the first 4 narrow ones", len(s.order))
+	}
+	// The narrow queue was charged 4 requests' work, the wide one nothing yet: the
+	// wide request finishes first in virtual time, and waits for its 4 seats.
+	s.step()
+	if len(s.order) != 4 {
+		t.Errorf("with one seat free, %s was dispatched; want nothing before the wide one", s.order[4].schema)
+	}
+	for range 3 {
+		s.step()
+	}
+	if len(s.order) != 5 || s.order[4] != w {
+		t.Errorf("with the seats free, dispatched %d; want the wide one 5th", len(s.order))
+	}
+}

@@ -1,0 +1,199 @@
+package flowcontrol
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Upstream's numbers: a seat per 10 watchers (none under 10) for 5 ms, at most 10
+// seats or the level's maximum, the same seat-seconds over fewer seats held longer.
+func TestMutationWork(t *testing.T) {
+	for _, tc := range []struct {
+		watchers, maxSeats int
+		seats              int
+		latency            time.Duration
+	}{
+		{0, 10, 0, 0},
+		{9, 10, 0, 0},
+		{10, 10, 1, 5 * time.Millisecond},
+		{25, 10, 3, 5 * time.Millisecond},
+		{1000, 100, 10, 50 * time.Millisecond},
+		{100, 4, 4, 12500 * time.Microsecond},
+		{30, 1, 1, 15 * time.Millisecond},
+	} {
+		seats, latency := mutationWork(tc.watchers, tc.maxSeats)
+		if seats != tc.seats || latency != tc.latency {
+			t.Errorf("%d watchers, at most %d seats: %d seats for %v, want %d for %v", tc.watchers, tc.maxSeats, seats, latency, tc.seats, tc.latency)
+		}
+	}
+}
+
+// A change notifies the watches of its resource in every namespace, in its namespace
+// and of its object, as upstream's tracker counts them; a watch of pods on one node is
+// not counted.
+func TestWatchCounts(t *testing.T) {
+	var c watchCounts
+	watch := func(ns, name string) func() {
+		return c.register(&Request{ResourceRequest: true, Verb: "watch", Resource: "configmaps", Namespace: ns, Name: name})
+	}
+	forgets := []func(){watch("", ""), watch("", ""), watch("a", ""), watch("a", "x"), watch("b", ""), watch("b", "x")}
+	c.register(&Request{ResourceRequest: true, Verb: "watch", Resource: "pods", IndexedWatch: true})
+	count := func(resource, ns, name string) int {
+		return c.interested(&Request{ResourceRequest: true, Verb: "update", Resource: resource, Namespace: ns, Name: name})
+	}
+	for _, tc := range []struct {
+		ns, name string
+		want     int
+	}{{"a", "x", 4}, {"a", "", 3}, {"a", "y", 3}, {"b", "x", 4}, {"c", "x", 2}, {"", "", 2}} {
+		if got := count("configmaps", tc.ns, tc.name); got != tc.want {
+			t.Errorf("a change of configmaps %s/%s notifies %d, want %d", tc.ns, tc.name, got, tc.want)
+		}
+	}
+	if got := count("pods", "a", "p"); got != 0 {
+		t.Errorf("pods watched on one node: counted %d", got)
+	}
+	if got := count("secrets", "a", "p"); got != 0 {
+		t.Errorf("secrets, unwatched: %d", got)
+	}
+	for _, f := range forgets {
+		f()
+	}
+	if got := count("configmaps", "a", "x"); got != 0 {
+		t.Errorf("with the watches ended: %d", got)
+	}
+}
+
+// A mutation of a watched resource keeps its final seats for its additional latency
+// after its handler returns: on a level of one seat, with 3 watches open through the
+// filter and 37 more counted, a create is estimated at 4 final seats for 5 ms, capped at
+// the level's 1 seat held 20 ms (the dump shows it), and a get that comes after the
+// create's handler returned waits until that time has passed. An exempt create keeps
+// nothing.
+func TestMutationHoldsFinalSeats(t *testing.T) {
+	var timersMu sync.Mutex
+	var timers []time.Duration
+	var fire []func()
+	afterFunc := func(d time.Duration, f func()) {
+		timersMu.Lock()
+		defer timersMu.Unlock()
+		timers, fire = append(timers, d), append(fire, f)
+	}
+	c := New(Options{ServerSeats: 6, AfterFunc: afterFunc}) // the level's share: 1 of 6 (catch-all has 5)
+	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 1, 1, 10)})
+	c.Replace(flowSchemas, []runtime.Object{schemaFor("s", "one", flowcontrolv1.FlowDistinguisherMethodByUserType, "system:authenticated")})
+	l := c.states["one"]
+	if _, _, limit := l.counts(); limit != 1 {
+		t.Fatalf("the level has %d seats, want 1", limit)
+	}
+	endWatches, createRuns, adminCreateRuns := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	getStarted := false
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("Verb") {
+		case "watch":
+			WatchInitialized(r.Context())
+			<-endWatches
+		case "create":
+			if r.Header.Get("Admin") != "" {
+				<-adminCreateRuns
+			} else {
+				<-createRuns
+			}
+		case "get":
+			mu.Lock()
+			getStarted = true
+			mu.Unlock()
+		}
+	})
+	describe := func(r *http.Request, req *Request) bool {
+		user, groups := "alice", []string{"system:authenticated"}
+		if r.Header.Get("Admin") != "" {
+			user, groups = "admin", []string{"system:masters"}
+		}
+		*req = *resourceRequest(user, groups, r.Header.Get("Verb"), "", "configmaps", "", "default")
+		req.LongRunning = req.Verb == "watch"
+		return true
+	}
+	srv := httptest.NewServer(c.Handler(inner, describe, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	defer close(endWatches) // first: the server's Close waits for the watches
+	send := func(verb string, admin bool) chan int {
+		code := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("GET", srv.URL, nil)
+			req.Header.Set("Verb", verb)
+			if admin {
+				req.Header.Set("Admin", "1")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				code <- 0
+				return
+			}
+			resp.Body.Close()
+			code <- resp.StatusCode
+		}()
+		return code
+	}
+	for range 3 {
+		send("watch", false)
+	}
+	configmap := &Request{ResourceRequest: true, Verb: "create", Resource: "configmaps", Namespace: "default"}
+	waitFor(t, "3 watches counted", func() bool { return c.watches.interested(configmap) == 3 })
+	for range 37 {
+		defer c.watches.register(&Request{Resource: "configmaps"})()
+	}
+
+	created := send("create", false)
+	waitFor(t, "the create running", func() bool { executing, _, _ := l.counts(); return executing == 1 })
+	rows := rowsOf(dump(t, c, "dump_requests", requestHeader...), "one")
+	if len(rows) != 1 || !slices.Equal(rows[0][6:9], []string{"1", "1", "20ms"}) {
+		t.Errorf("the create's row %q, want initial seats 1, final seats 1, additional latency 20ms", rows)
+	}
+	close(createRuns)
+	if code := <-created; code != http.StatusOK {
+		t.Fatalf("create: %d", code)
+	}
+	timersMu.Lock()
+	if !slices.Equal(timers, []time.Duration{20 * time.Millisecond}) {
+		t.Errorf("the seats freed after %v, want 20ms", timers)
+	}
+	timersMu.Unlock()
+	if executing, _, _ := l.counts(); executing != 0 || l.seatsHeld() != 1 {
+		t.Errorf("the create's handler returned: %d executing, %d seats held, want 0 and 1", executing, l.seatsHeld())
+	}
+	get := send("get", false)
+	waitFor(t, "the get waiting", func() bool { _, waiting, _ := l.counts(); return waiting == 1 })
+	mu.Lock()
+	if getStarted {
+		t.Error("the get ran while the create held its final seat")
+	}
+	mu.Unlock()
+	for _, f := range fire { // the 20 ms pass
+		f()
+	}
+	if code := <-get; code != http.StatusOK {
+		t.Fatalf("get: %d", code)
+	}
+
+	exempt := send("create", true)
+	waitFor(t, "the exempt create running", func() bool {
+		return len(rowsOf(dump(t, c, "dump_requests", requestHeader...), "exempt")) == 1
+	})
+	if row := rowsOf(dump(t, c, "dump_requests", requestHeader...), "exempt")[0]; !slices.Equal(row[6:9], []string{"1", "0", "0s"}) {
+		t.Errorf("the exempt create's row %q, want no final seats", row)
+	}
+	close(adminCreateRuns)
+	if code := <-exempt; code != http.StatusOK {
+		t.Fatalf("exempt create: %d", code)
+	}
+}
