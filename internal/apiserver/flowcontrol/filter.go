@@ -24,6 +24,13 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			next.ServeHTTP(w, r)
 			return
 		}
+		watch := req.ResourceRequest && req.Verb == "watch"
+		if req.LongRunning && !watch {
+			// exec, attach, port-forward, proxies, logs: as upstream's, neither
+			// classified (no headers) nor limited.
+			next.ServeHTTP(w, r)
+			return
+		}
 		s, flow := c.classify(&req)
 		if s == nil {
 			next.ServeHTTP(w, r) // no configuration yet (the server starting)
@@ -33,11 +40,6 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		h := w.Header()
 		h[flowSchemaKey] = s.uidHeader
 		h[priorityLevelKey] = s.levelUIDHeader
-		watch := req.ResourceRequest && req.Verb == "watch"
-		if req.LongRunning && !watch {
-			next.ServeHTTP(w, r) // exec, attach, port-forward, proxies, logs: no seat
-			return
-		}
 		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow}
 		final, latency := c.finalWork(s, &req)
 		rq.setWork(s.level.seatsFor(req.Seats), final, latency)

@@ -21,7 +21,8 @@
 // for the watch events it sends, by the number of watches open on what it changes
 // (mutatingwork.go, watchcount.go); other requests take one. A watch holds its seats
 // only while it sends its initial events (watchinit.go); the other long-running
-// requests (exec, attach, port-forward, logs, proxies) are classified but take no seat.
+// requests (exec, attach, port-forward, logs, proxies) are neither classified nor
+// limited, as upstream's.
 //
 // Unlike upstream's, the exempt level skips the mutating estimate, to stay cheap.
 package flowcontrol
@@ -281,7 +282,7 @@ func (c *Controller) rebuildLocked() {
 			continue // dangling: matches nothing, as upstream
 		}
 		var method flowcontrolv1.FlowDistinguisherMethodType
-		if fs.Spec.DistinguisherMethod != nil {
+		if fs.Spec.DistinguisherMethod != nil && queuesFlows(pl) {
 			method = fs.Spec.DistinguisherMethod.Type
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
@@ -326,6 +327,15 @@ func nominalShares(pl *flowcontrolv1.PriorityLevelConfiguration) int32 {
 		return *pl.Spec.Exempt.NominalConcurrencyShares
 	}
 	return 0
+}
+
+// queuesFlows: the level spreads flows over several queues, the only case where a
+// schema's distinguisher method matters. Elsewhere upstream leaves the flow
+// distinguisher empty, and its dumps show it so.
+func queuesFlows(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
+	l := pl.Spec.Limited
+	return l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue &&
+		l.LimitResponse.Queuing != nil && l.LimitResponse.Queuing.Queues > 1
 }
 
 // classify returns the schema a request matches (nil before the configuration is

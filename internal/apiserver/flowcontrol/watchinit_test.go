@@ -138,3 +138,29 @@ func TestWatchSeatFreedWhenHandlerReturns(t *testing.T) {
 		t.Errorf("%d executing, %d waiting, want none", executing, waiting)
 	}
 }
+
+// Upstream's filter passes long-running requests other than watches on before it
+// classifies them: their responses carry no priority-and-fairness headers. A watch's
+// and a get's do.
+func TestOnlyWatchesOfLongRunningRequestsAreClassified(t *testing.T) {
+	c := upstreamDefaults(t, Options{})
+	h := c.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request, req *Request) bool {
+		*req = *resourceRequest("alice", []string{"system:authenticated"}, r.Header.Get("Verb"), "", "pods", r.Header.Get("Sub"), "default")
+		req.LongRunning = req.Verb == "watch" || req.Subresource != ""
+		return true
+	}, func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusTooManyRequests) })
+	for _, tc := range []struct {
+		verb, sub  string
+		classified bool
+	}{{"get", "", true}, {"watch", "", true}, {"create", "exec", false}, {"get", "log", false}, {"get", "proxy", false}} {
+		r := httptest.NewRequest("GET", "/api/v1/namespaces/default/pods", nil)
+		r.Header.Set("Verb", tc.verb)
+		r.Header.Set("Sub", tc.sub)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		fs, pl := rec.Header().Get(HeaderFlowSchemaUID), rec.Header().Get(HeaderPriorityLevelUID)
+		if (fs != "") != tc.classified || (pl != "") != tc.classified {
+			t.Errorf("%s %s: headers %v, want classified %v", tc.verb, tc.sub, rec.Header(), tc.classified)
+		}
+	}
+}
