@@ -127,22 +127,10 @@ func TestMutationHoldsFinalSeats(t *testing.T) {
 	defer srv.Close()
 	defer close(endWatches) // first: the server's Close waits for the watches
 	send := func(verb string, admin bool) chan int {
-		code := make(chan int, 1)
-		go func() {
-			req, _ := http.NewRequest("GET", srv.URL, nil)
-			req.Header.Set("Verb", verb)
-			if admin {
-				req.Header.Set("Admin", "1")
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				code <- 0
-				return
-			}
-			resp.Body.Close()
-			code <- resp.StatusCode
-		}()
-		return code
+		if admin {
+			return sendAsync(srv.URL, "Verb", verb, "Admin", "1")
+		}
+		return sendAsync(srv.URL, "Verb", verb)
 	}
 	for range 3 {
 		send("watch", false)

@@ -65,21 +65,7 @@ func TestWatchHoldsASeatUntilInitialized(t *testing.T) {
 		})
 	}
 	defer closeAll()
-	send := func(verb string) chan int {
-		code := make(chan int, 1)
-		go func() {
-			req, _ := http.NewRequest("GET", srv.URL, nil)
-			req.Header.Set("Verb", verb)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				code <- 0
-				return
-			}
-			resp.Body.Close()
-			code <- resp.StatusCode
-		}()
-		return code
-	}
+	send := func(verb string) chan int { return sendAsync(srv.URL, "Verb", verb) }
 	startedBy := func(verb string) int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -163,4 +149,24 @@ func TestOnlyWatchesOfLongRunningRequestsAreClassified(t *testing.T) {
 			t.Errorf("%s %s: headers %v, want classified %v", tc.verb, tc.sub, rec.Header(), tc.classified)
 		}
 	}
+}
+
+// sendAsync GETs url with the given header names and values, and sends its status code
+// (0 when the request failed) on the channel it returns once the response has come.
+func sendAsync(url string, headers ...string) chan int {
+	code := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", url, nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			code <- 0
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	return code
 }
