@@ -2,8 +2,11 @@ package apiserver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"mizzen/internal/apiserver/compression"
 	"mizzen/internal/storage"
 )
 
@@ -97,5 +101,63 @@ func TestJSONListIsTheSerializers(t *testing.T) {
 				t.Fatalf("the cached encoding of %s, a watch event's object, lost its kind: %s", e.Key, cached)
 			}
 		}
+	}
+}
+
+// TestGzippedListsAreWrittenFromKeptChunks: a list past the compression threshold,
+// to a client that accepts gzip, is written from runs of items compressed once and
+// kept on the resource, and decodes to the plain list, also after an item changed.
+func TestGzippedListsAreWrittenFromKeptChunks(t *testing.T) {
+	s := fuzzServer(t)
+	s.log = slog.New(slog.DiscardHandler)
+	h := &resourceHandler{Resource: fuzzPodResource}
+	var entries []*storage.Entry
+	pod := func(i, rv int) *corev1.Pod {
+		return &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%04d", i), Namespace: "default", ResourceVersion: fmt.Sprint(rv)},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: fmt.Sprintf("registry.example/app:%d", rv)}}},
+		}
+	}
+	for i := range 2000 {
+		entries = append(entries, cachedEntry(t, s, pod(i, 100+i)))
+	}
+	for _, f := range []struct {
+		name  string
+		slot  int
+		write func(http.ResponseWriter, *resourceHandler, []*storage.Entry, int64)
+	}{{"JSON", storage.JSONSlot, s.writeJSONList}, {"protobuf", storage.ProtobufSlot, s.writeProtobufList}} {
+		t.Run(f.name, func(t *testing.T) {
+			for round := range 3 {
+				if round == 2 {
+					entries[1000] = cachedEntry(t, s, pod(1000, 5000))
+				}
+				plain := httptest.NewRecorder()
+				f.write(plain, h, entries, 12345)
+				rec := httptest.NewRecorder()
+				cw := compression.NewWriter(rec)
+				f.write(cw, h, entries, 12345)
+				if err := cw.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if rec.Header().Get("Content-Encoding") != "gzip" || rec.Header().Get("Content-Length") != "" {
+					t.Fatalf("headers %v", rec.Header())
+				}
+				zr, err := gzip.NewReader(rec.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(zr)
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if !bytes.Equal(got, plain.Body.Bytes()) {
+					t.Fatalf("round %d: the gzipped list (%d bytes) is not the plain one (%d)", round, len(got), plain.Body.Len())
+				}
+				if _, chunks := h.listChunks(f.slot).Size(); chunks == 0 {
+					t.Fatalf("round %d: no compressed items kept", round)
+				}
+			}
+		})
 	}
 }

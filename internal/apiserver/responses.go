@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"mizzen/internal/apiserver/compression"
 	"mizzen/internal/storage"
 )
 
@@ -192,24 +193,90 @@ func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entrie
 	// resource's items keep theirs, as upstream's: encoded from a map, they begin with
 	// "apiVersion" and never match.
 	itemType := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,`, h.Kind, h.GroupVersion.String())
+	list := jsonItems{entries: entries, items: items, itemType: itemType}
+	const tail = "]}\n"
+	w.Header().Set("Content-Type", mediaJSON)
+	if gz := gzipStream(w, len(head)+list.size()+len(tail)); gz != nil {
+		_, _ = gz.Write(head)
+		_ = h.listChunks(storage.JSONSlot).Write(gz, list)
+		_, _ = gz.Write([]byte(tail))
+		return
+	}
 	// Written through a small buffer rather than joined: a list of many objects would
 	// otherwise be one more copy of all of them, garbage once sent.
-	w.Header().Set("Content-Type", mediaJSON)
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head)
-	for i, item := range items {
-		if i > 0 {
-			_ = bw.WriteByte(',')
-		}
-		if rest, ok := bytes.CutPrefix(item, itemType); ok {
-			_ = bw.WriteByte('{')
-			item = rest
-		}
+	var item []byte
+	for i := range items {
+		item = list.Append(item[:0], i)
 		_, _ = bw.Write(item)
 	}
-	_, _ = bw.WriteString("]}\n")
+	_, _ = bw.WriteString(tail)
 	_ = bw.Flush()
+}
+
+// jsonItems are a JSON list's items as they appear in the list: after a comma but
+// the first, and without the kind the cached encoding names (see writeJSONList).
+type jsonItems struct {
+	entries  []*storage.Entry
+	items    [][]byte
+	itemType []byte
+}
+
+func (l jsonItems) Len() int                 { return len(l.items) }
+func (l jsonItems) ID(i int) (string, int64) { return l.entries[i].Key, l.entries[i].RV }
+
+func (l jsonItems) Append(dst []byte, i int) []byte {
+	if i > 0 {
+		dst = append(dst, ',')
+	}
+	if rest, ok := bytes.CutPrefix(l.items[i], l.itemType); ok {
+		return append(append(dst, '{'), rest...)
+	}
+	return append(dst, l.items[i]...)
+}
+
+// size is the items' bytes in the list.
+func (l jsonItems) size() int {
+	n := 0
+	for i, item := range l.items {
+		if i > 0 {
+			n++
+		}
+		n += len(item)
+		if bytes.HasPrefix(item, l.itemType) {
+			n -= len(l.itemType) - 1
+		}
+	}
+	return n
+}
+
+// protobufItems are a protobuf list's items: each the list's field 2 around the
+// object's own message.
+type protobufItems struct {
+	entries []*storage.Entry
+	items   [][]byte
+}
+
+func (l protobufItems) Len() int                 { return len(l.items) }
+func (l protobufItems) ID(i int) (string, int64) { return l.entries[i].Key, l.entries[i].RV }
+
+func (l protobufItems) Append(dst []byte, i int) []byte {
+	dst = protowire.AppendVarint(protowire.AppendTag(dst, 2, protowire.BytesType), uint64(len(l.items[i])))
+	return append(dst, l.items[i]...)
+}
+
+// gzipStream returns the gzip stream a list of size bytes is to be written to: a
+// list past the compression threshold, to a client that accepts gzip, is written in
+// runs of items compressed once (see compression.Chunks) rather than compressed
+// afresh. Nil: the list is written to w as it is.
+func gzipStream(w http.ResponseWriter, size int) *compression.Stream {
+	cw, ok := w.(*compression.Writer)
+	if !ok || size <= compression.Threshold {
+		return nil
+	}
+	return cw.Gzip()
 }
 
 // encodeProtobuf is an object's protobuf encoding as a response or watch event
@@ -263,15 +330,22 @@ func (s *Server) writeProtobufList(w http.ResponseWriter, h *resourceHandler, en
 	head = protowire.AppendBytes(protowire.AppendTag(head, 1, protowire.BytesType), lm)
 	// contentEncoding and contentType, empty, as runtime.Unknown always writes them.
 	tail := []byte{3<<3 | byte(protowire.BytesType), 0, 4<<3 | byte(protowire.BytesType), 0}
+	size := len(head) + body - 1 - protowire.SizeBytes(len(lm)) + len(tail)
+	list := protobufItems{entries: entries, items: items}
 	w.Header().Set("Content-Type", mediaProtobuf)
-	w.Header().Set("Content-Length", strconv.Itoa(len(head)+body-1-protowire.SizeBytes(len(lm))+len(tail)))
+	if gz := gzipStream(w, size); gz != nil {
+		_, _ = gz.Write(head)
+		_ = h.listChunks(storage.ProtobufSlot).Write(gz, list)
+		_, _ = gz.Write(tail)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head)
-	var tag []byte
-	for _, item := range items {
-		tag = protowire.AppendVarint(protowire.AppendTag(tag[:0], 2, protowire.BytesType), uint64(len(item)))
-		_, _ = bw.Write(tag)
+	var item []byte
+	for i := range items {
+		item = list.Append(item[:0], i)
 		_, _ = bw.Write(item)
 	}
 	_, _ = bw.Write(tail)

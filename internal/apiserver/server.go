@@ -172,6 +172,18 @@ type resourceHandler struct {
 	// selectableFields are the field-selector fields the served version supports,
 	// computed once.
 	selectableFields fields.Set
+	// chunks keep the resource's gzipped lists' items compressed, per format
+	// (storage.JSONSlot, storage.ProtobufSlot); made by the first such list.
+	chunks [2]atomic.Pointer[compression.Chunks]
+}
+
+// listChunks returns the compressed items of the resource's lists in one format.
+func (h *resourceHandler) listChunks(slot int) *compression.Chunks {
+	if c := h.chunks[slot].Load(); c != nil {
+		return c
+	}
+	h.chunks[slot].CompareAndSwap(nil, compression.NewChunks())
+	return h.chunks[slot].Load()
 }
 
 // groupInfo lists a group's versions in preference order.

@@ -45,27 +45,54 @@ func TestResponseCompression(t *testing.T) {
 		}
 		return out
 	}
-	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
-		t.Run("list as "+accept, func(t *testing.T) {
-			code, plain, h := rawRequest(t, cfg, "GET", list, "", nil, "Accept", accept, "Accept-Encoding", "identity")
-			if code != 200 || h.Get("Content-Encoding") != "" || h.Get("Vary") != "" || len(plain) <= 128<<10 {
-				t.Fatalf("without gzip: %d, headers %v, %d bytes", code, h, len(plain))
-			}
-			code, zipped, h := rawRequest(t, cfg, "GET", list, "", nil, "Accept", accept, "Accept-Encoding", "deflate, gzip")
-			if code != 200 || h.Get("Content-Encoding") != "gzip" || h.Get("Vary") != "Accept-Encoding" || h.Get("Content-Type") != accept {
-				t.Fatalf("with gzip: %d, headers %v", code, h)
-			}
-			if len(zipped) >= len(plain)/4 {
-				t.Errorf("compressed %d bytes to %d", len(plain), len(zipped))
-			}
-			if got := gunzip(t, zipped); !bytes.Equal(got, plain) {
-				t.Errorf("the compressed list (%d bytes) is not the plain one (%d bytes)", len(got), len(plain))
-			}
-		})
+	// sameList checks that path's list, gzipped, is the plain list, for both formats.
+	sameList := func(t *testing.T, path string) {
+		t.Helper()
+		for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
+			t.Run("list as "+accept, func(t *testing.T) {
+				code, plain, h := rawRequest(t, cfg, "GET", path, "", nil, "Accept", accept, "Accept-Encoding", "identity")
+				if code != 200 || h.Get("Content-Encoding") != "" || h.Get("Vary") != "" || len(plain) <= 128<<10 {
+					t.Fatalf("without gzip: %d, headers %v, %d bytes", code, h, len(plain))
+				}
+				code, zipped, h := rawRequest(t, cfg, "GET", path, "", nil, "Accept", accept, "Accept-Encoding", "deflate, gzip")
+				if code != 200 || h.Get("Content-Encoding") != "gzip" || h.Get("Vary") != "Accept-Encoding" || h.Get("Content-Type") != accept {
+					t.Fatalf("with gzip: %d, headers %v", code, h)
+				}
+				if len(zipped) >= len(plain)/4 {
+					t.Errorf("compressed %d bytes to %d", len(plain), len(zipped))
+				}
+				if got := gunzip(t, zipped); !bytes.Equal(got, plain) {
+					t.Errorf("the compressed list (%d bytes) is not the plain one (%d bytes)", len(got), len(plain))
+				}
+			})
+		}
 	}
+	sameList(t, list)
+	sameList(t, list) // again: now from the items compressed by the first
+	// The lists' runs of compressed items are kept: changed, deleted and new items
+	// show in the gzipped list as in the plain one.
+	t.Run("after changes", func(t *testing.T) {
+		cm, err := c.CoreV1().ConfigMaps("default").Get(ctx, "cm-05", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["d"] = strings.Repeat("z", 5<<10)
+		if _, err := c.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CoreV1().ConfigMaps("default").Delete(ctx, "cm-20", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		added := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-10a", Labels: map[string]string{"added": "yes"}}, Data: map[string]string{"d": strings.Repeat("a", 4<<10)}}
+		if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, added, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sameList(t, list)
+		sameList(t, "/api/v1/configmaps")
+	})
 	t.Run("client-go decompresses", func(t *testing.T) {
 		got, err := c.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
-		if err != nil || len(got.Items) != 40 {
+		if err != nil || len(got.Items) != 40 { // 40 made, one deleted, one added
 			t.Fatalf("list: %v, %d items", err, len(got.Items))
 		}
 	})

@@ -9,6 +9,11 @@
 // Upstream decides per encoded object (its deferredResponseWriter buffers a streamed
 // list's output until it passes the threshold); a Writer decides per response body in
 // the same way: it holds the body back until it passes the threshold or ends.
+//
+// Upstream compresses every large list afresh. A list served from the watch cache
+// here is written instead from runs of its items compressed once and kept (Chunks):
+// deflate blocks placed side by side in one gzip Stream, whose trailer's CRC is
+// combined from the runs' own, so listing 10,000 pods again is mostly copying.
 package compression
 
 import (
@@ -56,6 +61,7 @@ type Writer struct {
 	held    *[]byte // nil: nothing held
 	decided bool
 	gz      *gzip.Writer
+	stream  *Stream // set by Gzip
 	err     error
 }
 
@@ -86,7 +92,7 @@ func (c *Writer) Write(p []byte) (int, error) {
 		return c.send(p)
 	}
 	if c.held == nil && len(p) > Threshold {
-		c.start(true)
+		c.start(true, false)
 		return c.send(p)
 	}
 	if c.held == nil {
@@ -94,7 +100,7 @@ func (c *Writer) Write(p []byte) (int, error) {
 	}
 	*c.held = append(*c.held, p...)
 	if len(*c.held) > Threshold {
-		c.start(true)
+		c.start(true, false)
 		_, err := c.send(*c.held)
 		c.releaseHeld()
 		if err != nil {
@@ -135,14 +141,40 @@ func (c *Writer) Flush() {
 			c.err = err
 		}
 	}
+	if c.stream != nil {
+		if err := c.stream.Flush(); err != nil {
+			c.err = err
+		}
+	}
 	if f, ok := c.w.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
+// Gzip sends the status with the compression headers now, whatever the body's size,
+// and returns the stream the body is to be written to, for a handler that knows its
+// body passes Threshold and can give some of it compressed already (Segments). It
+// returns nil once anything was sent. Write then compresses
+// into the same stream.
+func (c *Writer) Gzip() *Stream {
+	if c.decided || (c.held != nil && len(*c.held) > 0) {
+		return nil
+	}
+	c.start(true, true)
+	c.stream = newStream(c.w)
+	return c.stream
+}
+
 // Close ends the body: what is held goes out as it is (it never passed Threshold),
 // or the gzip stream is finished.
 func (c *Writer) Close() error {
+	if c.stream != nil {
+		if err := c.stream.Close(); err != nil && c.err == nil {
+			c.err = err
+		}
+		c.stream = nil
+		return c.err
+	}
 	if !c.decided {
 		if c.code == 0 && (c.held == nil || len(*c.held) == 0) {
 			// Nothing was written: leave the response to whoever writes it next.
@@ -167,15 +199,16 @@ func (c *Writer) Close() error {
 func (c *Writer) Unwrap() http.ResponseWriter { return c.w }
 
 func (c *Writer) commitHeld() {
-	c.start(false)
+	c.start(false, false)
 	if c.held != nil && len(*c.held) > 0 {
 		_, _ = c.send(*c.held)
 	}
 	c.releaseHeld()
 }
 
-// start sends the status, with the compression headers if compress.
-func (c *Writer) start(compress bool) {
+// start sends the status, with the compression headers if compress, and a gzip
+// writer for the body unless the caller writes the body as a Stream.
+func (c *Writer) start(compress, stream bool) {
 	c.decided = true
 	if compress {
 		h := c.w.Header()
@@ -183,8 +216,10 @@ func (c *Writer) start(compress bool) {
 		h.Add("Vary", "Accept-Encoding")
 		// A length a handler set is the uncompressed body's.
 		h.Del("Content-Length")
-		c.gz = gzipWriters.Get().(*gzip.Writer)
-		c.gz.Reset(c.w)
+		if !stream {
+			c.gz = gzipWriters.Get().(*gzip.Writer)
+			c.gz.Reset(c.w)
+		}
 	}
 	code := c.code
 	if code == 0 {
@@ -197,9 +232,12 @@ func (c *Writer) start(compress bool) {
 func (c *Writer) send(p []byte) (int, error) {
 	var n int
 	var err error
-	if c.gz != nil {
+	switch {
+	case c.stream != nil:
+		n, err = c.stream.Write(p)
+	case c.gz != nil:
 		n, err = c.gz.Write(p)
-	} else {
+	default:
 		n, err = c.w.Write(p)
 	}
 	if err != nil {
