@@ -147,6 +147,49 @@ func metricsNamed(t *testing.T, c *Controller, name string) []*dto.Metric {
 	return nil
 }
 
+// matching are the series of the family with the given label values (name, value,
+// ...).
+func matching(t *testing.T, c *Controller, name string, labels ...string) []*dto.Metric {
+	t.Helper()
+	var out []*dto.Metric
+	for _, m := range metricsNamed(t, c, name) {
+		has := map[string]string{}
+		for _, l := range m.GetLabel() {
+			has[l.GetName()] = l.GetValue()
+		}
+		matches := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			matches = matches && has[labels[i]] == labels[i+1]
+		}
+		if matches {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// seriesValue is the value of a gauge's one series with the given labels (NaN if
+// there is none).
+func seriesValue(t *testing.T, c *Controller, name string, labels ...string) float64 {
+	t.Helper()
+	m := matching(t, c, name, labels...)
+	if len(m) != 1 {
+		return math.NaN()
+	}
+	return m[0].GetGauge().GetValue()
+}
+
+// histogramSum is the sum of a histogram's observations over its series with the
+// given labels.
+func histogramSum(t *testing.T, c *Controller, name string, labels ...string) float64 {
+	t.Helper()
+	var sum float64
+	for _, m := range matching(t, c, name, labels...) {
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return sum
+}
+
 // gaugeValues reads a per-level gauge as "level value ..." in name order.
 func gaugeValues(t *testing.T, c *Controller, name string) string {
 	t.Helper()

@@ -22,9 +22,8 @@
 // (mutatingwork.go, watchcount.go); other requests take one. A watch holds its seats
 // only while it sends its initial events (watchinit.go); the other long-running
 // requests (exec, attach, port-forward, logs, proxies) are neither classified nor
-// limited, as upstream's.
-//
-// Unlike upstream's, the exempt level skips the mutating estimate, to stay cheap.
+// limited, as upstream's. The exempt level's requests are estimated alike: they never
+// wait, but the seats they hold show in its metrics and its demand.
 package flowcontrol
 
 import (
@@ -116,12 +115,10 @@ type config struct {
 }
 
 type compiledSchema struct {
-	name   string
-	method flowcontrolv1.FlowDistinguisherMethodType
-	rules  []flowcontrolv1.PolicyRulesWithSubjects
-	level  *level
-	// exempt: its level is exempt (it limits nothing, and skips the mutations' estimate).
-	exempt  bool
+	name    string
+	method  flowcontrolv1.FlowDistinguisherMethodType
+	rules   []flowcontrolv1.PolicyRulesWithSubjects
+	level   *level
 	metrics schemaMetrics
 	// uidHeader and levelUIDHeader are the response headers' values: the schema's and
 	// its level's UIDs.
@@ -287,7 +284,6 @@ func (c *Controller) rebuildLocked() {
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
-			exempt:    pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt,
 			metrics:   c.metrics.forSchema(fs.Name, pl.Name),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
@@ -107,6 +108,9 @@ type request struct {
 	totalWork     seatSeconds
 	arrivalR      seatSeconds
 	arrive, start time.Time
+	// executingSeats is its schema's apiserver_flowcontrol_current_executing_seats,
+	// which counts its seats from its start until they are freed (nil: not shown).
+	executingSeats prometheus.Gauge
 
 	// ready is closed, under the level's lock, once the request waiting holds its seats.
 	ready      chan struct{}
@@ -285,6 +289,14 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 	l.seatsInUse += r.seats
 	l.dispatched++
 	l.noteDemandLocked(now)
+	r.noteExecutingSeats(r.seats)
+}
+
+// noteExecutingSeats shows a change of the seats the request holds on /metrics.
+func (r *request) noteExecutingSeats(delta int) {
+	if r.executingSeats != nil {
+		r.executingSeats.Add(float64(delta))
+	}
 }
 
 // noteDemandLocked feeds the integrator the level's seat demand after a change.
@@ -424,6 +436,7 @@ func (l *level) freeSeatsLocked(r *request, now time.Time) {
 	}
 	l.seatsInUse -= r.seats
 	l.noteDemandLocked(now)
+	r.noteExecutingSeats(-r.seats)
 	l.dispatchLocked(now)
 }
 

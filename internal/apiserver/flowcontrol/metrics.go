@@ -9,11 +9,14 @@ import (
 // metrics are upstream's apiserver_flowcontrol_* series that say where requests went
 // and what waited or was turned away.
 type metrics struct {
-	dispatched   *prometheus.CounterVec
-	rejected     *prometheus.CounterVec
-	executing    *prometheus.GaugeVec
-	inQueue      *prometheus.GaugeVec
-	waitDuration *prometheus.HistogramVec
+	dispatched *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+	executing  *prometheus.GaugeVec
+	// executingSeats are the seats held by requests executing, or holding their
+	// final seats after their handler returned.
+	executingSeats *prometheus.GaugeVec
+	inQueue        *prometheus.GaugeVec
+	waitDuration   *prometheus.HistogramVec
 	// estimatedSeats is labelled priority_level, flow_schema, in upstream's order.
 	estimatedSeats *prometheus.HistogramVec
 	nominalLimit   *prometheus.GaugeVec
@@ -36,6 +39,7 @@ type metrics struct {
 type schemaMetrics struct {
 	dispatched       prometheus.Counter
 	executing        prometheus.Gauge
+	executingSeats   prometheus.Gauge
 	inQueue          prometheus.Gauge
 	waitedExecuted   prometheus.Observer
 	waitedRejected   prometheus.Observer
@@ -52,6 +56,8 @@ func newMetrics() *metrics {
 			Help: "Number of requests rejected by API Priority and Fairness subsystem"}, append(labels, "reason")),
 		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_executing_requests",
 			Help: "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem"}, labels),
+		executingSeats: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_executing_seats",
+			Help: "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem"}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_requests",
 			Help: "Number of requests currently pending in queues of the API Priority and Fairness subsystem"}, labels),
 		waitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
@@ -115,6 +121,7 @@ func (m *metrics) forSchema(schema, level string) schemaMetrics {
 	return schemaMetrics{
 		dispatched:     m.dispatched.WithLabelValues(schema, level),
 		executing:      m.executing.WithLabelValues(schema, level),
+		executingSeats: m.executingSeats.WithLabelValues(schema, level),
 		inQueue:        m.inQueue.WithLabelValues(schema, level),
 		waitedExecuted: m.waitDuration.WithLabelValues(schema, level, "true"),
 		waitedRejected: m.waitDuration.WithLabelValues(schema, level, "false"),
@@ -128,7 +135,7 @@ func (m *metrics) forSchema(schema, level string) schemaMetrics {
 // Collectors are the series to serve on the apiserver's /metrics.
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
 		m.targetSeats, m.fairFrac}
 }
