@@ -196,9 +196,15 @@ func (c *Controller) adjustLimitsLocked() {
 	}
 }
 
-// setLimit gives a level its current limit and shows it on /metrics.
+// setLimit gives a level its current limit and shows it on /metrics. Its demand is
+// shown over that limit, or, while it is zero, over a tenth of the server's seats
+// (at least one), as upstream's.
 func (c *Controller) setLimit(l *level, limit int) {
-	l.setLimit(limit)
+	denominator := limit
+	if limit <= 0 {
+		denominator = max(1, int(math.Round(float64(c.opts.ServerSeats)/10)))
+	}
+	l.setLimit(limit, denominator)
 	c.metrics.currentLimit.WithLabelValues(l.name).Set(float64(limit))
 }
 

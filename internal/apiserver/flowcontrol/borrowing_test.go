@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +320,74 @@ func TestDemandStats(t *testing.T) {
 	s.update(d.reset(t0.Add(20 * time.Second)))
 	if math.Abs(s.smoothed-0.977*6) > 1e-9 || s.highWatermark != 0 {
 		t.Errorf("after an idle period %+v, want smoothed %v, high watermark 0", s, 0.977*6)
+	}
+}
+
+// apiserver_flowcontrol_demand_seats is upstream's timing histogram: for each level,
+// the nanoseconds its seat demand (its requests executing and waiting) stood at each
+// ratio to its current limit, or, while that is zero, to a tenth of the server's
+// seats. 20 seats: busy (45 shares, lends none) has 18, catch-all 2, exempt none
+// (so its ratio is over 2). Each case holds requests for 10 s of the fake clock.
+func TestDemandSeatsHistogram(t *testing.T) {
+	upstreamBuckets := []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}
+	for _, tc := range []struct {
+		name, user, level string
+		held              int
+		// executing and waiting are what the level holds; le is the first bucket
+		// that holds the 10 s, ratio the demand's ratio over them.
+		executing, waiting int
+		le, ratio          float64
+	}{
+		{name: "idle", user: "busy", level: "busy", le: 0.2, ratio: 0},
+		{name: "half the limit", user: "busy", level: "busy", held: 9, executing: 9, le: 0.6, ratio: 0.5},
+		{name: "the limit", user: "busy", level: "busy", held: 18, executing: 18, le: 1, ratio: 1},
+		{name: "waiting counts", user: "busy", level: "busy", held: 27, executing: 18, waiting: 9, le: 1.7, ratio: 1.5},
+		{name: "exempt over a tenth of the server", user: "admin", level: "exempt", held: 1, executing: 1, le: 0.6, ratio: 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0)}
+			c := New(Options{ServerSeats: 20, Clock: clock.now})
+			c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
+			c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
+			b := newBlockingServer(t, c, map[string]registry.User{
+				"busy":  {Name: "busy", Groups: []string{"busy"}},
+				"admin": {Name: "admin", Groups: []string{"system:masters"}},
+			})
+			for range tc.held {
+				go b.get(tc.user, "")
+			}
+			waitFor(t, "the requests held", func() bool {
+				executing, waiting, _ := c.states[tc.level].counts()
+				return executing == tc.executing && waiting == tc.waiting
+			})
+			clock.step(10 * time.Second)
+
+			m := matching(t, c, "apiserver_flowcontrol_demand_seats", "priority_level", tc.level)
+			if len(m) != 1 {
+				t.Fatalf("%d series of demand_seats{priority_level=%q}, want 1", len(m), tc.level)
+			}
+			if labels := m[0].GetLabel(); len(labels) != 1 || labels[0].GetName() != "priority_level" {
+				t.Errorf("labels %v, want priority_level only", labels)
+			}
+			h := m[0].GetHistogram()
+			const period = uint64(10 * time.Second)
+			if h.GetSampleCount() != period || h.GetSampleSum() != tc.ratio*float64(period) {
+				t.Errorf("count %d, sum %v; want %d ns at %v: sum %v", h.GetSampleCount(), h.GetSampleSum(), period, tc.ratio, tc.ratio*float64(period))
+			}
+			var bounds []float64
+			for _, bucket := range h.GetBucket() {
+				bounds = append(bounds, bucket.GetUpperBound())
+				want := uint64(0)
+				if bucket.GetUpperBound() >= tc.le {
+					want = period
+				}
+				if bucket.GetCumulativeCount() != want {
+					t.Errorf("bucket le=%v holds %d ns, want %d", bucket.GetUpperBound(), bucket.GetCumulativeCount(), want)
+				}
+			}
+			if !slices.Equal(bounds, upstreamBuckets) {
+				t.Errorf("buckets %v, want upstream's %v", bounds, upstreamBuckets)
+			}
+		})
 	}
 }

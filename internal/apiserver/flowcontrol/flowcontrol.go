@@ -148,7 +148,7 @@ func New(opts Options) *Controller {
 	}
 	return &Controller{
 		opts:          opts,
-		metrics:       newMetrics(),
+		metrics:       newMetrics(opts.Clock),
 		schemas:       map[string]*flowcontrolv1.FlowSchema{},
 		levels:        map[string]*flowcontrolv1.PriorityLevelConfiguration{},
 		states:        map[string]*level{},
@@ -238,7 +238,8 @@ func (c *Controller) rebuildLocked() {
 	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
-			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc}
+			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc,
+				demandRatio: c.metrics.demandSeats.WithLabelValues(name), demandDenominator: 1}
 			c.states[name] = st
 		}
 		// A level of zero shares has no seats of its own: it runs what it borrows

@@ -2,8 +2,10 @@ package flowcontrol
 
 import (
 	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/prometheusextension"
 )
 
 // metrics are upstream's apiserver_flowcontrol_* series that say where requests went
@@ -23,6 +25,11 @@ type metrics struct {
 	lowerLimit     *prometheus.GaugeVec
 	upperLimit     *prometheus.GaugeVec
 	currentLimit   *prometheus.GaugeVec
+	// demandSeats is, by level, how long its seat demand (the seats its requests
+	// executing and waiting could use) stood at each ratio to its current limit: a
+	// timing histogram, whose observations are nanoseconds, as upstream's
+	// TimingRatioHistogram.
+	demandSeats *prometheusextension.TimingHistogramVec
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -47,7 +54,8 @@ type schemaMetrics struct {
 	rejectedByReason func(reason string) prometheus.Counter
 }
 
-func newMetrics() *metrics {
+// newMetrics makes the series; clock times the timing histogram.
+func newMetrics(clock func() time.Time) *metrics {
 	labels := []string{"flow_schema", "priority_level"}
 	return &metrics{
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_dispatched_requests_total",
@@ -74,6 +82,11 @@ func newMetrics() *metrics {
 			Help: "Configured upper bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
 		currentLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_limit_seats",
 			Help: "current derived number of execution seats available to each priority level"}, []string{"priority_level"}),
+		demandSeats: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name: "apiserver_flowcontrol_demand_seats",
+			Help: "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)",
+			// Upstream's buckets: even below 1, closer above it.
+			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}}, "priority_level"),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -111,6 +124,7 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 
 // forget drops a level's series once the level is gone.
 func (m *metrics) forget(level string) {
+	m.demandSeats.DeleteLabelValues(level)
 	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
 		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
 		g.DeleteLabelValues(level)
@@ -137,5 +151,5 @@ func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
 	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac}
+		m.targetSeats, m.fairFrac, m.demandSeats}
 }
