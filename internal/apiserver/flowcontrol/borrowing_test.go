@@ -103,12 +103,13 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 		"apiserver_flowcontrol_nominal_limit_seats": "busy 9 catch-all 1 exempt 0 idle 10",
 		// What the adjustment went by: busy's demand, 20 seats all the period; the
 		// targets (busy's smoothed demand, the others' lower bounds), all scaled by
-		// the fair fraction 0.75 within their bounds.
+		// the fair fraction 0.75 within their bounds. The exempt level, which has
+		// none, shows the first limited level's, as upstream's.
 		"apiserver_flowcontrol_demand_seats_high_watermark": "busy 20 catch-all 0 exempt 0 idle 0",
 		"apiserver_flowcontrol_demand_seats_average":        "busy 20 catch-all 0 exempt 0 idle 0",
 		"apiserver_flowcontrol_demand_seats_stdev":          "busy 0 catch-all 0 exempt 0 idle 0",
 		"apiserver_flowcontrol_demand_seats_smoothed":       "busy 20 catch-all 0 exempt 0 idle 0",
-		"apiserver_flowcontrol_target_seats":                "busy 20 catch-all 1 idle 4",
+		"apiserver_flowcontrol_target_seats":                "busy 20 catch-all 1 exempt 20 idle 4",
 	} {
 		if got := gaugeValues(t, c, metric); got != want {
 			t.Errorf("%s: %s, want %s", metric, got, want)
@@ -389,5 +390,41 @@ func TestDemandSeatsHistogram(t *testing.T) {
 				t.Errorf("buckets %v, want upstream's %v", bounds, upstreamBuckets)
 			}
 		})
+	}
+}
+
+// Upstream shows every per-level series of the borrowing adjustment for the exempt
+// level too: its configured bounds, its demand, its current limit (what it used at
+// the most), and a target, which, having none of its own, is the first limited
+// level's (catch-all, by name, in upstream's default configuration: 13 of 600 seats).
+func TestExemptLevelSeries(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	c := upstreamDefaults(t, Options{Clock: clock.now})
+	setDemand(c, clock, "exempt", 7)
+	clock.step(DefaultBorrowingPeriod)
+	adjust(c)
+	for _, tc := range []struct {
+		metric string
+		want   float64
+	}{
+		{"apiserver_flowcontrol_nominal_limit_seats", 0},
+		{"apiserver_flowcontrol_lower_limit_seats", 0},
+		{"apiserver_flowcontrol_upper_limit_seats", 600},
+		{"apiserver_flowcontrol_current_limit_seats", 7},
+		{"apiserver_flowcontrol_demand_seats_high_watermark", 7},
+		{"apiserver_flowcontrol_demand_seats_average", 7},
+		{"apiserver_flowcontrol_demand_seats_stdev", 0},
+		{"apiserver_flowcontrol_demand_seats_smoothed", 7},
+		{"apiserver_flowcontrol_target_seats", seriesValue(t, c, "apiserver_flowcontrol_target_seats", "priority_level", "catch-all")},
+	} {
+		if got := seriesValue(t, c, tc.metric, "priority_level", "exempt"); got != tc.want {
+			t.Errorf("%s{priority_level=\"exempt\"}: %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+	if got := seriesValue(t, c, "apiserver_flowcontrol_target_seats", "priority_level", "catch-all"); got != 13 {
+		t.Errorf("catch-all's target %v, want its 13 seats it never lends", got)
+	}
+	if m := matching(t, c, "apiserver_flowcontrol_demand_seats", "priority_level", "exempt"); len(m) != 1 {
+		t.Errorf("%d demand_seats series for exempt, want 1", len(m))
 	}
 }

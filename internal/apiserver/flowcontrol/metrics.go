@@ -1,7 +1,6 @@
 package flowcontrol
 
 import (
-	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,15 +102,13 @@ func newMetrics(clock func() time.Time) *metrics {
 }
 
 // noteDemand shows what a borrowing adjustment took of a level's demand, and the
-// target it shared seats by (NaN: none, an exempt level, whose series is left out).
+// target it shared seats by.
 func (m *metrics) noteDemand(level string, s demandStats, target float64) {
 	m.demandHighWatermark.WithLabelValues(level).Set(float64(s.highWatermark))
 	m.demandAverage.WithLabelValues(level).Set(s.avg)
 	m.demandStdDev.WithLabelValues(level).Set(s.stdDev)
 	m.demandSmoothed.WithLabelValues(level).Set(s.smoothed)
-	if !math.IsNaN(target) {
-		m.targetSeats.WithLabelValues(level).Set(target)
-	}
+	m.targetSeats.WithLabelValues(level).Set(target)
 }
 
 // setBounds shows a level's configured seats: nominal, and the least and most it may
