@@ -285,7 +285,7 @@ func (c *Controller) rebuildLocked() {
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
-			metrics:   c.metrics.forSchema(fs.Name, pl.Name),
+			metrics:   c.metrics.forSchema(fs.Name, pl.Name, pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})
 	}

@@ -128,19 +128,26 @@ func (m *metrics) forget(level string) {
 	}
 }
 
-func (m *metrics) forSchema(schema, level string) schemaMetrics {
-	return schemaMetrics{
+// forSchema are the series of a schema of the level. An exempt level's requests never
+// wait and, as upstream's, are left out of request_wait_duration_seconds.
+func (m *metrics) forSchema(schema, level string, exempt bool) schemaMetrics {
+	sm := schemaMetrics{
 		dispatched:     m.dispatched.WithLabelValues(schema, level),
 		executing:      m.executing.WithLabelValues(schema, level),
 		executingSeats: m.executingSeats.WithLabelValues(schema, level),
 		inQueue:        m.inQueue.WithLabelValues(schema, level),
-		waitedExecuted: m.waitDuration.WithLabelValues(schema, level, "true"),
-		waitedRejected: m.waitDuration.WithLabelValues(schema, level, "false"),
+		waitedExecuted: noObserver{},
+		waitedRejected: noObserver{},
 		estimatedSeats: m.estimatedSeats.WithLabelValues(level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
 	}
+	if !exempt {
+		sm.waitedExecuted = m.waitDuration.WithLabelValues(schema, level, "true")
+		sm.waitedRejected = m.waitDuration.WithLabelValues(schema, level, "false")
+	}
+	return sm
 }
 
 // Collectors are the series to serve on the apiserver's /metrics.
@@ -150,3 +157,8 @@ func (c *Controller) Collectors() []prometheus.Collector {
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
 		m.targetSeats, m.fairFrac, m.demandSeats}
 }
+
+// noObserver observes nothing.
+type noObserver struct{}
+
+func (noObserver) Observe(float64) {}

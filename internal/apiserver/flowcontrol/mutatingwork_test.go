@@ -187,8 +187,9 @@ func TestMutationHoldsFinalSeats(t *testing.T) {
 	}
 }
 
-// An exempt mutation is estimated as upstream's is: it never waits, but a scraper sees
-// its seats in work_estimated_seats and current_executing_seats, its final seats held
+// An exempt mutation is estimated as upstream's is: it never waits (nor shows in
+// request_wait_duration_seconds), but a scraper sees its seats in
+// work_estimated_seats and current_executing_seats, its final seats held
 // there after its handler returned until their additional latency passed, and in the
 // exempt level's demand, which the next adjustment gives it as its current limit.
 func TestExemptMutationIsEstimated(t *testing.T) {
@@ -251,6 +252,12 @@ func TestExemptMutationIsEstimated(t *testing.T) {
 			release()
 			if code := <-created; code != http.StatusOK {
 				t.Fatalf("create: %d", code)
+			}
+			if m := matching(t, c, "apiserver_flowcontrol_request_wait_duration_seconds", "priority_level", "exempt"); len(m) != 0 {
+				t.Errorf("request_wait_duration_seconds has %d exempt series, want none: exempt requests never queue", len(m))
+			}
+			if got := matching(t, c, "apiserver_flowcontrol_dispatched_requests_total", "priority_level", "exempt", "flow_schema", "exempt"); len(got) != 1 || got[0].GetCounter().GetValue() != 1 {
+				t.Errorf("dispatched_requests_total{exempt} %v, want 1", got)
 			}
 			if got := exemptSeats(); got != float64(tc.final) {
 				t.Errorf("after the create's handler returned: current_executing_seats{exempt} %v, want %d", got, tc.final)
