@@ -3,8 +3,10 @@ package flowcontrol
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -131,6 +133,11 @@ func (l *level) periodDemand() (exempt bool, nominal, lower, upper int, stats de
 // fraction of the rest of that. Otherwise the nominal total is shared out by
 // allocate, each level's target its smoothed demand. (Upstream shares the whole
 // nominal total there, not what the exempt levels left; so does this.)
+//
+// Every level's demand, target and limit are shown on /metrics, the exempt levels'
+// too, as upstream's. An exempt level has no target of its own: upstream shows the
+// first limited level's (it reads the targets at an index left at zero), the first
+// in its map's order; this shows the first by name, one of the values upstream may.
 func (c *Controller) adjustLimitsLocked() {
 	type limited struct {
 		l          *level
@@ -146,7 +153,8 @@ func (c *Controller) adjustLimitsLocked() {
 		nominalSum, lowerSum    int
 		minCurrentSum, leftOver int
 	)
-	for _, l := range c.states {
+	states := slices.SortedFunc(maps.Values(c.states), func(a, b *level) int { return strings.Compare(a.name, b.name) })
+	for _, l := range states {
 		exempt, nominal, lower, upper, stats := l.periodDemand()
 		nominalSum += nominal
 		if exempt {
@@ -190,15 +198,25 @@ func (c *Controller) adjustLimitsLocked() {
 		c.setLimit(lv.l, limitOf(i))
 		c.metrics.noteDemand(lv.l.name, lv.stats, items[i].target)
 	}
+	exemptTarget := 0.0
+	if len(items) > 0 {
+		exemptTarget = items[0].target
+	}
 	for l, limit := range exemptLimits {
 		c.setLimit(l, limit)
-		c.metrics.noteDemand(l.name, exemptStats[l], math.NaN())
+		c.metrics.noteDemand(l.name, exemptStats[l], exemptTarget)
 	}
 }
 
-// setLimit gives a level its current limit and shows it on /metrics.
+// setLimit gives a level its current limit and shows it on /metrics. Its demand is
+// shown over that limit, or, while it is zero, over a tenth of the server's seats
+// (at least one), as upstream's.
 func (c *Controller) setLimit(l *level, limit int) {
-	l.setLimit(limit)
+	denominator := limit
+	if limit <= 0 {
+		denominator = max(1, int(math.Round(float64(c.opts.ServerSeats)/10)))
+	}
+	l.setLimit(limit, denominator)
 	c.metrics.currentLimit.WithLabelValues(l.name).Set(float64(limit))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,12 +103,13 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 		"apiserver_flowcontrol_nominal_limit_seats": "busy 9 catch-all 1 exempt 0 idle 10",
 		// What the adjustment went by: busy's demand, 20 seats all the period; the
 		// targets (busy's smoothed demand, the others' lower bounds), all scaled by
-		// the fair fraction 0.75 within their bounds.
+		// the fair fraction 0.75 within their bounds. The exempt level, which has
+		// none, shows the first limited level's, as upstream's.
 		"apiserver_flowcontrol_demand_seats_high_watermark": "busy 20 catch-all 0 exempt 0 idle 0",
 		"apiserver_flowcontrol_demand_seats_average":        "busy 20 catch-all 0 exempt 0 idle 0",
 		"apiserver_flowcontrol_demand_seats_stdev":          "busy 0 catch-all 0 exempt 0 idle 0",
 		"apiserver_flowcontrol_demand_seats_smoothed":       "busy 20 catch-all 0 exempt 0 idle 0",
-		"apiserver_flowcontrol_target_seats":                "busy 20 catch-all 1 idle 4",
+		"apiserver_flowcontrol_target_seats":                "busy 20 catch-all 1 exempt 20 idle 4",
 	} {
 		if got := gaugeValues(t, c, metric); got != want {
 			t.Errorf("%s: %s, want %s", metric, got, want)
@@ -145,6 +147,49 @@ func metricsNamed(t *testing.T, c *Controller, name string) []*dto.Metric {
 		}
 	}
 	return nil
+}
+
+// matching are the series of the family with the given label values (name, value,
+// ...).
+func matching(t *testing.T, c *Controller, name string, labels ...string) []*dto.Metric {
+	t.Helper()
+	var out []*dto.Metric
+	for _, m := range metricsNamed(t, c, name) {
+		has := map[string]string{}
+		for _, l := range m.GetLabel() {
+			has[l.GetName()] = l.GetValue()
+		}
+		matches := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			matches = matches && has[labels[i]] == labels[i+1]
+		}
+		if matches {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// seriesValue is the value of a gauge's one series with the given labels (NaN if
+// there is none).
+func seriesValue(t *testing.T, c *Controller, name string, labels ...string) float64 {
+	t.Helper()
+	m := matching(t, c, name, labels...)
+	if len(m) != 1 {
+		return math.NaN()
+	}
+	return m[0].GetGauge().GetValue()
+}
+
+// histogramSum is the sum of a histogram's observations over its series with the
+// given labels.
+func histogramSum(t *testing.T, c *Controller, name string, labels ...string) float64 {
+	t.Helper()
+	var sum float64
+	for _, m := range matching(t, c, name, labels...) {
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return sum
 }
 
 // gaugeValues reads a per-level gauge as "level value ..." in name order.
@@ -276,5 +321,110 @@ func TestDemandStats(t *testing.T) {
 	s.update(d.reset(t0.Add(20 * time.Second)))
 	if math.Abs(s.smoothed-0.977*6) > 1e-9 || s.highWatermark != 0 {
 		t.Errorf("after an idle period %+v, want smoothed %v, high watermark 0", s, 0.977*6)
+	}
+}
+
+// apiserver_flowcontrol_demand_seats is upstream's timing histogram: for each level,
+// the nanoseconds its seat demand (its requests executing and waiting) stood at each
+// ratio to its current limit, or, while that is zero, to a tenth of the server's
+// seats. 20 seats: busy (45 shares, lends none) has 18, catch-all 2, exempt none
+// (so its ratio is over 2). Each case holds requests for 10 s of the fake clock.
+func TestDemandSeatsHistogram(t *testing.T) {
+	upstreamBuckets := []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}
+	for _, tc := range []struct {
+		name, user, level string
+		held              int
+		// executing and waiting are what the level holds; le is the first bucket
+		// that holds the 10 s, ratio the demand's ratio over them.
+		executing, waiting int
+		le, ratio          float64
+	}{
+		{name: "idle", user: "busy", level: "busy", le: 0.2, ratio: 0},
+		{name: "half the limit", user: "busy", level: "busy", held: 9, executing: 9, le: 0.6, ratio: 0.5},
+		{name: "the limit", user: "busy", level: "busy", held: 18, executing: 18, le: 1, ratio: 1},
+		{name: "waiting counts", user: "busy", level: "busy", held: 27, executing: 18, waiting: 9, le: 1.7, ratio: 1.5},
+		{name: "exempt over a tenth of the server", user: "admin", level: "exempt", held: 1, executing: 1, le: 0.6, ratio: 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0)}
+			c := New(Options{ServerSeats: 20, Clock: clock.now})
+			c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
+			c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
+			b := newBlockingServer(t, c, map[string]registry.User{
+				"busy":  {Name: "busy", Groups: []string{"busy"}},
+				"admin": {Name: "admin", Groups: []string{"system:masters"}},
+			})
+			for range tc.held {
+				go b.get(tc.user, "")
+			}
+			waitFor(t, "the requests held", func() bool {
+				executing, waiting, _ := c.states[tc.level].counts()
+				return executing == tc.executing && waiting == tc.waiting
+			})
+			clock.step(10 * time.Second)
+
+			m := matching(t, c, "apiserver_flowcontrol_demand_seats", "priority_level", tc.level)
+			if len(m) != 1 {
+				t.Fatalf("%d series of demand_seats{priority_level=%q}, want 1", len(m), tc.level)
+			}
+			if labels := m[0].GetLabel(); len(labels) != 1 || labels[0].GetName() != "priority_level" {
+				t.Errorf("labels %v, want priority_level only", labels)
+			}
+			h := m[0].GetHistogram()
+			const period = uint64(10 * time.Second)
+			if h.GetSampleCount() != period || h.GetSampleSum() != tc.ratio*float64(period) {
+				t.Errorf("count %d, sum %v; want %d ns at %v: sum %v", h.GetSampleCount(), h.GetSampleSum(), period, tc.ratio, tc.ratio*float64(period))
+			}
+			var bounds []float64
+			for _, bucket := range h.GetBucket() {
+				bounds = append(bounds, bucket.GetUpperBound())
+				want := uint64(0)
+				if bucket.GetUpperBound() >= tc.le {
+					want = period
+				}
+				if bucket.GetCumulativeCount() != want {
+					t.Errorf("bucket le=%v holds %d ns, want %d", bucket.GetUpperBound(), bucket.GetCumulativeCount(), want)
+				}
+			}
+			if !slices.Equal(bounds, upstreamBuckets) {
+				t.Errorf("buckets %v, want upstream's %v", bounds, upstreamBuckets)
+			}
+		})
+	}
+}
+
+// Upstream shows every per-level series of the borrowing adjustment for the exempt
+// level too: its configured bounds, its demand, its current limit (what it used at
+// the most), and a target, which, having none of its own, is the first limited
+// level's (catch-all, by name, in upstream's default configuration: 13 of 600 seats).
+func TestExemptLevelSeries(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	c := upstreamDefaults(t, Options{Clock: clock.now})
+	setDemand(c, clock, "exempt", 7)
+	clock.step(DefaultBorrowingPeriod)
+	adjust(c)
+	for _, tc := range []struct {
+		metric string
+		want   float64
+	}{
+		{"apiserver_flowcontrol_nominal_limit_seats", 0},
+		{"apiserver_flowcontrol_lower_limit_seats", 0},
+		{"apiserver_flowcontrol_upper_limit_seats", 600},
+		{"apiserver_flowcontrol_current_limit_seats", 7},
+		{"apiserver_flowcontrol_demand_seats_high_watermark", 7},
+		{"apiserver_flowcontrol_demand_seats_average", 7},
+		{"apiserver_flowcontrol_demand_seats_stdev", 0},
+		{"apiserver_flowcontrol_demand_seats_smoothed", 7},
+		{"apiserver_flowcontrol_target_seats", seriesValue(t, c, "apiserver_flowcontrol_target_seats", "priority_level", "catch-all")},
+	} {
+		if got := seriesValue(t, c, tc.metric, "priority_level", "exempt"); got != tc.want {
+			t.Errorf("%s{priority_level=\"exempt\"}: %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+	if got := seriesValue(t, c, "apiserver_flowcontrol_target_seats", "priority_level", "catch-all"); got != 13 {
+		t.Errorf("catch-all's target %v, want its 13 seats it never lends", got)
+	}
+	if m := matching(t, c, "apiserver_flowcontrol_demand_seats", "priority_level", "exempt"); len(m) != 1 {
+		t.Errorf("%d demand_seats series for exempt, want 1", len(m))
 	}
 }

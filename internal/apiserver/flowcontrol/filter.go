@@ -40,7 +40,8 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		h := w.Header()
 		h[flowSchemaKey] = s.uidHeader
 		h[priorityLevelKey] = s.levelUIDHeader
-		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow}
+		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow,
+			executingSeats: s.metrics.executingSeats}
 		final, latency := c.finalWork(s, &req)
 		rq.setWork(s.level.seatsFor(req.Seats), final, latency)
 		s.metrics.estimatedSeats.Observe(float64(rq.seats))

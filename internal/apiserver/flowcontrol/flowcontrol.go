@@ -22,9 +22,8 @@
 // (mutatingwork.go, watchcount.go); other requests take one. A watch holds its seats
 // only while it sends its initial events (watchinit.go); the other long-running
 // requests (exec, attach, port-forward, logs, proxies) are neither classified nor
-// limited, as upstream's.
-//
-// Unlike upstream's, the exempt level skips the mutating estimate, to stay cheap.
+// limited, as upstream's. The exempt level's requests are estimated alike: they never
+// wait, but the seats they hold show in its metrics and its demand.
 package flowcontrol
 
 import (
@@ -116,12 +115,10 @@ type config struct {
 }
 
 type compiledSchema struct {
-	name   string
-	method flowcontrolv1.FlowDistinguisherMethodType
-	rules  []flowcontrolv1.PolicyRulesWithSubjects
-	level  *level
-	// exempt: its level is exempt (it limits nothing, and skips the mutations' estimate).
-	exempt  bool
+	name    string
+	method  flowcontrolv1.FlowDistinguisherMethodType
+	rules   []flowcontrolv1.PolicyRulesWithSubjects
+	level   *level
 	metrics schemaMetrics
 	// uidHeader and levelUIDHeader are the response headers' values: the schema's and
 	// its level's UIDs.
@@ -151,7 +148,7 @@ func New(opts Options) *Controller {
 	}
 	return &Controller{
 		opts:          opts,
-		metrics:       newMetrics(),
+		metrics:       newMetrics(opts.Clock),
 		schemas:       map[string]*flowcontrolv1.FlowSchema{},
 		levels:        map[string]*flowcontrolv1.PriorityLevelConfiguration{},
 		states:        map[string]*level{},
@@ -241,7 +238,8 @@ func (c *Controller) rebuildLocked() {
 	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
-			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc}
+			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc,
+				demandRatio: c.metrics.demandSeats.WithLabelValues(name), demandDenominator: 1}
 			c.states[name] = st
 		}
 		// A level of zero shares has no seats of its own: it runs what it borrows
@@ -287,8 +285,7 @@ func (c *Controller) rebuildLocked() {
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
-			exempt:    pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt,
-			metrics:   c.metrics.forSchema(fs.Name, pl.Name),
+			metrics:   c.metrics.forSchema(fs.Name, pl.Name, pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})
 	}

@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/component-base/metrics/prometheusextension"
 )
 
 // level is one priority level's seats and queues. It outlives configuration changes
@@ -34,6 +36,11 @@ type level struct {
 	// the period between adjustments; stats is what the last adjustment took of it.
 	demand demandIntegrator
 	stats  demandStats
+	// demandRatio shows the demand over demandDenominator (upstream's: the current
+	// limit, or a tenth of the server's seats while that is zero; 1 until the first
+	// adjustment) on /metrics, as apiserver_flowcontrol_demand_seats (nil: not shown).
+	demandRatio       prometheusextension.GaugeOps
+	demandDenominator float64
 	// now is the clock the demand and the virtual time go by; after calls a function
 	// after a while (time.AfterFunc).
 	now   func() time.Time
@@ -107,6 +114,9 @@ type request struct {
 	totalWork     seatSeconds
 	arrivalR      seatSeconds
 	arrive, start time.Time
+	// executingSeats is its schema's apiserver_flowcontrol_current_executing_seats,
+	// which counts its seats from its start until they are freed (nil: not shown).
+	executingSeats prometheus.Gauge
 
 	// ready is closed, under the level's lock, once the request waiting holds its seats.
 	ready      chan struct{}
@@ -285,23 +295,41 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 	l.seatsInUse += r.seats
 	l.dispatched++
 	l.noteDemandLocked(now)
+	r.noteExecutingSeats(r.seats)
+}
+
+// noteExecutingSeats shows a change of the seats the request holds on /metrics.
+func (r *request) noteExecutingSeats(delta int) {
+	if r.executingSeats != nil {
+		r.executingSeats.Add(float64(delta))
+	}
 }
 
 // noteDemandLocked feeds the integrator the level's seat demand after a change.
 func (l *level) noteDemandLocked(now time.Time) {
 	if x := float64(l.seatsInUse + l.seatsWaiting); x != l.demand.x {
 		l.demand.set(now, x)
+		l.showDemandLocked()
 	}
 }
 
-// setLimit gives the level its seats for the coming period; as many requests start
-// as a raised limit lets.
-func (l *level) setLimit(limit int) {
+// showDemandLocked shows the demand's ratio to its denominator on /metrics.
+func (l *level) showDemandLocked() {
+	if l.demandRatio != nil {
+		l.demandRatio.Set(l.demand.x / l.demandDenominator)
+	}
+}
+
+// setLimit gives the level its seats for the coming period, and the denominator its
+// demand is shown over; as many requests start as a raised limit lets.
+func (l *level) setLimit(limit, demandDenominator int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.syncTimeLocked(now)
 	l.limit = limit
+	l.demandDenominator = float64(demandDenominator)
+	l.showDemandLocked()
 	l.dispatchLocked(now)
 }
 
@@ -424,6 +452,7 @@ func (l *level) freeSeatsLocked(r *request, now time.Time) {
 	}
 	l.seatsInUse -= r.seats
 	l.noteDemandLocked(now)
+	r.noteExecutingSeats(-r.seats)
 	l.dispatchLocked(now)
 }
 

@@ -102,13 +102,3 @@ func TestListTakesItsSeats(t *testing.T) {
 		t.Errorf("estimated seats sum to %v, want 22", got)
 	}
 }
-
-// histogramSum is the sum of a histogram's observations over its labels.
-func histogramSum(t *testing.T, c *Controller, name string) float64 {
-	t.Helper()
-	var sum float64
-	for _, m := range metricsNamed(t, c, name) {
-		sum += m.GetHistogram().GetSampleSum()
-	}
-	return sum
-}

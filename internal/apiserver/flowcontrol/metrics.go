@@ -1,25 +1,34 @@
 package flowcontrol
 
 import (
-	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/prometheusextension"
 )
 
 // metrics are upstream's apiserver_flowcontrol_* series that say where requests went
 // and what waited or was turned away.
 type metrics struct {
-	dispatched   *prometheus.CounterVec
-	rejected     *prometheus.CounterVec
-	executing    *prometheus.GaugeVec
-	inQueue      *prometheus.GaugeVec
-	waitDuration *prometheus.HistogramVec
+	dispatched *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+	executing  *prometheus.GaugeVec
+	// executingSeats are the seats held by requests executing, or holding their
+	// final seats after their handler returned.
+	executingSeats *prometheus.GaugeVec
+	inQueue        *prometheus.GaugeVec
+	waitDuration   *prometheus.HistogramVec
 	// estimatedSeats is labelled priority_level, flow_schema, in upstream's order.
 	estimatedSeats *prometheus.HistogramVec
 	nominalLimit   *prometheus.GaugeVec
 	lowerLimit     *prometheus.GaugeVec
 	upperLimit     *prometheus.GaugeVec
 	currentLimit   *prometheus.GaugeVec
+	// demandSeats is, by level, how long its seat demand (the seats its requests
+	// executing and waiting could use) stood at each ratio to its current limit: a
+	// timing histogram, whose observations are nanoseconds, as upstream's
+	// TimingRatioHistogram.
+	demandSeats *prometheusextension.TimingHistogramVec
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -36,6 +45,7 @@ type metrics struct {
 type schemaMetrics struct {
 	dispatched       prometheus.Counter
 	executing        prometheus.Gauge
+	executingSeats   prometheus.Gauge
 	inQueue          prometheus.Gauge
 	waitedExecuted   prometheus.Observer
 	waitedRejected   prometheus.Observer
@@ -43,7 +53,8 @@ type schemaMetrics struct {
 	rejectedByReason func(reason string) prometheus.Counter
 }
 
-func newMetrics() *metrics {
+// newMetrics makes the series; clock times the timing histogram.
+func newMetrics(clock func() time.Time) *metrics {
 	labels := []string{"flow_schema", "priority_level"}
 	return &metrics{
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_dispatched_requests_total",
@@ -52,6 +63,8 @@ func newMetrics() *metrics {
 			Help: "Number of requests rejected by API Priority and Fairness subsystem"}, append(labels, "reason")),
 		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_executing_requests",
 			Help: "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem"}, labels),
+		executingSeats: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_executing_seats",
+			Help: "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem"}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_requests",
 			Help: "Number of requests currently pending in queues of the API Priority and Fairness subsystem"}, labels),
 		waitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
@@ -68,6 +81,11 @@ func newMetrics() *metrics {
 			Help: "Configured upper bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
 		currentLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_limit_seats",
 			Help: "current derived number of execution seats available to each priority level"}, []string{"priority_level"}),
+		demandSeats: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name: "apiserver_flowcontrol_demand_seats",
+			Help: "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)",
+			// Upstream's buckets: even below 1, closer above it.
+			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}}, "priority_level"),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -84,15 +102,13 @@ func newMetrics() *metrics {
 }
 
 // noteDemand shows what a borrowing adjustment took of a level's demand, and the
-// target it shared seats by (NaN: none, an exempt level, whose series is left out).
+// target it shared seats by.
 func (m *metrics) noteDemand(level string, s demandStats, target float64) {
 	m.demandHighWatermark.WithLabelValues(level).Set(float64(s.highWatermark))
 	m.demandAverage.WithLabelValues(level).Set(s.avg)
 	m.demandStdDev.WithLabelValues(level).Set(s.stdDev)
 	m.demandSmoothed.WithLabelValues(level).Set(s.smoothed)
-	if !math.IsNaN(target) {
-		m.targetSeats.WithLabelValues(level).Set(target)
-	}
+	m.targetSeats.WithLabelValues(level).Set(target)
 }
 
 // setBounds shows a level's configured seats: nominal, and the least and most it may
@@ -105,30 +121,44 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 
 // forget drops a level's series once the level is gone.
 func (m *metrics) forget(level string) {
+	m.demandSeats.DeleteLabelValues(level)
 	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
 		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
 		g.DeleteLabelValues(level)
 	}
 }
 
-func (m *metrics) forSchema(schema, level string) schemaMetrics {
-	return schemaMetrics{
+// forSchema are the series of a schema of the level. An exempt level's requests never
+// wait and, as upstream's, are left out of request_wait_duration_seconds.
+func (m *metrics) forSchema(schema, level string, exempt bool) schemaMetrics {
+	sm := schemaMetrics{
 		dispatched:     m.dispatched.WithLabelValues(schema, level),
 		executing:      m.executing.WithLabelValues(schema, level),
+		executingSeats: m.executingSeats.WithLabelValues(schema, level),
 		inQueue:        m.inQueue.WithLabelValues(schema, level),
-		waitedExecuted: m.waitDuration.WithLabelValues(schema, level, "true"),
-		waitedRejected: m.waitDuration.WithLabelValues(schema, level, "false"),
+		waitedExecuted: noObserver{},
+		waitedRejected: noObserver{},
 		estimatedSeats: m.estimatedSeats.WithLabelValues(level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
 	}
+	if !exempt {
+		sm.waitedExecuted = m.waitDuration.WithLabelValues(schema, level, "true")
+		sm.waitedRejected = m.waitDuration.WithLabelValues(schema, level, "false")
+	}
+	return sm
 }
 
 // Collectors are the series to serve on the apiserver's /metrics.
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac}
+		m.targetSeats, m.fairFrac, m.demandSeats}
 }
+
+// noObserver observes nothing.
+type noObserver struct{}
+
+func (noObserver) Observe(float64) {}

@@ -39,12 +39,14 @@ func mutationWork(watchers, maxSeats int) (int, time.Duration) {
 	return seats, work.perSeat(float64(seats))
 }
 
-// finalWork is the request's final seats and their additional latency: a mutation's
-// on a limited level, from the watches its change will notify (a token request's,
-// which changes nothing watched, is none, as upstream's). Exempt levels skip the
-// estimate, which would only add to their demand; they must stay cheap.
+// finalWork is the request's final seats and their additional latency: a mutation's,
+// from the watches its change will notify (a token request's, which changes nothing
+// watched, is none, as upstream's). An exempt mutation is estimated too, as
+// upstream's: it waits for nothing, but the seats it holds count in its level's
+// executing seats and demand, and so in what the exempt level takes of the server's
+// seats at the next borrowing adjustment.
 func (c *Controller) finalWork(s *compiledSchema, r *Request) (int, time.Duration) {
-	if s.exempt || !r.ResourceRequest || !mutates(r.Verb) || (r.Resource == "serviceaccounts" && r.Subresource == "token") {
+	if !r.ResourceRequest || !mutates(r.Verb) || (r.Resource == "serviceaccounts" && r.Subresource == "token") {
 		return 0, 0
 	}
 	return mutationWork(c.watches.interested(r), int(s.level.maxSeats.Load()))

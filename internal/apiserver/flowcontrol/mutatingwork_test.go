@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -74,8 +75,8 @@ func TestWatchCounts(t *testing.T) {
 // after its handler returns: on a level of one seat, with 3 watches open through the
 // filter and 37 more counted, a create is estimated at 4 final seats for 5 ms, capped at
 // the level's 1 seat held 20 ms (the dump shows it), and a get that comes after the
-// create's handler returned waits until that time has passed. An exempt create keeps
-// nothing.
+// create's handler returned waits until that time has passed. An exempt create is
+// estimated alike, and its 4 final seats are not capped by a limit.
 func TestMutationHoldsFinalSeats(t *testing.T) {
 	var timersMu sync.Mutex
 	var timers []time.Duration
@@ -177,11 +178,113 @@ func TestMutationHoldsFinalSeats(t *testing.T) {
 	waitFor(t, "the exempt create running", func() bool {
 		return len(rowsOf(dump(t, c, "dump_requests", requestHeader...), "exempt")) == 1
 	})
-	if row := rowsOf(dump(t, c, "dump_requests", requestHeader...), "exempt")[0]; !slices.Equal(row[6:9], []string{"1", "0", "0s"}) {
-		t.Errorf("the exempt create's row %q, want no final seats", row)
+	if row := rowsOf(dump(t, c, "dump_requests", requestHeader...), "exempt")[0]; !slices.Equal(row[6:9], []string{"1", "4", "5ms"}) {
+		t.Errorf("the exempt create's row %q, want initial seats 1, final seats 4, additional latency 5ms", row)
 	}
 	close(adminCreateRuns)
 	if code := <-exempt; code != http.StatusOK {
 		t.Fatalf("exempt create: %d", code)
+	}
+}
+
+// An exempt mutation is estimated as upstream's is: it never waits (nor shows in
+// request_wait_duration_seconds), but a scraper sees its seats in
+// work_estimated_seats and current_executing_seats, its final seats held
+// there after its handler returned until their additional latency passed, and in the
+// exempt level's demand, which the next adjustment gives it as its current limit.
+func TestExemptMutationIsEstimated(t *testing.T) {
+	for _, tc := range []struct {
+		watchers int
+		// seats are what the create holds while it runs (its estimate); final those
+		// it keeps for latency after its handler returned.
+		seats, final int
+		latency      time.Duration
+	}{
+		{watchers: 0, seats: 1},
+		{watchers: 9, seats: 1},
+		{watchers: 40, seats: 4, final: 4, latency: 5 * time.Millisecond},
+		{watchers: 250, seats: 10, final: 10, latency: 12500 * time.Microsecond},
+	} {
+		t.Run(fmt.Sprintf("%d watchers", tc.watchers), func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0)}
+			var timersMu sync.Mutex
+			var timers []time.Duration
+			var fire []func()
+			afterFunc := func(d time.Duration, f func()) {
+				timersMu.Lock()
+				defer timersMu.Unlock()
+				timers, fire = append(timers, d), append(fire, f)
+			}
+			c := New(Options{Clock: clock.now, AfterFunc: afterFunc})
+			c.Replace(priorityLevels, nil) // the mandatory exempt and catch-all levels only
+			c.Replace(flowSchemas, nil)
+			for range tc.watchers {
+				defer c.watches.register(&Request{Resource: "configmaps"})()
+			}
+			running, proceed := make(chan struct{}), make(chan struct{})
+			inner := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+				close(running)
+				<-proceed
+			})
+			describe := func(_ *http.Request, req *Request) bool {
+				*req = *resourceRequest("admin", []string{"system:masters"}, "create", "", "configmaps", "", "default")
+				return true
+			}
+			srv := httptest.NewServer(c.Handler(inner, describe, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				w.WriteHeader(http.StatusTooManyRequests)
+			}))
+			defer srv.Close()
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(proceed) }) }
+			defer release() // first: the server's Close waits for the create
+			exemptSeats := func() float64 {
+				return seriesValue(t, c, "apiserver_flowcontrol_current_executing_seats", "priority_level", "exempt", "flow_schema", "exempt")
+			}
+
+			created := sendAsync(srv.URL)
+			<-running
+			if got := exemptSeats(); got != float64(tc.seats) {
+				t.Errorf("while the create runs: current_executing_seats{exempt} %v, want %d", got, tc.seats)
+			}
+			if got := histogramSum(t, c, "apiserver_flowcontrol_work_estimated_seats", "priority_level", "exempt"); got != float64(tc.seats) {
+				t.Errorf("work_estimated_seats{exempt} observed %v, want %d", got, tc.seats)
+			}
+			release()
+			if code := <-created; code != http.StatusOK {
+				t.Fatalf("create: %d", code)
+			}
+			if m := matching(t, c, "apiserver_flowcontrol_request_wait_duration_seconds", "priority_level", "exempt"); len(m) != 0 {
+				t.Errorf("request_wait_duration_seconds has %d exempt series, want none: exempt requests never queue", len(m))
+			}
+			if got := matching(t, c, "apiserver_flowcontrol_dispatched_requests_total", "priority_level", "exempt", "flow_schema", "exempt"); len(got) != 1 || got[0].GetCounter().GetValue() != 1 {
+				t.Errorf("dispatched_requests_total{exempt} %v, want 1", got)
+			}
+			if got := exemptSeats(); got != float64(tc.final) {
+				t.Errorf("after the create's handler returned: current_executing_seats{exempt} %v, want %d", got, tc.final)
+			}
+			timersMu.Lock()
+			var wantTimers []time.Duration
+			if tc.final > 0 {
+				wantTimers = []time.Duration{tc.latency}
+			}
+			if !slices.Equal(timers, wantTimers) {
+				t.Errorf("final seats freed after %v, want %v", timers, wantTimers)
+			}
+			for _, f := range fire {
+				f()
+			}
+			timersMu.Unlock()
+			if got := exemptSeats(); got != 0 {
+				t.Errorf("after the additional latency: current_executing_seats{exempt} %v, want 0", got)
+			}
+
+			clock.step(DefaultBorrowingPeriod)
+			adjust(c)
+			for _, name := range []string{"apiserver_flowcontrol_demand_seats_high_watermark", "apiserver_flowcontrol_current_limit_seats"} {
+				if got := seriesValue(t, c, name, "priority_level", "exempt"); got != float64(tc.seats) {
+					t.Errorf("%s{exempt} %v, want %d", name, got, tc.seats)
+				}
+			}
+		})
 	}
 }
