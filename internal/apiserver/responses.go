@@ -202,17 +202,22 @@ func (s *Server) writeJSONList(w http.ResponseWriter, h *resourceHandler, entrie
 		_, _ = gz.Write([]byte(tail))
 		return
 	}
-	// Written through a small buffer rather than joined: a list of many objects would
-	// otherwise be one more copy of all of them, garbage once sent.
+	writeList(w, head, list, []byte(tail))
+}
+
+// writeList writes a list's head, items and tail as they are, through a small buffer
+// rather than joined: a list of many objects would otherwise be one more copy of all
+// of them, garbage once sent.
+func writeList(w http.ResponseWriter, head []byte, list compression.Items, tail []byte) {
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head)
 	var item []byte
-	for i := range items {
+	for i := range list.Len() {
 		item = list.Append(item[:0], i)
 		_, _ = bw.Write(item)
 	}
-	_, _ = bw.WriteString(tail)
+	_, _ = bw.Write(tail)
 	_ = bw.Flush()
 }
 
@@ -340,14 +345,5 @@ func (s *Server) writeProtobufList(w http.ResponseWriter, h *resourceHandler, en
 		return
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(size))
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	_, _ = bw.Write(head)
-	var item []byte
-	for i := range items {
-		item = list.Append(item[:0], i)
-		_, _ = bw.Write(item)
-	}
-	_, _ = bw.Write(tail)
-	_ = bw.Flush()
+	writeList(w, head, list, tail)
 }

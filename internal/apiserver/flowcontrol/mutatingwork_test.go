@@ -78,15 +78,8 @@ func TestWatchCounts(t *testing.T) {
 // create's handler returned waits until that time has passed. An exempt create is
 // estimated alike, and its 4 final seats are not capped by a limit.
 func TestMutationHoldsFinalSeats(t *testing.T) {
-	var timersMu sync.Mutex
-	var timers []time.Duration
-	var fire []func()
-	afterFunc := func(d time.Duration, f func()) {
-		timersMu.Lock()
-		defer timersMu.Unlock()
-		timers, fire = append(timers, d), append(fire, f)
-	}
-	c := New(Options{ServerSeats: 6, AfterFunc: afterFunc}) // the level's share: 1 of 6 (catch-all has 5)
+	timers := &fakeTimers{}
+	c := New(Options{ServerSeats: 6, AfterFunc: timers.afterFunc}) // the level's share: 1 of 6 (catch-all has 5)
 	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 1, 1, 10)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("s", "one", flowcontrolv1.FlowDistinguisherMethodByUserType, "system:authenticated")})
 	l := c.states["one"]
@@ -152,11 +145,9 @@ func TestMutationHoldsFinalSeats(t *testing.T) {
 	if code := <-created; code != http.StatusOK {
 		t.Fatalf("create: %d", code)
 	}
-	timersMu.Lock()
-	if !slices.Equal(timers, []time.Duration{20 * time.Millisecond}) {
-		t.Errorf("the seats freed after %v, want 20ms", timers)
+	if got := timers.started(); !slices.Equal(got, []time.Duration{20 * time.Millisecond}) {
+		t.Errorf("the seats freed after %v, want 20ms", got)
 	}
-	timersMu.Unlock()
 	if executing, _, _ := l.counts(); executing != 0 || l.seatsHeld() != 1 {
 		t.Errorf("the create's handler returned: %d executing, %d seats held, want 0 and 1", executing, l.seatsHeld())
 	}
@@ -167,9 +158,7 @@ func TestMutationHoldsFinalSeats(t *testing.T) {
 		t.Error("the get ran while the create held its final seat")
 	}
 	mu.Unlock()
-	for _, f := range fire { // the 20 ms pass
-		f()
-	}
+	timers.fireAll() // the 20 ms pass
 	if code := <-get; code != http.StatusOK {
 		t.Fatalf("get: %d", code)
 	}
@@ -207,15 +196,8 @@ func TestExemptMutationIsEstimated(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d watchers", tc.watchers), func(t *testing.T) {
 			clock := &fakeClock{t: time.Unix(1000, 0)}
-			var timersMu sync.Mutex
-			var timers []time.Duration
-			var fire []func()
-			afterFunc := func(d time.Duration, f func()) {
-				timersMu.Lock()
-				defer timersMu.Unlock()
-				timers, fire = append(timers, d), append(fire, f)
-			}
-			c := New(Options{Clock: clock.now, AfterFunc: afterFunc})
+			timers := &fakeTimers{}
+			c := New(Options{Clock: clock.now, AfterFunc: timers.afterFunc})
 			c.Replace(priorityLevels, nil) // the mandatory exempt and catch-all levels only
 			c.Replace(flowSchemas, nil)
 			for range tc.watchers {
@@ -262,18 +244,14 @@ func TestExemptMutationIsEstimated(t *testing.T) {
 			if got := exemptSeats(); got != float64(tc.final) {
 				t.Errorf("after the create's handler returned: current_executing_seats{exempt} %v, want %d", got, tc.final)
 			}
-			timersMu.Lock()
 			var wantTimers []time.Duration
 			if tc.final > 0 {
 				wantTimers = []time.Duration{tc.latency}
 			}
-			if !slices.Equal(timers, wantTimers) {
-				t.Errorf("final seats freed after %v, want %v", timers, wantTimers)
+			if got := timers.started(); !slices.Equal(got, wantTimers) {
+				t.Errorf("final seats freed after %v, want %v", got, wantTimers)
 			}
-			for _, f := range fire {
-				f()
-			}
-			timersMu.Unlock()
+			timers.fireAll()
 			if got := exemptSeats(); got != 0 {
 				t.Errorf("after the additional latency: current_executing_seats{exempt} %v, want 0", got)
 			}
@@ -286,5 +264,36 @@ func TestExemptMutationIsEstimated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fakeTimers records the timers a controller starts (Options.AfterFunc), for a test
+// to fire when it says their time has passed.
+type fakeTimers struct {
+	mu    sync.Mutex
+	after []time.Duration
+	fire  []func()
+}
+
+func (ft *fakeTimers) afterFunc(d time.Duration, f func()) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.after, ft.fire = append(ft.after, d), append(ft.fire, f)
+}
+
+// started is the durations of the timers started so far.
+func (ft *fakeTimers) started() []time.Duration {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return slices.Clone(ft.after)
+}
+
+// fireAll runs the functions of the timers started so far.
+func (ft *fakeTimers) fireAll() {
+	ft.mu.Lock()
+	fire := slices.Clone(ft.fire)
+	ft.mu.Unlock()
+	for _, f := range fire {
+		f()
 	}
 }
