@@ -27,6 +27,7 @@ type Chunks struct {
 	mu     sync.Mutex
 	chunks map[chunkKey]*chunk
 	lists  uint64 // lists written, the clock chunks' last use is kept in
+	bytes  int    // the kept segments' bytes
 }
 
 // NewChunks returns an empty cache.
@@ -61,6 +62,8 @@ const (
 	endsOneIn = 8
 	// forgetAfter is how many lists a chunk survives unused.
 	forgetAfter = 64
+	// boundSlack is what the cache may hold beyond twice the last list's chunks.
+	boundSlack = 1 << 20
 )
 
 // Write writes items to s: chunks found in the cache as their segments, the others
@@ -69,9 +72,11 @@ func (c *Chunks) Write(s *Stream, items Items) error {
 	n := items.Len()
 	clock := c.tick()
 	var (
-		buf []byte
-		b   segmentBuilder
+		buf  []byte
+		b    segmentBuilder
+		used int // bytes of the segments this list is written from
 	)
+	defer func() { c.bound(clock, used) }()
 	for i := 0; i < n; {
 		key, rev := items.ID(i)
 		ck := chunkKey{key: key, rev: rev}
@@ -81,6 +86,7 @@ func (c *Chunks) Write(s *Stream, items Items) error {
 		if rev != 0 && (i == 0 || ck.prevRev != 0) {
 			if ch := c.lookup(ck); ch != nil && ch.matches(items, i) {
 				ch.used.Store(clock)
+				used += len(ch.seg.Data)
 				if err := s.WriteSegment(ch.seg); err != nil {
 					return err
 				}
@@ -118,6 +124,7 @@ func (c *Chunks) Write(s *Stream, items Items) error {
 		if cacheable {
 			ch.used.Store(clock)
 			c.keep(ck, ch)
+			used += len(seg.Data)
 		}
 		if err := s.WriteSegment(seg); err != nil {
 			return err
@@ -150,7 +157,34 @@ func (c *Chunks) lookup(k chunkKey) *chunk {
 func (c *Chunks) keep(k chunkKey, ch *chunk) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old := c.chunks[k]; old != nil {
+		c.bytes -= len(old.seg.Data)
+	}
 	c.chunks[k] = ch
+	c.bytes += len(ch.seg.Data)
+}
+
+// bound drops every chunk the list written at clock did not use when the cache holds
+// more than twice what that list used (and more than boundSlack): items that change
+// between lists leave chunks behind under keys no list finds again, which would
+// otherwise pile up until forgetAfter lists passed.
+func (c *Chunks) bound(clock uint64, used int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes <= 2*used+boundSlack {
+		return
+	}
+	c.dropLocked(func(ch *chunk) bool { return ch.used.Load() < clock })
+}
+
+// dropLocked deletes the chunks drop says to.
+func (c *Chunks) dropLocked(drop func(*chunk) bool) {
+	for k, ch := range c.chunks {
+		if drop(ch) {
+			delete(c.chunks, k)
+			c.bytes -= len(ch.seg.Data)
+		}
+	}
 }
 
 // tick counts a list and, every forgetAfter lists, drops the chunks no list used in
@@ -160,11 +194,7 @@ func (c *Chunks) tick() uint64 {
 	defer c.mu.Unlock()
 	c.lists++
 	if c.lists%forgetAfter == 0 {
-		for k, ch := range c.chunks {
-			if ch.used.Load()+forgetAfter < c.lists {
-				delete(c.chunks, k)
-			}
-		}
+		c.dropLocked(func(ch *chunk) bool { return ch.used.Load()+forgetAfter < c.lists })
 	}
 	return c.lists
 }
@@ -173,8 +203,5 @@ func (c *Chunks) tick() uint64 {
 func (c *Chunks) Size() (bytes, chunks int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ch := range c.chunks {
-		bytes += len(ch.seg.Data)
-	}
-	return bytes, len(c.chunks)
+	return c.bytes, len(c.chunks)
 }

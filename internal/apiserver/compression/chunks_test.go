@@ -187,3 +187,23 @@ func BenchmarkListCompressed(b *testing.B) {
 		zw.Close()
 	}
 }
+
+// Items changing between lists leave chunks no list finds again; the cache holds no
+// more than about twice what a list is written from.
+func TestChunksLeftBehindByChangesAreBounded(t *testing.T) {
+	c := NewChunks()
+	l := newTestItems(4000)
+	checkList(t, c, l)
+	first, _ := c.Size()
+	for round := range 30 {
+		// Every item changes: each list is written from new chunks only.
+		for i := range l.keys {
+			l.revs[i] += 10000
+			l.bodies[l.keys[i]] = podLike(fmt.Sprint(l.keys[i], round), l.revs[i])
+		}
+		checkList(t, c, l)
+	}
+	if now, _ := c.Size(); now > 2*first+boundSlack {
+		t.Errorf("after 30 lists of changed items the cache holds %d bytes; one list's chunks are %d", now, first)
+	}
+}
