@@ -285,7 +285,7 @@ func (c *Controller) rebuildLocked() {
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
-			metrics:   c.metrics.forSchema(fs.Name, pl.Name, pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt),
+			metrics:   c.metrics.forSchema(fs.Name, pl.Name, pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt, queuing(pl)),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})
 	}
@@ -326,13 +326,18 @@ func nominalShares(pl *flowcontrolv1.PriorityLevelConfiguration) int32 {
 	return 0
 }
 
+// queuing: the level queues the requests it has no seats for (it has queues).
+func queuing(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
+	l := pl.Spec.Limited
+	return l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue &&
+		l.LimitResponse.Queuing != nil && l.LimitResponse.Queuing.Queues > 0
+}
+
 // queuesFlows: the level spreads flows over several queues, the only case where a
 // schema's distinguisher method matters. Elsewhere upstream leaves the flow
 // distinguisher empty, and its dumps show it so.
 func queuesFlows(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
-	l := pl.Spec.Limited
-	return l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue &&
-		l.LimitResponse.Queuing != nil && l.LimitResponse.Queuing.Queues > 1
+	return queuing(pl) && pl.Spec.Limited.LimitResponse.Queuing.Queues > 1
 }
 
 // classify returns the schema a request matches (nil before the configuration is

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/component-base/metrics/prometheusextension"
 )
@@ -114,9 +113,11 @@ type request struct {
 	totalWork     seatSeconds
 	arrivalR      seatSeconds
 	arrive, start time.Time
-	// executingSeats is its schema's apiserver_flowcontrol_current_executing_seats,
-	// which counts its seats from its start until they are freed (nil: not shown).
-	executingSeats prometheus.Gauge
+	// ran is how long it executed: set when it is released.
+	ran time.Duration
+	// metrics are its schema's series (nil: not shown): current_executing_seats
+	// counts its seats from its start until they are freed.
+	metrics *schemaMetrics
 
 	// ready is closed, under the level's lock, once the request waiting holds its seats.
 	ready      chan struct{}
@@ -300,8 +301,15 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 
 // noteExecutingSeats shows a change of the seats the request holds on /metrics.
 func (r *request) noteExecutingSeats(delta int) {
-	if r.executingSeats != nil {
-		r.executingSeats.Add(float64(delta))
+	if r.metrics != nil {
+		r.metrics.executingSeats.Add(float64(delta))
+	}
+}
+
+// noteQueueLength shows the length of the queue the request joined, itself included.
+func (r *request) noteQueueLength(n int) {
+	if r.metrics != nil {
+		r.metrics.queueLength.Observe(float64(n))
 	}
 }
 
@@ -384,7 +392,13 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	l.syncTimeLocked(now)
 	r.arrive = now
 	if l.waiting == 0 && l.fitsLocked(r.seats) {
-		l.startLocked(r, l.homeLocked(r.flow), now)
+		q := l.homeLocked(r.flow)
+		if q != nil {
+			// Upstream queues every request of a queuing level, then dispatches:
+			// this one would have found its queue empty.
+			r.noteQueueLength(1)
+		}
+		l.startLocked(r, q, now)
 		return true, ""
 	}
 	if l.reject {
@@ -401,6 +415,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	r.ready, r.arrivalR = make(chan struct{}), l.currentR
 	l.startVirtualLocked(q)
 	l.enqueueLocked(q, r)
+	r.noteQueueLength(len(q.waiting))
 	boundNextDispatchLocked(q)
 	l.waiting++
 	l.seatsWaiting += r.seats
@@ -418,6 +433,7 @@ func (l *level) release(r *request) bool {
 	defer l.mu.Unlock()
 	now := l.now()
 	l.syncTimeLocked(now)
+	r.ran = now.Sub(r.start)
 	if q := r.q; q != nil {
 		l.finishLocked(q, r)
 		q.nextDispatchR += seatsTimes(float64(r.initialSeats), now.Sub(r.start))

@@ -17,7 +17,16 @@ type metrics struct {
 	// final seats after their handler returned.
 	executingSeats *prometheus.GaugeVec
 	inQueue        *prometheus.GaugeVec
-	waitDuration   *prometheus.HistogramVec
+	// inQueueSeats are the seats the requests waiting in queues would take.
+	inQueueSeats *prometheus.GaugeVec
+	waitDuration *prometheus.HistogramVec
+	// executionSeconds is how long requests executed (a watch until it was
+	// initialized), by type "regular" or "watch".
+	executionSeconds *prometheus.HistogramVec
+	// queueLength is the length of the queue each request of a queuing level joined,
+	// itself included (1 for one that started at once, as upstream's queues every
+	// request before dispatching it).
+	queueLength *prometheus.HistogramVec
 	// estimatedSeats is labelled priority_level, flow_schema, in upstream's order.
 	estimatedSeats *prometheus.HistogramVec
 	nominalLimit   *prometheus.GaugeVec
@@ -47,11 +56,22 @@ type schemaMetrics struct {
 	executing        prometheus.Gauge
 	executingSeats   prometheus.Gauge
 	inQueue          prometheus.Gauge
+	inQueueSeats     prometheus.Gauge
 	waitedExecuted   prometheus.Observer
+	executedRegular  prometheus.Observer
+	executedWatch    prometheus.Observer
+	queueLength      prometheus.Observer
 	waitedRejected   prometheus.Observer
 	estimatedSeats   prometheus.Observer
 	rejectedByReason func(reason string) prometheus.Counter
 }
+
+// Upstream's buckets of request_wait_duration_seconds and request_execution_seconds,
+// and of request_queue_length_after_enqueue.
+var (
+	requestDurationBuckets = []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}
+	queueLengthBuckets     = []float64{0, 10, 25, 50, 100, 250, 500, 1000}
+)
 
 // newMetrics makes the series; clock times the timing histogram.
 func newMetrics(clock func() time.Time) *metrics {
@@ -67,9 +87,17 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem"}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_requests",
 			Help: "Number of requests currently pending in queues of the API Priority and Fairness subsystem"}, labels),
+		inQueueSeats: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_seats",
+			Help: "Number of seats currently pending in queues of the API Priority and Fairness subsystem"}, []string{"priority_level", "flow_schema"}),
 		waitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
 			Help:    "Length of time a request spent waiting in its queue",
-			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}}, append(labels, "execute")),
+			Buckets: requestDurationBuckets}, append(labels, "execute")),
+		executionSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_execution_seconds",
+			Help:    "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem",
+			Buckets: requestDurationBuckets}, []string{"priority_level", "flow_schema", "type"}),
+		queueLength: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_queue_length_after_enqueue",
+			Help:    "Length of queue in the API Priority and Fairness subsystem, as seen by each request after it is enqueued",
+			Buckets: queueLengthBuckets}, []string{"priority_level", "flow_schema"}),
 		estimatedSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_work_estimated_seats",
 			Help:    "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}, []string{"priority_level", "flow_schema"}),
@@ -129,16 +157,21 @@ func (m *metrics) forget(level string) {
 }
 
 // forSchema are the series of a schema of the level. An exempt level's requests never
-// wait and, as upstream's, are left out of request_wait_duration_seconds.
-func (m *metrics) forSchema(schema, level string, exempt bool) schemaMetrics {
+// wait and, as upstream's, are left out of request_wait_duration_seconds; only a
+// level with queues (queuing) shows request_queue_length_after_enqueue.
+func (m *metrics) forSchema(schema, level string, exempt, queuing bool) schemaMetrics {
 	sm := schemaMetrics{
-		dispatched:     m.dispatched.WithLabelValues(schema, level),
-		executing:      m.executing.WithLabelValues(schema, level),
-		executingSeats: m.executingSeats.WithLabelValues(schema, level),
-		inQueue:        m.inQueue.WithLabelValues(schema, level),
-		waitedExecuted: noObserver{},
-		waitedRejected: noObserver{},
-		estimatedSeats: m.estimatedSeats.WithLabelValues(level, schema),
+		dispatched:      m.dispatched.WithLabelValues(schema, level),
+		executing:       m.executing.WithLabelValues(schema, level),
+		executingSeats:  m.executingSeats.WithLabelValues(schema, level),
+		inQueue:         m.inQueue.WithLabelValues(schema, level),
+		inQueueSeats:    m.inQueueSeats.WithLabelValues(level, schema),
+		waitedExecuted:  noObserver{},
+		waitedRejected:  noObserver{},
+		executedRegular: m.executionSeconds.WithLabelValues(level, schema, "regular"),
+		executedWatch:   m.executionSeconds.WithLabelValues(level, schema, "watch"),
+		queueLength:     noObserver{},
+		estimatedSeats:  m.estimatedSeats.WithLabelValues(level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
@@ -147,13 +180,17 @@ func (m *metrics) forSchema(schema, level string, exempt bool) schemaMetrics {
 		sm.waitedExecuted = m.waitDuration.WithLabelValues(schema, level, "true")
 		sm.waitedRejected = m.waitDuration.WithLabelValues(schema, level, "false")
 	}
+	if queuing {
+		sm.queueLength = m.queueLength.WithLabelValues(level, schema)
+	}
 	return sm
 }
 
 // Collectors are the series to serve on the apiserver's /metrics.
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.inQueueSeats, m.waitDuration,
+		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
 		m.targetSeats, m.fairFrac, m.demandSeats}
 }
