@@ -48,15 +48,18 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		// starts, but it counts in the queue as it came.
 		seats := float64(rq.seats)
 		s.metrics.estimatedSeats.Observe(seats)
+		kind := c.metrics.kind(req.Verb)
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true
 			s.metrics.inQueue.Inc()
 			s.metrics.inQueueSeats.Add(seats)
+			kind.waiting.add(1)
 		})
 		if queued {
 			s.metrics.inQueue.Dec()
 			s.metrics.inQueueSeats.Sub(seats)
+			kind.waiting.add(-1)
 		}
 		if reason != "" {
 			s.metrics.waitedRejected.Observe(waited.Seconds())
@@ -70,6 +73,7 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		s.metrics.waitedExecuted.Observe(waited.Seconds())
 		s.metrics.dispatched.Inc()
 		s.metrics.executing.Inc()
+		kind.executing.add(1)
 		if waited > 0 {
 			// Upstream's latency SLI leaves out the time spent waiting for a seat.
 			requestmetrics.ExcludeFromSLI(r.Context(), waited)
@@ -87,6 +91,7 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 // how long it executed.
 func (c *Controller) finish(s *compiledSchema, rq *request) {
 	s.metrics.executing.Dec()
+	c.metrics.kind(rq.info.Verb).executing.add(-1)
 	reap := s.level.release(rq)
 	executed := s.metrics.executedRegular
 	if rq.info.ResourceRequest && rq.info.Verb == "watch" {

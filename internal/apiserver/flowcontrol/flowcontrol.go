@@ -235,11 +235,14 @@ func (c *Controller) rebuildLocked() {
 	for _, pl := range all {
 		shareSum += float64(nominalShares(pl))
 	}
+	// What all the levels run and queue at the most (with their nominal seats), as
+	// read_vs_write_current_requests shows the requests over.
+	var serverSeats, serverQueued int
 	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
 			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc,
-				demandRatio: c.metrics.demandSeats.WithLabelValues(name), demandDenominator: 1}
+				series: c.metrics.forLevel(name), concurrencyDenominator: 1, waitingDenominator: 1}
 			c.states[name] = st
 		}
 		// A level of zero shares has no seats of its own: it runs what it borrows
@@ -254,11 +257,14 @@ func (c *Controller) rebuildLocked() {
 		if l := pl.Spec.Limited; l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && l.LimitResponse.Queuing != nil {
 			q := l.LimitResponse.Queuing
 			reject, queues, handSize, queueLength = false, int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
+			serverQueued += queues * queueLength
 		}
+		serverSeats += nominal
 		st.configure(pl, exempt, nominal, lower, upper, reject, queues, handSize, queueLength)
 		st.setQuiescing(levels[name] == nil)
 		c.metrics.setBounds(name, nominal, lower, upper)
 	}
+	c.metrics.setServerCapacity(serverSeats, serverQueued)
 	for name := range c.states {
 		if all[name] == nil {
 			delete(c.states, name)

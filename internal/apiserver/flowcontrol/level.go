@@ -35,11 +35,14 @@ type level struct {
 	// the period between adjustments; stats is what the last adjustment took of it.
 	demand demandIntegrator
 	stats  demandStats
-	// demandRatio shows the demand over demandDenominator (upstream's: the current
-	// limit, or a tenth of the server's seats while that is zero; 1 until the first
-	// adjustment) on /metrics, as apiserver_flowcontrol_demand_seats (nil: not shown).
-	demandRatio       prometheusextension.GaugeOps
-	demandDenominator float64
+	// series show the level on /metrics (nil: not shown). Its timing histograms
+	// show ratios, as upstream's: the demand, the seats in use and the requests
+	// executing over concurrencyDenominator (the current limit, or a tenth of the
+	// server's seats while that is zero; 1 until the first adjustment), the requests
+	// waiting over waitingDenominator (what its queues hold at the most: queues times
+	// queueLengthLimit; 1 without queues).
+	series                                     *levelSeries
+	concurrencyDenominator, waitingDenominator float64
 	// now is the clock the demand and the virtual time go by; after calls a function
 	// after a while (time.AfterFunc).
 	now   func() time.Time
@@ -92,6 +95,14 @@ type queue struct {
 	// gone: the level replaced its queues; requests still holding seats of this one
 	// give them back to the level only.
 	gone bool
+}
+
+// levelSeries are a level's series, resolved when it is made.
+type levelSeries struct {
+	// demand is apiserver_flowcontrol_demand_seats, seats
+	// priority_level_seat_utilization, executing and waiting
+	// priority_level_request_utilization's two phases.
+	demand, seats, executing, waiting prometheusextension.GaugeOps
 }
 
 // request is one request a level admits, from its arrival until it is done or turned
@@ -204,6 +215,8 @@ func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt b
 	l.nominal, l.lower, l.upper = nominal, lower, upper
 	l.maxSeats.Store(int32(levelMaxSeats(nominal, handSize, !reject && !exempt && queues > 0)))
 	l.handSize, l.queueLengthLimit = max(handSize, 1), queueLengthLimit
+	l.waitingDenominator = float64(max(queueLengthLimit, 1) * max(queues, 1))
+	l.showWaitingLocked()
 	if len(l.queues) != queues {
 		l.redealLocked(queues)
 	}
@@ -296,6 +309,8 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 	l.seatsInUse += r.seats
 	l.dispatched++
 	l.noteDemandLocked(now)
+	l.showExecutingLocked()
+	l.showSeatsLocked()
 	r.noteExecutingSeats(r.seats)
 }
 
@@ -321,23 +336,46 @@ func (l *level) noteDemandLocked(now time.Time) {
 	}
 }
 
-// showDemandLocked shows the demand's ratio to its denominator on /metrics.
+// The show*Locked methods show, after a change, the demand, the seats in use, the
+// requests executing and waiting, each over its denominator, on /metrics.
+
 func (l *level) showDemandLocked() {
-	if l.demandRatio != nil {
-		l.demandRatio.Set(l.demand.x / l.demandDenominator)
+	if l.series != nil {
+		l.series.demand.Set(l.demand.x / l.concurrencyDenominator)
+	}
+}
+
+func (l *level) showSeatsLocked() {
+	if l.series != nil {
+		l.series.seats.Set(float64(l.seatsInUse) / l.concurrencyDenominator)
+	}
+}
+
+func (l *level) showExecutingLocked() {
+	if l.series != nil {
+		l.series.executing.Set(float64(l.executing) / l.concurrencyDenominator)
+	}
+}
+
+func (l *level) showWaitingLocked() {
+	if l.series != nil {
+		l.series.waiting.Set(float64(l.waiting) / l.waitingDenominator)
 	}
 }
 
 // setLimit gives the level its seats for the coming period, and the denominator its
-// demand is shown over; as many requests start as a raised limit lets.
-func (l *level) setLimit(limit, demandDenominator int) {
+// demand, seats and requests executing are shown over; as many requests start as a
+// raised limit lets.
+func (l *level) setLimit(limit, concurrencyDenominator int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.syncTimeLocked(now)
 	l.limit = limit
-	l.demandDenominator = float64(demandDenominator)
+	l.concurrencyDenominator = float64(concurrencyDenominator)
 	l.showDemandLocked()
+	l.showSeatsLocked()
+	l.showExecutingLocked()
 	l.dispatchLocked(now)
 }
 
@@ -375,6 +413,7 @@ func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration
 	l.waiting--
 	l.seatsWaiting -= r.seats
 	l.noteDemandLocked(now)
+	l.showWaitingLocked()
 	l.rejected++
 	l.cancelled++
 	// The request gone may have been what blocked the others.
@@ -420,6 +459,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	l.waiting++
 	l.seatsWaiting += r.seats
 	l.noteDemandLocked(now)
+	l.showWaitingLocked()
 	l.dispatchLocked(now)
 	return r.dispatched, ""
 }
@@ -443,6 +483,7 @@ func (l *level) release(r *request) bool {
 		l.queueless.remove(r)
 	}
 	l.executing--
+	l.showExecutingLocked()
 	if r.finalSeats > 0 && r.additionalLatency > 0 {
 		l.after(r.additionalLatency, func() {
 			l.mu.Lock()
@@ -468,6 +509,7 @@ func (l *level) freeSeatsLocked(r *request, now time.Time) {
 	}
 	l.seatsInUse -= r.seats
 	l.noteDemandLocked(now)
+	l.showSeatsLocked()
 	r.noteExecutingSeats(-r.seats)
 	l.dispatchLocked(now)
 }
@@ -485,6 +527,7 @@ func (l *level) dispatchLocked(now time.Time) {
 		l.unqueueLocked(q, r)
 		l.waiting--
 		l.seatsWaiting -= r.seats
+		l.showWaitingLocked()
 		if r.finalSeats > l.limit && l.limit > 0 {
 			// More final seats than the level has: as upstream's, hold them all
 			// for proportionally longer.

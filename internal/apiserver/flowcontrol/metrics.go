@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,15 @@ type metrics struct {
 	// timing histogram, whose observations are nanoseconds, as upstream's
 	// TimingRatioHistogram.
 	demandSeats *prometheusextension.TimingHistogramVec
+	// seatUtilization and requestUtilization are, by level, timing histograms of
+	// its seats in use and its requests executing over its concurrency denominator,
+	// and of its requests waiting over what its queues hold (levelSeries).
+	seatUtilization    *prometheusextension.TimingHistogramVec
+	requestUtilization *prometheusextension.TimingHistogramVec
+	// readVsWrite is the timing histogram of the requests executing and waiting,
+	// read-only and mutating, over the server's seats and its queues' capacity.
+	readVsWrite        *prometheusextension.TimingHistogramVec
+	readOnly, mutating requestKindSeries
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -73,10 +83,10 @@ var (
 	queueLengthBuckets     = []float64{0, 10, 25, 50, 100, 250, 500, 1000}
 )
 
-// newMetrics makes the series; clock times the timing histogram.
+// newMetrics makes the series; clock times the timing histograms.
 func newMetrics(clock func() time.Time) *metrics {
 	labels := []string{"flow_schema", "priority_level"}
-	return &metrics{
+	m := &metrics{
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_dispatched_requests_total",
 			Help: "Number of requests executed by API Priority and Fairness subsystem"}, labels),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_rejected_requests_total",
@@ -114,6 +124,20 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)",
 			// Upstream's buckets: even below 1, closer above it.
 			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}}, "priority_level"),
+		seatUtilization: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name: "apiserver_flowcontrol_priority_level_seat_utilization",
+			Help: "Observations, at the end of every nanosecond, of utilization of seats for any stage of execution (but only initial stage for WATCHes)",
+			// Upstream's: 0.99 and 1 both, so that a quantile shows saturation.
+			Buckets:     []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1},
+			ConstLabels: prometheus.Labels{"phase": "executing"}}, "priority_level"),
+		requestUtilization: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name:    "apiserver_flowcontrol_priority_level_request_utilization",
+			Help:    "Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)",
+			Buckets: []float64{0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1}}, "phase", "priority_level"),
+		readVsWrite: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name:    "apiserver_flowcontrol_read_vs_write_current_requests",
+			Help:    "Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
+			Buckets: []float64{0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}}, "phase", "request_kind"),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -126,6 +150,74 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Seat allocation targets"}, []string{"priority_level"}),
 		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_seat_fair_frac",
 			Help: "Fair fraction of server's concurrency to allocate to each priority level that can use it"}),
+	}
+	// Upstream's request kinds, as apiserver_current_inflight_requests names them.
+	for kind, ks := range map[string]*requestKindSeries{"readOnly": &m.readOnly, "mutating": &m.mutating} {
+		ks.waiting.init(m.readVsWrite.WithLabelValues("waiting", kind))
+		ks.executing.init(m.readVsWrite.WithLabelValues("executing", kind))
+	}
+	return m
+}
+
+// requestKindSeries are read_vs_write_current_requests' series of one request kind.
+type requestKindSeries struct {
+	waiting, executing ratioGauge
+}
+
+// kind is the series of requests of the verb (as authorization sees it, or a
+// non-resource request's method in lower case): as upstream's, get, list and watch
+// read, anything else mutates.
+func (m *metrics) kind(verb string) *requestKindSeries {
+	switch verb {
+	case "get", "list", "watch":
+		return &m.readOnly
+	}
+	return &m.mutating
+}
+
+// setServerCapacity sets read_vs_write_current_requests' denominators: the seats of
+// all the levels, and what all their queues hold (at least 1).
+func (m *metrics) setServerCapacity(seats, queued int) {
+	for _, ks := range []*requestKindSeries{&m.readOnly, &m.mutating} {
+		ks.executing.setDenominator(float64(max(seats, 1)))
+		ks.waiting.setDenominator(float64(max(queued, 1)))
+	}
+}
+
+// ratioGauge shows a count over a denominator in a timing histogram.
+type ratioGauge struct {
+	mu          sync.Mutex
+	n           int
+	denominator float64
+	h           prometheusextension.GaugeOps
+}
+
+func (g *ratioGauge) init(h prometheusextension.GaugeOps) {
+	g.h, g.denominator = h, 1
+	h.Set(0)
+}
+
+func (g *ratioGauge) add(delta int) {
+	g.mu.Lock()
+	g.n += delta
+	g.h.Set(float64(g.n) / g.denominator)
+	g.mu.Unlock()
+}
+
+func (g *ratioGauge) setDenominator(d float64) {
+	g.mu.Lock()
+	g.denominator = d
+	g.h.Set(float64(g.n) / d)
+	g.mu.Unlock()
+}
+
+// forLevel are the series of a level, made with it.
+func (m *metrics) forLevel(level string) *levelSeries {
+	return &levelSeries{
+		demand:    m.demandSeats.WithLabelValues(level),
+		seats:     m.seatUtilization.WithLabelValues(level),
+		executing: m.requestUtilization.WithLabelValues("executing", level),
+		waiting:   m.requestUtilization.WithLabelValues("waiting", level),
 	}
 }
 
@@ -150,6 +242,9 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 // forget drops a level's series once the level is gone.
 func (m *metrics) forget(level string) {
 	m.demandSeats.DeleteLabelValues(level)
+	m.seatUtilization.DeleteLabelValues(level)
+	m.requestUtilization.DeleteLabelValues("executing", level)
+	m.requestUtilization.DeleteLabelValues("waiting", level)
 	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
 		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
 		g.DeleteLabelValues(level)
@@ -192,7 +287,7 @@ func (c *Controller) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.inQueueSeats, m.waitDuration,
 		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac, m.demandSeats}
+		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite}
 }
 
 // noObserver observes nothing.

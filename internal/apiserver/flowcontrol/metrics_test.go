@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"math"
 	"net/http"
 	"slices"
 	"testing"
@@ -165,4 +166,119 @@ func TestRequestSeries(t *testing.T) {
 		{metric: queueLength, labels: []string{"priority_level", "exempt"}, absent: true},
 		{metric: queueLength, labels: []string{"priority_level", "catch-all"}, absent: true},
 	})
+}
+
+// The utilization timing histograms, as upstream's: for each level, the nanoseconds
+// its seats in use and its requests executing stood at each ratio to its current
+// limit (or, while that is zero, a tenth of the server's seats), and its requests
+// waiting at each ratio to what its queues hold; for the server, its read-only and
+// mutating requests executing over all the levels' nominal seats, and waiting over
+// all their queues' room. 20 seats: busy (45 shares, lends none) has 18 and one
+// queue of 50, catch-all 2, exempt none (so its ratios are over 2). Each case holds
+// requests for 10 s of the fake clock.
+func TestUtilizationHistograms(t *testing.T) {
+	const (
+		seatUtilization    = "apiserver_flowcontrol_priority_level_seat_utilization"
+		requestUtilization = "apiserver_flowcontrol_priority_level_request_utilization"
+		readVsWrite        = "apiserver_flowcontrol_read_vs_write_current_requests"
+	)
+	// Upstream's buckets.
+	bounds := map[string][]float64{
+		seatUtilization:    {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1},
+		requestUtilization: {0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1},
+		readVsWrite:        {0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1},
+	}
+	type send struct {
+		user, verb string
+		n, seats   int
+	}
+	type ratio struct {
+		metric string
+		labels []string
+		ratio  float64
+	}
+	busySeats := func(r float64) ratio {
+		return ratio{seatUtilization, []string{"phase", "executing", "priority_level", "busy"}, r}
+	}
+	busyRequests := func(phase string, r float64) ratio {
+		return ratio{requestUtilization, []string{"phase", phase, "priority_level", "busy"}, r}
+	}
+	server := func(phase, kind string, r float64) ratio {
+		return ratio{readVsWrite, []string{"phase", phase, "request_kind", kind}, r}
+	}
+	for _, tc := range []struct {
+		name string
+		send []send
+		// level holds executing and waiting requests once all are sent.
+		level              string
+		executing, waiting int
+		want               []ratio
+	}{
+		{name: "idle", level: "busy", want: []ratio{busySeats(0), busyRequests("executing", 0), busyRequests("waiting", 0),
+			server("executing", "readOnly", 0), server("waiting", "readOnly", 0), server("executing", "mutating", 0), server("waiting", "mutating", 0)}},
+		{name: "half the limit", send: []send{{"busy", "get", 9, 1}}, level: "busy", executing: 9,
+			want: []ratio{busySeats(0.5), busyRequests("executing", 0.5), busyRequests("waiting", 0),
+				server("executing", "readOnly", 9.0/20), server("executing", "mutating", 0)}},
+		{name: "full and waiting", send: []send{{"busy", "list", 27, 1}}, level: "busy", executing: 18, waiting: 9,
+			want: []ratio{busySeats(1), busyRequests("executing", 1), busyRequests("waiting", 9.0/50),
+				server("executing", "readOnly", 18.0/20), server("waiting", "readOnly", 9.0/50), server("waiting", "mutating", 0)}},
+		{name: "wide mutations: seats apart from requests", send: []send{{"busy", "create", 5, 2}}, level: "busy", executing: 5,
+			want: []ratio{busySeats(10.0 / 18), busyRequests("executing", 5.0/18),
+				server("executing", "mutating", 5.0/20), server("executing", "readOnly", 0)}},
+		{name: "exempt over a tenth of the server", send: []send{{"admin", "delete", 1, 1}}, level: "exempt", executing: 1,
+			want: []ratio{
+				{seatUtilization, []string{"phase", "executing", "priority_level", "exempt"}, 0.5},
+				{requestUtilization, []string{"phase", "executing", "priority_level", "exempt"}, 0.5},
+				{requestUtilization, []string{"phase", "waiting", "priority_level", "exempt"}, 0},
+				server("executing", "mutating", 1.0/20)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0)}
+			c := New(Options{ServerSeats: 20, Clock: clock.now})
+			c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
+			c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
+			b := newBlockingServer(t, c, map[string]registry.User{
+				"busy":  {Name: "busy", Groups: []string{"busy"}},
+				"admin": {Name: "admin", Groups: []string{"system:masters"}},
+			})
+			for _, s := range tc.send {
+				for range s.n {
+					go b.send(s.user, s.verb, "", s.seats)
+				}
+			}
+			waitFor(t, "the requests held", func() bool {
+				executing, waiting, _ := c.states[tc.level].counts()
+				return executing == tc.executing && waiting == tc.waiting
+			})
+			clock.step(10 * time.Second)
+
+			const period = uint64(10 * time.Second)
+			for _, w := range tc.want {
+				m := matching(t, c, w.metric, w.labels...)
+				if len(m) != 1 {
+					t.Errorf("%d series of %s%v, want 1", len(m), w.metric, w.labels)
+					continue
+				}
+				if got := len(m[0].GetLabel()); got != len(w.labels)/2 {
+					t.Errorf("%s%v: %d labels, want %d", w.metric, w.labels, got, len(w.labels)/2)
+				}
+				h := m[0].GetHistogram()
+				if sum := w.ratio * float64(period); h.GetSampleCount() != period || math.Abs(h.GetSampleSum()-sum) > 1e-6*float64(period) {
+					t.Errorf("%s%v: count %d, sum %v; want %d ns at %v: sum %v", w.metric, w.labels, h.GetSampleCount(), h.GetSampleSum(), period, w.ratio, sum)
+				}
+				if got := bucketBounds(h); !slices.Equal(got, bounds[w.metric]) {
+					t.Errorf("%s: buckets %v, want upstream's %v", w.metric, got, bounds[w.metric])
+				}
+				for _, bucket := range h.GetBucket() {
+					want := uint64(0)
+					if bucket.GetUpperBound() >= w.ratio {
+						want = period
+					}
+					if bucket.GetCumulativeCount() != want {
+						t.Errorf("%s%v: bucket le=%v holds %d ns, want %d", w.metric, w.labels, bucket.GetUpperBound(), bucket.GetCumulativeCount(), want)
+					}
+				}
+			}
+		})
+	}
 }
