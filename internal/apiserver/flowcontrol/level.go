@@ -103,6 +103,8 @@ type levelSeries struct {
 	// priority_level_seat_utilization, executing and waiting
 	// priority_level_request_utilization's two phases.
 	demand, seats, executing, waiting prometheusextension.GaugeOps
+	// epochAdvanced counts a shift of its virtual time back (epochAdvances).
+	epochAdvanced func(success bool)
 }
 
 // request is one request a level admits, from its arrival until it is done or turned
@@ -521,6 +523,10 @@ func (l *level) dispatchLocked(now time.Time) {
 		q, idx := l.nextQueueLocked()
 		r := q.waiting[0]
 		if !l.fitsLocked(r.seats) {
+			if l.seatsInUse < l.limit && r.metrics != nil {
+				// As upstream's, a dispatch that found seats free, but not enough.
+				r.metrics.noAccommodation.Inc()
+			}
 			return
 		}
 		l.robin = idx

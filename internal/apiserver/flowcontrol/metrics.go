@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,6 +49,14 @@ type metrics struct {
 	// read-only and mutating, over the server's seats and its queues' capacity.
 	readVsWrite        *prometheusextension.TimingHistogramVec
 	readOnly, mutating requestKindSeries
+	// noAccommodation counts the dispatches that found the seats the request at the
+	// head of the queue chosen asked for taken (while some were free), by its schema.
+	noAccommodation *prometheus.CounterVec
+	// watchCount is the watchers each mutation's estimate counted.
+	watchCount *prometheus.HistogramVec
+	// epochAdvances counts the times a level's virtual time was shifted back,
+	// by whether every queue's and request's virtual times stayed in range.
+	epochAdvances *prometheus.CounterVec
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -73,6 +82,8 @@ type schemaMetrics struct {
 	queueLength      prometheus.Observer
 	waitedRejected   prometheus.Observer
 	estimatedSeats   prometheus.Observer
+	noAccommodation  prometheus.Counter
+	watchCount       prometheus.Observer
 	rejectedByReason func(reason string) prometheus.Counter
 }
 
@@ -150,6 +161,13 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Seat allocation targets"}, []string{"priority_level"}),
 		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_seat_fair_frac",
 			Help: "Fair fraction of server's concurrency to allocate to each priority level that can use it"}),
+		noAccommodation: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_request_dispatch_no_accommodation_total",
+			Help: "Number of times a dispatch attempt resulted in a non accommodation due to lack of available seats"}, []string{"priority_level", "flow_schema"}),
+		watchCount: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_watch_count_samples",
+			Help:    "count of watchers for mutating requests in API Priority and Fairness",
+			Buckets: []float64{0, 1, 10, 100, 1000, 10000}}, []string{"priority_level", "flow_schema"}),
+		epochAdvances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_epoch_advance_total",
+			Help: "Number of times the queueset's progress meter jumped backward"}, []string{"priority_level", "success"}),
 	}
 	// Upstream's request kinds, as apiserver_current_inflight_requests names them.
 	for kind, ks := range map[string]*requestKindSeries{"readOnly": &m.readOnly, "mutating": &m.mutating} {
@@ -218,6 +236,9 @@ func (m *metrics) forLevel(level string) *levelSeries {
 		seats:     m.seatUtilization.WithLabelValues(level),
 		executing: m.requestUtilization.WithLabelValues("executing", level),
 		waiting:   m.requestUtilization.WithLabelValues("waiting", level),
+		epochAdvanced: func(success bool) {
+			m.epochAdvances.WithLabelValues(level, strconv.FormatBool(success)).Inc()
+		},
 	}
 }
 
@@ -245,6 +266,7 @@ func (m *metrics) forget(level string) {
 	m.seatUtilization.DeleteLabelValues(level)
 	m.requestUtilization.DeleteLabelValues("executing", level)
 	m.requestUtilization.DeleteLabelValues("waiting", level)
+	m.epochAdvances.DeletePartialMatch(prometheus.Labels{"priority_level": level})
 	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
 		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
 		g.DeleteLabelValues(level)
@@ -267,6 +289,8 @@ func (m *metrics) forSchema(schema, level string, exempt, queuing bool) schemaMe
 		executedWatch:   m.executionSeconds.WithLabelValues(level, schema, "watch"),
 		queueLength:     noObserver{},
 		estimatedSeats:  m.estimatedSeats.WithLabelValues(level, schema),
+		noAccommodation: m.noAccommodation.WithLabelValues(level, schema),
+		watchCount:      m.watchCount.WithLabelValues(level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
@@ -287,7 +311,8 @@ func (c *Controller) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.inQueueSeats, m.waitDuration,
 		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite}
+		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite,
+		m.noAccommodation, m.watchCount, m.epochAdvances}
 }
 
 // noObserver observes nothing.

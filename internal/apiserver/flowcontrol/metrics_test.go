@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -278,6 +279,165 @@ func TestUtilizationHistograms(t *testing.T) {
 						t.Errorf("%s%v: bucket le=%v holds %d ns, want %d", w.metric, w.labels, bucket.GetUpperBound(), bucket.GetCumulativeCount(), want)
 					}
 				}
+			}
+		})
+	}
+}
+
+// A dispatch that finds some of the level's seats free but not as many as the request
+// at the head of the queue asks for counts, as upstream's, under that request's
+// schema. busy has 7 seats and one queue; three 2-seat requests of wide take 6. A
+// fourth (2 seats) waits: 1 free seat does not accommodate it (one); narrow's 1-seat
+// request comes behind it, and the dispatch it makes finds wide's still at the head
+// (two). Once the first three are let go, both start.
+func TestDispatchNoAccommodation(t *testing.T) {
+	c := New(Options{ServerSeats: 12})
+	c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 7, 1, 1, 10), 0, nil)})
+	c.Replace(flowSchemas, []runtime.Object{
+		schemaFor("wide", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "wide"),
+		schemaFor("narrow", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "narrow"),
+	})
+	busy := c.states["busy"]
+	b := newBlockingServer(t, c, map[string]registry.User{
+		"wide":   {Name: "wide", Groups: []string{"wide"}},
+		"narrow": {Name: "narrow", Groups: []string{"narrow"}},
+	})
+	count := func(schema string) float64 {
+		m := matching(t, c, "apiserver_flowcontrol_request_dispatch_no_accommodation_total", "priority_level", "busy", "flow_schema", schema)
+		if len(m) != 1 {
+			return math.NaN()
+		}
+		return m[0].GetCounter().GetValue()
+	}
+	codes := make(chan int, 5)
+	for i, step := range []struct {
+		user, seats        int
+		executing, waiting int
+		wide, narrow       float64
+	}{
+		{0, 2, 1, 0, 0, 0},
+		{0, 2, 2, 0, 0, 0},
+		{0, 2, 3, 0, 0, 0},
+		{0, 2, 3, 1, 1, 0},
+		{1, 1, 3, 2, 2, 0},
+	} {
+		user := []string{"wide", "narrow"}[step.user]
+		go func() { codes <- b.getSeats(user, "", step.seats) }()
+		waitFor(t, "the request admitted", func() bool {
+			executing, waiting, _ := busy.counts()
+			return executing == step.executing && waiting == step.waiting
+		})
+		if got := [2]float64{count("wide"), count("narrow")}; got != [2]float64{step.wide, step.narrow} {
+			t.Errorf("after request %d: no accommodation wide, narrow %v, want %v", i+1, got, [2]float64{step.wide, step.narrow})
+		}
+	}
+	b.releaseAll()
+	for range 5 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a request: %d", code)
+		}
+	}
+	if got := count("wide"); got != 2 {
+		t.Errorf("after all: no accommodation for wide %v, want 2", got)
+	}
+}
+
+// Each mutation's estimate samples the watchers its change will notify, as
+// upstream's does, into watch_count_samples by level and schema: a token request
+// (which changes nothing watched) and reads are not sampled.
+func TestWatchCountSamples(t *testing.T) {
+	timers := &fakeTimers{}
+	c := New(Options{AfterFunc: timers.afterFunc})
+	c.Replace(priorityLevels, nil) // the mandatory exempt and catch-all levels only
+	c.Replace(flowSchemas, nil)
+	watchers := 0
+	forgets := []func(){}
+	defer func() {
+		for _, f := range forgets {
+			f()
+		}
+	}()
+	inner := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	describe := func(r *http.Request, req *Request) bool {
+		*req = *resourceRequest("alice", []string{"system:authenticated"}, r.Header.Get("Verb"), "", r.Header.Get("Resource"), r.Header.Get("Subresource"), "default")
+		return true
+	}
+	srv := httptest.NewServer(c.Handler(inner, describe, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		watchers                    int
+		verb, resource, subresource string
+	}{
+		{0, "create", "configmaps", ""},
+		{9, "update", "configmaps", ""},
+		{40, "delete", "configmaps", ""},
+		{40, "get", "configmaps", ""},
+		{40, "list", "configmaps", ""},
+		{40, "create", "serviceaccounts", "token"},
+	} {
+		for ; watchers < tc.watchers; watchers++ {
+			forgets = append(forgets, c.watches.register(&Request{Resource: "configmaps"}))
+		}
+		if code := <-sendAsync(srv.URL, "Verb", tc.verb, "Resource", tc.resource, "Subresource", tc.subresource); code != http.StatusOK {
+			t.Fatalf("%s %s: %d", tc.verb, tc.resource, code)
+		}
+	}
+	checkHistograms(t, c, []wantHistogram{
+		{metric: "apiserver_flowcontrol_watch_count_samples", labels: []string{"priority_level", "catch-all", "flow_schema", "catch-all"},
+			count: 3, sum: 49, bounds: []float64{0, 1, 10, 100, 1000, 10000}, cumulative: map[float64]uint64{0: 1, 1: 1, 10: 2, 100: 3}},
+	})
+}
+
+// When a level's virtual time R nears the end of its range it is shifted back, with
+// every active queue's and waiting request's virtual times, and
+// epoch_advance_total{success} counts it: "false" when one of those was below the
+// shift (it wraps: upstream's underflow).
+func TestEpochAdvances(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		nextDispatchR seatSeconds
+		success       string
+	}{
+		{"in range", highR - 1, "true"},
+		{"a queue active since before", 5, "false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0)}
+			c := New(Options{ServerSeats: 6, Clock: clock.now})
+			c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 1, 1, 10)})
+			c.Replace(flowSchemas, nil)
+			l := c.states["one"]
+			r := &request{flow: 1}
+			r.setWork(1, 0, 0)
+			l.mu.Lock()
+			if started, _ := l.admitLocked(r); !started {
+				t.Fatal("the request did not start")
+			}
+			l.currentR, l.queues[0].nextDispatchR = highR-1, tc.nextDispatchR
+			l.mu.Unlock()
+			if m := metricsNamed(t, c, "apiserver_flowcontrol_epoch_advance_total"); len(m) != 0 {
+				t.Fatalf("before any advance: %d series", len(m))
+			}
+			clock.step(time.Second) // R advances by a seat-second
+			l.mu.Lock()
+			l.syncTimeLocked(clock.now())
+			afterR := l.currentR
+			l.mu.Unlock()
+			if afterR >= rDecrement {
+				t.Errorf("R %v after the advance, want below %v", afterR, rDecrement)
+			}
+			m := metricsNamed(t, c, "apiserver_flowcontrol_epoch_advance_total")
+			if len(m) != 1 {
+				t.Fatalf("%d series, want 1", len(m))
+			}
+			labels := map[string]string{}
+			for _, lp := range m[0].GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["priority_level"] != "one" || labels["success"] != tc.success || m[0].GetCounter().GetValue() != 1 {
+				t.Errorf("epoch_advance_total %v = %v, want {priority_level=one, success=%s} 1", labels, m[0].GetCounter().GetValue(), tc.success)
 			}
 		})
 	}
