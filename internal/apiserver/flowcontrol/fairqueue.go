@@ -75,15 +75,24 @@ func (l *level) syncTimeLocked(now time.Time) {
 	l.currentR += seatsTimes(rate, dt)
 	if l.currentR >= highR {
 		l.currentR -= rDecrement
+		// An active queue's virtual times are at least the R it became active at;
+		// one that has stayed active since before R reached rDecrement would wrap
+		// (upstream's "underflow", its epoch advance unsuccessful).
+		success := true
 		for _, q := range l.queues {
 			if !q.active() {
 				q.nextDispatchR = 0
 				continue
 			}
+			success = success && q.nextDispatchR >= rDecrement
 			q.nextDispatchR -= rDecrement
 			for _, r := range q.waiting {
+				success = success && r.arrivalR >= rDecrement
 				r.arrivalR -= rDecrement
 			}
+		}
+		if l.series != nil {
+			l.series.epochAdvanced(success)
 		}
 	}
 }

@@ -41,17 +41,25 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		h[flowSchemaKey] = s.uidHeader
 		h[priorityLevelKey] = s.levelUIDHeader
 		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow,
-			executingSeats: s.metrics.executingSeats}
+			metrics: &s.metrics}
 		final, latency := c.finalWork(s, &req)
 		rq.setWork(s.level.seatsFor(req.Seats), final, latency)
-		s.metrics.estimatedSeats.Observe(float64(rq.seats))
+		// What it waits for in its queue: the level may cap its final seats as it
+		// starts, but it counts in the queue as it came.
+		seats := float64(rq.seats)
+		s.metrics.estimatedSeats.Observe(seats)
+		kind := c.metrics.kind(req.Verb)
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true
 			s.metrics.inQueue.Inc()
+			s.metrics.inQueueSeats.Add(seats)
+			kind.waiting.add(1)
 		})
 		if queued {
 			s.metrics.inQueue.Dec()
+			s.metrics.inQueueSeats.Sub(seats)
+			kind.waiting.add(-1)
 		}
 		if reason != "" {
 			s.metrics.waitedRejected.Observe(waited.Seconds())
@@ -65,6 +73,7 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		s.metrics.waitedExecuted.Observe(waited.Seconds())
 		s.metrics.dispatched.Inc()
 		s.metrics.executing.Inc()
+		kind.executing.add(1)
 		if waited > 0 {
 			// Upstream's latency SLI leaves out the time spent waiting for a seat.
 			requestmetrics.ExcludeFromSLI(r.Context(), waited)
@@ -78,10 +87,18 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 	})
 }
 
-// finish frees the seats of a request that is done.
+// finish frees the seats of a request that is done (a watch: initialized), and shows
+// how long it executed.
 func (c *Controller) finish(s *compiledSchema, rq *request) {
 	s.metrics.executing.Dec()
-	if s.level.release(rq) {
+	c.metrics.kind(rq.info.Verb).executing.add(-1)
+	reap := s.level.release(rq)
+	executed := s.metrics.executedRegular
+	if rq.info.ResourceRequest && rq.info.Verb == "watch" {
+		executed = s.metrics.executedWatch
+	}
+	executed.Observe(rq.ran.Seconds())
+	if reap {
 		c.reap()
 	}
 }

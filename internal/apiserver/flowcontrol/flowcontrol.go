@@ -235,11 +235,14 @@ func (c *Controller) rebuildLocked() {
 	for _, pl := range all {
 		shareSum += float64(nominalShares(pl))
 	}
+	// What all the levels run and queue at the most (with their nominal seats), as
+	// read_vs_write_current_requests shows the requests over.
+	var serverSeats, serverQueued int
 	for name, pl := range all {
 		st := c.states[name]
 		if st == nil {
 			st = &level{name: name, now: c.opts.Clock, after: c.opts.AfterFunc,
-				demandRatio: c.metrics.demandSeats.WithLabelValues(name), demandDenominator: 1}
+				series: c.metrics.forLevel(name), concurrencyDenominator: 1, waitingDenominator: 1}
 			c.states[name] = st
 		}
 		// A level of zero shares has no seats of its own: it runs what it borrows
@@ -254,11 +257,14 @@ func (c *Controller) rebuildLocked() {
 		if l := pl.Spec.Limited; l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && l.LimitResponse.Queuing != nil {
 			q := l.LimitResponse.Queuing
 			reject, queues, handSize, queueLength = false, int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
+			serverQueued += queues * queueLength
 		}
+		serverSeats += nominal
 		st.configure(pl, exempt, nominal, lower, upper, reject, queues, handSize, queueLength)
 		st.setQuiescing(levels[name] == nil)
 		c.metrics.setBounds(name, nominal, lower, upper)
 	}
+	c.metrics.setServerCapacity(serverSeats, serverQueued)
 	for name := range c.states {
 		if all[name] == nil {
 			delete(c.states, name)
@@ -285,7 +291,7 @@ func (c *Controller) rebuildLocked() {
 		}
 		cfg.schemas = append(cfg.schemas, &compiledSchema{
 			name: fs.Name, method: method, rules: fs.Spec.Rules, level: c.states[pl.Name],
-			metrics:   c.metrics.forSchema(fs.Name, pl.Name, pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt),
+			metrics:   c.metrics.forSchema(fs.Name, pl.Name, pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt, queuing(pl)),
 			uidHeader: []string{string(fs.UID)}, levelUIDHeader: []string{string(pl.UID)},
 		})
 	}
@@ -326,13 +332,18 @@ func nominalShares(pl *flowcontrolv1.PriorityLevelConfiguration) int32 {
 	return 0
 }
 
+// queuing: the level queues the requests it has no seats for (it has queues).
+func queuing(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
+	l := pl.Spec.Limited
+	return l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue &&
+		l.LimitResponse.Queuing != nil && l.LimitResponse.Queuing.Queues > 0
+}
+
 // queuesFlows: the level spreads flows over several queues, the only case where a
 // schema's distinguisher method matters. Elsewhere upstream leaves the flow
 // distinguisher empty, and its dumps show it so.
 func queuesFlows(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
-	l := pl.Spec.Limited
-	return l != nil && l.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue &&
-		l.LimitResponse.Queuing != nil && l.LimitResponse.Queuing.Queues > 1
+	return queuing(pl) && pl.Spec.Limited.LimitResponse.Queuing.Queues > 1
 }
 
 // classify returns the schema a request matches (nil before the configuration is

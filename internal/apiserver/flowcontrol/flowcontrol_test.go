@@ -179,7 +179,11 @@ func newBlockingServer(t *testing.T, c *Controller, users map[string]registry.Us
 	})
 	describe := func(r *http.Request, req *Request) bool {
 		u := users[r.Header.Get("User")]
-		*req = *resourceRequest(u.Name, u.Groups, "get", "", "pods", "", r.Header.Get("Namespace"))
+		verb := r.Header.Get("Verb")
+		if verb == "" {
+			verb = "get"
+		}
+		*req = *resourceRequest(u.Name, u.Groups, verb, "", "pods", "", r.Header.Get("Namespace"))
 		req.Seats, _ = strconv.Atoi(r.Header.Get("Seats"))
 		return true
 	}
@@ -208,7 +212,14 @@ func (b *blockingServer) get(user, namespace string) int {
 
 // getSeats is get of a request estimated at the given seats.
 func (b *blockingServer) getSeats(user, namespace string, seats int) int {
+	return b.send(user, "get", namespace, seats)
+}
+
+// send sends a request of the verb (as authorization sees it: get, create, watch,
+// ...) estimated at the given seats, as user, and returns its answer's code.
+func (b *blockingServer) send(user, verb, namespace string, seats int) int {
 	req, _ := http.NewRequest("GET", b.srv.URL, nil)
+	req.Header.Set("Verb", verb)
 	req.Header.Set("User", user)
 	req.Header.Set("Namespace", namespace)
 	req.Header.Set("Seats", strconv.Itoa(seats))

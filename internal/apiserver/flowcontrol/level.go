@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/component-base/metrics/prometheusextension"
 )
@@ -36,11 +35,14 @@ type level struct {
 	// the period between adjustments; stats is what the last adjustment took of it.
 	demand demandIntegrator
 	stats  demandStats
-	// demandRatio shows the demand over demandDenominator (upstream's: the current
-	// limit, or a tenth of the server's seats while that is zero; 1 until the first
-	// adjustment) on /metrics, as apiserver_flowcontrol_demand_seats (nil: not shown).
-	demandRatio       prometheusextension.GaugeOps
-	demandDenominator float64
+	// series show the level on /metrics (nil: not shown). Its timing histograms
+	// show ratios, as upstream's: the demand, the seats in use and the requests
+	// executing over concurrencyDenominator (the current limit, or a tenth of the
+	// server's seats while that is zero; 1 until the first adjustment), the requests
+	// waiting over waitingDenominator (what its queues hold at the most: queues times
+	// queueLengthLimit; 1 without queues).
+	series                                     *levelSeries
+	concurrencyDenominator, waitingDenominator float64
 	// now is the clock the demand and the virtual time go by; after calls a function
 	// after a while (time.AfterFunc).
 	now   func() time.Time
@@ -95,6 +97,16 @@ type queue struct {
 	gone bool
 }
 
+// levelSeries are a level's series, resolved when it is made.
+type levelSeries struct {
+	// demand is apiserver_flowcontrol_demand_seats, seats
+	// priority_level_seat_utilization, executing and waiting
+	// priority_level_request_utilization's two phases.
+	demand, seats, executing, waiting prometheusextension.GaugeOps
+	// epochAdvanced counts a shift of its virtual time back (epochAdvances).
+	epochAdvanced func(success bool)
+}
+
 // request is one request a level admits, from its arrival until it is done or turned
 // away: what the dumps show of it, and its place in its queue.
 type request struct {
@@ -114,9 +126,11 @@ type request struct {
 	totalWork     seatSeconds
 	arrivalR      seatSeconds
 	arrive, start time.Time
-	// executingSeats is its schema's apiserver_flowcontrol_current_executing_seats,
-	// which counts its seats from its start until they are freed (nil: not shown).
-	executingSeats prometheus.Gauge
+	// ran is how long it executed: set when it is released.
+	ran time.Duration
+	// metrics are its schema's series (nil: not shown): current_executing_seats
+	// counts its seats from its start until they are freed.
+	metrics *schemaMetrics
 
 	// ready is closed, under the level's lock, once the request waiting holds its seats.
 	ready      chan struct{}
@@ -203,6 +217,8 @@ func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt b
 	l.nominal, l.lower, l.upper = nominal, lower, upper
 	l.maxSeats.Store(int32(levelMaxSeats(nominal, handSize, !reject && !exempt && queues > 0)))
 	l.handSize, l.queueLengthLimit = max(handSize, 1), queueLengthLimit
+	l.waitingDenominator = float64(max(queueLengthLimit, 1) * max(queues, 1))
+	l.showWaitingLocked()
 	if len(l.queues) != queues {
 		l.redealLocked(queues)
 	}
@@ -295,13 +311,22 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 	l.seatsInUse += r.seats
 	l.dispatched++
 	l.noteDemandLocked(now)
+	l.showExecutingLocked()
+	l.showSeatsLocked()
 	r.noteExecutingSeats(r.seats)
 }
 
 // noteExecutingSeats shows a change of the seats the request holds on /metrics.
 func (r *request) noteExecutingSeats(delta int) {
-	if r.executingSeats != nil {
-		r.executingSeats.Add(float64(delta))
+	if r.metrics != nil {
+		r.metrics.executingSeats.Add(float64(delta))
+	}
+}
+
+// noteQueueLength shows the length of the queue the request joined, itself included.
+func (r *request) noteQueueLength(n int) {
+	if r.metrics != nil {
+		r.metrics.queueLength.Observe(float64(n))
 	}
 }
 
@@ -313,23 +338,46 @@ func (l *level) noteDemandLocked(now time.Time) {
 	}
 }
 
-// showDemandLocked shows the demand's ratio to its denominator on /metrics.
+// The show*Locked methods show, after a change, the demand, the seats in use, the
+// requests executing and waiting, each over its denominator, on /metrics.
+
 func (l *level) showDemandLocked() {
-	if l.demandRatio != nil {
-		l.demandRatio.Set(l.demand.x / l.demandDenominator)
+	if l.series != nil {
+		l.series.demand.Set(l.demand.x / l.concurrencyDenominator)
+	}
+}
+
+func (l *level) showSeatsLocked() {
+	if l.series != nil {
+		l.series.seats.Set(float64(l.seatsInUse) / l.concurrencyDenominator)
+	}
+}
+
+func (l *level) showExecutingLocked() {
+	if l.series != nil {
+		l.series.executing.Set(float64(l.executing) / l.concurrencyDenominator)
+	}
+}
+
+func (l *level) showWaitingLocked() {
+	if l.series != nil {
+		l.series.waiting.Set(float64(l.waiting) / l.waitingDenominator)
 	}
 }
 
 // setLimit gives the level its seats for the coming period, and the denominator its
-// demand is shown over; as many requests start as a raised limit lets.
-func (l *level) setLimit(limit, demandDenominator int) {
+// demand, seats and requests executing are shown over; as many requests start as a
+// raised limit lets.
+func (l *level) setLimit(limit, concurrencyDenominator int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.syncTimeLocked(now)
 	l.limit = limit
-	l.demandDenominator = float64(demandDenominator)
+	l.concurrencyDenominator = float64(concurrencyDenominator)
 	l.showDemandLocked()
+	l.showSeatsLocked()
+	l.showExecutingLocked()
 	l.dispatchLocked(now)
 }
 
@@ -367,6 +415,7 @@ func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration
 	l.waiting--
 	l.seatsWaiting -= r.seats
 	l.noteDemandLocked(now)
+	l.showWaitingLocked()
 	l.rejected++
 	l.cancelled++
 	// The request gone may have been what blocked the others.
@@ -384,7 +433,13 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	l.syncTimeLocked(now)
 	r.arrive = now
 	if l.waiting == 0 && l.fitsLocked(r.seats) {
-		l.startLocked(r, l.homeLocked(r.flow), now)
+		q := l.homeLocked(r.flow)
+		if q != nil {
+			// Upstream queues every request of a queuing level, then dispatches:
+			// this one would have found its queue empty.
+			r.noteQueueLength(1)
+		}
+		l.startLocked(r, q, now)
 		return true, ""
 	}
 	if l.reject {
@@ -401,10 +456,12 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	r.ready, r.arrivalR = make(chan struct{}), l.currentR
 	l.startVirtualLocked(q)
 	l.enqueueLocked(q, r)
+	r.noteQueueLength(len(q.waiting))
 	boundNextDispatchLocked(q)
 	l.waiting++
 	l.seatsWaiting += r.seats
 	l.noteDemandLocked(now)
+	l.showWaitingLocked()
 	l.dispatchLocked(now)
 	return r.dispatched, ""
 }
@@ -418,6 +475,7 @@ func (l *level) release(r *request) bool {
 	defer l.mu.Unlock()
 	now := l.now()
 	l.syncTimeLocked(now)
+	r.ran = now.Sub(r.start)
 	if q := r.q; q != nil {
 		l.finishLocked(q, r)
 		q.nextDispatchR += seatsTimes(float64(r.initialSeats), now.Sub(r.start))
@@ -427,6 +485,7 @@ func (l *level) release(r *request) bool {
 		l.queueless.remove(r)
 	}
 	l.executing--
+	l.showExecutingLocked()
 	if r.finalSeats > 0 && r.additionalLatency > 0 {
 		l.after(r.additionalLatency, func() {
 			l.mu.Lock()
@@ -452,6 +511,7 @@ func (l *level) freeSeatsLocked(r *request, now time.Time) {
 	}
 	l.seatsInUse -= r.seats
 	l.noteDemandLocked(now)
+	l.showSeatsLocked()
 	r.noteExecutingSeats(-r.seats)
 	l.dispatchLocked(now)
 }
@@ -463,12 +523,17 @@ func (l *level) dispatchLocked(now time.Time) {
 		q, idx := l.nextQueueLocked()
 		r := q.waiting[0]
 		if !l.fitsLocked(r.seats) {
+			if l.seatsInUse < l.limit && r.metrics != nil {
+				// As upstream's, a dispatch that found seats free, but not enough.
+				r.metrics.noAccommodation.Inc()
+			}
 			return
 		}
 		l.robin = idx
 		l.unqueueLocked(q, r)
 		l.waiting--
 		l.seatsWaiting -= r.seats
+		l.showWaitingLocked()
 		if r.finalSeats > l.limit && l.limit > 0 {
 			// More final seats than the level has: as upstream's, hold them all
 			// for proportionally longer.

@@ -1,6 +1,8 @@
 package flowcontrol
 
 import (
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +19,16 @@ type metrics struct {
 	// final seats after their handler returned.
 	executingSeats *prometheus.GaugeVec
 	inQueue        *prometheus.GaugeVec
-	waitDuration   *prometheus.HistogramVec
+	// inQueueSeats are the seats the requests waiting in queues would take.
+	inQueueSeats *prometheus.GaugeVec
+	waitDuration *prometheus.HistogramVec
+	// executionSeconds is how long requests executed (a watch until it was
+	// initialized), by type "regular" or "watch".
+	executionSeconds *prometheus.HistogramVec
+	// queueLength is the length of the queue each request of a queuing level joined,
+	// itself included (1 for one that started at once, as upstream's queues every
+	// request before dispatching it).
+	queueLength *prometheus.HistogramVec
 	// estimatedSeats is labelled priority_level, flow_schema, in upstream's order.
 	estimatedSeats *prometheus.HistogramVec
 	nominalLimit   *prometheus.GaugeVec
@@ -29,6 +40,23 @@ type metrics struct {
 	// timing histogram, whose observations are nanoseconds, as upstream's
 	// TimingRatioHistogram.
 	demandSeats *prometheusextension.TimingHistogramVec
+	// seatUtilization and requestUtilization are, by level, timing histograms of
+	// its seats in use and its requests executing over its concurrency denominator,
+	// and of its requests waiting over what its queues hold (levelSeries).
+	seatUtilization    *prometheusextension.TimingHistogramVec
+	requestUtilization *prometheusextension.TimingHistogramVec
+	// readVsWrite is the timing histogram of the requests executing and waiting,
+	// read-only and mutating, over the server's seats and its queues' capacity.
+	readVsWrite        *prometheusextension.TimingHistogramVec
+	readOnly, mutating requestKindSeries
+	// noAccommodation counts the dispatches that found the seats the request at the
+	// head of the queue chosen asked for taken (while some were free), by its schema.
+	noAccommodation *prometheus.CounterVec
+	// watchCount is the watchers each mutation's estimate counted.
+	watchCount *prometheus.HistogramVec
+	// epochAdvances counts the times a level's virtual time was shifted back,
+	// by whether every queue's and request's virtual times stayed in range.
+	epochAdvances *prometheus.CounterVec
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -47,16 +75,29 @@ type schemaMetrics struct {
 	executing        prometheus.Gauge
 	executingSeats   prometheus.Gauge
 	inQueue          prometheus.Gauge
+	inQueueSeats     prometheus.Gauge
 	waitedExecuted   prometheus.Observer
+	executedRegular  prometheus.Observer
+	executedWatch    prometheus.Observer
+	queueLength      prometheus.Observer
 	waitedRejected   prometheus.Observer
 	estimatedSeats   prometheus.Observer
+	noAccommodation  prometheus.Counter
+	watchCount       prometheus.Observer
 	rejectedByReason func(reason string) prometheus.Counter
 }
 
-// newMetrics makes the series; clock times the timing histogram.
+// Upstream's buckets of request_wait_duration_seconds and request_execution_seconds,
+// and of request_queue_length_after_enqueue.
+var (
+	requestDurationBuckets = []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}
+	queueLengthBuckets     = []float64{0, 10, 25, 50, 100, 250, 500, 1000}
+)
+
+// newMetrics makes the series; clock times the timing histograms.
 func newMetrics(clock func() time.Time) *metrics {
 	labels := []string{"flow_schema", "priority_level"}
-	return &metrics{
+	m := &metrics{
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_dispatched_requests_total",
 			Help: "Number of requests executed by API Priority and Fairness subsystem"}, labels),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_rejected_requests_total",
@@ -67,9 +108,17 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem"}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_requests",
 			Help: "Number of requests currently pending in queues of the API Priority and Fairness subsystem"}, labels),
+		inQueueSeats: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_inqueue_seats",
+			Help: "Number of seats currently pending in queues of the API Priority and Fairness subsystem"}, []string{"priority_level", "flow_schema"}),
 		waitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
 			Help:    "Length of time a request spent waiting in its queue",
-			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}}, append(labels, "execute")),
+			Buckets: requestDurationBuckets}, append(labels, "execute")),
+		executionSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_execution_seconds",
+			Help:    "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem",
+			Buckets: requestDurationBuckets}, []string{"priority_level", "flow_schema", "type"}),
+		queueLength: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_queue_length_after_enqueue",
+			Help:    "Length of queue in the API Priority and Fairness subsystem, as seen by each request after it is enqueued",
+			Buckets: queueLengthBuckets}, []string{"priority_level", "flow_schema"}),
 		estimatedSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_work_estimated_seats",
 			Help:    "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}, []string{"priority_level", "flow_schema"}),
@@ -86,6 +135,20 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)",
 			// Upstream's buckets: even below 1, closer above it.
 			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}}, "priority_level"),
+		seatUtilization: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name: "apiserver_flowcontrol_priority_level_seat_utilization",
+			Help: "Observations, at the end of every nanosecond, of utilization of seats for any stage of execution (but only initial stage for WATCHes)",
+			// Upstream's: 0.99 and 1 both, so that a quantile shows saturation.
+			Buckets:     []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1},
+			ConstLabels: prometheus.Labels{"phase": "executing"}}, "priority_level"),
+		requestUtilization: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name:    "apiserver_flowcontrol_priority_level_request_utilization",
+			Help:    "Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)",
+			Buckets: []float64{0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1}}, "phase", "priority_level"),
+		readVsWrite: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
+			Name:    "apiserver_flowcontrol_read_vs_write_current_requests",
+			Help:    "Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
+			Buckets: []float64{0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}}, "phase", "request_kind"),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -98,6 +161,84 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Seat allocation targets"}, []string{"priority_level"}),
 		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_seat_fair_frac",
 			Help: "Fair fraction of server's concurrency to allocate to each priority level that can use it"}),
+		noAccommodation: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_request_dispatch_no_accommodation_total",
+			Help: "Number of times a dispatch attempt resulted in a non accommodation due to lack of available seats"}, []string{"priority_level", "flow_schema"}),
+		watchCount: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_watch_count_samples",
+			Help:    "count of watchers for mutating requests in API Priority and Fairness",
+			Buckets: []float64{0, 1, 10, 100, 1000, 10000}}, []string{"priority_level", "flow_schema"}),
+		epochAdvances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_epoch_advance_total",
+			Help: "Number of times the queueset's progress meter jumped backward"}, []string{"priority_level", "success"}),
+	}
+	// Upstream's request kinds, as apiserver_current_inflight_requests names them.
+	for kind, ks := range map[string]*requestKindSeries{"readOnly": &m.readOnly, "mutating": &m.mutating} {
+		ks.waiting.init(m.readVsWrite.WithLabelValues("waiting", kind))
+		ks.executing.init(m.readVsWrite.WithLabelValues("executing", kind))
+	}
+	return m
+}
+
+// requestKindSeries are read_vs_write_current_requests' series of one request kind.
+type requestKindSeries struct {
+	waiting, executing ratioGauge
+}
+
+// kind is the series of requests of the verb (as authorization sees it, or a
+// non-resource request's method in lower case): as upstream's, get, list and watch
+// read, anything else mutates.
+func (m *metrics) kind(verb string) *requestKindSeries {
+	switch verb {
+	case "get", "list", "watch":
+		return &m.readOnly
+	}
+	return &m.mutating
+}
+
+// setServerCapacity sets read_vs_write_current_requests' denominators: the seats of
+// all the levels, and what all their queues hold (at least 1).
+func (m *metrics) setServerCapacity(seats, queued int) {
+	for _, ks := range []*requestKindSeries{&m.readOnly, &m.mutating} {
+		ks.executing.setDenominator(float64(max(seats, 1)))
+		ks.waiting.setDenominator(float64(max(queued, 1)))
+	}
+}
+
+// ratioGauge shows a count over a denominator in a timing histogram.
+type ratioGauge struct {
+	mu          sync.Mutex
+	n           int
+	denominator float64
+	h           prometheusextension.GaugeOps
+}
+
+func (g *ratioGauge) init(h prometheusextension.GaugeOps) {
+	g.h, g.denominator = h, 1
+	h.Set(0)
+}
+
+func (g *ratioGauge) add(delta int) {
+	g.mu.Lock()
+	g.n += delta
+	g.h.Set(float64(g.n) / g.denominator)
+	g.mu.Unlock()
+}
+
+func (g *ratioGauge) setDenominator(d float64) {
+	g.mu.Lock()
+	g.denominator = d
+	g.h.Set(float64(g.n) / d)
+	g.mu.Unlock()
+}
+
+// forLevel are the series of a level, made with it.
+func (m *metrics) forLevel(level string) *levelSeries {
+	return &levelSeries{
+		demand:    m.demandSeats.WithLabelValues(level),
+		seats:     m.seatUtilization.WithLabelValues(level),
+		executing: m.requestUtilization.WithLabelValues("executing", level),
+		waiting:   m.requestUtilization.WithLabelValues("waiting", level),
+		epochAdvanced: func(success bool) {
+			m.epochAdvances.WithLabelValues(level, strconv.FormatBool(success)).Inc()
+		},
 	}
 }
 
@@ -122,6 +263,10 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 // forget drops a level's series once the level is gone.
 func (m *metrics) forget(level string) {
 	m.demandSeats.DeleteLabelValues(level)
+	m.seatUtilization.DeleteLabelValues(level)
+	m.requestUtilization.DeleteLabelValues("executing", level)
+	m.requestUtilization.DeleteLabelValues("waiting", level)
+	m.epochAdvances.DeletePartialMatch(prometheus.Labels{"priority_level": level})
 	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
 		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
 		g.DeleteLabelValues(level)
@@ -129,16 +274,23 @@ func (m *metrics) forget(level string) {
 }
 
 // forSchema are the series of a schema of the level. An exempt level's requests never
-// wait and, as upstream's, are left out of request_wait_duration_seconds.
-func (m *metrics) forSchema(schema, level string, exempt bool) schemaMetrics {
+// wait and, as upstream's, are left out of request_wait_duration_seconds; only a
+// level with queues (queuing) shows request_queue_length_after_enqueue.
+func (m *metrics) forSchema(schema, level string, exempt, queuing bool) schemaMetrics {
 	sm := schemaMetrics{
-		dispatched:     m.dispatched.WithLabelValues(schema, level),
-		executing:      m.executing.WithLabelValues(schema, level),
-		executingSeats: m.executingSeats.WithLabelValues(schema, level),
-		inQueue:        m.inQueue.WithLabelValues(schema, level),
-		waitedExecuted: noObserver{},
-		waitedRejected: noObserver{},
-		estimatedSeats: m.estimatedSeats.WithLabelValues(level, schema),
+		dispatched:      m.dispatched.WithLabelValues(schema, level),
+		executing:       m.executing.WithLabelValues(schema, level),
+		executingSeats:  m.executingSeats.WithLabelValues(schema, level),
+		inQueue:         m.inQueue.WithLabelValues(schema, level),
+		inQueueSeats:    m.inQueueSeats.WithLabelValues(level, schema),
+		waitedExecuted:  noObserver{},
+		waitedRejected:  noObserver{},
+		executedRegular: m.executionSeconds.WithLabelValues(level, schema, "regular"),
+		executedWatch:   m.executionSeconds.WithLabelValues(level, schema, "watch"),
+		queueLength:     noObserver{},
+		estimatedSeats:  m.estimatedSeats.WithLabelValues(level, schema),
+		noAccommodation: m.noAccommodation.WithLabelValues(level, schema),
+		watchCount:      m.watchCount.WithLabelValues(level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
@@ -147,15 +299,20 @@ func (m *metrics) forSchema(schema, level string, exempt bool) schemaMetrics {
 		sm.waitedExecuted = m.waitDuration.WithLabelValues(schema, level, "true")
 		sm.waitedRejected = m.waitDuration.WithLabelValues(schema, level, "false")
 	}
+	if queuing {
+		sm.queueLength = m.queueLength.WithLabelValues(level, schema)
+	}
 	return sm
 }
 
 // Collectors are the series to serve on the apiserver's /metrics.
 func (c *Controller) Collectors() []prometheus.Collector {
 	m := c.metrics
-	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.waitDuration, m.estimatedSeats, m.nominalLimit,
+	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.inQueueSeats, m.waitDuration,
+		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac, m.demandSeats}
+		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite,
+		m.noAccommodation, m.watchCount, m.epochAdvances}
 }
 
 // noObserver observes nothing.

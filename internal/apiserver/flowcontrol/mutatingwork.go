@@ -49,5 +49,7 @@ func (c *Controller) finalWork(s *compiledSchema, r *Request) (int, time.Duratio
 	if !r.ResourceRequest || !mutates(r.Verb) || (r.Resource == "serviceaccounts" && r.Subresource == "token") {
 		return 0, 0
 	}
-	return mutationWork(c.watches.interested(r), int(s.level.maxSeats.Load()))
+	watchers := c.watches.interested(r)
+	s.metrics.watchCount.Observe(float64(watchers))
+	return mutationWork(watchers, int(s.level.maxSeats.Load()))
 }
