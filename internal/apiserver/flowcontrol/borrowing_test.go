@@ -346,14 +346,7 @@ func TestDemandSeatsHistogram(t *testing.T) {
 		{name: "exempt over a tenth of the server", user: "admin", level: "exempt", held: 1, executing: 1, le: 0.6, ratio: 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{t: time.Unix(1000, 0)}
-			c := New(Options{ServerSeats: 20, Clock: clock.now})
-			c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
-			c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
-			b := newBlockingServer(t, c, map[string]registry.User{
-				"busy":  {Name: "busy", Groups: []string{"busy"}},
-				"admin": {Name: "admin", Groups: []string{"system:masters"}},
-			})
+			c, clock, b := busyLevelServer(t)
 			for range tc.held {
 				go b.get(tc.user, "")
 			}
@@ -427,4 +420,20 @@ func TestExemptLevelSeries(t *testing.T) {
 	if m := matching(t, c, "apiserver_flowcontrol_demand_seats", "priority_level", "exempt"); len(m) != 1 {
 		t.Errorf("%d demand_seats series for exempt, want 1", len(m))
 	}
+}
+
+// busyLevelServer is a server of 20 seats with the level "busy" (45 shares, one
+// queue of 50) that the group "busy" is sent to, a fake clock, and the users "busy"
+// and "admin" (system:masters, exempt).
+func busyLevelServer(t *testing.T) (*Controller, *fakeClock, *blockingServer) {
+	t.Helper()
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 20, Clock: clock.now})
+	c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
+	c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
+	b := newBlockingServer(t, c, map[string]registry.User{
+		"busy":  {Name: "busy", Groups: []string{"busy"}},
+		"admin": {Name: "admin", Groups: []string{"system:masters"}},
+	})
+	return c, clock, b
 }

@@ -234,14 +234,7 @@ func TestUtilizationHistograms(t *testing.T) {
 				server("executing", "mutating", 1.0/20)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{t: time.Unix(1000, 0)}
-			c := New(Options{ServerSeats: 20, Clock: clock.now})
-			c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
-			c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
-			b := newBlockingServer(t, c, map[string]registry.User{
-				"busy":  {Name: "busy", Groups: []string{"busy"}},
-				"admin": {Name: "admin", Groups: []string{"system:masters"}},
-			})
+			c, clock, b := busyLevelServer(t)
 			for _, s := range tc.send {
 				for range s.n {
 					go b.send(s.user, s.verb, "", s.seats)
