@@ -7,7 +7,6 @@ import (
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	"k8s.io/component-base/metrics/prometheusextension"
 )
 
 // level is one priority level's seats and queues. It outlives configuration changes
@@ -102,7 +101,7 @@ type levelSeries struct {
 	// demand is apiserver_flowcontrol_demand_seats, seats
 	// priority_level_seat_utilization, executing and waiting
 	// priority_level_request_utilization's two phases.
-	demand, seats, executing, waiting prometheusextension.GaugeOps
+	demand, seats, executing, waiting *timedRatio
 	// epochAdvanced counts a shift of its virtual time back (epochAdvances).
 	epochAdvanced func(success bool)
 }
@@ -218,7 +217,7 @@ func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, exempt b
 	l.maxSeats.Store(int32(levelMaxSeats(nominal, handSize, !reject && !exempt && queues > 0)))
 	l.handSize, l.queueLengthLimit = max(handSize, 1), queueLengthLimit
 	l.waitingDenominator = float64(max(queueLengthLimit, 1) * max(queues, 1))
-	l.showWaitingLocked()
+	l.showWaitingLocked(now)
 	if len(l.queues) != queues {
 		l.redealLocked(queues)
 	}
@@ -311,8 +310,8 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 	l.seatsInUse += r.seats
 	l.dispatched++
 	l.noteDemandLocked(now)
-	l.showExecutingLocked()
-	l.showSeatsLocked()
+	l.showExecutingLocked(now)
+	l.showSeatsLocked(now)
 	r.noteExecutingSeats(r.seats)
 }
 
@@ -334,34 +333,34 @@ func (r *request) noteQueueLength(n int) {
 func (l *level) noteDemandLocked(now time.Time) {
 	if x := float64(l.seatsInUse + l.seatsWaiting); x != l.demand.x {
 		l.demand.set(now, x)
-		l.showDemandLocked()
+		l.showDemandLocked(now)
 	}
 }
 
 // The show*Locked methods show, after a change, the demand, the seats in use, the
 // requests executing and waiting, each over its denominator, on /metrics.
 
-func (l *level) showDemandLocked() {
+func (l *level) showDemandLocked(now time.Time) {
 	if l.series != nil {
-		l.series.demand.Set(l.demand.x / l.concurrencyDenominator)
+		l.series.demand.set(now, l.demand.x/l.concurrencyDenominator)
 	}
 }
 
-func (l *level) showSeatsLocked() {
+func (l *level) showSeatsLocked(now time.Time) {
 	if l.series != nil {
-		l.series.seats.Set(float64(l.seatsInUse) / l.concurrencyDenominator)
+		l.series.seats.set(now, float64(l.seatsInUse)/l.concurrencyDenominator)
 	}
 }
 
-func (l *level) showExecutingLocked() {
+func (l *level) showExecutingLocked(now time.Time) {
 	if l.series != nil {
-		l.series.executing.Set(float64(l.executing) / l.concurrencyDenominator)
+		l.series.executing.set(now, float64(l.executing)/l.concurrencyDenominator)
 	}
 }
 
-func (l *level) showWaitingLocked() {
+func (l *level) showWaitingLocked(now time.Time) {
 	if l.series != nil {
-		l.series.waiting.Set(float64(l.waiting) / l.waitingDenominator)
+		l.series.waiting.set(now, float64(l.waiting)/l.waitingDenominator)
 	}
 }
 
@@ -375,9 +374,9 @@ func (l *level) setLimit(limit, concurrencyDenominator int) {
 	l.syncTimeLocked(now)
 	l.limit = limit
 	l.concurrencyDenominator = float64(concurrencyDenominator)
-	l.showDemandLocked()
-	l.showSeatsLocked()
-	l.showExecutingLocked()
+	l.showDemandLocked(now)
+	l.showSeatsLocked(now)
+	l.showExecutingLocked(now)
 	l.dispatchLocked(now)
 }
 
@@ -415,7 +414,7 @@ func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration
 	l.waiting--
 	l.seatsWaiting -= r.seats
 	l.noteDemandLocked(now)
-	l.showWaitingLocked()
+	l.showWaitingLocked(now)
 	l.rejected++
 	l.cancelled++
 	// The request gone may have been what blocked the others.
@@ -461,7 +460,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	l.waiting++
 	l.seatsWaiting += r.seats
 	l.noteDemandLocked(now)
-	l.showWaitingLocked()
+	l.showWaitingLocked(now)
 	l.dispatchLocked(now)
 	return r.dispatched, ""
 }
@@ -485,7 +484,7 @@ func (l *level) release(r *request) bool {
 		l.queueless.remove(r)
 	}
 	l.executing--
-	l.showExecutingLocked()
+	l.showExecutingLocked(now)
 	if r.finalSeats > 0 && r.additionalLatency > 0 {
 		l.after(r.additionalLatency, func() {
 			l.mu.Lock()
@@ -511,7 +510,7 @@ func (l *level) freeSeatsLocked(r *request, now time.Time) {
 	}
 	l.seatsInUse -= r.seats
 	l.noteDemandLocked(now)
-	l.showSeatsLocked()
+	l.showSeatsLocked(now)
 	r.noteExecutingSeats(-r.seats)
 	l.dispatchLocked(now)
 }
@@ -533,7 +532,7 @@ func (l *level) dispatchLocked(now time.Time) {
 		l.unqueueLocked(q, r)
 		l.waiting--
 		l.seatsWaiting -= r.seats
-		l.showWaitingLocked()
+		l.showWaitingLocked(now)
 		if r.finalSeats > l.limit && l.limit > 0 {
 			// More final seats than the level has: as upstream's, hold them all
 			// for proportionally longer.

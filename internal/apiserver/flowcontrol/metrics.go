@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/component-base/metrics/prometheusextension"
 )
 
 // metrics are upstream's apiserver_flowcontrol_* series that say where requests went
@@ -39,15 +38,15 @@ type metrics struct {
 	// executing and waiting could use) stood at each ratio to its current limit: a
 	// timing histogram, whose observations are nanoseconds, as upstream's
 	// TimingRatioHistogram.
-	demandSeats *prometheusextension.TimingHistogramVec
+	demandSeats *timedRatioVec
 	// seatUtilization and requestUtilization are, by level, timing histograms of
 	// its seats in use and its requests executing over its concurrency denominator,
 	// and of its requests waiting over what its queues hold (levelSeries).
-	seatUtilization    *prometheusextension.TimingHistogramVec
-	requestUtilization *prometheusextension.TimingHistogramVec
+	seatUtilization    *timedRatioVec
+	requestUtilization *timedRatioVec
 	// readVsWrite is the timing histogram of the requests executing and waiting,
 	// read-only and mutating, over the server's seats and its queues' capacity.
-	readVsWrite        *prometheusextension.TimingHistogramVec
+	readVsWrite        *timedRatioVec
 	readOnly, mutating requestKindSeries
 	// noAccommodation counts the dispatches that found the seats the request at the
 	// head of the queue chosen asked for taken (while some were free), by its schema.
@@ -130,25 +129,21 @@ func newMetrics(clock func() time.Time) *metrics {
 			Help: "Configured upper bound on number of execution seats available to each priority level"}, []string{"priority_level"}),
 		currentLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_limit_seats",
 			Help: "current derived number of execution seats available to each priority level"}, []string{"priority_level"}),
-		demandSeats: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
-			Name: "apiserver_flowcontrol_demand_seats",
-			Help: "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)",
+		demandSeats: newTimedRatioVec(clock, "apiserver_flowcontrol_demand_seats",
+			"Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)",
 			// Upstream's buckets: even below 1, closer above it.
-			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}}, "priority_level"),
-		seatUtilization: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
-			Name: "apiserver_flowcontrol_priority_level_seat_utilization",
-			Help: "Observations, at the end of every nanosecond, of utilization of seats for any stage of execution (but only initial stage for WATCHes)",
+			[]float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}, nil, "priority_level"),
+		seatUtilization: newTimedRatioVec(clock, "apiserver_flowcontrol_priority_level_seat_utilization",
+			"Observations, at the end of every nanosecond, of utilization of seats for any stage of execution (but only initial stage for WATCHes)",
 			// Upstream's: 0.99 and 1 both, so that a quantile shows saturation.
-			Buckets:     []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1},
-			ConstLabels: prometheus.Labels{"phase": "executing"}}, "priority_level"),
-		requestUtilization: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
-			Name:    "apiserver_flowcontrol_priority_level_request_utilization",
-			Help:    "Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)",
-			Buckets: []float64{0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1}}, "phase", "priority_level"),
-		readVsWrite: prometheusextension.NewTestableTimingHistogramVec(clock, prometheusextension.TimingHistogramOpts{
-			Name:    "apiserver_flowcontrol_read_vs_write_current_requests",
-			Help:    "Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
-			Buckets: []float64{0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}}, "phase", "request_kind"),
+			[]float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1},
+			prometheus.Labels{"phase": "executing"}, "priority_level"),
+		requestUtilization: newTimedRatioVec(clock, "apiserver_flowcontrol_priority_level_request_utilization",
+			"Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)",
+			[]float64{0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1}, nil, "phase", "priority_level"),
+		readVsWrite: newTimedRatioVec(clock, "apiserver_flowcontrol_read_vs_write_current_requests",
+			"Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
+			[]float64{0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}, nil, "phase", "request_kind"),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -171,8 +166,8 @@ func newMetrics(clock func() time.Time) *metrics {
 	}
 	// Upstream's request kinds, as apiserver_current_inflight_requests names them.
 	for kind, ks := range map[string]*requestKindSeries{"readOnly": &m.readOnly, "mutating": &m.mutating} {
-		ks.waiting.init(m.readVsWrite.WithLabelValues("waiting", kind))
-		ks.executing.init(m.readVsWrite.WithLabelValues("executing", kind))
+		ks.waiting.init(m.readVsWrite.with("waiting", kind), clock)
+		ks.executing.init(m.readVsWrite.with("executing", kind), clock)
 	}
 	return m
 }
@@ -207,35 +202,35 @@ type ratioGauge struct {
 	mu          sync.Mutex
 	n           int
 	denominator float64
-	h           prometheusextension.GaugeOps
+	h           *timedRatio
+	clock       func() time.Time
 }
 
-func (g *ratioGauge) init(h prometheusextension.GaugeOps) {
-	g.h, g.denominator = h, 1
-	h.Set(0)
+func (g *ratioGauge) init(h *timedRatio, clock func() time.Time) {
+	g.h, g.denominator, g.clock = h, 1, clock
 }
 
 func (g *ratioGauge) add(delta int) {
 	g.mu.Lock()
 	g.n += delta
-	g.h.Set(float64(g.n) / g.denominator)
+	g.h.set(g.clock(), float64(g.n)/g.denominator)
 	g.mu.Unlock()
 }
 
 func (g *ratioGauge) setDenominator(d float64) {
 	g.mu.Lock()
 	g.denominator = d
-	g.h.Set(float64(g.n) / d)
+	g.h.set(g.clock(), float64(g.n)/d)
 	g.mu.Unlock()
 }
 
 // forLevel are the series of a level, made with it.
 func (m *metrics) forLevel(level string) *levelSeries {
 	return &levelSeries{
-		demand:    m.demandSeats.WithLabelValues(level),
-		seats:     m.seatUtilization.WithLabelValues(level),
-		executing: m.requestUtilization.WithLabelValues("executing", level),
-		waiting:   m.requestUtilization.WithLabelValues("waiting", level),
+		demand:    m.demandSeats.with(level),
+		seats:     m.seatUtilization.with(level),
+		executing: m.requestUtilization.with("executing", level),
+		waiting:   m.requestUtilization.with("waiting", level),
 		epochAdvanced: func(success bool) {
 			m.epochAdvances.WithLabelValues(level, strconv.FormatBool(success)).Inc()
 		},
@@ -262,10 +257,10 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 
 // forget drops a level's series once the level is gone.
 func (m *metrics) forget(level string) {
-	m.demandSeats.DeleteLabelValues(level)
-	m.seatUtilization.DeleteLabelValues(level)
-	m.requestUtilization.DeleteLabelValues("executing", level)
-	m.requestUtilization.DeleteLabelValues("waiting", level)
+	m.demandSeats.delete(level)
+	m.seatUtilization.delete(level)
+	m.requestUtilization.delete("executing", level)
+	m.requestUtilization.delete("waiting", level)
 	m.epochAdvances.DeletePartialMatch(prometheus.Labels{"priority_level": level})
 	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
 		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
