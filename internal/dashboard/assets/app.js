@@ -128,6 +128,37 @@ async function* lines(body, signal) {
 
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
+// untilNotLost calls load until it answers or is refused: a request lost to the
+// network (the browser abandons requests in flight when the host's network changes)
+// or to a server error (5xx) is tried again every two seconds; a refusal (4xx)
+// stands, for the caller to show.
+async function untilNotLost(load, signal) {
+  for (;;) {
+    try {
+      return await load();
+    } catch (e) {
+      if (signal.aborted || (e instanceof APIError && e.code < 500)) throw e;
+      await sleep(2000);
+    }
+  }
+}
+
+// loadScript loads a script again that the page's own tag lost (see untilNotLost),
+// tried until it loads or signal aborts.
+async function loadScript(src, signal) {
+  for (;;) {
+    const loaded = await new Promise(resolve => {
+      const tag = document.createElement('script');
+      tag.src = src;
+      tag.onload = () => resolve(true);
+      tag.onerror = () => { tag.remove(); resolve(false); };
+      document.head.append(tag);
+    });
+    if (loaded || signal.aborted) return;
+    await sleep(2000);
+  }
+}
+
 // ---------- the resources the pages know ----------
 
 const BUILTIN = [
@@ -334,7 +365,7 @@ async function showList(main, r, signal) {
     count.textContent = `${(t.rows || []).length} ${r.resource}`;
     return t.metadata.resourceVersion;
   };
-  const rv = await load();
+  const rv = await untilNotLost(load, signal);
   let pending = null;
   // Any change re-reads the table, at most a few times a second, so its columns stay
   // the apiserver's own.
@@ -614,6 +645,7 @@ async function showTerminal(main, ns, name, container, signal) {
   const box = h('div', { class: 'terminal', id: 'terminal' });
   main.append(h('h1', {}, 'Terminal in ', h('a', { href: objHash(resources.get('pods'), ns, name) }, name), h('span', { class: 'muted' }, ' container ' + container)),
     h('div', { class: 'actions' }, 'command ', command, connect, state), box);
+  if (typeof window.Terminal !== 'function') await loadScript('static/vendor/xterm/xterm.js', signal);
   const term = new window.Terminal({ convertEol: false, cursorBlink: true, fontSize: 14, rows: 30 });
   term.open(box);
   signal.addEventListener('abort', () => term.dispose());
@@ -692,21 +724,9 @@ async function showOverview(main, signal) {
         throw e;
       }
     };
-    // A first list lost to the network (the browser abandons requests in flight when
-    // the host's network changes) or to a server error is tried again, as the watch's
-    // relists are: otherwise the component would stay unknown until a reload. A refusal
-    // (4xx) stands, and is shown.
-    const firstLoad = async () => {
-      for (;;) {
-        try {
-          return await load();
-        } catch (e) {
-          if (signal.aborted || (e instanceof APIError && e.code < 500)) throw e;
-          await sleep(2000);
-        }
-      }
-    };
-    firstLoad().then(rv => { if (opts.watch !== false) watch(path, rv, () => load().catch(() => {}), load, signal); }).catch(() => {});
+    // A first list lost is tried again, as the watch's relists are: otherwise the
+    // component would stay unknown until a reload.
+    untilNotLost(load, signal).then(rv => { if (opts.watch !== false) watch(path, rv, () => load().catch(() => {}), load, signal); }).catch(() => {});
   };
   keep('nodes', '/api/v1/nodes');
   keep('leases', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases');
