@@ -233,26 +233,31 @@ func (l jsonItems) Len() int                 { return len(l.items) }
 func (l jsonItems) ID(i int) (string, int64) { return l.entries[i].Key, l.entries[i].RV }
 
 func (l jsonItems) Append(dst []byte, i int) []byte {
-	if i > 0 {
-		dst = append(dst, ',')
+	sep, rest := l.item(i)
+	return append(append(dst, sep...), rest...)
+}
+
+// item is item i as the list has it: what comes before the cached encoding's bytes
+// (a comma but for the first, and "{" where the kind was cut), and those bytes.
+func (l jsonItems) item(i int) (sep string, rest []byte) {
+	rest, cut := bytes.CutPrefix(l.items[i], l.itemType)
+	switch {
+	case i > 0 && cut:
+		return ",{", rest
+	case i > 0:
+		return ",", rest
+	case cut:
+		return "{", rest
 	}
-	if rest, ok := bytes.CutPrefix(l.items[i], l.itemType); ok {
-		return append(append(dst, '{'), rest...)
-	}
-	return append(dst, l.items[i]...)
+	return "", rest
 }
 
 // size is the items' bytes in the list.
 func (l jsonItems) size() int {
 	n := 0
-	for i, item := range l.items {
-		if i > 0 {
-			n++
-		}
-		n += len(item)
-		if bytes.HasPrefix(item, l.itemType) {
-			n -= len(l.itemType) - 1
-		}
+	for i := range l.items {
+		sep, rest := l.item(i)
+		n += len(sep) + len(rest)
 	}
 	return n
 }

@@ -154,8 +154,7 @@ func (c *Writer) Flush() {
 // Gzip sends the status with the compression headers now, whatever the body's size,
 // and returns the stream the body is to be written to, for a handler that knows its
 // body passes Threshold and can give some of it compressed already (Segments). It
-// returns nil once anything was sent. Write then compresses
-// into the same stream.
+// returns nil once anything was sent. Write then compresses into the same stream.
 func (c *Writer) Gzip() *Stream {
 	if c.decided || (c.held != nil && len(*c.held) > 0) {
 		return nil

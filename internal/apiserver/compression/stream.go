@@ -30,6 +30,19 @@ var flateWriters = sync.Pool{New: func() any {
 	return fw
 }}
 
+// getFlate returns a pooled compressor writing to w, with no history.
+func getFlate(w io.Writer) *flate.Writer {
+	fw := flateWriters.Get().(*flate.Writer)
+	fw.Reset(w)
+	return fw
+}
+
+// putFlate gives a compressor back to the pool.
+func putFlate(fw *flate.Writer) {
+	fw.Reset(nil)
+	flateWriters.Put(fw)
+}
+
 // Stream writes one gzip member from raw bytes, compressed as they come, and from
 // Segments compressed earlier, in any order: a body that is mostly segments costs
 // copying them rather than compressing it again.
@@ -52,21 +65,27 @@ func newStream(w io.Writer) *Stream {
 	return s
 }
 
+// compressor returns the compressor for the stream's next raw bytes, started afresh
+// if a segment came since it last did.
+func (s *Stream) compressor() *flate.Writer {
+	if s.fw == nil {
+		s.fw = getFlate(s.w)
+	} else if s.stale {
+		s.fw.Reset(s.w)
+	}
+	s.stale = false
+	return s.fw
+}
+
 // Write compresses p into the stream.
 func (s *Stream) Write(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	if s.fw == nil {
-		s.fw = flateWriters.Get().(*flate.Writer)
-		s.fw.Reset(s.w)
-	} else if s.stale {
-		s.fw.Reset(s.w)
-	}
-	s.stale = false
+	fw := s.compressor()
 	s.crc = crc32.Update(s.crc, crc32.IEEETable, p)
 	s.size += uint64(len(p))
-	n, err := s.fw.Write(p)
+	n, err := fw.Write(p)
 	s.raw = true
 	if err != nil {
 		s.err = err
@@ -107,13 +126,7 @@ func (s *Stream) Flush() error {
 // Close ends the deflate stream with a final block and writes the gzip trailer.
 func (s *Stream) Close() error {
 	if s.err == nil {
-		if s.fw == nil {
-			s.fw = flateWriters.Get().(*flate.Writer)
-			s.fw.Reset(s.w)
-		} else if s.stale {
-			s.fw.Reset(s.w)
-		}
-		s.err = s.fw.Close() // the final (empty) block, after whatever is pending
+		s.err = s.compressor().Close() // the final (empty) block, after whatever is pending
 	}
 	if s.err == nil {
 		var trailer [8]byte
@@ -122,18 +135,10 @@ func (s *Stream) Close() error {
 		_, s.err = s.w.Write(trailer[:])
 	}
 	if s.fw != nil {
-		s.fw.Reset(nil)
-		flateWriters.Put(s.fw)
+		putFlate(s.fw)
 		s.fw = nil
 	}
 	return s.err
-}
-
-// Compress returns p as a Segment.
-func Compress(p []byte) (Segment, error) {
-	var b segmentBuilder
-	b.Write(p)
-	return b.Segment()
 }
 
 // segmentBuilder compresses what is written to it into one Segment.
@@ -145,17 +150,21 @@ type segmentBuilder struct {
 	err error
 }
 
+// compressor returns the segment's compressor, started on the first use.
+func (b *segmentBuilder) compressor() *flate.Writer {
+	if b.fw == nil {
+		b.fw = getFlate(&b.buf)
+	}
+	return b.fw
+}
+
 func (b *segmentBuilder) Write(p []byte) {
 	if b.err != nil {
 		return
 	}
-	if b.fw == nil {
-		b.fw = flateWriters.Get().(*flate.Writer)
-		b.fw.Reset(&b.buf)
-	}
 	b.crc = crc32.Update(b.crc, crc32.IEEETable, p)
 	b.n += uint64(len(p))
-	_, b.err = b.fw.Write(p)
+	_, b.err = b.compressor().Write(p)
 }
 
 // history gives the compressor p as the bytes before the segment, to refer back to;
@@ -164,15 +173,12 @@ func (b *segmentBuilder) history(p []byte) {
 	if b.err != nil || b.n != 0 {
 		return
 	}
-	if b.fw == nil {
-		b.fw = flateWriters.Get().(*flate.Writer)
-		b.fw.Reset(&b.buf)
-	}
+	fw := b.compressor()
 	// Level 1's compressor matches against its previous block, which a flush keeps:
 	// p compressed and flushed is that block, and its output is dropped. (Level 1
 	// ignores a dictionary given to flate.NewWriterDict.)
-	if _, b.err = b.fw.Write(p); b.err == nil {
-		b.err = b.fw.Flush()
+	if _, b.err = fw.Write(p); b.err == nil {
+		b.err = fw.Flush()
 	}
 	b.buf = b.buf[:0]
 }
@@ -185,8 +191,7 @@ func (b *segmentBuilder) Segment() (Segment, error) {
 		if b.err == nil {
 			b.err = b.fw.Flush()
 		}
-		b.fw.Reset(nil)
-		flateWriters.Put(b.fw)
+		putFlate(b.fw)
 		b.fw = nil
 	}
 	seg.Data = append([]byte(nil), b.buf...)
