@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"testing"
+	"time"
 )
 
 // testItems is a list as a JSON array: items after the first are preceded by a comma.
@@ -147,6 +148,29 @@ func TestChunksUnusedAreForgotten(t *testing.T) {
 	if _, now := c.Size(); now >= kept {
 		t.Errorf("%d chunks kept after the list that used %d stopped being asked for", now, kept)
 	}
+}
+
+func TestChunksOfAResourceNoLongerListedAreForgotten(t *testing.T) {
+	c := NewChunks()
+	c.idleAfter = 50 * time.Millisecond
+	l := newTestItems(500)
+	checkList(t, c, l)
+	if bytes, _ := c.Size(); bytes == 0 {
+		t.Fatal("nothing kept after a list")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		bytes, chunks := c.Size()
+		if bytes == 0 && chunks == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chunks (%d bytes) still kept 10 s after the only list", chunks, bytes)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The cache still serves lists afterwards.
+	checkList(t, c, l)
 }
 
 // The chunks cost little against compressing the whole list at once.
