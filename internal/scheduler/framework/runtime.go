@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,7 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // PluginFactory builds a plugin from its JSON args.
@@ -284,16 +285,48 @@ func (f *Framework) NominatedPodsForNode(nodeName string) []*PodInfo {
 type parallelizer struct{ workers int }
 
 // Until runs work(0..pieces-1) on at most p.workers goroutines, in chunks of about
-// sqrt(pieces) so small work items do not pay per-item synchronization.
+// sqrt(pieces) so small work items do not pay per-item synchronization, and stops
+// starting pieces once ctx is done.
+//
+// It runs no more goroutines than GOMAXPROCS, the caller's among them: more cannot
+// run at once, and each costs a start and a wake-up per call (a pod's filters and
+// scores are two calls). Fewer goroutines also mean a shorter wait at the end on a
+// busy machine, where every goroutine's thread may have been preempted.
 func (p parallelizer) Until(ctx context.Context, pieces int, work func(i int)) {
-	if pieces == 0 {
+	if pieces <= 0 {
 		return
 	}
-	chunk := int(math.Sqrt(float64(pieces)))
-	if chunk < 1 {
-		chunk = 1
+	chunk := max(int(math.Sqrt(float64(pieces))), 1)
+	chunks := (pieces + chunk - 1) / chunk
+	workers := min(p.workers, runtime.GOMAXPROCS(0), chunks)
+	done := ctx.Done()
+	var next atomic.Int64
+	run := func() {
+		for {
+			c := int(next.Add(1) - 1)
+			if c >= chunks {
+				return
+			}
+			for i := c * chunk; i < min((c+1)*chunk, pieces); i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				work(i)
+			}
+		}
 	}
-	workqueue.ParallelizeUntil(ctx, p.workers, pieces, work, workqueue.WithChunkSize(chunk))
+	if workers <= 1 {
+		run()
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(run)
+	}
+	run()
+	wg.Wait()
 }
 
 // RunPreFilterPlugins runs PreFilter plugins, marking plugins that asked to be skipped.
