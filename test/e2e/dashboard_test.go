@@ -8,13 +8,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -53,8 +57,9 @@ spec:
 
 // TestDashboard drives the bundled dashboard in headless Chromium as a user would: log
 // in with a ServiceAccount token, see the node Ready on the overview, open a pod, read
-// its logs, run hostname in its terminal, scale a Deployment and watch the pods follow;
-// then, logged in as a user bound only to the view role, be refused a delete by RBAC.
+// its logs, run hostname in its terminal (also with the page's first requests lost to
+// the network), scale a Deployment and watch the pods follow; then, logged in as a
+// user bound only to the view role, be refused a delete by RBAC.
 func TestDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs containerd and a browser")
@@ -148,6 +153,29 @@ func TestDashboard(t *testing.T) {
 		b.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
 		b.hostnameInTerminal(pod)
 		b.screenshot("terminal")
+	})
+
+	// The first requests of a page lost to the network, as other clusters changing this
+	// host's links lose them (see appStarted): the page's own load of xterm.js and the
+	// pods list's first list. The page tries both again: the user sees the pods, not
+	// "Failed to fetch", and gets a terminal, not "window.Terminal is not a constructor".
+	t.Run("requests lost to the network are tried again", func(t *testing.T) {
+		lb := b.newTab(t)
+		lb.login(adminToken)
+		xterm, podList := "/static/vendor/xterm/xterm.js", "/k8s/api/v1/pods" // the list's URL; its watch's has a query
+		lost := lb.loseFirstRequests(xterm, podList)
+		lb.navigate("about:blank") // so that the pods list below is a fresh load of the page
+		lb.go_("#/list/pods")
+		lb.waitJS(`!!document.querySelector('#list tr[data-name="`+pod+`"]') || !!document.getElementById('error').textContent`, "the pods listed, or an error")
+		if msg := lb.evalString(`document.getElementById('error').textContent`); msg != "" {
+			lb.screenshot("failed")
+			t.Fatalf("the pods list shows the error %q", msg)
+		}
+		if got, err := lost(); len(got) != 2 || err != nil {
+			t.Fatalf("requests lost: %v (%v), want the first of %s and of %s", got, err, xterm, podList)
+		}
+		lb.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+		lb.hostnameInTerminal(pod)
 	})
 
 	t.Run("a pod's journey and its Deployment's", func(t *testing.T) {
@@ -391,6 +419,72 @@ func changeHostNetwork(t *testing.T, name, addr string) {
 	}
 }
 
+// newTab opens another tab of b's browser, in a browser context of its own (its own
+// cookies and cache, as a private window), closed when t ends.
+func (b *browser) newTab(t *testing.T) *browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("opening a tab: %v", err)
+	}
+	return &browser{t: t, ctx: ctx, base: b.base}
+}
+
+// loseFirstRequests makes the tab's network lose, with a failed connection, the first
+// request whose URL ends in each of suffixes (which hold no '*', '?' or '\': they end
+// the DevTools Fetch domain's URL patterns), and pass every other request on. lost
+// tells the suffixes whose request was lost so far, and the first command the browser
+// refused.
+func (b *browser) loseFirstRequests(suffixes ...string) (lost func() ([]string, error)) {
+	b.t.Helper()
+	var (
+		mu       sync.Mutex
+		lostOnes []string
+		firstErr error
+	)
+	var patterns []*fetch.RequestPattern
+	for _, s := range suffixes {
+		patterns = append(patterns, &fetch.RequestPattern{URLPattern: "*" + s})
+	}
+	paused := chromedp.Events(b.ctx, fetch.RequestPaused) // subscribed before any is paused
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: patterns}); err != nil {
+		b.t.Fatalf("intercepting requests: %v", err)
+	}
+	go func() {
+		for ev, err := range paused { // until the tab's context ends
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			lose := ""
+			for _, s := range suffixes {
+				if strings.HasSuffix(ev.Request.URL, s) && !slices.Contains(lostOnes, s) {
+					lose = s
+					lostOnes = append(lostOnes, s)
+					break
+				}
+			}
+			mu.Unlock()
+			if lose != "" {
+				_, err = chromedp.Call(b.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonConnectionFailed})
+			} else {
+				_, err = chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+			}
+			mu.Lock()
+			if err != nil && firstErr == nil && b.ctx.Err() == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lostOnes), firstErr
+	}
+}
+
 // browser is one headless Chromium tab on the dashboard.
 type browser struct {
 	t    *testing.T
@@ -506,7 +600,8 @@ func (b *browser) hostnameInTerminal(pod string) {
 				return
 			}
 		}
-		if attempt == 4 {
+		// An error the page shows (the terminal could not start) no reconnecting mends.
+		if msg := b.evalString(`(document.getElementById('error') || {}).textContent || ''`); attempt == 4 || msg != "" {
 			b.screenshot("failed")
 			b.t.Fatalf("the terminal never printed the pod's name (page: %s)", b.page())
 		}
