@@ -37,6 +37,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,7 @@ func main() {
 	qps := flag.Float64("scheduler-qps", 5000, "the scheduler's clientConnection.qps (and burst)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole process during the measured phase")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole process after the last workload")
+	tracePath := flag.String("trace", "", "write an execution trace of 2 seconds of the measured phase, from 3 s after it starts (in-process; `go tool trace -pprof=sync|syscall|sched FILE` says what the scheduler waits on)")
 	blockProfile := flag.String("blockprofile", "", "write a blocking profile (waits of 10µs and more) after the last workload")
 	verbose := flag.Bool("v", false, "log the scheduler and apiserver at info level (in-process only)")
 	bin := flag.String("mizzen", "_output/bin/mizzen", "the mizzen binary, for `mizzen server` and `mizzen scheduler` processes")
@@ -80,7 +82,7 @@ func main() {
 		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
 	}
 	// A profile of this process says something of mizzen only when mizzen runs in it.
-	if *cpuProfile != "" || *memProfile != "" || *blockProfile != "" {
+	if *cpuProfile != "" || *memProfile != "" || *blockProfile != "" || *tracePath != "" {
 		*inProc = true
 	}
 	var selected []workload
@@ -140,7 +142,7 @@ func main() {
 		var order []string
 		for r := 0; r < *rounds; r++ {
 			for _, start := range starts {
-				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, verbose: *verbose, queued: *queued, busy: *busy})
+				res, err := run(w, runOptions{start: start, workers: *workers, qps: *qps, cpuProfile: profile, trace: *tracePath, verbose: *verbose, queued: *queued, busy: *busy})
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s: error: %v\n", w.name, err)
 					os.Exit(1)
@@ -275,6 +277,7 @@ type runOptions struct {
 	workers    int
 	qps        float64
 	cpuProfile string
+	trace      string
 	verbose    bool
 	queued     bool
 	busy       int
@@ -416,6 +419,13 @@ func run(w workload, opts runOptions) (result, error) {
 			return res, err
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if opts.trace != "" {
+		stopTrace, err := traceWindow(opts.trace, 3*time.Second, 2*time.Second)
+		if err != nil {
+			return res, err
+		}
+		defer stopTrace()
 	}
 	stopBusy, err := benchutil.Busy(opts.busy)
 	if err != nil {
@@ -726,4 +736,34 @@ func overCommittedNodes(ctx context.Context, client kubernetes.Interface) (int, 
 		}
 	}
 	return over, nil
+}
+
+// traceWindow writes an execution trace of the window from after to after+length into
+// path; stop ends it early and waits for the file to be written.
+func traceWindow(path string, after, length time.Duration) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	cancel := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer f.Close()
+		select {
+		case <-time.After(after):
+		case <-cancel:
+			return
+		}
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "trace:", err)
+			return
+		}
+		select {
+		case <-time.After(length):
+		case <-cancel:
+		}
+		trace.Stop()
+	}()
+	return func() { close(cancel); <-done }, nil
 }
