@@ -2,7 +2,6 @@ package flowcontrol
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -197,31 +196,34 @@ func (m *metrics) setServerCapacity(seats, queued int) {
 	}
 }
 
-// ratioGauge shows a count over a denominator in a timing histogram.
+// ratioGauge shows a count over a denominator in a timing histogram series. The
+// count and the denominator are guarded by the series' own lock, so that a change
+// takes one lock rather than one for the count and another for the histogram: every
+// request changes two of these.
 type ratioGauge struct {
-	mu          sync.Mutex
+	s     *timedRatio
+	clock func() time.Time
+	// n and denominator are guarded by s.mu.
 	n           int
 	denominator float64
-	h           *timedRatio
-	clock       func() time.Time
 }
 
-func (g *ratioGauge) init(h *timedRatio, clock func() time.Time) {
-	g.h, g.denominator, g.clock = h, 1, clock
+func (g *ratioGauge) init(s *timedRatio, clock func() time.Time) {
+	g.s, g.denominator, g.clock = s, 1, clock
 }
 
 func (g *ratioGauge) add(delta int) {
-	g.mu.Lock()
+	g.s.mu.Lock()
 	g.n += delta
-	g.h.set(g.clock(), float64(g.n)/g.denominator)
-	g.mu.Unlock()
+	g.s.setLocked(g.clock(), float64(g.n)/g.denominator)
+	g.s.mu.Unlock()
 }
 
 func (g *ratioGauge) setDenominator(d float64) {
-	g.mu.Lock()
+	g.s.mu.Lock()
 	g.denominator = d
-	g.h.set(g.clock(), float64(g.n)/d)
-	g.mu.Unlock()
+	g.s.setLocked(g.clock(), float64(g.n)/d)
+	g.s.mu.Unlock()
 }
 
 // forLevel are the series of a level, made with it.
