@@ -44,13 +44,12 @@ func BenchmarkClassifiedRequest(b *testing.B) {
 // makes two: from goroutines in parallel, with the clock the server gives it.
 func BenchmarkRatioGaugeAdd(b *testing.B) {
 	v := newTimedRatioVec(time.Now, "ratio", "a ratio", []float64{0.5, 1}, nil, "l")
-	var g ratioGauge
-	g.init(v.with("x"), time.Now)
-	g.setDenominator(600)
+	g := newRatioGauge(v.with("x"), time.Now)
+	g.SetDenominator(600)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			g.add(1)
-			g.add(-1)
+			g.Add(1)
+			g.Add(-1)
 		}
 	})
 }

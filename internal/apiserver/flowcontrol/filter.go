@@ -54,12 +54,12 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			queued = true
 			s.metrics.inQueue.Inc()
 			s.metrics.inQueueSeats.Add(seats)
-			kind.waiting.add(1)
+			kind.waiting.Add(1)
 		})
 		if queued {
 			s.metrics.inQueue.Dec()
 			s.metrics.inQueueSeats.Sub(seats)
-			kind.waiting.add(-1)
+			kind.waiting.Add(-1)
 		}
 		if reason != "" {
 			s.metrics.waitedRejected.Observe(waited.Seconds())
@@ -73,7 +73,7 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		s.metrics.waitedExecuted.Observe(waited.Seconds())
 		s.metrics.dispatched.Inc()
 		s.metrics.executing.Inc()
-		kind.executing.add(1)
+		kind.executing.Add(1)
 		if waited > 0 {
 			// Upstream's latency SLI leaves out the time spent waiting for a seat.
 			requestmetrics.ExcludeFromSLI(r.Context(), waited)
@@ -91,7 +91,7 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 // how long it executed.
 func (c *Controller) finish(s *compiledSchema, rq *request) {
 	s.metrics.executing.Dec()
-	c.metrics.kind(rq.info.Verb).executing.add(-1)
+	c.metrics.kind(rq.info.Verb).executing.Add(-1)
 	reap := s.level.release(rq)
 	executed := s.metrics.executedRegular
 	if rq.info.ResourceRequest && rq.info.Verb == "watch" {

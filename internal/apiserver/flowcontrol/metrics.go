@@ -45,7 +45,7 @@ type metrics struct {
 	requestUtilization *timedRatioVec
 	// readVsWrite is the timing histogram of the requests executing and waiting,
 	// read-only and mutating, over the server's seats and its queues' capacity.
-	readVsWrite        *timedRatioVec
+	readVsWrite        *ReadVsWrite
 	readOnly, mutating requestKindSeries
 	// noAccommodation counts the dispatches that found the seats the request at the
 	// head of the queue chosen asked for taken (while some were free), by its schema.
@@ -140,9 +140,7 @@ func newMetrics(clock func() time.Time) *metrics {
 		requestUtilization: newTimedRatioVec(clock, "apiserver_flowcontrol_priority_level_request_utilization",
 			"Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)",
 			[]float64{0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1}, nil, "phase", "priority_level"),
-		readVsWrite: newTimedRatioVec(clock, "apiserver_flowcontrol_read_vs_write_current_requests",
-			"Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
-			[]float64{0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}, nil, "phase", "request_kind"),
+		readVsWrite: NewReadVsWrite(clock),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -163,17 +161,16 @@ func newMetrics(clock func() time.Time) *metrics {
 		epochAdvances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_epoch_advance_total",
 			Help: "Number of times the queueset's progress meter jumped backward"}, []string{"priority_level", "success"}),
 	}
-	// Upstream's request kinds, as apiserver_current_inflight_requests names them.
-	for kind, ks := range map[string]*requestKindSeries{"readOnly": &m.readOnly, "mutating": &m.mutating} {
-		ks.waiting.init(m.readVsWrite.with("waiting", kind), clock)
-		ks.executing.init(m.readVsWrite.with("executing", kind), clock)
+	for kind, ks := range map[string]*requestKindSeries{ReadOnly: &m.readOnly, Mutating: &m.mutating} {
+		ks.waiting = m.readVsWrite.Series(Waiting, kind)
+		ks.executing = m.readVsWrite.Series(Executing, kind)
 	}
 	return m
 }
 
 // requestKindSeries are read_vs_write_current_requests' series of one request kind.
 type requestKindSeries struct {
-	waiting, executing ratioGauge
+	waiting, executing *RatioGauge
 }
 
 // kind is the series of requests of the verb (as authorization sees it, or a
@@ -191,39 +188,9 @@ func (m *metrics) kind(verb string) *requestKindSeries {
 // all the levels, and what all their queues hold (at least 1).
 func (m *metrics) setServerCapacity(seats, queued int) {
 	for _, ks := range []*requestKindSeries{&m.readOnly, &m.mutating} {
-		ks.executing.setDenominator(float64(max(seats, 1)))
-		ks.waiting.setDenominator(float64(max(queued, 1)))
+		ks.executing.SetDenominator(float64(max(seats, 1)))
+		ks.waiting.SetDenominator(float64(max(queued, 1)))
 	}
-}
-
-// ratioGauge shows a count over a denominator in a timing histogram series. The
-// count and the denominator are guarded by the series' own lock, so that a change
-// takes one lock rather than one for the count and another for the histogram: every
-// request changes two of these.
-type ratioGauge struct {
-	s     *timedRatio
-	clock func() time.Time
-	// n and denominator are guarded by s.mu.
-	n           int
-	denominator float64
-}
-
-func (g *ratioGauge) init(s *timedRatio, clock func() time.Time) {
-	g.s, g.denominator, g.clock = s, 1, clock
-}
-
-func (g *ratioGauge) add(delta int) {
-	g.s.mu.Lock()
-	g.n += delta
-	g.s.setLocked(g.clock(), float64(g.n)/g.denominator)
-	g.s.mu.Unlock()
-}
-
-func (g *ratioGauge) setDenominator(d float64) {
-	g.s.mu.Lock()
-	g.denominator = d
-	g.s.setLocked(g.clock(), float64(g.n)/d)
-	g.s.mu.Unlock()
 }
 
 // forLevel are the series of a level, made with it.
@@ -308,7 +275,7 @@ func (c *Controller) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.inQueueSeats, m.waitDuration,
 		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite,
+		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite.Collector(),
 		m.noAccommodation, m.watchCount, m.epochAdvances}
 }
 

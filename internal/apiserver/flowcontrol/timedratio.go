@@ -77,7 +77,7 @@ func (s *timedRatio) set(now time.Time, value float64) {
 	s.mu.Unlock()
 }
 
-// setLocked is set for a caller holding s.mu (a ratioGauge, whose count it guards).
+// setLocked is set for a caller holding s.mu (a RatioGauge, whose count it guards).
 func (s *timedRatio) setLocked(now time.Time, value float64) {
 	s.advanceLocked(now)
 	s.value = value

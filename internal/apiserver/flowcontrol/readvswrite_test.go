@@ -13,29 +13,28 @@ import (
 // change takes that one lock: it has none of its own. Concurrent changes leave the
 // series at the count they sum to over the last denominator.
 func TestRatioGaugeTakesOneLock(t *testing.T) {
-	typ := reflect.TypeFor[ratioGauge]()
+	typ := reflect.TypeFor[RatioGauge]()
 	for i := range typ.NumField() {
 		if f := typ.Field(i); f.Type.PkgPath() == "sync" {
-			t.Errorf("ratioGauge.%s is a %s: a change would take it and its series' lock", f.Name, f.Type)
+			t.Errorf("RatioGauge.%s is a %s: a change would take it and its series' lock", f.Name, f.Type)
 		}
 	}
 
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	v := newTimedRatioVec(clock.now, "ratio", "a ratio", []float64{1, 2, 4}, nil, "l")
-	var g ratioGauge
-	g.init(v.with("x"), clock.now)
+	g := newRatioGauge(v.with("x"), clock.now)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				g.add(1)
+				g.Add(1)
 				if i > 0 {
-					g.add(-1)
+					g.Add(-1)
 				}
 			}
 		})
 	}
-	g.setDenominator(4)
+	g.SetDenominator(4)
 	wg.Wait()
 	clock.step(time.Second) // a second at 8 / 4
 
