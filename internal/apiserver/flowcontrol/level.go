@@ -318,14 +318,18 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 // noteExecutingSeats shows a change of the seats the request holds on /metrics.
 func (r *request) noteExecutingSeats(delta int) {
 	if r.metrics != nil {
-		r.metrics.executingSeats.Add(float64(delta))
+		r.metrics.executingSeats.get().Add(float64(delta))
 	}
 }
 
-// noteQueueLength shows the length of the queue the request joined, itself included.
-func (r *request) noteQueueLength(n int) {
+// noteEnqueued shows that the request joined a queue, n long with it: its length,
+// and its schema's in-queue series made (as upstream's, which enqueues every request
+// of a queuing level, one it dispatches at once too).
+func (r *request) noteEnqueued(n int) {
 	if r.metrics != nil {
-		r.metrics.queueLength.Observe(float64(n))
+		r.metrics.queueLength.get().Observe(float64(n))
+		r.metrics.inQueue.get()
+		r.metrics.inQueueSeats.get()
 	}
 }
 
@@ -436,7 +440,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 		if q != nil {
 			// Upstream queues every request of a queuing level, then dispatches:
 			// this one would have found its queue empty.
-			r.noteQueueLength(1)
+			r.noteEnqueued(1)
 		}
 		l.startLocked(r, q, now)
 		return true, ""
@@ -455,7 +459,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	r.ready, r.arrivalR = make(chan struct{}), l.currentR
 	l.startVirtualLocked(q)
 	l.enqueueLocked(q, r)
-	r.noteQueueLength(len(q.waiting))
+	r.noteEnqueued(len(q.waiting))
 	boundNextDispatchLocked(q)
 	l.waiting++
 	l.seatsWaiting += r.seats
@@ -524,7 +528,7 @@ func (l *level) dispatchLocked(now time.Time) {
 		if !l.fitsLocked(r.seats) {
 			if l.seatsInUse < l.limit && r.metrics != nil {
 				// As upstream's, a dispatch that found seats free, but not enough.
-				r.metrics.noAccommodation.Inc()
+				r.metrics.noAccommodation.get().Inc()
 			}
 			return
 		}

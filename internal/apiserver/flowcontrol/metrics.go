@@ -2,6 +2,7 @@ package flowcontrol
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,22 +68,45 @@ type metrics struct {
 }
 
 // schemaMetrics are one schema's series, resolved once per configuration rather than
-// per request.
+// per request, but each made by its first use: as upstream's, a schema's series
+// appear once a request has changed them (a schema no request matched has none), not
+// when the configuration names it.
 type schemaMetrics struct {
-	dispatched       prometheus.Counter
-	executing        prometheus.Gauge
-	executingSeats   prometheus.Gauge
-	inQueue          prometheus.Gauge
-	inQueueSeats     prometheus.Gauge
-	waitedExecuted   prometheus.Observer
-	executedRegular  prometheus.Observer
-	executedWatch    prometheus.Observer
-	queueLength      prometheus.Observer
-	waitedRejected   prometheus.Observer
-	estimatedSeats   prometheus.Observer
-	noAccommodation  prometheus.Counter
-	watchCount       prometheus.Observer
+	dispatched       onUse[prometheus.Counter]
+	executing        onUse[prometheus.Gauge]
+	executingSeats   onUse[prometheus.Gauge]
+	inQueue          onUse[prometheus.Gauge]
+	inQueueSeats     onUse[prometheus.Gauge]
+	waitedExecuted   onUse[prometheus.Observer]
+	executedRegular  onUse[prometheus.Observer]
+	executedWatch    onUse[prometheus.Observer]
+	queueLength      onUse[prometheus.Observer]
+	waitedRejected   onUse[prometheus.Observer]
+	estimatedSeats   onUse[prometheus.Observer]
+	noAccommodation  onUse[prometheus.Counter]
+	watchCount       onUse[prometheus.Observer]
 	rejectedByReason func(reason string) prometheus.Counter
+}
+
+// onUse is a series of a vector, made by its first use. Concurrent first uses both
+// ask the vector, which gives them the same series; later ones only load it.
+type onUse[T any] struct {
+	series atomic.Pointer[T]
+	make   func() T
+}
+
+// onFirstUse is the series of the label values in with's vector, made by its first use.
+func onFirstUse[T any](with func(...string) T, labels ...string) onUse[T] {
+	return onUse[T]{make: func() T { return with(labels...) }}
+}
+
+func (o *onUse[T]) get() T {
+	if s := o.series.Load(); s != nil {
+		return *s
+	}
+	s := o.make()
+	o.series.Store(&s)
+	return s
 }
 
 // Upstream's buckets of request_wait_duration_seconds and request_execution_seconds,
@@ -240,31 +264,32 @@ func (m *metrics) forget(level string) {
 // forSchema are the series of a schema of the level. An exempt level's requests never
 // wait and, as upstream's, are left out of request_wait_duration_seconds; only a
 // level with queues (queuing) shows request_queue_length_after_enqueue.
-func (m *metrics) forSchema(schema, level string, exempt, queuing bool) schemaMetrics {
-	sm := schemaMetrics{
-		dispatched:      m.dispatched.WithLabelValues(schema, level),
-		executing:       m.executing.WithLabelValues(schema, level),
-		executingSeats:  m.executingSeats.WithLabelValues(schema, level),
-		inQueue:         m.inQueue.WithLabelValues(schema, level),
-		inQueueSeats:    m.inQueueSeats.WithLabelValues(level, schema),
-		waitedExecuted:  noObserver{},
-		waitedRejected:  noObserver{},
-		executedRegular: m.executionSeconds.WithLabelValues(level, schema, "regular"),
-		executedWatch:   m.executionSeconds.WithLabelValues(level, schema, "watch"),
-		queueLength:     noObserver{},
-		estimatedSeats:  m.estimatedSeats.WithLabelValues(level, schema),
-		noAccommodation: m.noAccommodation.WithLabelValues(level, schema),
-		watchCount:      m.watchCount.WithLabelValues(level, schema),
+func (m *metrics) forSchema(schema, level string, exempt, queuing bool) *schemaMetrics {
+	none := func(...string) prometheus.Observer { return noObserver{} }
+	sm := &schemaMetrics{
+		dispatched:      onFirstUse(m.dispatched.WithLabelValues, schema, level),
+		executing:       onFirstUse(m.executing.WithLabelValues, schema, level),
+		executingSeats:  onFirstUse(m.executingSeats.WithLabelValues, schema, level),
+		inQueue:         onFirstUse(m.inQueue.WithLabelValues, schema, level),
+		inQueueSeats:    onFirstUse(m.inQueueSeats.WithLabelValues, level, schema),
+		waitedExecuted:  onFirstUse(none),
+		waitedRejected:  onFirstUse(none),
+		executedRegular: onFirstUse(m.executionSeconds.WithLabelValues, level, schema, "regular"),
+		executedWatch:   onFirstUse(m.executionSeconds.WithLabelValues, level, schema, "watch"),
+		queueLength:     onFirstUse(none),
+		estimatedSeats:  onFirstUse(m.estimatedSeats.WithLabelValues, level, schema),
+		noAccommodation: onFirstUse(m.noAccommodation.WithLabelValues, level, schema),
+		watchCount:      onFirstUse(m.watchCount.WithLabelValues, level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
 	}
 	if !exempt {
-		sm.waitedExecuted = m.waitDuration.WithLabelValues(schema, level, "true")
-		sm.waitedRejected = m.waitDuration.WithLabelValues(schema, level, "false")
+		sm.waitedExecuted = onFirstUse(m.waitDuration.WithLabelValues, schema, level, "true")
+		sm.waitedRejected = onFirstUse(m.waitDuration.WithLabelValues, schema, level, "false")
 	}
 	if queuing {
-		sm.queueLength = m.queueLength.WithLabelValues(level, schema)
+		sm.queueLength = onFirstUse(m.queueLength.WithLabelValues, level, schema)
 	}
 	return sm
 }
