@@ -18,7 +18,9 @@ import (
 // when a request arrives at a queue holding nothing, raised by each request's work as
 // it is dispatched, corrected by what the request really took once it ends (its
 // initial seats times the real duration instead of the estimate), and never below its
-// head's arrival R (a queue does not bank service it did not ask for).
+// head's arrival R (a queue does not bank service it did not ask for; a request that
+// starts at once, with nothing waiting, counts as its head as it arrives, since
+// upstream's queues it before dispatching it).
 //
 // When seats free up the level dispatches the head of the queue whose head would
 // finish first in virtual time (nextDispatchR plus the head's work; ties go round

@@ -173,3 +173,20 @@ func TestWideRequestIsNotPassed(t *testing.T) {
 		t.Errorf("with the seats free, dispatched %d; want the wide one 5th", len(s.order))
 	}
 }
+
+// A request that starts at once on a queuing level raises its queue's S to R first,
+// as upstream's, which enqueues it (and keeps a queue's S no earlier than its oldest
+// request's arrival R) before it dispatches it: a queue does not bank the service its
+// long request did not ask for. a runs alone on 2 seats; 5 ms later R is 0.005 (1
+// seat over 1 busy queue), past a's 0.003 of work, and b of the same flow starts at S
+// 0.005.
+func TestStartAtOnceBoundsS(t *testing.T) {
+	s := newSimulation(t, 2, 2, 1)
+	q0 := flowOnQueue(t, "s", 2, 0)
+	s.admit("a", q0, 1)
+	s.clock.step(5 * time.Millisecond)
+	s.admit("b", q0, 1)
+	if got := s.l.queues[0].nextDispatchR; got != seatsTimes(1, 8*time.Millisecond) {
+		t.Errorf("queue 0's S %v after b's work, want 0.008", got)
+	}
+}

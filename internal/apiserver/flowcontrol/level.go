@@ -439,7 +439,10 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 		q := l.homeLocked(r.flow)
 		if q != nil {
 			// Upstream queues every request of a queuing level, then dispatches:
-			// this one would have found its queue empty.
+			// this one would have found its queue empty, and raised its S to the
+			// R it arrived at.
+			l.startVirtualLocked(q)
+			q.nextDispatchR = max(q.nextDispatchR, l.currentR)
 			r.noteEnqueued(1)
 		}
 		l.startLocked(r, q, now)
