@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
@@ -102,6 +103,12 @@ type levelSeries struct {
 	// priority_level_seat_utilization, executing and waiting
 	// priority_level_request_utilization's two phases.
 	demand, seats, executing, waiting *timedRatio
+	// currentR is current_r, made with the level (as upstream's, whose queueset
+	// shows R whenever it is locked, configured first).
+	currentR prometheus.Gauge
+	// dispatch are dispatch_r, latest_s and the bounds of S, made by the level's
+	// first dispatch from a queue.
+	dispatch onUse[*dispatchSeries]
 	// epochAdvanced counts a shift of its virtual time back (epochAdvances).
 	epochAdvanced func(success bool)
 }
@@ -444,6 +451,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 			l.startVirtualLocked(q)
 			q.nextDispatchR = max(q.nextDispatchR, l.currentR)
 			r.noteEnqueued(1)
+			l.showDispatchLocked(q)
 		}
 		l.startLocked(r, q, now)
 		return true, ""
@@ -536,6 +544,7 @@ func (l *level) dispatchLocked(now time.Time) {
 			return
 		}
 		l.robin = idx
+		l.showDispatchLocked(q)
 		l.unqueueLocked(q, r)
 		l.waiting--
 		l.seatsWaiting -= r.seats

@@ -56,6 +56,13 @@ type metrics struct {
 	// epochAdvances counts the times a level's virtual time was shifted back,
 	// by whether every queue's and request's virtual times stayed in range.
 	epochAdvances *prometheus.CounterVec
+	// The fair queuing's virtual times by level, in seat-seconds, as upstream's
+	// queueset shows them: R as of the level's last change; and, set by each dispatch
+	// from a queue, R then, the S (next dispatch R) of the queue dispatched from, the
+	// least and greatest S of the queues with a request waiting, and the same less
+	// each queue's estimated work in progress (by "bound", min or max).
+	currentR, dispatchR, latestS       *prometheus.GaugeVec
+	nextSBounds, nextDiscountedSBounds *prometheus.GaugeVec
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -184,6 +191,16 @@ func newMetrics(clock func() time.Time) *metrics {
 			Buckets: []float64{0, 1, 10, 100, 1000, 10000}}, []string{"priority_level", "flow_schema"}),
 		epochAdvances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_epoch_advance_total",
 			Help: "Number of times the queueset's progress meter jumped backward"}, []string{"priority_level", "success"}),
+		currentR: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_r",
+			Help: "R(time of last change)"}, []string{"priority_level"}),
+		dispatchR: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_dispatch_r",
+			Help: "R(time of last dispatch)"}, []string{"priority_level"}),
+		latestS: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_latest_s",
+			Help: "S(most recently dispatched request)"}, []string{"priority_level"}),
+		nextSBounds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_next_s_bounds",
+			Help: "min and max, over queues, of S(oldest waiting request in queue)"}, []string{"priority_level", "bound"}),
+		nextDiscountedSBounds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_next_discounted_s_bounds",
+			Help: "min and max, over queues, of S(oldest waiting request in queue) - estimated work in progress"}, []string{"priority_level", "bound"}),
 	}
 	for kind, ks := range map[string]*requestKindSeries{ReadOnly: &m.readOnly, Mutating: &m.mutating} {
 		ks.waiting = m.readVsWrite.Series(Waiting, kind)
@@ -224,10 +241,22 @@ func (m *metrics) forLevel(level string) *levelSeries {
 		seats:     m.seatUtilization.with(level),
 		executing: m.requestUtilization.with("executing", level),
 		waiting:   m.requestUtilization.with("waiting", level),
+		currentR:  m.currentR.WithLabelValues(level),
+		dispatch: onUse[*dispatchSeries]{make: func() *dispatchSeries {
+			return &dispatchSeries{r: m.dispatchR.WithLabelValues(level), s: m.latestS.WithLabelValues(level),
+				sMin: m.nextSBounds.WithLabelValues(level, "min"), sMax: m.nextSBounds.WithLabelValues(level, "max"),
+				discountedMin: m.nextDiscountedSBounds.WithLabelValues(level, "min"),
+				discountedMax: m.nextDiscountedSBounds.WithLabelValues(level, "max")}
+		}},
 		epochAdvanced: func(success bool) {
 			m.epochAdvances.WithLabelValues(level, strconv.FormatBool(success)).Inc()
 		},
 	}
+}
+
+// dispatchSeries are a level's series of its last dispatch from a queue (levelSeries).
+type dispatchSeries struct {
+	r, s, sMin, sMax, discountedMin, discountedMax prometheus.Gauge
 }
 
 // noteDemand shows what a borrowing adjustment took of a level's demand, and the
@@ -254,10 +283,10 @@ func (m *metrics) forget(level string) {
 	m.seatUtilization.delete(level)
 	m.requestUtilization.delete("executing", level)
 	m.requestUtilization.delete("waiting", level)
-	m.epochAdvances.DeletePartialMatch(prometheus.Labels{"priority_level": level})
-	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
-		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
-		g.DeleteLabelValues(level)
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.epochAdvances, m.nominalLimit,
+		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev,
+		m.demandSmoothed, m.targetSeats, m.currentR, m.dispatchR, m.latestS, m.nextSBounds, m.nextDiscountedSBounds} {
+		v.DeletePartialMatch(prometheus.Labels{"priority_level": level})
 	}
 }
 
@@ -301,7 +330,8 @@ func (c *Controller) Collectors() []prometheus.Collector {
 		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
 		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite.Collector(),
-		m.noAccommodation, m.watchCount, m.epochAdvances}
+		m.noAccommodation, m.watchCount, m.epochAdvances, m.currentR, m.dispatchR, m.latestS, m.nextSBounds,
+		m.nextDiscountedSBounds}
 }
 
 // noObserver observes nothing.
