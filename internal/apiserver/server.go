@@ -298,7 +298,7 @@ func New(cfg Config) (*Server, error) {
 		})
 		s.metrics.Register(s.flowControl.Collectors()...)
 		followers = append(followers, s.flowControl)
-	} else if s.inflight = maxinflight.New(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight); s.inflight != nil {
+	} else if s.inflight = maxinflight.New(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, nil); s.inflight != nil {
 		s.metrics.Register(s.inflight.Collectors()...)
 	}
 	s.followerFeed = newFollowerFeed(followers, primary)

@@ -259,7 +259,8 @@ func burst(c *http.Client, url string, n int) []answer {
 // TestMaxInflightWithoutPriorityAndFairness: with priority and fairness off, the
 // server serves at most --max-requests-inflight reads at once, as upstream's: a burst
 // beyond it gets 429s with Retry-After, counted on /metrics; system:masters is served
-// beyond the limit.
+// beyond the limit. Of priority and fairness's series only what upstream's
+// max-in-flight filter feeds is served: read_vs_write_current_requests' executing phase.
 func TestMaxInflightWithoutPriorityAndFairness(t *testing.T) {
 	srv := apiserver.StartWithOptions(t, func(o *core.Options) {
 		o.DisablePriorityAndFairness = true
@@ -271,13 +272,18 @@ func TestMaxInflightWithoutPriorityAndFairness(t *testing.T) {
 	_, metrics, _ := rawRequest(t, srv.AdminConfig, "GET", "/metrics", "", nil)
 	for _, want := range []string{
 		`apiserver_current_inflight_requests{request_kind="readOnly"}`,
+		`apiserver_flowcontrol_read_vs_write_current_requests_count{phase="executing",request_kind="readOnly"}`,
+		`apiserver_flowcontrol_read_vs_write_current_requests_count{phase="executing",request_kind="mutating"}`,
 		`apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"}`,
 	} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics has no %s", want)
 		}
 	}
-	if strings.Contains(string(metrics), "apiserver_flowcontrol_") {
-		t.Error("/metrics has priority and fairness's metrics with it off")
+	for line := range strings.Lines(string(metrics)) {
+		readVsWrite := strings.HasPrefix(line, "apiserver_flowcontrol_read_vs_write_current_requests")
+		if strings.HasPrefix(line, "apiserver_flowcontrol_") && (!readVsWrite || strings.Contains(line, `phase="waiting"`)) {
+			t.Errorf("/metrics has %s with priority and fairness off", strings.TrimSpace(line))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"mizzen/internal/registry"
 )
@@ -37,4 +38,18 @@ func BenchmarkClassifiedRequest(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkRatioGaugeAdd is one change of a read-vs-write series, as each request
+// makes two: from goroutines in parallel, with the clock the server gives it.
+func BenchmarkRatioGaugeAdd(b *testing.B) {
+	v := newTimedRatioVec(time.Now, "ratio", "a ratio", []float64{0.5, 1}, nil, "l")
+	g := newRatioGauge(v.with("x"), time.Now)
+	g.SetDenominator(600)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			g.Add(1)
+			g.Add(-1)
+		}
+	})
 }

@@ -18,7 +18,9 @@ import (
 // when a request arrives at a queue holding nothing, raised by each request's work as
 // it is dispatched, corrected by what the request really took once it ends (its
 // initial seats times the real duration instead of the estimate), and never below its
-// head's arrival R (a queue does not bank service it did not ask for).
+// head's arrival R (a queue does not bank service it did not ask for; a request that
+// starts at once, with nothing waiting, counts as its head as it arrives, since
+// upstream's queues it before dispatching it).
 //
 // When seats free up the level dispatches the head of the queue whose head would
 // finish first in virtual time (nextDispatchR plus the head's work; ties go round
@@ -64,8 +66,21 @@ const (
 // request ended do not count).
 func (q *queue) active() bool { return len(q.waiting) > 0 || q.executing.count > 0 }
 
-// syncTimeLocked advances the level's virtual time to now.
+// float is the seat-seconds as a number, as upstream's gauges show them.
+func (ss seatSeconds) float() float64 { return float64(ss) / seatSecondsScale }
+
+// syncTimeLocked advances the level's virtual time to now, and shows it: upstream's
+// queueset sets current_r so whenever it is locked.
 func (l *level) syncTimeLocked(now time.Time) {
+	l.advanceRLocked(now)
+	if l.series != nil {
+		l.series.currentR.Set(l.currentR.float())
+	}
+}
+
+// advanceRLocked advances R over the time since the last sync at the rate its queues
+// held since then.
+func (l *level) advanceRLocked(now time.Time) {
 	dt := now.Sub(l.lastSync)
 	l.lastSync = now
 	if dt <= 0 || l.activeQueues == 0 {
@@ -136,6 +151,42 @@ func (l *level) nextQueueLocked() (*queue, int) {
 		}
 	}
 	return best, bestIndex
+}
+
+// showDispatchLocked shows a dispatch of the head of q, as upstream's queueset does
+// before it charges the request's work: R, q's S, and the least and greatest S over
+// the queues with a request waiting (q counts: its head is the request), also less
+// each queue's estimated work in progress, its seats in use times
+// estimatedServiceTime. The difference is unsigned, as upstream's: it wraps when the
+// work in progress exceeds S.
+func (l *level) showDispatchLocked(q *queue) {
+	if l.series == nil {
+		return
+	}
+	sMin, sMax := q.nextDispatchR, q.nextDispatchR
+	dMin := q.discountedS()
+	dMax := dMin
+	if l.waiting > 0 {
+		for _, o := range l.queues {
+			if o != q && len(o.waiting) > 0 {
+				ds := o.discountedS()
+				sMin, sMax = min(sMin, o.nextDispatchR), max(sMax, o.nextDispatchR)
+				dMin, dMax = min(dMin, ds), max(dMax, ds)
+			}
+		}
+	}
+	d := l.series.dispatch.get()
+	d.r.Set(l.currentR.float())
+	d.s.Set(q.nextDispatchR.float())
+	d.sMin.Set(sMin.float())
+	d.sMax.Set(sMax.float())
+	d.discountedMin.Set(dMin.float())
+	d.discountedMax.Set(dMax.float())
+}
+
+// discountedS is the queue's S less its estimated work in progress.
+func (q *queue) discountedS() seatSeconds {
+	return q.nextDispatchR - seatsTimes(float64(q.seatsInUse), estimatedServiceTime)
 }
 
 // boundNextDispatchLocked keeps a queue's virtual start no earlier than its head's

@@ -2,6 +2,7 @@ package flowcontrol
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func flowOnQueue(t *testing.T, schema string, queues, want int) uint64 {
 type simulation struct {
 	t         *testing.T
 	clock     *fakeClock
+	c         *Controller
 	l         *level
 	pending   []*request // admitted, not yet dispatched
 	executing []*request
@@ -49,7 +51,7 @@ func newSimulation(t *testing.T, seats int, queues, handSize int32) *simulation 
 	if _, _, limit := l.counts(); limit != seats {
 		t.Fatalf("the level has %d seats, want %d", limit, seats)
 	}
-	return &simulation{t: t, clock: clock, l: l, ends: map[*request]time.Time{}, runFor: 10 * time.Millisecond}
+	return &simulation{t: t, clock: clock, c: c, l: l, ends: map[*request]time.Time{}, runFor: 10 * time.Millisecond}
 }
 
 // admit brings a request of the flow and seats.
@@ -171,5 +173,91 @@ func TestWideRequestIsNotPassed(t *testing.T) {
 	}
 	if len(s.order) != 5 || s.order[4] != w {
 		t.Errorf("with the seats free, dispatched %d; want the wide one 5th", len(s.order))
+	}
+}
+
+// The virtual times upstream's queueset shows, on a level of 2 seats and 2 queues
+// whose requests (1 seat, 3 ms of work each) run 10 ms: a and b of flow 0 start at
+// once, c of flow 1 and d of flow 0 wait; at 10 ms a ends, R has advanced by 1 × 10
+// ms (2 seats over 2 busy queues), queue 0's S is b's and d's work plus a's real
+// time, and c, whose queue's S is the R it came at, goes first; b ends then too, and
+// d goes. current_r is set with every change, the dispatch series with every
+// dispatch from a queue, before the request's work is charged.
+func TestVirtualTimeSeries(t *testing.T) {
+	s := newSimulation(t, 2, 2, 1)
+	q0, q1 := flowOnQueue(t, "s", 2, 0), flowOnQueue(t, "s", 2, 1)
+	type state struct {
+		currentR, dispatchR, latestS, sMin, sMax, dMin, dMax float64
+	}
+	read := func() state {
+		v := func(name string, labels ...string) float64 {
+			return seriesValue(t, s.c, "apiserver_flowcontrol_"+name, append([]string{"priority_level", "one"}, labels...)...)
+		}
+		return state{v("current_r"), v("dispatch_r"), v("latest_s"), v("next_s_bounds", "bound", "min"), v("next_s_bounds", "bound", "max"),
+			v("next_discounted_s_bounds", "bound", "min"), v("next_discounted_s_bounds", "bound", "max")}
+	}
+	if got := read(); got.currentR != 0 || !math.IsNaN(got.dispatchR+got.latestS+got.sMin+got.sMax+got.dMin+got.dMax) {
+		t.Errorf("before any request: %+v, want current_r 0 and no dispatch series", got)
+	}
+	for _, level := range []string{"exempt", "catch-all"} {
+		if r := seriesValue(t, s.c, "apiserver_flowcontrol_current_r", "priority_level", level); r != 0 {
+			t.Errorf("%s (no queues): current_r %v, want 0", level, r)
+		}
+	}
+	for i, step := range []struct {
+		do   func()
+		want state
+	}{
+		{func() { s.admit("a", q0, 1) }, state{0, 0, 0, 0, 0, 0, 0}},
+		// Its queue has a executing: S 0.003, less a's 1 seat × 3 ms.
+		{func() { s.admit("b", q0, 1) }, state{0, 0, 0.003, 0.003, 0.003, 0, 0}},
+		{func() { s.admit("c", q1, 1); s.admit("d", q0, 1) }, state{0, 0, 0.003, 0.003, 0.003, 0, 0}},
+		// Queue 0: S 0.006 + 0.010 - 0.003, b's seat in use; queue 1: S 0.
+		{s.step, state{0.01, 0.01, 0, 0, 0.013, 0, 0.010}},
+		// Queue 0: S 0.013 + 0.007, nothing in use; queue 1 waits no more.
+		{s.step, state{0.01, 0.01, 0.020, 0.020, 0.020, 0.020, 0.020}},
+	} {
+		step.do()
+		if got := read(); got != step.want {
+			t.Errorf("step %d: %+v, want %+v", i+1, got, step.want)
+		}
+	}
+	var order []string
+	for _, r := range s.order {
+		order = append(order, r.schema)
+	}
+	if !slices.Equal(order, []string{"a", "b", "c", "d"}) {
+		t.Errorf("dispatched %v, want a, b, c, d", order)
+	}
+}
+
+// A request that starts at once on a queuing level raises its queue's S to R first,
+// as upstream's, which enqueues it (and keeps a queue's S no earlier than its oldest
+// request's arrival R) before it dispatches it: a queue does not bank the service its
+// long request did not ask for. a runs alone on 2 seats; 5 ms later R is 0.005 (1
+// seat over 1 busy queue), past a's 0.003 of work, and b of the same flow starts at S
+// 0.005.
+func TestStartAtOnceBoundsS(t *testing.T) {
+	s := newSimulation(t, 2, 2, 1)
+	q0 := flowOnQueue(t, "s", 2, 0)
+	s.admit("a", q0, 1)
+	s.clock.step(5 * time.Millisecond)
+	s.admit("b", q0, 1)
+	for _, tc := range []struct {
+		name  string
+		label []string
+		want  float64
+	}{
+		{"dispatch_r", nil, 0.005},
+		{"latest_s", nil, 0.005},
+		{"next_s_bounds", []string{"bound", "min"}, 0.005},
+		{"next_discounted_s_bounds", []string{"bound", "max"}, 0.002}, // less a's seat × 3 ms
+	} {
+		if got := seriesValue(t, s.c, "apiserver_flowcontrol_"+tc.name, append([]string{"priority_level", "one"}, tc.label...)...); got != tc.want {
+			t.Errorf("%s%v: %v, want %v", tc.name, tc.label, got, tc.want)
+		}
+	}
+	if got := s.l.queues[0].nextDispatchR; got != seatsTimes(1, 8*time.Millisecond) {
+		t.Errorf("queue 0's S %v after b's work, want 0.008", got)
 	}
 }

@@ -41,28 +41,28 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 		h[flowSchemaKey] = s.uidHeader
 		h[priorityLevelKey] = s.levelUIDHeader
 		rq := &request{info: req, schema: s.name, distinguisher: distinguisher(s.method, &req), flow: flow,
-			metrics: &s.metrics}
+			metrics: s.metrics}
 		final, latency := c.finalWork(s, &req)
 		rq.setWork(s.level.seatsFor(req.Seats), final, latency)
 		// What it waits for in its queue: the level may cap its final seats as it
 		// starts, but it counts in the queue as it came.
 		seats := float64(rq.seats)
-		s.metrics.estimatedSeats.Observe(seats)
+		s.metrics.estimatedSeats.get().Observe(seats)
 		kind := c.metrics.kind(req.Verb)
 		queued := false
 		waited, reason := s.level.acquire(r.Context(), rq, c.opts.WaitLimit, func() {
 			queued = true
-			s.metrics.inQueue.Inc()
-			s.metrics.inQueueSeats.Add(seats)
-			kind.waiting.add(1)
+			s.metrics.inQueue.get().Inc()
+			s.metrics.inQueueSeats.get().Add(seats)
+			kind.waiting.Add(1)
 		})
 		if queued {
-			s.metrics.inQueue.Dec()
-			s.metrics.inQueueSeats.Sub(seats)
-			kind.waiting.add(-1)
+			s.metrics.inQueue.get().Dec()
+			s.metrics.inQueueSeats.get().Sub(seats)
+			kind.waiting.Add(-1)
 		}
 		if reason != "" {
-			s.metrics.waitedRejected.Observe(waited.Seconds())
+			s.metrics.waitedRejected.get().Observe(waited.Seconds())
 			s.metrics.rejectedByReason(reason).Inc()
 			if s.level.reapable() {
 				c.reap()
@@ -70,10 +70,10 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 			reject(w, r, s.level.retry.refused(c.opts.Clock()))
 			return
 		}
-		s.metrics.waitedExecuted.Observe(waited.Seconds())
-		s.metrics.dispatched.Inc()
-		s.metrics.executing.Inc()
-		kind.executing.add(1)
+		s.metrics.waitedExecuted.get().Observe(waited.Seconds())
+		s.metrics.dispatched.get().Inc()
+		s.metrics.executing.get().Inc()
+		kind.executing.Add(1)
 		if waited > 0 {
 			// Upstream's latency SLI leaves out the time spent waiting for a seat.
 			requestmetrics.ExcludeFromSLI(r.Context(), waited)
@@ -90,14 +90,14 @@ func (c *Controller) Handler(next http.Handler, describe func(*http.Request, *Re
 // finish frees the seats of a request that is done (a watch: initialized), and shows
 // how long it executed.
 func (c *Controller) finish(s *compiledSchema, rq *request) {
-	s.metrics.executing.Dec()
-	c.metrics.kind(rq.info.Verb).executing.add(-1)
+	s.metrics.executing.get().Dec()
+	c.metrics.kind(rq.info.Verb).executing.Add(-1)
 	reap := s.level.release(rq)
-	executed := s.metrics.executedRegular
+	executed := &s.metrics.executedRegular
 	if rq.info.ResourceRequest && rq.info.Verb == "watch" {
-		executed = s.metrics.executedWatch
+		executed = &s.metrics.executedWatch
 	}
-	executed.Observe(rq.ran.Seconds())
+	executed.get().Observe(rq.ran.Seconds())
 	if reap {
 		c.reap()
 	}

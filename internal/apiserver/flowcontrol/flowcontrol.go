@@ -119,7 +119,7 @@ type compiledSchema struct {
 	method  flowcontrolv1.FlowDistinguisherMethodType
 	rules   []flowcontrolv1.PolicyRulesWithSubjects
 	level   *level
-	metrics schemaMetrics
+	metrics *schemaMetrics
 	// uidHeader and levelUIDHeader are the response headers' values: the schema's and
 	// its level's UIDs.
 	uidHeader, levelUIDHeader []string

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
@@ -102,6 +103,12 @@ type levelSeries struct {
 	// priority_level_seat_utilization, executing and waiting
 	// priority_level_request_utilization's two phases.
 	demand, seats, executing, waiting *timedRatio
+	// currentR is current_r, made with the level (as upstream's, whose queueset
+	// shows R whenever it is locked, configured first).
+	currentR prometheus.Gauge
+	// dispatch are dispatch_r, latest_s and the bounds of S, made by the level's
+	// first dispatch from a queue.
+	dispatch onUse[*dispatchSeries]
 	// epochAdvanced counts a shift of its virtual time back (epochAdvances).
 	epochAdvanced func(success bool)
 }
@@ -318,14 +325,18 @@ func (l *level) startLocked(r *request, q *queue, now time.Time) {
 // noteExecutingSeats shows a change of the seats the request holds on /metrics.
 func (r *request) noteExecutingSeats(delta int) {
 	if r.metrics != nil {
-		r.metrics.executingSeats.Add(float64(delta))
+		r.metrics.executingSeats.get().Add(float64(delta))
 	}
 }
 
-// noteQueueLength shows the length of the queue the request joined, itself included.
-func (r *request) noteQueueLength(n int) {
+// noteEnqueued shows that the request joined a queue, n long with it: its length,
+// and its schema's in-queue series made (as upstream's, which enqueues every request
+// of a queuing level, one it dispatches at once too).
+func (r *request) noteEnqueued(n int) {
 	if r.metrics != nil {
-		r.metrics.queueLength.Observe(float64(n))
+		r.metrics.queueLength.get().Observe(float64(n))
+		r.metrics.inQueue.get()
+		r.metrics.inQueueSeats.get()
 	}
 }
 
@@ -435,8 +446,12 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 		q := l.homeLocked(r.flow)
 		if q != nil {
 			// Upstream queues every request of a queuing level, then dispatches:
-			// this one would have found its queue empty.
-			r.noteQueueLength(1)
+			// this one would have found its queue empty, and raised its S to the
+			// R it arrived at.
+			l.startVirtualLocked(q)
+			q.nextDispatchR = max(q.nextDispatchR, l.currentR)
+			r.noteEnqueued(1)
+			l.showDispatchLocked(q)
 		}
 		l.startLocked(r, q, now)
 		return true, ""
@@ -455,7 +470,7 @@ func (l *level) admitLocked(r *request) (started bool, reason string) {
 	r.ready, r.arrivalR = make(chan struct{}), l.currentR
 	l.startVirtualLocked(q)
 	l.enqueueLocked(q, r)
-	r.noteQueueLength(len(q.waiting))
+	r.noteEnqueued(len(q.waiting))
 	boundNextDispatchLocked(q)
 	l.waiting++
 	l.seatsWaiting += r.seats
@@ -524,11 +539,12 @@ func (l *level) dispatchLocked(now time.Time) {
 		if !l.fitsLocked(r.seats) {
 			if l.seatsInUse < l.limit && r.metrics != nil {
 				// As upstream's, a dispatch that found seats free, but not enough.
-				r.metrics.noAccommodation.Inc()
+				r.metrics.noAccommodation.get().Inc()
 			}
 			return
 		}
 		l.robin = idx
+		l.showDispatchLocked(q)
 		l.unqueueLocked(q, r)
 		l.waiting--
 		l.seatsWaiting -= r.seats

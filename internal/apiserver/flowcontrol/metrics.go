@@ -2,7 +2,7 @@ package flowcontrol
 
 import (
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,7 +46,7 @@ type metrics struct {
 	requestUtilization *timedRatioVec
 	// readVsWrite is the timing histogram of the requests executing and waiting,
 	// read-only and mutating, over the server's seats and its queues' capacity.
-	readVsWrite        *timedRatioVec
+	readVsWrite        *ReadVsWrite
 	readOnly, mutating requestKindSeries
 	// noAccommodation counts the dispatches that found the seats the request at the
 	// head of the queue chosen asked for taken (while some were free), by its schema.
@@ -56,6 +56,13 @@ type metrics struct {
 	// epochAdvances counts the times a level's virtual time was shifted back,
 	// by whether every queue's and request's virtual times stayed in range.
 	epochAdvances *prometheus.CounterVec
+	// The fair queuing's virtual times by level, in seat-seconds, as upstream's
+	// queueset shows them: R as of the level's last change; and, set by each dispatch
+	// from a queue, R then, the S (next dispatch R) of the queue dispatched from, the
+	// least and greatest S of the queues with a request waiting, and the same less
+	// each queue's estimated work in progress (by "bound", min or max).
+	currentR, dispatchR, latestS       *prometheus.GaugeVec
+	nextSBounds, nextDiscountedSBounds *prometheus.GaugeVec
 	// The borrowing adjustment's inputs and result, by level: its demand's high
 	// watermark, time-weighted average and deviation over the last period, their
 	// smoothed envelope, and the target it was shared seats by; and the fair fraction.
@@ -68,22 +75,45 @@ type metrics struct {
 }
 
 // schemaMetrics are one schema's series, resolved once per configuration rather than
-// per request.
+// per request, but each made by its first use: as upstream's, a schema's series
+// appear once a request has changed them (a schema no request matched has none), not
+// when the configuration names it.
 type schemaMetrics struct {
-	dispatched       prometheus.Counter
-	executing        prometheus.Gauge
-	executingSeats   prometheus.Gauge
-	inQueue          prometheus.Gauge
-	inQueueSeats     prometheus.Gauge
-	waitedExecuted   prometheus.Observer
-	executedRegular  prometheus.Observer
-	executedWatch    prometheus.Observer
-	queueLength      prometheus.Observer
-	waitedRejected   prometheus.Observer
-	estimatedSeats   prometheus.Observer
-	noAccommodation  prometheus.Counter
-	watchCount       prometheus.Observer
+	dispatched       onUse[prometheus.Counter]
+	executing        onUse[prometheus.Gauge]
+	executingSeats   onUse[prometheus.Gauge]
+	inQueue          onUse[prometheus.Gauge]
+	inQueueSeats     onUse[prometheus.Gauge]
+	waitedExecuted   onUse[prometheus.Observer]
+	executedRegular  onUse[prometheus.Observer]
+	executedWatch    onUse[prometheus.Observer]
+	queueLength      onUse[prometheus.Observer]
+	waitedRejected   onUse[prometheus.Observer]
+	estimatedSeats   onUse[prometheus.Observer]
+	noAccommodation  onUse[prometheus.Counter]
+	watchCount       onUse[prometheus.Observer]
 	rejectedByReason func(reason string) prometheus.Counter
+}
+
+// onUse is a series of a vector, made by its first use. Concurrent first uses both
+// ask the vector, which gives them the same series; later ones only load it.
+type onUse[T any] struct {
+	series atomic.Pointer[T]
+	make   func() T
+}
+
+// onFirstUse is the series of the label values in with's vector, made by its first use.
+func onFirstUse[T any](with func(...string) T, labels ...string) onUse[T] {
+	return onUse[T]{make: func() T { return with(labels...) }}
+}
+
+func (o *onUse[T]) get() T {
+	if s := o.series.Load(); s != nil {
+		return *s
+	}
+	s := o.make()
+	o.series.Store(&s)
+	return s
 }
 
 // Upstream's buckets of request_wait_duration_seconds and request_execution_seconds,
@@ -141,9 +171,7 @@ func newMetrics(clock func() time.Time) *metrics {
 		requestUtilization: newTimedRatioVec(clock, "apiserver_flowcontrol_priority_level_request_utilization",
 			"Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)",
 			[]float64{0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1}, nil, "phase", "priority_level"),
-		readVsWrite: newTimedRatioVec(clock, "apiserver_flowcontrol_read_vs_write_current_requests",
-			"Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
-			[]float64{0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}, nil, "phase", "request_kind"),
+		readVsWrite: NewReadVsWrite(clock),
 		demandHighWatermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_high_watermark",
 			Help: "High watermark, over last adjustment period, of demand_seats"}, []string{"priority_level"}),
 		demandAverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_demand_seats_average",
@@ -163,18 +191,27 @@ func newMetrics(clock func() time.Time) *metrics {
 			Buckets: []float64{0, 1, 10, 100, 1000, 10000}}, []string{"priority_level", "flow_schema"}),
 		epochAdvances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_epoch_advance_total",
 			Help: "Number of times the queueset's progress meter jumped backward"}, []string{"priority_level", "success"}),
+		currentR: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_current_r",
+			Help: "R(time of last change)"}, []string{"priority_level"}),
+		dispatchR: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_dispatch_r",
+			Help: "R(time of last dispatch)"}, []string{"priority_level"}),
+		latestS: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_latest_s",
+			Help: "S(most recently dispatched request)"}, []string{"priority_level"}),
+		nextSBounds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_next_s_bounds",
+			Help: "min and max, over queues, of S(oldest waiting request in queue)"}, []string{"priority_level", "bound"}),
+		nextDiscountedSBounds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_next_discounted_s_bounds",
+			Help: "min and max, over queues, of S(oldest waiting request in queue) - estimated work in progress"}, []string{"priority_level", "bound"}),
 	}
-	// Upstream's request kinds, as apiserver_current_inflight_requests names them.
-	for kind, ks := range map[string]*requestKindSeries{"readOnly": &m.readOnly, "mutating": &m.mutating} {
-		ks.waiting.init(m.readVsWrite.with("waiting", kind), clock)
-		ks.executing.init(m.readVsWrite.with("executing", kind), clock)
+	for kind, ks := range map[string]*requestKindSeries{ReadOnly: &m.readOnly, Mutating: &m.mutating} {
+		ks.waiting = m.readVsWrite.Series(Waiting, kind)
+		ks.executing = m.readVsWrite.Series(Executing, kind)
 	}
 	return m
 }
 
 // requestKindSeries are read_vs_write_current_requests' series of one request kind.
 type requestKindSeries struct {
-	waiting, executing ratioGauge
+	waiting, executing *RatioGauge
 }
 
 // kind is the series of requests of the verb (as authorization sees it, or a
@@ -192,36 +229,9 @@ func (m *metrics) kind(verb string) *requestKindSeries {
 // all the levels, and what all their queues hold (at least 1).
 func (m *metrics) setServerCapacity(seats, queued int) {
 	for _, ks := range []*requestKindSeries{&m.readOnly, &m.mutating} {
-		ks.executing.setDenominator(float64(max(seats, 1)))
-		ks.waiting.setDenominator(float64(max(queued, 1)))
+		ks.executing.SetDenominator(float64(max(seats, 1)))
+		ks.waiting.SetDenominator(float64(max(queued, 1)))
 	}
-}
-
-// ratioGauge shows a count over a denominator in a timing histogram.
-type ratioGauge struct {
-	mu          sync.Mutex
-	n           int
-	denominator float64
-	h           *timedRatio
-	clock       func() time.Time
-}
-
-func (g *ratioGauge) init(h *timedRatio, clock func() time.Time) {
-	g.h, g.denominator, g.clock = h, 1, clock
-}
-
-func (g *ratioGauge) add(delta int) {
-	g.mu.Lock()
-	g.n += delta
-	g.h.set(g.clock(), float64(g.n)/g.denominator)
-	g.mu.Unlock()
-}
-
-func (g *ratioGauge) setDenominator(d float64) {
-	g.mu.Lock()
-	g.denominator = d
-	g.h.set(g.clock(), float64(g.n)/d)
-	g.mu.Unlock()
 }
 
 // forLevel are the series of a level, made with it.
@@ -231,10 +241,22 @@ func (m *metrics) forLevel(level string) *levelSeries {
 		seats:     m.seatUtilization.with(level),
 		executing: m.requestUtilization.with("executing", level),
 		waiting:   m.requestUtilization.with("waiting", level),
+		currentR:  m.currentR.WithLabelValues(level),
+		dispatch: onUse[*dispatchSeries]{make: func() *dispatchSeries {
+			return &dispatchSeries{r: m.dispatchR.WithLabelValues(level), s: m.latestS.WithLabelValues(level),
+				sMin: m.nextSBounds.WithLabelValues(level, "min"), sMax: m.nextSBounds.WithLabelValues(level, "max"),
+				discountedMin: m.nextDiscountedSBounds.WithLabelValues(level, "min"),
+				discountedMax: m.nextDiscountedSBounds.WithLabelValues(level, "max")}
+		}},
 		epochAdvanced: func(success bool) {
 			m.epochAdvances.WithLabelValues(level, strconv.FormatBool(success)).Inc()
 		},
 	}
+}
+
+// dispatchSeries are a level's series of its last dispatch from a queue (levelSeries).
+type dispatchSeries struct {
+	r, s, sMin, sMax, discountedMin, discountedMax prometheus.Gauge
 }
 
 // noteDemand shows what a borrowing adjustment took of a level's demand, and the
@@ -261,41 +283,42 @@ func (m *metrics) forget(level string) {
 	m.seatUtilization.delete(level)
 	m.requestUtilization.delete("executing", level)
 	m.requestUtilization.delete("waiting", level)
-	m.epochAdvances.DeletePartialMatch(prometheus.Labels{"priority_level": level})
-	for _, g := range []*prometheus.GaugeVec{m.nominalLimit, m.lowerLimit, m.upperLimit, m.currentLimit,
-		m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed, m.targetSeats} {
-		g.DeleteLabelValues(level)
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.epochAdvances, m.nominalLimit,
+		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev,
+		m.demandSmoothed, m.targetSeats, m.currentR, m.dispatchR, m.latestS, m.nextSBounds, m.nextDiscountedSBounds} {
+		v.DeletePartialMatch(prometheus.Labels{"priority_level": level})
 	}
 }
 
 // forSchema are the series of a schema of the level. An exempt level's requests never
 // wait and, as upstream's, are left out of request_wait_duration_seconds; only a
 // level with queues (queuing) shows request_queue_length_after_enqueue.
-func (m *metrics) forSchema(schema, level string, exempt, queuing bool) schemaMetrics {
-	sm := schemaMetrics{
-		dispatched:      m.dispatched.WithLabelValues(schema, level),
-		executing:       m.executing.WithLabelValues(schema, level),
-		executingSeats:  m.executingSeats.WithLabelValues(schema, level),
-		inQueue:         m.inQueue.WithLabelValues(schema, level),
-		inQueueSeats:    m.inQueueSeats.WithLabelValues(level, schema),
-		waitedExecuted:  noObserver{},
-		waitedRejected:  noObserver{},
-		executedRegular: m.executionSeconds.WithLabelValues(level, schema, "regular"),
-		executedWatch:   m.executionSeconds.WithLabelValues(level, schema, "watch"),
-		queueLength:     noObserver{},
-		estimatedSeats:  m.estimatedSeats.WithLabelValues(level, schema),
-		noAccommodation: m.noAccommodation.WithLabelValues(level, schema),
-		watchCount:      m.watchCount.WithLabelValues(level, schema),
+func (m *metrics) forSchema(schema, level string, exempt, queuing bool) *schemaMetrics {
+	none := func(...string) prometheus.Observer { return noObserver{} }
+	sm := &schemaMetrics{
+		dispatched:      onFirstUse(m.dispatched.WithLabelValues, schema, level),
+		executing:       onFirstUse(m.executing.WithLabelValues, schema, level),
+		executingSeats:  onFirstUse(m.executingSeats.WithLabelValues, schema, level),
+		inQueue:         onFirstUse(m.inQueue.WithLabelValues, schema, level),
+		inQueueSeats:    onFirstUse(m.inQueueSeats.WithLabelValues, level, schema),
+		waitedExecuted:  onFirstUse(none),
+		waitedRejected:  onFirstUse(none),
+		executedRegular: onFirstUse(m.executionSeconds.WithLabelValues, level, schema, "regular"),
+		executedWatch:   onFirstUse(m.executionSeconds.WithLabelValues, level, schema, "watch"),
+		queueLength:     onFirstUse(none),
+		estimatedSeats:  onFirstUse(m.estimatedSeats.WithLabelValues, level, schema),
+		noAccommodation: onFirstUse(m.noAccommodation.WithLabelValues, level, schema),
+		watchCount:      onFirstUse(m.watchCount.WithLabelValues, level, schema),
 		rejectedByReason: func(reason string) prometheus.Counter {
 			return m.rejected.WithLabelValues(schema, level, reason)
 		},
 	}
 	if !exempt {
-		sm.waitedExecuted = m.waitDuration.WithLabelValues(schema, level, "true")
-		sm.waitedRejected = m.waitDuration.WithLabelValues(schema, level, "false")
+		sm.waitedExecuted = onFirstUse(m.waitDuration.WithLabelValues, schema, level, "true")
+		sm.waitedRejected = onFirstUse(m.waitDuration.WithLabelValues, schema, level, "false")
 	}
 	if queuing {
-		sm.queueLength = m.queueLength.WithLabelValues(level, schema)
+		sm.queueLength = onFirstUse(m.queueLength.WithLabelValues, level, schema)
 	}
 	return sm
 }
@@ -306,8 +329,9 @@ func (c *Controller) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.dispatched, m.rejected, m.executing, m.executingSeats, m.inQueue, m.inQueueSeats, m.waitDuration,
 		m.executionSeconds, m.queueLength, m.estimatedSeats, m.nominalLimit,
 		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev, m.demandSmoothed,
-		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite,
-		m.noAccommodation, m.watchCount, m.epochAdvances}
+		m.targetSeats, m.fairFrac, m.demandSeats, m.seatUtilization, m.requestUtilization, m.readVsWrite.Collector(),
+		m.noAccommodation, m.watchCount, m.epochAdvances, m.currentR, m.dispatchR, m.latestS, m.nextSBounds,
+		m.nextDiscountedSBounds}
 }
 
 // noObserver observes nothing.

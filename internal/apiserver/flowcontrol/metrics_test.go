@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,8 +155,7 @@ func TestRequestSeries(t *testing.T) {
 	checkHistograms(t, c, []wantHistogram{
 		{metric: executionSeconds, labels: []string{"priority_level", "busy", "flow_schema", "busy", "type", "regular"},
 			count: 6, sum: 12, bounds: durations, cumulative: map[float64]uint64{0: 2, 2: 2, 5: 6}},
-		{metric: executionSeconds, labels: []string{"priority_level", "busy", "flow_schema", "busy", "type", "watch"},
-			bounds: durations},
+		{metric: executionSeconds, labels: []string{"priority_level", "busy", "flow_schema", "busy", "type", "watch"}, absent: true},
 		{metric: executionSeconds, labels: []string{"priority_level", "exempt", "flow_schema", "exempt", "type", "watch"},
 			count: 1, sum: 3, bounds: durations, cumulative: map[float64]uint64{2: 0, 5: 1}},
 		{metric: executionSeconds, labels: []string{"priority_level", "catch-all", "flow_schema", "catch-all", "type", "regular"},
@@ -282,7 +282,8 @@ func TestUtilizationHistograms(t *testing.T) {
 // schema. busy has 7 seats and one queue; three 2-seat requests of wide take 6. A
 // fourth (2 seats) waits: 1 free seat does not accommodate it (one); narrow's 1-seat
 // request comes behind it, and the dispatch it makes finds wide's still at the head
-// (two). Once the first three are let go, both start.
+// (two). Once the first three are let go, both start. As upstream's, a schema's
+// series appears with its first count: narrow's never does.
 func TestDispatchNoAccommodation(t *testing.T) {
 	c := New(Options{ServerSeats: 12})
 	c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 7, 1, 1, 10), 0, nil)})
@@ -298,7 +299,7 @@ func TestDispatchNoAccommodation(t *testing.T) {
 	count := func(schema string) float64 {
 		m := matching(t, c, "apiserver_flowcontrol_request_dispatch_no_accommodation_total", "priority_level", "busy", "flow_schema", schema)
 		if len(m) != 1 {
-			return math.NaN()
+			return -1 // no series
 		}
 		return m[0].GetCounter().GetValue()
 	}
@@ -308,11 +309,11 @@ func TestDispatchNoAccommodation(t *testing.T) {
 		executing, waiting int
 		wide, narrow       float64
 	}{
-		{0, 2, 1, 0, 0, 0},
-		{0, 2, 2, 0, 0, 0},
-		{0, 2, 3, 0, 0, 0},
-		{0, 2, 3, 1, 1, 0},
-		{1, 1, 3, 2, 2, 0},
+		{0, 2, 1, 0, -1, -1},
+		{0, 2, 2, 0, -1, -1},
+		{0, 2, 3, 0, -1, -1},
+		{0, 2, 3, 1, 1, -1},
+		{1, 1, 3, 2, 2, -1},
 	} {
 		user := []string{"wide", "narrow"}[step.user]
 		go func() { codes <- b.getSeats(user, "", step.seats) }()
@@ -433,5 +434,68 @@ func TestEpochAdvances(t *testing.T) {
 				t.Errorf("epoch_advance_total %v = %v, want {priority_level=one, success=%s} 1", labels, m[0].GetCounter().GetValue(), tc.success)
 			}
 		})
+	}
+}
+
+// As upstream's, a schema's series appear once a request has changed them, not when
+// the configuration names the schema: with the configuration loaded there are none;
+// a get that busy's schema (on a queuing level) runs at once makes those its
+// admission and dispatch touched, the queue's included (upstream enqueues it first);
+// the other schemas, and what the get did not touch, still have none.
+func TestSchemaSeriesAppearOnFirstUse(t *testing.T) {
+	c := New(Options{ServerSeats: 12})
+	c.Replace(priorityLevels, []runtime.Object{limitedLevel("busy", 7, 1, 1, 2)})
+	c.Replace(flowSchemas, []runtime.Object{
+		schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy"),
+		schemaFor("idle", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "idle"),
+	})
+	// schemaSeries are the family's series, each as its schema and its labels but
+	// the schema and the level.
+	schemaSeries := func(name string) []string {
+		var out []string
+		for _, m := range metricsNamed(t, c, "apiserver_flowcontrol_"+name) {
+			var s []string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "flow_schema":
+					s = append([]string{l.GetValue()}, s...)
+				case "priority_level":
+				default:
+					s = append(s, l.GetName()+"="+l.GetValue())
+				}
+			}
+			out = append(out, strings.Join(s, " "))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := map[string][]string{
+		"dispatched_requests_total":               {"busy"},
+		"rejected_requests_total":                 nil,
+		"current_executing_requests":              {"busy"},
+		"current_executing_seats":                 {"busy"},
+		"current_inqueue_requests":                {"busy"},
+		"current_inqueue_seats":                   {"busy"},
+		"request_wait_duration_seconds":           {"busy execute=true"},
+		"request_execution_seconds":               {"busy type=regular"},
+		"request_queue_length_after_enqueue":      {"busy"},
+		"work_estimated_seats":                    {"busy"},
+		"request_dispatch_no_accommodation_total": nil,
+		"watch_count_samples":                     nil,
+	}
+	for name := range want {
+		if got := schemaSeries(name); len(got) != 0 {
+			t.Errorf("before any request: %s has series %q, want none", name, got)
+		}
+	}
+	b := newBlockingServer(t, c, map[string]registry.User{"busy": {Name: "busy", Groups: []string{"busy"}}})
+	b.releaseAll()
+	if code := b.get("busy", ""); code != http.StatusOK {
+		t.Fatalf("busy's get: %d", code)
+	}
+	for name, w := range want {
+		if got := schemaSeries(name); !slices.Equal(got, w) {
+			t.Errorf("after busy's get: %s has series %q, want %q", name, got, w)
+		}
 	}
 }

@@ -50,6 +50,6 @@ func (c *Controller) finalWork(s *compiledSchema, r *Request) (int, time.Duratio
 		return 0, 0
 	}
 	watchers := c.watches.interested(r)
-	s.metrics.watchCount.Observe(float64(watchers))
+	s.metrics.watchCount.get().Observe(float64(watchers))
 	return mutationWork(watchers, int(s.level.maxSeats.Load()))
 }

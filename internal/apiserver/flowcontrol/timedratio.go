@@ -73,9 +73,14 @@ func (v *timedRatioVec) delete(values ...string) {
 // set gives the series its value from now on.
 func (s *timedRatio) set(now time.Time, value float64) {
 	s.mu.Lock()
+	s.setLocked(now, value)
+	s.mu.Unlock()
+}
+
+// setLocked is set for a caller holding s.mu (a RatioGauge, whose count it guards).
+func (s *timedRatio) setLocked(now time.Time, value float64) {
 	s.advanceLocked(now)
 	s.value = value
-	s.mu.Unlock()
 }
 
 // advanceLocked counts the time since the last change (or scrape) at the value.

@@ -5,12 +5,18 @@
 // at once (429, Retry-After 1) rather than queued. Long-running requests (watches,
 // streams) take no slot, and system:masters is served beyond the limits, as upstream
 // serves it: a super-user or the server's own loopback client always gets an answer.
+// As upstream's, it shows each kind's slots in use on /metrics twice: as
+// apiserver_current_inflight_requests, and over its limit in priority and fairness's
+// apiserver_flowcontrol_read_vs_write_current_requests (phase "executing").
 package maxinflight
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"mizzen/internal/apiserver/flowcontrol"
 )
 
 // Request is what the limiter needs to know about a request.
@@ -25,36 +31,61 @@ type Request struct {
 
 // Limiter holds the two pools.
 type Limiter struct {
-	readOnly, mutating chan struct{} // nil: no limit
+	readOnly, mutating pool
 	current            *prometheus.GaugeVec
-	readOnlyCurrent    prometheus.Gauge
-	mutatingCurrent    prometheus.Gauge
+	// readVsWrite is priority and fairness's
+	// apiserver_flowcontrol_read_vs_write_current_requests, which upstream's
+	// max-in-flight filter feeds too: its executing phase, each kind's slots in use
+	// over its limit.
+	readVsWrite *flowcontrol.ReadVsWrite
+}
+
+// pool is one request kind's slots and the series that show them in use.
+type pool struct {
+	slots   chan struct{} // nil: no limit
+	current prometheus.Gauge
+	ratio   *flowcontrol.RatioGauge
 }
 
 // New returns a limiter of readOnly reads and mutating writes at once; a limit of 0
-// is none. It returns nil when both are 0: nothing to limit.
-func New(readOnly, mutating int) *Limiter {
+// is none. It returns nil when both are 0: nothing to limit. clock times
+// read_vs_write_current_requests (time.Now if nil).
+func New(readOnly, mutating int, clock func() time.Time) *Limiter {
 	if readOnly <= 0 && mutating <= 0 {
 		return nil
+	}
+	if clock == nil {
+		clock = time.Now
 	}
 	l := &Limiter{current: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "apiserver_current_inflight_requests",
 		Help: "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
-	}, []string{"request_kind"})}
-	l.readOnlyCurrent = l.current.WithLabelValues("readOnly")
-	l.mutatingCurrent = l.current.WithLabelValues("mutating")
-	if readOnly > 0 {
-		l.readOnly = make(chan struct{}, readOnly)
-	}
-	if mutating > 0 {
-		l.mutating = make(chan struct{}, mutating)
-	}
+	}, []string{"request_kind"}), readVsWrite: flowcontrol.NewReadVsWrite(clock)}
+	l.readOnly.init(l, flowcontrol.ReadOnly, readOnly)
+	l.mutating.init(l, flowcontrol.Mutating, mutating)
 	return l
+}
+
+// init makes the pool of the kind and its series: both kinds' are served, as
+// upstream's, even when one has no limit (its ratio then stays at 0 over 1).
+func (p *pool) init(l *Limiter, kind string, limit int) {
+	p.current = l.current.WithLabelValues(kind)
+	p.ratio = l.readVsWrite.Series(flowcontrol.Executing, kind)
+	if limit > 0 {
+		p.slots = make(chan struct{}, limit)
+		p.ratio.SetDenominator(float64(limit))
+	}
+}
+
+// inUse shows a change of the slots in use.
+func (p *pool) inUse(delta int) {
+	p.current.Add(float64(delta))
+	p.ratio.Add(delta)
 }
 
 // Collectors are the limiter's metrics, for the server's registry.
 func (l *Limiter) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{l.current}
+	return []prometheus.Collector{l.current, l.readVsWrite.Collector()}
 }
 
 // Handler serves next within the limits. describe says what a request is (false:
@@ -66,20 +97,20 @@ func (l *Limiter) Handler(next http.Handler, describe func(*http.Request, *Reque
 			next.ServeHTTP(w, r)
 			return
 		}
-		pool, inUse := l.readOnly, l.readOnlyCurrent
+		p := &l.readOnly
 		if req.Mutating {
-			pool, inUse = l.mutating, l.mutatingCurrent
+			p = &l.mutating
 		}
-		if pool == nil {
+		if p.slots == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		select {
-		case pool <- struct{}{}:
-			inUse.Inc()
+		case p.slots <- struct{}{}:
+			p.inUse(1)
 			defer func() {
-				<-pool
-				inUse.Dec()
+				<-p.slots
+				p.inUse(-1)
 			}()
 			next.ServeHTTP(w, r)
 		default:

@@ -3,11 +3,13 @@ package maxinflight
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	testpoll "mizzen/internal/testing/poll"
 )
@@ -16,39 +18,15 @@ import (
 // read and write are refused, a watch and system:masters are served, and once the held
 // ones finish there is room again.
 func TestPoolsFillAndRefuse(t *testing.T) {
-	l := New(1, 2)
+	l := New(1, 2, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(l.Collectors()...)
-	release := make(chan struct{})
-	entered := make(chan struct{}, 10)
-	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		if r.Header.Get("Hold") != "" {
-			<-release
-		}
-	}), func(r *http.Request, req *Request) bool {
-		req.Mutating = r.Method != http.MethodGet
-		req.LongRunning = r.URL.Query().Get("watch") == "true"
-		req.Privileged = r.Header.Get("Masters") != ""
-		return true
-	}, func(w http.ResponseWriter, r *http.Request, retryAfter int) {
-		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusTooManyRequests)
-	})
-	do := func(method, target string, header ...string) int {
-		req := httptest.NewRequest(method, target, nil)
-		for _, k := range header {
-			req.Header.Set(k, "yes")
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Code
-	}
+	s := newHoldingServer(l)
 	var wg sync.WaitGroup
 	// One read and two writes hold every slot.
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut} {
-		wg.Go(func() { do(m, "/api/v1/pods", "Hold") })
-		<-entered
+		wg.Go(func() { s.do(m, "/api/v1/pods", "Hold") })
+		<-s.entered
 	}
 	if got := inFlight(t, reg, "readOnly"); got != 1 {
 		t.Errorf("read-only in flight %v, want 1", got)
@@ -66,13 +44,13 @@ func TestPoolsFillAndRefuse(t *testing.T) {
 		{"a watch", http.MethodGet, "/api/v1/pods?watch=true", nil, http.StatusOK},
 		{"system:masters beyond the pool", http.MethodGet, "/api/v1/pods", []string{"Masters"}, http.StatusOK},
 	} {
-		if got := do(tt.method, tt.target, tt.header...); got != tt.want {
+		if got := s.do(tt.method, tt.target, tt.header...); got != tt.want {
 			t.Errorf("%s: %d, want %d", tt.what, got, tt.want)
 		}
 	}
-	close(release)
+	close(s.release)
 	wg.Wait()
-	if got := do(http.MethodGet, "/api/v1/pods"); got != http.StatusOK {
+	if got := s.do(http.MethodGet, "/api/v1/pods"); got != http.StatusOK {
 		t.Errorf("a read once the slots are free: %d, want 200", got)
 	}
 	if got := inFlight(t, reg, "readOnly") + inFlight(t, reg, "mutating"); got != 0 {
@@ -80,11 +58,150 @@ func TestPoolsFillAndRefuse(t *testing.T) {
 	}
 }
 
+// With priority and fairness off, upstream's max-in-flight filter feeds priority and
+// fairness's read_vs_write_current_requests: each kind's slots in use over its limit,
+// in the executing phase (nothing waits, so there is no waiting series). 2 read and 4
+// write slots: two reads and three writes are held for 10 s of the fake clock, then
+// nothing for 10 s; a watch and system:masters beyond the limit take no slot.
+func TestReadVsWriteSeries(t *testing.T) {
+	const name = "apiserver_flowcontrol_read_vs_write_current_requests"
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	l := New(2, 4, clock.now)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(l.Collectors()...)
+	s := newHoldingServer(l)
+	var wg sync.WaitGroup
+	for _, m := range []string{http.MethodGet, http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		wg.Go(func() { s.do(m, "/api/v1/pods", "Hold") })
+		<-s.entered
+	}
+	for _, header := range [][]string{{"Masters"}, nil} {
+		target := "/api/v1/pods"
+		if header == nil {
+			target += "?watch=true"
+		}
+		if code := s.do(http.MethodGet, target, header...); code != http.StatusOK {
+			t.Fatalf("GET %s %v: %d", target, header, code)
+		}
+	}
+	clock.step(10 * time.Second)
+	close(s.release)
+	wg.Wait()
+	clock.step(10 * time.Second)
+
+	series := gather(t, reg, name)
+	if len(series) != 2 {
+		t.Errorf("%d series of %s, want the executing phase's two", len(series), name)
+	}
+	const ten = uint64(10 * time.Second)
+	for _, tc := range []struct {
+		kind  string
+		ratio float64
+	}{{"readOnly", 1}, {"mutating", 0.75}} {
+		h := series[`phase="executing",request_kind="`+tc.kind+`"`].GetHistogram()
+		if h == nil {
+			t.Errorf("no executing %s series", tc.kind)
+			continue
+		}
+		if want := tc.ratio * float64(ten); h.GetSampleCount() != 2*ten || h.GetSampleSum() != want {
+			t.Errorf("%s: count %d, sum %v; want %d ns, %v: 10 s at %v, 10 s at 0", tc.kind, h.GetSampleCount(), h.GetSampleSum(), 2*ten, want, tc.ratio)
+		}
+		for _, b := range h.GetBucket() {
+			want := ten
+			if b.GetUpperBound() >= tc.ratio {
+				want = 2 * ten
+			}
+			if b.GetCumulativeCount() != want {
+				t.Errorf("%s: bucket le=%v holds %d ns, want %d", tc.kind, b.GetUpperBound(), b.GetCumulativeCount(), want)
+			}
+		}
+	}
+}
+
+// gather is the family's series in reg by their labels (name="value",...).
+func gather(t *testing.T, reg *prometheus.Registry, name string) map[string]*dto.Metric {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.Metric{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			out[strings.Join(labels, ",")] = m
+		}
+	}
+	return out
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) step(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+// holdingServer serves requests through a limiter: a GET reads and any other method
+// writes, ?watch=true is long-running, a Masters header is system:masters, and a Hold
+// header keeps the request in the handler until release is closed (entered says it
+// got there).
+type holdingServer struct {
+	h                http.Handler
+	entered, release chan struct{}
+}
+
+func newHoldingServer(l *Limiter) *holdingServer {
+	s := &holdingServer{entered: make(chan struct{}, 10), release: make(chan struct{})}
+	s.h = l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.entered <- struct{}{}
+		if r.Header.Get("Hold") != "" {
+			<-s.release
+		}
+	}), func(r *http.Request, req *Request) bool {
+		req.Mutating = r.Method != http.MethodGet
+		req.LongRunning = r.URL.Query().Get("watch") == "true"
+		req.Privileged = r.Header.Get("Masters") != ""
+		return true
+	}, func(w http.ResponseWriter, r *http.Request, retryAfter int) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	return s
+}
+
+// do serves a request with the given headers set, and returns its status code.
+func (s *holdingServer) do(method, target string, header ...string) int {
+	req := httptest.NewRequest(method, target, nil)
+	for _, k := range header {
+		req.Header.Set(k, "yes")
+	}
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
 func TestNoLimits(t *testing.T) {
-	if New(0, 0) != nil {
+	if New(0, 0, nil) != nil {
 		t.Error("New(0, 0) is a limiter; want none: both limits off")
 	}
-	l := New(0, 1) // reads unlimited
+	l := New(0, 1, nil) // reads unlimited
 	var served int
 	var mu sync.Mutex
 	release := make(chan struct{})
