@@ -156,26 +156,59 @@ func TestDashboard(t *testing.T) {
 	})
 
 	// The first requests of a page lost to the network, as other clusters changing this
-	// host's links lose them (see appStarted): the page's own load of xterm.js and the
-	// pods list's first list. The page tries both again: the user sees the pods, not
-	// "Failed to fetch", and gets a terminal, not "window.Terminal is not a constructor".
+	// host's links lose them (see appStarted): the page's own load of xterm.js, the pods
+	// list's first list, and each page's first fetch of the pod (the object page's, the
+	// logs page's, the terminal page's) and an object page's list of what the object
+	// owns. The pages try them again: the user sees the pods, the pod, its log, its
+	// terminal and the Deployment's ReplicaSet, not "Failed to fetch" or a silently
+	// empty list, and gets a terminal, not "window.Terminal is not a constructor".
 	t.Run("requests lost to the network are tried again", func(t *testing.T) {
+		xterm, podList := "/static/vendor/xterm/xterm.js", "/k8s/api/v1/pods" // the list's URL; its watch's has a query
+		// The pod's URL: its log's and exec's have further segments, its watch's a query.
+		podObj := "/k8s/api/v1/namespaces/default/pods/" + pod
+		rsList := "/k8s/apis/apps/v1/namespaces/default/replicasets" // the Deployment page's list of what it owns
+		// shown loads hash afresh in tab and waits for want, failing on an error shown.
+		shown := func(tab *browser, hash, want, what string) {
+			t.Helper()
+			tab.navigate("about:blank") // so that the page below is a fresh load
+			tab.go_(hash)
+			tab.waitJS(want+` || !!document.getElementById('error').textContent`, what+", or an error")
+			if msg := tab.evalString(`document.getElementById('error').textContent`); msg != "" {
+				tab.screenshot("failed")
+				t.Fatalf("%s: the page shows the error %q", what, msg)
+			}
+		}
+		wantLost := func(lost func() ([]string, error), want ...string) {
+			t.Helper()
+			if got, err := lost(); len(got) != len(want) || err != nil {
+				t.Fatalf("requests lost: %v (%v), want the first of each of %v", got, err, want)
+			}
+		}
 		lb := b.newTab(t)
 		lb.login(adminToken)
-		xterm, podList := "/static/vendor/xterm/xterm.js", "/k8s/api/v1/pods" // the list's URL; its watch's has a query
-		lost := lb.loseFirstRequests(xterm, podList)
-		lb.navigate("about:blank") // so that the pods list below is a fresh load of the page
-		lb.go_("#/list/pods")
-		lb.waitJS(`!!document.querySelector('#list tr[data-name="`+pod+`"]') || !!document.getElementById('error').textContent`, "the pods listed, or an error")
-		if msg := lb.evalString(`document.getElementById('error').textContent`); msg != "" {
-			lb.screenshot("failed")
-			t.Fatalf("the pods list shows the error %q", msg)
-		}
-		if got, err := lost(); len(got) != 2 || err != nil {
-			t.Fatalf("requests lost: %v (%v), want the first of %s and of %s", got, err, xterm, podList)
-		}
-		lb.go_(fmt.Sprintf("#/obj/pods/default/%s", pod))
+		lost := lb.loseFirstRequests(xterm, podList, podObj)
+		shown(lb, "#/list/pods", `!!document.querySelector('#list tr[data-name="`+pod+`"]')`, "the pods listed")
+		shown(lb, fmt.Sprintf("#/obj/pods/default/%s", pod), `document.getElementById('yaml').value.includes('image: `+busyboxImage+`')`, "the pod's page")
+		wantLost(lost, xterm, podList, podObj)
 		lb.hostnameInTerminal(pod)
+
+		// The logs page's and the terminal page's own first fetch of the pod, each in a
+		// tab of its own (a tab loses only the first request of each suffix).
+		logs := b.newTab(t)
+		logs.login(adminToken)
+		lost = logs.loseFirstRequests(podObj, rsList)
+		shown(logs, fmt.Sprintf("#/logs/default/%s?container=main", pod), `/tick-\d+\n/.test((document.getElementById('logs') || {}).textContent || '')`, "the pod's log lines")
+		shown(logs, "#/obj/deployments/default/web", `!!document.querySelector('#owned li')`, "the Deployment's owned objects")
+		if owned := logs.evalString(`document.getElementById('owned').textContent`); !strings.Contains(owned, "ReplicaSet web-") {
+			logs.screenshot("failed")
+			t.Fatalf("the Deployment's page lists as owned %q, want its ReplicaSet", owned)
+		}
+		wantLost(lost, podObj, rsList)
+		term := b.newTab(t)
+		term.login(adminToken)
+		lost = term.loseFirstRequests(podObj)
+		shown(term, fmt.Sprintf("#/exec/default/%s?container=main", pod), `!!document.getElementById('exec-state')`, "the pod's terminal")
+		wantLost(lost, podObj)
 	})
 
 	t.Run("a pod's journey and its Deployment's", func(t *testing.T) {

@@ -412,7 +412,10 @@ async function showObject(main, r, ns, name, signal) {
     h('div', { class: 'actions' }, applyButton, h('label', {}, force, ' force (take fields other managers own)'),
       h('span', { class: 'muted' }, 'applied server-side as you, field manager mizzen-dashboard')),
     h('h2', {}, 'Status'), statusBlock);
-  let obj = await api(path, { signal });
+  // The first fetch, lost to the network, is tried again (a 4xx, such as a 404 for a
+  // deleted object, still shows at once): otherwise the page would show "Failed to
+  // fetch" until a reload.
+  let obj = await untilNotLost(() => api(path, { signal }), signal);
   let dirty = false;
   editor.addEventListener('input', () => { dirty = true; });
 
@@ -473,7 +476,9 @@ async function showObject(main, r, ns, name, signal) {
     for (const key of ['deployments', 'replicasets', 'statefulsets', 'daemonsets', 'jobs', 'pods']) {
       const cr = resources.get(key);
       let list;
-      try { list = await api(listPath(cr, ns), { signal }); } catch (e) { continue; }
+      // A list lost to the network is tried again, so that the page does not leave out
+      // what it owns without a word; one the user may not read (4xx) is skipped.
+      try { list = await untilNotLost(() => api(listPath(cr, ns), { signal }), signal); } catch (e) { if (signal.aborted) return; continue; }
       for (const o of list.items) {
         if ((o.metadata.ownerReferences || []).some(ref => ref.uid === obj.metadata.uid)) {
           items.push(h('li', {}, h('a', { href: objHash(cr, ns, o.metadata.name) }, `${cr.kind} ${o.metadata.name}`)));
@@ -565,7 +570,8 @@ async function loadDeploymentJourneys(box, ns, name, signal) {
 // for with timestamps, and after a drop asked for again from the last shown line's
 // second (sinceTime), skipping the lines already shown; the timestamps are not shown.
 async function showLogs(main, ns, name, container, signal) {
-  const pod = await api(objPath(resources.get('pods'), ns, name), { signal });
+  // The pod, lost to the network, is asked for again (see showObject).
+  const pod = await untilNotLost(() => api(objPath(resources.get('pods'), ns, name), { signal }), signal);
   const select = h('select', { id: 'container' }, pod.spec.containers.map(c => h('option', { value: c.name, selected: c.name === container }, c.name)));
   select.addEventListener('change', () => { location.hash = `#/logs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}?container=${encodeURIComponent(select.value)}`; });
   const out = h('pre', { class: 'logs', id: 'logs' });
@@ -637,7 +643,8 @@ function splitTimestamp(line) {
 // ---------- a terminal into a container: exec over WebSocket (v5/v4.channel.k8s.io) ----------
 
 async function showTerminal(main, ns, name, container, signal) {
-  const pod = await api(objPath(resources.get('pods'), ns, name), { signal });
+  // The pod, lost to the network, is asked for again (see showObject).
+  const pod = await untilNotLost(() => api(objPath(resources.get('pods'), ns, name), { signal }), signal);
   container = container || pod.spec.containers[0].name;
   const command = h('input', { id: 'exec-command', value: 'sh' });
   const connect = h('button', { id: 'exec-connect', type: 'button' }, 'Reconnect');
