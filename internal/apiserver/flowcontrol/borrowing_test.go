@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,25 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/testing/fakeclock"
 )
-
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeClock) now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) step(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
-}
 
 // adjust runs one borrowing adjustment, as RunBorrowing does every period.
 func adjust(c *Controller) {
@@ -63,8 +45,8 @@ func lending(pl *flowcontrolv1.PriorityLevelConfiguration, lendable int32, borro
 // at once, while idle keeps its 4 non-lendable seats. A period later, with the burst
 // over, busy's smoothed demand still holds its claim.
 func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := New(Options{ServerSeats: 20, Clock: clock.now, BorrowingPeriod: 5 * time.Millisecond})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 20, Clock: clock.Now, BorrowingPeriod: 5 * time.Millisecond})
 	c.Replace(priorityLevels, []runtime.Object{
 		lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil),
 		lending(limitedLevel("idle", 50, 1, 1, 50), 60, ptr.To[int32](100)),
@@ -84,7 +66,7 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 		return executing == 13 && waiting == 7
 	})
 
-	clock.step(DefaultBorrowingPeriod)
+	clock.Step(DefaultBorrowingPeriod)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.RunBorrowing(ctx)
@@ -125,7 +107,7 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 			t.Errorf("a request: %d", code)
 		}
 	}
-	clock.step(DefaultBorrowingPeriod)
+	clock.Step(DefaultBorrowingPeriod)
 	adjust(c)
 	if busy := limitOf(c, "busy"); busy != 15 {
 		t.Errorf("a period after the burst: busy has %d seats, want 15 still (its smoothed demand 0.977*20)", busy)
@@ -204,11 +186,11 @@ func gaugeValues(t *testing.T, c *Controller, name string) string {
 
 // setDemand makes the level's demand x seats from now on (as if x seats' worth of
 // requests were executing and waiting).
-func setDemand(c *Controller, clock *fakeClock, name string, x float64) {
+func setDemand(c *Controller, clock *fakeclock.Clock, name string, x float64) {
 	l := c.states[name]
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.demand.set(clock.now(), x)
+	l.demand.set(clock.Now(), x)
 }
 
 // Whatever the demand, each limited level's current limit stays within its bounds
@@ -216,8 +198,8 @@ func setDemand(c *Controller, clock *fakeClock, name string, x float64) {
 // with the default configuration), each rounded to a whole seat; when the exempt
 // level's use leaves too little, every limited level falls to its lower bound.
 func TestBorrowingBoundsAndTotal(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := upstreamDefaults(t, Options{Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := upstreamDefaults(t, Options{Clock: clock.Now})
 	limited := []string{"system", "node-high", "leader-election", "workload-high", "workload-low", "global-default", "catch-all"}
 	for _, tc := range []struct {
 		demands map[string]float64
@@ -234,7 +216,7 @@ func TestBorrowingBoundsAndTotal(t *testing.T) {
 		for _, name := range limited {
 			setDemand(c, clock, name, demands[name])
 		}
-		clock.step(DefaultBorrowingPeriod)
+		clock.Step(DefaultBorrowingPeriod)
 		adjust(c)
 		sum := 0
 		for _, name := range limited {
@@ -256,7 +238,7 @@ func TestBorrowingBoundsAndTotal(t *testing.T) {
 	}
 
 	setDemand(c, clock, "exempt", 700)
-	clock.step(DefaultBorrowingPeriod)
+	clock.Step(DefaultBorrowingPeriod)
 	adjust(c)
 	for _, name := range limited {
 		if limit, lower := limitOf(c, name), c.states[name].lower; limit != lower {
@@ -354,7 +336,7 @@ func TestDemandSeatsHistogram(t *testing.T) {
 				executing, waiting, _ := c.states[tc.level].counts()
 				return executing == tc.executing && waiting == tc.waiting
 			})
-			clock.step(10 * time.Second)
+			clock.Step(10 * time.Second)
 
 			m := matching(t, c, "apiserver_flowcontrol_demand_seats", "priority_level", tc.level)
 			if len(m) != 1 {
@@ -391,10 +373,10 @@ func TestDemandSeatsHistogram(t *testing.T) {
 // the most), and a target, which, having none of its own, is the first limited
 // level's (catch-all, by name, in upstream's default configuration: 13 of 600 seats).
 func TestExemptLevelSeries(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := upstreamDefaults(t, Options{Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := upstreamDefaults(t, Options{Clock: clock.Now})
 	setDemand(c, clock, "exempt", 7)
-	clock.step(DefaultBorrowingPeriod)
+	clock.Step(DefaultBorrowingPeriod)
 	adjust(c)
 	for _, tc := range []struct {
 		metric string
@@ -425,10 +407,10 @@ func TestExemptLevelSeries(t *testing.T) {
 // busyLevelServer is a server of 20 seats with the level "busy" (45 shares, one
 // queue of 50) that the group "busy" is sent to, a fake clock, and the users "busy"
 // and "admin" (system:masters, exempt).
-func busyLevelServer(t *testing.T) (*Controller, *fakeClock, *blockingServer) {
+func busyLevelServer(t *testing.T) (*Controller, *fakeclock.Clock, *blockingServer) {
 	t.Helper()
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := New(Options{ServerSeats: 20, Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 20, Clock: clock.Now})
 	c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 45, 1, 1, 50), 0, nil)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
 	b := newBlockingServer(t, c, map[string]registry.User{

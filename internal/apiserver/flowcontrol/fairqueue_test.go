@@ -9,6 +9,8 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/testing/fakeclock"
 )
 
 // flowOnQueue is a flow of the schema that a level of the given queues and hand size
@@ -31,7 +33,7 @@ func flowOnQueue(t *testing.T, schema string, queues, want int) uint64 {
 // blocking and each runs for a fixed time from its start.
 type simulation struct {
 	t         *testing.T
-	clock     *fakeClock
+	clock     *fakeclock.Clock
 	c         *Controller
 	l         *level
 	pending   []*request // admitted, not yet dispatched
@@ -42,9 +44,9 @@ type simulation struct {
 }
 
 func newSimulation(t *testing.T, seats int, queues, handSize int32) *simulation {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
 	// The level has 1 share of 6 (the mandatory catch-all has 5): a sixth of the seats.
-	c := New(Options{ServerSeats: 6 * seats, Clock: clock.now})
+	c := New(Options{ServerSeats: 6 * seats, Clock: clock.Now})
 	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, queues, handSize, 1000)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("s", "one", flowcontrolv1.FlowDistinguisherMethodByUserType, "system:authenticated")})
 	l := c.states["one"]
@@ -98,8 +100,8 @@ func (s *simulation) step() {
 	}
 	r := s.executing[first]
 	s.executing = slices.Delete(s.executing, first, first+1)
-	if d := s.ends[r].Sub(s.clock.now()); d > 0 {
-		s.clock.step(d)
+	if d := s.ends[r].Sub(s.clock.Now()); d > 0 {
+		s.clock.Step(d)
 	}
 	s.l.release(r)
 	s.collect()
@@ -241,7 +243,7 @@ func TestStartAtOnceBoundsS(t *testing.T) {
 	s := newSimulation(t, 2, 2, 1)
 	q0 := flowOnQueue(t, "s", 2, 0)
 	s.admit("a", q0, 1)
-	s.clock.step(5 * time.Millisecond)
+	s.clock.Step(5 * time.Millisecond)
 	s.admit("b", q0, 1)
 	for _, tc := range []struct {
 		name  string

@@ -20,6 +20,7 @@ import (
 
 	"mizzen/internal/registry"
 	registryflowcontrol "mizzen/internal/registry/flowcontrol"
+	"mizzen/internal/testing/fakeclock"
 	"mizzen/internal/testing/poll"
 )
 
@@ -334,8 +335,8 @@ func TestWaitLimit(t *testing.T) {
 // same level that comes at the same (virtual) time: it finds a short queue in its hand
 // and is served within a round of the queues.
 func TestFlowsAreServedInTurn(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := New(Options{ServerSeats: 1, Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 1, Clock: clock.Now})
 	c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 64, 6, 100)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("ns", "one", flowcontrolv1.FlowDistinguisherMethodByNamespaceType, "system:authenticated")})
 	l := c.states["one"]
@@ -356,7 +357,7 @@ func TestFlowsAreServedInTurn(t *testing.T) {
 				return
 			}
 			order <- name
-			clock.step(time.Millisecond) // each request runs a millisecond
+			clock.Step(time.Millisecond) // each request runs a millisecond
 			l.release(rq)
 		}()
 	}
@@ -507,8 +508,8 @@ var (
 func TestDebugDumps(t *testing.T) {
 	// A clock that stands still: the queue's virtual time is then the work charged to
 	// the requests started from it, 3 ms a seat each.
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := New(Options{ServerSeats: 600, Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 600, Clock: clock.Now})
 	small, big := limitedLevel("small", 1, 1, 1, 2), limitedLevel("big", 244, 16, 4, 50)
 	c.Replace(priorityLevels, []runtime.Object{small, big})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("batch", "small", flowcontrolv1.FlowDistinguisherMethodByUserType, "batch"),

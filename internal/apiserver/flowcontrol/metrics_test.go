@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/testing/fakeclock"
 )
 
 // histogramOf is the histogram of the family's one series with the given labels
@@ -100,8 +101,8 @@ func checkHistograms(t *testing.T, c *Controller, wants []wantHistogram) {
 // 3 s each, the two that waited start then and take no time, the watch was
 // initialized as its handler returned.
 func TestRequestSeries(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := New(Options{ServerSeats: 12, Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 12, Clock: clock.Now})
 	c.Replace(priorityLevels, []runtime.Object{lending(limitedLevel("busy", 7, 1, 1, 2), 0, nil)})
 	c.Replace(flowSchemas, []runtime.Object{schemaFor("busy", "busy", flowcontrolv1.FlowDistinguisherMethodByUserType, "busy")})
 	busy := c.states["busy"]
@@ -140,7 +141,7 @@ func TestRequestSeries(t *testing.T) {
 		}
 	}
 
-	clock.step(3 * time.Second)
+	clock.Step(3 * time.Second)
 	b.releaseAll()
 	for range 8 {
 		if code := <-codes; code != http.StatusOK {
@@ -244,7 +245,7 @@ func TestUtilizationHistograms(t *testing.T) {
 				executing, waiting, _ := c.states[tc.level].counts()
 				return executing == tc.executing && waiting == tc.waiting
 			})
-			clock.step(10 * time.Second)
+			clock.Step(10 * time.Second)
 
 			const period = uint64(10 * time.Second)
 			for _, w := range tc.want {
@@ -398,8 +399,8 @@ func TestEpochAdvances(t *testing.T) {
 		{"a queue active since before", 5, "false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{t: time.Unix(1000, 0)}
-			c := New(Options{ServerSeats: 6, Clock: clock.now})
+			clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+			c := New(Options{ServerSeats: 6, Clock: clock.Now})
 			c.Replace(priorityLevels, []runtime.Object{limitedLevel("one", 1, 1, 1, 10)})
 			c.Replace(flowSchemas, nil)
 			l := c.states["one"]
@@ -414,9 +415,9 @@ func TestEpochAdvances(t *testing.T) {
 			if m := metricsNamed(t, c, "apiserver_flowcontrol_epoch_advance_total"); len(m) != 0 {
 				t.Fatalf("before any advance: %d series", len(m))
 			}
-			clock.step(time.Second) // R advances by a seat-second
+			clock.Step(time.Second) // R advances by a seat-second
 			l.mu.Lock()
-			l.syncTimeLocked(clock.now())
+			l.syncTimeLocked(clock.Now())
 			afterR := l.currentR
 			l.mu.Unlock()
 			if afterR >= rDecrement {

@@ -11,6 +11,8 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"mizzen/internal/testing/fakeclock"
 )
 
 // Upstream's numbers: a seat per 10 watchers (none under 10) for 5 ms, at most 10
@@ -195,9 +197,9 @@ func TestExemptMutationIsEstimated(t *testing.T) {
 		{watchers: 250, seats: 10, final: 10, latency: 12500 * time.Microsecond},
 	} {
 		t.Run(fmt.Sprintf("%d watchers", tc.watchers), func(t *testing.T) {
-			clock := &fakeClock{t: time.Unix(1000, 0)}
+			clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
 			timers := &fakeTimers{}
-			c := New(Options{Clock: clock.now, AfterFunc: timers.afterFunc})
+			c := New(Options{Clock: clock.Now, AfterFunc: timers.afterFunc})
 			c.Replace(priorityLevels, nil) // the mandatory exempt and catch-all levels only
 			c.Replace(flowSchemas, nil)
 			for range tc.watchers {
@@ -256,7 +258,7 @@ func TestExemptMutationIsEstimated(t *testing.T) {
 				t.Errorf("after the additional latency: current_executing_seats{exempt} %v, want 0", got)
 			}
 
-			clock.step(DefaultBorrowingPeriod)
+			clock.Step(DefaultBorrowingPeriod)
 			adjust(c)
 			for _, name := range []string{"apiserver_flowcontrol_demand_seats_high_watermark", "apiserver_flowcontrol_current_limit_seats"} {
 				if got := seriesValue(t, c, name, "priority_level", "exempt"); got != float64(tc.seats) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"mizzen/internal/testing/fakeclock"
 )
 
 // A ratio gauge keeps its count and denominator under its series' lock, so that a
@@ -20,9 +22,9 @@ func TestRatioGaugeTakesOneLock(t *testing.T) {
 		}
 	}
 
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	v := newTimedRatioVec(clock.now, "ratio", "a ratio", []float64{1, 2, 4}, nil, "l")
-	g := newRatioGauge(v.with("x"), clock.now)
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	v := newTimedRatioVec(clock.Now, "ratio", "a ratio", []float64{1, 2, 4}, nil, "l")
+	g := newRatioGauge(v.with("x"), clock.Now)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -36,7 +38,7 @@ func TestRatioGaugeTakesOneLock(t *testing.T) {
 	}
 	g.SetDenominator(4)
 	wg.Wait()
-	clock.step(time.Second) // a second at 8 / 4
+	clock.Step(time.Second) // a second at 8 / 4
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(v)

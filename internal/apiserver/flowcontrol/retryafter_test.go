@@ -9,6 +9,8 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"mizzen/internal/testing/fakeclock"
 )
 
 // The Retry-After doubles while a level keeps refusing three requests a second per
@@ -54,8 +56,8 @@ func TestRetryAfterGrowsAndDecays(t *testing.T) {
 // A refused request's Retry-After is its level's: 1 at first, 2 once the level refused
 // five requests in the second before.
 func TestRefusalsCarryTheLevelsRetryAfter(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	c := New(Options{ServerSeats: 1, Clock: clock.now})
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	c := New(Options{ServerSeats: 1, Clock: clock.Now})
 	tiny := &flowcontrolv1.PriorityLevelConfiguration{Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
 		Type: flowcontrolv1.PriorityLevelEnablementLimited,
 		Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1),
@@ -102,7 +104,7 @@ func TestRefusalsCarryTheLevelsRetryAfter(t *testing.T) {
 	if got := refuse(5); len(got) != 5 || got[0] != 1 || got[4] != 1 {
 		t.Errorf("the first second's refusals asked for %v s, want 1 each", got)
 	}
-	clock.step(time.Second)
+	clock.Step(time.Second)
 	if got := refuse(1); len(got) != 1 || got[0] != 2 {
 		t.Errorf("after five refusals in a second, Retry-After %v, want 2", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"mizzen/internal/testing/fakeclock"
 	testpoll "mizzen/internal/testing/poll"
 )
 
@@ -65,8 +66,8 @@ func TestPoolsFillAndRefuse(t *testing.T) {
 // nothing for 10 s; a watch and system:masters beyond the limit take no slot.
 func TestReadVsWriteSeries(t *testing.T) {
 	const name = "apiserver_flowcontrol_read_vs_write_current_requests"
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	l := New(2, 4, clock.now)
+	clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+	l := New(2, 4, clock.Now)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(l.Collectors()...)
 	s := newHoldingServer(l)
@@ -84,10 +85,10 @@ func TestReadVsWriteSeries(t *testing.T) {
 			t.Fatalf("GET %s %v: %d", target, header, code)
 		}
 	}
-	clock.step(10 * time.Second)
+	clock.Step(10 * time.Second)
 	close(s.release)
 	wg.Wait()
-	clock.step(10 * time.Second)
+	clock.Step(10 * time.Second)
 
 	series := gather(t, reg, name)
 	if len(series) != 2 {
@@ -139,23 +140,6 @@ func gather(t *testing.T, reg *prometheus.Registry, name string) map[string]*dto
 		}
 	}
 	return out
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeClock) now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) step(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
 }
 
 // holdingServer serves requests through a limiter: a GET reads and any other method
