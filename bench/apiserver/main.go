@@ -56,6 +56,7 @@ func main() {
 	watchers := flag.Int("watchers", 1000, "watchers for the fan-out figure")
 	watchEvents := flag.Int("watch-events", 200, "changes made while the watchers watch")
 	cold := flag.Bool("cold-binaries", false, "drop each server binary's pages from the page cache before starting it, so every server's file-backed RSS counts the pages it faulted in itself, whatever wrote the binary last (see benchutil.DropCachedPages); for the memory figures: a cold kube-apiserver spends more CPU per create, so take rates from a run without it")
+	createsOnly := flag.Bool("creates-only", false, "measure start-up, idle RSS and the creates only, then stop the server: many quick rounds for an A/B of two builds' creates")
 	ceiling := flag.Bool("ceiling", true, "also measure the embedded etcd alone with the same writes, once per round")
 	cpuProfile := flag.String("cpuprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a CPU profile of the creates (the clients included)")
 	heapProfile := flag.String("heapprofile", "", "instead: run mizzen's etcd and apiserver in this process and write a heap profile where RSS holding the pods is measured (the clients' heap included)")
@@ -67,7 +68,7 @@ func main() {
 	flag.Parse()
 	// client-go logs each get its deadline cuts short; the figures are the output.
 	benchutil.QuietKlog()
-	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents}
+	o := options{pods: *pods, workers: *workers, watchers: *watchers, watchEvents: *watchEvents, createsOnly: *createsOnly}
 	if *cpuProfile != "" || *heapProfile != "" || *getProfile != "" || *listProfile != "" || *statusProfile != "" || *allocProfile != "" || *tracePath != "" {
 		if err := profileInProcess(*cpuProfile, *getProfile, *listProfile, *statusProfile, *heapProfile, *allocProfile, *tracePath, o); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
@@ -158,6 +159,7 @@ func (r renamed) Name() string { return r.name }
 
 type options struct {
 	pods, workers, watchers, watchEvents int
+	createsOnly                          bool
 	// profile, when set, is called to start (true) and stop (false) a profile of the creates.
 	profile func(start bool)
 	// profileGets, when set, is called to start (true) and stop (false) a profile of the gets.
@@ -321,6 +323,9 @@ func run(c benchutil.Cluster, start time.Time, o options) (figures, error) {
 	// their cost per create caps the ratio of two servers' rates.
 	if !slices.Contains(c.ServerPIDs(), self[0]) { // in-process (-cpuprofile), the server's CPU is this process's too
 		f.set("benchmark's clients' CPU µs per create", (benchutil.CPU(self)-client0)*1e6/float64(nPods))
+	}
+	if o.createsOnly {
+		return f, nil
 	}
 
 	// Gets.
