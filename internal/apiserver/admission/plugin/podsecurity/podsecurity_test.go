@@ -106,3 +106,23 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("invalid level: %v", err)
 	}
 }
+
+// Reading a namespace's policy allocates nothing when its labels are valid: it runs
+// twice for every pod admitted.
+func TestParseValidLabelsAllocatesNothing(t *testing.T) {
+	labels := map[string]string{labelPrefix + "enforce": "baseline", labelPrefix + "enforce-version": "v1.30", labelPrefix + "warn": "restricted"}
+	allocs := testing.AllocsPerRun(100, func() {
+		if p, errs := parse(labels, "enforce"); p.level != Baseline || p.version != "v1.30" || errs != nil {
+			t.Fatalf("enforce: %+v %v", p, errs)
+		}
+		if p, errs := parse(labels, "warn"); p.level != Restricted || p.version != "latest" || errs != nil {
+			t.Fatalf("warn: %+v %v", p, errs)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations to read two modes' valid labels, want none", allocs)
+	}
+	if _, errs := parse(map[string]string{labelPrefix + "audit-version": "1.30"}, "audit"); len(errs) != 1 || errs[0].Field != "metadata.labels[pod-security.kubernetes.io/audit-version]" {
+		t.Errorf("a bad version label: %v, want one error at its key", errs)
+	}
+}
