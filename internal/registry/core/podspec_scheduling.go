@@ -27,9 +27,17 @@ func validatePodSpecExtras(spec *corev1.PodSpec, fldPath *field.Path) field.Erro
 	if spec.Affinity != nil {
 		errs = append(errs, validateAffinity(spec.Affinity, fldPath.Child("affinity"))...)
 	}
-	errs = append(errs, validateTopologySpread(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
-	errs = append(errs, validateDNSConfig(spec, fldPath.Child("dnsConfig"))...)
-	errs = append(errs, validateSysctls(spec.SecurityContext, fldPath.Child("securityContext", "sysctls"))...)
+	// Each path is built only where there is something to check: most pods have none
+	// of these.
+	if len(spec.TopologySpreadConstraints) > 0 {
+		errs = append(errs, validateTopologySpread(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
+	}
+	if spec.DNSConfig != nil {
+		errs = append(errs, validateDNSConfig(spec, fldPath.Child("dnsConfig"))...)
+	}
+	if sc := spec.SecurityContext; sc != nil && len(sc.Sysctls) > 0 {
+		errs = append(errs, validateSysctls(sc, fldPath.Child("securityContext", "sysctls"))...)
+	}
 	for i, h := range spec.HostAliases {
 		idxPath := fldPath.Child("hostAliases").Index(i)
 		errs = append(errs, validation.IsValidIP(idxPath.Child("ip"), h.IP)...)

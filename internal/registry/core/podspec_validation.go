@@ -574,33 +574,34 @@ func validateDNSPolicy(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLis
 func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range tolerations {
-		idxPath := fldPath.Index(i)
+		// Paths are built for errors only (see pathOnError): every pod has tolerations.
+		at := func(name string) *field.Path { return fldPath.Index(i).Child(name) }
 		if t.Key != "" {
-			errs = append(errs, metav1validation.ValidateLabelName(t.Key, idxPath.Child("key"))...)
+			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return metav1validation.ValidateLabelName(t.Key, p) }, func() *field.Path { return at("key") })...)
 		} else if t.Operator != corev1.TolerationOpExists {
-			errs = append(errs, field.Invalid(idxPath.Child("operator"), t.Operator,
+			errs = append(errs, field.Invalid(at("operator"), t.Operator,
 				"operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
 		}
 		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
-			errs = append(errs, field.Invalid(idxPath.Child("effect"), t.Effect,
+			errs = append(errs, field.Invalid(at("effect"), t.Effect,
 				"effect must be 'NoExecute' when `tolerationSeconds` is set"))
 		}
 		switch t.Operator {
 		case corev1.TolerationOpEqual, "":
 			for _, msg := range validation.IsValidLabelValue(t.Value) {
-				errs = append(errs, field.Invalid(idxPath.Child("value"), t.Value, msg))
+				errs = append(errs, field.Invalid(at("value"), t.Value, msg))
 			}
 		case corev1.TolerationOpExists:
 			if t.Value != "" {
-				errs = append(errs, field.Invalid(idxPath.Child("operator"), t,
+				errs = append(errs, field.Invalid(at("operator"), t,
 					"value must be empty when `operator` is 'Exists'"))
 			}
 		default:
-			errs = append(errs, field.NotSupported(idxPath.Child("operator"), t.Operator,
+			errs = append(errs, field.NotSupported(at("operator"), t.Operator,
 				[]corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}))
 		}
 		if t.Effect != "" {
-			errs = append(errs, validateTaintEffect(t.Effect, true, idxPath.Child("effect"))...)
+			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateTaintEffect(t.Effect, true, p) }, func() *field.Path { return at("effect") })...)
 		}
 	}
 	return errs

@@ -168,14 +168,25 @@ func validateFileMode(mode *int32, fldPath *field.Path) field.ErrorList {
 func validateKeyToPaths(items []corev1.KeyToPath, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, kp := range items {
-		idxPath := fldPath.Index(i)
+		at := func(name string) *field.Path { return fldPath.Index(i).Child(name) }
 		if kp.Key == "" {
-			errs = append(errs, field.Required(idxPath.Child("key"), ""))
+			errs = append(errs, field.Required(at("key"), ""))
 		}
-		errs = append(errs, validateLocalRelativePath(kp.Path, idxPath.Child("path"))...)
-		errs = append(errs, validateFileMode(kp.Mode, idxPath.Child("mode"))...)
+		errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateLocalRelativePath(kp.Path, p) }, func() *field.Path { return at("path") })...)
+		errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateFileMode(kp.Mode, p) }, func() *field.Path { return at("mode") })...)
 	}
 	return errs
+}
+
+// pathOnError runs validate with no path and, only when it finds something, again
+// with path(): valid fields then cost no path, where building each field's path
+// first cost every pod admitted dozens of allocations. validate must use its path
+// only in the errors it returns.
+func pathOnError(validate func(*field.Path) field.ErrorList, path func() *field.Path) field.ErrorList {
+	if len(validate(nil)) == 0 {
+		return nil
+	}
+	return validate(path())
 }
 
 // validateLocalRelativePath requires a relative path that does not step out with "..".
@@ -187,7 +198,7 @@ func validateLocalRelativePath(p string, fldPath *field.Path) field.ErrorList {
 	if path.IsAbs(p) {
 		errs = append(errs, field.Invalid(fldPath, p, "must be a relative path"))
 	}
-	for _, part := range strings.Split(p, "/") {
+	for part := range strings.SplitSeq(p, "/") {
 		if part == ".." {
 			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
 			break
@@ -270,7 +281,7 @@ func validateSubPath(p string, fldPath *field.Path) field.ErrorList {
 	if path.IsAbs(p) {
 		errs = append(errs, field.Invalid(fldPath, p, "must be a relative path"))
 	}
-	for _, part := range strings.Split(p, "/") {
+	for part := range strings.SplitSeq(p, "/") {
 		if part == ".." {
 			errs = append(errs, field.Invalid(fldPath, p, "must not contain '..'"))
 			break
@@ -282,18 +293,18 @@ func validateSubPath(p string, fldPath *field.Path) field.ErrorList {
 func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, f := range items {
-		idxPath := fldPath.Index(i)
-		errs = append(errs, validateLocalRelativePath(f.Path, idxPath.Child("path"))...)
-		errs = append(errs, validateFileMode(f.Mode, idxPath.Child("mode"))...)
+		at := func(name string) *field.Path { return fldPath.Index(i).Child(name) }
+		errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateLocalRelativePath(f.Path, p) }, func() *field.Path { return at("path") })...)
+		errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateFileMode(f.Mode, p) }, func() *field.Path { return at("mode") })...)
 		switch {
 		case f.FieldRef != nil && f.ResourceFieldRef != nil:
-			errs = append(errs, field.Invalid(idxPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+			errs = append(errs, field.Invalid(fldPath.Index(i), "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 		case f.FieldRef != nil && f.FieldRef.FieldPath == "":
-			errs = append(errs, field.Required(idxPath.Child("fieldRef", "fieldPath"), ""))
+			errs = append(errs, field.Required(fldPath.Index(i).Child("fieldRef", "fieldPath"), ""))
 		case f.ResourceFieldRef != nil && f.ResourceFieldRef.ContainerName == "":
-			errs = append(errs, field.Required(idxPath.Child("resourceFieldRef", "containerName"), ""))
+			errs = append(errs, field.Required(fldPath.Index(i).Child("resourceFieldRef", "containerName"), ""))
 		case f.FieldRef == nil && f.ResourceFieldRef == nil:
-			errs = append(errs, field.Required(idxPath, "one of fieldRef and resourceFieldRef is required"))
+			errs = append(errs, field.Required(fldPath.Index(i), "one of fieldRef and resourceFieldRef is required"))
 		}
 	}
 	return errs
@@ -304,53 +315,51 @@ func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, fldPath *fie
 func validateProjectedSources(sources []corev1.VolumeProjection, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, src := range sources {
-		srcPath := fldPath.Index(i)
+		// Paths are built for errors only (see pathOnError).
+		at := func(kind, name string) *field.Path { return fldPath.Index(i).Child(kind, name) }
 		n := 0
 		if s := src.Secret; s != nil {
 			n++
-			p := srcPath.Child("secret")
 			if s.Name == "" {
-				errs = append(errs, field.Required(p.Child("name"), ""))
+				errs = append(errs, field.Required(at("secret", "name"), ""))
 			}
-			errs = append(errs, validateKeyToPaths(s.Items, p.Child("items"))...)
+			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateKeyToPaths(s.Items, p) }, func() *field.Path { return at("secret", "items") })...)
 		}
 		if c := src.ConfigMap; c != nil {
 			n++
-			p := srcPath.Child("configMap")
 			if c.Name == "" {
-				errs = append(errs, field.Required(p.Child("name"), ""))
+				errs = append(errs, field.Required(at("configMap", "name"), ""))
 			}
-			errs = append(errs, validateKeyToPaths(c.Items, p.Child("items"))...)
+			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateKeyToPaths(c.Items, p) }, func() *field.Path { return at("configMap", "items") })...)
 		}
 		if d := src.DownwardAPI; d != nil {
 			n++
-			errs = append(errs, validateDownwardAPIFiles(d.Items, srcPath.Child("downwardAPI", "items"))...)
+			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validateDownwardAPIFiles(d.Items, p) }, func() *field.Path { return at("downwardAPI", "items") })...)
 		}
 		if tok := src.ServiceAccountToken; tok != nil {
 			n++
-			p := srcPath.Child("serviceAccountToken")
 			if exp := tok.ExpirationSeconds; exp != nil {
 				if *exp < 10*60 {
-					errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
+					errs = append(errs, field.Invalid(at("serviceAccountToken", "expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
 				}
 				if *exp > 1<<32 {
-					errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *exp, "may not specify a duration larger than 2^32 seconds"))
+					errs = append(errs, field.Invalid(at("serviceAccountToken", "expirationSeconds"), *exp, "may not specify a duration larger than 2^32 seconds"))
 				}
 			}
 			if tok.Path == "" {
-				errs = append(errs, field.Required(p.Child("path"), ""))
+				errs = append(errs, field.Required(at("serviceAccountToken", "path"), ""))
 			}
 		}
 		if ctb := src.ClusterTrustBundle; ctb != nil {
 			n++
-			errs = append(errs, validateClusterTrustBundleProjection(ctb, srcPath.Child("clusterTrustBundle"))...)
+			errs = append(errs, validateClusterTrustBundleProjection(ctb, fldPath.Index(i).Child("clusterTrustBundle"))...)
 		}
 		if pc := src.PodCertificate; pc != nil {
 			n++
-			errs = append(errs, validatePodCertificateProjection(pc, srcPath.Child("podCertificate"))...)
+			errs = append(errs, validatePodCertificateProjection(pc, fldPath.Index(i).Child("podCertificate"))...)
 		}
 		if n > 1 {
-			errs = append(errs, field.Forbidden(srcPath, "may not specify more than 1 volume type per source"))
+			errs = append(errs, field.Forbidden(fldPath.Index(i), "may not specify more than 1 volume type per source"))
 		}
 	}
 	return errs
