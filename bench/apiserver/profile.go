@@ -8,12 +8,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"runtime/trace"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
 
+	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/controlplane/core"
 )
 
@@ -105,21 +105,10 @@ func profileInProcess(cpuPath, getPath, listPath, statusPath, heapPath, allocPat
 			if prev != nil {
 				prev(start)
 			}
-			if !start {
-				return
+			if start {
+				// It ends by itself; the gets and lists after the creates outlast it.
+				_, _ = benchutil.TraceWindow(tracePath, 0, 2*time.Second)
 			}
-			f, err := os.Create(tracePath)
-			if err != nil {
-				return
-			}
-			if trace.Start(f) != nil {
-				f.Close()
-				return
-			}
-			time.AfterFunc(2*time.Second, func() {
-				trace.Stop()
-				f.Close()
-			})
 		}
 	}
 	var heapErr error

@@ -37,7 +37,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -421,7 +420,7 @@ func run(w workload, opts runOptions) (result, error) {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	if opts.trace != "" {
-		stopTrace, err := traceWindow(opts.trace, 3*time.Second, 2*time.Second)
+		stopTrace, err := benchutil.TraceWindow(opts.trace, 3*time.Second, 2*time.Second)
 		if err != nil {
 			return res, err
 		}
@@ -736,34 +735,4 @@ func overCommittedNodes(ctx context.Context, client kubernetes.Interface) (int, 
 		}
 	}
 	return over, nil
-}
-
-// traceWindow writes an execution trace of the window from after to after+length into
-// path; stop ends it early and waits for the file to be written.
-func traceWindow(path string, after, length time.Duration) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	cancel := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer f.Close()
-		select {
-		case <-time.After(after):
-		case <-cancel:
-			return
-		}
-		if err := trace.Start(f); err != nil {
-			fmt.Fprintln(os.Stderr, "trace:", err)
-			return
-		}
-		select {
-		case <-time.After(length):
-		case <-cancel:
-		}
-		trace.Stop()
-	}()
-	return func() { close(cancel); <-done }, nil
 }
