@@ -143,6 +143,9 @@ async function untilNotLost(load, signal) {
   }
 }
 
+// getNotLost is api's GET of path, tried again while lost (see untilNotLost).
+const getNotLost = (path, signal) => untilNotLost(() => api(path, { signal }), signal);
+
 // loadScript loads a script again that the page's own tag lost (see untilNotLost),
 // tried until it loads or signal aborts.
 async function loadScript(src, signal) {
@@ -415,7 +418,7 @@ async function showObject(main, r, ns, name, signal) {
   // The first fetch, lost to the network, is tried again (a 4xx, such as a 404 for a
   // deleted object, still shows at once): otherwise the page would show "Failed to
   // fetch" until a reload.
-  let obj = await untilNotLost(() => api(path, { signal }), signal);
+  let obj = await getNotLost(path, signal);
   let dirty = false;
   editor.addEventListener('input', () => { dirty = true; });
 
@@ -478,7 +481,7 @@ async function showObject(main, r, ns, name, signal) {
       let list;
       // A list lost to the network is tried again, so that the page does not leave out
       // what it owns without a word; one the user may not read (4xx) is skipped.
-      try { list = await untilNotLost(() => api(listPath(cr, ns), { signal }), signal); } catch (e) { if (signal.aborted) return; continue; }
+      try { list = await getNotLost(listPath(cr, ns), signal); } catch (e) { if (signal.aborted) return; continue; }
       for (const o of list.items) {
         if ((o.metadata.ownerReferences || []).some(ref => ref.uid === obj.metadata.uid)) {
           items.push(h('li', {}, h('a', { href: objHash(cr, ns, o.metadata.name) }, `${cr.kind} ${o.metadata.name}`)));
@@ -571,7 +574,7 @@ async function loadDeploymentJourneys(box, ns, name, signal) {
 // second (sinceTime), skipping the lines already shown; the timestamps are not shown.
 async function showLogs(main, ns, name, container, signal) {
   // The pod, lost to the network, is asked for again (see showObject).
-  const pod = await untilNotLost(() => api(objPath(resources.get('pods'), ns, name), { signal }), signal);
+  const pod = await getNotLost(objPath(resources.get('pods'), ns, name), signal);
   const select = h('select', { id: 'container' }, pod.spec.containers.map(c => h('option', { value: c.name, selected: c.name === container }, c.name)));
   select.addEventListener('change', () => { location.hash = `#/logs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}?container=${encodeURIComponent(select.value)}`; });
   const out = h('pre', { class: 'logs', id: 'logs' });
@@ -644,7 +647,7 @@ function splitTimestamp(line) {
 
 async function showTerminal(main, ns, name, container, signal) {
   // The pod, lost to the network, is asked for again (see showObject).
-  const pod = await untilNotLost(() => api(objPath(resources.get('pods'), ns, name), { signal }), signal);
+  const pod = await getNotLost(objPath(resources.get('pods'), ns, name), signal);
   container = container || pod.spec.containers[0].name;
   const command = h('input', { id: 'exec-command', value: 'sh' });
   const connect = h('button', { id: 'exec-connect', type: 'button' }, 'Reconnect');
