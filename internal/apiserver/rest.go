@@ -27,6 +27,7 @@ import (
 	"mizzen/internal/apiserver/admission"
 	"mizzen/internal/registry"
 	"mizzen/internal/registry/core"
+	"mizzen/internal/registry/validname"
 	"mizzen/internal/storage"
 )
 
@@ -641,7 +642,7 @@ func nameFunc(r *registry.Resource) apivalidation.ValidateNameFunc {
 	if r.ValidateName != nil {
 		return r.ValidateName
 	}
-	return apivalidation.NameIsDNSSubdomain
+	return validname.NameIsDNSSubdomain
 }
 
 // validateCreate runs the generic metadata checks and the resource's own.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 func endpointsResource() *registry.Resource {
@@ -69,7 +70,7 @@ func validateEndpoints(_ context.Context, ep *corev1.Endpoints) field.ErrorList 
 			if len(ss.Ports) > 1 && p.Name == "" {
 				errs = append(errs, field.Required(portPath.Child("name"), ""))
 			} else if p.Name != "" {
-				for _, msg := range validation.IsDNS1123Label(p.Name) {
+				for _, msg := range validname.IsDNS1123Label(p.Name) {
 					errs = append(errs, field.Invalid(portPath.Child("name"), p.Name, msg))
 				}
 			}
@@ -86,12 +87,12 @@ func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) fie
 	ipPath := fldPath.Child("ip")
 	errs := validation.IsValidIP(ipPath, a.IP)
 	if a.Hostname != "" {
-		for _, msg := range validation.IsDNS1123Label(a.Hostname) {
+		for _, msg := range validname.IsDNS1123Label(a.Hostname) {
 			errs = append(errs, field.Invalid(fldPath.Child("hostname"), a.Hostname, msg))
 		}
 	}
 	if a.NodeName != nil {
-		for _, msg := range validation.IsDNS1123Subdomain(*a.NodeName) {
+		for _, msg := range validname.IsDNS1123Subdomain(*a.NodeName) {
 			errs = append(errs, field.Invalid(fldPath.Child("nodeName"), *a.NodeName, msg))
 		}
 	}

@@ -8,13 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 // Length limits upstream puts on events that carry an eventTime (the newer style).
@@ -76,7 +76,7 @@ func validateEvent(_ context.Context, ev *corev1.Event) field.ErrorList {
 	if ev.ReportingController == "" {
 		errs = append(errs, field.Required(controllerPath, ""))
 	}
-	errs = append(errs, metav1validation.ValidateLabelName(ev.ReportingController, controllerPath)...)
+	errs = append(errs, validname.ValidateLabelName(ev.ReportingController, controllerPath)...)
 	requireShort := func(name, value string, max int) {
 		p := field.NewPath(name)
 		if value == "" && name != "message" {

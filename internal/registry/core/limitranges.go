@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 func limitRangesResource() *registry.Resource {
@@ -82,7 +82,7 @@ func validateLimitRange(_ context.Context, lr *corev1.LimitRange) field.ErrorLis
 		item := &lr.Spec.Limits[i]
 		idxPath := limitsPath.Index(i)
 		typePath := idxPath.Child("type")
-		for _, msg := range validation.IsQualifiedName(string(item.Type)) {
+		for _, msg := range validname.IsQualifiedName(string(item.Type)) {
 			errs = append(errs, field.Invalid(typePath, item.Type, msg))
 		}
 		if !strings.Contains(string(item.Type), "/") && !standardLimitTypes.Has(string(item.Type)) {

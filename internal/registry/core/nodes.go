@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 func nodesResource() *registry.Resource {
@@ -123,7 +123,7 @@ func validateTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList 
 	seen := map[corev1.TaintEffect]sets.Set[string]{}
 	for i, t := range taints {
 		idxPath := fldPath.Index(i)
-		errs = append(errs, metav1validation.ValidateLabelName(t.Key, idxPath.Child("key"))...)
+		errs = append(errs, validname.ValidateLabelName(t.Key, idxPath.Child("key"))...)
 		for _, msg := range validation.IsValidLabelValue(t.Value) {
 			errs = append(errs, field.Invalid(idxPath.Child("value"), t.Value, msg))
 		}

@@ -10,10 +10,10 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 // storageClassAnnotation is the beta annotation that still wins over
@@ -138,7 +138,7 @@ func validateVolumeMode(mode *corev1.PersistentVolumeMode, fldPath *field.Path) 
 
 func validateStorageClassName(name string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
+	for _, msg := range validname.IsDNS1123Subdomain(name) {
 		errs = append(errs, field.Invalid(fldPath, name, msg))
 	}
 	return errs

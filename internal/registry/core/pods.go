@@ -20,6 +20,7 @@ import (
 
 	"mizzen/internal/podrestart"
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 func podsResource() *registry.Resource {
@@ -126,7 +127,7 @@ func validatePodStatusUpdate(_ context.Context, pod, old *corev1.Pod) field.Erro
 	fldPath := field.NewPath("status")
 	var errs field.ErrorList
 	if n := pod.Status.NominatedNodeName; n != old.Status.NominatedNodeName && n != "" {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(n, false) {
+		for _, msg := range validname.NameIsDNSSubdomain(n, false) {
 			errs = append(errs, field.Invalid(fldPath.Child("nominatedNodeName"), n, msg))
 		}
 		// Binding clears the nomination (ClearingNominatedNodeNameAfterBinding, on
@@ -184,7 +185,7 @@ func validatePodConditions(conditions []corev1.PodCondition, fldPath *field.Path
 		case corev1.PodScheduled, corev1.PodReady, corev1.PodInitialized:
 			continue
 		}
-		for _, msg := range validation.IsQualifiedName(string(c.Type)) {
+		for _, msg := range validname.IsQualifiedName(string(c.Type)) {
 			errs = append(errs, field.Invalid(fldPath.Index(i).Child("Type"), string(c.Type), msg))
 		}
 	}

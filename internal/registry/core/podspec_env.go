@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"mizzen/internal/registry/validname"
 )
 
 // Environment variables of a container: literal values, downward API fields,
@@ -102,9 +103,9 @@ func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, fldPath *field.Path) f
 	}
 	switch path {
 	case "metadata.annotations":
-		return metav1validation.ValidateLabelName(strings.ToLower(subscript), fldPath)
+		return validname.ValidateLabelName(strings.ToLower(subscript), fldPath)
 	case "metadata.labels":
-		return metav1validation.ValidateLabelName(subscript, fldPath)
+		return validname.ValidateLabelName(subscript, fldPath)
 	}
 	return field.ErrorList{field.Invalid(fldPath, path, "does not support subscript")}
 }
@@ -124,7 +125,7 @@ func splitSubscript(fieldPath string) (path, subscript string, ok bool) {
 // validateKeySelector checks a config map or secret key reference.
 func validateKeySelector(name, key string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
+	for _, msg := range validname.IsDNS1123Subdomain(name) {
 		errs = append(errs, field.Invalid(fldPath.Child("name"), name, msg))
 	}
 	if key == "" {
@@ -152,7 +153,7 @@ func validateEnvFrom(sources []corev1.EnvFromSource, fldPath *field.Path) field.
 				errs = append(errs, field.Required(p.Child("name"), ""))
 				return
 			}
-			for _, msg := range validation.IsDNS1123Subdomain(name) {
+			for _, msg := range validname.IsDNS1123Subdomain(name) {
 				errs = append(errs, field.Invalid(p.Child("name"), name, msg))
 			}
 		}

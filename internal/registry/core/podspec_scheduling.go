@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"mizzen/internal/registry/validname"
 )
 
 // Scheduling, DNS and identity parts of a pod spec: affinity, topology spread,
@@ -42,13 +44,13 @@ func validatePodSpecExtras(spec *corev1.PodSpec, fldPath *field.Path) field.Erro
 		idxPath := fldPath.Child("hostAliases").Index(i)
 		errs = append(errs, validation.IsValidIP(idxPath.Child("ip"), h.IP)...)
 		for j, name := range h.Hostnames {
-			for _, msg := range validation.IsDNS1123Subdomain(name) {
+			for _, msg := range validname.IsDNS1123Subdomain(name) {
 				errs = append(errs, field.Invalid(idxPath.Child("hostnames").Index(j), name, msg))
 			}
 		}
 	}
 	for i, g := range spec.ReadinessGates {
-		errs = append(errs, metav1validation.ValidateLabelName(string(g.ConditionType), fldPath.Child("readinessGates").Index(i).Child("conditionType"))...)
+		errs = append(errs, validname.ValidateLabelName(string(g.ConditionType), fldPath.Child("readinessGates").Index(i).Child("conditionType"))...)
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		scPath := fldPath.Child("securityContext")
@@ -171,7 +173,7 @@ func validateNodeSelectorRequirement(req corev1.NodeSelectorRequirement, fldPath
 	default:
 		errs = append(errs, field.Invalid(fldPath.Child("operator"), req.Operator, "not a valid selector operator"))
 	}
-	return append(errs, metav1validation.ValidateLabelName(req.Key, fldPath.Child("key"))...)
+	return append(errs, validname.ValidateLabelName(req.Key, fldPath.Child("key"))...)
 }
 
 func validatePodAffinityTerms(required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm, fldPath *field.Path) field.ErrorList {
@@ -198,14 +200,14 @@ func validatePodAffinityTerm(term *corev1.PodAffinityTerm, fldPath *field.Path) 
 		errs = append(errs, metav1validation.ValidateLabelSelector(term.NamespaceSelector, opts, fldPath.Child("namespaceSelector"))...)
 	}
 	for i, ns := range term.Namespaces {
-		for _, msg := range validation.IsDNS1123Label(ns) {
+		for _, msg := range validname.IsDNS1123Label(ns) {
 			errs = append(errs, field.Invalid(fldPath.Child("namespaces").Index(i), ns, msg))
 		}
 	}
 	if term.TopologyKey == "" {
 		errs = append(errs, field.Required(fldPath.Child("topologyKey"), "can not be empty"))
 	} else {
-		errs = append(errs, metav1validation.ValidateLabelName(term.TopologyKey, fldPath.Child("topologyKey"))...)
+		errs = append(errs, validname.ValidateLabelName(term.TopologyKey, fldPath.Child("topologyKey"))...)
 	}
 	return errs
 }
@@ -221,7 +223,7 @@ func validateTopologySpread(constraints []corev1.TopologySpreadConstraint, fldPa
 		if c.TopologyKey == "" {
 			errs = append(errs, field.Required(p.Child("topologyKey"), "can not be empty"))
 		} else {
-			errs = append(errs, metav1validation.ValidateLabelName(c.TopologyKey, p.Child("topologyKey"))...)
+			errs = append(errs, validname.ValidateLabelName(c.TopologyKey, p.Child("topologyKey"))...)
 		}
 		switch c.WhenUnsatisfiable {
 		case corev1.DoNotSchedule, corev1.ScheduleAnyway:
@@ -273,7 +275,7 @@ func validateDNSConfig(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLis
 	}
 	for i, s := range cfg.Searches {
 		// A trailing dot only marks the name as fully qualified.
-		for _, msg := range validation.IsDNS1123Subdomain(strings.TrimSuffix(s, ".")) {
+		for _, msg := range validname.IsDNS1123Subdomain(strings.TrimSuffix(s, ".")) {
 			errs = append(errs, field.Invalid(searchPath.Index(i), s, msg))
 		}
 	}

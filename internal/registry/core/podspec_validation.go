@@ -9,11 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"mizzen/internal/registry/validname"
 )
 
 // ValidatePodTemplateSpec checks a pod template embedded in another object (a
@@ -22,7 +23,7 @@ import (
 func ValidatePodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	metaPath := fldPath.Child("metadata")
-	errs = append(errs, metav1validation.ValidateLabels(t.Labels, metaPath.Child("labels"))...)
+	errs = append(errs, validname.ValidateLabels(t.Labels, metaPath.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, metaPath.Child("annotations"))...)
 	specPath := fldPath.Child("spec")
 	errs = append(errs, ValidatePodSpec(&t.Spec, specPath)...)
@@ -57,24 +58,24 @@ func validatePodSpec(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) fiel
 
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNSPolicy(spec, fldPath)...)
-	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
+	errs = append(errs, validname.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	if spec.NodeName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(spec.NodeName) {
+		for _, msg := range validname.IsDNS1123Subdomain(spec.NodeName) {
 			errs = append(errs, field.Invalid(fldPath.Child("nodeName"), spec.NodeName, msg))
 		}
 	}
 	if spec.ServiceAccountName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(spec.ServiceAccountName) {
+		for _, msg := range validname.IsDNS1123Subdomain(spec.ServiceAccountName) {
 			errs = append(errs, field.Invalid(fldPath.Child("serviceAccountName"), spec.ServiceAccountName, msg))
 		}
 	}
 	if spec.Hostname != "" {
-		for _, msg := range validation.IsDNS1123Label(spec.Hostname) {
+		for _, msg := range validname.IsDNS1123Label(spec.Hostname) {
 			errs = append(errs, field.Invalid(fldPath.Child("hostname"), spec.Hostname, msg))
 		}
 	}
 	if spec.Subdomain != "" {
-		for _, msg := range validation.IsDNS1123Label(spec.Subdomain) {
+		for _, msg := range validname.IsDNS1123Label(spec.Subdomain) {
 			errs = append(errs, field.Invalid(fldPath.Child("subdomain"), spec.Subdomain, msg))
 		}
 	}
@@ -91,7 +92,7 @@ func validatePodSpec(spec *corev1.PodSpec, isPod bool, fldPath *field.Path) fiel
 		if len(*o) > 64 {
 			errs = append(errs, field.TooLong(p, "", 64))
 		}
-		for _, msg := range validation.IsDNS1123Subdomain(*o) {
+		for _, msg := range validname.IsDNS1123Subdomain(*o) {
 			errs = append(errs, field.Invalid(p, *o, msg))
 		}
 	}
@@ -122,7 +123,7 @@ func validateContainerName(name string, taken sets.Set[string], fldPath *field.P
 		return field.ErrorList{field.Duplicate(fldPath, name)}
 	}
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(name) {
+	for _, msg := range validname.IsDNS1123Label(name) {
 		errs = append(errs, field.Invalid(fldPath, name, msg))
 	}
 	return errs
@@ -347,7 +348,7 @@ var standardContainerResources = sets.New(string(corev1.ResourceCPU), string(cor
 func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
 	s := string(name)
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(s) {
+	for _, msg := range validname.IsQualifiedName(s) {
 		errs = append(errs, field.Invalid(fldPath, s, msg))
 	}
 	if len(errs) > 0 {
@@ -577,7 +578,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 		// Paths are built for errors only (see pathOnError): every pod has tolerations.
 		at := func(name string) *field.Path { return fldPath.Index(i).Child(name) }
 		if t.Key != "" {
-			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return metav1validation.ValidateLabelName(t.Key, p) }, func() *field.Path { return at("key") })...)
+			errs = append(errs, pathOnError(func(p *field.Path) field.ErrorList { return validname.ValidateLabelName(t.Key, p) }, func() *field.Path { return at("key") })...)
 		} else if t.Operator != corev1.TolerationOpExists {
 			errs = append(errs, field.Invalid(at("operator"), t.Operator,
 				"operator must be Exists when `key` is empty, which means \"match all values and all keys\""))

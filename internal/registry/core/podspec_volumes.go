@@ -9,8 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"mizzen/internal/registry/validname"
 )
 
 // Volumes of a pod spec and the containers' mounts of them.
@@ -28,7 +29,7 @@ func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (sets.Set[str
 		case names.Has(v.Name):
 			errs = append(errs, field.Duplicate(namePath, v.Name))
 		default:
-			msgs := validation.IsDNS1123Label(v.Name)
+			msgs := validname.IsDNS1123Label(v.Name)
 			for _, msg := range msgs {
 				errs = append(errs, field.Invalid(namePath, v.Name, msg))
 			}

@@ -7,13 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 func replicationControllersResource() *registry.Resource {
@@ -107,7 +107,7 @@ func validateReplicationController(_ context.Context, rc *corev1.ReplicationCont
 	if len(spec.Selector) == 0 {
 		errs = append(errs, field.Required(selectorPath, ""))
 	} else {
-		errs = append(errs, metav1validation.ValidateLabels(spec.Selector, selectorPath)...)
+		errs = append(errs, validname.ValidateLabels(spec.Selector, selectorPath)...)
 	}
 
 	templatePath := specPath.Child("template")

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 func resourceQuotasResource() *registry.Resource {
@@ -57,7 +57,7 @@ var standardQuotaResources = sets.New(
 func validateQuotaResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
 	s := string(name)
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(s) {
+	for _, msg := range validname.IsQualifiedName(s) {
 		errs = append(errs, field.Invalid(fldPath, s, msg))
 	}
 	if len(errs) == 0 && !strings.Contains(s, "/") && !standardQuotaResources.Has(s) &&

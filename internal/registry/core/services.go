@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"mizzen/internal/registry"
+	"mizzen/internal/registry/validname"
 )
 
 // Service node ports come from this range, as upstream's default
@@ -270,7 +270,7 @@ func validateService(_ context.Context, s *corev1.Service) field.ErrorList {
 		if spec.ExternalName == "" {
 			errs = append(errs, field.Required(specPath.Child("externalName"), ""))
 		} else {
-			for _, msg := range validation.IsDNS1123Subdomain(strings.TrimSuffix(spec.ExternalName, ".")) {
+			for _, msg := range validname.IsDNS1123Subdomain(strings.TrimSuffix(spec.ExternalName, ".")) {
 				errs = append(errs, field.Invalid(specPath.Child("externalName"), spec.ExternalName, msg))
 			}
 		}
@@ -314,7 +314,7 @@ func validateService(_ context.Context, s *corev1.Service) field.ErrorList {
 	}
 
 	if spec.Selector != nil {
-		errs = append(errs, metav1validation.ValidateLabels(spec.Selector, specPath.Child("selector"))...)
+		errs = append(errs, validname.ValidateLabels(spec.Selector, specPath.Child("selector"))...)
 	}
 	errs = append(errs, validateSessionAffinity(spec, specPath)...)
 	errs = append(errs, validateClusterIPs(s, specPath)...)
@@ -346,7 +346,7 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set
 	case requireName && p.Name == "":
 		errs = append(errs, field.Required(namePath, ""))
 	case p.Name != "":
-		for _, msg := range validation.IsDNS1123Label(p.Name) {
+		for _, msg := range validname.IsDNS1123Label(p.Name) {
 			errs = append(errs, field.Invalid(namePath, p.Name, msg))
 		}
 		if names.Has(p.Name) {
@@ -360,7 +360,7 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set
 	errs = append(errs, validateProtocol(p.Protocol, fldPath.Child("protocol"))...)
 	errs = append(errs, validatePortNumOrName(p.TargetPort, fldPath.Child("targetPort"))...)
 	if p.AppProtocol != nil {
-		errs = append(errs, metav1validation.ValidateLabelName(*p.AppProtocol, fldPath.Child("appProtocol"))...)
+		errs = append(errs, validname.ValidateLabelName(*p.AppProtocol, fldPath.Child("appProtocol"))...)
 	}
 	return errs
 }
@@ -371,7 +371,7 @@ func validateLoadBalancerFields(s *corev1.Service, specPath *field.Path) field.E
 	lb := s.Spec.Type == corev1.ServiceTypeLoadBalancer
 	if c := s.Spec.LoadBalancerClass; c != nil {
 		if lb {
-			errs = append(errs, metav1validation.ValidateLabelName(*c, specPath.Child("loadBalancerClass"))...)
+			errs = append(errs, validname.ValidateLabelName(*c, specPath.Child("loadBalancerClass"))...)
 		} else {
 			errs = append(errs, field.Forbidden(specPath.Child("loadBalancerClass"), "may only be used when `type` is 'LoadBalancer'"))
 		}
