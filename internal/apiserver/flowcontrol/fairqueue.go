@@ -70,7 +70,9 @@ func (q *queue) active() bool { return len(q.waiting) > 0 || q.executing.count >
 func (ss seatSeconds) float() float64 { return float64(ss) / seatSecondsScale }
 
 // syncTimeLocked advances the level's virtual time to now, and shows it: upstream's
-// queueset sets current_r so whenever it is locked.
+// queueset sets current_r whenever it syncs its virtual time, as it is configured, as
+// a request arrives, as its wait ends and as it finishes. Every change of R goes
+// through here.
 func (l *level) syncTimeLocked(now time.Time) {
 	l.advanceRLocked(now)
 	if l.series != nil {

@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -261,5 +262,47 @@ func TestStartAtOnceBoundsS(t *testing.T) {
 	}
 	if got := s.l.queues[0].nextDispatchR; got != seatsTimes(1, 8*time.Millisecond) {
 		t.Errorf("queue 0's S %v after b's work, want 0.008", got)
+	}
+}
+
+// However a queued request's wait ends, the level syncs its virtual time as it does
+// and shows it in current_r, as upstream's queueset does as each wait ends. On a level
+// of 1 seat and 2 queues, a runs and b waits 10 ms: R advances at 1 seat over the 2
+// busy queues, to 0.005. Then b gives up (its client gone, or its wait limit passed),
+// or is dispatched by a raised limit and gets to run 10 ms later, R having advanced at
+// 2 seats over 2 queues meanwhile, to 0.015.
+func TestWaitEndShowsR(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		waitLimit  time.Duration
+		end        func(s *simulation, cancel func())
+		wantReason string
+		want       float64
+	}{
+		{"cancelled", time.Hour, func(_ *simulation, cancel func()) { cancel() }, rejectTimeout, 0.005},
+		{"wait limit", time.Millisecond, func(*simulation, func()) {}, rejectTimeout, 0.005},
+		{"dispatched", time.Hour, func(s *simulation, _ func()) {
+			s.l.setLimit(2, 2) // b starts, R shown 0.005
+			s.clock.Step(10 * time.Millisecond)
+		}, "", 0.015},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSimulation(t, 1, 2, 1)
+			s.admit("a", flowOnQueue(t, "s", 2, 0), 1)
+			b := &request{flow: flowOnQueue(t, "s", 2, 1), schema: "b"}
+			b.setWork(1, 0, 0)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, reason := s.l.acquire(ctx, b, tc.waitLimit, func() {
+				s.clock.Step(10 * time.Millisecond)
+				tc.end(s, cancel)
+			})
+			if reason != tc.wantReason {
+				t.Errorf("b's wait ended with %q, want %q", reason, tc.wantReason)
+			}
+			if got := seriesValue(t, s.c, "apiserver_flowcontrol_current_r", "priority_level", "one"); got != tc.want {
+				t.Errorf("current_r %v as b's wait ended, want %v", got, tc.want)
+			}
+		})
 	}
 }

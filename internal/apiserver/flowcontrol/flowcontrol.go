@@ -265,10 +265,14 @@ func (c *Controller) rebuildLocked() {
 		c.metrics.setBounds(name, nominal, lower, upper)
 	}
 	c.metrics.setServerCapacity(serverSeats, serverQueued)
+	// A level gone (deleted, and holding no request) leaves its series as they
+	// were, as upstream's, which never deletes a level's series: its gauges keep
+	// their last values, its counters their counts, and its timing histograms go on
+	// counting time at their last ratio. A level made again under the name takes
+	// them up.
 	for name := range c.states {
 		if all[name] == nil {
 			delete(c.states, name)
-			c.metrics.forget(name)
 		}
 	}
 	c.adjustLimitsLocked()

@@ -408,17 +408,22 @@ func (l *level) acquire(ctx context.Context, r *request, waitLimit time.Duration
 	defer limit.Stop()
 	select {
 	case <-r.ready:
-		return r.start.Sub(r.arrive), ""
 	case <-limit.C:
 	case <-ctx.Done():
 	}
+	// However the wait ended, the level syncs its virtual time and shows it, as
+	// upstream's queueset does as each request's wait ends: one dispatched from its
+	// queue too, once it gets to run (R has moved on since the dispatch showed it).
+	// Upstream's syncs so also for a request it dispatched at once, in the same
+	// goroutine straight after: that is left out here, R then differing from the
+	// admission's by nanoseconds, for a lock on every request.
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r.dispatched {
-		return r.start.Sub(r.arrive), "" // the seat came as the wait ended: use it
-	}
 	now := l.now()
 	l.syncTimeLocked(now)
+	if r.dispatched {
+		return r.start.Sub(r.arrive), "" // the seat came, perhaps as the wait ended: use it
+	}
 	q := r.q
 	l.unqueueLocked(q, r)
 	boundNextDispatchLocked(q)

@@ -277,19 +277,6 @@ func (m *metrics) setBounds(level string, nominal, lower, upper int) {
 	m.upperLimit.WithLabelValues(level).Set(float64(upper))
 }
 
-// forget drops a level's series once the level is gone.
-func (m *metrics) forget(level string) {
-	m.demandSeats.delete(level)
-	m.seatUtilization.delete(level)
-	m.requestUtilization.delete("executing", level)
-	m.requestUtilization.delete("waiting", level)
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.epochAdvances, m.nominalLimit,
-		m.lowerLimit, m.upperLimit, m.currentLimit, m.demandHighWatermark, m.demandAverage, m.demandStdDev,
-		m.demandSmoothed, m.targetSeats, m.currentR, m.dispatchR, m.latestS, m.nextSBounds, m.nextDiscountedSBounds} {
-		v.DeletePartialMatch(prometheus.Labels{"priority_level": level})
-	}
-}
-
 // forSchema are the series of a schema of the level. An exempt level's requests never
 // wait and, as upstream's, are left out of request_wait_duration_seconds; only a
 // level with queues (queuing) shows request_queue_length_after_enqueue.

@@ -1,6 +1,8 @@
 package flowcontrol
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -498,5 +501,125 @@ func TestSchemaSeriesAppearOnFirstUse(t *testing.T) {
 		if got := schemaSeries(name); !slices.Equal(got, w) {
 			t.Errorf("after busy's get: %s has series %q, want %q", name, got, w)
 		}
+	}
+}
+
+// levelSeriesOf are the series labelled with the level, by family and labels: a
+// gauge's or counter's value, a histogram's count and sum.
+func levelSeriesOf(t *testing.T, c *Controller, level string) map[string]string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c.Collectors()...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			ofLevel := false
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+				ofLevel = ofLevel || l.GetName() == "priority_level" && l.GetValue() == level
+			}
+			if !ofLevel {
+				continue
+			}
+			key := f.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.Gauge != nil:
+				out[key] = fmt.Sprint(m.GetGauge().GetValue())
+			case m.Counter != nil:
+				out[key] = fmt.Sprint(m.GetCounter().GetValue())
+			case m.Histogram != nil:
+				out[key] = fmt.Sprint(m.GetHistogram().GetSampleCount(), " ", m.GetHistogram().GetSampleSum())
+			}
+		}
+	}
+	return out
+}
+
+// A deleted level's series stay, as upstream's, which never deletes them: once the
+// level is gone (at once if it held no request, otherwise when its last one is done)
+// its gauges keep their last values and its counters their counts, and its timing
+// histograms go on counting the nanoseconds at their last ratio (0, the level idle):
+// their counts grow with the clock, their sums do not.
+func TestDeletedLevelKeepsItsSeries(t *testing.T) {
+	timing := []string{"apiserver_flowcontrol_demand_seats", "apiserver_flowcontrol_priority_level_seat_utilization",
+		"apiserver_flowcontrol_priority_level_request_utilization"}
+	shown := append([]string{"apiserver_flowcontrol_nominal_limit_seats", "apiserver_flowcontrol_lower_limit_seats",
+		"apiserver_flowcontrol_upper_limit_seats", "apiserver_flowcontrol_current_limit_seats",
+		"apiserver_flowcontrol_demand_seats_high_watermark", "apiserver_flowcontrol_demand_seats_average",
+		"apiserver_flowcontrol_demand_seats_stdev", "apiserver_flowcontrol_demand_seats_smoothed",
+		"apiserver_flowcontrol_target_seats", "apiserver_flowcontrol_current_r", "apiserver_flowcontrol_dispatch_r",
+		"apiserver_flowcontrol_latest_s", "apiserver_flowcontrol_next_s_bounds", "apiserver_flowcontrol_next_discounted_s_bounds"},
+		timing...)
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("busy=%v", busy), func(t *testing.T) {
+			clock := &fakeclock.Clock{T: time.Unix(1000, 0)}
+			c := New(Options{ServerSeats: 600, Clock: clock.Now})
+			small := limitedLevel("small", 10, 2, 1, 10)
+			c.Replace(priorityLevels, []runtime.Object{small})
+			c.Replace(flowSchemas, []runtime.Object{schemaFor("batch", "small", flowcontrolv1.FlowDistinguisherMethodByUserType, "batch")})
+			// A request runs 10 ms: R 0.01, and the dispatch series made.
+			l := c.states["small"]
+			r := &request{schema: "batch", flow: 1}
+			r.setWork(1, 0, 0)
+			if _, reason := l.acquire(context.Background(), r, time.Hour, func() { t.Fatal("queued") }); reason != "" {
+				t.Fatal(reason)
+			}
+			clock.Step(10 * time.Millisecond)
+			if !busy {
+				l.release(r)
+			}
+			c.Apply(small, true)
+			if busy {
+				if c.states["small"] == nil {
+					t.Fatal("small deleted while busy is gone, want it quiescing")
+				}
+				if !l.release(r) {
+					t.Fatal("small's last request done: not reapable")
+				}
+			}
+			before := levelSeriesOf(t, c, "small")
+			if busy {
+				c.reap()
+			}
+			if c.states["small"] != nil {
+				t.Fatal("small is still there, want it gone")
+			}
+			for _, name := range shown {
+				found := false
+				for key := range before {
+					found = found || strings.HasPrefix(key, name+"{")
+				}
+				if !found {
+					t.Errorf("no %s series of small before it went", name)
+				}
+			}
+			if got := before[`apiserver_flowcontrol_current_r{priority_level=small}`]; got != "0.01" {
+				t.Errorf("current_r %s, want 0.01", got)
+			}
+
+			clock.Step(time.Second)
+			after := levelSeriesOf(t, c, "small")
+			for key, was := range before {
+				want := was
+				for _, name := range timing {
+					if strings.HasPrefix(key, name+"{") {
+						var count uint64
+						var sum float64
+						fmt.Sscan(was, &count, &sum)
+						want = fmt.Sprint(count+uint64(time.Second), " ", sum)
+					}
+				}
+				if got, ok := after[key]; !ok {
+					t.Errorf("%s gone with the level", key)
+				} else if got != want {
+					t.Errorf("%s: %s a second after the level went, want %s", key, got, want)
+				}
+			}
+		})
 	}
 }

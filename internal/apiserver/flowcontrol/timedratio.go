@@ -63,13 +63,6 @@ func (v *timedRatioVec) with(values ...string) *timedRatio {
 	return s
 }
 
-// delete forgets the series of the label values.
-func (v *timedRatioVec) delete(values ...string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.series, strings.Join(values, "\x00"))
-}
-
 // set gives the series its value from now on.
 func (s *timedRatio) set(now time.Time, value float64) {
 	s.mu.Lock()
