@@ -23,6 +23,9 @@ import (
 type followerFeed struct {
 	// followers are, per resource, those that follow it.
 	followers map[schema.GroupResource][]authz.Follower
+	// sifters are, per resource every follower of which is a FieldSifter, those
+	// followers: an object all of them ignore is not decoded.
+	sifters map[schema.GroupResource][]authz.FieldSifter
 	// resources are those the feed follows.
 	resources []schema.GroupResource
 	// fed is, per resource segment, the newest revision the followers have been given.
@@ -52,7 +55,34 @@ func newFollowerFeed(followers []authz.Follower, stored map[schema.GroupResource
 			feed.followers[gr] = append(feed.followers[gr], f)
 		}
 	}
+	feed.sifters = map[schema.GroupResource][]authz.FieldSifter{}
+	for gr, fls := range feed.followers {
+		var sifters []authz.FieldSifter
+		for _, fl := range fls {
+			if s, ok := fl.(authz.FieldSifter); ok {
+				sifters = append(sifters, s)
+			}
+		}
+		if len(sifters) == len(fls) {
+			feed.sifters[gr] = sifters
+		}
+	}
 	return feed
+}
+
+// ignored reports whether every follower of gr ignores the entry's object, which then
+// need not be decoded.
+func (f *followerFeed) ignored(gr schema.GroupResource, e *storage.Entry) bool {
+	sifters := f.sifters[gr]
+	if len(sifters) == 0 {
+		return false
+	}
+	for _, s := range sifters {
+		if !s.Ignores(gr, e.Fields.Lookup) {
+			return false
+		}
+	}
+	return true
 }
 
 // run follows every resource until ctx ends.
@@ -86,6 +116,10 @@ func (f *followerFeed) follow(ctx context.Context, s *Server, gr schema.GroupRes
 				break
 			}
 			for _, ev := range evs {
+				if ev.Type != watch.Bookmark && f.ignored(gr, ev.Entry) {
+					f.advance(segment, ev.RV)
+					continue
+				}
 				var obj runtime.Object
 				if ev.Type != watch.Bookmark {
 					if obj, err = ev.Entry.Object(); err != nil {

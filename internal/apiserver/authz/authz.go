@@ -85,3 +85,16 @@ type Follower interface {
 	Replace(gr schema.GroupResource, objs []runtime.Object)
 	Apply(obj runtime.Object, deleted bool)
 }
+
+// A FieldSifter is a Follower that can tell from an object's selectable fields alone
+// (those its resource offers to field selectors, which the watch cache keeps beside
+// each object) that the object is nothing to it, however it changed: the feed then
+// leaves it out without decoding it. The Node authorizer needs no pod without a node,
+// which is every pod as it is created.
+type FieldSifter interface {
+	Follower
+	// Ignores reports whether an object of gr whose selectable fields are read by
+	// field (false for a field the cache does not keep) is nothing to the follower,
+	// in a list, an addition, a change or a deletion.
+	Ignores(gr schema.GroupResource, field func(name string) (string, bool)) bool
+}

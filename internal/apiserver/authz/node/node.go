@@ -61,11 +61,21 @@ func New(rules []rbacv1.PolicyRule) *Authorizer {
 	return &Authorizer{rules: rules, pods: map[string]podUses{}, byNode: map[string]map[ref]int{}, volumes: map[string]string{}}
 }
 
-var _ authz.Follower = (*Authorizer)(nil)
+var _ authz.FieldSifter = (*Authorizer)(nil)
 
 // Resources are the resources the graph follows.
 func (a *Authorizer) Resources() []schema.GroupResource {
 	return []schema.GroupResource{podsGR, pvcsGR}
+}
+
+// Ignores leaves out a pod without a node: its node name is set once, by its binding,
+// and a pod without one is in no node's graph (apply keeps none).
+func (a *Authorizer) Ignores(gr schema.GroupResource, field func(name string) (string, bool)) bool {
+	if gr != podsGR {
+		return false
+	}
+	node, ok := field("spec.nodeName")
+	return ok && node == ""
 }
 
 // Replace starts the graph of one resource over.

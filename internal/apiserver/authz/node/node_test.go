@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"mizzen/internal/apiserver/authz"
 	"mizzen/internal/registry"
@@ -95,5 +96,29 @@ func TestAuthorize(t *testing.T) {
 	}
 	if _, reason := a.Authorize(context.Background(), get(node("a"), "secrets", "ns", "shared")); reason != "no relationship found between node 'a' and this object" {
 		t.Errorf("reason %q", reason)
+	}
+}
+
+// A pod is left out unfed only when the cache's fields say it has no node: never a
+// bound pod, never an object whose fields lack the node, never a claim.
+func TestIgnoresOnlyPodsWithoutANode(t *testing.T) {
+	a := New(nil)
+	fields := func(f map[string]string) func(string) (string, bool) {
+		return func(name string) (string, bool) { v, ok := f[name]; return v, ok }
+	}
+	for _, c := range []struct {
+		name   string
+		gr     schema.GroupResource
+		fields map[string]string
+		want   bool
+	}{
+		{"pod without a node", podsGR, map[string]string{"spec.nodeName": "", "metadata.name": "p"}, true},
+		{"bound pod", podsGR, map[string]string{"spec.nodeName": "a"}, false},
+		{"pod whose fields lack the node", podsGR, map[string]string{"metadata.name": "p"}, false},
+		{"claim", pvcsGR, map[string]string{"spec.nodeName": ""}, false},
+	} {
+		if got := a.Ignores(c.gr, fields(c.fields)); got != c.want {
+			t.Errorf("%s: Ignores = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
