@@ -114,8 +114,8 @@ func TestBorrowingGivesIdleSeatsToABusyLevel(t *testing.T) {
 	}
 }
 
-// metricsNamed gathers the controller's metrics of one family: its series.
-func metricsNamed(t *testing.T, c *Controller, name string) []*dto.Metric {
+// gatherAll gathers every family of the controller's metrics, as a scrape would.
+func gatherAll(t *testing.T, c *Controller) []*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c.Collectors()...)
@@ -123,7 +123,13 @@ func metricsNamed(t *testing.T, c *Controller, name string) []*dto.Metric {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
+	return families
+}
+
+// metricsNamed gathers the controller's metrics of one family: its series.
+func metricsNamed(t *testing.T, c *Controller, name string) []*dto.Metric {
+	t.Helper()
+	for _, f := range gatherAll(t, c) {
 		if f.GetName() == name {
 			return f.GetMetric()
 		}

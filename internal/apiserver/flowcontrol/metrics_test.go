@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -508,14 +507,8 @@ func TestSchemaSeriesAppearOnFirstUse(t *testing.T) {
 // gauge's or counter's value, a histogram's count and sum.
 func levelSeriesOf(t *testing.T, c *Controller, level string) map[string]string {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c.Collectors()...)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]string{}
-	for _, f := range families {
+	for _, f := range gatherAll(t, c) {
 		for _, m := range f.GetMetric() {
 			var labels []string
 			ofLevel := false
