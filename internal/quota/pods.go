@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"mizzen/internal/controller/util"
+	"mizzen/internal/podfit"
 )
 
 // PodCounts reports whether quota tracks the pod at all: it has not finished and is
@@ -30,8 +31,8 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 }
 
 // ComputeResource maps a quota resource name onto the pod field it limits:
-// "requests.cpu" and bare "cpu" are requests, "limits.cpu" limits. ok is false for
-// names that are not compute resources (counts, storage).
+// "requests.cpu" and bare "cpu" (and "hugepages-<size>") are requests, "limits.cpu"
+// limits. ok is false for names that are not compute resources (counts, storage).
 func ComputeResource(name corev1.ResourceName) (res corev1.ResourceName, limits bool, ok bool) {
 	s := string(name)
 	switch {
@@ -40,10 +41,45 @@ func ComputeResource(name corev1.ResourceName) (res corev1.ResourceName, limits 
 		return r, false, r != corev1.ResourceStorage
 	case strings.HasPrefix(s, "limits."):
 		return corev1.ResourceName(strings.TrimPrefix(s, "limits.")), true, true
-	case name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage:
+	case name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage,
+		strings.HasPrefix(s, corev1.ResourceHugePagesPrefix):
 		return name, false, true
 	}
 	return "", false, false
+}
+
+// PodOtherRequests is what a pod counts for against a quota beyond cpu, memory and
+// ephemeral storage, by quota resource name, as upstream's pod evaluator charges it:
+// each hugepages-<size> it requests as itself and as requests.hugepages-<size>, and
+// each extended resource as requests.<name> (a quota limits those only by their
+// requests).
+func PodOtherRequests(pod *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	add := func(requests corev1.ResourceList) {
+		for r := range requests {
+			hugePages := strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix)
+			if !hugePages && !podfit.IsExtendedResourceName(r) {
+				continue
+			}
+			requested := corev1.ResourceName("requests." + string(r))
+			if _, done := out[requested]; done {
+				continue
+			}
+			amount := PodAmount(pod, r, false)
+			out[requested] = amount
+			if hugePages {
+				out[r] = amount
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		add(pod.Spec.InitContainers[i].Resources.Requests)
+	}
+	for i := range pod.Spec.Containers {
+		add(pod.Spec.Containers[i].Resources.Requests)
+	}
+	add(pod.Spec.Overhead)
+	return out
 }
 
 // PodAmount is what the pod asks for of one resource, as the scheduler sees it: the

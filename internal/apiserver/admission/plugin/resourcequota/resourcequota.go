@@ -300,6 +300,9 @@ func usage(a *admission.Attributes, obj runtime.Object) corev1.ResourceList {
 			out[corev1.ResourceName("requests."+string(r))] = req
 			out[corev1.ResourceName("limits."+string(r))] = lim
 		}
+		for name, amount := range quota.PodOtherRequests(o) {
+			out[name] = amount
+		}
 	case *corev1.Service:
 		out[corev1.ResourceServices] = one
 		ports := *resource.NewQuantity(int64(len(o.Spec.Ports)), resource.DecimalSI)

@@ -205,3 +205,38 @@ func TestUpdateIntoAScopeIsCharged(t *testing.T) {
 		t.Errorf("an update within the scope charged again: terminating %d, want 1", used("terminating"))
 	}
 }
+
+// A pod's extended resources and huge pages are charged as its cpu is, at create, as
+// upstream's pod evaluator charges them: conformance's "capture the life of a pod"
+// waits for requests.example.com/dongle, which the controller does not recount on a
+// create.
+func TestExtendedResourcesAndHugePagesAreCharged(t *testing.T) {
+	hard := corev1.ResourceList{
+		"requests.example.com/dongle": resource.MustParse("3"),
+		"hugepages-2Mi":               resource.MustParse("8Mi"),
+		"requests.hugepages-2Mi":      resource.MustParse("8Mi"),
+	}
+	store := admissiontest.New(newQuota("q", hard))
+	p := New(store, store)
+	pod := func(name, dongles string) *admission.Attributes {
+		a := podAttrs(name, "")
+		req := corev1.ResourceList{"example.com/dongle": resource.MustParse(dongles), "hugepages-2Mi": resource.MustParse("4Mi")}
+		a.Object.(*corev1.Pod).Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: req}
+		return a
+	}
+	if err := p.Validate(context.Background(), pod("a", "2")); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := store.Get(context.Background(), quotasGVR, "ns", "q")
+	used := q.(*corev1.ResourceQuota).Status.Used
+	for name, want := range map[corev1.ResourceName]string{"requests.example.com/dongle": "2", "hugepages-2Mi": "4Mi", "requests.hugepages-2Mi": "4Mi"} {
+		if got := used[name]; got.String() != want {
+			t.Errorf("used %s = %s, want %s", name, got.String(), want)
+		}
+	}
+	err := p.Validate(context.Background(), pod("b", "2"))
+	want := `pods "b" is forbidden: exceeded quota: q, requested: requests.example.com/dongle=2, used: requests.example.com/dongle=2, limited: requests.example.com/dongle=3`
+	if err == nil || err.Error() != want {
+		t.Errorf("over quota: %v, want %s", err, want)
+	}
+}
