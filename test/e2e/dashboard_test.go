@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -59,7 +60,8 @@ spec:
 // in with a ServiceAccount token, see the node Ready on the overview, open a pod, read
 // its logs, run hostname in its terminal (also with the page's first requests lost to
 // the network), scale a Deployment and watch the pods follow; then, logged in as a
-// user bound only to the view role, be refused a delete by RBAC.
+// user bound only to the view role, be refused a delete by RBAC. An object page shows
+// what the object owns as of the latest load, also when an older one comes back last.
 func TestDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs containerd and a browser")
@@ -209,6 +211,70 @@ func TestDashboard(t *testing.T) {
 		lost = term.loseFirstRequests(podObj)
 		shown(term, fmt.Sprintf("#/exec/default/%s?container=main", pod), `!!document.getElementById('exec-state')`, "the pod's terminal")
 		wantLost(lost, podObj)
+	})
+
+	// An object page loads what the object owns again on each change of the object, and
+	// loads overlap when changes come quickly. The first load of a ReplicaSet's page has
+	// its pods list held until a load started by a change of the ReplicaSet has shown
+	// the current pods, then answered with an older list, holding a pod since gone: the
+	// page keeps showing the newer list.
+	t.Run("an older load of owned objects answered last does not overwrite a newer one", func(t *testing.T) {
+		rss, err := client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(rss.Items) != 1 {
+			t.Fatalf("listing the Deployment's ReplicaSet: %v (%d ReplicaSets)", err, len(rss.Items))
+		}
+		rs := rss.Items[0]
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, p := range pods.Items {
+			if slices.ContainsFunc(p.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == rs.UID }) {
+				want = append(want, "Pod "+p.Name)
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("ReplicaSet %s owns no pod", rs.Name)
+		}
+		stale := pods.DeepCopy()
+		stale.Kind, stale.APIVersion = "PodList", "v1"
+		controller := true
+		stale.Items = append(stale.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: rs.Name + "-gone", Namespace: "default",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &controller}}}})
+		staleBody, err := json.Marshal(stale)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		tab := b.newTab(t)
+		tab.login(adminToken)
+		tab.navigate("about:blank") // so that the page below is a fresh load
+		// The list of the namespace's pods, in which the page looks for those it owns.
+		held := tab.holdFirstRequest("/k8s/api/v1/namespaces/default/pods")
+		tab.go_("#/obj/replicasets/default/" + rs.Name)
+		var first fetch.RequestID
+		select {
+		case first = <-held:
+		case <-time.After(90 * time.Second):
+			t.Fatalf("the ReplicaSet's page never asked for the pods (page: %s)", tab.page())
+		}
+		c.kubectl("annotate", "replicaset", rs.Name, "example.com/changed=by-the-dashboard-test", "--overwrite")
+		ownedNow := `[...document.querySelectorAll('#owned li')].map(li => li.textContent).join(', ')`
+		wantShown := strings.Join(want, ", ")
+		tab.waitJS(fmt.Sprintf(`%s === %q`, ownedNow, wantShown), "the ReplicaSet's pods, loaded again after it changed")
+		if _, err := chromedp.Call(tab.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: first, ResponseCode: 200,
+			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}, Body: staleBody}); err != nil {
+			t.Fatalf("answering the first load's pods list: %v", err)
+		}
+		// A request the page makes now comes back after the page has read that answer.
+		if _, err := chromedp.Run(tab.ctx, chromedp.Evaluate[bool](`fetch('/k8s/api/v1/namespaces/default/pods?limit=1').then(r => new Promise(done => setTimeout(() => done(r.ok), 0)))`, chromedp.EvalAwaitPromise)); err != nil {
+			t.Fatal(err)
+		}
+		if got := tab.evalString(ownedNow); got != wantShown {
+			tab.screenshot("failed")
+			t.Fatalf("the ReplicaSet's page lists as owned %q once the older load came back, want the newer %q", got, wantShown)
+		}
 	})
 
 	t.Run("a pod's journey and its Deployment's", func(t *testing.T) {
@@ -516,6 +582,33 @@ func (b *browser) loseFirstRequests(suffixes ...string) (lost func() ([]string, 
 		defer mu.Unlock()
 		return slices.Clone(lostOnes), firstErr
 	}
+}
+
+// holdFirstRequest holds the tab's first request whose URL ends in suffix (which holds
+// no '*', '?' or '\': it ends the DevTools Fetch domain's URL pattern), for the caller to
+// answer with fetch.FulfillRequest, and passes on every later one.
+func (b *browser) holdFirstRequest(suffix string) (held <-chan fetch.RequestID) {
+	b.t.Helper()
+	paused := chromedp.Events(b.ctx, fetch.RequestPaused) // subscribed before any is paused
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*" + suffix}}}); err != nil {
+		b.t.Fatalf("intercepting requests: %v", err)
+	}
+	ch := make(chan fetch.RequestID, 1)
+	go func() {
+		first := true
+		for ev, err := range paused { // until the tab's context ends
+			if err != nil {
+				return
+			}
+			if first {
+				first = false
+				ch <- ev.RequestID
+				continue
+			}
+			_, _ = chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	return ch
 }
 
 // browser is one headless Chromium tab on the dashboard.

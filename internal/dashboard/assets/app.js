@@ -473,8 +473,13 @@ async function showObject(main, r, ns, name, signal) {
   };
   render();
 
+  // Each watch event starts a load while earlier ones may still be in flight: only the
+  // latest renders (an older one stops at its next answer), so that one finishing last
+  // does not put back the stale lists it read.
+  let ownedGen = 0;
   const loadOwned = async () => {
     if (!ns) { owned.replaceChildren(h('li', { class: 'muted' }, 'none')); return; }
+    const gen = ++ownedGen;
     const items = [];
     for (const key of ['deployments', 'replicasets', 'statefulsets', 'daemonsets', 'jobs', 'pods']) {
       const cr = resources.get(key);
@@ -482,13 +487,14 @@ async function showObject(main, r, ns, name, signal) {
       // A list lost to the network is tried again, so that the page does not leave out
       // what it owns without a word; one the user may not read (4xx) is skipped.
       try { list = await getNotLost(listPath(cr, ns), signal); } catch (e) { if (signal.aborted) return; continue; }
+      if (gen !== ownedGen) return;
       for (const o of list.items) {
         if ((o.metadata.ownerReferences || []).some(ref => ref.uid === obj.metadata.uid)) {
           items.push(h('li', {}, h('a', { href: objHash(cr, ns, o.metadata.name) }, `${cr.kind} ${o.metadata.name}`)));
         }
       }
     }
-    owned.replaceChildren(...(items.length ? items : [h('li', { class: 'muted' }, 'none')]));
+    if (gen === ownedGen) owned.replaceChildren(...(items.length ? items : [h('li', { class: 'muted' }, 'none')]));
   };
   const loadEvents = async () => {
     const evPath = (ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : '/api/v1/events') +
