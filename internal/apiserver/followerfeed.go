@@ -78,7 +78,8 @@ func (f *followerFeed) ignored(gr schema.GroupResource, e *storage.Entry) bool {
 		return false
 	}
 	for _, s := range sifters {
-		if !s.Ignores(gr, e.Fields.Lookup) {
+		// A pointer to the pairs: the slice itself would be copied to the heap.
+		if !s.Ignores(gr, &e.Fields) {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -93,8 +94,8 @@ type Follower interface {
 // which is every pod as it is created.
 type FieldSifter interface {
 	Follower
-	// Ignores reports whether an object of gr whose selectable fields are read by
-	// field (false for a field the cache does not keep) is nothing to the follower,
-	// in a list, an addition, a change or a deletion.
-	Ignores(gr schema.GroupResource, field func(name string) (string, bool)) bool
+	// Ignores reports whether an object of gr with these selectable fields (as the
+	// cache keeps them: a field it does not keep is not there) is nothing to the
+	// follower, in a list, an addition, a change or a deletion.
+	Ignores(gr schema.GroupResource, selectable fields.Fields) bool
 }

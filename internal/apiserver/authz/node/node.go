@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -70,12 +71,8 @@ func (a *Authorizer) Resources() []schema.GroupResource {
 
 // Ignores leaves out a pod without a node: its node name is set once, by its binding,
 // and a pod without one is in no node's graph (apply keeps none).
-func (a *Authorizer) Ignores(gr schema.GroupResource, field func(name string) (string, bool)) bool {
-	if gr != podsGR {
-		return false
-	}
-	node, ok := field("spec.nodeName")
-	return ok && node == ""
+func (a *Authorizer) Ignores(gr schema.GroupResource, selectable fields.Fields) bool {
+	return gr == podsGR && selectable.Has("spec.nodeName") && selectable.Get("spec.nodeName") == ""
 }
 
 // Replace starts the graph of one resource over.

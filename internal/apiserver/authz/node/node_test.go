@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -103,21 +104,18 @@ func TestAuthorize(t *testing.T) {
 // bound pod, never an object whose fields lack the node, never a claim.
 func TestIgnoresOnlyPodsWithoutANode(t *testing.T) {
 	a := New(nil)
-	fields := func(f map[string]string) func(string) (string, bool) {
-		return func(name string) (string, bool) { v, ok := f[name]; return v, ok }
-	}
 	for _, c := range []struct {
 		name   string
 		gr     schema.GroupResource
-		fields map[string]string
+		fields fields.Set
 		want   bool
 	}{
-		{"pod without a node", podsGR, map[string]string{"spec.nodeName": "", "metadata.name": "p"}, true},
-		{"bound pod", podsGR, map[string]string{"spec.nodeName": "a"}, false},
-		{"pod whose fields lack the node", podsGR, map[string]string{"metadata.name": "p"}, false},
-		{"claim", pvcsGR, map[string]string{"spec.nodeName": ""}, false},
+		{"pod without a node", podsGR, fields.Set{"spec.nodeName": "", "metadata.name": "p"}, true},
+		{"bound pod", podsGR, fields.Set{"spec.nodeName": "a"}, false},
+		{"pod whose fields lack the node", podsGR, fields.Set{"metadata.name": "p"}, false},
+		{"claim", pvcsGR, fields.Set{"spec.nodeName": ""}, false},
 	} {
-		if got := a.Ignores(c.gr, fields(c.fields)); got != c.want {
+		if got := a.Ignores(c.gr, c.fields); got != c.want {
 			t.Errorf("%s: Ignores = %v, want %v", c.name, got, c.want)
 		}
 	}
