@@ -6,6 +6,8 @@ import (
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"mizzen/internal/registry/validname"
 )
 
 // DefaultPodSpec applies upstream's v1 defaulting of a PodSpec in place: the defaults
@@ -278,10 +280,6 @@ func plainImageTag(image string) (string, bool) {
 	return tag, true
 }
 
-func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
-
-func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
-
 // validTag is [\w][\w.-]{0,127}.
 func validTag(tag string) bool {
 	if len(tag) == 0 || len(tag) > 128 {
@@ -289,7 +287,7 @@ func validTag(tag string) bool {
 	}
 	for i := 0; i < len(tag); i++ {
 		c := tag[i]
-		if !(isAlnum(c) || c == '_' || i > 0 && (c == '.' || c == '-')) {
+		if !(validname.IsAlnum(c) || c == '_' || i > 0 && (c == '.' || c == '-')) {
 			return false
 		}
 	}
@@ -304,7 +302,7 @@ func validDomain(d string) bool {
 			return false
 		}
 		for i := 0; i < len(label); i++ {
-			if !isAlnum(label[i]) && label[i] != '-' {
+			if !validname.IsAlnum(label[i]) && label[i] != '-' {
 				return false
 			}
 		}
@@ -314,16 +312,16 @@ func validDomain(d string) bool {
 
 // validPathComponent is [a-z0-9]+ joined by ".", "_", "__" or one or more "-".
 func validPathComponent(p string) bool {
-	if len(p) == 0 || !isLowerAlnum(p[0]) || !isLowerAlnum(p[len(p)-1]) {
+	if len(p) == 0 || !validname.IsLowerAlnum(p[0]) || !validname.IsLowerAlnum(p[len(p)-1]) {
 		return false
 	}
 	for i := 1; i < len(p); {
-		if isLowerAlnum(p[i]) {
+		if validname.IsLowerAlnum(p[i]) {
 			i++
 			continue
 		}
 		j := i
-		for j < len(p) && !isLowerAlnum(p[j]) {
+		for j < len(p) && !validname.IsLowerAlnum(p[j]) {
 			j++
 		}
 		sep := p[i:j]

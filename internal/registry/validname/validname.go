@@ -88,7 +88,7 @@ func isDNSLabel(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isLowerAlnum(c) && c != '-' {
+		if c := s[i]; !IsLowerAlnum(c) && c != '-' {
 			return false
 		}
 	}
@@ -126,17 +126,20 @@ func isQualifiedName(s string) bool {
 // ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]: a qualified name's name part, and a
 // non-empty label value.
 func isName(s string) bool {
-	if s == "" || len(s) > nameMaxLength || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+	if s == "" || len(s) > nameMaxLength || !IsAlnum(s[0]) || !IsAlnum(s[len(s)-1]) {
 		return false
 	}
 	for i := 1; i < len(s)-1; i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+		if c := s[i]; !IsAlnum(c) && c != '-' && c != '_' && c != '.' {
 			return false
 		}
 	}
 	return true
 }
 
-func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+// IsLowerAlnum reports an ASCII lower-case letter or digit: what DNS labels are made
+// of, besides inner dashes.
+func IsLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
-func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
+// IsAlnum reports an ASCII letter or digit.
+func IsAlnum(c byte) bool { return IsLowerAlnum(c) || 'A' <= c && c <= 'Z' }
