@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/url"
 	"os"
 	"os/exec"
@@ -531,8 +532,8 @@ func (b *browser) newTab(t *testing.T) *browser {
 }
 
 // loseFirstRequests makes the tab's network lose, with a failed connection, the first
-// request whose URL ends in each of suffixes (which hold no '*', '?' or '\': they end
-// the DevTools Fetch domain's URL patterns), and pass every other request on. lost
+// request whose URL ends in each of suffixes (see pauseRequests), and pass every other
+// request on. lost
 // tells the suffixes whose request was lost so far, and the first command the browser
 // refused.
 func (b *browser) loseFirstRequests(suffixes ...string) (lost func() ([]string, error)) {
@@ -542,16 +543,9 @@ func (b *browser) loseFirstRequests(suffixes ...string) (lost func() ([]string, 
 		lostOnes []string
 		firstErr error
 	)
-	var patterns []*fetch.RequestPattern
-	for _, s := range suffixes {
-		patterns = append(patterns, &fetch.RequestPattern{URLPattern: "*" + s})
-	}
-	paused := chromedp.Events(b.ctx, fetch.RequestPaused) // subscribed before any is paused
-	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: patterns}); err != nil {
-		b.t.Fatalf("intercepting requests: %v", err)
-	}
+	paused := b.pauseRequests(suffixes...)
 	go func() {
-		for ev, err := range paused { // until the tab's context ends
+		for ev, err := range paused {
 			if err != nil {
 				return
 			}
@@ -584,19 +578,33 @@ func (b *browser) loseFirstRequests(suffixes ...string) (lost func() ([]string, 
 	}
 }
 
-// holdFirstRequest holds the tab's first request whose URL ends in suffix (which holds
-// no '*', '?' or '\': it ends the DevTools Fetch domain's URL pattern), for the caller to
-// answer with fetch.FulfillRequest, and passes on every later one.
-func (b *browser) holdFirstRequest(suffix string) (held <-chan fetch.RequestID) {
+// pauseRequests has the tab pause each request whose URL ends in one of suffixes
+// (which hold no '*', '?' or '\': each ends a DevTools Fetch domain URL pattern) and
+// returns them as they are paused, until the tab's context ends. The caller answers
+// each: continues, fails or fulfils it.
+func (b *browser) pauseRequests(suffixes ...string) iter.Seq2[fetch.EventRequestPaused, error] {
 	b.t.Helper()
+	var patterns []*fetch.RequestPattern
+	for _, s := range suffixes {
+		patterns = append(patterns, &fetch.RequestPattern{URLPattern: "*" + s})
+	}
 	paused := chromedp.Events(b.ctx, fetch.RequestPaused) // subscribed before any is paused
-	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*" + suffix}}}); err != nil {
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: patterns}); err != nil {
 		b.t.Fatalf("intercepting requests: %v", err)
 	}
+	return paused
+}
+
+// holdFirstRequest holds the tab's first request whose URL ends in suffix (see
+// pauseRequests), for the caller to answer with fetch.FulfillRequest, and passes on
+// every later one.
+func (b *browser) holdFirstRequest(suffix string) (held <-chan fetch.RequestID) {
+	b.t.Helper()
+	paused := b.pauseRequests(suffix)
 	ch := make(chan fetch.RequestID, 1)
 	go func() {
 		first := true
-		for ev, err := range paused { // until the tab's context ends
+		for ev, err := range paused {
 			if err != nil {
 				return
 			}
