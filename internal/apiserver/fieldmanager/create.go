@@ -98,7 +98,7 @@ func (m *Managers) createWalk(gvk schema.GroupVersionKind, live, obj runtime.Obj
 	defer allocators.Put(alloc)
 	fields := newFieldTree()
 	defer fields.release()
-	w := &createWalker{schema: empty.schema, alloc: alloc, fields: fields}
+	w := &createWalker{schema: empty.schema, alloc: alloc, fields: fields, plans: &empty.plans}
 	u, isUnstructured := newVersioned.(*unstructured.Unstructured)
 	walked := false
 	if isUnstructured && walks == walkGoOnly {
@@ -165,6 +165,7 @@ type emptyKind struct {
 	schema  *smdschema.Schema
 	typeRef smdschema.TypeRef
 	value   value.Value // nil: the fast path does not apply to the kind
+	plans   fieldPlans  // the walk's plans of the kind's struct types
 }
 
 // emptyValue returns the kind's empty object (live, the first time) as a typed value,

@@ -21,6 +21,12 @@ import (
 // cannot decide (duplicate list items, a map keyed by anything but strings, an
 // interface field), and the caller then walks the object as a value instead.
 func (w *createWalker) walkReflect(tr schema.TypeRef, lhs value.Value, rv reflect.Value, e *value.TypeReflectCacheEntry) error {
+	a, ok := w.schema.Resolve(tr)
+	return w.walkResolved(tr, a, ok, lhs, rv, e)
+}
+
+// walkResolved is walkReflect with tr already resolved (a, resolved).
+func (w *createWalker) walkResolved(tr schema.TypeRef, a schema.Atom, resolved bool, lhs value.Value, rv reflect.Value, e *value.TypeReflectCacheEntry) error {
 	if e.CanConvertToUnstructured() {
 		u, err := e.ToUnstructured(rv)
 		if err != nil {
@@ -29,11 +35,7 @@ func (w *createWalker) walkReflect(tr schema.TypeRef, lhs value.Value, rv reflec
 		return w.walk(tr, lhs, value.NewValueInterface(u))
 	}
 	rv, k, ok := reflectKind(rv)
-	if !ok {
-		return errNotCreateFast
-	}
-	a, ok := w.schema.Resolve(tr)
-	if !ok {
+	if !ok || !resolved {
 		return errNotCreateFast
 	}
 	arhs := deduceAtomOfKind(a, k)
@@ -135,54 +137,105 @@ func (w *createWalker) reflectMap(tr schema.TypeRef, t *schema.Map, lhsV value.V
 	if k == kindNull {
 		return false, nil
 	}
-	field := func(key *string, fv reflect.Value, fe *value.TypeReflectCacheEntry) error {
+	if k == kindStruct {
+		return w.reflectStruct(t, lhs, lhsV, lhsEmpty, rv)
+	}
+	return false, w.reflectMapEntries(t, lhs, rv)
+}
+
+// reflectStruct visits a struct's fields that are not omitted, in the library's order.
+func (w *createWalker) reflectStruct(t *schema.Map, lhs value.Map, lhsV value.Value, lhsEmpty bool, rv reflect.Value) (bool, error) {
+	visited := 0
+	fields := w.plans.of(w.schema, rv.Type(), t)
+	for i := range fields {
+		f := &fields[i]
+		var fv reflect.Value
+		if f.index >= 0 {
+			fv = rv.Field(f.index)
+		} else {
+			fv = f.entry.GetFrom(rv)
+		}
+		if f.entry.CanOmit(fv) {
+			continue
+		}
+		visited++
+		if !f.declared {
+			return false, errNotCreateFast // "field not declared in schema"
+		}
+		var lhsItem value.Value
+		if lhs != nil {
+			if v, ok := lhs.GetUsing(w.alloc, f.entry.JsonName); ok {
+				lhsItem = v
+			}
+		}
+		// The name lives in the library's reflection cache, which never changes it:
+		// the path can point at it.
+		w.path = append(w.path, fieldpath.PathElement{FieldName: &f.entry.JsonName})
+		err := w.walkResolved(f.typ, f.atom, f.resolved, lhsItem, fv, f.entry.TypeEntry)
+		w.path = w.path[:len(w.path)-1]
+		if lhsItem != nil {
+			w.alloc.Free(lhsItem)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	if visited == 0 && lhsEmpty {
+		// An empty struct against nothing: one leaf, as the library promotes it
+		// (nothing was recorded on the way).
+		return w.emptyLeaf(lhsV, kindStruct, false)
+	}
+	return false, nil
+}
+
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// reflectMapEntries visits the entries of a Go map with string keys.
+func (w *createWalker) reflectMapEntries(t *schema.Map, lhs value.Map, rv reflect.Value) error {
+	if lhs == nil && rv.Type() == stringMapType && len(t.Fields) == 0 {
+		if a, ok := w.schema.Resolve(t.ElementType); ok && a.Scalar != nil && scalarKindValid(*a.Scalar, kindString) {
+			// Labels and the like: every entry is a scalar leaf the empty object lacks,
+			// recorded as walkResolved would record it, without a reflective value per
+			// key and entry. The keys are copied once: the paths point at them.
+			m := rv.Interface().(map[string]string)
+			keys := make([]string, 0, len(m))
+			for key := range m {
+				keys = append(keys, key)
+			}
+			for i := range keys {
+				w.path = append(w.path, fieldpath.PathElement{FieldName: &keys[i]})
+				w.fields.insert(w.path)
+				w.path = w.path[:len(w.path)-1]
+			}
+			return nil
+		}
+	}
+	elem := value.TypeReflectEntryOf(rv.Type().Elem())
+	for it := rv.MapRange(); it.Next(); {
+		key := it.Key().String()
 		fieldType := t.ElementType
-		if sf, ok := t.FindField(*key); ok {
+		if sf, ok := t.FindField(key); ok {
 			fieldType = sf.Type
 		} else if (t.ElementType == schema.TypeRef{}) {
 			return errNotCreateFast // "field not declared in schema"
 		}
 		var lhsItem value.Value
 		if lhs != nil {
-			if v, ok := lhs.GetUsing(w.alloc, *key); ok {
+			if v, ok := lhs.GetUsing(w.alloc, key); ok {
 				lhsItem = v
-				defer w.alloc.Free(v)
 			}
 		}
-		w.path = append(w.path, fieldpath.PathElement{FieldName: key})
-		err := w.walkReflect(fieldType, lhsItem, fv, fe)
+		w.path = append(w.path, fieldpath.PathElement{FieldName: &key})
+		err := w.walkReflect(fieldType, lhsItem, it.Value(), elem)
 		w.path = w.path[:len(w.path)-1]
-		return err
-	}
-	if k == kindStruct {
-		visited := 0
-		for _, f := range value.TypeReflectEntryOf(rv.Type()).OrderedFields() {
-			fv := f.GetFrom(rv)
-			if f.CanOmit(fv) {
-				continue
-			}
-			visited++
-			// The name lives in the library's reflection cache, which never changes
-			// it: the path can point at it.
-			if err := field(&f.JsonName, fv, f.TypeEntry); err != nil {
-				return false, err
-			}
+		if lhsItem != nil {
+			w.alloc.Free(lhsItem)
 		}
-		if visited == 0 && lhsEmpty {
-			// An empty struct against nothing: one leaf, as the library promotes it
-			// (nothing was recorded on the way).
-			return w.emptyLeaf(lhsV, k, false)
-		}
-		return false, nil
-	}
-	elem := value.TypeReflectEntryOf(rv.Type().Elem())
-	for it := rv.MapRange(); it.Next(); {
-		key := it.Key().String()
-		if err := field(&key, it.Value(), elem); err != nil {
-			return false, err
+		if err != nil {
+			return err
 		}
 	}
-	return false, nil
+	return nil
 }
 
 func (w *createWalker) reflectList(tr schema.TypeRef, t *schema.List, lhsV value.Value, rv reflect.Value, k reflectedKind) (bool, error) {

@@ -28,6 +28,13 @@ type fieldTree struct {
 	scratch []int32    // children being written, a segment per level
 	name    []byte     // a field name's element being built
 	path    fieldpath.Path
+
+	// The last inserted path, element by element, and its nodes: the walk inserts
+	// paths depth first, so the next one shares its prefix, found by the elements'
+	// identity (the walk pushes the same element for a parent while it visits its
+	// children) rather than by comparing them at every level.
+	lastPath  fieldpath.Path
+	lastNodes []int32
 }
 
 type treeNode struct {
@@ -56,7 +63,9 @@ func (t *fieldTree) release() {
 	}
 	clear(t.nodes)
 	clear(t.path)
+	clear(t.lastPath)
 	t.nodes, t.path = t.nodes[:0], t.path[:0]
+	t.lastPath, t.lastNodes = t.lastPath[:0], t.lastNodes[:0]
 	fieldTrees.Put(t)
 }
 
@@ -66,6 +75,8 @@ const maxPooledNodes = 1024
 func (t *fieldTree) reset() {
 	clear(t.nodes)
 	t.nodes = append(t.nodes[:0], treeNode{first: -1, last: -1, next: -1})
+	clear(t.lastPath)
+	t.lastPath, t.lastNodes = t.lastPath[:0], t.lastNodes[:0]
 }
 
 // insert records path p, as Set.Insert does: the empty path is not recorded.
@@ -73,11 +84,29 @@ func (t *fieldTree) insert(p fieldpath.Path) {
 	if len(p) == 0 {
 		return
 	}
+	// The shared prefix's nodes are what child would find again: each is its
+	// parent's last child, since every insert since went through it.
+	i := 0
+	for i < len(p) && i < len(t.lastPath) && sameElement(p[i], t.lastPath[i]) {
+		i++
+	}
+	t.lastPath, t.lastNodes = t.lastPath[:i], t.lastNodes[:i]
 	n := int32(0)
-	for _, pe := range p {
+	if i > 0 {
+		n = t.lastNodes[i-1]
+	}
+	for _, pe := range p[i:] {
 		n = t.child(n, pe)
+		t.lastPath = append(t.lastPath, pe)
+		t.lastNodes = append(t.lastNodes, n)
 	}
 	t.nodes[n].member = true
+}
+
+// sameElement says a and b are the same element, not only equal ones: both point at
+// the same name, key, value or index.
+func sameElement(a, b fieldpath.PathElement) bool {
+	return a.FieldName == b.FieldName && a.Key == b.Key && a.Value == b.Value && a.Index == b.Index
 }
 
 // child is parent's child for pe: its last child if that is pe (by Compare, as the
@@ -152,20 +181,17 @@ func (t *fieldTree) write(s *jsoniter.Stream, n int32) error {
 		}
 	}
 	defer func() { t.scratch = t.scratch[:start] }()
-	kids := t.scratch[start:]
-	slices.SortFunc(kids, func(a, b int32) int { return t.nodes[a].pe.Compare(t.nodes[b].pe) })
-	for i := 1; i < len(kids); i++ {
-		if t.nodes[kids[i-1]].pe.Compare(t.nodes[kids[i]].pe) == 0 {
-			return errTreeDuplicate
-		}
+	kids := len(t.scratch) - start
+	if err := t.sortKids(t.scratch[start:]); err != nil {
+		return err
 	}
 	first := true
-	if n != 0 && t.nodes[n].member && len(kids) > 0 {
+	if n != 0 && t.nodes[n].member && kids > 0 {
 		s.WriteObjectField(".")
 		s.WriteEmptyObject()
 		first = false
 	}
-	for i := range len(kids) {
+	for i := range kids {
 		// t.scratch may grow (and move) below: read the child from it afresh.
 		c := t.scratch[start+i]
 		if !first {
@@ -184,6 +210,27 @@ func (t *fieldTree) write(s *jsoniter.Stream, n int32) error {
 			return err
 		}
 		s.WriteObjectEnd()
+	}
+	return nil
+}
+
+// sortKids sorts a node's children in the set's order, and fails if two are equal.
+// A struct's fields come in that order already (the walk visits them by name), which
+// one pass confirms.
+func (t *fieldTree) sortKids(kids []int32) error {
+	compare := func(a, b int32) int { return t.nodes[a].pe.Compare(t.nodes[b].pe) }
+	increasing := true
+	for i := 1; i < len(kids) && increasing; i++ {
+		increasing = compare(kids[i-1], kids[i]) < 0
+	}
+	if increasing {
+		return nil
+	}
+	slices.SortFunc(kids, compare)
+	for i := 1; i < len(kids); i++ {
+		if compare(kids[i-1], kids[i]) == 0 {
+			return errTreeDuplicate
+		}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type createWalker struct {
 	alloc  value.Allocator
 	path   fieldpath.Path
 	fields *fieldTree // what Added and Modified would hold, together
+	plans  *fieldPlans
 }
 
 // walk compares lhs (the empty object's value here, or nil) with rhs (never nil) of
