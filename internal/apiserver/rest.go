@@ -648,7 +648,7 @@ func nameFunc(r *registry.Resource) apivalidation.ValidateNameFunc {
 // validateCreate runs the generic metadata checks and the resource's own.
 func (s *Server) validateCreate(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
 	acc := accessor(obj)
-	errs := apivalidation.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
+	errs := validname.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
 	if h.Strategy != nil {
 		errs = append(errs, h.Strategy.Validate(ctx, obj)...)
 	}
@@ -663,7 +663,7 @@ func (s *Server) validateCreate(ctx context.Context, h *resourceHandler, obj run
 // one, see registry.StatusStrategy).
 func (s *Server) validateUpdate(ctx context.Context, h *resourceHandler, obj, old runtime.Object, withStrategy, statusOnly bool) error {
 	acc, oldAcc := accessor(obj), accessor(old)
-	errs := apivalidation.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
+	errs := validname.ValidateObjectMetaAccessor(acc, h.Namespaced, nameFunc(h.Resource), field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
 	if ss, ok := h.Strategy.(registry.StatusStrategy); ok && withStrategy && statusOnly {
 		errs = append(errs, ss.ValidateStatusUpdate(ctx, obj, old)...)

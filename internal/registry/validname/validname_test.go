@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,6 +46,49 @@ func checkSame(t *testing.T, s string) {
 			t.Errorf("%s(%q) = %q, apimachinery's %q", c.name, s, c.got, c.want)
 		}
 	}
+	checkSameObjectMeta(t, s)
+}
+
+// checkSameObjectMeta fails t where ValidateObjectMetaAccessor and apimachinery's
+// disagree on metadata with s in each of its checked fields in turn.
+func checkSameObjectMeta(t *testing.T, s string) {
+	t.Helper()
+	p := field.NewPath("metadata")
+	valid := func() *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: "n", Namespace: "ns", Labels: map[string]string{"app": "a"},
+			Annotations: map[string]string{"example.com/Note": "x"}, Finalizers: []string{"example.com/f"}}
+	}
+	for _, c := range []struct {
+		name       string
+		namespaced bool
+		set        func(*metav1.ObjectMeta)
+	}{
+		{"name", true, func(m *metav1.ObjectMeta) { m.Name = s }},
+		{"generateName", true, func(m *metav1.ObjectMeta) { m.GenerateName = s }},
+		{"namespace", true, func(m *metav1.ObjectMeta) { m.Namespace = s }},
+		{"namespace, cluster-scoped", false, func(m *metav1.ObjectMeta) { m.Namespace = s }},
+		{"label key", true, func(m *metav1.ObjectMeta) { m.Labels[s] = "v" }},
+		{"label value", true, func(m *metav1.ObjectMeta) { m.Labels["k"] = s }},
+		{"annotation key", true, func(m *metav1.ObjectMeta) { m.Annotations[s] = "v" }},
+		{"annotation value", true, func(m *metav1.ObjectMeta) { m.Annotations["k"] = s }},
+		{"finalizer", true, func(m *metav1.ObjectMeta) { m.Finalizers = append(m.Finalizers, s) }},
+		{"owner name", true, func(m *metav1.ObjectMeta) {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: s, UID: "u"}}
+		}},
+		{"manager", true, func(m *metav1.ObjectMeta) {
+			m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: s, Operation: metav1.ManagedFieldsOperationUpdate}}
+		}},
+	} {
+		for _, nameFn := range []apivalidation.ValidateNameFunc{NameIsDNSSubdomain, apivalidation.NameIsDNSLabel} {
+			m := valid()
+			c.set(m)
+			got := ValidateObjectMetaAccessor(m, c.namespaced, nameFn, p)
+			want := nilIfEmpty(apivalidation.ValidateObjectMetaAccessor(m, c.namespaced, nameFn, p))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ValidateObjectMetaAccessor, %s %q = %q, apimachinery's %q", c.name, s, got, want)
+			}
+		}
+	}
 }
 
 // nilIfEmpty is the error list as the checks here return no errors: nil.
@@ -58,6 +102,11 @@ func nilIfEmpty(errs field.ErrorList) field.ErrorList {
 func TestChecksAgreeWithApimachinery(t *testing.T) {
 	for _, s := range seeds {
 		checkSame(t, s)
+	}
+	// Annotations whose keys and values come to the size limit, and to a byte over
+	// it (as an annotation's value, with the 18 bytes of the others).
+	for _, n := range []int{apivalidation.TotalAnnotationSizeLimitB - 18, apivalidation.TotalAnnotationSizeLimitB - 17} {
+		checkSameObjectMeta(t, strings.Repeat("v", n))
 	}
 }
 
