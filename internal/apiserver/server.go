@@ -242,6 +242,7 @@ func New(cfg Config) (*Server, error) {
 			Fields:       func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
 			Protobuf:     s.encodeProtobuf,
 			IndexedField: indexedField(gr),
+			KeepDecoded:  gr == namespacesGVR.GroupResource() || gr == serviceAccountsGVR.GroupResource(),
 		})
 	}
 	groupVersions := map[string][]string{}

@@ -40,6 +40,11 @@ type ResourceConfig struct {
 	// and decodes its object again when asked. Lists and gets in protobuf, and every
 	// watch in protobuf, send it as it is.
 	Protobuf func(runtime.Object) ([]byte, error)
+	// KeepDecoded makes an entry that keeps only its protobuf encoding keep its object
+	// too, once decoded: for the few small objects that admission reads on every
+	// write (a pod's namespace and service account), which would otherwise be decoded
+	// again for every pod created.
+	KeepDecoded bool
 	// IndexedField is a field (of Fields) that many watches each select one value of,
 	// as every kubelet watches the pods whose spec.nodeName is its node: a watcher
 	// asking for one value (WatchOptions.Indexed) is handed only the events of objects
@@ -58,7 +63,9 @@ type Entry struct {
 	// protobuf form, or a cache without ResourceConfig.Protobuf); nil when the entry
 	// keeps only its protobuf encoding (encoded[ProtobufSlot]).
 	object runtime.Object
-	cfg    *ResourceConfig
+	// decoded is the object decoded from the encoding, kept where cfg.KeepDecoded.
+	decoded atomic.Pointer[decodedObject]
+	cfg     *ResourceConfig
 	// encoded caches the object's serialized forms (see Encoded), so a change sent to
 	// a thousand watchers is encoded once per format.
 	encoded [2]atomic.Pointer[[]byte]
@@ -89,6 +96,24 @@ func (e *Entry) Object() (runtime.Object, error) {
 	if e.object != nil {
 		return e.object, nil
 	}
+	if e.cfg == nil || !e.cfg.KeepDecoded {
+		return e.decode()
+	}
+	if d := e.decoded.Load(); d != nil {
+		return d.obj, nil
+	}
+	obj, err := e.decode()
+	if err != nil {
+		return nil, err
+	}
+	e.decoded.Store(&decodedObject{obj})
+	return obj, nil
+}
+
+type decodedObject struct{ obj runtime.Object }
+
+// decode decodes the entry's protobuf encoding into a new object.
+func (e *Entry) decode() (runtime.Object, error) {
 	p := e.encoded[ProtobufSlot].Load()
 	if p == nil {
 		return nil, fmt.Errorf("cache entry %s holds neither its object nor its encoding", e.Key)

@@ -121,16 +121,69 @@ func TestNoOpUpdateFromTheCacheWritesNothing(t *testing.T) {
 // runPodCache runs a watch cache of pods, kept as protobuf, on store until stop is
 // called; done is closed when it has stopped.
 func runPodCache(ctx context.Context, store *storage.Store) (cache *storage.Cache, stop context.CancelFunc, done chan struct{}) {
+	return runPodCacheKeeping(ctx, store, false)
+}
+
+// runPodCacheKeeping is runPodCache with ResourceConfig.KeepDecoded as keepDecoded.
+func runPodCacheKeeping(ctx context.Context, store *storage.Store, keepDecoded bool) (cache *storage.Cache, stop context.CancelFunc, done chan struct{}) {
 	var pods *registry.Resource
 	for _, r := range catalog.All() {
 		if r.Resource == "pods" && r.GroupVersion.Group == "" {
 			pods = r
 		}
 	}
-	cache = store.NewCache([]storage.ResourceConfig{*cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))}, slog.Default())
+	cfg := cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))
+	cfg.KeepDecoded = keepDecoded
+	cache = store.NewCache([]storage.ResourceConfig{*cfg}, slog.Default())
 	runCtx, stop := context.WithCancel(ctx)
 	done = make(chan struct{})
 	go func() { _ = cache.Run(runCtx); close(done) }()
 	<-cache.Ready()
 	return cache, stop, done
+}
+
+// TestKeptObjectsAreSharedButUpdatesGetTheirOwn: an entry of a resource kept decoded
+// (KeepDecoded) gives every reader the same object, decoded once, while an update
+// starting from the cache still changes a copy of its own: the object the readers
+// share is as it was.
+func TestKeptObjectsAreSharedButUpdatesGetTheirOwn(t *testing.T) {
+	ctx, member := startMember(t)
+	store := storage.NewStore(member.Client())
+	cache, stop, done := runPodCacheKeeping(ctx, store, true)
+	defer func() { stop(); <-done }()
+
+	key := storage.Prefix + "pods/default/p"
+	if err := store.Create(ctx, key, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"v": "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := store.CurrentRevision(ctx)
+	if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := cache.Get("pods", key)
+	if err != nil || e == nil {
+		t.Fatalf("cache entry %v, %v", e, err)
+	}
+	first, err := e.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, _ := e.Object(); second != first {
+		t.Error("an entry kept decoded decoded its object again")
+	}
+	fromCache := false
+	_, _, err = store.GuaranteedUpdate(ctx, key, func() runtime.Object { return &corev1.Pod{} }, func(cur runtime.Object) (runtime.Object, error) {
+		fromCache = fromCache || cur == first
+		cur.(*corev1.Pod).Labels["v"] = "2"
+		return cur, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromCache {
+		t.Error("the update was handed the object the cache's readers share")
+	}
+	if v := first.(*corev1.Pod).Labels["v"]; v != "1" {
+		t.Errorf("the shared object's label is %q after the update, want it unchanged (1)", v)
+	}
 }

@@ -288,7 +288,7 @@ func (c *Cache) latestCopy(key string, newObj func() runtime.Object) (runtime.Ob
 	if err != nil || e == nil || e.object != nil {
 		return nil, 0
 	}
-	obj, err := e.Object() // decoded afresh: the caller's own
+	obj, err := e.decode() // the caller's own
 	if err != nil || reflect.TypeOf(obj) != reflect.TypeOf(newObj()) {
 		return nil, 0
 	}

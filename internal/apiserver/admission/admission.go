@@ -152,7 +152,9 @@ func Forbiddenf(a *Attributes, format string, args ...any) error {
 }
 
 // Reader is how plugins read the cluster's objects: from the apiserver's watch cache,
-// falling back to storage. Missing objects are NotFound API errors.
+// falling back to storage. Missing objects are NotFound API errors. What it returns
+// may be the cache's own object, shared with every reader: a plugin copies it before
+// changing it.
 type Reader interface {
 	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error)
 	// List lists a namespace's objects, or every namespace's for "".
