@@ -134,6 +134,11 @@ func notFound() error {
 // (the bytes writeObject would write for it: JSON ends with one newline), and reports
 // whether it did; other media types (YAML) are left to writeObject.
 func (s *Server) writeEntry(w http.ResponseWriter, e *storage.Entry, mediaType string) bool {
+	return s.writeEntryCode(w, e, mediaType, http.StatusOK)
+}
+
+// writeEntryCode is writeEntry with the response's status code.
+func (s *Server) writeEntryCode(w http.ResponseWriter, e *storage.Entry, mediaType string, code int) bool {
 	var data []byte
 	var err error
 	switch mediaType {
@@ -153,7 +158,7 @@ func (s *Server) writeEntry(w http.ResponseWriter, e *storage.Entry, mediaType s
 		return true
 	}
 	w.Header().Set("Content-Type", mediaType)
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(code)
 	_, _ = w.Write(data)
 	if mediaType == mediaJSON && !bytes.HasSuffix(data, newline) {
 		// A list's item has none; a watch event's, encoded first, may have it.

@@ -693,9 +693,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInf
 		s.writeError(w, r, err)
 		return
 	}
-	created, err := s.createObject(ctx, h, info.Namespace, obj, isDryRun(r), owner)
+	created, entry, err := s.createObjectEntry(ctx, h, info.Namespace, obj, isDryRun(r), owner)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// The stored bytes, as the cache will keep them, are the protobuf response.
+	if entry != nil && format.as == "" && format.mediaType == mediaProtobuf && !h.converted() &&
+		s.writeEntryCode(w, entry, format.mediaType, http.StatusCreated) {
 		return
 	}
 	s.respondObject(w, r, http.StatusCreated, h, created, format)
@@ -704,19 +709,26 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, info *requestInf
 // createObject runs the create chain for a decoded object and stores it; owner (nil
 // for none) is recorded in its managedFields.
 func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace string, obj runtime.Object, dryRun bool, owner *fieldOwner) (runtime.Object, error) {
+	created, _, err := s.createObjectEntry(ctx, h, namespace, obj, dryRun, owner)
+	return created, err
+}
+
+// createObjectEntry is createObject that also returns the watch cache's entry of the
+// stored object, when storage made one (see storage.Store.CreateEntry).
+func (s *Server) createObjectEntry(ctx context.Context, h *resourceHandler, namespace string, obj runtime.Object, dryRun bool, owner *fieldOwner) (runtime.Object, *storage.Entry, error) {
 	acc := accessor(obj)
 	gr := h.GroupVersionResource().GroupResource()
 	if h.Namespaced {
 		if acc.GetNamespace() == "" {
 			acc.SetNamespace(namespace)
 		} else if acc.GetNamespace() != namespace {
-			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+			return nil, nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 	} else {
 		acc.SetNamespace("")
 	}
 	if acc.GetResourceVersion() != "" {
-		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+		return nil, nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if h.Strategy != nil {
 		h.Strategy.Default(obj)
@@ -726,7 +738,7 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 	// server fills in what it owns, validates, and lets validating admission decide.
 	attrs := s.admissionAttributes(ctx, admission.Create, h, "", acc.GetNamespace(), acc.GetName(), obj, nil, dryRun, &metav1.CreateOptions{DryRun: dryRunList(dryRun)})
 	if err := s.mutate(ctx, attrs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pruneMutated(h, attrs.Object)
 	if attrs.Object != obj {
@@ -742,27 +754,28 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 		h.Strategy.PrepareForCreate(ctx, obj)
 	}
 	if err := s.validateCreate(ctx, h, obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	attrs.Name, attrs.Object = acc.GetName(), obj
 	if err := s.validateAdmission(ctx, attrs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	release, err := s.beforeCreate(ctx, h, obj, dryRun)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if dryRun {
 		release()
-		return obj, nil
+		return obj, nil, nil
 	}
 	stored, err := h.toStorage(obj)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, nil, err
 	}
+	var entry *storage.Entry
 	for attempt := 0; ; attempt++ {
-		err = s.store.Create(ctx, h.key(acc.GetNamespace(), acc.GetName()), stored)
+		entry, err = s.store.CreateEntry(ctx, h.key(acc.GetNamespace(), acc.GetName()), stored)
 		if errors.Is(err, storage.ErrAlreadyExists) && generated && attempt < 5 {
 			acc.SetName(generateName(acc.GetGenerateName()))
 			if sacc, e := meta.Accessor(stored); e == nil && stored != obj {
@@ -774,9 +787,10 @@ func (s *Server) createObject(ctx context.Context, h *resourceHandler, namespace
 	}
 	if err != nil {
 		release()
-		return nil, storageError(err, gr, acc.GetName())
+		return nil, nil, storageError(err, gr, acc.GetName())
 	}
-	return h.present(stored)
+	created, err := h.present(stored)
+	return created, entry, err
 }
 
 // update replaces an object (or, with status, only its status).

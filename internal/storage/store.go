@@ -55,26 +55,35 @@ func encodeForStore(obj runtime.Object) ([]byte, error) {
 // Create writes obj at key if nothing is there; obj's resourceVersion is set to the new
 // revision.
 func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) error {
+	_, err := s.CreateEntry(ctx, key, obj)
+	return err
+}
+
+// CreateEntry is Create that also returns the watch cache's entry of the object it
+// stored, made from the bytes it stored, or nil where the cache keeps the resource
+// otherwise. The entry's protobuf encoding is the object as a response carries it,
+// and the cache takes the same entry when the put's event comes back.
+func (s *Store) CreateEntry(ctx context.Context, key string, obj runtime.Object) (*Entry, error) {
 	data, err := encodeForStore(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resp, err := s.putAt(ctx, key, 0, data, obj)
+	resp, put, err := s.putAt(ctx, key, 0, data, obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !resp.Succeeded {
-		return keyErr(ErrAlreadyExists, key, "")
+		return nil, keyErr(ErrAlreadyExists, key, "")
 	}
 	setRV(obj, resp.Header.Revision)
-	return nil
+	return put.builtEntry(key, resp.Header.Revision), nil
 }
 
 // putAt puts data, obj's storage encoding, at key if the key was last modified at rev
 // (0: it holds nothing). The watch cache is told of the put first, so that it builds
 // the entry from data rather than decode it again, and forgets it unless the put
 // succeeded.
-func (s *Store) putAt(ctx context.Context, key string, rev int64, data []byte, obj runtime.Object) (*clientv3.TxnResponse, error) {
+func (s *Store) putAt(ctx context.Context, key string, rev int64, data []byte, obj runtime.Object) (*clientv3.TxnResponse, *written, error) {
 	cache := s.cache.Load()
 	put := cache.expectPut(key, data, obj)
 	resp, err := s.client.Txn(ctx).
@@ -84,7 +93,7 @@ func (s *Store) putAt(ctx context.Context, key string, rev int64, data []byte, o
 	if err != nil || !resp.Succeeded {
 		cache.forgetPut(key, put)
 	}
-	return resp, err
+	return resp, put, err
 }
 
 // Get reads the object at key into into (an empty object of the stored type).

@@ -187,3 +187,33 @@ func TestKeptObjectsAreSharedButUpdatesGetTheirOwn(t *testing.T) {
 		t.Errorf("the shared object's label is %q after the update, want it unchanged (1)", v)
 	}
 }
+
+// TestCacheKeepsTheCreatesEntry: the entry a create returns is the one the cache then
+// holds for the object, not a second one made when the put's event came back, and it
+// holds the created pod at its revision.
+func TestCacheKeepsTheCreatesEntry(t *testing.T) {
+	ctx, member := startMember(t)
+	store := storage.NewStore(member.Client())
+	cache, stop, done := runPodCache(ctx, store)
+	defer func() { stop(); <-done }()
+
+	key := storage.Prefix + "pods/default/p"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"v": "1"}}}
+	created, err := store.CreateEntry(ctx, key, pod)
+	if err != nil || created == nil {
+		t.Fatalf("create: entry %v, %v", created, err)
+	}
+	if err := cache.WaitFresh(ctx, created.RV, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, err := cache.Get("pods", key); err != nil || e != created {
+		t.Errorf("the cache holds %p (%v), not the create's entry %p", e, err, created)
+	}
+	obj, err := created.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*corev1.Pod); got.ResourceVersion != pod.ResourceVersion || got.Labels["v"] != "1" {
+		t.Errorf("the entry holds resourceVersion %s and labels %v, the created pod %s", got.ResourceVersion, got.Labels, pod.ResourceVersion)
+	}
+}

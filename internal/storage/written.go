@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,9 @@ type written struct {
 	value  []byte
 	labels Pairs
 	fields Pairs
+	// built is the entry the writer made of its put once it succeeded (builtEntry),
+	// which the cache takes rather than making it again.
+	built atomic.Pointer[Entry]
 }
 
 // expectPut tells the cache that this server is about to put value, obj's storage
@@ -112,12 +116,29 @@ func (c *Cache) forgetAllWritten() {
 // the stored message with its resourceVersion set, wrapped as cfg.Protobuf wraps it.
 // It is nil if the value is not of the shape that allows it.
 func (w *written) entry(key string, rev int64) *Entry {
+	if e := w.built.Load(); e != nil && e.RV == rev {
+		return e
+	}
 	data, ok := w.wrap.withResourceVersion(w.value[len(protoMagic):], rev)
 	if !ok {
 		return nil
 	}
 	e := &Entry{Key: key, Labels: w.labels, Fields: w.fields, RV: rev, cfg: w.cfg}
 	e.encoded[ProtobufSlot].Store(&data)
+	return e
+}
+
+// builtEntry is the entry of w's value as the version at rev, the revision its put
+// succeeded at, kept for the cache to take; nil for no record (w nil) or a value of
+// another shape.
+func (w *written) builtEntry(key string, rev int64) *Entry {
+	if w == nil {
+		return nil
+	}
+	e := w.entry(key, rev)
+	if e != nil {
+		w.built.Store(e)
+	}
 	return e
 }
 
