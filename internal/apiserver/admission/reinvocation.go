@@ -22,8 +22,8 @@ type Reinvoker interface {
 type reinvocation struct {
 	mu      sync.Mutex
 	changes int
-	ran     map[string]int
-	done    map[string]bool
+	ran     map[string]int  // made when a part first asks (most requests none)
+	done    map[string]bool // made when a part is first reinvoked
 }
 
 type reinvocationKey struct{}
@@ -47,6 +47,9 @@ func RecordChange(ctx context.Context) {
 func RecordReinvocable(ctx context.Context, id string) {
 	if r := reinvocationOf(ctx); r != nil {
 		r.mu.Lock()
+		if r.ran == nil {
+			r.ran = map[string]int{}
+		}
 		r.ran[id] = r.changes
 		r.mu.Unlock()
 	}
@@ -65,6 +68,9 @@ func NeedsReinvocation(ctx context.Context, id string) bool {
 	if !ok || r.done[id] || at == r.changes {
 		return false
 	}
+	if r.done == nil {
+		r.done = map[string]bool{}
+	}
 	r.done[id] = true
 	return true
 }
@@ -79,7 +85,7 @@ func (r *reinvocation) pending() bool {
 // once some part asked for reinvocation, then lets the Reinvokers call those parts
 // again whose object changed after them.
 func (c Chain) admitWithReinvocation(ctx context.Context, a *Attributes) error {
-	r := &reinvocation{ran: map[string]int{}, done: map[string]bool{}}
+	r := &reinvocation{}
 	ctx = context.WithValue(ctx, reinvocationKey{}, r)
 	var reinvokers []Reinvoker
 	for _, p := range c {
