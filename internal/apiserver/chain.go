@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,7 +20,8 @@ import (
 // (requestInfo), priority and fairness or, with it off, the max-inflight limits (inside
 // the metrics, which count their waits and refusals as upstream's do), authorization,
 // then routing (serveAuthorized).
-// In front of them all, a browser's state change from another site's page is refused
+// In front of them all, every response gets its Audit-ID header (withAuditID) and a
+// browser's state change from another site's page is refused
 // (ui.go: withBrowserOrigin). The chain after authentication is kept apart
 // (s.authenticated) for the UI's in-process requests as its user.
 func (s *Server) buildHandlerChain() http.Handler {
@@ -36,7 +38,28 @@ func (s *Server) buildHandlerChain() http.Handler {
 	s.authenticated = h
 	h = authn.WithAuthentication(h, s.authenticator(), s.anonymousAllowed, s.writeError)
 	h = withBrowserOrigin(h, s.writeError)
+	h = withAuditID(h)
 	return h
+}
+
+// headerAuditID names a request in upstream's audit log and in its client's logs.
+const headerAuditID = "Audit-ID"
+
+// withAuditID answers every request with upstream's Audit-ID header: the one the
+// request sent, or else a new UUID (as upstream's WithAuditInit, which runs whether
+// or not audit logging is on). Clients show it with the response's other headers
+// (kubectl -v=8).
+func withAuditID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(headerAuditID)
+		if id == "" {
+			id = uuid.NewString()
+		}
+		if w.Header().Get(headerAuditID) == "" {
+			w.Header().Set(headerAuditID, id)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authenticator is every way a request can authenticate, tried in order: a client
