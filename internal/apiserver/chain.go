@@ -20,8 +20,8 @@ import (
 // (requestInfo), priority and fairness or, with it off, the max-inflight limits (inside
 // the metrics, which count their waits and refusals as upstream's do), authorization,
 // then routing (serveAuthorized).
-// In front of them all, every response gets its Audit-ID header (withAuditID) and a
-// browser's state change from another site's page is refused
+// In front of them all, every response gets upstream's Cache-Control and Audit-ID
+// headers (withCacheControl, withAuditID) and a browser's state change from another site's page is refused
 // (ui.go: withBrowserOrigin). The chain after authentication is kept apart
 // (s.authenticated) for the UI's in-process requests as its user.
 func (s *Server) buildHandlerChain() http.Handler {
@@ -39,7 +39,20 @@ func (s *Server) buildHandlerChain() http.Handler {
 	h = authn.WithAuthentication(h, s.authenticator(), s.anonymousAllowed, s.writeError)
 	h = withBrowserOrigin(h, s.writeError)
 	h = withAuditID(h)
+	h = withCacheControl(h)
 	return h
+}
+
+// withCacheControl marks every response private and not to be reused unchecked, as
+// upstream's WithCacheControl does (every response depends on who asked); a handler
+// may set its own (the OpenAPI documents, the OpenID discovery).
+func withCacheControl(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.Header()["Cache-Control"]; !ok {
+			w.Header().Set("Cache-Control", "no-cache, private")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // headerAuditID names a request in upstream's audit log and in its client's logs.

@@ -12,7 +12,8 @@ import (
 
 // TestEveryResponseNamesItsAuditID: as upstream's, every response carries an Audit-Id
 // header: the request's own when it sent one, else a new UUID for each request,
-// refusals of unauthenticated requests included.
+// refusals of unauthenticated requests included; and, but where a handler sets its
+// own, Cache-Control "no-cache, private".
 func TestEveryResponseNamesItsAuditID(t *testing.T) {
 	cfg := apiserver.Start(t)
 	admin, err := rest.HTTPClientFor(cfg)
@@ -24,7 +25,12 @@ func TestEveryResponseNamesItsAuditID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var getHeader func(c *http.Client, path, sent string) (int, http.Header)
 	get := func(c *http.Client, path, sent string) (int, string) {
+		code, h := getHeader(c, path, sent)
+		return code, h.Get("Audit-Id")
+	}
+	getHeader = func(c *http.Client, path, sent string) (int, http.Header) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, cfg.Host+path, nil)
 		if err != nil {
@@ -38,7 +44,7 @@ func TestEveryResponseNamesItsAuditID(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Audit-Id")
+		return resp.StatusCode, resp.Header
 	}
 	seen := map[string]bool{}
 	for _, path := range []string{"/api/v1/namespaces", "/api/v1/namespaces/default/pods/none", "/version"} {
@@ -57,5 +63,15 @@ func TestEveryResponseNamesItsAuditID(t *testing.T) {
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		t.Errorf("anonymous refusal (%d): Audit-Id %q, want a UUID", code, id)
+	}
+	for path, want := range map[string]string{
+		"/api/v1/namespaces":                   "no-cache, private",
+		"/api/v1/namespaces/default/pods/none": "no-cache, private",
+		"/version":                             "no-cache, private",
+		"/openapi/v2":                          "no-cache, private",
+	} {
+		if _, h := getHeader(admin, path, ""); h.Get("Cache-Control") != want {
+			t.Errorf("GET %s: Cache-Control %q, want %q", path, h.Get("Cache-Control"), want)
+		}
 	}
 }
