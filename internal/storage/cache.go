@@ -377,12 +377,13 @@ func NewEntry(cfg *ResourceConfig, key string, obj runtime.Object, rev int64) (*
 
 // deletedEntry is prev's object reported at the deletion's revision, as upstream does.
 func (c *Cache) deletedEntry(rc *resourceCache, prev *Entry, rev int64) (*Entry, error) {
-	obj, err := prev.Object()
-	if err != nil {
-		return nil, err
-	}
+	// NewEntry changes the object (its resourceVersion): a copy of prev's own.
+	var obj runtime.Object
+	var err error
 	if prev.object != nil {
-		obj = obj.DeepCopyObject()
+		obj = prev.object.DeepCopyObject()
+	} else if obj, err = prev.decode(); err != nil {
+		return nil, err
 	}
 	return NewEntry(rc.cfg, prev.Key, obj, rev)
 }

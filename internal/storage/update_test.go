@@ -186,6 +186,32 @@ func TestKeptObjectsAreSharedButUpdatesGetTheirOwn(t *testing.T) {
 	if v := first.(*corev1.Pod).Labels["v"]; v != "1" {
 		t.Errorf("the shared object's label is %q after the update, want it unchanged (1)", v)
 	}
+
+	// The deletion's event reports the last version at the deletion's revision, in an
+	// entry of its own: the last version's shared object keeps its resourceVersion.
+	rev, _ = store.CurrentRevision(ctx)
+	if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	last, _, err := cache.Get("pods", key)
+	if err != nil || last == nil {
+		t.Fatalf("cache entry %v, %v", last, err)
+	}
+	lastObj, err := last.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastRV := lastObj.(*corev1.Pod).ResourceVersion
+	resp, err := member.Client().Delete(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.WaitFresh(ctx, resp.Header.Revision, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastObj.(*corev1.Pod).ResourceVersion; got != lastRV {
+		t.Errorf("the last version's shared object has resourceVersion %s after the deletion, want %s", got, lastRV)
+	}
 }
 
 // TestCacheKeepsTheCreatesEntry: the entry a create returns is the one the cache then
