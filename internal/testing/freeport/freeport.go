@@ -8,7 +8,11 @@
 // apiserver dialling etcd, a member dialling its peers, another test package) may take
 // it, and the process then fails to bind with "address already in use". Ports here come
 // from below that range and above the well-known and NodePort ones, so only another
-// listener can take them, and each is handed out once per test process.
+// listener can take them, and each is handed out once per test process. A port handed
+// out is also reserved for the rest of the process under an abstract Unix socket name
+// (no file to clean up: the kernel drops it when the process ends), which the other
+// test processes running at the same time check, so two packages' tests are never
+// handed the same port between one's choosing it and its process binding it.
 package freeport
 
 import (
@@ -31,6 +35,8 @@ const (
 var (
 	mu   sync.Mutex
 	next int
+	// reserved holds the reservations open for the life of the process.
+	reserved []net.Listener
 )
 
 // Get returns a loopback TCP port no one listens on, not handed out before in this
@@ -73,7 +79,17 @@ func get() (int, error) {
 			continue // someone listens there, or holds it
 		}
 		_ = l.Close()
+		r, err := reserve(port)
+		if err != nil {
+			continue // another test process was handed it
+		}
+		reserved = append(reserved, r)
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free loopback port in %d-%d", first, last)
+}
+
+// reserve claims port for this process among the processes that use this package.
+func reserve(port int) (net.Listener, error) {
+	return net.Listen("unix", "@mizzen-freeport-"+strconv.Itoa(port))
 }

@@ -25,3 +25,21 @@ func TestGetHandsOutDistinctBindablePortsOutsideTheEphemeralRange(t *testing.T) 
 		defer l.Close()
 	}
 }
+
+// TestGetSkipsAPortAnotherProcessWasHandedOut: a port reserved by another test process
+// (its reservation held here, as that process would hold it) is not handed out, even
+// though nothing listens on it yet.
+func TestGetSkipsAPortAnotherProcessWasHandedOut(t *testing.T) {
+	Get(t) // sets next
+	mu.Lock()
+	taken := next
+	mu.Unlock()
+	r, err := reserve(taken)
+	if err != nil {
+		t.Fatalf("reserving %d: %v", taken, err)
+	}
+	defer r.Close()
+	if port := Get(t); port == taken {
+		t.Fatalf("port %d handed out though another process holds it", port)
+	}
+}
