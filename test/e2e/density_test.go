@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -55,7 +56,10 @@ func TestDensity(t *testing.T) {
 		"--name-prefix", "density-node-", "--max-pods", strconv.Itoa(densityMaxPods), "--preloaded-images", density.Image,
 		// Each kubelet as its node, as bench/density runs them: the Node authorizer,
 		// NodeRestriction and priority and fairness see node traffic.
-		"--node-ca-dir", datadir.Dir(dataDir).TLS())
+		"--node-ca-dir", datadir.Dir(dataDir).TLS(),
+		// The pods' volumes in the test's own directory, removed with it even when the
+		// process is killed before it removes its own.
+		"--root-dir", filepath.Join(t.TempDir(), "hollow"))
 	hollow.Stdout, hollow.Stderr = hollowLog, hollowLog
 	if err := hollow.Start(); err != nil {
 		t.Fatal(err)
