@@ -28,16 +28,14 @@ func objectMetaValid(meta metav1.Object, namespaced bool, nameFn apivalidation.V
 		return false
 	}
 	// The namespace's check is apivalidation.ValidateNamespaceName: a DNS label.
-	if ns := meta.GetNamespace(); namespaced != (ns != "") || (ns != "" && !(len(ns) <= labelMaxLength && isDNSLabel(ns))) {
+	if ns := meta.GetNamespace(); namespaced != (ns != "") || (ns != "" && !isDNS1123Label(ns)) {
 		return false
 	}
 	if meta.GetGeneration() < 0 {
 		return false
 	}
-	for k, v := range meta.GetLabels() {
-		if !isQualifiedName(k) || (v != "" && !isName(v)) {
-			return false
-		}
+	if !labelsValid(meta.GetLabels()) {
+		return false
 	}
 	if !annotationsValid(meta.GetAnnotations()) {
 		return false
