@@ -162,21 +162,9 @@ func (w *createWalker) reflectStruct(t *schema.Map, lhs value.Map, lhsV value.Va
 		if !f.declared {
 			return false, errNotCreateFast // "field not declared in schema"
 		}
-		var lhsItem value.Value
-		if lhs != nil {
-			if v, ok := lhs.GetUsing(w.alloc, f.entry.JsonName); ok {
-				lhsItem = v
-			}
-		}
 		// The name lives in the library's reflection cache, which never changes it:
 		// the path can point at it.
-		w.path = append(w.path, fieldpath.PathElement{FieldName: &f.entry.JsonName})
-		err := w.walkResolved(f.typ, f.atom, f.resolved, lhsItem, fv, f.entry.TypeEntry)
-		w.path = w.path[:len(w.path)-1]
-		if lhsItem != nil {
-			w.alloc.Free(lhsItem)
-		}
-		if err != nil {
+		if err := w.reflectField(&f.entry.JsonName, f.typ, f.atom, f.resolved, lhs, fv, f.entry.TypeEntry); err != nil {
 			return false, err
 		}
 	}
@@ -219,23 +207,28 @@ func (w *createWalker) reflectMapEntries(t *schema.Map, lhs value.Map, rv reflec
 		} else if (t.ElementType == schema.TypeRef{}) {
 			return errNotCreateFast // "field not declared in schema"
 		}
-		var lhsItem value.Value
-		if lhs != nil {
-			if v, ok := lhs.GetUsing(w.alloc, key); ok {
-				lhsItem = v
-			}
-		}
-		w.path = append(w.path, fieldpath.PathElement{FieldName: &key})
-		err := w.walkReflect(fieldType, lhsItem, it.Value(), elem)
-		w.path = w.path[:len(w.path)-1]
-		if lhsItem != nil {
-			w.alloc.Free(lhsItem)
-		}
-		if err != nil {
+		a, resolved := w.schema.Resolve(fieldType)
+		if err := w.reflectField(&key, fieldType, a, resolved, lhs, it.Value(), elem); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// reflectField walks the field or entry *name (fv, of schema type tr resolved as a)
+// against the empty object's field of that name in lhs, if any.
+func (w *createWalker) reflectField(name *string, tr schema.TypeRef, a schema.Atom, resolved bool, lhs value.Map, fv reflect.Value, e *value.TypeReflectCacheEntry) error {
+	var lhsItem value.Value
+	if lhs != nil {
+		if v, ok := lhs.GetUsing(w.alloc, *name); ok {
+			lhsItem = v
+			defer w.alloc.Free(v)
+		}
+	}
+	w.path = append(w.path, fieldpath.PathElement{FieldName: name})
+	err := w.walkResolved(tr, a, resolved, lhsItem, fv, e)
+	w.path = w.path[:len(w.path)-1]
+	return err
 }
 
 func (w *createWalker) reflectList(tr schema.TypeRef, t *schema.List, lhsV value.Value, rv reflect.Value, k reflectedKind) (bool, error) {
