@@ -156,23 +156,30 @@ func TestKeptObjectsAreSharedButUpdatesGetTheirOwn(t *testing.T) {
 	if err := store.Create(ctx, key, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{"v": "1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	rev, _ := store.CurrentRevision(ctx)
-	if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
-		t.Fatal(err)
+	// latest is the cache's entry of the pod once the cache has seen every write, and
+	// that entry's object.
+	latest := func() (*storage.Entry, runtime.Object) {
+		t.Helper()
+		rev, _ := store.CurrentRevision(ctx)
+		if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		e, _, err := cache.Get("pods", key)
+		if err != nil || e == nil {
+			t.Fatalf("cache entry %v, %v", e, err)
+		}
+		obj, err := e.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, obj
 	}
-	e, _, err := cache.Get("pods", key)
-	if err != nil || e == nil {
-		t.Fatalf("cache entry %v, %v", e, err)
-	}
-	first, err := e.Object()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, first := latest()
 	if second, _ := e.Object(); second != first {
 		t.Error("an entry kept decoded decoded its object again")
 	}
 	fromCache := false
-	_, _, err = store.GuaranteedUpdate(ctx, key, func() runtime.Object { return &corev1.Pod{} }, func(cur runtime.Object) (runtime.Object, error) {
+	_, _, err := store.GuaranteedUpdate(ctx, key, func() runtime.Object { return &corev1.Pod{} }, func(cur runtime.Object) (runtime.Object, error) {
 		fromCache = fromCache || cur == first
 		cur.(*corev1.Pod).Labels["v"] = "2"
 		return cur, nil
@@ -189,18 +196,7 @@ func TestKeptObjectsAreSharedButUpdatesGetTheirOwn(t *testing.T) {
 
 	// The deletion's event reports the last version at the deletion's revision, in an
 	// entry of its own: the last version's shared object keeps its resourceVersion.
-	rev, _ = store.CurrentRevision(ctx)
-	if err := cache.WaitFresh(ctx, rev, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	last, _, err := cache.Get("pods", key)
-	if err != nil || last == nil {
-		t.Fatalf("cache entry %v, %v", last, err)
-	}
-	lastObj, err := last.Object()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lastObj := latest()
 	lastRV := lastObj.(*corev1.Pod).ResourceVersion
 	resp, err := member.Client().Delete(ctx, key)
 	if err != nil {
