@@ -65,6 +65,13 @@ type seen struct {
 
 func do(t *testing.T, h http.Handler, r *http.Request) (int, seen, string) {
 	t.Helper()
+	w, s := serve(t, h, r)
+	return w.Code, s, w.Body.String()
+}
+
+// serve answers r with h, and what whoami saw when h let it through.
+func serve(t *testing.T, h http.Handler, r *http.Request) (*httptest.ResponseRecorder, seen) {
+	t.Helper()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	var s seen
@@ -73,7 +80,7 @@ func do(t *testing.T, h http.Handler, r *http.Request) (int, seen, string) {
 			t.Fatalf("body %q: %v", w.Body.String(), err)
 		}
 	}
-	return w.Code, s, w.Body.String()
+	return w, s
 }
 
 func withCert(r *http.Request, cn string, orgs ...string) *http.Request {
@@ -194,9 +201,14 @@ func TestWithImpersonation(t *testing.T) {
 		{"a group without a user", map[string][]string{"Impersonate-Group": {"ops"}}, 400, registry.User{}, "requested [Impersonate-Group] without impersonating a user"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, s, body := do(t, h, req(tc.headers))
+			w, s := serve(t, h, req(tc.headers))
+			code, body := w.Code, w.Body.String()
 			if code != tc.code {
 				t.Fatalf("code %d, want %d: %s", code, tc.code, body)
+			}
+			// Upstream sends nosniff with an authorization refusal, not with a bad request.
+			if nosniff := w.Header().Get("X-Content-Type-Options") == "nosniff"; nosniff != (code == 403) {
+				t.Errorf("answered %d with X-Content-Type-Options %q", code, w.Header().Get("X-Content-Type-Options"))
 			}
 			if code != 200 {
 				if !strings.Contains(body, tc.message) {

@@ -33,6 +33,9 @@ func WithImpersonation(next http.Handler, authorize Authorize, fail ErrorWriter)
 		requester, _ := registry.UserFrom(r.Context())
 		user, err := Impersonate(r.Context(), requester, r, authorize)
 		if err != nil {
+			if apierrors.IsForbidden(err) {
+				authz.MarkRefusal(w)
+			}
 			fail(w, r, err)
 			return
 		}

@@ -77,6 +77,9 @@ func TestWithAuthorization(t *testing.T) {
 		if w.Code != http.StatusForbidden || st.Reason != metav1.StatusReasonForbidden || st.Message != want {
 			t.Errorf("%s: %d %q, want 403 %q", path, w.Code, st.Message, want)
 		}
+		if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s: refused with X-Content-Type-Options %q, want upstream's nosniff", path, got)
+		}
 	}
 	if reached != 0 {
 		t.Fatalf("a refused request reached the handler")
@@ -85,6 +88,9 @@ func TestWithAuthorization(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/ns/pods", nil))
 	if w.Code != http.StatusOK || reached != 1 {
 		t.Errorf("an allowed request: %d, reached %d", w.Code, reached)
+	}
+	if got := w.Header().Get("X-Content-Type-Options"); got != "" {
+		t.Errorf("an allowed request got X-Content-Type-Options %q from the authorization step", got)
 	}
 	// Without an authorizer every request goes on.
 	WithAuthorization(next, nil, func(*http.Request) Attributes { return Attributes{} }, writeStatus).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))

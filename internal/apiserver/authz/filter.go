@@ -14,7 +14,8 @@ import (
 type ErrorWriter func(w http.ResponseWriter, r *http.Request, err error)
 
 // WithAuthorization is the authorization step of the request chain: a request a does
-// not allow is answered with upstream's 403 and goes no further. attributes describes
+// not allow is answered with upstream's 403 (with its X-Content-Type-Options: nosniff,
+// as upstream's responsewriters.Forbidden) and goes no further. attributes describes
 // a request (its user comes from the context authentication filled). A nil authorizer
 // lets every authenticated request through.
 func WithAuthorization(next http.Handler, a Authorizer, attributes func(*http.Request) Attributes, fail ErrorWriter) http.Handler {
@@ -23,11 +24,18 @@ func WithAuthorization(next http.Handler, a Authorizer, attributes func(*http.Re
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := Check(r.Context(), a, attributes(r)); err != nil {
+			MarkRefusal(w)
 			fail(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// MarkRefusal sets the header upstream sends with every authorization refusal, so that
+// a browser never reads the refusal's body as anything but its declared type.
+func MarkRefusal(w http.ResponseWriter) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 }
 
 // Check asks a about a request and turns a refusal into the Forbidden error upstream
