@@ -137,7 +137,7 @@ func (f *serverFlags) options() core.Options {
 		MaxRequestsInflight:        f.maxRequestsInflight, MaxMutatingRequestsInflight: f.maxMutatingRequestsInflight,
 		EtcdCAFile: f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
 		ClusterInit: f.clusterInit, EtcdClientPort: f.etcdClientPort, EtcdPeerPort: f.etcdPeerPort,
-		ReturnIdleMemory: true,
+		ManageMemory: true,
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	"mizzen/internal/datadir"
 	"mizzen/internal/etcd"
 	"mizzen/internal/etcdsnapshot"
+	"mizzen/internal/gcpace"
 	"mizzen/internal/hostaddr"
 	"mizzen/internal/idlemem"
 	nodeserver "mizzen/internal/kubelet/server"
@@ -117,12 +118,12 @@ type Options struct {
 	EtcdClientPort, EtcdPeerPort int
 	// UI serves the web UI at the apiserver's /ui/ (the dashboard); nil serves none.
 	UI apiserver.UIHandler
-	// ReturnIdleMemory hands the heap's freed memory back to the OS when the process
+	// ManageMemory hands the heap's freed memory back to the OS when the process
 	// goes quiet after a burst, and the executable's pages start-up faulted in once
-	// it is first quiet (package idlemem). Both are the process's, so only
-	// a command that owns its process sets it, not tests running several control
-	// planes in one.
-	ReturnIdleMemory bool
+	// it is first quiet (package idlemem), and gives the collector room while the
+	// process is busy (package gcpace). All are the process's, so only a command that
+	// owns its process sets it, not tests running several control planes in one.
+	ManageMemory bool
 }
 
 // DefaultServiceCIDR is where ClusterIPs come from unless configured.
@@ -453,9 +454,10 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}()
 	cp.AdminConfig = adminConfig
 	log.Info("apiserver ready", "url", localURL, "kubeconfig", kubeconfig)
-	if opts.ReturnIdleMemory {
+	if opts.ManageMemory {
 		// From here on: start-up is over, so its pages of the executable can go.
 		go idlemem.Run(ctx, log)
+		go gcpace.Run(ctx, log)
 	}
 	return cp, nil
 }
