@@ -18,8 +18,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
+
+	"mizzen/internal/runtimestats"
 )
 
 const (
@@ -90,30 +91,15 @@ func abs(n int) int {
 	return n
 }
 
-var sampleNames = []string{
-	"/gc/heap/allocs:bytes",
-	"/gc/heap/live:bytes",
-	"/gc/gogc:percent",
-}
-
-func newSamples() []metrics.Sample {
-	samples := make([]metrics.Sample, len(sampleNames))
-	for i, n := range sampleNames {
-		samples[i].Name = n
-	}
-	return samples
+// newReader reads the bytes allocated, the live heap and GOGC.
+func newReader() *runtimestats.Reader {
+	return runtimestats.New("/gc/heap/allocs:bytes", "/gc/heap/live:bytes", "/gc/gogc:percent")
 }
 
 // read reads the heap, and the GOGC the process runs at.
-func read(samples []metrics.Sample) (reading, int) {
-	metrics.Read(samples)
-	v := func(i int) uint64 {
-		if samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return samples[i].Value.Uint64()
-	}
-	return reading{allocs: v(0), live: v(1)}, int(v(2))
+func read(r *runtimestats.Reader) (reading, int) {
+	v := r.Read()
+	return reading{allocs: v[0], live: v[1]}, int(v[2])
 }
 
 // Run paces the process's collections every Interval until ctx ends, and leaves GOGC
@@ -123,8 +109,8 @@ func Run(ctx context.Context, log *slog.Logger) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	samples := newSamples()
-	_, base := read(samples)
+	stats := newReader()
+	_, base := read(stats)
 	if base <= 0 {
 		return
 	}
@@ -142,7 +128,7 @@ func Run(ctx context.Context, log *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		r, _ := read(samples)
+		r, _ := read(stats)
 		if percent, ok := p.observe(r); ok {
 			debug.SetGCPercent(percent)
 			log.Debug("garbage collection paced", "gogc", percent, "liveMiB", r.live>>20)

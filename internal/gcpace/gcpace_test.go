@@ -53,8 +53,7 @@ func TestPacerKeepsALargerBase(t *testing.T) {
 
 // gogc reads the GOGC this process runs at.
 func gogc() int {
-	s := newSamples()
-	_, percent := read(s)
+	_, percent := read(newReader())
 	return percent
 }
 

@@ -16,8 +16,9 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
+
+	"mizzen/internal/runtimestats"
 )
 
 // Interval is how often Run looks at the heap: a server is quiet when it allocated
@@ -74,30 +75,20 @@ func (p *policy) observe(r reading) bool {
 // didReturn records that memory was returned when allocs bytes had been allocated.
 func (p *policy) didReturn(allocs uint64) { p.lastAllocs = allocs }
 
-var sampleNames = []string{
-	"/gc/heap/allocs:bytes",
-	"/gc/heap/live:bytes",
-	"/memory/classes/heap/objects:bytes",
-	"/memory/classes/heap/free:bytes",
+// newReader reads, in reading's order, the bytes allocated, the live heap, and the
+// heap's objects and free spans.
+func newReader() *runtimestats.Reader {
+	return runtimestats.New(
+		"/gc/heap/allocs:bytes",
+		"/gc/heap/live:bytes",
+		"/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/free:bytes",
+	)
 }
 
-func newSamples() []metrics.Sample {
-	samples := make([]metrics.Sample, len(sampleNames))
-	for i, n := range sampleNames {
-		samples[i].Name = n
-	}
-	return samples
-}
-
-func read(samples []metrics.Sample) reading {
-	metrics.Read(samples)
-	v := func(i int) uint64 {
-		if samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return samples[i].Value.Uint64()
-	}
-	return reading{allocs: v(0), live: v(1), held: v(2) + v(3)}
+func read(r *runtimestats.Reader) reading {
+	v := r.Read()
+	return reading{allocs: v[0], live: v[1], held: v[2] + v[3]}
 }
 
 // Run watches the process's heap every Interval and returns freed memory when the
@@ -106,7 +97,7 @@ func read(samples []metrics.Sample) reading {
 // executable's pages (ReleaseExecutable): start it once start-up is over. The heap
 // and the executable are the whole process's: run it once per process.
 func Run(ctx context.Context, log *slog.Logger) {
-	samples := newSamples()
+	stats := newReader()
 	var p policy
 	exeReleased := false
 	t := time.NewTicker(Interval)
@@ -117,7 +108,7 @@ func Run(ctx context.Context, log *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		r := read(samples)
+		r := read(stats)
 		returnHeap := p.observe(r)
 		if p.quiet && !exeReleased {
 			exeReleased = true
@@ -132,7 +123,7 @@ func Run(ctx context.Context, log *slog.Logger) {
 		if returnHeap {
 			start := time.Now()
 			debug.FreeOSMemory()
-			after := read(samples)
+			after := read(stats)
 			p.didReturn(after.allocs)
 			log.Debug("returned the heap's free memory after a burst", "heldMiB", r.held>>20, "liveMiB", after.live>>20,
 				"heldAfterMiB", after.held>>20, "took", time.Since(start))

@@ -44,7 +44,7 @@ func TestPolicy(t *testing.T) {
 // does not know reads as zero, and the policy would never fire.
 func TestRead(t *testing.T) {
 	runtime.GC() // the live heap is known after a GC
-	if r := read(newSamples()); r.allocs == 0 || r.live == 0 || r.held == 0 {
+	if r := read(newReader()); r.allocs == 0 || r.live == 0 || r.held == 0 {
 		t.Fatalf("reading %+v: a metric is missing", r)
 	}
 }
