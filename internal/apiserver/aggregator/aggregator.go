@@ -62,7 +62,13 @@ const (
 	RemoteGroupHeader  = "X-Remote-Group"
 	RemoteExtraPrefix  = "X-Remote-Extra-"
 	aggregatorUserName = "system:kube-aggregator"
+	auditIDHeader      = "Audit-ID"
 )
+
+// discoveryTimeout bounds an aggregated server's answer to the discovery of its group
+// version, as upstream's aggregator does: clients discover every group before they
+// act, and one slow server must not hold them all up. (A variable for the tests.)
+var discoveryTimeout = 5 * time.Second
 
 // Host is what the aggregator reads and writes of the apiserver it runs in.
 type Host interface {
@@ -470,12 +476,27 @@ func (a *Aggregator) Serve(w http.ResponseWriter, r *http.Request, gv *schema.Gr
 		a.host.WriteError(w, r, apierrors.NewServiceUnavailable("service unavailable"))
 		return true
 	}
-	out := r.Clone(r.Context())
+	ctx := r.Context()
+	if strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 2 {
+		// /apis/<group>/<version>, discovery: as upstream's, it must answer quickly.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, discoveryTimeout)
+		defer cancel()
+	}
+	out := r.Clone(ctx)
 	user, _ := registry.UserFrom(r.Context())
 	setRemoteUser(out.Header, user)
+	// The backend logs the request under the front server's audit ID (the front
+	// answers with it already), so that the two logs can be joined.
+	if id := w.Header().Get(auditIDHeader); id != "" {
+		out.Header.Set(auditIDHeader, id)
+	}
 	loc := &url.URL{Scheme: "https", Host: host, Path: r.URL.Path}
 	h := proxy.NewUpgradeAwareHandler(loc, api.transport, false, false, aggregatorErrorResponder{a})
 	h.FlushInterval = -1
+	// A redirect from the backend is refused (502), not handed to the client, as
+	// upstream's aggregator does by default (--aggregator-reject-forwarding-redirect).
+	h.RejectForwardingRedirects = true
 	// A watch is initialized by the server it goes to, which says nothing back: as
 	// upstream's aggregator, free its priority-and-fairness seat as it is handed on.
 	flowcontrol.WatchInitialized(r.Context())

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,5 +210,94 @@ func TestUnavailableAPIService(t *testing.T) {
 	a.reconcile(context.Background(), services)
 	if c := host.condition("v1.wardle.example.com"); c == nil || c.Reason != "EndpointsNotFound" {
 		t.Errorf("without endpoints: %+v", c)
+	}
+}
+
+// proxiedWardle is an aggregator that has found wardle's APIService available, with
+// wardle's backend answering through handler.
+func proxiedWardle(t *testing.T, handler http.HandlerFunc) *Aggregator {
+	t.Helper()
+	hs := httptest.NewTLSServer(handler)
+	t.Cleanup(hs.Close)
+	u, _ := url.Parse(hs.URL)
+	host := &fakeHost{apiServices: []*apiregistrationv1.APIService{wardleAPIService()}, backend: u.Host, ready: make(chan struct{}),
+		service: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "wardle", Name: "api"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}}
+	a := New(host, nil, time.Hour, nil)
+	services, _ := a.listAPIServices()
+	a.reconcile(context.Background(), services)
+	if c := host.condition("v1.wardle.example.com"); c == nil || c.Status != apiregistrationv1.ConditionTrue {
+		t.Fatalf("Available condition %+v, want True", c)
+	}
+	return a
+}
+
+// wardleDiscovery answers wardle's discovery, which the availability check reads.
+func wardleDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != "/apis/wardle.example.com/v1" {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "wardle.example.com/v1"})
+	return true
+}
+
+// The aggregated server is told the front server's audit ID, whatever the client sent,
+// so that its audit log can be joined with the front's.
+func TestProxiedRequestCarriesTheAuditID(t *testing.T) {
+	a := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
+		if !wardleDiscovery(w, r) {
+			_, _ = w.Write([]byte(r.Header.Get("Audit-ID")))
+		}
+	})
+	r := httptest.NewRequest(http.MethodGet, "/apis/wardle.example.com/v1/flunders", nil)
+	r.Header.Set("Audit-ID", "sent-by-the-client")
+	r = r.WithContext(registry.WithUser(r.Context(), registry.User{Name: "alice"}))
+	w := httptest.NewRecorder()
+	w.Header().Set("Audit-Id", "the-front-servers") // as the front's chain sets it
+	if !a.Serve(w, r, nil) || w.Code != http.StatusOK {
+		t.Fatalf("proxied request: %d %s", w.Code, w.Body)
+	}
+	if got := w.Body.String(); got != "the-front-servers" {
+		t.Errorf("the backend saw Audit-ID %q, want the front server's", got)
+	}
+}
+
+// A redirect from the aggregated server is refused rather than handed to the client,
+// which would follow it with its credentials.
+func TestBackendRedirectIsRefused(t *testing.T) {
+	a := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
+		if !wardleDiscovery(w, r) {
+			http.Redirect(w, r, "https://elsewhere.example.com/steal", http.StatusFound)
+		}
+	})
+	handled, code, body := get(t, a, "/apis/wardle.example.com/v1/flunders", registry.User{Name: "alice"})
+	if !handled || code != http.StatusBadGateway || !strings.Contains(body, "not permitted") {
+		t.Errorf("a backend's redirect: handled=%v %d %q, want 502", handled, code, body)
+	}
+}
+
+// Discovery of an aggregated group version gives up after discoveryTimeout; other
+// requests (a watch, a long list) are not bounded by it.
+func TestAggregatedDiscoveryTimesOut(t *testing.T) {
+	defer func(d time.Duration) { discoveryTimeout = d }(discoveryTimeout)
+	discoveryTimeout = 200 * time.Millisecond
+	var slow atomic.Bool
+	a := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+		}
+		if !wardleDiscovery(w, r) {
+			_, _ = w.Write([]byte("done"))
+		}
+	})
+	slow.Store(true)
+	if handled, code, body := get(t, a, "/apis/wardle.example.com/v1", registry.User{Name: "alice"}); !handled || code != http.StatusServiceUnavailable {
+		t.Errorf("slow discovery: handled=%v %d %q, want 503", handled, code, body)
+	}
+	if handled, code, body := get(t, a, "/apis/wardle.example.com/v1/flunders", registry.User{Name: "alice"}); !handled || code != http.StatusOK || body != "done" {
+		t.Errorf("a slow list: handled=%v %d %q, want 200 done", handled, code, body)
 	}
 }
