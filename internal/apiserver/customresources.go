@@ -532,7 +532,7 @@ func (s *Server) installCRD(crd *apiextv1.CustomResourceDefinition) bool {
 	seg := handlers[0].segment
 	if err := s.cache.AddResource(context.Background(), storage.ResourceConfig{
 		Segment: seg, Kind: storageRes.GroupVersionKind(), New: storageRes.New,
-		Fields: func(obj runtime.Object) fields.Set { return objectFields(storageRes, obj) },
+		Fields: func(obj runtime.Object) storage.Pairs { return objectFields(storageRes, obj) },
 	}); err != nil {
 		s.log.Warn("crds: caching", "crd", crd.Name, "err", err)
 		return false

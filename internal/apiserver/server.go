@@ -239,7 +239,7 @@ func New(cfg Config) (*Server, error) {
 		r := r
 		cacheConfigs = append(cacheConfigs, storage.ResourceConfig{
 			Segment: segmentFor(gr), Kind: r.GroupVersionKind(), New: r.New,
-			Fields:       func(obj runtime.Object) fields.Set { return objectFields(r, obj) },
+			Fields:       func(obj runtime.Object) storage.Pairs { return objectFields(r, obj) },
 			Protobuf:     s.encodeProtobuf,
 			IndexedField: indexedField(gr),
 			KeepDecoded:  gr == namespacesGVR.GroupResource() || gr == serviceAccountsGVR.GroupResource(),
@@ -248,7 +248,7 @@ func New(cfg Config) (*Server, error) {
 	groupVersions := map[string][]string{}
 	var groupOrder []string
 	for _, r := range cfg.Resources {
-		h := &resourceHandler{Resource: r, selectableFields: objectFields(r, r.New())}
+		h := &resourceHandler{Resource: r, selectableFields: fieldNames(r)}
 		gr := r.GroupVersionResource().GroupResource()
 		if r.StorageResource != nil {
 			gr = *r.StorageResource
@@ -325,21 +325,33 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// objectFields is the field-selector set of an object: metadata.name and
-// metadata.namespace, plus what the resource adds.
-func objectFields(r *registry.Resource, obj runtime.Object) fields.Set {
-	set := fields.Set{}
+// objectFields is the field-selector fields of an object: metadata.name and
+// metadata.namespace, plus what the resource adds. They are built as pairs, without
+// a map of their own, because every write to the cache computes them.
+func objectFields(r *registry.Resource, obj runtime.Object) storage.Pairs {
+	var set fields.Set
 	if r.Fields != nil {
 		set = r.Fields(obj)
-		if set == nil {
-			set = fields.Set{}
-		}
+	}
+	p := make(storage.Pairs, 0, 2*len(set)+4)
+	for k, v := range set {
+		p = append(p, k, v)
 	}
 	if acc, err := meta.Accessor(obj); err == nil {
-		set["metadata.name"] = acc.GetName()
+		p = append(p, "metadata.name", acc.GetName())
 		if r.Namespaced {
-			set["metadata.namespace"] = acc.GetNamespace()
+			p = append(p, "metadata.namespace", acc.GetNamespace())
 		}
+	}
+	return p.Sorted()
+}
+
+// fieldNames is the set of the field-selector fields a resource supports.
+func fieldNames(r *registry.Resource) fields.Set {
+	p := objectFields(r, r.New())
+	set := make(fields.Set, len(p)/2)
+	for i := 0; i < len(p); i += 2 {
+		set[p[i]] = ""
 	}
 	return set
 }

@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,8 +31,9 @@ type ResourceConfig struct {
 	// Kind stamps apiVersion and kind on cached objects.
 	Kind schema.GroupVersionKind
 	New  func() runtime.Object
-	// Fields computes the field-selector fields of an object (metadata.* included).
-	Fields func(obj runtime.Object) fields.Set
+	// Fields computes the field-selector fields of an object (metadata.* included),
+	// sorted (Pairs.Sorted).
+	Fields func(obj runtime.Object) Pairs
 	// Protobuf, when set, is the protobuf encoding a response or watch event carries
 	// for an object (ProtobufPrefix, then a runtime.Unknown): an entry of a type that
 	// has one then keeps only that encoding, a third of the decoded object's memory,
@@ -76,8 +76,8 @@ type Entry struct {
 
 // DecodedEntry is an entry holding obj as it is, outside any cache: an object read
 // from etcd, tested with the same selectors as cached entries.
-func DecodedEntry(key string, obj runtime.Object, l labels.Set, f fields.Set) *Entry {
-	return &Entry{Key: key, Labels: PairsOf(l), Fields: PairsOf(f), object: obj}
+func DecodedEntry(key string, obj runtime.Object, l labels.Set, f Pairs) *Entry {
+	return &Entry{Key: key, Labels: PairsOf(l), Fields: f, object: obj}
 }
 
 // JSONSlot and ProtobufSlot are the format slots of Encoded.
@@ -361,7 +361,7 @@ func NewEntry(cfg *ResourceConfig, key string, obj runtime.Object, rev int64) (*
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	e := &Entry{Key: key, Labels: PairsOf(acc.GetLabels()), RV: rev, cfg: cfg}
 	if cfg.Fields != nil {
-		e.Fields = PairsOf(cfg.Fields(obj))
+		e.Fields = cfg.Fields(obj)
 	}
 	if _, ok := obj.(protoMessage); ok && cfg.Protobuf != nil {
 		// An object the encoder refuses is kept decoded rather than lost from the

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"mizzen/internal/etcd"
@@ -28,7 +27,7 @@ func newPodCache(t *testing.T) (*etcd.Member, *storage.Cache) {
 		Segment: "pods",
 		Kind:    corev1.SchemeGroupVersion.WithKind("Pod"),
 		New:     func() runtime.Object { return &corev1.Pod{} },
-		Fields:  func(runtime.Object) fields.Set { return fields.Set{} },
+		Fields:  func(runtime.Object) storage.Pairs { return nil },
 	}}, slog.Default())
 }
 
@@ -224,8 +223,8 @@ func TestIndexedWatchersSeeWhatTheirSelectorSees(t *testing.T) {
 	cache := storage.NewCache(member.Client(), []storage.ResourceConfig{{
 		Segment: "pods", Kind: corev1.SchemeGroupVersion.WithKind("Pod"),
 		New: func() runtime.Object { return &corev1.Pod{} },
-		Fields: func(obj runtime.Object) fields.Set {
-			return fields.Set{"spec.nodeName": obj.(*corev1.Pod).Spec.NodeName}
+		Fields: func(obj runtime.Object) storage.Pairs {
+			return storage.Pairs{"spec.nodeName", obj.(*corev1.Pod).Spec.NodeName}
 		},
 		IndexedField: "spec.nodeName",
 	}}, slog.Default())

@@ -20,7 +20,13 @@ func PairsOf(m map[string]string) Pairs {
 	for k, v := range m {
 		p = append(p, k, v)
 	}
-	if len(m) <= 16 {
+	return p.Sorted()
+}
+
+// Sorted sorts pairs given in any order (key, value, key, value, ...) by their keys,
+// in place, and returns them: a Pairs built without a map first.
+func (p Pairs) Sorted() Pairs {
+	if len(p) <= 32 {
 		// Insertion sort of the pairs: a few comparisons each for the usual handful.
 		for i := 2; i < len(p); i += 2 {
 			for j := i; j > 0 && p[j] < p[j-2]; j -= 2 {

@@ -55,7 +55,7 @@ func (c *Cache) expectPut(key string, value []byte, obj runtime.Object) *written
 	}
 	w := &written{cfg: cfg, wrap: wrap, value: value, labels: PairsOf(acc.GetLabels())}
 	if cfg.Fields != nil {
-		w.fields = PairsOf(cfg.Fields(obj))
+		w.fields = cfg.Fields(obj)
 	}
 	c.writtenMu.Lock()
 	c.written[key] = append(c.written[key], w)

@@ -48,13 +48,13 @@ func protobufEncoder(resources []*registry.Resource) func(runtime.Object) ([]byt
 func cacheConfig(r *registry.Resource, encode func(runtime.Object) ([]byte, error)) *storage.ResourceConfig {
 	return &storage.ResourceConfig{
 		Segment: r.Resource, Kind: r.GroupVersionKind(), New: r.New, Protobuf: encode,
-		Fields: func(obj runtime.Object) fields.Set {
+		Fields: func(obj runtime.Object) storage.Pairs {
 			set := fields.Set{}
 			if r.Fields != nil {
 				set = r.Fields(obj)
 			}
 			set["metadata.name"] = obj.(metav1.Object).GetName()
-			return set
+			return storage.PairsOf(set)
 		},
 	}
 }
@@ -126,7 +126,7 @@ func TestPutEntryIsTheDecodedOne(t *testing.T) {
 			}
 			key := "/registry/" + r.Resource + "/x"
 			fast, slow, err := storage.BuiltBothWays(cfg, key, value, rev,
-				func() storage.Pairs { return storage.PairsOf(cfg.Fields(obj)) }, storage.PairsOf(acc.GetLabels()))
+				func() storage.Pairs { return cfg.Fields(obj) }, storage.PairsOf(acc.GetLabels()))
 			if err != nil {
 				t.Fatalf("%s: decoding: %v", r.Kind, err)
 			}

@@ -78,8 +78,34 @@ type Plugin struct {
 	Handler Handler
 }
 
-// Chain runs plugins in order.
-type Chain []Plugin
+// Chain runs plugins in order. Which plugins mutate, validate or may be reinvoked is
+// found once, when the chain is made, rather than on every request.
+type Chain struct {
+	plugins    []Plugin
+	mutators   []mutatorStep
+	validators []Validator
+}
+
+// mutatorStep is a mutating plugin and, if it is one, the same plugin as a Reinvoker.
+type mutatorStep struct {
+	Mutator
+	reinvoker Reinvoker
+}
+
+// NewChain returns the chain of the plugins, in their order.
+func NewChain(plugins ...Plugin) Chain {
+	c := Chain{plugins: plugins}
+	for _, p := range plugins {
+		if m, ok := p.Handler.(Mutator); ok {
+			ri, _ := m.(Reinvoker)
+			c.mutators = append(c.mutators, mutatorStep{m, ri})
+		}
+		if v, ok := p.Handler.(Validator); ok {
+			c.validators = append(c.validators, v)
+		}
+	}
+	return c
+}
 
 // Admit runs every mutating plugin that handles the operation, stopping at the first
 // refusal; parts that asked for reinvocation run once more if a later mutation changed
@@ -91,9 +117,8 @@ func (c Chain) Admit(ctx context.Context, a *Attributes) error {
 // Validate runs every validating plugin that handles the operation, stopping at the
 // first refusal.
 func (c Chain) Validate(ctx context.Context, a *Attributes) error {
-	for _, p := range c {
-		v, ok := p.Handler.(Validator)
-		if !ok || !v.Handles(a.Operation) {
+	for _, v := range c.validators {
+		if !v.Handles(a.Operation) {
 			continue
 		}
 		if err := v.Validate(ctx, a); err != nil {
@@ -105,8 +130,8 @@ func (c Chain) Validate(ctx context.Context, a *Attributes) error {
 
 // Names lists the chain's plugins in order.
 func (c Chain) Names() []string {
-	out := make([]string, len(c))
-	for i, p := range c {
+	out := make([]string, len(c.plugins))
+	for i, p := range c.plugins {
 		out[i] = p.Name
 	}
 	return out

@@ -88,9 +88,8 @@ func (c Chain) admitWithReinvocation(ctx context.Context, a *Attributes) error {
 	r := &reinvocation{}
 	ctx = context.WithValue(ctx, reinvocationKey{}, r)
 	var reinvokers []Reinvoker
-	for _, p := range c {
-		m, ok := p.Handler.(Mutator)
-		if !ok || !m.Handles(a.Operation) {
+	for _, m := range c.mutators {
+		if !m.Handles(a.Operation) {
 			continue
 		}
 		var before runtime.Object
@@ -103,8 +102,8 @@ func (c Chain) admitWithReinvocation(ctx context.Context, a *Attributes) error {
 		if before != nil && !equality.Semantic.DeepEqual(before, a.Object) {
 			RecordChange(ctx)
 		}
-		if ri, ok := m.(Reinvoker); ok {
-			reinvokers = append(reinvokers, ri)
+		if m.reinvoker != nil {
+			reinvokers = append(reinvokers, m.reinvoker)
 		}
 	}
 	if !r.pending() {

@@ -226,11 +226,11 @@ func Unimplemented(enabled []string) []string {
 func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	compiler, err := cel.NewCompiler()
 	if err != nil {
-		return nil, err
+		return admission.Chain{}, err
 	}
 	mutations, err := cel.NewMutationCompiler()
 	if err != nil {
-		return nil, err
+		return admission.Chain{}, err
 	}
 	factories := maps.Clone(factories)
 	factories[policy.MutatingPluginName] = func(d admission.Deps) (admission.Handler, error) {
@@ -245,7 +245,7 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 	factories[policy.PluginName] = func(d admission.Deps) (admission.Handler, error) {
 		return policy.New(d.Reader, compiler, d.Converter, d.Authorizer), nil
 	}
-	var chain admission.Chain
+	var chain []admission.Plugin
 	for _, n := range enabled {
 		f := factories[n]
 		if f == nil {
@@ -253,11 +253,11 @@ func New(enabled []string, deps admission.Deps) (admission.Chain, error) {
 		}
 		h, err := f(deps)
 		if err != nil {
-			return nil, fmt.Errorf("admission plugin %s: %w", n, err)
+			return admission.Chain{}, fmt.Errorf("admission plugin %s: %w", n, err)
 		}
 		chain = append(chain, admission.Plugin{Name: n, Handler: h})
 	}
-	return chain, nil
+	return admission.NewChain(chain...), nil
 }
 
 type alwaysAdmit struct{}

@@ -194,10 +194,10 @@ func TestMutatingAdmissionPolicyReinvocation(t *testing.T) {
 		{admissionregistrationv1.IfNeededReinvocationPolicy, "true"},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
-			chain := admission.Chain{
-				{Name: MutatingPluginName, Handler: newMutating(t, copyLate(tc.policy), mutatingBinding("b", "copy"))},
-				{Name: "LabelAfter", Handler: labelAfter{admission.Ops{admission.Create}}},
-			}
+			chain := admission.NewChain(
+				admission.Plugin{Name: MutatingPluginName, Handler: newMutating(t, copyLate(tc.policy), mutatingBinding("b", "copy"))},
+				admission.Plugin{Name: "LabelAfter", Handler: labelAfter{admission.Ops{admission.Create}}},
+			)
 			a := configMapCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default"}})
 			if err := chain.Admit(context.Background(), a); err != nil {
 				t.Fatal(err)

@@ -61,7 +61,7 @@ func TestMutatingReinvocation(t *testing.T) {
 		Resource: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: "", Name: "cm",
 		Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, User: registry.User{Name: "u"}}
 	// Reinvocation is the chain's: it calls the plugin's Reinvoke after its first pass.
-	chain := admission.Chain{{Name: MutatingPluginName, Handler: p}}
+	chain := admission.NewChain(admission.Plugin{Name: MutatingPluginName, Handler: p})
 	if err := chain.Admit(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
