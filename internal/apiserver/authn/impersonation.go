@@ -31,7 +31,7 @@ type Authorize func(ctx context.Context, a authz.Attributes) error
 func WithImpersonation(next http.Handler, authorize Authorize, fail ErrorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requester, _ := registry.UserFrom(r.Context())
-		user, err := Impersonate(r.Context(), requester, r, authorize)
+		user, impersonated, err := Impersonate(r.Context(), requester, r, authorize)
 		if err != nil {
 			if apierrors.IsForbidden(err) {
 				authz.MarkRefusal(w)
@@ -39,7 +39,10 @@ func WithImpersonation(next http.Handler, authorize Authorize, fail ErrorWriter)
 			fail(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(registry.WithUser(r.Context(), user)))
+		if impersonated {
+			r = r.WithContext(registry.WithUser(r.Context(), user))
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -47,19 +50,22 @@ func WithImpersonation(next http.Handler, authorize Authorize, fail ErrorWriter)
 // --as-uid): the request goes on as the named user, when the requester may
 // impersonate the user (or service account), each group, extra value and UID, as
 // upstream checks with the impersonate verb. Without those headers the user is
-// returned unchanged.
-func Impersonate(ctx context.Context, requester registry.User, r *http.Request, authorize Authorize) (registry.User, error) {
+// returned unchanged, and impersonated is false.
+func Impersonate(ctx context.Context, requester registry.User, r *http.Request, authorize Authorize) (user registry.User, impersonated bool, err error) {
 	name := r.Header.Get(impersonateUserHeader)
 	groups := r.Header.Values(impersonateGroupHeader)
 	uid := r.Header.Get(impersonateUIDHeader)
-	extra := map[string][]string{}
+	var extra map[string][]string // made at the first extra header (most requests have none)
 	for h, values := range r.Header {
 		if !strings.HasPrefix(h, impersonateExtraHeaderPrefix) {
 			continue
 		}
 		key, err := url.PathUnescape(strings.ToLower(strings.TrimPrefix(h, impersonateExtraHeaderPrefix)))
 		if err != nil {
-			return requester, apierrors.NewBadRequest(fmt.Sprintf("malformed extra key for impersonation request: %v", err))
+			return requester, false, apierrors.NewBadRequest(fmt.Sprintf("malformed extra key for impersonation request: %v", err))
+		}
+		if extra == nil {
+			extra = map[string][]string{}
 		}
 		extra[key] = append(extra[key], values...)
 	}
@@ -75,34 +81,34 @@ func Impersonate(ctx context.Context, requester registry.User, r *http.Request, 
 			without = append(without, impersonateUIDHeader)
 		}
 		if len(without) > 0 {
-			return requester, apierrors.NewBadRequest(fmt.Sprintf("requested %v without impersonating a user", without))
+			return requester, false, apierrors.NewBadRequest(fmt.Sprintf("requested %v without impersonating a user", without))
 		}
-		return requester, nil
+		return requester, false, nil
 	}
 	check := func(a authz.Attributes) error {
 		a.User, a.Verb, a.ResourceRequest = requester, "impersonate", true
 		return authorize(ctx, a)
 	}
-	user := registry.User{Name: name, UID: uid}
+	user = registry.User{Name: name, UID: uid}
 	if rest, ok := strings.CutPrefix(name, serviceAccountUserPrefix); ok && strings.Count(rest, ":") == 1 {
 		ns, sa, _ := strings.Cut(rest, ":")
 		if err := check(authz.Attributes{Resource: "serviceaccounts", Namespace: ns, Name: sa}); err != nil {
-			return requester, err
+			return requester, false, err
 		}
 		user.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
 	} else if err := check(authz.Attributes{Resource: "users", Name: name}); err != nil {
-		return requester, err
+		return requester, false, err
 	}
 	for _, g := range groups {
 		if err := check(authz.Attributes{Resource: "groups", Name: g}); err != nil {
-			return requester, err
+			return requester, false, err
 		}
 		user.Groups = append(user.Groups, g)
 	}
 	for key, values := range extra {
 		for _, v := range values {
 			if err := check(authz.Attributes{Group: "authentication.k8s.io", Resource: "userextras", Subresource: key, Name: v}); err != nil {
-				return requester, err
+				return requester, false, err
 			}
 		}
 	}
@@ -111,7 +117,7 @@ func Impersonate(ctx context.Context, requester registry.User, r *http.Request, 
 	}
 	if uid != "" {
 		if err := check(authz.Attributes{Group: "authentication.k8s.io", Resource: "uids", Name: uid}); err != nil {
-			return requester, err
+			return requester, false, err
 		}
 	}
 	if name != AnonymousUser && !slices.Contains(user.Groups, AuthenticatedGroup) {
@@ -122,5 +128,5 @@ func Impersonate(ctx context.Context, requester registry.User, r *http.Request, 
 			r.Header.Del(h)
 		}
 	}
-	return user, nil
+	return user, true, nil
 }
