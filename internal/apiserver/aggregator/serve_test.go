@@ -112,19 +112,14 @@ func (h *fakeHost) condition(name string) *apiregistrationv1.APIServiceCondition
 
 // wardle serves discovery for wardle.example.com/v1 and echoes everything else with the
 // front-proxy headers it received.
-func wardle(t *testing.T) *httptest.Server {
-	t.Helper()
-	hs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Path == "/apis/wardle.example.com/v1" {
-			_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "wardle.example.com/v1",
-				APIResources: []metav1.APIResource{{Name: "flunders", Namespaced: true, Kind: "Flunder", Verbs: metav1.Verbs{"get", "list"}}}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"path": r.URL.Path, "user": r.Header.Get(RemoteUserHeader), "groups": r.Header.Values(RemoteGroupHeader)})
-	}))
-	t.Cleanup(hs.Close)
-	return hs
+func wardle(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/apis/wardle.example.com/v1" {
+		_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "wardle.example.com/v1",
+			APIResources: []metav1.APIResource{{Name: "flunders", Namespaced: true, Kind: "Flunder", Verbs: metav1.Verbs{"get", "list"}}}})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"path": r.URL.Path, "user": r.Header.Get(RemoteUserHeader), "groups": r.Header.Values(RemoteGroupHeader)})
 }
 
 func wardleAPIService() *apiregistrationv1.APIService {
@@ -145,15 +140,8 @@ func get(t *testing.T, a *Aggregator, path string, user registry.User) (handled 
 }
 
 func TestAvailableAPIServiceIsProxied(t *testing.T) {
-	backend := wardle(t)
-	u, _ := url.Parse(backend.URL)
-	host := &fakeHost{apiServices: []*apiregistrationv1.APIService{wardleAPIService()}, backend: u.Host, ready: make(chan struct{}),
-		service: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "wardle", Name: "api"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}}
-	a := New(host, nil, time.Hour, nil)
-	services, _ := a.listAPIServices()
-	a.reconcile(context.Background(), services)
-
-	if c := host.condition("v1.wardle.example.com"); c == nil || c.Status != apiregistrationv1.ConditionTrue || c.Reason != "Passed" {
+	a, host := proxiedWardle(t, wardle)
+	if c := host.condition("v1.wardle.example.com"); c.Reason != "Passed" {
 		t.Fatalf("Available condition %+v, want True/Passed", c)
 	}
 	handled, code, body := get(t, a, "/apis/wardle.example.com/v1/namespaces/x/flunders", registry.User{Name: "alice", Groups: []string{"devs"}})
@@ -214,8 +202,8 @@ func TestUnavailableAPIService(t *testing.T) {
 }
 
 // proxiedWardle is an aggregator that has found wardle's APIService available, with
-// wardle's backend answering through handler.
-func proxiedWardle(t *testing.T, handler http.HandlerFunc) *Aggregator {
+// wardle's backend answering through handler, and the host it runs in.
+func proxiedWardle(t *testing.T, handler http.HandlerFunc) (*Aggregator, *fakeHost) {
 	t.Helper()
 	hs := httptest.NewTLSServer(handler)
 	t.Cleanup(hs.Close)
@@ -228,7 +216,7 @@ func proxiedWardle(t *testing.T, handler http.HandlerFunc) *Aggregator {
 	if c := host.condition("v1.wardle.example.com"); c == nil || c.Status != apiregistrationv1.ConditionTrue {
 		t.Fatalf("Available condition %+v, want True", c)
 	}
-	return a
+	return a, host
 }
 
 // wardleDiscovery answers wardle's discovery, which the availability check reads.
@@ -244,7 +232,7 @@ func wardleDiscovery(w http.ResponseWriter, r *http.Request) bool {
 // The aggregated server is told the front server's audit ID, whatever the client sent,
 // so that its audit log can be joined with the front's.
 func TestProxiedRequestCarriesTheAuditID(t *testing.T) {
-	a := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
+	a, _ := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
 		if !wardleDiscovery(w, r) {
 			_, _ = w.Write([]byte(r.Header.Get("Audit-ID")))
 		}
@@ -265,7 +253,7 @@ func TestProxiedRequestCarriesTheAuditID(t *testing.T) {
 // A redirect from the aggregated server is refused rather than handed to the client,
 // which would follow it with its credentials.
 func TestBackendRedirectIsRefused(t *testing.T) {
-	a := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
+	a, _ := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
 		if !wardleDiscovery(w, r) {
 			http.Redirect(w, r, "https://elsewhere.example.com/steal", http.StatusFound)
 		}
@@ -282,7 +270,7 @@ func TestAggregatedDiscoveryTimesOut(t *testing.T) {
 	defer func(d time.Duration) { discoveryTimeout = d }(discoveryTimeout)
 	discoveryTimeout = 200 * time.Millisecond
 	var slow atomic.Bool
-	a := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
+	a, _ := proxiedWardle(t, func(w http.ResponseWriter, r *http.Request) {
 		if slow.Load() {
 			select {
 			case <-r.Context().Done():
