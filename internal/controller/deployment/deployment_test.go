@@ -163,6 +163,22 @@ func (cl *cluster) writes(verb, resource string) int {
 	return n
 }
 
+// deploymentUpdates counts the last sync's updates of the deployment itself and of its
+// status subresource.
+func (cl *cluster) deploymentUpdates() (main, status int) {
+	for _, a := range cl.client.Actions() {
+		if a.GetVerb() != "update" || a.GetResource().Resource != "deployments" {
+			continue
+		}
+		if a.GetSubresource() == "status" {
+			status++
+		} else {
+			main++
+		}
+	}
+	return main, status
+}
+
 func condition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) appsv1.DeploymentCondition {
 	if c := getCondition(&d.Status, t); c != nil {
 		return *c
@@ -224,6 +240,11 @@ func TestNewDeploymentCreatesItsFirstReplicaSet(t *testing.T) {
 	got := cl.deployment()
 	if got.Annotations[RevisionAnnotation] != "1" {
 		t.Errorf("deployment revision %q, want 1", got.Annotations[RevisionAnnotation])
+	}
+	// The revision is stored with the sync's one status write, through the status
+	// subresource as upstream's controller stores it, not by an update of its own.
+	if main, status := cl.deploymentUpdates(); main != 0 || status != 1 {
+		t.Errorf("first sync: %d updates of the deployment and %d of its status, want 0 and 1", main, status)
 	}
 	if c := condition(got, appsv1.DeploymentProgressing); c.Reason != ReasonNewRSCreated {
 		t.Errorf("Progressing = %+v, want NewReplicaSetCreated", c)
@@ -483,5 +504,33 @@ func TestStaleOldStatusKeepsMinAvailable(t *testing.T) {
 	// and the new set's one.
 	if left := specReplicas(rss[0]) + rss[1].Status.AvailableReplicas; left < 3 {
 		t.Fatalf("old set scaled to %d with 1 new pod available: %d available, want at least replicas-maxUnavailable = 3 (%s)", specReplicas(rss[0]), left, describe(rss))
+	}
+}
+
+// A deployment whose status is already right but whose revision annotation is missing
+// (a client removed it) gets it back from the next sync, in a status write.
+func TestMissingRevisionIsWrittenWithoutAStatusChange(t *testing.T) {
+	cl := newCluster(t, newDeployment(3, "nginx:1", 1, 0))
+	cl.sync()
+	cl.kubelet()
+	cl.sync()
+	d := cl.deployment()
+	if !deploymentComplete(d, &d.Status) {
+		t.Fatalf("the first rollout did not complete: %+v", d.Status)
+	}
+	delete(d.Annotations, RevisionAnnotation)
+	if _, err := cl.client.AppsV1().Deployments("default").Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.sync()
+	if rev := cl.deployment().Annotations[RevisionAnnotation]; rev != "1" {
+		t.Errorf("deployment revision %q after the sync, want 1", rev)
+	}
+	if main, status := cl.deploymentUpdates(); main != 0 || status != 1 {
+		t.Errorf("%d updates of the deployment and %d of its status, want 0 and 1", main, status)
+	}
+	cl.sync()
+	if main, status := cl.deploymentUpdates(); main != 0 || status != 0 {
+		t.Errorf("a sync with nothing to change: %d updates of the deployment and %d of its status", main, status)
 	}
 }

@@ -26,6 +26,9 @@ type syncer struct {
 	orig   appsv1.DeploymentStatus
 	rsList []*appsv1.ReplicaSet
 	now    time.Time
+	// revisionPending: d carries a revision annotation the stored deployment lacks,
+	// for the sync's status write to store (setDeploymentRevision).
+	revisionPending bool
 }
 
 func (s *syncer) nowMeta() metav1.Time { return metav1.NewTime(s.now) }
@@ -57,9 +60,7 @@ func (s *syncer) getAllReplicaSets(ctx context.Context, create bool) (*appsv1.Re
 	default:
 		return nil, oldRSs, nil
 	}
-	if err := s.setDeploymentRevision(ctx, newRS.Annotations[RevisionAnnotation]); err != nil {
-		return nil, nil, err
-	}
+	s.setDeploymentRevision(newRS.Annotations[RevisionAnnotation])
 	return newRS, oldRSs, nil
 }
 
@@ -160,23 +161,24 @@ func (s *syncer) createNewRS(ctx context.Context, oldRSs []*appsv1.ReplicaSet, n
 }
 
 // setDeploymentRevision mirrors the new ReplicaSet's revision on the deployment, which
-// `kubectl rollout history` and `rollout undo` read.
-func (s *syncer) setDeploymentRevision(ctx context.Context, rev string) error {
+// `kubectl rollout history` and `rollout undo` read. The annotation is stored with the
+// sync's status write, as upstream's controller stores it (through the status
+// subresource, which keeps a deployment's annotations): one write fewer per rollout than
+// a write of its own.
+func (s *syncer) setDeploymentRevision(rev string) {
 	if rev == "" || s.d.Annotations[RevisionAnnotation] == rev {
-		return nil
+		return
 	}
-	d := s.d.DeepCopy()
-	if d.Annotations == nil {
-		d.Annotations = map[string]string{}
+	if s.d.Annotations == nil {
+		s.d.Annotations = map[string]string{}
 	}
-	d.Annotations[RevisionAnnotation] = rev
-	got, err := s.c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
-	if err != nil {
-		return err
-	}
-	got.Status = s.d.Status
-	s.d = got
-	return nil
+	s.d.Annotations[RevisionAnnotation] = rev
+	s.revisionPending = true
+}
+
+// statusToWrite says whether st, or a pending revision, needs a status write.
+func (s *syncer) statusToWrite(st appsv1.DeploymentStatus) bool {
+	return s.revisionPending || !apiequality.Semantic.DeepEqual(st, s.orig)
 }
 
 // newRSReplicas is the size the new ReplicaSet may have now.
@@ -632,7 +634,7 @@ func (s *syncer) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.Replica
 				subject+" has timed out progressing.", s.nowMeta()))
 		}
 	}
-	if apiequality.Semantic.DeepEqual(st, s.orig) {
+	if !s.statusToWrite(st) {
 		s.requeueStuck(&st)
 		return nil
 	}
@@ -669,7 +671,7 @@ func (s *syncer) requeueStuck(st *appsv1.DeploymentStatus) {
 }
 
 func (s *syncer) writeStatusIfChanged(ctx context.Context, st appsv1.DeploymentStatus) error {
-	if apiequality.Semantic.DeepEqual(st, s.orig) {
+	if !s.statusToWrite(st) {
 		return nil
 	}
 	return s.writeStatus(ctx, st)
@@ -684,5 +686,6 @@ func (s *syncer) writeStatus(ctx context.Context, st appsv1.DeploymentStatus) er
 	}
 	s.d = got
 	s.orig = got.Status
+	s.revisionPending = false
 	return nil
 }
