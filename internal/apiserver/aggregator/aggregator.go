@@ -231,6 +231,14 @@ func (a *Aggregator) reconcile(ctx context.Context, services []*apiregistrationv
 	prev := a.current()
 	next := &aggregatedState{byGroupVersion: map[string]*aggregatedAPI{}, groups: map[string][]byte{}}
 	inUse := map[string]bool{}
+	// The conditions are written once the new state serves requests, so that a client
+	// that reads Available=True finds its requests proxied.
+	type condition struct {
+		svc             *apiregistrationv1.APIService
+		status          apiregistrationv1.ConditionStatus
+		reason, message string
+	}
+	var conditions []condition
 	for _, svc := range services {
 		api := &aggregatedAPI{
 			apiService: svc.Name, group: svc.Spec.Group, version: svc.Spec.Version,
@@ -243,7 +251,7 @@ func (a *Aggregator) reconcile(ctx context.Context, services []*apiregistrationv
 		}
 		key, transport, err := a.transportFor(svc)
 		if err != nil {
-			a.setAvailable(ctx, svc, apiregistrationv1.ConditionFalse, "FailedDiscoveryCheck", err.Error())
+			conditions = append(conditions, condition{svc, apiregistrationv1.ConditionFalse, "FailedDiscoveryCheck", err.Error()})
 			continue
 		}
 		inUse[key] = true
@@ -255,7 +263,7 @@ func (a *Aggregator) reconcile(ctx context.Context, services []*apiregistrationv
 		}
 		status, reason, message := a.check(ctx, api)
 		api.available = status == apiregistrationv1.ConditionTrue
-		a.setAvailable(ctx, svc, status, reason, message)
+		conditions = append(conditions, condition{svc, status, reason, message})
 		next.byGroupVersion[api.group+"/"+api.version] = api
 	}
 	a.closeTransports(inUse)
@@ -263,6 +271,9 @@ func (a *Aggregator) reconcile(ctx context.Context, services []*apiregistrationv
 	a.buildDiscovery(next)
 	a.state.Store(next)
 	a.stateMu.Unlock()
+	for _, c := range conditions {
+		a.setAvailable(ctx, c.svc, c.status, c.reason, c.message)
+	}
 }
 
 // LocalChanged merges the aggregated groups into the server's own discovery again,

@@ -28,6 +28,8 @@ type fakeHost struct {
 	service     *corev1.Service
 	backend     string // host:port; "" for no endpoint
 	ready       chan struct{}
+	// statusWritten, when set, is called with each APIService whose status was written.
+	statusWritten func(*apiregistrationv1.APIService)
 }
 
 func (h *fakeHost) Ready() <-chan struct{} { return h.ready }
@@ -73,6 +75,9 @@ func (h *fakeHost) UpdateAPIServiceStatus(_ context.Context, name string, update
 	for _, s := range h.apiServices {
 		if s.Name == name {
 			update(s)
+			if h.statusWritten != nil {
+				h.statusWritten(s)
+			}
 			return nil
 		}
 	}
@@ -287,5 +292,29 @@ func TestAggregatedDiscoveryTimesOut(t *testing.T) {
 	}
 	if handled, code, body := get(t, a, "/apis/wardle.example.com/v1/flunders", registry.User{Name: "alice"}); !handled || code != http.StatusOK || body != "done" {
 		t.Errorf("a slow list: handled=%v %d %q, want 200 done", handled, code, body)
+	}
+}
+
+// A client that reads Available=True finds its requests proxied: the condition is
+// written once the aggregator serves the new state, not before.
+func TestAvailableIsWrittenOnceServed(t *testing.T) {
+	hs := httptest.NewTLSServer(http.HandlerFunc(wardle))
+	t.Cleanup(hs.Close)
+	u, _ := url.Parse(hs.URL)
+	host := &fakeHost{apiServices: []*apiregistrationv1.APIService{wardleAPIService()}, backend: u.Host, ready: make(chan struct{}),
+		service: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "wardle", Name: "api"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}}
+	a := New(host, nil, time.Hour, nil)
+	written := 0
+	host.statusWritten = func(svc *apiregistrationv1.APIService) {
+		written++
+		handled, code, body := get(t, a, "/apis/wardle.example.com/v1/namespaces/x/flunders", registry.User{Name: "alice"})
+		if !handled || code != http.StatusOK {
+			t.Errorf("a request as Available=True was written: handled=%v %d %s", handled, code, body)
+		}
+	}
+	services, _ := a.listAPIServices()
+	a.reconcile(context.Background(), services)
+	if written != 1 {
+		t.Fatalf("%d status writes, want 1", written)
 	}
 }
