@@ -102,7 +102,8 @@ func main() {
 				if err != nil {
 					return nil, err
 				}
-				return renamed{m, "mizzen-before"}, nil
+				m.Label = "mizzen-before"
+				return m, nil
 			}, *before))
 		}
 		starts = append(starts, startCold(func() (benchutil.Cluster, error) { return benchutil.StartMizzen(*bin, benchutil.MizzenOnly...) }, *bin))
@@ -148,14 +149,6 @@ func main() {
 	}
 	report(order, results)
 }
-
-// renamed is a cluster reported under another name.
-type renamed struct {
-	benchutil.Cluster
-	name string
-}
-
-func (r renamed) Name() string { return r.name }
 
 type options struct {
 	pods, workers, watchers, watchEvents int

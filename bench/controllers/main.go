@@ -9,7 +9,8 @@
 // mizzen is `mizzen server` (etcd and the apiserver only) with `mizzen
 // controller-manager`; with -upstream DIR the same load also runs against upstream's
 // etcd, kube-apiserver and kube-controller-manager, alternating, with the same client
-// qps and burst on both, and the medians and ratios are printed.
+// qps and burst on both, and the medians and ratios are printed. -mizzen-before BIN
+// runs an earlier build in every round too, for a before/after pair.
 //
 //	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/controllers
 //	go run ./bench/controllers -upstream /work/upstream/bin -rounds 3
@@ -38,6 +39,10 @@ import (
 	"mizzen/bench/internal/benchutil"
 )
 
+// mizzenDisabled are the server's flags: the API alone, the benchmark starts the
+// controller-manager itself.
+var mizzenDisabled = []string{"--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy"}
+
 // controlPlane is a cluster with a controller-manager the benchmark starts and watches.
 type controlPlane interface {
 	benchutil.Cluster
@@ -55,17 +60,27 @@ func main() {
 	cpuProfileSeconds := flag.Int("cpu-profile-seconds", 20, "length of the -cpu-profile, from the first create")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane and kube-controller-manager too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
+	before := flag.String("mizzen-before", "", "path of an earlier mizzen binary, run as \"mizzen-before\" in every round too (a before/after pair in one alternating run)")
 	flag.Parse()
 	profilePort := benchutil.FreePort()
 	var mizzenAdmin *rest.Config // presented to the controller-manager for its heap profile
 	starts := []func() (controlPlane, error){func() (controlPlane, error) {
-		m, err := benchutil.StartMizzen(*bin, "--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy")
+		m, err := benchutil.StartMizzen(*bin, mizzenDisabled...)
 		if err == nil && (*heapProfile != "" || *cpuProfile != "") {
 			mizzenAdmin = m.AdminConfig()
 			m.ControllerManagerArgs = []string{"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(profilePort), "--profiling"}
 		}
 		return m, err
 	}}
+	if *before != "" {
+		starts = append(starts, func() (controlPlane, error) {
+			m, err := benchutil.StartMizzen(*before, mizzenDisabled...)
+			if err == nil {
+				m.Label = "mizzen-before"
+			}
+			return m, err
+		})
+	}
 	if *upstream != "" {
 		starts = append(starts, func() (controlPlane, error) { return benchutil.StartUpstream(*upstream, "10.96.0.0/12") })
 	}
@@ -104,16 +119,17 @@ func main() {
 			results[r.name] = append(results[r.name], r)
 		}
 	}
-	if len(order) == 2 {
-		a, b := results[order[0]], results[order[1]]
-		med := func(rs []result, f func(result) float64) float64 {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = f(r)
-			}
-			return benchutil.Median(v)
+	med := func(rs []result, f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
 		}
-		fmt.Printf("\nmedians of %d run(s): %-10s %-10s ratio (%s/%s)\n", len(a), order[0], order[1], order[1], order[0])
+		return benchutil.Median(v)
+	}
+	// Each other control plane against the first (mizzen), as ratios of medians.
+	for _, other := range order[1:] {
+		a, b := results[order[0]], results[other]
+		fmt.Printf("\nmedians of %d run(s): %-10s %-10s ratio (%s/%s)\n", len(a), order[0], other, other, order[0])
 		for _, f := range []struct {
 			name string
 			get  func(result) float64

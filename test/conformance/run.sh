@@ -276,8 +276,12 @@ KUBECTL_PATH=kubectl
 [ -x "$BIN/kubectl" ] && KUBECTL_PATH=$BIN/kubectl
 log "running focus '$FOCUS' skip '$SKIP' with $PROCS processes for at most $MINUTES minutes (kubectl: $KUBECTL_PATH)"
 start=$(date +%s)
-timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --no-color --timeout="${MINUTES}m" ${SEED:+--seed="$SEED"} \
+# Some specs (kubectl's kuberc ones) leave directories in TMPDIR: give the suite its own.
+E2E_TMP=$OUT/tmp
+rm -rf "$E2E_TMP" && mkdir -p "$E2E_TMP"
+TMPDIR=$E2E_TMP timeout $((MINUTES * 60 + 120)) "$BIN/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --no-color --timeout="${MINUTES}m" ${SEED:+--seed="$SEED"} \
   "$BIN/e2e.test" -- --kubeconfig "$KUBECONFIG_FILE" --provider skeleton --kubectl-path "$KUBECTL_PATH" --report-dir "$OUT/report" > "$OUT/e2e.log" 2>&1
 log "e2e exit $? after $(( $(date +%s) - start )) s; log $OUT/e2e.log"
+rm -rf "$E2E_TMP"
 go run ./test/conformance/summary "$OUT/report" | tee "$OUT/summary.txt" | sed -n '/^FAIL\|^PASS/!p'
 log "summary: $OUT/summary.txt (commit $COMMIT, $(date -u +%Y-%m-%d))"

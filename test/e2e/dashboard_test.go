@@ -628,9 +628,18 @@ type browser struct {
 
 func newBrowser(t *testing.T, chromium, base string, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
+	// Chromium keeps its singleton socket in a directory of TMPDIR that it does not
+	// remove. It gets one of its own, short: t.TempDir's names make the socket's path
+	// longer than a Unix socket's 107 bytes.
+	tmp, err := os.MkdirTemp("", "chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
 		// The serving certificate is the cluster CA's, which this browser does not know.
-		chromedp.IgnoreCertErrors, chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()))
+		chromedp.IgnoreCertErrors, chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+tmp))
 	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)

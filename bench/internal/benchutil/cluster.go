@@ -44,6 +44,9 @@ func (u *Upstream) AdminConfig() *rest.Config { return rest.CopyConfig(u.Config)
 type Mizzen struct {
 	*Server
 	Bin string
+	// Label names it in reports instead of "mizzen", e.g. "mizzen-before" for an
+	// earlier build in the same run.
+	Label string
 	// ControllerManagerArgs are added to `mizzen controller-manager`'s flags (later
 	// flags win), e.g. a served port with --profiling.
 	ControllerManagerArgs []string
@@ -65,7 +68,12 @@ func StartMizzen(bin string, args ...string) (*Mizzen, error) {
 }
 
 // Name is "mizzen".
-func (m *Mizzen) Name() string { return "mizzen" }
+func (m *Mizzen) Name() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return "mizzen"
+}
 
 // AdminConfig is the admin's client configuration.
 func (m *Mizzen) AdminConfig() *rest.Config { return rest.CopyConfig(m.Config) }
