@@ -13,6 +13,19 @@ func BuiltBothWays(cfg *ResourceConfig, key string, value []byte, rev int64, fie
 	return fast, slow, err
 }
 
+// EntriesOfOnePut are the entries the cache (taking the put's event) and the writer
+// (answered that the put succeeded at rev) get from one record of value, the cache
+// asking first when cacheFirst.
+func EntriesOfOnePut(cfg *ResourceConfig, key string, value []byte, rev int64, cacheFirst bool) (cacheGot, writerGot *Entry) {
+	w := &written{cfg: cfg, wrap: wrapOf(cfg), value: value}
+	if cacheFirst {
+		cacheGot = w.entry(key, rev)
+		return cacheGot, w.builtEntry(key, rev)
+	}
+	writerGot = w.builtEntry(key, rev)
+	return w.entry(key, rev), writerGot
+}
+
 // WithResourceVersion is unknownWrap.withResourceVersion without a wrap: the
 // message alone.
 func WithResourceVersion(msg []byte, rev int64) ([]byte, bool) {

@@ -124,15 +124,20 @@ func runPodCache(ctx context.Context, store *storage.Store) (cache *storage.Cach
 	return runPodCacheKeeping(ctx, store, false)
 }
 
-// runPodCacheKeeping is runPodCache with ResourceConfig.KeepDecoded as keepDecoded.
-func runPodCacheKeeping(ctx context.Context, store *storage.Store, keepDecoded bool) (cache *storage.Cache, stop context.CancelFunc, done chan struct{}) {
+// podsCacheConfig is the cache's configuration of core pods, kept as protobuf.
+func podsCacheConfig() *storage.ResourceConfig {
 	var pods *registry.Resource
 	for _, r := range catalog.All() {
 		if r.Resource == "pods" && r.GroupVersion.Group == "" {
 			pods = r
 		}
 	}
-	cfg := cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))
+	return cacheConfig(pods, protobufEncoder([]*registry.Resource{pods}))
+}
+
+// runPodCacheKeeping is runPodCache with ResourceConfig.KeepDecoded as keepDecoded.
+func runPodCacheKeeping(ctx context.Context, store *storage.Store, keepDecoded bool) (cache *storage.Cache, stop context.CancelFunc, done chan struct{}) {
+	cfg := podsCacheConfig()
 	cfg.KeepDecoded = keepDecoded
 	cache = store.NewCache([]storage.ResourceConfig{*cfg}, slog.Default())
 	runCtx, stop := context.WithCancel(ctx)

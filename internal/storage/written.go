@@ -24,8 +24,9 @@ type written struct {
 	value  []byte
 	labels Pairs
 	fields Pairs
-	// built is the entry the writer made of its put once it succeeded (builtEntry),
-	// which the cache takes rather than making it again.
+	// built is the entry of the put, made by whichever of the writer (once the put
+	// succeeded) and the cache (once its event came back) asked first; the other
+	// takes it rather than making a second one (see entry).
 	built atomic.Pointer[Entry]
 }
 
@@ -114,7 +115,10 @@ func (c *Cache) forgetAllWritten() {
 
 // entry is the cache entry of w's value as the version at rev, made without decoding:
 // the stored message with its resourceVersion set, wrapped as cfg.Protobuf wraps it.
-// It is nil if the value is not of the shape that allows it.
+// The writer and the cache both ask for it, in either order (the put's event can be
+// back before the writer has its answer): the first call makes it and later calls
+// for the same rev return that entry, so the create's response and the cache share
+// one. It is nil if the value is not of the shape that allows it.
 func (w *written) entry(key string, rev int64) *Entry {
 	if e := w.built.Load(); e != nil && e.RV == rev {
 		return e
@@ -125,21 +129,21 @@ func (w *written) entry(key string, rev int64) *Entry {
 	}
 	e := &Entry{Key: key, Labels: w.labels, Fields: w.fields, RV: rev, cfg: w.cfg}
 	e.encoded[ProtobufSlot].Store(&data)
+	if !w.built.CompareAndSwap(nil, e) {
+		if first := w.built.Load(); first.RV == rev {
+			return first
+		}
+	}
 	return e
 }
 
 // builtEntry is the entry of w's value as the version at rev, the revision its put
-// succeeded at, kept for the cache to take; nil for no record (w nil) or a value of
-// another shape.
+// succeeded at (see entry); nil for no record (w nil) or a value of another shape.
 func (w *written) builtEntry(key string, rev int64) *Entry {
 	if w == nil {
 		return nil
 	}
-	e := w.entry(key, rev)
-	if e != nil {
-		w.built.Store(e)
-	}
-	return e
+	return w.entry(key, rev)
 }
 
 // unknownWrap is how a resource's Protobuf encoder wraps an object's message: head

@@ -174,6 +174,23 @@ func sameEntry(t *testing.T, what string, a, b *storage.Entry, encode func(runti
 	}
 }
 
+// TestWriterAndCacheShareOnePutsEntry: whichever of the cache (the put's event) and the
+// writer (the put's answer) asks first for the entry of a put, both get the same one,
+// so a create's response and the cache never hold two entries of one version.
+func TestWriterAndCacheShareOnePutsEntry(t *testing.T) {
+	cfg := podsCacheConfig()
+	value, err := storage.EncodeForStore(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cacheFirst := range []bool{true, false} {
+		cacheGot, writerGot := storage.EntriesOfOnePut(cfg, storage.Prefix+"pods/default/p", value, 42, cacheFirst)
+		if cacheGot == nil || cacheGot != writerGot || cacheGot.RV != 42 {
+			t.Errorf("cache first %v: the cache got %p, the writer %p", cacheFirst, cacheGot, writerGot)
+		}
+	}
+}
+
 // TestWithResourceVersionRefuses: a message without its metadata's resourceVersion
 // exactly once and empty is not spliced.
 func TestWithResourceVersionRefuses(t *testing.T) {
