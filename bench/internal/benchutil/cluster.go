@@ -67,7 +67,7 @@ func StartMizzen(bin string, args ...string) (*Mizzen, error) {
 	return &Mizzen{Server: s, Bin: bin}, nil
 }
 
-// Name is "mizzen".
+// Name is its Label, or "mizzen" without one.
 func (m *Mizzen) Name() string {
 	if m.Label != "" {
 		return m.Label
