@@ -39,10 +39,6 @@ import (
 	"mizzen/bench/internal/benchutil"
 )
 
-// mizzenDisabled are the server's flags: the API alone, the benchmark starts the
-// controller-manager itself.
-var mizzenDisabled = []string{"--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy"}
-
 // controlPlane is a cluster with a controller-manager the benchmark starts and watches.
 type controlPlane interface {
 	benchutil.Cluster
@@ -65,7 +61,7 @@ func main() {
 	profilePort := benchutil.FreePort()
 	var mizzenAdmin *rest.Config // presented to the controller-manager for its heap profile
 	starts := []func() (controlPlane, error){func() (controlPlane, error) {
-		m, err := benchutil.StartMizzen(*bin, mizzenDisabled...)
+		m, err := benchutil.StartMizzen(*bin, benchutil.MizzenOnly...)
 		if err == nil && (*heapProfile != "" || *cpuProfile != "") {
 			mizzenAdmin = m.AdminConfig()
 			m.ControllerManagerArgs = []string{"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(profilePort), "--profiling"}
@@ -74,7 +70,7 @@ func main() {
 	}}
 	if *before != "" {
 		starts = append(starts, func() (controlPlane, error) {
-			m, err := benchutil.StartMizzen(*before, mizzenDisabled...)
+			m, err := benchutil.StartMizzen(*before, benchutil.MizzenOnly...)
 			if err == nil {
 				m.Label = "mizzen-before"
 			}

@@ -104,7 +104,7 @@ func main() {
 	if o.profileDir == "" {
 		o.recorderWindow = 0
 	}
-	serverArgs := []string{"--disable", "agent,scheduler,controller-manager,cloud-controller-manager,proxy,dns,metrics-server,ingress,dashboard,network-policy"}
+	serverArgs := slices.Clone(benchutil.MizzenOnly)
 	if o.recorderWindow > 0 {
 		serverArgs = append(serverArgs, "--flight-recorder-window", o.recorderWindow.String())
 	}
