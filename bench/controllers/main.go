@@ -10,10 +10,14 @@
 // controller-manager`; with -upstream DIR the same load also runs against upstream's
 // etcd, kube-apiserver and kube-controller-manager, alternating, with the same client
 // qps and burst on both, and the medians and ratios are printed. -mizzen-before BIN
-// runs an earlier build in every round too, for a before/after pair.
+// runs an earlier build in every round too, for a before/after pair. -floor runs, in
+// every round too, mizzen's server with a client that makes only the
+// controller-manager's calls (floor.go), and prints each controller-manager's CPU as
+// a multiple of that floor's.
 //
 //	go build -o _output/bin/mizzen ./cmd/mizzen && go run ./bench/controllers
 //	go run ./bench/controllers -upstream /work/upstream/bin -rounds 3
+//	go build -o /tmp/bcm ./bench/controllers && /tmp/bcm -upstream /work/upstream/bin -floor -rounds 3
 package main
 
 import (
@@ -57,7 +61,16 @@ func main() {
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's control plane and kube-controller-manager too, alternating")
 	rounds := flag.Int("rounds", 1, "runs on each control plane, alternating")
 	before := flag.String("mizzen-before", "", "path of an earlier mizzen binary, run as \"mizzen-before\" in every round too (a before/after pair in one alternating run)")
+	floor := flag.Bool("floor", false, "run the floor in every round too: mizzen's server with, in place of a controller-manager, a client that only makes the controller-manager's calls (floor.go)")
+	floorClient := flag.String("floor-client", "", "be the floor's client, with this admin kubeconfig (the benchmark starts it)")
 	flag.Parse()
+	if *floorClient != "" {
+		if err := runFloorClient(*floorClient, *qps); err != nil {
+			fmt.Fprintln(os.Stderr, "floor client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	profilePort := benchutil.FreePort()
 	var mizzenAdmin *rest.Config // presented to the controller-manager for its heap profile
 	starts := []func() (controlPlane, error){func() (controlPlane, error) {
@@ -79,6 +92,15 @@ func main() {
 	}
 	if *upstream != "" {
 		starts = append(starts, func() (controlPlane, error) { return benchutil.StartUpstream(*upstream, "10.96.0.0/12") })
+	}
+	if *floor {
+		starts = append(starts, func() (controlPlane, error) {
+			m, err := benchutil.StartMizzen(*bin, benchutil.MizzenOnly...)
+			if err != nil {
+				return nil, err
+			}
+			return &floorPlane{Mizzen: m}, nil
+		})
 	}
 	results := map[string][]result{}
 	var order []string
@@ -136,6 +158,17 @@ func main() {
 		} {
 			ma, mb := med(a, f.get), med(b, f.get)
 			fmt.Printf("%-36s %10.2f %10.2f %6.2fx\n", f.name, ma, mb, mb/ma)
+		}
+	}
+	// Each controller-manager's CPU as a multiple of the floor's: what is left to its
+	// own logic and bookkeeping above the calls.
+	if fl := results["floor"]; len(fl) > 0 {
+		cpu := func(r result) float64 { return r.cpu }
+		fmt.Printf("\ncontroller-manager CPU against the floor (%.2f s, medians):\n", med(fl, cpu))
+		for _, name := range order {
+			if name != "floor" {
+				fmt.Printf("  %-14s %6.2f s %6.2fx\n", name, med(results[name], cpu), med(results[name], cpu)/med(fl, cpu))
+			}
 		}
 	}
 }

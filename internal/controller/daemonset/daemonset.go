@@ -481,12 +481,12 @@ func (s *dsSync) apply(ctx context.Context, createOn []string, remove []*corev1.
 		node := createOn[next]
 		next++
 		mu.Unlock()
-		created, err := s.c.client.CoreV1().Pods(s.ds.Namespace).Create(ctx, s.newPod(node), metav1.CreateOptions{})
+		name, err := util.CreatePod(ctx, s.c.client, s.newPod(node))
 		if err != nil {
 			s.c.recorder.Eventf(s.ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			return err
 		}
-		s.c.recorder.Eventf(s.ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		s.c.recorder.Eventf(s.ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", name)
 		return nil
 	})
 	for range len(createOn) - created {

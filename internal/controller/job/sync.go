@@ -625,12 +625,12 @@ func (s *jobSync) manage(ctx context.Context, active, terminating []*corev1.Pod,
 	}
 	close(next)
 	created, err := util.SlowStartBatch(len(toCreate), func() error {
-		created, err := s.c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, s.newPod(<-next), metav1.CreateOptions{})
+		name, err := util.CreatePod(ctx, s.c.client, s.newPod(<-next))
 		if err != nil {
 			s.c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			return err
 		}
-		s.c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		s.c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", name)
 		return nil
 	})
 	for range len(toCreate) - created {

@@ -215,12 +215,19 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	pods, claimErr := util.Claim(ctx, claimer, util.FilterActivePods(all))
 
 	var manageErr error
+	allSent := false
 	if satisfied && r.GetDeletionTimestamp() == nil {
-		manageErr = c.manageReplicas(ctx, key, r, pods)
+		allSent, manageErr = c.manageReplicas(ctx, key, r, pods)
 	}
 
 	status := c.computeStatus(r, pods, manageErr)
-	if !apiequality.Semantic.DeepEqual(status, r.status) {
+	// A sync that has just created (or deleted) every pod the set lacked (or had too
+	// many of) writes no status: those pods arriving in (or leaving) the cache sync
+	// the set again moments later, and that sync writes the count with them. The count
+	// without them would be a write, and an event to every watcher of the set, that
+	// the next one overwrites. A sync held back by BurstReplicas still writes its
+	// count, so a large scale-up shows its progress.
+	if !allSent && !apiequality.Semantic.DeepEqual(status, r.status) {
 		if err := c.kind.updateStatus(ctx, r, status); err != nil && !apierrors.IsNotFound(err) {
 			return errors.Join(claimErr, manageErr, err)
 		}
@@ -232,8 +239,9 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	return errors.Join(claimErr, manageErr)
 }
 
-// manageReplicas creates or deletes pods so that len(pods) approaches r.replicas.
-func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicated, pods []*corev1.Pod) error {
+// manageReplicas creates or deletes pods so that len(pods) approaches r.replicas. It
+// reports whether it sent every create or delete the set needed, and all succeeded.
+func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicated, pods []*corev1.Pod) (bool, error) {
 	diff := len(pods) - int(r.replicas)
 	switch {
 	case diff < 0:
@@ -241,12 +249,12 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicat
 		c.expectations.Expect(key, n, nil)
 		created, err := util.SlowStartBatch(n, func() error {
 			pod := util.PodFromTemplate(r.template, r, c.kind.gvk(), "", r.GetName()+"-")
-			created, err := c.client.CoreV1().Pods(r.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{})
+			name, err := util.CreatePod(ctx, c.client, pod)
 			if err != nil {
 				c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				return err
 			}
-			c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+			c.recorder.Eventf(r.runtimeObject(), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", name)
 			return nil
 		})
 		// Failed or never attempted creations will never be observed.
@@ -254,8 +262,9 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicat
 			c.expectations.CreationObserved(key)
 		}
 		if err != nil {
-			return fmt.Errorf("creating pods for %s: %w", key, err)
+			return false, fmt.Errorf("creating pods for %s: %w", key, err)
 		}
+		return n == -diff, nil
 	case diff > 0:
 		victims := podsToDelete(pods, min(diff, BurstReplicas))
 		uids := make([]types.UID, len(victims))
@@ -283,11 +292,12 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, r *replicat
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("deleting pods of %s: %w", key, err)
+			return false, fmt.Errorf("deleting pods of %s: %w", key, err)
 		}
 		slog.Debug("deleted pods", "controller", c.name, "key", key, "count", len(victims))
+		return len(victims) == diff, nil
 	}
-	return nil
+	return false, nil
 }
 
 func (c *Controller) computeStatus(r *replicated, pods []*corev1.Pod, manageErr error) appsv1.ReplicaSetStatus {

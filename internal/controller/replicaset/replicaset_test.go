@@ -192,9 +192,47 @@ func TestScaleUpCreatesOwnedPodsFromTemplate(t *testing.T) {
 			t.Errorf("event %q, want SuccessfulCreate", e)
 		}
 	}
-	st := fx.lastRSStatus()
-	if st == nil || st.ObservedGeneration != 2 || st.Replicas != 0 {
-		t.Errorf("status = %+v, want observedGeneration 2 and replicas 0 (cache has not seen the pods yet)", st)
+	// The count without the new pods would be overwritten moments later: the sync
+	// that created them writes no status, the one after they reach the cache does.
+	if st := fx.lastRSStatus(); st != nil {
+		t.Errorf("status written before the cache has seen the created pods: %+v", st)
+	}
+	for _, p := range created {
+		p.UID = types.UID("uid-" + p.Name)
+		fx.f.Core().V1().Pods().Informer().GetIndexer().Add(p)
+		fx.c.addPod(p)
+	}
+	if err := fx.sync("default/web-abc"); err != nil {
+		t.Fatal(err)
+	}
+	if st := fx.lastRSStatus(); st == nil || st.ObservedGeneration != 2 || st.Replicas != 3 {
+		t.Errorf("status = %+v, want observedGeneration 2 and replicas 3", st)
+	}
+}
+
+func TestBurstLimitedScaleUpWritesItsProgress(t *testing.T) {
+	fx := newFixture(t, false, newRS("big", BurstReplicas+1))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the fake recorder holds 100 events; the burst makes 500
+		for {
+			select {
+			case <-fx.events.Events:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	if err := fx.sync("default/big"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fx.created()); n != BurstReplicas {
+		t.Fatalf("created %d pods, want the burst of %d", n, BurstReplicas)
+	}
+	// One more pod is owed, so this sync's count is not the set's last word: it is
+	// written, as upstream writes each step of a large scale-up.
+	if st := fx.lastRSStatus(); st == nil || st.ObservedGeneration != 2 {
+		t.Errorf("status = %+v, want one written with observedGeneration 2", st)
 	}
 }
 
@@ -409,13 +447,21 @@ func TestReplicationControllerSharesTheImplementation(t *testing.T) {
 	if ref.Kind != "ReplicationController" || ref.APIVersion != "v1" || created[0].GenerateName != "legacy-" {
 		t.Errorf("pod ref %+v generateName %q", ref, created[0].GenerateName)
 	}
+	for _, p := range created {
+		p.UID = types.UID("uid-" + p.Name)
+		fx.f.Core().V1().Pods().Informer().GetIndexer().Add(p)
+		fx.c.addPod(p)
+	}
+	if err := fx.sync("default/legacy"); err != nil {
+		t.Fatal(err)
+	}
 	var status *corev1.ReplicationControllerStatus
 	for _, a := range fx.client.Actions() {
 		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
 			status = &u.GetObject().(*corev1.ReplicationController).Status
 		}
 	}
-	if status == nil || status.ObservedGeneration != 1 {
-		t.Errorf("rc status = %+v, want observedGeneration 1", status)
+	if status == nil || status.ObservedGeneration != 1 || status.Replicas != 2 {
+		t.Errorf("rc status = %+v, want observedGeneration 1 and replicas 2", status)
 	}
 }
