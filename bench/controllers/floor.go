@@ -168,7 +168,7 @@ func floorCalls(ctx context.Context, client kubernetes.Interface, d *appsv1.Depl
 func floorEvent(ctx context.Context, client kubernetes.Interface, kind string, obj metav1.Object, reason, message string) error {
 	now := metav1.Now()
 	_, err := client.CoreV1().Events(obj.GetNamespace()).Create(ctx, &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: obj.GetName() + ".", Namespace: obj.GetNamespace()},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", obj.GetName(), now.UnixNano()), Namespace: obj.GetNamespace()},
 		InvolvedObject: corev1.ObjectReference{Kind: kind, APIVersion: "apps/v1", Namespace: obj.GetNamespace(),
 			Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
 		Reason: reason, Message: message, Type: corev1.EventTypeNormal, Count: 1,

@@ -152,6 +152,16 @@ func (fx *fixture) deleted() []string {
 	return out
 }
 
+// observe delivers created pods to the informer's cache and the controller, as the
+// watch would.
+func (fx *fixture) observe(created []*corev1.Pod) {
+	for _, p := range created {
+		p.UID = types.UID("uid-" + p.Name)
+		fx.f.Core().V1().Pods().Informer().GetIndexer().Add(p)
+		fx.c.addPod(p)
+	}
+}
+
 func (fx *fixture) lastRSStatus() *appsv1.ReplicaSetStatus {
 	var st *appsv1.ReplicaSetStatus
 	for _, a := range fx.client.Actions() {
@@ -197,11 +207,7 @@ func TestScaleUpCreatesOwnedPodsFromTemplate(t *testing.T) {
 	if st := fx.lastRSStatus(); st != nil {
 		t.Errorf("status written before the cache has seen the created pods: %+v", st)
 	}
-	for _, p := range created {
-		p.UID = types.UID("uid-" + p.Name)
-		fx.f.Core().V1().Pods().Informer().GetIndexer().Add(p)
-		fx.c.addPod(p)
-	}
+	fx.observe(created)
 	if err := fx.sync("default/web-abc"); err != nil {
 		t.Fatal(err)
 	}
@@ -250,11 +256,7 @@ func TestSlowCacheNeverCreatesExtraPods(t *testing.T) {
 		t.Fatalf("second sync created %d more pods before the cache caught up", n)
 	}
 	// The watch now delivers them; the controller is satisfied and creates nothing more.
-	for _, p := range first {
-		p.UID = types.UID("uid-" + p.Name)
-		fx.f.Core().V1().Pods().Informer().GetIndexer().Add(p)
-		fx.c.addPod(p)
-	}
+	fx.observe(first)
 	if err := fx.sync("default/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -447,11 +449,7 @@ func TestReplicationControllerSharesTheImplementation(t *testing.T) {
 	if ref.Kind != "ReplicationController" || ref.APIVersion != "v1" || created[0].GenerateName != "legacy-" {
 		t.Errorf("pod ref %+v generateName %q", ref, created[0].GenerateName)
 	}
-	for _, p := range created {
-		p.UID = types.UID("uid-" + p.Name)
-		fx.f.Core().V1().Pods().Informer().GetIndexer().Add(p)
-		fx.c.addPod(p)
-	}
+	fx.observe(created)
 	if err := fx.sync("default/legacy"); err != nil {
 		t.Fatal(err)
 	}

@@ -64,12 +64,17 @@ func podServer(t *testing.T, exists bool) *httptest.Server {
 	return srv
 }
 
+// createThrough creates a pod named web-... through podServer in contentType.
+func createThrough(t *testing.T, exists bool, contentType string) (string, error) {
+	srv := podServer(t, exists)
+	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: contentType}})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}}
+	return CreatePod(context.Background(), client, pod)
+}
+
 func TestCreatePodReturnsTheGivenName(t *testing.T) {
 	for _, contentType := range []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON} {
-		srv := podServer(t, false)
-		client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: contentType}})
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}}
-		name, err := CreatePod(context.Background(), client, pod)
+		name, err := createThrough(t, false, contentType)
 		if err != nil || name != "web-x7k2q" {
 			t.Errorf("%s: CreatePod = %q, %v; want web-x7k2q", contentType, name, err)
 		}
@@ -78,10 +83,7 @@ func TestCreatePodReturnsTheGivenName(t *testing.T) {
 
 func TestCreatePodKeepsTheAPIError(t *testing.T) {
 	for _, contentType := range []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON} {
-		srv := podServer(t, true)
-		client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: contentType}})
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}}
-		name, err := CreatePod(context.Background(), client, pod)
+		name, err := createThrough(t, true, contentType)
 		if !apierrors.IsAlreadyExists(err) || name != "" {
 			t.Errorf("%s: CreatePod = %q, %v; want AlreadyExists", contentType, name, err)
 		}
