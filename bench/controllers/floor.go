@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,7 +37,6 @@ import (
 // place of a controller-manager.
 type floorPlane struct {
 	*benchutil.Mizzen
-	client *exec.Cmd
 }
 
 func (f *floorPlane) Name() string { return "floor" }
@@ -49,30 +47,7 @@ func (f *floorPlane) StartControllerManager(qps, _ int, _ string) error {
 	if err != nil {
 		return err
 	}
-	log, err := os.Create(filepath.Join(f.Dir, "floor-client.log"))
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	f.client = exec.Command(exe, "-floor-client", f.Kubeconfig, "-kube-api-qps", strconv.Itoa(qps))
-	f.client.Stdout, f.client.Stderr = log, log
-	benchutil.DieWithParent(f.client)
-	return f.client.Start()
-}
-
-func (f *floorPlane) ControllerManagerPID() int {
-	if f.client == nil || f.client.Process == nil {
-		return 0
-	}
-	return f.client.Process.Pid
-}
-
-func (f *floorPlane) Stop() {
-	if f.client != nil && f.client.Process != nil {
-		f.client.Process.Kill()
-		f.client.Wait()
-	}
-	f.Mizzen.Stop()
+	return f.StartAsControllerManager(exec.Command(exe, "-floor-client", f.Kubeconfig, "-kube-api-qps", strconv.Itoa(qps)))
 }
 
 // floorWorkers handle Deployments concurrently, as the controller-manager's five

@@ -126,21 +126,29 @@ func (m *Mizzen) StartControllerManager(qps, burst int, clusterCIDR string) erro
 	if err != nil {
 		return err
 	}
+	caCert, caKey := datadir.Dir(m.Dir).Cert(datadir.CAName)
+	cmd := exec.Command(m.Bin, "controller-manager", "--kubeconfig", kc, "--leader-elect=false", "--use-service-account-credentials",
+		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--secure-port", "0",
+		"--cluster-cidr", clusterCIDR, "--cluster-signing-cert-file", caCert, "--cluster-signing-key-file", caKey)
+	cmd.Args = append(cmd.Args, m.ControllerManagerArgs...)
+	return m.StartAsControllerManager(cmd)
+}
+
+// StartAsControllerManager starts cmd in the controller-manager's place, logging to
+// controller-manager.log in the data directory: ControllerManagerPID and Stop then
+// see it (a benchmark's stand-in for it, say).
+func (m *Mizzen) StartAsControllerManager(cmd *exec.Cmd) error {
 	log, err := os.OpenFile(filepath.Join(m.Dir, "controller-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	caCert, caKey := datadir.Dir(m.Dir).Cert(datadir.CAName)
-	m.ctrlMgr = exec.Command(m.Bin, "controller-manager", "--kubeconfig", kc, "--leader-elect=false", "--use-service-account-credentials",
-		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst), "--secure-port", "0",
-		"--cluster-cidr", clusterCIDR, "--cluster-signing-cert-file", caCert, "--cluster-signing-key-file", caKey)
-	m.ctrlMgr.Args = append(m.ctrlMgr.Args, m.ControllerManagerArgs...)
-	m.ctrlMgr.Stdout, m.ctrlMgr.Stderr = log, log
-	DieWithParent(m.ctrlMgr)
-	if err := m.ctrlMgr.Start(); err != nil {
-		return fmt.Errorf("starting mizzen controller-manager: %w", err)
+	cmd.Stdout, cmd.Stderr = log, log
+	DieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s as the controller-manager: %w", cmd.Path, err)
 	}
+	m.ctrlMgr = cmd
 	return nil
 }
 
