@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"mizzen/internal/ticklimit"
 )
 
 // serviceAccountNamespace holds the controllers' ServiceAccounts, as upstream's.
@@ -49,6 +51,7 @@ func (b *clientBuilder) config(ctx context.Context, name string) (*rest.Config, 
 			cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 		}
 		cfg.UserAgent += "/" + name
+		limit(cfg)
 		return cfg, nil
 	}
 	src := b.source(name)
@@ -63,7 +66,16 @@ func (b *clientBuilder) config(ctx context.Context, name string) (*rest.Config, 
 	}
 	cfg.UserAgent += "/system:serviceaccount:" + serviceAccountNamespace + ":" + name
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &bearerTransport{src: src, next: rt} }
+	limit(cfg)
 	return cfg, nil
+}
+
+// limit gives cfg a limiter of its own, of its qps and burst, that releases held-back
+// requests together (package ticklimit).
+func limit(cfg *rest.Config) {
+	if cfg.QPS > 0 {
+		cfg.RateLimiter = ticklimit.New(cfg.QPS, cfg.Burst)
+	}
 }
 
 // source is the one token of ServiceAccount name, shared by every client made for it.

@@ -1,9 +1,15 @@
 package controllermanager
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"mizzen/internal/ticklimit"
 )
 
 type recordingTransport struct{ got *http.Request }
@@ -60,3 +66,31 @@ func TestBearerTransportDropsARefusedToken(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Each controller's config gets a limiter of its own, of the manager's qps and burst,
+// that releases held-back requests on a tick (package ticklimit): one limiter shared
+// by every controller would pace them all as one client.
+func TestEachControllerGetsItsOwnTickLimiter(t *testing.T) {
+	b := &clientBuilder{root: &rest.Config{Host: "https://apiserver", QPS: 1000, Burst: 2000}}
+	var limiters []flowcontrol.RateLimiter
+	for _, name := range []string{"replicaset-controller", "deployment-controller"} {
+		cfg, err := b.config(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := cfg.RateLimiter.(*ticklimit.Limiter)
+		if !ok {
+			t.Fatalf("%s's rate limiter is %T, want a *ticklimit.Limiter", name, cfg.RateLimiter)
+		}
+		if l.QPS() != 1000 {
+			t.Errorf("%s's limiter allows %v qps, want the manager's 1000", name, l.QPS())
+		}
+		limiters = append(limiters, l)
+	}
+	if limiters[0] == limiters[1] {
+		t.Error("two controllers share one limiter")
+	}
+	if b.root.RateLimiter != nil {
+		t.Error("the manager's own config was given a limiter")
+	}
+}
