@@ -40,7 +40,7 @@ func newControllerManagerCommand() *cobra.Command {
 			if serving.Port > 0 {
 				opts.Serving = &serving
 			}
-			returnIdleMemory(cmd.Context(), false)
+			manageMemory(cmd.Context(), false)
 			return controllermanager.Run(cmd.Context(), cfg, opts)
 		},
 	}
