@@ -63,7 +63,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f.DurationVar(&opts.HPA.CPUInitializationPeriod, "horizontal-pod-autoscaler-cpu-initialization-period", 5*time.Minute, "After a pod starts, CPU samples from before it was ready are skipped for this long")
 	f.DurationVar(&opts.HPA.InitialReadinessDelay, "horizontal-pod-autoscaler-initial-readiness-delay", 30*time.Second, "After a pod starts, readiness changes this soon count as still starting")
 	f.IntVar(&opts.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "Terminated pods kept before the oldest are deleted (0 or less: never)")
-	f.Float32Var(&qps, "kube-api-qps", 50, "Requests per second to the apiserver (client-side limit)")
+	f.Float32Var(&qps, "kube-api-qps", 50, "Requests per second to the apiserver (client-side limit, each controller's own; requests it holds back are released together on a 20 ms tick)")
 	f.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the apiserver above --kube-api-qps")
 	f.StringVar(&contentType, "kube-api-content-type", controllermanager.DefaultContentType, "Content type of requests sent to the apiserver")
 	f.IntVar(&serving.Port, "secure-port", 10257, "Port serving /healthz, /livez, /readyz and /metrics over HTTPS with a self-signed certificate and authentication and authorization delegated to the apiserver (0 disables)")
