@@ -35,6 +35,9 @@ type kind interface {
 	gvk() schema.GroupVersionKind
 	informer() cache.SharedIndexInformer
 	get(ns, name string) (*replicated, error)
+	// object is the owner as the lister holds it, for what needs only its metadata:
+	// get also parses its selector, which a pod event does not need.
+	object(ns, name string) (metav1.Object, error)
 	list(ns string) ([]*replicated, error)
 	updateStatus(ctx context.Context, r *replicated, status appsv1.ReplicaSetStatus) error
 }
@@ -61,6 +64,10 @@ func (k *replicaSetKind) get(ns, name string) (*replicated, error) {
 		return nil, err
 	}
 	return fromReplicaSet(rs)
+}
+
+func (k *replicaSetKind) object(ns, name string) (metav1.Object, error) {
+	return k.lister.ReplicaSets(ns).Get(name)
 }
 
 func (k *replicaSetKind) list(ns string) ([]*replicated, error) {
@@ -119,6 +126,10 @@ func (k *rcKind) get(ns, name string) (*replicated, error) {
 		return nil, err
 	}
 	return fromRC(rc), nil
+}
+
+func (k *rcKind) object(ns, name string) (metav1.Object, error) {
+	return k.lister.ReplicationControllers(ns).Get(name)
 }
 
 func (k *rcKind) list(ns string) ([]*replicated, error) {

@@ -112,8 +112,8 @@ func (c *Controller) ownerKey(pod *corev1.Pod, ref *metav1.OwnerReference) strin
 	if ref == nil || ref.Kind != gvk.Kind || ref.APIVersion != gvk.GroupVersion().String() {
 		return ""
 	}
-	r, err := c.kind.get(pod.Namespace, ref.Name)
-	if err != nil || r.GetUID() != ref.UID {
+	owner, err := c.kind.object(pod.Namespace, ref.Name)
+	if err != nil || owner.GetUID() != ref.UID {
 		return ""
 	}
 	return pod.Namespace + "/" + ref.Name

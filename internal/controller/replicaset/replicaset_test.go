@@ -463,3 +463,30 @@ func TestReplicationControllerSharesTheImplementation(t *testing.T) {
 		t.Errorf("rc status = %+v, want observedGeneration 1 and replicas 2", status)
 	}
 }
+
+// A pod event goes to the set its controller reference names only while that set is
+// the one the reference was made for: a set deleted and made again under the same
+// name (another UID) does not get the old set's pods, nor does a set of another kind.
+func TestPodEventsGoToTheirOwnerOnly(t *testing.T) {
+	rs := newRS("web", 2)
+	old := rs.DeepCopy()
+	old.UID = "uid-web-before"
+	fx := newFixture(t, false, rs)
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"owned by the set", pod("a", ownedBy(rs)), "default/web"},
+		{"owned by an earlier set of the same name", pod("b", ownedBy(old)), ""},
+		{"owned by a set not in the cache", pod("c", ownedBy(newRS("gone", 1))), ""},
+		{"owned by another kind of the same name", pod("d", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{*util.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+		}), ""},
+	} {
+		ref := metav1.GetControllerOf(tc.pod)
+		if got := fx.c.ownerKey(tc.pod, ref); got != tc.want {
+			t.Errorf("%s: owner key %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
