@@ -163,9 +163,10 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 		}
 		c.queue.Add(key)
 		// A pod that just became ready turns available minReadySeconds later.
-		if r, err := c.kind.get(pod.Namespace, ref.Name); err == nil && r.minReadySeconds > 0 &&
-			!util.IsPodReady(oldPod) && util.IsPodReady(pod) {
-			c.queue.AddAfter(key, time.Duration(r.minReadySeconds)*time.Second+time.Second)
+		if !util.IsPodReady(oldPod) && util.IsPodReady(pod) {
+			if r, err := c.kind.get(pod.Namespace, ref.Name); err == nil && r.minReadySeconds > 0 {
+				c.queue.AddAfter(key, time.Duration(r.minReadySeconds)*time.Second+time.Second)
+			}
 		}
 		return
 	}
