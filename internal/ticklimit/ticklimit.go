@@ -27,8 +27,6 @@ const Tick = 20 * time.Millisecond
 // on multiples of Tick.
 type Limiter struct {
 	bucket *rate.Limiter
-	qps    float32
-	tick   time.Duration
 	now    func() time.Time
 	// sleep waits d or until ctx ends (a test's hook).
 	sleep func(ctx context.Context, d time.Duration) error
@@ -39,7 +37,7 @@ var _ flowcontrol.RateLimiter = (*Limiter)(nil)
 // New returns a limiter of qps requests a second with bursts of burst, releasing held
 // requests every Tick.
 func New(qps float32, burst int) *Limiter {
-	return &Limiter{bucket: rate.NewLimiter(rate.Limit(qps), burst), qps: qps, tick: Tick, now: time.Now, sleep: sleep}
+	return &Limiter{bucket: rate.NewLimiter(rate.Limit(qps), burst), now: time.Now, sleep: sleep}
 }
 
 // TryAccept takes a token if one is there now.
@@ -52,7 +50,7 @@ func (l *Limiter) Accept() { _ = l.Wait(context.Background()) }
 func (l *Limiter) Stop() {}
 
 // QPS is the limiter's rate.
-func (l *Limiter) QPS() float32 { return l.qps }
+func (l *Limiter) QPS() float32 { return float32(l.bucket.Limit()) }
 
 // Wait blocks until a token is due and the tick after it has come, or ctx ends. As
 // client-go's limiter, it returns at once with an error when ctx's deadline comes
@@ -67,7 +65,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 	if delay == 0 {
 		return nil
 	}
-	at := l.release(now.Add(delay))
+	at := release(now.Add(delay))
 	if deadline, ok := ctx.Deadline(); ok && deadline.Before(at) {
 		r.CancelAt(now)
 		return fmt.Errorf("rate: Wait(n=1) would exceed context deadline")
@@ -90,10 +88,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// release is the first multiple of the tick at or after due.
-func (l *Limiter) release(due time.Time) time.Time {
-	if rem := time.Duration(due.UnixNano() % int64(l.tick)); rem != 0 {
-		return due.Add(l.tick - rem)
+// release is the first multiple of Tick at or after due.
+func release(due time.Time) time.Time {
+	if rem := time.Duration(due.UnixNano() % int64(Tick)); rem != 0 {
+		return due.Add(Tick - rem)
 	}
 	return due
 }
