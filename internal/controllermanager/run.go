@@ -22,6 +22,7 @@ import (
 	"mizzen/internal/componentserve"
 	"mizzen/internal/controller/util"
 	"mizzen/internal/controllermanager/metrics"
+	"mizzen/internal/informermux"
 	"mizzen/internal/leaderlost"
 )
 
@@ -127,9 +128,10 @@ func run(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, all
 	}
 	startAll := func(ctx context.Context) {
 		cc := &ControllerContext{
-			Client:    client,
-			Config:    cfg,
-			Informers: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(util.TrimManagedFields)),
+			Client: client,
+			Config: cfg,
+			// One listener for each informer's handlers (a dozen on pods).
+			Informers: informermux.NewFactory(informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(util.TrimManagedFields))),
 			Options:   opts.Options,
 		}
 		clients := &clientBuilder{root: cfg, rootClient: client, useSA: opts.UseServiceAccountCredentials}
