@@ -31,62 +31,80 @@ func CreatePod(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod
 		}
 		return created.Name, nil
 	}
+	meta, err := postForMeta(ctx, rc.Post().Namespace(pod.Namespace).Resource("pods").Body(pod))
+	return meta.name, err
+}
+
+// postForMeta sends req, a create, and reads the created object's name and
+// resourceVersion from the answer.
+func postForMeta(ctx context.Context, req *rest.Request) (createdMeta, error) {
 	var contentType string
-	res := rc.Post().Namespace(pod.Namespace).Resource("pods").Body(pod).Do(ctx).ContentType(&contentType)
+	res := req.Do(ctx).ContentType(&contentType)
 	if err := res.Error(); err != nil {
-		return "", err
+		return createdMeta{}, err
 	}
 	body, _ := res.Raw()
-	return createdName(body, contentType)
+	return readCreated(body, contentType)
 }
 
 // protobufEnvelope starts every protobuf answer of the apiserver; a runtime.Unknown
 // message follows.
 var protobufEnvelope = []byte("k8s\x00")
 
-// createdName reads metadata.name from an answer holding one object, protobuf or
-// JSON as contentType says.
-func createdName(body []byte, contentType string) (string, error) {
+// createdMeta is what is read of a create's answer.
+type createdMeta struct {
+	name, resourceVersion string
+}
+
+// readCreated reads metadata.name and metadata.resourceVersion from an answer
+// holding one object, protobuf or JSON as contentType says. An object without a
+// name is an error.
+func readCreated(body []byte, contentType string) (createdMeta, error) {
 	if mediaType, _, _ := mime.ParseMediaType(contentType); mediaType == runtime.ContentTypeProtobuf {
-		name, ok := protobufName(body)
-		if !ok {
-			return "", fmt.Errorf("the apiserver's protobuf answer to a create holds no object with a name (%d bytes)", len(body))
+		meta, ok := protobufMeta(body)
+		if !ok || meta.name == "" {
+			return createdMeta{}, fmt.Errorf("the apiserver's protobuf answer to a create holds no object with a name (%d bytes)", len(body))
 		}
-		return name, nil
+		return meta, nil
 	}
 	var obj struct {
 		Metadata struct {
-			Name string `json:"name"`
+			Name            string `json:"name"`
+			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return "", fmt.Errorf("decoding the apiserver's answer to a create: %w", err)
+		return createdMeta{}, fmt.Errorf("decoding the apiserver's answer to a create: %w", err)
 	}
 	if obj.Metadata.Name == "" {
-		return "", fmt.Errorf("the apiserver's answer to a create holds no object with a name (%d bytes)", len(body))
+		return createdMeta{}, fmt.Errorf("the apiserver's answer to a create holds no object with a name (%d bytes)", len(body))
 	}
-	return obj.Metadata.Name, nil
+	return createdMeta{name: obj.Metadata.Name, resourceVersion: obj.Metadata.ResourceVersion}, nil
 }
 
-// protobufName reads metadata.name from a protobuf answer: the envelope's
-// runtime.Unknown holds the object's message in field 2 (raw), whose field 1 is its
-// ObjectMeta, whose field 1 is the name. As protobuf decodes, repeated occurrences of
-// a message merge and the last name wins.
-func protobufName(body []byte) (string, bool) {
+// protobufMeta reads metadata's name and resourceVersion from a protobuf answer: the
+// envelope's runtime.Unknown holds the object's message in field 2 (raw), whose field
+// 1 is its ObjectMeta, whose fields 1 and 6 are the name and the resourceVersion. As
+// protobuf decodes, repeated occurrences of a message merge and the last value wins.
+func protobufMeta(body []byte) (createdMeta, bool) {
 	unknown, ok := bytes.CutPrefix(body, protobufEnvelope)
 	if !ok {
-		return "", false
+		return createdMeta{}, false
 	}
-	var name []byte
+	var meta createdMeta
 	found := false
 	for _, raw := range bytesFields(unknown, 2) {
-		for _, meta := range bytesFields(raw, 1) {
-			for _, n := range bytesFields(meta, 1) {
-				name, found = n, true
+		for _, m := range bytesFields(raw, 1) {
+			found = true
+			for _, n := range bytesFields(m, 1) {
+				meta.name = string(n)
+			}
+			for _, rv := range bytesFields(m, 6) {
+				meta.resourceVersion = string(rv)
 			}
 		}
 	}
-	return string(name), found && len(name) > 0
+	return meta, found
 }
 
 // bytesFields returns the values of msg's length-delimited field num in order, none

@@ -5,10 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,13 +20,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// podServer answers pod creates as an apiserver would, in the request's content
-// type: the pod gets its generated name and a spec the caller does not read. With
-// exists set, it refuses with 409 AlreadyExists.
+// podServer answers pod and Event creates as an apiserver would, in the request's
+// content type: the object gets resourceVersion 42, a pod its generated name and a
+// spec the caller does not read. With exists set, it refuses with 409 AlreadyExists.
 func podServer(t *testing.T, exists bool) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/api/v1/namespaces/ns/pods" {
+		if r.Method != http.MethodPost || (r.URL.Path != "/api/v1/namespaces/ns/pods" && r.URL.Path != "/api/v1/namespaces/ns/events") {
 			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
 			return
 		}
@@ -36,20 +38,27 @@ func podServer(t *testing.T, exists bool) *httptest.Server {
 		}
 		body, _ := io.ReadAll(r.Body)
 		obj, _, err := info.Serializer.Decode(body, nil, nil)
-		pod, isPod := obj.(*corev1.Pod)
-		if err != nil || !isPod {
-			http.Error(w, "not a pod", http.StatusBadRequest)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var out runtime.Object = pod
+		out := obj
 		code := http.StatusCreated
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			o.Name = o.GenerateName + "x7k2q"
+			o.Spec.NodeName = "node-a"
+		case *corev1.Event:
+		default:
+			http.Error(w, "not a pod or an Event", http.StatusBadRequest)
+			return
+		}
+		meta, _ := apimeta.Accessor(obj)
+		meta.SetUID("0c1d")
+		meta.SetResourceVersion("42")
 		if exists {
-			status := apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, pod.GenerateName).Status()
+			status := apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, meta.GetName()).Status()
 			out, code = &status, http.StatusConflict
-		} else {
-			pod.Name = pod.GenerateName + "x7k2q"
-			pod.UID = "0c1d"
-			pod.Spec.NodeName = "node-a"
 		}
 		encoder := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
 		data, err := runtime.Encode(encoder, out)
@@ -101,7 +110,7 @@ func TestCreatePodThroughAFakeClient(t *testing.T) {
 	}
 }
 
-func TestCreatedNameRefusesWhatHoldsNoName(t *testing.T) {
+func TestReadCreatedRefusesWhatHoldsNoName(t *testing.T) {
 	for _, tc := range []struct{ body, contentType string }{
 		{"", runtime.ContentTypeProtobuf},
 		{"k8s\x00", runtime.ContentTypeProtobuf},
@@ -110,15 +119,15 @@ func TestCreatedNameRefusesWhatHoldsNoName(t *testing.T) {
 		{`{"metadata":{}}`, runtime.ContentTypeJSON},
 		{`{"metadata":`, runtime.ContentTypeJSON},
 	} {
-		if name, err := createdName([]byte(tc.body), tc.contentType); err == nil {
-			t.Errorf("createdName(%q, %s) = %q; want an error", tc.body, tc.contentType, name)
+		if meta, err := readCreated([]byte(tc.body), tc.contentType); err == nil {
+			t.Errorf("readCreated(%q, %s) = %+v; want an error", tc.body, tc.contentType, meta)
 		}
 	}
 }
 
-// FuzzCreatedName feeds arbitrary answers to the name reader: it must not panic, and
+// FuzzReadCreated feeds arbitrary answers to the name reader: it must not panic, and
 // a name it returns is never empty.
-func FuzzCreatedName(f *testing.F) {
+func FuzzReadCreated(f *testing.F) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-x7k2q", Namespace: "ns"}}
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	data, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), pod)
@@ -132,8 +141,44 @@ func FuzzCreatedName(f *testing.F) {
 		if protobuf {
 			contentType = runtime.ContentTypeProtobuf
 		}
-		if name, err := createdName(body, contentType); err == nil && name == "" {
-			t.Errorf("createdName(%q) = empty name, no error", body)
+		if meta, err := readCreated(body, contentType); err == nil && meta.name == "" {
+			t.Errorf("readCreated(%q) = empty name, no error", body)
 		}
 	})
+}
+
+// TestEventSinkReturnsTheCreatedEvent: the sink's create answers with what was sent,
+// plus the resourceVersion the apiserver gave it (what the recorder patches with).
+func TestEventSinkReturnsTheCreatedEvent(t *testing.T) {
+	for _, contentType := range []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON} {
+		srv := podServer(t, false)
+		client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: contentType}})
+		sink := newEventSink(client)
+		sent := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "ns", Name: "web.1876"},
+			InvolvedObject: corev1.ObjectReference{Kind: "ReplicaSet", Namespace: "ns", Name: "web"},
+			Reason:         "SuccessfulCreate", Message: "Created pod: web-x7k2q", Count: 1, Type: corev1.EventTypeNormal,
+		}
+		created, err := sink.Create(sent)
+		if err != nil {
+			t.Fatalf("%s: %v", contentType, err)
+		}
+		want := sent.DeepCopy()
+		want.ResourceVersion = "42"
+		if !reflect.DeepEqual(created, want) {
+			t.Errorf("%s: created %+v, want %+v", contentType, created, want)
+		}
+		if sent.ResourceVersion != "" {
+			t.Errorf("%s: the sent Event was changed", contentType)
+		}
+	}
+}
+
+func TestEventSinkKeepsTheAPIError(t *testing.T) {
+	srv := podServer(t, true)
+	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeProtobuf}})
+	_, err := newEventSink(client).Create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web.1876"}})
+	if !apierrors.IsAlreadyExists(err) {
+		t.Errorf("Create = %v; want AlreadyExists", err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -32,7 +31,7 @@ func NewEvents(client kubernetes.Interface, component string) *Events {
 
 // Start sends recorded Events to the apiserver until ctx ends.
 func (e *Events) Start(ctx context.Context) {
-	e.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.client.CoreV1().Events("")})
+	e.broadcaster.StartRecordingToSink(newEventSink(e.client))
 	go func() {
 		<-ctx.Done()
 		e.broadcaster.Shutdown()
