@@ -24,6 +24,7 @@ import (
 	"mizzen/internal/controllermanager/metrics"
 	"mizzen/internal/informermux"
 	"mizzen/internal/leaderlost"
+	"mizzen/internal/protodecode"
 )
 
 // Lease that elects the active controller-manager, as upstream.
@@ -80,7 +81,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts RunOptions) error {
 	if cfg.ContentType == "" {
 		cfg.ContentType = DefaultContentType
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// The root client feeds the shared informers, whose watch events are most of what
+	// the manager decodes: its core and apps groups decode without copying each
+	// event's object twice first. The controllers' own clients are client-go's.
+	client, err := protodecode.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("controller-manager client: %w", err)
 	}
