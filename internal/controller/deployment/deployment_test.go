@@ -9,7 +9,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -532,5 +534,35 @@ func TestMissingRevisionIsWrittenWithoutAStatusChange(t *testing.T) {
 	cl.sync()
 	if main, status := cl.deploymentUpdates(); main != 0 || status != 0 {
 		t.Errorf("a sync with nothing to change: %d updates of the deployment and %d of its status", main, status)
+	}
+}
+
+// A sync that updates the new ReplicaSet's annotations (here, one copied from the
+// deployment) sends the change and leaves the informer's object as it was: the cache
+// is shared with every other controller. (The sync works on copies of the claimed
+// sets, and the annotation update on a copy of its own map; either alone keeps it.)
+func TestAnnotationSyncLeavesTheCachedReplicaSetAlone(t *testing.T) {
+	cl := newCluster(t, newDeployment(3, "nginx:1", 1, 0))
+	cl.sync()
+	d := cl.deployment()
+	d.Annotations["team"] = "web"
+	if _, err := cl.client.AppsV1().Deployments("default").Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.observe()
+	cached, err := cl.f.Apps().V1().ReplicaSets().Lister().ReplicaSets("default").List(labels.Everything())
+	if err != nil || len(cached) != 1 {
+		t.Fatalf("cached ReplicaSets %v, %v; want 1", cached, err)
+	}
+	before := cached[0].DeepCopy()
+	cl.client.ClearActions()
+	if err := cl.c.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.replicaSets()[0].Annotations["team"]; got != "web" {
+		t.Errorf("the ReplicaSet's team annotation is %q after the sync, want web", got)
+	}
+	if !apiequality.Semantic.DeepEqual(cached[0], before) {
+		t.Errorf("the sync changed the cached ReplicaSet: annotations %v, were %v", cached[0].Annotations, before.Annotations)
 	}
 }
