@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts RunOptions) error {
 	}
 	// The root client feeds the shared informers, whose watch events are most of what
 	// the manager decodes: its core and apps groups decode without copying each
-	// event's object twice first. The controllers' own clients are client-go's.
+	// event's object twice first (as do the controllers' own clients, forController).
 	client, err := protodecode.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("controller-manager client: %w", err)
@@ -228,7 +228,7 @@ func (cc *ControllerContext) forController(ctx context.Context, clients *clientB
 	if err != nil || cfg == nil {
 		return cc, err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := protodecode.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
