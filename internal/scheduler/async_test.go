@@ -73,6 +73,11 @@ func (p holdingPods) Patch(ctx context.Context, name string, pt types.PatchType,
 	return p.PodInterface.Patch(ctx, name, pt, data, opts, subresources...)
 }
 
+func (p holdingPods) Bind(ctx context.Context, binding *v1.Binding, opts metav1.CreateOptions) error {
+	p.before("create", binding.Name, "binding")
+	return p.PodInterface.Bind(ctx, binding, opts)
+}
+
 func (p holdingPods) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	p.before("delete", name, "")
 	return p.PodInterface.Delete(ctx, name, opts)

@@ -156,7 +156,13 @@ func (s *Scheduler) bindingCycle(ctx context.Context, fwk *framework.Framework, 
 	// The pod's PodScheduled=False from an earlier attempt must not land after the
 	// binding's PodScheduled=True.
 	s.calls.wait(assumed.UID)
-	if st := fwk.RunBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+	if !s.bindings.acquire(ctx) {
+		fail(framework.AsStatus(ctx.Err()))
+		return
+	}
+	st := fwk.RunBindPlugins(ctx, state, assumed, host)
+	s.bindings.release()
+	if !st.IsSuccess() {
 		fail(st)
 		return
 	}

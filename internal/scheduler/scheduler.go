@@ -159,7 +159,7 @@ func runWithClient(ctx context.Context, clients clientSet, cfg *config.Configura
 	client := clients.main
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.events.EventsV1()})
+	broadcaster := events.NewBroadcaster(newBoundedEventSink(&events.EventSinkImpl{Interface: clients.events.EventsV1()}, maxEventWritesInFlight))
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 
@@ -303,6 +303,8 @@ type Scheduler struct {
 	bindWG             sync.WaitGroup
 	// calls are the pods' status patches, made outside the scheduling loop.
 	calls *podCalls
+	// bindings bounds the binding calls in flight (maxBindingsInFlight).
+	bindings slots
 	// handlers are the informer event handlers that fill the cache and the queue.
 	handlers []toolscache.ResourceEventHandlerRegistration
 }
@@ -327,6 +329,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		snapshot:  cache.NewEmptySnapshot(),
 		profiles:  map[string]*framework.Framework{},
 		calls:     newPodCalls(),
+		bindings:  make(slots, maxBindingsInFlight),
 	}
 	if cfg.PercentageOfNodesToScore != nil {
 		s.percentageOfNodesToScore = *cfg.PercentageOfNodesToScore
