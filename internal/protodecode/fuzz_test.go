@@ -79,7 +79,7 @@ func FuzzRawSerializer(f *testing.F) {
 	for _, in := range seedInputs(f) {
 		f.Add(in)
 		// A watch frame's object, bare, as a raw decoder into Pod would see it.
-		if body, ok := bytes.CutPrefix(in, prefix); ok {
+		if body, ok := bytes.CutPrefix(in, Prefix); ok {
 			if env, ok := parseEnvelope(body); ok && env.raw != nil {
 				f.Add(bytes.Clone(env.raw))
 			}

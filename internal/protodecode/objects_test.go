@@ -129,17 +129,17 @@ func seedInputs(t testing.TB) [][]byte {
 	}
 	// A WatchEvent in an envelope, as a client asking the envelope serializer for one
 	// would read it.
-	inputs = append(inputs, append(bytes.Clone(prefix), unknownMessage("v1", "WatchEvent", watchFrame(t, "ADDED", pod), "", "")...))
+	inputs = append(inputs, append(bytes.Clone(Prefix), unknownMessage("v1", "WatchEvent", watchFrame(t, "ADDED", pod), "", "")...))
 	// Envelopes upstream reads its own way: compressed, without Raw, empty.
 	inputs = append(inputs,
-		append(bytes.Clone(prefix), unknownMessage("v1", "Pod", bareObject(t, pod), "gzip", "")...),
-		append(bytes.Clone(prefix), unknownMessage("v1", "Pod", nil, "", "application/json")...),
-		bytes.Clone(prefix), []byte("k8s"), nil,
+		append(bytes.Clone(Prefix), unknownMessage("v1", "Pod", bareObject(t, pod), "gzip", "")...),
+		append(bytes.Clone(Prefix), unknownMessage("v1", "Pod", nil, "", "application/json")...),
+		bytes.Clone(Prefix), []byte("k8s"), nil,
 	)
 	// Envelopes whose kind is partial, wrong or unknown, for defaults and into to fill.
 	podBody := bareObject(t, pod)
 	for _, tm := range [][2]string{{"", "Pod"}, {"v1", ""}, {"", ""}, {"apps/v1", "Deployment"}, {"v1", "Nope"}, {"a/b/c", "Pod"}} {
-		inputs = append(inputs, append(bytes.Clone(prefix), unknownMessage(tm[0], tm[1], podBody, "", "")...))
+		inputs = append(inputs, append(bytes.Clone(Prefix), unknownMessage(tm[0], tm[1], podBody, "", "")...))
 	}
 	for _, in := range [][]byte{pod, list, watchFrame(t, "ADDED", pod)} {
 		for _, n := range []int{1, 5, 7, len(in) / 2, len(in) - 1} {
@@ -164,7 +164,7 @@ func unknownMessage(apiVersion, kind string, raw []byte, contentEncoding, conten
 // bareObject is the object inside an envelope.
 func bareObject(t testing.TB, enveloped []byte) []byte {
 	var u runtime.Unknown
-	if err := u.Unmarshal(enveloped[len(prefix):]); err != nil {
+	if err := u.Unmarshal(enveloped[len(Prefix):]); err != nil {
 		t.Fatal(err)
 	}
 	return u.Raw

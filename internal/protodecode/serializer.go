@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
 )
 
-// prefix starts every envelope: "k8s", then 0 for "a runtime.Unknown follows".
-var prefix = []byte("k8s\x00")
+// Prefix starts every envelope: "k8s", then 0 for "a runtime.Unknown follows".
+var Prefix = []byte("k8s\x00")
 
 // Serializer is apimachinery's protobuf.Serializer (prefix and runtime.Unknown
 // envelope) with a decoder that does not copy the envelope's Raw. Its results never
@@ -61,7 +61,7 @@ func (s *Serializer) decode(data []byte, defaults *schema.GroupVersionKind, into
 		// Upstream answers with the envelope itself.
 		return nil, nil, false
 	}
-	body, found := bytes.CutPrefix(data, prefix)
+	body, found := bytes.CutPrefix(data, Prefix)
 	if !found {
 		return nil, nil, false
 	}

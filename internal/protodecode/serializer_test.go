@@ -31,12 +31,12 @@ func TestCommonInputsSkipUpstream(t *testing.T) {
 		}, true},
 		{"into Unknown", func() (runtime.Object, bool) { o, _, ok := envelope.decode(pod, nil, &runtime.Unknown{}); return o, ok }, false},
 		{"content encoding", func() (runtime.Object, bool) {
-			in := append(bytes.Clone(prefix), unknownMessage("v1", "Pod", []byte{}, "gzip", "")...)
+			in := append(bytes.Clone(Prefix), unknownMessage("v1", "Pod", []byte{}, "gzip", "")...)
 			o, _, ok := envelope.decode(in, nil, nil)
 			return o, ok
 		}, false},
 		{"no raw", func() (runtime.Object, bool) {
-			o, _, ok := envelope.decode(append(bytes.Clone(prefix), unknownMessage("v1", "Pod", nil, "", "")...), nil, nil)
+			o, _, ok := envelope.decode(append(bytes.Clone(Prefix), unknownMessage("v1", "Pod", nil, "", "")...), nil, nil)
 			return o, ok
 		}, false},
 		{"truncated", func() (runtime.Object, bool) { o, _, ok := envelope.decode(pod[:len(pod)-3], nil, nil); return o, ok }, false},

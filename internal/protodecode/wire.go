@@ -32,10 +32,10 @@ const (
 // difference is never seen. What they must never do is accept what gogo rejects: a
 // known field with the wrong wire type is therefore a failure, not an unknown field.
 
-// eachField calls visit with each field of message b in order: its number, wire
+// EachField calls visit with each field of message b in order: its number, wire
 // type and, for a length-delimited field, its value (a sub-slice of b). It reports
 // false if b does not parse or visit returns false.
-func eachField(b []byte, visit func(num protowire.Number, typ protowire.Type, value []byte) bool) bool {
+func EachField(b []byte, visit func(num protowire.Number, typ protowire.Type, value []byte) bool) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -70,7 +70,7 @@ type envelope struct {
 
 // parseEnvelope reads the runtime.Unknown message b (after the "k8s\x00" prefix).
 func parseEnvelope(b []byte) (env envelope, ok bool) {
-	ok = eachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
+	ok = EachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
 		switch num {
 		case unknownTypeMeta:
 			return typ == protowire.BytesType && parseTypeMeta(value, &env.typeMeta)
@@ -96,7 +96,7 @@ func parseEnvelope(b []byte) (env envelope, ok bool) {
 
 // parseTypeMeta merges the runtime.TypeMeta message b into tm.
 func parseTypeMeta(b []byte, tm *runtime.TypeMeta) bool {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
+	return EachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
 		switch num {
 		case typeMetaAPIVersion:
 			if typ != protowire.BytesType {
@@ -117,7 +117,7 @@ func parseTypeMeta(b []byte, tm *runtime.TypeMeta) bool {
 // generated Unmarshal, ev.Object.Raw is a sub-slice of b, not a copy: see
 // RawSerializer for when that is safe.
 func parseWatchEvent(b []byte, ev *metav1.WatchEvent) bool {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
+	return EachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
 		switch num {
 		case watchEventType:
 			if typ != protowire.BytesType {
@@ -134,7 +134,7 @@ func parseWatchEvent(b []byte, ev *metav1.WatchEvent) bool {
 // parseRawExtension merges the runtime.RawExtension message b into ext, its Raw a
 // sub-slice of b.
 func parseRawExtension(b []byte, ext *runtime.RawExtension) bool {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
+	return EachField(b, func(num protowire.Number, typ protowire.Type, value []byte) bool {
 		if num != rawExtensionRaw {
 			return true
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"mizzen/internal/protodecode"
 )
 
 // CreatePod creates pod in its namespace and returns the name the apiserver gave it,
@@ -46,10 +48,6 @@ func postForMeta(ctx context.Context, req *rest.Request) (createdMeta, error) {
 	body, _ := res.Raw()
 	return readCreated(body, contentType)
 }
-
-// protobufEnvelope starts every protobuf answer of the apiserver; a runtime.Unknown
-// message follows.
-var protobufEnvelope = []byte("k8s\x00")
 
 // createdMeta is what is read of a create's answer.
 type createdMeta struct {
@@ -87,7 +85,7 @@ func readCreated(body []byte, contentType string) (createdMeta, error) {
 // 1 is its ObjectMeta, whose fields 1 and 6 are the name and the resourceVersion. As
 // protobuf decodes, repeated occurrences of a message merge and the last value wins.
 func protobufMeta(body []byte) (createdMeta, bool) {
-	unknown, ok := bytes.CutPrefix(body, protobufEnvelope)
+	unknown, ok := bytes.CutPrefix(body, protodecode.Prefix)
 	if !ok {
 		return createdMeta{}, false
 	}
@@ -111,20 +109,14 @@ func protobufMeta(body []byte) (createdMeta, bool) {
 // when msg is not a well-formed message.
 func bytesFields(msg []byte, num protowire.Number) [][]byte {
 	var values [][]byte
-	for at := 0; at < len(msg); {
-		n, typ, tagLen := protowire.ConsumeTag(msg[at:])
-		if tagLen < 0 {
-			return nil
-		}
-		valueLen := protowire.ConsumeFieldValue(n, typ, msg[at+tagLen:])
-		if valueLen < 0 {
-			return nil
-		}
+	wellFormed := protodecode.EachField(msg, func(n protowire.Number, typ protowire.Type, value []byte) bool {
 		if n == num && typ == protowire.BytesType {
-			value, _ := protowire.ConsumeBytes(msg[at+tagLen:])
 			values = append(values, value)
 		}
-		at += tagLen + valueLen
+		return true
+	})
+	if !wellFormed {
+		return nil
 	}
 	return values
 }
