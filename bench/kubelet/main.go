@@ -28,11 +28,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/podcgroups"
 )
 
 // image is present on every node: the sandbox image imported when containerd starts.
@@ -216,10 +218,12 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 		return r, err
 	}
 	kubelet, cleanup, err := startKubelet(bin, side, upstreamDir, n, first)
+	var pods createdPods
 	defer func() {
 		stopKubelet(kubelet)
 		n.stop()
 		cleanup()
+		pods.removeCgroups()
 	}()
 	if err != nil {
 		return r, err
@@ -240,7 +244,7 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 	settle := func() { _ = containerd.RemoveAllPods(ctx, n.runtime) }
 	noop := func() {}
 	// One pod first, as upstream's single-pod figure.
-	single, err := startPods(ctx, client, "single", 1, 1, noop)
+	single, err := startPods(ctx, client, &pods, "single", 1, 1, noop)
 	if err != nil {
 		return r, err
 	}
@@ -257,7 +261,7 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 	var cpuBurst time.Duration
 	var serverBurst, kubeletBurst float64
 	var byCmd string
-	burst, err := startPods(ctx, client, "burst", 20, 20, func() {
+	burst, err := startPods(ctx, client, &pods, "burst", 20, 20, func() {
 		cpuBurst = cpu() - cpu0
 		byCmd = cpuBreakdown(byCmd0, cpuByCommand(), cpuBurst, 20)
 		server1, kubelet1 := procCPU()
@@ -275,7 +279,7 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 		r.burst50.Round(time.Millisecond), r.burst99.Round(time.Millisecond),
 		float64(cpuBurst.Milliseconds())/20, serverBurst*1000/20, kubeletBurst*1000/20, loadavg())
 	fmt.Printf("  the burst's %s\n", byCmd)
-	steady, err := startPods(ctx, client, "steady", 100, 10, func() {
+	steady, err := startPods(ctx, client, &pods, "steady", 100, 10, func() {
 		time.Sleep(10 * time.Second) // a status and relist period with every pod running
 		p := benchutil.ProcStats(kubelet.Process.Pid)
 		r.rss100, r.anon100 = p.RSSMiB, p.AnonMiB
@@ -301,10 +305,47 @@ func gone(pid int) bool {
 	return err != nil || i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
 }
 
+// createdPods is the UIDs of the pods a run created, whose cgroups it removes at its
+// end: the kubelet is stopped as soon as the last pods have left the API, before it
+// has removed their pod cgroups, and no later kubelet sweeps them (each run's kubelet
+// has a root directory of its own). Left behind, a run's 100 pod cgroups in every
+// hierarchy slow every later container start on the host (see
+// docs/testing-with-containerd.md).
+type createdPods struct {
+	mu   sync.Mutex
+	uids []types.UID
+}
+
+func (p *createdPods) add(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.uids = append(p.uids, uid)
+}
+
+// removeCgroups removes the pods' cgroups once their containers are gone.
+func (p *createdPods) removeCgroups() {
+	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "removing the pods' cgroups:", err)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	left := 0
+	for _, uid := range p.uids {
+		if cgroups.RemovePod(uid) != nil {
+			left++
+		}
+	}
+	if left > 0 {
+		fmt.Fprintf(os.Stderr, "%d pod cgroup(s) still busy, left on the host\n", left)
+	}
+}
+
 // startPods creates n pods, at most concurrent at a time (each batch waits for the one
 // before to be started), calls allRunning, deletes them, and returns each one's
 // create-to-started latency.
-func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, concurrent int, allRunning func()) ([]time.Duration, error) {
+func startPods(ctx context.Context, c *kubernetes.Clientset, pods *createdPods, prefix string, n, concurrent int, allRunning func()) ([]time.Duration, error) {
 	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
 	if err != nil {
 		return nil, err
@@ -328,9 +369,12 @@ func startPods(ctx context.Context, c *kubernetes.Clientset, prefix string, n, c
 				mu.Lock()
 				created[name] = time.Now()
 				mu.Unlock()
-				if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				created, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+				if err != nil {
 					fmt.Fprintln(os.Stderr, "create:", err)
+					return
 				}
+				pods.add(created.UID)
 			}(i)
 		}
 		wg.Wait()
