@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"mizzen/internal/controlplane/core"
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
+	"mizzen/internal/kubelet/podcgroups"
 	"mizzen/internal/testing/apiserver"
 )
 
@@ -157,6 +159,10 @@ func TestVolumesOnContainerd(t *testing.T) {
 
 	rootDir := filepath.Join(dir, "kubelet")
 	logsDir := filepath.Join(dir, "pods")
+	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	klCtx, stopKubelet := context.WithCancel(ctx)
 	kubeletDone := make(chan error, 1)
 	go func() {
@@ -164,6 +170,7 @@ func TestVolumesOnContainerd(t *testing.T) {
 			Client: client, NodeName: "volumes-node", Runtime: rs, Images: is, NodeIP: "10.0.0.1",
 			Machine: &kubelet.MachineInfo{CPUCores: 2, MemoryBytes: 4 << 30}, RootDir: rootDir, PodLogsDir: logsDir,
 			RelistPeriod: 200 * time.Millisecond, ResyncPeriod: 2 * time.Second, Logger: log,
+			PodCgroups: cgroups,
 		})
 	}()
 	t.Cleanup(func() {
@@ -205,6 +212,7 @@ done`
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cgroups.RemovePod(created.UID) }) // should the test fail before the kubelet removes it
 	logFile := func(container string) string {
 		return filepath.Join(logsDir, "default_reader_"+string(created.UID), container, "0.log")
 	}
@@ -271,6 +279,10 @@ done`
 		}
 		if _, err := os.Stat(podDir); !os.IsNotExist(err) {
 			return fmt.Errorf("pod directory still there: %v", err)
+		}
+		// runc leaves the pod's cgroup (its sandbox's parent) to the kubelet.
+		if left, err := cgroups.Pods(); err != nil || slices.Contains(left, created.UID) {
+			return fmt.Errorf("pod cgroup still there (err %v)", err)
 		}
 		return nil
 	})

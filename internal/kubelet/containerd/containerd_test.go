@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"mizzen/internal/kubelet"
+	"mizzen/internal/kubelet/podcgroups"
 	"mizzen/internal/testing/poll"
 )
 
@@ -198,6 +200,10 @@ func TestPodRunsOnContainerd(t *testing.T) {
 		once.Do(func() { close(watching) })
 		return true, w, err
 	})
+	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	klCtx, stopKubelet := context.WithCancel(ctx)
 	kubeletDone := make(chan error, 1)
 	go func() {
@@ -208,6 +214,7 @@ func TestPodRunsOnContainerd(t *testing.T) {
 			RootDir:      filepath.Join(dir, "kubelet"),
 			RelistPeriod: 200 * time.Millisecond,
 			Logger:       log,
+			PodCgroups:   cgroups,
 		})
 	}()
 	defer func() {
@@ -234,6 +241,7 @@ func TestPodRunsOnContainerd(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cgroups.RemovePod(pod.UID) }) // should the test fail before the kubelet removes it
 	var got *v1.Pod
 	waitFor(t, "pod Running on containerd", func() bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "real", metav1.GetOptions{})
@@ -259,6 +267,11 @@ func TestPodRunsOnContainerd(t *testing.T) {
 	waitFor(t, "sandbox removed", func() bool {
 		sbs, err := rs.ListPodSandbox(ctx, nil)
 		return err == nil && len(sbs) == 0
+	})
+	// runc leaves the pod's cgroup (its sandbox's parent) to the kubelet.
+	waitFor(t, "pod cgroup removed", func() bool {
+		left, err := cgroups.Pods()
+		return err == nil && !slices.Contains(left, pod.UID)
 	})
 	t.Logf("%s: pod deleted, sandbox removed", time.Since(began))
 }
