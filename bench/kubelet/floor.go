@@ -28,23 +28,25 @@ import (
 // With hostNetwork the sandboxes share the host's network namespace, as hostNetwork
 // pods do: no network namespace, veth or CNI plugin at all, which bounds what any pod
 // network could save.
-func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cpu func() time.Duration) error {
+//
+// It returns the figures of the first slot count, in the kubelet's result's fields.
+func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cpu func() time.Duration) (floor result, err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	const bridge = "mzn-floor"
 	opts := containerd.Options{DataDir: filepath.Join(dir, "floor-containerd"), Bridge: bridge}
 	pause, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "mizzen-pause"))
 	if err != nil {
 		stop()
-		return err
+		return floor, err
 	}
 	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		stop()
-		return err
+		return floor, err
 	}
 	var mu sync.Mutex
 	var uids []types.UID
-	stopped, err := containerd.Start(ctx, opts, nil, pause)
+	stopped, startErr := containerd.Start(ctx, opts, nil, pause)
 	defer func() {
 		_ = containerd.RemoveAllPods(context.Background(), opts)
 		stop()
@@ -55,15 +57,15 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 			_ = cgroups.RemovePod(uid)
 		}
 	}()
-	if err != nil {
-		return err
+	if startErr != nil {
+		return floor, startErr
 	}
 	if err := opts.WriteCNIConfig("10.202.0.0/16"); err != nil {
-		return err
+		return floor, err
 	}
 	rs, _, err := kubelet.ConnectRuntime(ctx, opts.Endpoint(), "")
 	if err != nil {
-		return err
+		return floor, err
 	}
 	defer rs.Close(ctx)
 	startPod := func(name string) error {
@@ -103,13 +105,14 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 	// pods 10 at a time.
 	begin := time.Now()
 	if err := startPod("floor-single"); err != nil {
-		return err
+		return floor, err
 	}
+	floor.single = time.Since(begin)
 	network := "pod network"
 	if hostNetwork {
 		network = "host network"
 	}
-	fmt.Printf("runtime alone (CRI straight to containerd), %s: one pod %v (load average %s)\n", network, time.Since(begin).Round(time.Millisecond), loadavg())
+	fmt.Printf("runtime alone (CRI straight to containerd), %s: one pod %v (load average %s)\n", network, floor.single.Round(time.Millisecond), loadavg())
 	// startBatch starts count pods, slots at a time, and returns how long after the
 	// batch began each was started.
 	startBatch := func(prefix string, count, slots int) ([]time.Duration, error) {
@@ -136,19 +139,19 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 		wg.Wait()
 		return done, firstErr
 	}
-	for _, slots := range slotCounts {
+	for i, slots := range slotCounts {
 		if err := containerd.RemoveAllPods(ctx, opts); err != nil {
-			return err
+			return floor, err
 		}
 		cpu0, byCmd0 := cpu(), cpuByCommand()
 		burst, err := startBatch(fmt.Sprintf("burst-%d", slots), n, slots)
 		if err != nil {
-			return err
+			return floor, err
 		}
 		cpuBurst := cpu() - cpu0
 		byCmd := cpuBreakdown(byCmd0, cpuByCommand(), cpuBurst, n)
 		if err := containerd.RemoveAllPods(ctx, opts); err != nil {
-			return err
+			return floor, err
 		}
 		// The kubelet figure's other shape: 100 pods, 10 at a time, each batch after
 		// the one before has started.
@@ -156,7 +159,7 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 		for b := range 10 {
 			batch, err := startBatch(fmt.Sprintf("steady-%d-%d", slots, b), 10, slots)
 			if err != nil {
-				return err
+				return floor, err
 			}
 			steady = append(steady, batch...)
 		}
@@ -165,6 +168,10 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 			benchutil.Percentile(burst, 0.99).Round(time.Millisecond), float64(cpuBurst.Milliseconds())/float64(n),
 			benchutil.Percentile(steady, 0.5).Round(time.Millisecond), benchutil.Percentile(steady, 0.99).Round(time.Millisecond), loadavg())
 		fmt.Printf("  the burst's %s\n", byCmd)
+		if i == 0 {
+			floor.burst50, floor.burst99 = benchutil.Percentile(burst, 0.5), benchutil.Percentile(burst, 0.99)
+			floor.steady50, floor.steady99 = benchutil.Percentile(steady, 0.5), benchutil.Percentile(steady, 0.99)
+		}
 	}
-	return nil
+	return floor, nil
 }

@@ -42,7 +42,7 @@ const image = "registry.k8s.io/pause:3.10"
 
 func main() {
 	bin := flag.String("mizzen", "_output/bin/mizzen", "path of the mizzen binary (mizzen-pause beside it)")
-	floor := flag.String("floor-slots", "4", "first measure the runtime alone, through CRI with no kubelet, starting this many pods at a time (comma-separated counts; empty: skip)")
+	floor := flag.String("floor-slots", "4", "measure the runtime alone at the start of every round, through CRI with no kubelet, starting this many pods at a time (comma-separated counts, the first compared with the kubelets; empty: skip)")
 	hostNetwork := flag.Bool("floor-host-network", false, "measure the runtime alone with host-network sandboxes too (no network namespace, no CNI)")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's kubelet (DIR/kubelet) too, alternating with mizzen's")
 	rounds := flag.Int("rounds", 1, "runs of each kubelet, alternating")
@@ -55,11 +55,8 @@ func main() {
 	fmt.Println("host before the run:", hostState(), "; load average", loadavg())
 	// Every process the benchmark starts is counted in one cpuacct cgroup.
 	cpu, err := benchutil.CPUAccount(cpuGroup)
-	if err == nil && *floor != "" {
-		err = measureFloor(*bin, *floor, false, cpu)
-		if err == nil && *hostNetwork {
-			err = measureFloor(*bin, *floor, true, cpu)
-		}
+	if err == nil && *floor != "" && *hostNetwork {
+		_, err = measureFloor(*bin, *floor, true, cpu)
 	}
 	sides := []string{"mizzen"}
 	if *upstream != "" {
@@ -73,6 +70,18 @@ func main() {
 		order := slices.Clone(sides)
 		if round%2 == 1 {
 			slices.Reverse(order)
+		}
+		// The floor in every round, not once: the host drifts from round to round, and
+		// one floor measured before them all made the kubelets' ratios to it move by a
+		// fifth from run to run.
+		if *floor != "" {
+			fmt.Printf("\n== round %d, the runtime alone (load average %s)\n", round+1, loadavg())
+			var f result
+			if f, err = measureFloor(*bin, *floor, false, cpu); err != nil {
+				err = fmt.Errorf("the runtime alone, round %d: %w", round+1, err)
+				break
+			}
+			results[floorSide] = append(results[floorSide], f)
 		}
 		for _, side := range order {
 			fmt.Printf("\n== round %d, %s kubelet (load average %s)\n", round+1, side, loadavg())
@@ -102,14 +111,26 @@ type result struct {
 	loadBurst, loadSteady float64 // one-minute load average at the end of each figure
 }
 
-// printMedians prints each side's medians over its runs, and the ratios mizzen/upstream.
+// floorSide is the runtime alone's column among the results.
+const floorSide = "floor"
+
+// printMedians prints each side's medians over its runs (the floor's too, when it was
+// measured), and the ratios mizzen/upstream and mizzen/floor.
 func printMedians(sides []string, results map[string][]result) {
+	withFloor := len(results[floorSide]) > 0
+	columns := slices.Clone(sides)
+	if withFloor {
+		columns = append(columns, floorSide)
+	}
 	fmt.Printf("\n%-31s", fmt.Sprintf("medians of %d run(s) each", len(results[sides[0]])))
-	for _, s := range sides {
+	for _, s := range columns {
 		fmt.Printf(" %12s", s)
 	}
 	if len(sides) == 2 {
 		fmt.Printf("  mizzen/upstream")
+	}
+	if withFloor {
+		fmt.Printf("  mizzen/floor")
 	}
 	fmt.Println()
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -131,20 +152,39 @@ func printMedians(sides []string, results map[string][]result) {
 		{"load average (100 pods)", func(r result) float64 { return r.loadSteady }},
 	} {
 		fmt.Printf("%-31s", f.name)
-		var meds []float64
-		for _, s := range sides {
-			v := make([]float64, 0, len(results[s]))
-			for _, r := range results[s] {
+		median := func(side string) float64 {
+			v := make([]float64, 0, len(results[side]))
+			for _, r := range results[side] {
 				v = append(v, f.get(r))
 			}
 			sort.Float64s(v)
 			// The lower median of an even count, as the other benchmarks take it.
-			m := v[(len(v)-1)/2]
-			meds = append(meds, m)
-			fmt.Printf(" %12.1f", m)
+			return v[(len(v)-1)/2]
 		}
-		if len(meds) == 2 && meds[1] != 0 && !strings.HasPrefix(f.name, "load") {
-			fmt.Printf("  %14.2fx", meds[0]/meds[1])
+		var meds []float64
+		for _, s := range sides {
+			meds = append(meds, median(s))
+			fmt.Printf(" %12.1f", meds[len(meds)-1])
+		}
+		// The floor has only the start-up figures.
+		floorMed := 0.0
+		if withFloor {
+			if floorMed = median(floorSide); floorMed != 0 {
+				fmt.Printf(" %12.1f", floorMed)
+			} else {
+				fmt.Printf(" %12s", "-")
+			}
+		}
+		load := strings.HasPrefix(f.name, "load")
+		if len(meds) == 2 {
+			if meds[1] != 0 && !load {
+				fmt.Printf("  %14.2fx", meds[0]/meds[1])
+			} else {
+				fmt.Printf("  %15s", "")
+			}
+		}
+		if floorMed != 0 && !load {
+			fmt.Printf("  %11.2fx", meds[0]/floorMed)
 		}
 		fmt.Println()
 	}
@@ -168,18 +208,18 @@ func hostState() string {
 }
 
 // measureFloor runs runtimeFloor in a directory of its own.
-func measureFloor(bin, slots string, hostNetwork bool, cpu func() time.Duration) error {
+func measureFloor(bin, slots string, hostNetwork bool, cpu func() time.Duration) (result, error) {
 	var counts []int
 	for _, s := range strings.Split(slots, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
-			return fmt.Errorf("-floor-slots: %q is not a positive count", s)
+			return result{}, fmt.Errorf("-floor-slots: %q is not a positive count", s)
 		}
 		counts = append(counts, n)
 	}
 	dir, err := os.MkdirTemp("", "mizzen-bench-floor-")
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer os.RemoveAll(dir)
 	return runtimeFloor(bin, dir, 20, counts, hostNetwork, cpu)
