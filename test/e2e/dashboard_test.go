@@ -170,6 +170,8 @@ func TestDashboard(t *testing.T) {
 		// The pod's URL: its log's and exec's have further segments, its watch's a query.
 		podObj := "/k8s/api/v1/namespaces/default/pods/" + pod
 		rsList := "/k8s/apis/apps/v1/namespaces/default/replicasets" // the Deployment page's list of what it owns
+		// The pod page's list of the pod's events; its watch's URL goes on.
+		evList := "/k8s/api/v1/namespaces/default/events?fieldSelector=" + url.QueryEscape("involvedObject.name="+pod)
 		// shown loads hash afresh in tab and waits for want, failing on an error shown.
 		shown := func(tab *browser, hash, want, what string) {
 			t.Helper()
@@ -189,10 +191,11 @@ func TestDashboard(t *testing.T) {
 		}
 		lb := b.newTab(t)
 		lb.login(adminToken)
-		lost := lb.loseFirstRequests(xterm, podList, podObj)
+		lost := lb.loseFirstRequests(xterm, podList, podObj, evList)
 		shown(lb, "#/list/pods", `!!document.querySelector('#list tr[data-name="`+pod+`"]')`, "the pods listed")
 		shown(lb, fmt.Sprintf("#/obj/pods/default/%s", pod), `document.getElementById('yaml').value.includes('image: `+busyboxImage+`')`, "the pod's page")
-		wantLost(lost, xterm, podList, podObj)
+		lb.waitJS(`document.getElementById('events').textContent.includes('Started')`, "the pod's events")
+		wantLost(lost, xterm, podList, podObj, evList)
 		lb.hostnameInTerminal(pod)
 
 		// The logs page's and the terminal page's own first fetch of the pod, each in a

@@ -499,7 +499,9 @@ async function showObject(main, r, ns, name, signal) {
   const loadEvents = async () => {
     const evPath = (ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : '/api/v1/events') +
       `?fieldSelector=${encodeURIComponent('involvedObject.name=' + name)}`;
-    const list = await api(evPath, { signal });
+    // Lost to the network, the list is asked for again: without it there is no watch
+    // either, and the page would show "Failed to fetch" for its events until a reload.
+    const list = await getNotLost(evPath, signal);
     const mine = list.items.filter(e => e.involvedObject.uid === obj.metadata.uid || (!e.involvedObject.uid && e.involvedObject.kind === r.kind));
     mine.sort((a, b) => new Date(a.lastTimestamp || a.eventTime || 0) - new Date(b.lastTimestamp || b.eventTime || 0));
     events.replaceChildren(h('tr', {}, ['Type', 'Reason', 'Age', 'From', 'Message'].map(c => h('th', {}, c))),
