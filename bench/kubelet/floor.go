@@ -16,7 +16,6 @@ import (
 	"mizzen/bench/internal/benchutil"
 	"mizzen/internal/kubelet"
 	"mizzen/internal/kubelet/containerd"
-	"mizzen/internal/kubelet/podcgroups"
 )
 
 // runtimeFloor starts pods straight through CRI on a containerd of its own, the way the
@@ -39,26 +38,19 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 		stop()
 		return floor, err
 	}
-	cgroups, err := podcgroups.FromMountinfo("/proc/self/mountinfo")
-	if err != nil {
-		stop()
-		return floor, err
-	}
 	var mu sync.Mutex
-	var uids []types.UID
-	stopped, startErr := containerd.Start(ctx, opts, nil, pause)
+	var pods createdPods
+	stopped, err := containerd.Start(ctx, opts, nil, pause)
 	defer func() {
 		_ = containerd.RemoveAllPods(context.Background(), opts)
 		stop()
 		<-stopped
 		_ = exec.Command("ip", "link", "delete", bridge).Run()
 		_ = containerd.RemoveMasquerade(bridge)
-		for _, uid := range uids {
-			_ = cgroups.RemovePod(uid)
-		}
+		pods.removeCgroups()
 	}()
-	if startErr != nil {
-		return floor, startErr
+	if err != nil {
+		return floor, err
 	}
 	if err := opts.WriteCNIConfig("10.202.0.0/16"); err != nil {
 		return floor, err
@@ -70,9 +62,7 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 	defer rs.Close(ctx)
 	startPod := func(name string) error {
 		uid := string(uuid.NewUUID())
-		mu.Lock()
-		uids = append(uids, types.UID(uid))
-		mu.Unlock()
+		pods.add(types.UID(uid))
 		logDir := filepath.Join(dir, "floor-logs", uid)
 		sbCfg := &runtimeapi.PodSandboxConfig{
 			Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},

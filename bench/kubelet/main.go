@@ -345,12 +345,12 @@ func gone(pid int) bool {
 	return err != nil || i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
 }
 
-// createdPods is the UIDs of the pods a run created, whose cgroups it removes at its
-// end: the kubelet is stopped as soon as the last pods have left the API, before it
-// has removed their pod cgroups, and no later kubelet sweeps them (each run's kubelet
-// has a root directory of its own). Left behind, a run's 100 pod cgroups in every
-// hierarchy slow every later container start on the host (see
-// docs/testing-with-containerd.md).
+// createdPods is the UIDs of the pods a run (or the floor) created, whose cgroups it
+// removes at its end: runc never removes a pod's cgroup, and a kubelet's run stops the
+// kubelet as soon as the last pods have left the API, before it has removed theirs; no
+// later kubelet sweeps them (each run's kubelet has a root directory of its own). Left
+// behind, a run's 100 pod cgroups in every hierarchy slow every later container start
+// on the host (see docs/testing-with-containerd.md).
 type createdPods struct {
 	mu   sync.Mutex
 	uids []types.UID
@@ -409,12 +409,12 @@ func startPods(ctx context.Context, c *kubernetes.Clientset, pods *createdPods, 
 				mu.Lock()
 				created[name] = time.Now()
 				mu.Unlock()
-				created, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+				made, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "create:", err)
 					return
 				}
-				pods.add(created.UID)
+				pods.add(made.UID)
 			}(i)
 		}
 		wg.Wait()
