@@ -44,8 +44,10 @@ type harness struct {
 	// listed is the tracker watch opened when the kubelet listed its pods, handed to
 	// its watch that follows (see newHarness).
 	listed watch.Interface
-	cancel context.CancelFunc
-	done   chan error
+	// wrapWatch, if set, stands between the kubelet's pod watch and the tracker.
+	wrapWatch func(watch.Interface) watch.Interface
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 func newHarness(t *testing.T) *harness {
@@ -115,6 +117,9 @@ func newHarness(t *testing.T) *harness {
 			}
 		}
 		h.mu.Lock()
+		if h.wrapWatch != nil {
+			w = h.wrapWatch(w)
+		}
 		if h.watching != nil {
 			close(h.watching)
 			h.watching = nil

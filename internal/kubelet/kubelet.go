@@ -643,6 +643,11 @@ func (kl *Kubelet) handlePod(obj any, deleted bool) {
 	if deleted || pod.DeletionTimestamp != nil {
 		// Stop starting it (a slot of the start gate, pulls, a sandbox) at once.
 		kl.workers.terminate(pod.UID)
+	} else if kl.statusWrites.isResultOfLastWrite(pod) {
+		// The watch returning the kubelet's own status write holds nothing its worker
+		// has not seen (a status write changes neither spec nor metadata), as upstream's
+		// kubelet does not sync a pod whose status alone changed.
+		return
 	}
 	kl.workers.dispatch(pod.UID, pod.Namespace+"/"+pod.Name)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
@@ -182,3 +184,107 @@ func TestStartTimeIsTheFirstSync(t *testing.T) {
 		t.Errorf("startTime %v, want at or before the token request at %v (the sync's start)", p.Status.StartTime, requested)
 	}
 }
+
+// The watch returning the kubelet's own status write is not a reason to sync the pod
+// again (upstream's kubelet does not sync a pod whose status alone changed); a change
+// by someone else is.
+func TestOwnStatusWriteDoesNotResync(t *testing.T) {
+	h := newHarness(t)
+	// The kubelet's watch holds back the pod's updates until the pod is Running, so
+	// that the echo of its status write comes after the count below.
+	held := &heldUpdates{release: make(chan struct{})}
+	h.wrapWatch = held.wrap
+	opts := h.options()
+	opts.RelistPeriod = time.Hour // no relist after the first
+	opts.EvictionMonitoringPeriod = -1
+	h.startWith(opts)
+	h.eventually("the first relist", func() bool { return h.rt.Calls("ListContainers") > 0 })
+	h.createPod(newPod("web", "app"))
+	h.waitPod("web", "Running", isRunning)
+	time.Sleep(200 * time.Millisecond) // the sync that wrote Running ends
+	lists := h.rt.Calls("ListContainers")
+	if n := held.deliver(); n == 0 {
+		t.Fatal("the kubelet's watch held no update of the pod")
+	}
+	time.Sleep(500 * time.Millisecond) // a sync the echo caused would list the pod's containers
+	if n := h.rt.Calls("ListContainers"); n != lists {
+		t.Fatalf("the pod was synced again after its own status write (%d more container lists)", n-lists)
+	}
+
+	pod, err := h.getPod("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Labels = map[string]string{"tier": "front"}
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReal("a sync after someone else's change", func() bool { return h.rt.Calls("ListContainers") > lists })
+}
+
+// heldUpdates holds back a watch's updates (not its additions) until deliver.
+type heldUpdates struct {
+	release   chan struct{}
+	delivered chan int // how many were held, once they are delivered
+}
+
+func (hu *heldUpdates) wrap(in watch.Interface) watch.Interface {
+	out := make(chan watch.Event)
+	stopped := make(chan struct{})
+	hu.delivered = make(chan int, 1)
+	go func() {
+		defer close(out)
+		var held []watch.Event
+		release := hu.release
+		send := func(ev watch.Event) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-stopped:
+				return false
+			}
+		}
+		for {
+			select {
+			case ev, ok := <-in.ResultChan():
+				if !ok {
+					return
+				}
+				if ev.Type == watch.Modified && release != nil {
+					held = append(held, ev)
+				} else if !send(ev) {
+					return
+				}
+			case <-release:
+				for _, ev := range held {
+					if !send(ev) {
+						return
+					}
+				}
+				hu.delivered <- len(held)
+				held, release = nil, nil
+			}
+		}
+	}()
+	return &wrappedWatch{in: in, out: out, stopped: stopped}
+}
+
+// deliver sends the held updates on and returns how many there were, once the watch's
+// reader has taken them all.
+func (hu *heldUpdates) deliver() int {
+	close(hu.release)
+	return <-hu.delivered
+}
+
+type wrappedWatch struct {
+	in      watch.Interface
+	out     chan watch.Event
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (w *wrappedWatch) Stop() {
+	w.once.Do(func() { close(w.stopped); w.in.Stop() })
+}
+
+func (w *wrappedWatch) ResultChan() <-chan watch.Event { return w.out }

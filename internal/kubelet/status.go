@@ -610,6 +610,18 @@ func (s *statusWrites) wrote(target, written *v1.Pod) {
 	s.pods[target.UID] = statusWrite{seenRV: seen, pod: written}
 }
 
+// isResultOfLastWrite reports whether pod is the version the kubelet's last status write
+// of it returned.
+func (s *statusWrites) isResultOfLastWrite(pod *v1.Pod) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.pods[pod.UID]
+	return ok && w.pod.ResourceVersion == pod.ResourceVersion
+}
+
 func (s *statusWrites) forget(uid types.UID) {
 	if s == nil {
 		return
