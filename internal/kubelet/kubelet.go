@@ -694,21 +694,17 @@ func (kl *Kubelet) runOrphanSweep(ctx context.Context) {
 
 // removeOrphans removes what is left of pods the kubelet no longer knows (not in the
 // API nor a static pod, without a worker and without a sandbox: deleted while the
-// kubelet was down, say): their directories and their cgroups. Only the cgroups of pods
-// with a directory under this kubelet's root are its own: other kubelets on the host
-// (test clusters, hollow nodes) keep theirs in the same hierarchy.
+// kubelet was down, say): their cgroups, then their directories. Only the cgroups of
+// pods with a directory under this kubelet's root are its own: other kubelets on the
+// host (test clusters, hollow nodes) keep theirs in the same hierarchy. So a pod's
+// directory goes only once its cgroup has: a cgroup still busy is tried again on the
+// next sweep.
 func (kl *Kubelet) removeOrphans(ctx context.Context) {
 	onDisk, err := kl.volumes.PodsOnDisk()
 	if err != nil {
 		kl.log.Error("listing pod directories", "err", err)
 	}
-	var inCgroups []types.UID
-	if kl.opts.PodCgroups != nil {
-		if inCgroups, err = kl.opts.PodCgroups.Pods(); err != nil {
-			kl.log.Error("listing pod cgroups", "err", err)
-		}
-	}
-	if len(onDisk) == 0 && len(inCgroups) == 0 {
+	if len(onDisk) == 0 {
 		return
 	}
 	known := map[types.UID]bool{}
@@ -731,20 +727,15 @@ func (kl *Kubelet) removeOrphans(ctx context.Context) {
 		if known[uid] || kl.workers.has(uid) {
 			continue
 		}
-		if err := kl.volumes.TearDown(ctx, uid); err != nil {
+		tearDown := kl.volumes.TearDown
+		if kl.opts.PodCgroups != nil {
+			if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {
+				kl.log.Error("removing an orphaned pod cgroup", "uid", uid, "err", err)
+				tearDown = kl.volumes.TearDownVolumes
+			}
+		}
+		if err := tearDown(ctx, uid); err != nil {
 			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
-		}
-	}
-	ours := map[types.UID]bool{}
-	for _, uid := range onDisk {
-		ours[uid] = true
-	}
-	for _, uid := range inCgroups {
-		if !ours[uid] || known[uid] || kl.workers.has(uid) {
-			continue
-		}
-		if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {
-			kl.log.Error("removing an orphaned pod cgroup", "uid", uid, "err", err)
 		}
 	}
 }

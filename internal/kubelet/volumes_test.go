@@ -304,3 +304,63 @@ func TestOrphanedPodCgroupsAreOnlyThisKubeletsOwn(t *testing.T) {
 		t.Errorf("another kubelet's pod cgroup: %v; want it left alone", err)
 	}
 }
+
+// TestBusyPodCgroupIsRemovedLater: a pod's cgroup still busy when the pod is torn down
+// (a container's cgroup not yet removed by runc, a process that outlived its container)
+// is removed by the orphan sweep once it is free, and the pod's directory only then.
+func TestBusyPodCgroupIsRemovedLater(t *testing.T) {
+	h := newHarness(t)
+	opts := h.options()
+	hierarchy := t.TempDir()
+	opts.PodCgroups = podcgroups.New(hierarchy)
+	// The sweep starts once the kubelet has listed its pods; the removal of an earlier
+	// pod's directory shows that it runs.
+	earlier := filepath.Join(opts.RootDir, "pods", "earlier")
+	if err := os.MkdirAll(earlier, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.startWith(opts)
+	h.eventually("the orphan sweep running", func() bool {
+		_, err := os.Stat(earlier)
+		return os.IsNotExist(err)
+	})
+	pod := newPod("busy", "app")
+	cgroup := filepath.Join(hierarchy, "kubepods", "besteffort", "pod"+string(pod.UID))
+	// A container's cgroup left in it keeps the pod's from being removed, here as on
+	// a cgroup filesystem.
+	child := filepath.Join(cgroup, "container")
+	if err := os.MkdirAll(child, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.createPod(pod)
+	h.waitPod("busy", "Running", isRunning)
+	if err := h.client.CoreV1().Pods("default").Delete(context.Background(), "busy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the pod's sandbox removed", func() bool {
+		sbs, _ := h.rt.Client().ListPodSandbox(context.Background(), nil)
+		return len(sbs) == 0
+	})
+	podDir := filepath.Join(opts.RootDir, "pods", string(pod.UID))
+	for range 2 * int(orphanSweepPeriod/time.Second) {
+		h.clock.Step(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, err := os.Stat(cgroup); err != nil {
+		t.Fatalf("the busy pod cgroup: %v", err)
+	}
+	if _, err := os.Stat(podDir); err != nil {
+		t.Fatalf("the pod's directory went while its cgroup could not: %v", err)
+	}
+	if err := os.Remove(child); err != nil { // runc removes the container's cgroup
+		t.Fatal(err)
+	}
+	h.eventually("the pod cgroup removed", func() bool {
+		_, err := os.Stat(cgroup)
+		return os.IsNotExist(err)
+	})
+	h.eventually("the pod's directory removed", func() bool {
+		_, err := os.Stat(podDir)
+		return os.IsNotExist(err)
+	})
+}
