@@ -28,8 +28,9 @@ import (
 // pods do: no network namespace, veth or CNI plugin at all, which bounds what any pod
 // network could save.
 //
-// It returns the figures of the first slot count, in the kubelet's result's fields.
-func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cpu func() time.Duration) (floor result, err error) {
+// It returns the figures of the first slot count, and the median of singles pods started
+// one at a time, in the kubelet's result's fields.
+func runtimeFloor(bin, dir string, singles, n int, slotCounts []int, hostNetwork bool, cpu func() time.Duration) (floor result, err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	const bridge = "mzn-floor"
 	opts := containerd.Options{DataDir: filepath.Join(dir, "floor-containerd"), Bridge: bridge}
@@ -91,18 +92,26 @@ func runtimeFloor(bin, dir string, n int, slotCounts []int, hostNetwork bool, cp
 		return rs.StartContainer(ctx, id)
 	}
 
-	// One pod on an idle runtime, then for each number of slots a burst of n and 100
-	// pods 10 at a time.
-	begin := time.Now()
-	if err := startPod("floor-single"); err != nil {
-		return floor, err
+	// Pods one at a time on an idle runtime, then for each number of slots a burst of n
+	// and 100 pods 10 at a time.
+	var single []time.Duration
+	for i := range singles {
+		begin := time.Now()
+		if err := startPod(fmt.Sprintf("floor-single-%d", i)); err != nil {
+			return floor, err
+		}
+		single = append(single, time.Since(begin))
+		if err := containerd.RemoveAllPods(ctx, opts); err != nil {
+			return floor, err
+		}
 	}
-	floor.single = time.Since(begin)
+	floor.single = benchutil.Percentile(single, 0.5)
 	network := "pod network"
 	if hostNetwork {
 		network = "host network"
 	}
-	fmt.Printf("runtime alone (CRI straight to containerd), %s: one pod %v (load average %s)\n", network, floor.single.Round(time.Millisecond), loadavg())
+	fmt.Printf("runtime alone (CRI straight to containerd), %s: one pod, median %v of %s (load average %s)\n",
+		network, floor.single.Round(time.Millisecond), roundedList(single), loadavg())
 	// startBatch starts count pods, slots at a time, and returns how long after the
 	// batch began each was started.
 	startBatch := func(prefix string, count, slots int) ([]time.Duration, error) {

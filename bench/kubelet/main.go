@@ -46,7 +46,12 @@ func main() {
 	hostNetwork := flag.Bool("floor-host-network", false, "measure the runtime alone with host-network sandboxes too (no network namespace, no CNI)")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's kubelet (DIR/kubelet) too, alternating with mizzen's")
 	rounds := flag.Int("rounds", 1, "runs of each kubelet, alternating")
+	singles := flag.Int("singles", 5, "pods started one at a time, each on a node at rest, for the single-pod figure (their median)")
 	flag.Parse()
+	if *singles < 1 {
+		fmt.Fprintln(os.Stderr, "-singles: at least one pod")
+		os.Exit(2)
+	}
 	// The CRI client logs through klog every NotFound of a sandbox the kubelet removed
 	// while the benchmark clears the runtime between figures, which RemoveAllPods takes as done.
 	benchutil.QuietKlog()
@@ -56,7 +61,7 @@ func main() {
 	// Every process the benchmark starts is counted in one cpuacct cgroup.
 	cpu, err := benchutil.CPUAccount(cpuGroup)
 	if err == nil && *floor != "" && *hostNetwork {
-		_, err = measureFloor(*bin, *floor, true, cpu)
+		_, err = measureFloor(*bin, *floor, *singles, true, cpu)
 	}
 	sides := []string{"mizzen"}
 	if *upstream != "" {
@@ -77,7 +82,7 @@ func main() {
 		if *floor != "" {
 			fmt.Printf("\n== round %d, the runtime alone (load average %s)\n", round+1, loadavg())
 			var f result
-			if f, err = measureFloor(*bin, *floor, false, cpu); err != nil {
+			if f, err = measureFloor(*bin, *floor, *singles, false, cpu); err != nil {
 				err = fmt.Errorf("the runtime alone, round %d: %w", round+1, err)
 				break
 			}
@@ -86,7 +91,7 @@ func main() {
 		for _, side := range order {
 			fmt.Printf("\n== round %d, %s kubelet (load average %s)\n", round+1, side, loadavg())
 			var r result
-			if r, err = run(*bin, side, *upstream, round == 0, cpu); err != nil {
+			if r, err = run(*bin, side, *upstream, *singles, round == 0, cpu); err != nil {
 				err = fmt.Errorf("%s kubelet, round %d: %w", side, round+1, err)
 				break
 			}
@@ -208,7 +213,7 @@ func hostState() string {
 }
 
 // measureFloor runs runtimeFloor in a directory of its own.
-func measureFloor(bin, slots string, hostNetwork bool, cpu func() time.Duration) (result, error) {
+func measureFloor(bin, slots string, singles int, hostNetwork bool, cpu func() time.Duration) (result, error) {
 	var counts []int
 	for _, s := range strings.Split(slots, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -222,7 +227,7 @@ func measureFloor(bin, slots string, hostNetwork bool, cpu func() time.Duration)
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
-	return runtimeFloor(bin, dir, 20, counts, hostNetwork, cpu)
+	return runtimeFloor(bin, dir, singles, 20, counts, hostNetwork, cpu)
 }
 
 // startKubelet starts side's kubelet against n, and returns it with a clean-up of
@@ -251,8 +256,9 @@ func startKubelet(bin, side, upstreamDir string, n *node, first bool) (*exec.Cmd
 	return kubelet, func() {}, kubelet.Start()
 }
 
-// run measures one kubelet on a fresh node: one pod, 20 at once, 100 ten at a time.
-func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r result, err error) {
+// run measures one kubelet on a fresh node: singles pods one at a time, 20 at once, 100
+// ten at a time.
+func run(bin, side, upstreamDir string, singles int, first bool, cpu func() time.Duration) (r result, err error) {
 	n, err := startNode(bin)
 	if err != nil {
 		return r, err
@@ -283,14 +289,20 @@ func run(bin, side, upstreamDir string, first bool, cpu func() time.Duration) (r
 	// too, not only from the API.
 	settle := func() { _ = containerd.RemoveAllPods(ctx, n.runtime) }
 	noop := func() {}
-	// One pod first, as upstream's single-pod figure.
-	single, err := startPods(ctx, client, &pods, "single", 1, 1, noop)
-	if err != nil {
-		return r, err
+	// One pod at a time first, as upstream's single-pod figure; their median, as one
+	// pod alone moved by half from round to round.
+	var single []time.Duration
+	for i := range singles {
+		one, err := startPods(ctx, client, &pods, fmt.Sprintf("single-%d", i), 1, 1, noop)
+		if err != nil {
+			return r, err
+		}
+		settle()
+		single = append(single, one[0])
 	}
-	settle()
-	r.single = single[0]
-	fmt.Printf("single pod: %v from create to all containers started (load average %s)\n", single[0].Round(time.Millisecond), loadavg())
+	r.single = benchutil.Percentile(single, 0.5)
+	fmt.Printf("single pod: median %v of %s from create to all containers started (load average %s)\n",
+		r.single.Round(time.Millisecond), roundedList(single), loadavg())
 	// The server's part of the CPU (apiserver with its etcd, scheduler,
 	// controller-manager) and the kubelet's; the rest is the runtime's.
 	procCPU := func() (server, kubeletCPU float64) {
@@ -476,4 +488,13 @@ func allStarted(pod *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// roundedList prints durations to the millisecond, in order.
+func roundedList(d []time.Duration) string {
+	out := make([]string, len(d))
+	for i, v := range d {
+		out[i] = v.Round(time.Millisecond).String()
+	}
+	return strings.Join(out, ", ")
 }
