@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,7 @@ func main() {
 	hostNetwork := flag.Bool("floor-host-network", false, "measure the runtime alone with host-network sandboxes too (no network namespace, no CNI)")
 	upstream := flag.String("upstream", "", "directory of upstream's binaries: run upstream's kubelet (DIR/kubelet) too, alternating with mizzen's")
 	rounds := flag.Int("rounds", 1, "runs of each kubelet, alternating")
+	dropCaches := flag.Bool("drop-caches", true, "write back and drop the page cache before each phase (the floor, each kubelet), which frees the memory cgroups of removed containers that their cached pages kept: a few hundred per phase, and they slow every later container start, so each phase would run on a slower host than the one before")
 	singles := flag.Int("singles", 5, "pods started one at a time, each on a node at rest, for the single-pod figure (their median)")
 	flag.Parse()
 	if *singles < 1 {
@@ -81,6 +83,9 @@ func main() {
 		// fifth from run to run.
 		if *floor != "" {
 			fmt.Printf("\n== round %d, the runtime alone (load average %s)\n", round+1, loadavg())
+			if *dropCaches {
+				dropPageCache()
+			}
 			var f result
 			if f, err = measureFloor(*bin, *floor, *singles, false, cpu); err != nil {
 				err = fmt.Errorf("the runtime alone, round %d: %w", round+1, err)
@@ -90,6 +95,9 @@ func main() {
 		}
 		for _, side := range order {
 			fmt.Printf("\n== round %d, %s kubelet (load average %s)\n", round+1, side, loadavg())
+			if *dropCaches {
+				dropPageCache()
+			}
 			var r result
 			if r, err = run(*bin, side, *upstream, *singles, round == 0, cpu); err != nil {
 				err = fmt.Errorf("%s kubelet, round %d: %w", side, round+1, err)
@@ -210,6 +218,19 @@ func hostState() string {
 		}
 	}
 	return mounts + " mounts, " + cgroups + " memory cgroups"
+}
+
+// dropPageCache writes back and drops the page cache, which releases the memory
+// cgroups of removed containers that only their cached pages kept (see hostState), and
+// says how many there were before and after.
+func dropPageCache() {
+	before := hostState()
+	syscall.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		fmt.Fprintln(os.Stderr, "dropping the page cache:", err)
+		return
+	}
+	fmt.Printf("page cache dropped: %s before, %s after\n", before, hostState())
 }
 
 // measureFloor runs runtimeFloor in a directory of its own.
