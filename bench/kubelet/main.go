@@ -210,25 +210,48 @@ func hostState() string {
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		mounts = strconv.Itoa(strings.Count(string(b), "\n"))
 	}
-	if b, err := os.ReadFile("/proc/cgroups"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 3 && f[0] == "memory" {
-				cgroups = f[2]
-			}
-		}
+	if n := memoryCgroups(); n >= 0 {
+		cgroups = strconv.Itoa(n)
 	}
 	return mounts + " mounts, " + cgroups + " memory cgroups"
 }
 
+// memoryCgroups counts the host's memory cgroups, dying ones included, from
+// /proc/cgroups; -1 if it cannot be read.
+func memoryCgroups() int {
+	b, err := os.ReadFile("/proc/cgroups")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "memory" {
+			if n, err := strconv.Atoi(f[2]); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // dropPageCache writes back and drops the page cache, which releases the memory
 // cgroups of removed containers that only their cached pages kept (see hostState), and
-// says how many there were before and after.
+// says how many there were before and after. The kernel frees them over the next
+// seconds, not at once: it waits until their count has stopped falling for two.
 func dropPageCache() {
 	before := hostState()
 	syscall.Sync()
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
 		fmt.Fprintln(os.Stderr, "dropping the page cache:", err)
 		return
+	}
+	last, steady := memoryCgroups(), 0
+	for deadline := time.Now().Add(15 * time.Second); steady < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		if n := memoryCgroups(); n < last {
+			last, steady = n, 0
+		} else {
+			steady++
+		}
 	}
 	fmt.Printf("page cache dropped: %s before, %s after\n", before, hostState())
 }
