@@ -162,14 +162,18 @@ func TestDashboard(t *testing.T) {
 	// host's links lose them (see appStarted): the page's own load of xterm.js, the pods
 	// list's first list, and each page's first fetch of the pod (the object page's, the
 	// logs page's, the terminal page's) and an object page's list of what the object
-	// owns. The pages try them again: the user sees the pods, the pod, its log, its
-	// terminal and the Deployment's ReplicaSet, not "Failed to fetch" or a silently
-	// empty list, and gets a terminal, not "window.Terminal is not a constructor".
+	// owns, the namespace picker's list of namespaces, and the overview's settings. The
+	// pages try them again: the user sees the pods, the pod, its log, its terminal, the
+	// Deployment's ReplicaSet, the namespaces to pick from and the node's service proxy
+	// healthy, not "Failed to fetch", a silently empty list or "the dashboard was given
+	// no proxy health port", and gets a terminal, not "window.Terminal is not a
+	// constructor".
 	t.Run("requests lost to the network are tried again", func(t *testing.T) {
 		xterm, podList := "/static/vendor/xterm/xterm.js", "/k8s/api/v1/pods" // the list's URL; its watch's has a query
 		// The pod's URL: its log's and exec's have further segments, its watch's a query.
 		podObj := "/k8s/api/v1/namespaces/default/pods/" + pod
 		rsList := "/k8s/apis/apps/v1/namespaces/default/replicasets" // the Deployment page's list of what it owns
+		nsList := "/k8s/api/v1/namespaces"                           // the namespace picker's list
 		// The pod page's list of the pod's events; its watch's URL goes on.
 		evList := "/k8s/api/v1/namespaces/default/events?fieldSelector=" + url.QueryEscape("involvedObject.name="+pod)
 		// shown loads hash afresh in tab and waits for want, failing on an error shown.
@@ -191,11 +195,12 @@ func TestDashboard(t *testing.T) {
 		}
 		lb := b.newTab(t)
 		lb.login(adminToken)
-		lost := lb.loseFirstRequests(xterm, podList, podObj, evList)
+		lost := lb.loseFirstRequests(xterm, podList, podObj, evList, nsList)
 		shown(lb, "#/list/pods", `!!document.querySelector('#list tr[data-name="`+pod+`"]')`, "the pods listed")
+		lb.waitJS(`!!document.querySelector('#namespaces option[value="default"]')`, "the namespaces to pick from")
 		shown(lb, fmt.Sprintf("#/obj/pods/default/%s", pod), `document.getElementById('yaml').value.includes('image: `+busyboxImage+`')`, "the pod's page")
 		lb.waitJS(`document.getElementById('events').textContent.includes('Started')`, "the pod's events")
-		wantLost(lost, xterm, podList, podObj, evList)
+		wantLost(lost, xterm, podList, podObj, evList, nsList)
 		lb.hostnameInTerminal(pod)
 
 		// The logs page's and the terminal page's own first fetch of the pod, each in a
@@ -215,6 +220,11 @@ func TestDashboard(t *testing.T) {
 		lost = term.loseFirstRequests(podObj)
 		shown(term, fmt.Sprintf("#/exec/default/%s?container=main", pod), `!!document.getElementById('exec-state')`, "the pod's terminal")
 		wantLost(lost, podObj)
+		overview := b.newTab(t)
+		overview.login(adminToken)
+		lost = overview.loseFirstRequests("/settings")
+		shown(overview, "#/overview", `(document.querySelector('tr[data-component="proxy-`+node+`"] td.ok') || {}).textContent === 'healthy'`, "the node's service proxy healthy on the overview")
+		wantLost(lost, "/settings")
 	})
 
 	// An object page loads what the object owns again on each change of the object, and

@@ -770,10 +770,14 @@ async function showOverview(main, signal) {
 // sees the refusal.
 async function askProxies(state, signal) {
   if (state.settings === undefined) {
+    // Asked again if the network loses it: taken as no settings, the page said for good
+    // that the dashboard was given no proxy health port.
     try {
-      const resp = await fetch(HELPERS + '/settings', { signal, headers: authHeaders(), credentials: 'same-origin' });
-      state.settings = resp.ok ? await resp.json() : {};
-    } catch (e) { if (signal.aborted) return; state.settings = {}; }
+      state.settings = await untilNotLost(async () => {
+        const resp = await fetch(HELPERS + '/settings', { signal, headers: authHeaders(), credentials: 'same-origin' });
+        return resp.ok ? await resp.json() : {};
+      }, signal);
+    } catch (e) { return; } // aborted: untilNotLost throws nothing else here
   }
   const port = state.settings.proxyHealthzPort;
   if (!port || !state.nodes) return;
@@ -927,7 +931,8 @@ async function start() {
       // system:anonymous: offer the token form.
       if (IN_APISERVER && name === 'system:anonymous') showTokenForm('You are not logged in.');
     }).catch(e => { if (IN_APISERVER && e.code === 403 && !sessionStorage.getItem(TOKEN_KEY)) showTokenForm('You are not logged in.'); });
-  api('/api/v1/namespaces').then(l => {
+  // The namespace picker's suggestions, asked for again if the network loses them.
+  getNotLost('/api/v1/namespaces', new AbortController().signal).then(l => {
     document.getElementById('namespaces').replaceChildren(...l.items.map(n => h('option', { value: n.metadata.name })));
   }).catch(() => {});
   const custom = await discoverCustom();
