@@ -727,17 +727,24 @@ func (kl *Kubelet) removeOrphans(ctx context.Context) {
 		if known[uid] || kl.workers.has(uid) {
 			continue
 		}
-		tearDown := kl.volumes.TearDown
-		if kl.opts.PodCgroups != nil {
-			if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {
-				kl.log.Error("removing an orphaned pod cgroup", "uid", uid, "err", err)
-				tearDown = kl.volumes.TearDownVolumes
-			}
-		}
-		if err := tearDown(ctx, uid); err != nil {
+		if err := kl.removePodCgroupAndDir(ctx, uid); err != nil {
 			kl.log.Error("removing an orphaned pod directory", "uid", uid, "err", err)
 		}
 	}
+}
+
+// removePodCgroupAndDir removes the pod's cgroup, then its directory under the root.
+// A cgroup still busy (a container's cgroup or a process still in it: rmdir's EBUSY)
+// keeps the directory, without its volumes: the directory is what tells the orphan
+// sweep, which tries again, that the cgroup is this kubelet's own.
+func (kl *Kubelet) removePodCgroupAndDir(ctx context.Context, uid types.UID) error {
+	if kl.opts.PodCgroups != nil {
+		if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {
+			kl.log.Error("removing the pod's cgroup; the orphan sweep retries", "uid", uid, "err", err)
+			return kl.volumes.TearDownVolumes(ctx, uid)
+		}
+	}
+	return kl.volumes.TearDown(ctx, uid)
 }
 
 // nodeAllocatable returns the node's allocatable resources, used as the default for

@@ -226,18 +226,7 @@ func (kl *Kubelet) cleanupPod(ctx context.Context, w *podWorker, rt *podRuntime)
 			kl.log.Error("removing the pod's logs", "dir", dir, "err", err)
 		}
 	}
-	tearDown := kl.volumes.TearDown
-	if kl.opts.PodCgroups != nil {
-		// Busy if a process outlived its container, or runc has not yet removed a
-		// container's cgroup. The pod's directory then stays, without its volumes: it
-		// is what tells the orphan sweep, which retries, that the cgroup is this
-		// kubelet's own.
-		if err := kl.opts.PodCgroups.RemovePod(w.uid); err != nil {
-			kl.log.Error("removing the pod's cgroup; the orphan sweep retries", "uid", w.uid, "err", err)
-			tearDown = kl.volumes.TearDownVolumes
-		}
-	}
-	if err := tearDown(ctx, w.uid); err != nil {
+	if err := kl.removePodCgroupAndDir(ctx, w.uid); err != nil {
 		return false, fmt.Errorf("removing volumes: %w", err)
 	}
 	return true, nil
