@@ -321,8 +321,10 @@ type Kubelet struct {
 	// until the watch catches up.
 	statusWrites *statusWrites
 	starts       *startGate
-	recorder     record.EventRecorder
-	volumes      *volume.Manager
+	// abandoned are the pods whose sandbox start was given up as they were deleted.
+	abandoned abandonedStarts
+	recorder  record.EventRecorder
+	volumes   *volume.Manager
 	// volumeSources reads (and briefly caches) the objects volumes and env refer to.
 	volumeSources volumeSources
 	static        *staticPods // nil without a manifest directory
@@ -736,9 +738,14 @@ func (kl *Kubelet) removeOrphans(ctx context.Context) {
 // removePodCgroupAndDir removes the pod's cgroup, then its directory under the root.
 // A cgroup still busy (a container's cgroup or a process still in it: rmdir's EBUSY)
 // keeps the directory, without its volumes: the directory is what tells the orphan
-// sweep, which tries again, that the cgroup is this kubelet's own.
+// sweep, which tries again, that the cgroup is this kubelet's own. So does a sandbox
+// start given up not long ago, which the runtime may still be making.
 func (kl *Kubelet) removePodCgroupAndDir(ctx context.Context, uid types.UID) error {
 	if kl.opts.PodCgroups != nil {
+		if kl.abandoned.runtimeMayStillStart(uid, kl.clock.Now()) {
+			// The runtime may yet create the pod's cgroup: the sweep removes it later.
+			return kl.volumes.TearDownVolumes(ctx, uid)
+		}
 		if err := kl.opts.PodCgroups.RemovePod(uid); err != nil {
 			kl.log.Error("removing the pod's cgroup; the orphan sweep retries", "uid", uid, "err", err)
 			return kl.volumes.TearDownVolumes(ctx, uid)

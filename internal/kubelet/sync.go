@@ -508,6 +508,10 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating pod sandbox: %w", err)
 		}
+		// The sandbox's start creates the pod's cgroup: its directory comes first.
+		if err := kl.volumes.MakePodDir(pod.UID); err != nil {
+			return fmt.Errorf("creating the pod's directory: %w", err)
+		}
 		release, err := kl.starts.acquire(ctx, startSandbox)
 		if err != nil {
 			return err
@@ -515,7 +519,10 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		_, err = kl.runtime.RunPodSandbox(ctx, cfg, handler)
 		release()
 		if err != nil && ctx.Err() != nil {
-			return err // cancelled: the pod is being deleted (see podWorkers.terminate)
+			// Cancelled: the pod is being deleted (see podWorkers.terminate). The
+			// runtime may go on with the start after the pod's teardown.
+			kl.abandoned.add(pod.UID, kl.clock.Now())
+			return err
 		}
 		if err != nil {
 			kl.recorder.Eventf(containerRef(pod, ""), v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)

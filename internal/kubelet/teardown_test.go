@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"mizzen/internal/kubelet/podcgroups"
 	"mizzen/internal/testing/lockedbuf"
 )
 
@@ -29,6 +32,7 @@ type heldSandboxes struct {
 
 	mu      sync.Mutex
 	held    int           // calls that reached the runtime
+	givenUp int           // calls whose context ended
 	reached chan struct{} // closed by the first of them
 }
 
@@ -42,6 +46,9 @@ func (r *heldSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSa
 	}
 	r.mu.Unlock()
 	<-ctx.Done()
+	r.mu.Lock()
+	r.givenUp++
+	r.mu.Unlock()
 	return "", ctx.Err()
 }
 
@@ -120,6 +127,56 @@ func TestDeletedPodsDoNotHoldUpANewPod(t *testing.T) {
 			}
 		}
 		return len(sbs) == 1 && len(cs) == 1
+	})
+}
+
+// TestAbandonedSandboxStartLeavesNoPodCgroup is a pod deleted while its sandbox starts,
+// whose runtime goes on with the start the kubelet gave up and makes the pod's cgroup
+// after the kubelet has torn the pod down, as containerd's runc does. (Conformance's
+// ServiceAccounts opt-out spec left three such cgroups: pods without volumes, so
+// without a directory for the orphan sweep to find, deleted a second after their
+// creation.) The sweep removes the late cgroup, then the pod's directory.
+func TestAbandonedSandboxStartLeavesNoPodCgroup(t *testing.T) {
+	h := newHarness(t)
+	rt := &heldSandboxes{RuntimeService: h.rt.Client(), prefix: "starting-", reached: make(chan struct{})}
+	opts := h.options()
+	opts.Runtime = rt
+	hierarchy := t.TempDir()
+	opts.PodCgroups = podcgroups.New(hierarchy)
+	h.startWith(opts)
+
+	pod := newPod("starting-without-volumes", "app")
+	h.createPod(pod)
+	select {
+	case <-rt.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pod's sandbox start never reached the runtime")
+	}
+	if err := h.client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReal("the held sandbox start given up", func() bool {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return rt.givenUp == 1
+	})
+	// The kubelet tears the pod down as soon as its start is given up.
+	for range 3 {
+		h.clock.Step(time.Second)
+		time.Sleep(20 * time.Millisecond)
+	}
+	cgroup := filepath.Join(hierarchy, "kubepods", "besteffort", "pod"+string(pod.UID))
+	if err := os.MkdirAll(cgroup, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the pod cgroup made after the teardown removed", func() bool {
+		_, err := os.Stat(cgroup)
+		return os.IsNotExist(err)
+	})
+	podDir := filepath.Join(opts.RootDir, "pods", string(pod.UID))
+	h.eventually("the pod's directory removed", func() bool {
+		_, err := os.Stat(podDir)
+		return os.IsNotExist(err)
 	})
 }
 

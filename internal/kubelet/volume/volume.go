@@ -129,6 +129,13 @@ func (m *Manager) PodDir(uid types.UID) string {
 	return filepath.Join(m.opts.RootDir, "pods", string(uid))
 }
 
+// MakePodDir creates the pod's state directory. The kubelet makes it before the pod's
+// first sandbox, whose start creates the pod's cgroup: the directory is what tells the
+// kubelet's orphan sweep that the cgroup is its own.
+func (m *Manager) MakePodDir(uid types.UID) error {
+	return os.MkdirAll(m.PodDir(uid), 0o750)
+}
+
 // EmptyDirPath is where the pod's emptyDir volume of this name lives.
 func (m *Manager) EmptyDirPath(uid types.UID, name string) string {
 	return m.volumeDir(uid, kindEmptyDir, name)
