@@ -520,8 +520,12 @@ func (kl *Kubelet) reconcilePod(ctx context.Context, w *podWorker, pod *v1.Pod, 
 		release()
 		if err != nil && ctx.Err() != nil {
 			// Cancelled: the pod is being deleted (see podWorkers.terminate). The
-			// runtime may go on with the start after the pod's teardown.
-			kl.abandoned.add(pod.UID, kl.clock.Now())
+			// runtime may go on with the start, and make the pod's cgroup, after the
+			// pod's teardown. (Without cgroups to remove, as hollow nodes, nothing
+			// would ever forget the entry.)
+			if kl.opts.PodCgroups != nil {
+				kl.abandoned.add(pod.UID, kl.clock.Now())
+			}
 			return err
 		}
 		if err != nil {
